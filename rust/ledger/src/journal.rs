@@ -1,0 +1,813 @@
+//! The journal: one append-only log shared by every managed ledger of a data directory, with
+//! group commit.
+//!
+//! Like BookKeeper's journal, entries of all ledgers are interleaved in one sequence of segment
+//! files (`<data>/journal/<id>.log`), so one `fdatasync` makes a whole round of appends durable no
+//! matter how many topics wrote in it. Appenders only copy their record into an in-memory buffer
+//! under a short lock; a dedicated flusher thread takes the whole buffer, writes it with one
+//! `pwrite`, syncs once, then runs the completions of that round in append order.
+//!
+//! Record layout (little endian), one per entry:
+//!
+//! ```text
+//! +--------+--------+-----------+----------+-----------+----------------+
+//! | len u32| crc u32| ledger i64| entry i64| time u64  | payload (len)  |
+//! +--------+--------+-----------+----------+-----------+----------------+
+//!            crc32c covers ledger..payload (everything after the crc field)
+//! ```
+//!
+//! Recovery scans the segments: a record that runs past the end of the file, or a bad record
+//! followed by nothing valid, is a torn tail and is truncated (with a log line); a bad record
+//! followed by a valid one is corruption in the middle and is remembered, so reading it fails
+//! with [`LedgerError::CorruptEntry`] naming the ledger and offset.
+//!
+//! A failed write (for example a full disk) fails every record not yet durable, truncates the
+//! segment back to its last good length and moves to a new segment, so nothing is ever written
+//! after a hole.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use parking_lot::{Condvar, Mutex};
+
+use crate::{LedgerError, Result};
+
+/// Bytes of a record header.
+pub const RECORD_HEADER: usize = 32;
+
+/// `Loc::len` value marking an entry known to be corrupt.
+pub const CORRUPT_LEN: u32 = u32::MAX;
+
+/// Where one entry's record lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loc {
+    /// Journal segment id.
+    pub segment: u32,
+    /// Payload length, or [`CORRUPT_LEN`].
+    pub len: u32,
+    /// Byte offset of the record header in the segment.
+    pub offset: u64,
+}
+
+impl Loc {
+    /// Offset just past this record.
+    #[must_use]
+    pub fn end(&self) -> u64 {
+        self.offset + RECORD_HEADER as u64 + u64::from(self.len)
+    }
+}
+
+/// Called once per durable append, on the flusher thread, in append order.
+pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// One entry read back from the journal.
+#[derive(Clone, Debug)]
+pub struct Record {
+    /// The time the appender stamped on it (ms since epoch).
+    pub timestamp: u64,
+    /// The entry bytes.
+    pub payload: Bytes,
+}
+
+/// What recovery found for one ledger: entry id → location, in scan order.
+pub type RecoveredLedgers = HashMap<i64, Vec<(i64, Loc)>>;
+
+/// A region of bytes waiting for, or undergoing, a write.
+#[derive(Clone)]
+struct Pending {
+    segment: u32,
+    offset: u64,
+    data: Bytes,
+    file: Arc<File>,
+}
+
+struct State {
+    /// Open segment files by id; the flusher and readers clone the `Arc` and do I/O unlocked.
+    segments: BTreeMap<u32, Arc<File>>,
+    /// Ledgers with records in each segment, for garbage collection.
+    segment_ledgers: BTreeMap<u32, HashSet<i64>>,
+    /// Ledgers deleted since start; their segments may be removed once nothing else lives there.
+    deleted_ledgers: HashSet<i64>,
+    /// Segment receiving appends.
+    active: u32,
+    /// Logical length of the active segment, buffered bytes included.
+    active_len: u64,
+    /// Records appended but not yet handed to the flusher (segment `active`, from `buf_offset`).
+    buf: BytesMut,
+    /// File offset of `buf[0]`.
+    buf_offset: u64,
+    /// Buffers of earlier segments sealed by a rotation, not yet handed to the flusher.
+    sealed: Vec<Pending>,
+    /// What the flusher is writing right now (readable from memory until written).
+    inflight: Vec<Pending>,
+    /// Completions of everything in `sealed` and `buf`, in append order.
+    completions: Vec<Completion>,
+    /// Set by `close`; the flusher drains and exits.
+    closed: bool,
+}
+
+/// The shared append log. See the module docs.
+pub struct Journal {
+    /// Directory of segment files; immutable.
+    dir: PathBuf,
+    /// `journalSyncData`: run `fdatasync` before completing a round; immutable.
+    sync: bool,
+    /// Segment size limit; immutable.
+    max_segment: u64,
+    /// Everything mutable. A `parking_lot::Mutex` (not tokio's): it is never held across I/O that
+    /// can block for long nor across `.await`; appenders hold it for a memcpy.
+    state: Mutex<State>,
+    /// Wakes the flusher when there is something to write (paired with `state`).
+    wake: Condvar,
+    /// The flusher thread, joined on close.
+    flusher: Mutex<Option<JoinHandle<()>>>,
+    /// Completed write rounds (each is one `fdatasync` per touched segment in durable mode).
+    rounds: std::sync::atomic::AtomicU64,
+}
+
+fn segment_path(dir: &Path, id: u32) -> PathBuf {
+    dir.join(format!("{id:010}.log"))
+}
+
+fn open_segment(dir: &Path, id: u32) -> Result<Arc<File>> {
+    let path = segment_path(dir, id);
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| LedgerError::io(format!("opening journal segment {}", path.display()), e))?;
+    Ok(Arc::new(f))
+}
+
+fn encode_header(
+    out: &mut BytesMut,
+    ledger_id: i64,
+    entry_id: i64,
+    timestamp: u64,
+    payload: &[u8],
+) {
+    let mut head = [0u8; RECORD_HEADER];
+    head[8..16].copy_from_slice(&ledger_id.to_le_bytes());
+    head[16..24].copy_from_slice(&entry_id.to_le_bytes());
+    head[24..32].copy_from_slice(&timestamp.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[8..]), payload);
+    // Payload sizes are bounded by the broker's max message size, far below 4 GiB.
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX - 1);
+    head[0..4].copy_from_slice(&len.to_le_bytes());
+    head[4..8].copy_from_slice(&crc.to_le_bytes());
+    out.put_slice(&head);
+    out.put_slice(payload);
+}
+
+/// Parses and verifies one record at the start of `buf`; returns (ledger, entry, time, len).
+fn check_record(buf: &[u8]) -> Option<(i64, i64, u64, u32)> {
+    if buf.len() < RECORD_HEADER {
+        return None;
+    }
+    let mut h = &buf[..RECORD_HEADER];
+    let len = h.get_u32_le();
+    let crc = h.get_u32_le();
+    let ledger = h.get_i64_le();
+    let entry = h.get_i64_le();
+    let time = h.get_u64_le();
+    let end = RECORD_HEADER.checked_add(len as usize)?;
+    if len == CORRUPT_LEN || buf.len() < end || crc32c::crc32c(&buf[8..end]) != crc {
+        return None;
+    }
+    Some((ledger, entry, time, len))
+}
+
+impl Journal {
+    /// Opens the journal in `dir`, recovering what the segments hold.
+    ///
+    /// # Errors
+    /// I/O failures. Corruption is not an error here: it is reported per entry on read.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        sync: bool,
+        max_segment: u64,
+    ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
+        let dir = dir.as_ref().to_path_buf();
+        fs::create_dir_all(&dir)
+            .map_err(|e| LedgerError::io(format!("creating {}", dir.display()), e))?;
+        let mut ids: Vec<u32> = fs::read_dir(&dir)
+            .map_err(|e| LedgerError::io(format!("listing {}", dir.display()), e))?
+            .filter_map(|e| {
+                e.ok()?
+                    .file_name()
+                    .to_str()?
+                    .strip_suffix(".log")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        ids.sort_unstable();
+        let mut recovered = RecoveredLedgers::new();
+        let mut segments = BTreeMap::new();
+        let mut segment_ledgers = BTreeMap::new();
+        for &id in &ids {
+            let file = open_segment(&dir, id)?;
+            let ledgers = recover_segment(&dir, id, &file, &mut recovered)?;
+            segments.insert(id, file);
+            segment_ledgers.insert(id, ledgers);
+        }
+        // Appends always go to a fresh segment: recovered segments stay read-only.
+        let active = ids.last().map_or(0, |l| l + 1);
+        segments.insert(active, open_segment(&dir, active)?);
+        segment_ledgers.insert(active, HashSet::new());
+        let journal = Arc::new(Journal {
+            dir,
+            sync,
+            max_segment,
+            state: Mutex::new(State {
+                segments,
+                segment_ledgers,
+                deleted_ledgers: HashSet::new(),
+                active,
+                active_len: 0,
+                buf: BytesMut::with_capacity(1 << 20),
+                buf_offset: 0,
+                sealed: Vec::new(),
+                inflight: Vec::new(),
+                completions: Vec::new(),
+                closed: false,
+            }),
+            wake: Condvar::new(),
+            flusher: Mutex::new(None),
+            rounds: std::sync::atomic::AtomicU64::new(0),
+        });
+        let j = Arc::clone(&journal);
+        let handle = std::thread::Builder::new()
+            .name("journal-flusher".into())
+            .spawn(move || j.flush_loop())
+            .map_err(|e| LedgerError::io("starting the journal flusher thread", e))?;
+        *journal.flusher.lock() = Some(handle);
+        Ok((journal, recovered))
+    }
+
+    /// Whether appends wait for `fdatasync`.
+    #[must_use]
+    pub fn is_durable(&self) -> bool {
+        self.sync
+    }
+
+    /// Appends one record and returns where it will live. With `completion`, it is called once
+    /// the record is durable (or failed). Without, the record is written in the background.
+    ///
+    /// # Errors
+    /// The journal is closed, or opening a new segment failed.
+    pub fn append(
+        &self,
+        ledger_id: i64,
+        entry_id: i64,
+        timestamp: u64,
+        payload: &[u8],
+        completion: Option<Completion>,
+    ) -> Result<Loc> {
+        let record_len = (RECORD_HEADER + payload.len()) as u64;
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(LedgerError::Closed {
+                what: "journal".into(),
+            });
+        }
+        if st.active_len > 0 && st.active_len + record_len > self.max_segment {
+            self.rotate(&mut st)?;
+        }
+        let loc = Loc {
+            segment: st.active,
+            offset: st.active_len,
+            len: u32::try_from(payload.len()).unwrap_or(CORRUPT_LEN - 1),
+        };
+        encode_header(&mut st.buf, ledger_id, entry_id, timestamp, payload);
+        st.active_len += record_len;
+        let active = st.active;
+        if let Some(set) = st.segment_ledgers.get_mut(&active) {
+            set.insert(ledger_id);
+        }
+        if let Some(c) = completion {
+            st.completions.push(c);
+        }
+        drop(st);
+        self.wake.notify_one();
+        Ok(loc)
+    }
+
+    /// Seals the active segment's buffer and opens the next segment. Caller holds the lock.
+    fn rotate(&self, st: &mut State) -> Result<()> {
+        let next = st.active + 1;
+        let file = open_segment(&self.dir, next)?;
+        if !st.buf.is_empty() {
+            let data = st.buf.split().freeze();
+            let old = Arc::clone(&st.segments[&st.active]);
+            st.sealed.push(Pending {
+                segment: st.active,
+                offset: st.buf_offset,
+                data,
+                file: old,
+            });
+        }
+        st.segments.insert(next, file);
+        st.segment_ledgers.insert(next, HashSet::new());
+        st.active = next;
+        st.active_len = 0;
+        st.buf_offset = 0;
+        Ok(())
+    }
+
+    fn flush_loop(&self) {
+        loop {
+            let (batch, completions) = {
+                let mut st = self.state.lock();
+                while st.buf.is_empty() && st.sealed.is_empty() && !st.closed {
+                    self.wake.wait(&mut st);
+                }
+                if st.buf.is_empty() && st.sealed.is_empty() && st.completions.is_empty() {
+                    return; // closed and drained
+                }
+                let mut batch = std::mem::take(&mut st.sealed);
+                if !st.buf.is_empty() {
+                    let data = st.buf.split().freeze();
+                    let file = Arc::clone(&st.segments[&st.active]);
+                    batch.push(Pending {
+                        segment: st.active,
+                        offset: st.buf_offset,
+                        data,
+                        file,
+                    });
+                    st.buf_offset = st.active_len;
+                }
+                st.inflight.clone_from(&batch);
+                (batch, std::mem::take(&mut st.completions))
+            };
+            // The I/O runs without the lock so appenders keep filling the next round.
+            let result = self.write_batch(&batch);
+            let failed_later = {
+                let mut st = self.state.lock();
+                st.inflight.clear();
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "journal write failed; failing pending appends and rotating");
+                    self.recover_from_failure(&mut st, &batch);
+                    // Records buffered meanwhile were dropped with the failed round: fail them too.
+                    std::mem::take(&mut st.completions)
+                } else {
+                    Vec::new()
+                }
+            };
+            match result {
+                Ok(()) => completions.into_iter().for_each(|c| c(Ok(()))),
+                Err(e) => {
+                    for c in completions.into_iter().chain(failed_later) {
+                        c(Err(e.duplicate()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Write rounds completed so far: group commit shows as far fewer rounds than appends.
+    #[must_use]
+    pub fn rounds(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.rounds.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn write_batch(&self, batch: &[Pending]) -> Result<()> {
+        // Relaxed: a statistic.
+        self.rounds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for p in batch {
+            p.file.write_all_at(&p.data, p.offset).map_err(|e| {
+                LedgerError::io(format!("writing journal segment {}", p.segment), e)
+            })?;
+        }
+        if self.sync {
+            let mut synced = HashSet::new();
+            for p in batch {
+                if synced.insert(p.segment) {
+                    p.file.sync_data().map_err(|e| {
+                        LedgerError::io(format!("syncing journal segment {}", p.segment), e)
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failed write: drop buffered records, cut the damaged segment back to its last good
+    /// length and continue in a fresh segment.
+    fn recover_from_failure(&self, st: &mut State, batch: &[Pending]) {
+        st.buf.clear();
+        st.sealed.clear();
+        for p in batch {
+            // Best effort: recovery would treat the garbage as a torn tail anyway.
+            let _ = p.file.set_len(p.offset);
+        }
+        let next = st.active + 1;
+        match open_segment(&self.dir, next) {
+            Ok(file) => {
+                st.segments.insert(next, file);
+                st.segment_ledgers.insert(next, HashSet::new());
+                st.active = next;
+            }
+            Err(e) => {
+                // Stay on the old segment at its truncated length; later writes retry from there.
+                tracing::error!(error = %e, "could not open a new journal segment after a failure");
+                if let Some(first) = batch.iter().find(|p| p.segment == st.active) {
+                    st.active_len = first.offset;
+                    st.buf_offset = first.offset;
+                    return;
+                }
+            }
+        }
+        st.active_len = 0;
+        st.buf_offset = 0;
+    }
+
+    /// Reads the records at `locs` (all of one ledger, in entry order), checking every checksum.
+    /// Adjacent records of one segment are read with a single `pread` and sliced without copying.
+    ///
+    /// # Errors
+    /// I/O failures, or [`LedgerError::CorruptEntry`] for a record that fails its checks.
+    pub fn read(&self, ledger_id: i64, first_entry: i64, locs: &[Loc]) -> Result<Vec<Record>> {
+        let mut out = Vec::with_capacity(locs.len());
+        let mut i = 0;
+        while i < locs.len() {
+            let start = locs[i];
+            if start.len == CORRUPT_LEN {
+                return Err(corrupt(
+                    ledger_id,
+                    start,
+                    "recovery found this entry damaged",
+                ));
+            }
+            let mut j = i + 1;
+            while j < locs.len()
+                && locs[j].segment == start.segment
+                && locs[j].offset == locs[j - 1].end()
+            {
+                if locs[j].len == CORRUPT_LEN {
+                    break;
+                }
+                j += 1;
+            }
+            let span_end = locs[j - 1].end();
+            let data = self.read_span(start.segment, start.offset, span_end)?;
+            for (k, loc) in locs[i..j].iter().enumerate() {
+                let rel = usize::try_from(loc.offset - start.offset).unwrap_or(usize::MAX);
+                let rec = data
+                    .get(rel..)
+                    .ok_or_else(|| corrupt(ledger_id, *loc, "short read"))?;
+                let (l, e, time, len) = check_record(rec)
+                    .ok_or_else(|| corrupt(ledger_id, *loc, "checksum mismatch"))?;
+                let want = first_entry + (i + k) as i64;
+                if l != ledger_id || e != want || len != loc.len {
+                    return Err(corrupt(
+                        ledger_id,
+                        *loc,
+                        &format!("record names {l}:{e}, expected {ledger_id}:{want}"),
+                    ));
+                }
+                let body = rel + RECORD_HEADER;
+                out.push(Record {
+                    timestamp: time,
+                    payload: data.slice(body..body + len as usize),
+                });
+            }
+            i = j;
+        }
+        Ok(out)
+    }
+
+    /// Bytes `[from, to)` of a segment, from memory when not yet written, else from the file.
+    fn read_span(&self, segment: u32, from: u64, to: u64) -> Result<Bytes> {
+        let file = {
+            let st = self.state.lock();
+            let in_mem = |p_seg: u32, p_off: u64, data: &[u8]| -> Option<Bytes> {
+                let p_end = p_off + data.len() as u64;
+                (p_seg == segment && from >= p_off && to <= p_end).then(|| {
+                    Bytes::copy_from_slice(&data[(from - p_off) as usize..(to - p_off) as usize])
+                })
+            };
+            if let Some(b) = in_mem(st.active, st.buf_offset, &st.buf) {
+                return Ok(b);
+            }
+            for p in st.inflight.iter().chain(st.sealed.iter()) {
+                if p.segment == segment && from >= p.offset && to <= p.offset + p.data.len() as u64
+                {
+                    // Zero copy: the pending region is already immutable `Bytes`.
+                    return Ok(p
+                        .data
+                        .slice((from - p.offset) as usize..(to - p.offset) as usize));
+                }
+            }
+            let unwritten_from = if segment == st.active {
+                Some(st.buf_offset)
+            } else {
+                None
+            };
+            if let Some(u) = unwritten_from {
+                if to > u {
+                    // Straddles written and buffered bytes: read record by record instead.
+                    drop(st);
+                    return self.read_span_split(segment, from, to, u);
+                }
+            }
+            Arc::clone(
+                st.segments
+                    .get(&segment)
+                    .ok_or_else(|| LedgerError::CorruptEntry {
+                        ledger_id: -1,
+                        segment,
+                        offset: from,
+                        reason: "journal segment is missing".into(),
+                    })?,
+            )
+        };
+        let mut buf = vec![0u8; (to - from) as usize];
+        file.read_exact_at(&mut buf, from).map_err(|e| {
+            LedgerError::io(format!("reading journal segment {segment} at {from}"), e)
+        })?;
+        Ok(Bytes::from(buf))
+    }
+
+    fn read_span_split(&self, segment: u32, from: u64, to: u64, split: u64) -> Result<Bytes> {
+        let a = self.read_span(segment, from, split)?;
+        let b = self.read_span(segment, split, to)?;
+        let mut out = BytesMut::with_capacity(a.len() + b.len());
+        out.extend_from_slice(&a);
+        out.extend_from_slice(&b);
+        Ok(out.freeze())
+    }
+
+    /// Reads only the timestamp of one record (for publish-time searches).
+    ///
+    /// # Errors
+    /// As [`Journal::read`].
+    pub fn read_timestamp(&self, ledger_id: i64, entry_id: i64, loc: Loc) -> Result<u64> {
+        Ok(self.read(ledger_id, entry_id, &[loc])?[0].timestamp)
+    }
+
+    /// Forgets a deleted ledger and removes segment files that no longer hold live records.
+    pub fn release_ledger(&self, ledger_id: i64) {
+        let mut st = self.state.lock();
+        st.deleted_ledgers.insert(ledger_id);
+        let active = st.active;
+        let busy: HashSet<u32> = st
+            .inflight
+            .iter()
+            .chain(st.sealed.iter())
+            .map(|p| p.segment)
+            .collect();
+        let dead: Vec<u32> = st
+            .segment_ledgers
+            .iter()
+            .filter(|(id, ledgers)| {
+                **id != active
+                    && !busy.contains(id)
+                    && ledgers.iter().all(|l| st.deleted_ledgers.contains(l))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dead {
+            st.segment_ledgers.remove(&id);
+            st.segments.remove(&id);
+            let path = segment_path(&self.dir, id);
+            match fs::remove_file(&path) {
+                Ok(()) => {
+                    tracing::debug!(segment = id, "removed journal segment with no live ledgers")
+                }
+                Err(e) => {
+                    tracing::warn!(segment = id, error = %e, "could not remove journal segment")
+                }
+            }
+        }
+    }
+
+    /// Number of segment files currently kept.
+    #[must_use]
+    pub fn segment_count(&self) -> usize {
+        self.state.lock().segments.len()
+    }
+
+    /// Total bytes in the journal's segment files (buffered bytes included).
+    #[must_use]
+    pub fn disk_usage(&self) -> u64 {
+        let st = self.state.lock();
+        let files: Vec<Arc<File>> = st.segments.values().cloned().collect();
+        drop(st);
+        files
+            .iter()
+            .filter_map(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Makes everything appended so far durable (used on close, and by tests).
+    pub fn flush(&self) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let mut st = self.state.lock();
+            if st.buf.is_empty() && st.sealed.is_empty() && st.inflight.is_empty() {
+                return;
+            }
+            st.completions.push(Box::new(move |_| {
+                let _ = tx.send(());
+            }));
+            // An empty buffer with pending completions still needs one round to run them.
+            if st.buf.is_empty() && st.sealed.is_empty() {
+                let empty = Pending {
+                    segment: st.active,
+                    offset: st.buf_offset,
+                    data: Bytes::new(),
+                    file: Arc::clone(&st.segments[&st.active]),
+                };
+                st.sealed.push(empty);
+            }
+        }
+        self.wake.notify_one();
+        let _ = rx.recv();
+    }
+
+    /// Drains pending writes and stops the flusher. Further appends fail.
+    pub fn close(&self) {
+        self.flush();
+        self.state.lock().closed = true;
+        self.wake.notify_all();
+        if let Some(h) = self.flusher.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.state.get_mut().closed = true;
+        self.wake.notify_all();
+    }
+}
+
+fn corrupt(ledger_id: i64, loc: Loc, reason: &str) -> LedgerError {
+    LedgerError::CorruptEntry {
+        ledger_id,
+        segment: loc.segment,
+        offset: loc.offset,
+        reason: reason.into(),
+    }
+}
+
+/// Scans one segment, filling `recovered`; truncates a torn tail. Returns the ledgers seen.
+fn recover_segment(
+    dir: &Path,
+    id: u32,
+    file: &File,
+    recovered: &mut RecoveredLedgers,
+) -> Result<HashSet<i64>> {
+    let path = segment_path(dir, id);
+    let data =
+        fs::read(&path).map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
+    let mut ledgers = HashSet::new();
+    let mut off = 0usize;
+    while off < data.len() {
+        if let Some((ledger, entry, _time, len)) = check_record(&data[off..]) {
+            let loc = Loc {
+                segment: id,
+                offset: off as u64,
+                len,
+            };
+            recovered.entry(ledger).or_default().push((entry, loc));
+            ledgers.insert(ledger);
+            off += RECORD_HEADER + len as usize;
+            continue;
+        }
+        // A bad record. If the header's length leads to a valid record, the damage is in the
+        // middle: keep going and remember it. Otherwise it is a torn tail.
+        let claimed = data
+            .get(off..off + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+        let next = claimed.and_then(|len| off.checked_add(RECORD_HEADER)?.checked_add(len));
+        if let Some(next) = next.filter(|&n| n < data.len() && check_record(&data[n..]).is_some()) {
+            let mut h = &data[off + 8..off + 24];
+            let (ledger, entry) = (h.get_i64_le(), h.get_i64_le());
+            tracing::error!(
+                segment = id,
+                offset = off,
+                ledger,
+                entry,
+                "corrupt journal record in the middle of a segment"
+            );
+            let loc = Loc {
+                segment: id,
+                offset: off as u64,
+                len: CORRUPT_LEN,
+            };
+            recovered.entry(ledger).or_default().push((entry, loc));
+            off = next;
+            continue;
+        }
+        tracing::warn!(
+            segment = id,
+            offset = off,
+            dropped = data.len() - off,
+            "truncating torn journal tail"
+        );
+        file.set_len(off as u64)
+            .map_err(|e| LedgerError::io(format!("truncating {}", path.display()), e))?;
+        file.sync_all()
+            .map_err(|e| LedgerError::io(format!("syncing {}", path.display()), e))?;
+        break;
+    }
+    Ok(ledgers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn append_read_back_from_memory_and_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+        assert!(rec.is_empty());
+        let done = Arc::new(AtomicUsize::new(0));
+        let mut locs = Vec::new();
+        for i in 0..100i64 {
+            let d = Arc::clone(&done);
+            let payload = format!("entry-{i}");
+            let cb: Completion = Box::new(move |r| {
+                r.unwrap();
+                d.fetch_add(1, Ordering::SeqCst);
+            });
+            locs.push(
+                j.append(7, i, 1000 + i as u64, payload.as_bytes(), Some(cb))
+                    .unwrap(),
+            );
+        }
+        let early = j.read(7, 0, &locs).unwrap();
+        assert_eq!(early[42].payload, Bytes::from("entry-42"));
+        j.flush();
+        assert_eq!(done.load(Ordering::SeqCst), 100);
+        let recs = j.read(7, 10, &locs[10..20]).unwrap();
+        assert_eq!(recs[0].payload, Bytes::from("entry-10"));
+        assert_eq!(recs[9].timestamp, 1019);
+        j.close();
+        let (_j2, rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+        assert_eq!(rec[&7].len(), 100);
+        assert_eq!(rec[&7][99].1, locs[99]);
+    }
+
+    #[test]
+    fn torn_tail_is_truncated_and_middle_corruption_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open(dir.path(), false, 1 << 20).unwrap();
+        let locs: Vec<Loc> = (0..10)
+            .map(|i| j.append(1, i, 0, &[i as u8; 50], None).unwrap())
+            .collect();
+        j.close();
+        let seg = segment_path(dir.path(), 0);
+        let mut raw = fs::read(&seg).unwrap();
+        raw[locs[3].offset as usize + RECORD_HEADER + 5] ^= 0x55; // damage entry 3's payload
+        raw.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7]); // and a torn tail
+        fs::write(&seg, &raw).unwrap();
+        let (j, rec) = Journal::open(dir.path(), false, 1 << 20).unwrap();
+        let found = &rec[&1];
+        assert_eq!(found.len(), 10);
+        assert_eq!(found[3].1.len, CORRUPT_LEN);
+        assert_eq!(fs::metadata(&seg).unwrap().len(), locs[9].end());
+        let err = j.read(1, 3, &[found[3].1]).unwrap_err();
+        assert!(
+            matches!(err, LedgerError::CorruptEntry { ledger_id: 1, .. }),
+            "{err}"
+        );
+        assert!(err
+            .to_string()
+            .contains(&format!("offset {}", locs[3].offset)));
+        assert_eq!(j.read(1, 4, &[found[4].1]).unwrap()[0].payload[0], 4);
+    }
+
+    #[test]
+    fn rotation_and_segment_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open(dir.path(), true, 4096).unwrap();
+        for i in 0..100 {
+            j.append(1, i, 0, &[0u8; 200], None).unwrap();
+        }
+        j.append(2, 0, 0, b"x", None).unwrap();
+        j.flush();
+        assert!(j.segment_count() > 3);
+        j.release_ledger(1);
+        assert!(
+            j.segment_count() <= 2,
+            "segments left: {}",
+            j.segment_count()
+        );
+    }
+}
