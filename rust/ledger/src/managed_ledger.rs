@@ -196,6 +196,13 @@ impl ManagedLedger {
             }
             ml.persist(&st)?;
         }
+        // Recover every durable cursor now, as Pulsar does: trimming must respect them even
+        // before anyone attaches. They stay inactive (not pinning the cache) until opened.
+        for cursor_name in ml.persisted_cursor_names()? {
+            let c = Cursor::open_durable(Arc::clone(&ml), &cursor_name, Position::EARLIEST)?;
+            c.set_active(false);
+            ml.cursors.lock().insert(cursor_name, c);
+        }
         Ok(ml)
     }
 
@@ -709,6 +716,7 @@ impl ManagedLedger {
     /// As [`ManagedLedger::open_cursor`].
     pub fn open_cursor_at(self: &Arc<Self>, name: &str, earliest: bool) -> Result<Arc<Cursor>> {
         if let Some(c) = self.cursors.lock().get(name) {
+            c.set_active(true);
             return Ok(Arc::clone(c));
         }
         let start = if earliest {

@@ -220,6 +220,12 @@ impl Storage {
             .collect()
     }
 
+    /// The metadata store, for other layers' records (policies, partitioned topics, schemas).
+    #[must_use]
+    pub fn meta(&self) -> Arc<dyn MetaStore> {
+        Arc::clone(&self.shared.meta)
+    }
+
     /// Entry cache counters.
     #[must_use]
     pub fn cache_stats(&self) -> CacheStats {

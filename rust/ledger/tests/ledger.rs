@@ -340,3 +340,31 @@ fn invalid_config_is_refused_with_the_key() {
     )
     .is_err());
 }
+
+#[tokio::test]
+async fn unopened_persisted_cursors_still_hold_back_trimming() {
+    let dir = tempfile::tempdir().unwrap();
+    let first;
+    {
+        let s = storage(dir.path());
+        let ml = s.open_ledger("t/hold", small()).unwrap();
+        ml.open_cursor_at("slow", true).unwrap();
+        first = ml.add_entry(Bytes::from_static(b"keep me")).await.unwrap();
+        for _ in 0..25 {
+            ml.add_entry(Bytes::from_static(b"x")).await.unwrap();
+        }
+        s.close().unwrap();
+    }
+    let s = storage(dir.path());
+    let ml = s.open_ledger("t/hold", small()).unwrap();
+    ml.trim_consumed_ledgers().unwrap();
+    assert_eq!(
+        ml.read_entries(first, 1, u64::MAX, first).unwrap()[0].data,
+        Bytes::from_static(b"keep me")
+    );
+    assert_eq!(ml.cursors().len(), 1);
+    assert!(
+        !ml.cursors()[0].is_active(),
+        "recovered cursors start inactive"
+    );
+}
