@@ -1,0 +1,55 @@
+//! Compiles `proto/PulsarApi.proto` into Rust with `protox` (pure Rust
+//! protobuf compiler, no `protoc` binary needed) and `prost-build`.
+//! Every `bytes` field becomes a `bytes::Bytes` so payload-carrying fields
+//! can share the wire buffer.
+
+/// BaseCommand fields stored as `Option<Box<_>>`.
+const BOXED_COMMANDS: &[&str] = &[
+    "connect",
+    "connected",
+    "subscribe",
+    "producer",
+    "send_error",
+    "unsubscribe",
+    "success",
+    "error",
+    "close_producer",
+    "close_consumer",
+    "producer_success",
+    "redeliver_unacknowledged_messages",
+    "partition_metadata",
+    "partition_metadata_response",
+    "lookup_topic",
+    "lookup_topic_response",
+    "consumer_stats",
+    "consumer_stats_response",
+    "reached_end_of_topic",
+    "seek",
+    "get_last_message_id",
+    "get_last_message_id_response",
+    "active_consumer_change",
+    "get_topics_of_namespace",
+    "get_topics_of_namespace_response",
+    "get_schema",
+    "get_schema_response",
+    "auth_challenge",
+    "auth_response",
+    "ack_response",
+    "get_or_create_schema",
+    "get_or_create_schema_response",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=proto/PulsarApi.proto");
+    let fds = protox::compile(["PulsarApi.proto"], ["proto"])?;
+    let mut config = prost_build::Config::new();
+    config.bytes(["."]);
+    // BaseCommand holds one optional field per command type; inline, it would
+    // be ~4 KiB. Box every command except the small hot-path ones so frames
+    // stay cheap to move.
+    for field in BOXED_COMMANDS {
+        config.boxed(format!(".pulsar.proto.BaseCommand.{field}"));
+    }
+    config.compile_fds(fds)?;
+    Ok(())
+}
