@@ -1,1 +1,23 @@
-//! placeholder
+//! The broker core of pulsar_rs: topics, producers, subscriptions, consumers, dispatchers,
+//! permits and rate counters. It knows nothing of sockets: the server crate turns wire commands
+//! into calls here and implements [`consumer::ConsumerSink`] to carry messages back.
+
+pub mod config;
+pub mod consumer;
+pub mod error;
+pub mod naming;
+pub mod permits;
+pub mod rate;
+pub mod service;
+pub mod subscription;
+pub mod topic;
+
+pub use config::BrokerConfig;
+pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
+pub use error::BrokerError;
+pub use naming::TopicName;
+pub use permits::PermitCounter;
+pub use rate::{Meter, TokenBucket};
+pub use service::BrokerService;
+pub use subscription::{entry_info, EntryInfo, Subscription};
+pub use topic::{AccessMode, ProducerInfo, SchemaInfo, Topic};

@@ -1,1 +1,24 @@
-//! placeholder
+//! `pulsar_rs._native`: the PyO3 extension module behind the `pulsar_rs` Python package.
+//!
+//! This is the only crate that depends on PyO3. It exposes the storage layer
+//! ([`ledger::PyManagedLedger`], [`ledger::PyCursor`], [`position::PyPosition`]) and the exception
+//! hierarchy ([`error`]); the broker is added next to them. Every call that can block releases the
+//! GIL through [`error::blocking`].
+
+mod error;
+mod ledger;
+mod position;
+mod settings;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<position::PyPosition>()?;
+    m.add_class::<ledger::PyManagedLedger>()?;
+    m.add_class::<ledger::PyCursor>()?;
+    error::register(m)?;
+    Ok(())
+}

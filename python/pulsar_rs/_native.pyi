@@ -1,0 +1,222 @@
+"""Type stubs for the ``pulsar_rs._native`` extension module (rust/py)."""
+
+from collections.abc import Iterable, Iterator
+from os import PathLike
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar, Final, Literal, Self, TypeAlias, TypedDict, final
+
+__version__: Final[str]
+__all__ = [
+    "ClosedError",
+    "CorruptEntryError",
+    "CorruptMetadataError",
+    "Cursor",
+    "InvalidConfigError",
+    "InvalidNameError",
+    "InvalidPositionError",
+    "LedgerIoError",
+    "ManagedLedger",
+    "NoSpaceError",
+    "Position",
+    "PulsarRsError",
+    "__version__",
+]
+
+# Names starting with "_" exist for type checkers only.
+
+# --- positions --------------------------------------------------------------------------------
+
+@final
+class Position:
+    """The address of one entry: ``(ledger_id, entry_id)``, ordered by ledger then entry."""
+
+    EARLIEST: ClassVar[Position]
+    LATEST: ClassVar[Position]
+    @property
+    def ledger_id(self) -> int: ...
+    @property
+    def entry_id(self) -> int: ...
+    def __new__(cls, ledger_id: int, entry_id: int) -> Self: ...
+    @classmethod
+    def from_tuple(cls, value: Position | tuple[int, int]) -> Position: ...
+    def to_tuple(self) -> tuple[int, int]: ...
+    def next(self) -> Position: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __getnewargs__(self) -> tuple[int, int]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __lt__(self, other: Position, /) -> bool: ...
+    def __le__(self, other: Position, /) -> bool: ...
+    def __gt__(self, other: Position, /) -> bool: ...
+    def __ge__(self, other: Position, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+_PositionLike: TypeAlias = Position | tuple[int, int]
+
+# --- managed ledger ---------------------------------------------------------------------------
+
+class _LedgerInfo(TypedDict):
+    ledger_id: int
+    entries: int
+    size: int
+    created_ms: int
+    closed_ms: int | None
+
+class _LedgerStats(TypedDict):
+    entries_added: int
+    number_of_entries: int
+    total_size: int
+    ledger_count: int
+    current_ledger_id: int
+    current_ledger_entries: int
+    current_ledger_size: int
+    last_confirmed: Position
+    cursor_count: int
+
+class _CacheStats(TypedDict):
+    size_bytes: int
+    hits_entries: int
+    hits_bytes: int
+    misses_entries: int
+    misses_bytes: int
+    evicted_entries: int
+
+class _JournalStats(TypedDict):
+    rounds: int
+    segments: int
+    disk_usage_bytes: int
+    durable: bool
+
+@final
+class ManagedLedger:
+    """A managed ledger (one topic's log) in a data directory of its own.
+
+    Settings are Pulsar's ``broker.conf`` keys, listed in :attr:`SETTINGS`.
+    """
+
+    SETTINGS: ClassVar[list[str]]
+    def __new__(
+        cls,
+        path: str | PathLike[str],
+        name: str = "default",
+        *,
+        journalSyncData: bool = ...,
+        journalMaxSizeMB: float = ...,
+        managedLedgerCacheSizeMB: float = ...,
+        managedLedgerCacheEvictionWatermark: float = ...,
+        managedLedgerCacheEvictionTimeThresholdMillis: float = ...,
+        managedLedgerCacheEvictionIntervalMs: float = ...,
+        managedLedgerMaxEntriesPerLedger: int = ...,
+        managedLedgerMaxSizePerLedgerMbytes: float = ...,
+        managedLedgerMinLedgerRolloverTimeMinutes: float = ...,
+        managedLedgerMaxLedgerRolloverTimeMinutes: float = ...,
+        defaultRetentionTimeInMinutes: float = ...,
+        defaultRetentionSizeInMB: float = ...,
+    ) -> Self: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def durable(self) -> bool: ...
+    @property
+    def last_confirmed(self) -> Position: ...
+    def add_entry(self, data: bytes) -> Position: ...
+    def add_entries(self, entries: Iterable[bytes]) -> list[Position]: ...
+    def open_cursor(self, name: str, earliest: bool = False) -> Cursor: ...
+    def open_reader(self, start: _PositionLike, *, inclusive: bool = False, name: str | None = None) -> Cursor: ...
+    def cursor_names(self) -> list[str]: ...
+    def delete_cursor(self, name: str) -> None: ...
+    def ledgers(self) -> list[_LedgerInfo]: ...
+    def stats(self) -> _LedgerStats: ...
+    def cache_stats(self) -> _CacheStats: ...
+    def journal_stats(self) -> _JournalStats: ...
+    def trim(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]: ...
+
+@final
+class Cursor:
+    """A cursor over a managed ledger: durable (a subscription) or not (a reader)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def durable(self) -> bool: ...
+    @property
+    def ledger(self) -> ManagedLedger: ...
+    def read_entries(self, n: int) -> list[tuple[Position, bytes]]: ...
+    def has_more_entries(self) -> bool: ...
+    def delete(self, positions: _PositionLike | Iterable[_PositionLike]) -> None: ...
+    def mark_delete(self, position: _PositionLike) -> None: ...
+    def is_acked(self, position: _PositionLike) -> bool: ...
+    @property
+    def backlog(self) -> int: ...
+    @property
+    def estimated_backlog_size(self) -> int: ...
+    @property
+    def mark_delete_position(self) -> Position: ...
+    @property
+    def read_position(self) -> Position: ...
+    def acked_ranges(self) -> list[tuple[Position, Position]]: ...
+    def skip(self, n: int) -> None: ...
+    def skip_all(self) -> None: ...
+    def reset(self, position: _PositionLike) -> None: ...
+    def reset_by_time(self, timestamp_ms: int) -> Position: ...
+    def rewind(self) -> None: ...
+    @property
+    def properties(self) -> dict[str, int]: ...
+    def set_property(self, key: str, value: int) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+# --- errors -----------------------------------------------------------------------------------
+
+class PulsarRsError(Exception):
+    """Base class of every error raised by pulsar_rs."""
+
+class LedgerIoError(PulsarRsError, OSError):
+    """An I/O call of the storage failed."""
+
+class NoSpaceError(LedgerIoError):
+    """The disk is full: the write was not acknowledged and may be retried later."""
+
+class CorruptEntryError(PulsarRsError):
+    """A stored entry failed its checksum or framing check."""
+
+    ledger_id: int
+    segment: int
+    offset: int
+
+class CorruptMetadataError(PulsarRsError):
+    """A metadata record (ledger list, cursor state) is damaged."""
+
+    key: str
+
+class InvalidConfigError(PulsarRsError, ValueError):
+    """A setting is unknown, of the wrong type or out of range."""
+
+    key: str
+
+class InvalidPositionError(PulsarRsError, ValueError):
+    """A position does not name an entry of this managed ledger."""
+
+    ledger: str
+    position: Position
+
+class ClosedError(PulsarRsError):
+    """The managed ledger, cursor or storage has been closed."""
+
+class InvalidNameError(PulsarRsError, ValueError):
+    """A managed ledger or cursor name is empty, too long or has control characters."""
+
+    name: str

@@ -1,0 +1,315 @@
+//! Broker settings, with Pulsar's `broker.conf` key names and defaults.
+//!
+//! One TOML file (or Python keyword arguments) whose keys are exactly these names. Unknown keys
+//! and bad values are refused with an error naming the key.
+
+use std::time::Duration;
+
+use pulsar_rs_ledger::{LedgerConfig, StorageConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::BrokerError;
+
+/// Every setting the broker understands. Field names map to camelCase keys.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[allow(missing_docs)]
+pub struct BrokerConfig {
+    /// Cluster name reported in stats.
+    pub cluster_name: String,
+    /// Address the service and admin ports bind to.
+    pub bind_address: String,
+    /// Host name put in LOOKUP answers (defaults to the bind address).
+    pub advertised_address: Option<String>,
+    /// Pulsar binary protocol port (0 = ephemeral).
+    pub broker_service_port: u16,
+    /// Admin REST / metrics port (0 = ephemeral).
+    pub web_service_port: u16,
+    /// Data directory (the standalone default is `./data`; Python uses a temporary one).
+    pub data_dir: Option<String>,
+
+    pub journal_sync_data: bool,
+    #[serde(rename = "journalMaxSizeMB")]
+    pub journal_max_size_mb: u64,
+    #[serde(rename = "managedLedgerCacheSizeMB")]
+    pub managed_ledger_cache_size_mb: u64,
+    pub managed_ledger_cache_eviction_watermark: f64,
+    pub managed_ledger_cache_eviction_time_threshold_millis: u64,
+    pub managed_ledger_cache_eviction_interval_ms: u64,
+    pub managed_ledger_max_entries_per_ledger: u64,
+    pub managed_ledger_max_size_per_ledger_mbytes: u64,
+    pub managed_ledger_min_ledger_rollover_time_minutes: f64,
+    pub managed_ledger_max_ledger_rollover_time_minutes: f64,
+    pub managed_ledger_default_mark_delete_rate_limit: f64,
+    pub default_retention_time_in_minutes: i64,
+    #[serde(rename = "defaultRetentionSizeInMB")]
+    pub default_retention_size_in_mb: i64,
+
+    pub max_message_size: u32,
+    pub max_pending_publish_requests_per_connection: u32,
+    pub keep_alive_interval_seconds: u64,
+    pub allow_auto_topic_creation: bool,
+    /// `non-partitioned` or `partitioned`.
+    pub allow_auto_topic_creation_type: String,
+    pub default_num_partitions: u32,
+    pub allow_auto_subscription_creation: bool,
+
+    pub dispatcher_max_read_batch_size: u32,
+    pub dispatcher_min_read_batch_size: u32,
+    pub dispatcher_max_read_size_bytes: u64,
+    pub dispatcher_max_round_robin_batch_size: u32,
+    pub max_unacked_messages_per_consumer: u32,
+    pub max_unacked_messages_per_subscription: u32,
+    pub active_consumer_failover_delay_time_millis: u64,
+    pub subscription_redelivery_tracker_enabled: bool,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            cluster_name: "standalone".into(),
+            bind_address: "127.0.0.1".into(),
+            advertised_address: None,
+            broker_service_port: 6650,
+            web_service_port: 8080,
+            data_dir: None,
+            journal_sync_data: true,
+            journal_max_size_mb: 256,
+            managed_ledger_cache_size_mb: 64,
+            managed_ledger_cache_eviction_watermark: 0.9,
+            managed_ledger_cache_eviction_time_threshold_millis: 1000,
+            managed_ledger_cache_eviction_interval_ms: 10,
+            managed_ledger_max_entries_per_ledger: 50_000,
+            managed_ledger_max_size_per_ledger_mbytes: 2048,
+            managed_ledger_min_ledger_rollover_time_minutes: 10.0,
+            managed_ledger_max_ledger_rollover_time_minutes: 240.0,
+            managed_ledger_default_mark_delete_rate_limit: 1.0,
+            default_retention_time_in_minutes: 0,
+            default_retention_size_in_mb: 0,
+            max_message_size: 5 * 1024 * 1024,
+            max_pending_publish_requests_per_connection: 1000,
+            keep_alive_interval_seconds: 30,
+            allow_auto_topic_creation: true,
+            allow_auto_topic_creation_type: "non-partitioned".into(),
+            default_num_partitions: 1,
+            allow_auto_subscription_creation: true,
+            dispatcher_max_read_batch_size: 100,
+            dispatcher_min_read_batch_size: 1,
+            dispatcher_max_read_size_bytes: 5 * 1024 * 1024,
+            dispatcher_max_round_robin_batch_size: 20,
+            max_unacked_messages_per_consumer: 50_000,
+            max_unacked_messages_per_subscription: 200_000,
+            active_consumer_failover_delay_time_millis: 1000,
+            subscription_redelivery_tracker_enabled: true,
+        }
+    }
+}
+
+fn bad(key: &'static str, reason: &str) -> BrokerError {
+    BrokerError::InvalidConfig {
+        key: key.into(),
+        reason: reason.into(),
+    }
+}
+
+impl BrokerConfig {
+    /// Parses a TOML document.
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] for syntax errors, unknown keys, wrong types or bad values.
+    pub fn from_toml(text: &str) -> Result<Self, BrokerError> {
+        let cfg: BrokerConfig = toml::from_str(text).map_err(|e| BrokerError::InvalidConfig {
+            key: toml_error_key(&e).unwrap_or_else(|| "<config>".into()),
+            reason: e.message().to_owned(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Builds a config from key/value pairs (Python keyword arguments), as JSON values.
+    ///
+    /// # Errors
+    /// As [`BrokerConfig::from_toml`].
+    pub fn from_json_map(
+        map: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, BrokerError> {
+        let known = serde_json::to_value(BrokerConfig::default()).ok();
+        for key in map.keys() {
+            if known.as_ref().and_then(|k| k.get(key)).is_none() {
+                return Err(BrokerError::InvalidConfig {
+                    key: key.clone(),
+                    reason: "unknown setting".into(),
+                });
+            }
+        }
+        let mut merged = match known {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for (k, v) in map {
+            let key = k.clone();
+            let mut probe = merged.clone();
+            probe.insert(k.clone(), v.clone());
+            serde_json::from_value::<BrokerConfig>(serde_json::Value::Object(probe)).map_err(
+                |e| BrokerError::InvalidConfig {
+                    key,
+                    reason: e.to_string(),
+                },
+            )?;
+            merged.insert(k, v);
+        }
+        let cfg: BrokerConfig =
+            serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| {
+                BrokerError::InvalidConfig {
+                    key: "<config>".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks values that types alone cannot.
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] naming the first bad key.
+    pub fn validate(&self) -> Result<(), BrokerError> {
+        if self.bind_address.parse::<std::net::IpAddr>().is_err() {
+            return Err(bad("bindAddress", "must be an IP address"));
+        }
+        if self.max_message_size < 1024 {
+            return Err(bad("maxMessageSize", "must be at least 1024 bytes"));
+        }
+        if self.max_pending_publish_requests_per_connection == 0 {
+            return Err(bad("maxPendingPublishRequestsPerConnection", "must be > 0"));
+        }
+        if self.dispatcher_max_read_batch_size == 0 {
+            return Err(bad("dispatcherMaxReadBatchSize", "must be > 0"));
+        }
+        if self.dispatcher_min_read_batch_size == 0
+            || self.dispatcher_min_read_batch_size > self.dispatcher_max_read_batch_size
+        {
+            return Err(bad(
+                "dispatcherMinReadBatchSize",
+                "must be in 1..=dispatcherMaxReadBatchSize",
+            ));
+        }
+        if self.dispatcher_max_round_robin_batch_size == 0 {
+            return Err(bad("dispatcherMaxRoundRobinBatchSize", "must be > 0"));
+        }
+        if !matches!(
+            self.allow_auto_topic_creation_type.as_str(),
+            "non-partitioned" | "partitioned"
+        ) {
+            return Err(bad(
+                "allowAutoTopicCreationType",
+                "must be non-partitioned or partitioned",
+            ));
+        }
+        if self.default_num_partitions == 0 {
+            return Err(bad("defaultNumPartitions", "must be > 0"));
+        }
+        if self.managed_ledger_min_ledger_rollover_time_minutes < 0.0 {
+            return Err(bad(
+                "managedLedgerMinLedgerRolloverTimeMinutes",
+                "must be >= 0",
+            ));
+        }
+        if self.managed_ledger_default_mark_delete_rate_limit <= 0.0 {
+            return Err(bad(
+                "managedLedgerDefaultMarkDeleteRateLimit",
+                "must be > 0",
+            ));
+        }
+        self.storage_config()
+            .validate()
+            .map_err(BrokerError::from)?;
+        self.ledger_config().validate().map_err(BrokerError::from)?;
+        Ok(())
+    }
+
+    /// The storage-layer settings.
+    #[must_use]
+    pub fn storage_config(&self) -> StorageConfig {
+        StorageConfig {
+            journal_sync_data: self.journal_sync_data,
+            journal_max_segment_bytes: self.journal_max_size_mb.saturating_mul(1 << 20),
+            cache_size_bytes: self.managed_ledger_cache_size_mb.saturating_mul(1 << 20),
+            cache_eviction_watermark: self.managed_ledger_cache_eviction_watermark,
+            cache_eviction_time_threshold: Duration::from_millis(
+                self.managed_ledger_cache_eviction_time_threshold_millis,
+            ),
+            cache_eviction_interval: Duration::from_millis(
+                self.managed_ledger_cache_eviction_interval_ms,
+            ),
+            cursor_flush_interval: Duration::from_secs_f64(
+                1.0 / self.managed_ledger_default_mark_delete_rate_limit,
+            ),
+        }
+    }
+
+    /// The per-ledger settings.
+    #[must_use]
+    pub fn ledger_config(&self) -> LedgerConfig {
+        let minutes = |m: f64| Duration::from_secs_f64((m * 60.0).max(0.0));
+        LedgerConfig {
+            max_entries_per_ledger: self.managed_ledger_max_entries_per_ledger,
+            max_size_per_ledger_bytes: self
+                .managed_ledger_max_size_per_ledger_mbytes
+                .saturating_mul(1 << 20),
+            min_rollover_time: minutes(self.managed_ledger_min_ledger_rollover_time_minutes),
+            max_rollover_time: minutes(self.managed_ledger_max_ledger_rollover_time_minutes),
+            retention_time_ms: if self.default_retention_time_in_minutes < 0 {
+                -1
+            } else {
+                self.default_retention_time_in_minutes * 60_000
+            },
+            retention_size_bytes: if self.default_retention_size_in_mb < 0 {
+                -1
+            } else {
+                self.default_retention_size_in_mb << 20
+            },
+        }
+    }
+}
+
+/// Finds the key a TOML error is about, from its span.
+fn toml_error_key(e: &toml::de::Error) -> Option<String> {
+    let msg = e.message();
+    // serde's messages quote the key: "unknown field `foo`", "invalid type ... for key `x`".
+    let start = msg.find('`')?;
+    let end = msg[start + 1..].find('`')?;
+    Some(msg[start + 1..start + 1 + end].to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_keys_are_pulsars() {
+        let c = BrokerConfig::from_toml(
+            "maxPendingPublishRequestsPerConnection = 10\nmanagedLedgerCacheSizeMB = 5\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_pending_publish_requests_per_connection, 10);
+        assert_eq!(c.managed_ledger_cache_size_mb, 5);
+        assert_eq!(c.dispatcher_max_round_robin_batch_size, 20);
+    }
+
+    #[test]
+    fn bad_input_names_the_key() {
+        let e = BrokerConfig::from_toml("noSuchKey = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("noSuchKey"), "{e}");
+        let e = BrokerConfig::from_toml("dispatcherMaxReadBatchSize = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dispatcherMaxReadBatchSize"), "{e}");
+        let mut m = serde_json::Map::new();
+        m.insert("maxMessageSize".into(), serde_json::json!("big"));
+        let e = BrokerConfig::from_json_map(m).unwrap_err().to_string();
+        assert!(e.contains("maxMessageSize"), "{e}");
+    }
+}

@@ -1,0 +1,299 @@
+//! A consumer attached to a subscription: its FLOW permits, the messages delivered to it and not
+//! yet acknowledged (pending acks), and the sink through which the dispatcher reaches its
+//! connection. The broker knows nothing of sockets: the server implements [`ConsumerSink`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use pulsar_rs_ledger::Position;
+
+use crate::permits::PermitCounter;
+use crate::rate::Meter;
+
+/// Subscription types, as numbered on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SubType {
+    /// One consumer; a second one is refused.
+    Exclusive,
+    /// Round-robin across consumers.
+    Shared,
+    /// One active consumer, others on standby.
+    Failover,
+    /// Messages of one key always go to one consumer.
+    KeyShared,
+}
+
+impl SubType {
+    /// From the wire value.
+    #[must_use]
+    pub fn from_wire(v: i32) -> Option<Self> {
+        match v {
+            0 => Some(SubType::Exclusive),
+            1 => Some(SubType::Shared),
+            2 => Some(SubType::Failover),
+            3 => Some(SubType::KeyShared),
+            _ => None,
+        }
+    }
+
+    /// Pulsar's display name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubType::Exclusive => "Exclusive",
+            SubType::Shared => "Shared",
+            SubType::Failover => "Failover",
+            SubType::KeyShared => "Key_Shared",
+        }
+    }
+
+    /// Whether several consumers receive messages at once (individual-ack mode).
+    #[must_use]
+    pub fn is_multi(self) -> bool {
+        matches!(self, SubType::Shared | SubType::KeyShared)
+    }
+}
+
+/// What the broker asks a consumer's connection to send.
+#[derive(Debug, Clone)]
+pub enum ConsumerEvent {
+    /// Deliver one entry.
+    Message {
+        /// Consumer id on its connection.
+        consumer_id: u64,
+        /// Entry position.
+        position: Position,
+        /// Partition index, -1 for non-partitioned topics.
+        partition: i32,
+        /// Times this entry was redelivered.
+        redelivery_count: u32,
+        /// Batch bitset (1 = deliver) when part of the batch is already acknowledged.
+        ack_set: Option<Vec<i64>>,
+        /// The stored entry bytes, sent unchanged.
+        data: Bytes,
+    },
+    /// Failover: this consumer became active or inactive.
+    ActiveConsumerChange {
+        /// Consumer id.
+        consumer_id: u64,
+        /// Whether it is now the active one.
+        active: bool,
+    },
+    /// The broker closed the consumer (seek, topic deletion); the client reconnects.
+    Closed {
+        /// Consumer id.
+        consumer_id: u64,
+    },
+}
+
+/// The connection side of a consumer.
+pub trait ConsumerSink: Send + Sync + 'static {
+    /// Queues an event; false if the connection is gone.
+    fn send(&self, event: ConsumerEvent) -> bool;
+}
+
+/// One attached consumer.
+pub struct Consumer {
+    /// Id chosen by the client, unique on its connection; immutable.
+    pub id: u64,
+    /// Consumer name; immutable.
+    pub name: String,
+    /// Lower is preferred; immutable.
+    pub priority_level: i32,
+    /// Subscription type it attached with; immutable.
+    pub sub_type: SubType,
+    /// Client address, for stats; immutable.
+    pub address: String,
+    /// When it attached; immutable.
+    pub connected_since: SystemTime,
+    /// FLOW credit in messages: added by the connection, charged by the dispatcher.
+    pub permits: PermitCounter,
+    /// Messages delivered and not acknowledged (batch-aware). Updated by dispatcher and acks.
+    unacked: AtomicI64,
+    /// Set when `unacked` reached `maxUnackedMessagesPerConsumer`; cleared at half.
+    blocked: AtomicBool,
+    /// Delivered, unacknowledged entries → messages in them. Short lock, by dispatcher and acks.
+    pending: Mutex<HashMap<Position, u32>>,
+    /// Where events go; owned by the connection.
+    sink: Arc<dyn ConsumerSink>,
+    /// Messages and bytes sent.
+    pub out: Meter,
+    /// Messages acknowledged.
+    pub acks: Meter,
+    /// Messages redelivered.
+    pub redelivered: Meter,
+    /// Set when detached; further deliveries are refused.
+    closed: AtomicBool,
+}
+
+impl Consumer {
+    /// A consumer with no permits yet.
+    #[must_use]
+    pub fn new(
+        id: u64,
+        name: String,
+        priority_level: i32,
+        sub_type: SubType,
+        address: String,
+        sink: Arc<dyn ConsumerSink>,
+    ) -> Arc<Self> {
+        Arc::new(Consumer {
+            id,
+            name,
+            priority_level,
+            sub_type,
+            address,
+            connected_since: SystemTime::now(),
+            permits: PermitCounter::new(),
+            unacked: AtomicI64::new(0),
+            blocked: AtomicBool::new(false),
+            pending: Mutex::new(HashMap::new()),
+            sink,
+            out: Meter::default(),
+            acks: Meter::default(),
+            redelivered: Meter::default(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// Unacknowledged messages.
+    #[must_use]
+    pub fn unacked(&self) -> i64 {
+        // Relaxed: a gauge; the dispatcher re-checks on each pass.
+        self.unacked.load(Ordering::Relaxed)
+    }
+
+    /// Whether dispatch to it is blocked by the unacked limit.
+    #[must_use]
+    pub fn is_blocked(&self) -> bool {
+        // Relaxed: a hint re-evaluated on every dispatch pass.
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    /// Whether it can take a message now.
+    #[must_use]
+    pub fn can_take(&self) -> bool {
+        self.permits.get() > 0 && !self.is_blocked() && !self.is_closed()
+    }
+
+    /// Whether it was detached.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with the Release in `close`, so a closed consumer is seen as such.
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn close(&self) {
+        // Release: see `is_closed`.
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Sends a non-message event.
+    pub fn notify(&self, event: ConsumerEvent) -> bool {
+        self.sink.send(event)
+    }
+
+    /// Delivers one entry: charges permits, records it as pending. False if the connection is gone.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn deliver(
+        &self,
+        position: Position,
+        messages: u32,
+        partition: i32,
+        redelivery_count: u32,
+        ack_set: Option<Vec<i64>>,
+        data: Bytes,
+        unacked_limit: u32,
+    ) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        let len = data.len() as u64;
+        let sent = self.sink.send(ConsumerEvent::Message {
+            consumer_id: self.id,
+            position,
+            partition,
+            redelivery_count,
+            ack_set,
+            data,
+        });
+        if !sent {
+            return false;
+        }
+        self.permits.charge(i64::from(messages));
+        self.out.record(u64::from(messages), len);
+        if redelivery_count > 0 {
+            self.redelivered.record(u64::from(messages), len);
+        }
+        if self.pending.lock().insert(position, messages).is_none() {
+            // Relaxed: a gauge (see `unacked`).
+            let now = self
+                .unacked
+                .fetch_add(i64::from(messages), Ordering::Relaxed)
+                + i64::from(messages);
+            if unacked_limit > 0 && now >= i64::from(unacked_limit) {
+                self.blocked.store(true, Ordering::Relaxed);
+            }
+        }
+        true
+    }
+
+    /// Drops `position` from the pending acks; returns its message count if it was pending.
+    pub(crate) fn settle(&self, position: Position, unacked_limit: u32) -> Option<u32> {
+        let n = self.pending.lock().remove(&position)?;
+        self.after_settle(i64::from(n), unacked_limit);
+        Some(n)
+    }
+
+    /// Drops every pending position at or before `upto` (cumulative ack).
+    pub(crate) fn settle_upto(&self, upto: Position, unacked_limit: u32) {
+        let mut total = 0i64;
+        self.pending.lock().retain(|p, n| {
+            let keep = *p > upto;
+            if !keep {
+                total += i64::from(*n);
+            }
+            keep
+        });
+        self.after_settle(total, unacked_limit);
+    }
+
+    fn after_settle(&self, n: i64, unacked_limit: u32) {
+        // Relaxed: gauges; see `unacked` and `is_blocked`.
+        let now = self.unacked.fetch_sub(n, Ordering::Relaxed) - n;
+        self.acks.record(u64::try_from(n).unwrap_or(0), 0);
+        if self.is_blocked() && now <= i64::from(unacked_limit / 2) {
+            self.blocked.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the pending acks (some or all) for redelivery; returns the positions.
+    pub(crate) fn take_pending(&self, only: Option<&[Position]>) -> Vec<Position> {
+        let mut pending = self.pending.lock();
+        let taken: Vec<(Position, u32)> = match only {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|p| pending.remove(p).map(|n| (*p, n)))
+                .collect(),
+            None => pending.drain().collect(),
+        };
+        drop(pending);
+        let n: i64 = taken.iter().map(|(_, n)| i64::from(*n)).sum();
+        // Relaxed: a gauge.
+        self.unacked.fetch_sub(n, Ordering::Relaxed);
+        self.blocked.store(false, Ordering::Relaxed);
+        taken.into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// Pending positions (for stats and tests).
+    #[must_use]
+    pub fn pending_positions(&self) -> Vec<Position> {
+        let mut v: Vec<Position> = self.pending.lock().keys().copied().collect();
+        v.sort();
+        v
+    }
+}

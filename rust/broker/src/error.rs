@@ -1,0 +1,52 @@
+//! The broker crate's one error type. The server maps each variant to a Pulsar `ServerError`.
+
+use pulsar_rs_ledger::LedgerError;
+
+/// Broker-level failures.
+#[derive(thiserror::Error, Debug)]
+#[non_exhaustive]
+pub enum BrokerError {
+    /// Storage failed.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// A setting is invalid.
+    #[error("invalid setting {key}: {reason}")]
+    InvalidConfig {
+        /// Pulsar's key name.
+        key: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A topic name does not parse.
+    #[error("invalid topic name {name:?}: {reason}")]
+    InvalidTopicName {
+        /// The name as given.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The topic does not exist and may not be created.
+    #[error("topic {0} not found")]
+    TopicNotFound(String),
+    /// The subscription does not exist and may not be created.
+    #[error("subscription {0} not found")]
+    SubscriptionNotFound(String),
+    /// An exclusive subscription already has a consumer, or the subscription type differs.
+    #[error("{0}")]
+    ConsumerBusy(String),
+    /// A producer with this name is already connected, or the access mode conflicts.
+    #[error("{0}")]
+    ProducerBusy(String),
+    /// The request is not allowed in this state or with these arguments.
+    #[error("{0}")]
+    NotAllowed(String),
+    /// Already exists (partitioned topic metadata, ...).
+    #[error("{0} already exists")]
+    AlreadyExists(String),
+    /// A Key_Shared range conflicts with an existing consumer's.
+    #[error("{0}")]
+    ConsumerAssign(String),
+    /// The broker is shutting down.
+    #[error("broker is shutting down")]
+    ShuttingDown,
+}

@@ -1,0 +1,293 @@
+//! `BrokerService`: the topics of one broker, their creation and lookup, partitioned-topic
+//! metadata and schemas, over one [`Storage`].
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{MetaStore, Storage};
+
+use crate::naming::TopicName;
+use crate::topic::{SchemaInfo, Topic};
+use crate::{BrokerConfig, BrokerError};
+
+fn partitions_key(base: &TopicName) -> String {
+    format!(
+        "partitioned-topics/{}",
+        pulsar_rs_ledger::metastore::escape_segment(&base.to_string())
+    )
+}
+
+fn schema_key(base: &TopicName) -> String {
+    format!(
+        "schemas/{}",
+        pulsar_rs_ledger::metastore::escape_segment(&base.to_string())
+    )
+}
+
+/// The broker's topics over one data directory.
+pub struct BrokerService {
+    /// Settings; immutable.
+    pub config: Arc<BrokerConfig>,
+    /// The data directory.
+    pub storage: Arc<Storage>,
+    /// Metadata records (partitioned topics, schemas).
+    meta: Arc<dyn MetaStore>,
+    /// Loaded topics. Held while a topic is opened (so one topic is opened once).
+    topics: Mutex<HashMap<TopicName, Arc<Topic>>>,
+    /// Names of topics that exist in storage (loaded or not).
+    known: Mutex<HashSet<TopicName>>,
+    /// Partitioned topics and their partition counts.
+    partitioned: Mutex<HashMap<TopicName, u32>>,
+    /// Source of generated producer names and producer handles.
+    seq: AtomicU64,
+}
+
+impl BrokerService {
+    /// Opens the data directory.
+    ///
+    /// # Errors
+    /// Invalid settings, storage failures.
+    pub fn open(config: BrokerConfig, data_dir: &Path) -> Result<Arc<Self>, BrokerError> {
+        config.validate()?;
+        let storage = Storage::open(data_dir, config.storage_config())?;
+        let meta = storage.meta();
+        let known = storage
+            .ledger_names()?
+            .iter()
+            .filter_map(|n| TopicName::from_ledger_name(n))
+            .collect();
+        let mut partitioned = HashMap::new();
+        for key in meta.list("partitioned-topics")? {
+            let Some(raw) = meta.get(&key)? else { continue };
+            let name = key
+                .rsplit('/')
+                .next()
+                .map(pulsar_rs_ledger::metastore::unescape_segment)
+                .unwrap_or_default();
+            let n = std::str::from_utf8(&raw)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| pulsar_rs_ledger::LedgerError::CorruptMetadata {
+                    key: key.clone(),
+                    reason: "not a partition count".into(),
+                })?;
+            if let Ok(t) = TopicName::parse(&name) {
+                partitioned.insert(t, n);
+            }
+        }
+        Ok(Arc::new(BrokerService {
+            config: Arc::new(config),
+            storage,
+            meta,
+            topics: Mutex::new(HashMap::new()),
+            known: Mutex::new(known),
+            partitioned: Mutex::new(partitioned),
+            seq: AtomicU64::new(0),
+        }))
+    }
+
+    /// A fresh number for generated names and handles.
+    pub fn next_seq(&self) -> u64 {
+        // Relaxed: only uniqueness matters.
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Partition count of a topic (0 = not partitioned). With auto-creation of partitioned
+    /// topics, an unknown topic is created partitioned.
+    ///
+    /// # Errors
+    /// Storage failures when auto-creating.
+    pub fn partitions(&self, name: &TopicName, auto_create: bool) -> Result<u32, BrokerError> {
+        let base = name.base();
+        if let Some(n) = self.partitioned.lock().get(&base) {
+            return Ok(if name.partition_index().is_some() {
+                0
+            } else {
+                *n
+            });
+        }
+        let exists = self.known.lock().contains(name);
+        if !exists
+            && auto_create
+            && self.config.allow_auto_topic_creation
+            && self.config.allow_auto_topic_creation_type == "partitioned"
+            && name.partition_index().is_none()
+        {
+            self.create_partitioned(name, self.config.default_num_partitions)?;
+            return Ok(self.config.default_num_partitions);
+        }
+        Ok(0)
+    }
+
+    /// Creates partitioned-topic metadata with `n` partitions.
+    ///
+    /// # Errors
+    /// [`BrokerError::AlreadyExists`], invalid counts, storage failures.
+    pub fn create_partitioned(&self, name: &TopicName, n: u32) -> Result<(), BrokerError> {
+        if n == 0 {
+            return Err(BrokerError::NotAllowed(
+                "number of partitions must be more than 0".into(),
+            ));
+        }
+        if name.partition_index().is_some() {
+            return Err(BrokerError::NotAllowed(
+                "a partition cannot itself be partitioned".into(),
+            ));
+        }
+        let mut p = self.partitioned.lock();
+        if p.contains_key(name) || self.known.lock().contains(name) {
+            return Err(BrokerError::AlreadyExists(format!("topic {name}")));
+        }
+        self.meta
+            .put(&partitions_key(name), n.to_string().as_bytes())?;
+        p.insert(name.clone(), n);
+        Ok(())
+    }
+
+    /// Partitioned topics of a namespace (`tenant/ns`), with their counts.
+    #[must_use]
+    pub fn partitioned_topics(&self, namespace: &str) -> Vec<(TopicName, u32)> {
+        let mut v: Vec<(TopicName, u32)> = self
+            .partitioned
+            .lock()
+            .iter()
+            .filter(|(t, _)| t.namespace_name() == namespace)
+            .map(|(t, n)| (t.clone(), *n))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Every non-partitioned topic and partition stored in a namespace.
+    #[must_use]
+    pub fn topics_of_namespace(&self, namespace: &str) -> Vec<TopicName> {
+        let mut v: Vec<TopicName> = self
+            .known
+            .lock()
+            .iter()
+            .filter(|t| t.namespace_name() == namespace)
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Returns a loaded topic, loading it from storage or creating it as allowed.
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`] when absent and not creatable; storage failures.
+    pub fn topic(&self, name: &TopicName, create: bool) -> Result<Arc<Topic>, BrokerError> {
+        let mut topics = self.topics.lock();
+        if let Some(t) = topics.get(name) {
+            return Ok(Arc::clone(t));
+        }
+        let exists = self.known.lock().contains(name);
+        let is_partition_of_known =
+            name.partition_index().is_some() && self.partitioned.lock().contains_key(&name.base());
+        if !exists && !(create && (self.config.allow_auto_topic_creation || is_partition_of_known))
+        {
+            return Err(BrokerError::TopicNotFound(name.to_string()));
+        }
+        let ledger = self
+            .storage
+            .open_ledger(&name.ledger_name(), self.config.ledger_config())?;
+        let schemas = match self.meta.get(&schema_key(&name.base()))? {
+            Some(raw) => serde_json::from_slice(&raw).map_err(|e| {
+                pulsar_rs_ledger::LedgerError::CorruptMetadata {
+                    key: schema_key(&name.base()),
+                    reason: e.to_string(),
+                }
+            })?,
+            None => Vec::new(),
+        };
+        let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), schemas);
+        self.known.lock().insert(name.clone());
+        topics.insert(name.clone(), Arc::clone(&topic));
+        Ok(topic)
+    }
+
+    /// A loaded topic, without loading.
+    #[must_use]
+    pub fn loaded_topic(&self, name: &TopicName) -> Option<Arc<Topic>> {
+        self.topics.lock().get(name).cloned()
+    }
+
+    /// All loaded topics.
+    #[must_use]
+    pub fn loaded_topics(&self) -> Vec<Arc<Topic>> {
+        self.topics.lock().values().cloned().collect()
+    }
+
+    /// Stores a schema for the topic (all partitions share it); returns its version.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn add_schema(&self, topic: &Topic, schema: SchemaInfo) -> Result<u64, BrokerError> {
+        let (version, new) = topic.add_schema(schema);
+        if new {
+            let all = topic.schemas();
+            let raw = serde_json::to_vec(&all).unwrap_or_default();
+            self.meta.put(&schema_key(&topic.name.base()), &raw)?;
+        }
+        Ok(version)
+    }
+
+    /// Deletes a topic (closing it) and its stored data.
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`]; storage failures.
+    pub fn delete_topic(&self, name: &TopicName) -> Result<(), BrokerError> {
+        let topic = self.topics.lock().remove(name);
+        let known = self.known.lock().remove(name);
+        if topic.is_none() && !known {
+            return Err(BrokerError::TopicNotFound(name.to_string()));
+        }
+        let ledger = match topic {
+            Some(t) => {
+                t.close();
+                Arc::clone(&t.ledger)
+            }
+            None => self
+                .storage
+                .open_ledger(&name.ledger_name(), self.config.ledger_config())?,
+        };
+        ledger.delete()?;
+        Ok(())
+    }
+
+    /// Deletes partitioned-topic metadata and every partition.
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`]; storage failures.
+    pub fn delete_partitioned(&self, name: &TopicName) -> Result<(), BrokerError> {
+        let n = self
+            .partitioned
+            .lock()
+            .remove(name)
+            .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
+        for i in 0..n {
+            match self.delete_topic(&name.partition(i)) {
+                Ok(()) | Err(BrokerError::TopicNotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.meta.delete(&partitions_key(name))?;
+        Ok(())
+    }
+
+    /// Closes every topic and the storage.
+    ///
+    /// # Errors
+    /// Storage failures while persisting state.
+    pub fn close(&self) -> Result<(), BrokerError> {
+        let topics: Vec<Arc<Topic>> = self.topics.lock().drain().map(|(_, t)| t).collect();
+        for t in topics {
+            t.close();
+        }
+        self.storage.close()?;
+        Ok(())
+    }
+}

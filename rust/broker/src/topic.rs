@@ -1,0 +1,343 @@
+//! A topic: its managed ledger, producers and subscriptions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{ManagedLedger, Position};
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use crate::naming::TopicName;
+use crate::rate::Meter;
+use crate::subscription::{entry_info, Subscription};
+use crate::{BrokerConfig, BrokerError};
+
+/// Producer access modes, as numbered on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessMode {
+    /// Any number of producers.
+    Shared,
+    /// Only this producer; fails if others exist.
+    Exclusive,
+    /// Wait until exclusive access is possible (not queued here: refused while busy).
+    WaitForExclusive,
+    /// Take exclusive access, fencing the others.
+    ExclusiveWithFencing,
+}
+
+impl AccessMode {
+    /// From the wire value (absent = Shared).
+    #[must_use]
+    pub fn from_wire(v: Option<i32>) -> Self {
+        match v {
+            Some(1) => AccessMode::Exclusive,
+            Some(2) => AccessMode::WaitForExclusive,
+            Some(3) => AccessMode::ExclusiveWithFencing,
+            _ => AccessMode::Shared,
+        }
+    }
+}
+
+/// A schema stored for a topic (opaque to the broker).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaInfo {
+    /// Pulsar schema type number.
+    pub schema_type: i32,
+    /// Schema name.
+    pub name: String,
+    /// Schema definition bytes.
+    pub data: Vec<u8>,
+    /// Properties.
+    pub properties: Vec<(String, String)>,
+}
+
+/// An attached producer, as the topic sees it.
+#[derive(Clone, Debug)]
+pub struct ProducerInfo {
+    /// Broker-wide unique handle (not the client's producer id).
+    pub handle: u64,
+    /// Producer name.
+    pub name: String,
+    /// Access mode.
+    pub access_mode: AccessMode,
+    /// Client address.
+    pub address: String,
+}
+
+/// One (partition of a) topic.
+pub struct Topic {
+    /// Fully qualified name; immutable.
+    pub name: TopicName,
+    /// Partition index, -1 when not a partition; immutable.
+    pub partition: i32,
+    /// The topic's log; immutable handle.
+    pub ledger: Arc<ManagedLedger>,
+    /// Broker settings; immutable.
+    config: Arc<BrokerConfig>,
+    /// Subscriptions by name. Short lock; never held across `.await`.
+    subscriptions: Mutex<HashMap<String, Arc<Subscription>>>,
+    /// Connected producers by name. Short lock.
+    producers: Mutex<HashMap<String, ProducerInfo>>,
+    /// Schema versions, oldest first. Short lock.
+    schemas: Mutex<Vec<SchemaInfo>>,
+    /// Messages and bytes published.
+    pub msg_in: Meter,
+    /// Producers fenced by an ExclusiveWithFencing producer, drained by the server.
+    fenced: Mutex<Vec<u64>>,
+}
+
+impl Topic {
+    pub(crate) fn new(
+        name: TopicName,
+        ledger: Arc<ManagedLedger>,
+        config: Arc<BrokerConfig>,
+        schemas: Vec<SchemaInfo>,
+    ) -> Arc<Self> {
+        let partition = name
+            .partition_index()
+            .map_or(-1, |i| i32::try_from(i).unwrap_or(-1));
+        let topic = Arc::new(Topic {
+            name,
+            partition,
+            ledger,
+            config,
+            subscriptions: Mutex::new(HashMap::new()),
+            producers: Mutex::new(HashMap::new()),
+            schemas: Mutex::new(schemas),
+            msg_in: Meter::default(),
+            fenced: Mutex::new(Vec::new()),
+        });
+        // Durable subscriptions survive restarts: the ledger recovered their cursors.
+        for cursor in topic
+            .ledger
+            .cursors()
+            .into_iter()
+            .filter(|c| c.is_durable())
+        {
+            let name = cursor.name().to_owned();
+            let sub = Subscription::start(
+                &name,
+                &topic.name.to_string(),
+                partition,
+                cursor,
+                true,
+                Arc::clone(&topic.config),
+            );
+            topic.subscriptions.lock().insert(sub.name.clone(), sub);
+        }
+        topic
+    }
+
+    /// Registers a producer.
+    ///
+    /// # Errors
+    /// [`BrokerError::ProducerBusy`] if the name is taken or the access mode conflicts.
+    pub fn add_producer(&self, info: ProducerInfo) -> Result<(), BrokerError> {
+        let mut producers = self.producers.lock();
+        if producers.contains_key(&info.name) {
+            return Err(BrokerError::ProducerBusy(format!(
+                "Producer with name '{}' is already connected to topic",
+                info.name
+            )));
+        }
+        let exclusive_exists = producers
+            .values()
+            .any(|p| p.access_mode != AccessMode::Shared);
+        match info.access_mode {
+            AccessMode::Shared if exclusive_exists => {
+                return Err(BrokerError::ProducerBusy(
+                    "Topic has an exclusive producer".into(),
+                ));
+            }
+            AccessMode::Exclusive | AccessMode::WaitForExclusive if !producers.is_empty() => {
+                return Err(BrokerError::ProducerBusy(
+                    "Topic has other producers; exclusive access refused".into(),
+                ));
+            }
+            AccessMode::ExclusiveWithFencing => {
+                let others: Vec<u64> = producers.drain().map(|(_, p)| p.handle).collect();
+                self.fenced.lock().extend(others);
+            }
+            _ => {}
+        }
+        producers.insert(info.name.clone(), info);
+        Ok(())
+    }
+
+    /// Producers fenced since the last call (the server closes them).
+    #[must_use]
+    pub fn take_fenced(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.fenced.lock())
+    }
+
+    /// Unregisters a producer by name.
+    pub fn remove_producer(&self, name: &str, handle: u64) {
+        let mut producers = self.producers.lock();
+        if producers.get(name).is_some_and(|p| p.handle == handle) {
+            producers.remove(name);
+        }
+    }
+
+    /// Connected producers.
+    #[must_use]
+    pub fn producers(&self) -> Vec<ProducerInfo> {
+        self.producers.lock().values().cloned().collect()
+    }
+
+    /// Appends a stored entry; returns its position and (durable mode) the completion to await.
+    ///
+    /// # Errors
+    /// Storage failures (disk full, closed ledger).
+    pub fn publish(
+        &self,
+        stored: Bytes,
+        publish_time: u64,
+        messages: u32,
+    ) -> Result<
+        (
+            Position,
+            Option<oneshot::Receiver<pulsar_rs_ledger::Result<()>>>,
+        ),
+        BrokerError,
+    > {
+        let len = stored.len() as u64;
+        let r = self.ledger.start_add(stored, publish_time)?;
+        self.msg_in.record(u64::from(messages), len);
+        Ok(r)
+    }
+
+    /// The subscription `name`, if it exists.
+    #[must_use]
+    pub fn subscription(&self, name: &str) -> Option<Arc<Subscription>> {
+        self.subscriptions.lock().get(name).cloned()
+    }
+
+    /// All subscriptions.
+    #[must_use]
+    pub fn subscriptions(&self) -> Vec<Arc<Subscription>> {
+        self.subscriptions.lock().values().cloned().collect()
+    }
+
+    /// Gets or creates a durable subscription; a new one starts at the end, or at the first entry
+    /// if `earliest`.
+    ///
+    /// # Errors
+    /// [`BrokerError::SubscriptionNotFound`] if absent and auto-creation is off; storage errors.
+    pub fn durable_subscription(
+        &self,
+        name: &str,
+        earliest: bool,
+        create: bool,
+    ) -> Result<Arc<Subscription>, BrokerError> {
+        if let Some(s) = self.subscription(name) {
+            return Ok(s);
+        }
+        if !create {
+            return Err(BrokerError::SubscriptionNotFound(name.to_owned()));
+        }
+        let cursor = self.ledger.open_cursor_at(name, earliest)?;
+        let sub = Subscription::start(
+            name,
+            &self.name.to_string(),
+            self.partition,
+            cursor,
+            true,
+            Arc::clone(&self.config),
+        );
+        let mut subs = self.subscriptions.lock();
+        Ok(Arc::clone(subs.entry(name.to_owned()).or_insert(sub)))
+    }
+
+    /// Creates a non-durable subscription (reader) whose reading starts after `start`.
+    #[must_use]
+    pub fn reader_subscription(&self, name: &str, start: Position) -> Arc<Subscription> {
+        let cursor = self.ledger.open_non_durable_cursor(name, start);
+        let sub = Subscription::start(
+            name,
+            &self.name.to_string(),
+            self.partition,
+            cursor,
+            false,
+            Arc::clone(&self.config),
+        );
+        if let Some(old) = self
+            .subscriptions
+            .lock()
+            .insert(name.to_owned(), Arc::clone(&sub))
+        {
+            old.close();
+        }
+        sub
+    }
+
+    /// Removes a subscription (unsubscribe, or a reader's last consumer leaving).
+    ///
+    /// # Errors
+    /// Storage failures deleting the cursor.
+    pub fn remove_subscription(&self, name: &str) -> Result<(), BrokerError> {
+        let sub = self.subscriptions.lock().remove(name);
+        if let Some(sub) = sub {
+            sub.close();
+            if sub.durable {
+                self.ledger.delete_cursor(name)?;
+            } else {
+                sub.cursor.close()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The last message id: (position, batch index or -1). (-1,-1) when the topic is empty.
+    ///
+    /// # Errors
+    /// Storage failures reading the last entry.
+    pub fn last_message_id(&self) -> Result<(Position, i32), BrokerError> {
+        let lac = self.ledger.last_confirmed();
+        if lac.entry_id < 0 {
+            return Ok((Position::new(-1, -1), -1));
+        }
+        let entries = self.ledger.read_entries(lac, 1, u64::MAX, lac)?;
+        let batch = entries.first().map_or(1, |e| entry_info(&e.data).messages);
+        let is_batch = entries.first().is_some_and(|e| {
+            pulsar_rs_proto::parse_stored_entry(&e.data)
+                .is_ok_and(|(md, _)| md.num_messages_in_batch.is_some())
+        });
+        Ok((
+            lac,
+            if is_batch {
+                i32::try_from(batch).unwrap_or(1) - 1
+            } else {
+                -1
+            },
+        ))
+    }
+
+    /// Stored schema versions.
+    #[must_use]
+    pub fn schemas(&self) -> Vec<SchemaInfo> {
+        self.schemas.lock().clone()
+    }
+
+    /// Adds a schema unless an identical one exists; returns (version, whether it is new).
+    pub(crate) fn add_schema(&self, schema: SchemaInfo) -> (u64, bool) {
+        let mut schemas = self.schemas.lock();
+        if let Some(i) = schemas.iter().position(|s| *s == schema) {
+            return (i as u64, false);
+        }
+        schemas.push(schema);
+        ((schemas.len() - 1) as u64, true)
+    }
+
+    /// Stops every dispatcher and closes the ledger.
+    pub fn close(&self) {
+        for s in self.subscriptions.lock().drain().map(|(_, s)| s) {
+            s.disconnect_all();
+            s.close();
+        }
+        if let Err(e) = self.ledger.close() {
+            tracing::warn!(topic = %self.name, error = %e, "closing topic ledger");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Keyword settings → [`StorageConfig`] / [`LedgerConfig`], by Pulsar's `broker.conf` key names.
+//!
+//! Each key maps one-to-one onto a field; units follow the key's name (MB, Mbytes, Millis,
+//! Minutes). Minutes and sizes accept floats so tests can use small values. An unknown key, a value
+//! of the wrong type (a `bool` is not a number here) or out of range raises `InvalidConfigError`
+//! naming the key. The ledger crate's own validation runs afterwards and names the key too.
+
+use std::time::Duration;
+
+use pulsar_rs_ledger::{LedgerConfig, StorageConfig};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+use crate::error::invalid_config;
+
+/// Every key accepted, in documentation order.
+pub(crate) const KEYS: &[&str] = &[
+    "journalSyncData",
+    "journalMaxSizeMB",
+    "managedLedgerCacheSizeMB",
+    "managedLedgerCacheEvictionWatermark",
+    "managedLedgerCacheEvictionTimeThresholdMillis",
+    "managedLedgerCacheEvictionIntervalMs",
+    "managedLedgerMaxEntriesPerLedger",
+    "managedLedgerMaxSizePerLedgerMbytes",
+    "managedLedgerMinLedgerRolloverTimeMinutes",
+    "managedLedgerMaxLedgerRolloverTimeMinutes",
+    "defaultRetentionTimeInMinutes",
+    "defaultRetentionSizeInMB",
+];
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Both configs, parsed from keyword arguments.
+pub(crate) fn parse(
+    py: Python<'_>,
+    settings: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(StorageConfig, LedgerConfig)> {
+    let mut sc = StorageConfig::default();
+    let mut lc = LedgerConfig::default();
+    let Some(settings) = settings else {
+        return Ok((sc, lc));
+    };
+    for (k, v) in settings.iter() {
+        let key: String = k
+            .cast::<PyString>()
+            .map_err(|_| invalid_config(py, &k.to_string(), "setting names must be strings"))?
+            .to_str()?
+            .to_owned();
+        let key = key.as_str();
+        match key {
+            "journalSyncData" => sc.journal_sync_data = boolean(py, key, &v)?,
+            "journalMaxSizeMB" => {
+                sc.journal_max_segment_bytes = bytes(py, key, &v, MIB)?;
+            }
+            "managedLedgerCacheSizeMB" => sc.cache_size_bytes = bytes(py, key, &v, MIB)?,
+            "managedLedgerCacheEvictionWatermark" => {
+                sc.cache_eviction_watermark = number(py, key, &v)?;
+            }
+            "managedLedgerCacheEvictionTimeThresholdMillis" => {
+                sc.cache_eviction_time_threshold = duration(py, key, &v, 1e-3)?;
+            }
+            "managedLedgerCacheEvictionIntervalMs" => {
+                sc.cache_eviction_interval = duration(py, key, &v, 1e-3)?;
+            }
+            "managedLedgerMaxEntriesPerLedger" => {
+                lc.max_entries_per_ledger = integer(py, key, &v)?;
+            }
+            "managedLedgerMaxSizePerLedgerMbytes" => {
+                lc.max_size_per_ledger_bytes = bytes(py, key, &v, MIB)?;
+            }
+            "managedLedgerMinLedgerRolloverTimeMinutes" => {
+                lc.min_rollover_time = duration(py, key, &v, 60.0)?;
+            }
+            "managedLedgerMaxLedgerRolloverTimeMinutes" => {
+                lc.max_rollover_time = duration(py, key, &v, 60.0)?;
+            }
+            "defaultRetentionTimeInMinutes" => {
+                lc.retention_time_ms = signed(py, key, &v, 60_000.0)?;
+            }
+            "defaultRetentionSizeInMB" => lc.retention_size_bytes = signed(py, key, &v, MIB)?,
+            _ => {
+                return Err(invalid_config(
+                    py,
+                    key,
+                    &format!("unknown setting (known: {})", KEYS.join(", ")),
+                ))
+            }
+        }
+    }
+    Ok((sc, lc))
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+fn boolean(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    v.cast::<PyBool>()
+        .map(|b| b.is_true())
+        .map_err(|_| invalid_config(py, key, &format!("expected a bool, got {}", type_name(v))))
+}
+
+/// A finite int or float (not a bool).
+fn number(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let ok = !v.is_instance_of::<PyBool>()
+        && (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>());
+    let x = if ok { v.extract::<f64>().ok() } else { None };
+    match x {
+        Some(x) if x.is_finite() => Ok(x),
+        Some(_) => Err(invalid_config(py, key, "must be finite")),
+        None => Err(invalid_config(
+            py,
+            key,
+            &format!("expected a number, got {}", type_name(v)),
+        )),
+    }
+}
+
+fn non_negative(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let x = number(py, key, v)?;
+    if x < 0.0 {
+        return Err(invalid_config(py, key, &format!("must be >= 0, got {x}")));
+    }
+    Ok(x)
+}
+
+/// A non-negative int (not a bool, not a float).
+fn integer(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return Err(invalid_config(
+            py,
+            key,
+            &format!("expected an int, got {}", type_name(v)),
+        ));
+    }
+    v.extract::<u64>()
+        .map_err(|_| invalid_config(py, key, &format!("must be an int >= 0, got {v}")))
+}
+
+/// A size in `unit` bytes.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn bytes(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>, unit: f64) -> PyResult<u64> {
+    let x = non_negative(py, key, v)? * unit;
+    if x >= u64::MAX as f64 {
+        return Err(invalid_config(py, key, "too large"));
+    }
+    Ok(x.round() as u64)
+}
+
+/// A duration in `unit` seconds.
+fn duration(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>, unit: f64) -> PyResult<Duration> {
+    let x = non_negative(py, key, v)?;
+    Duration::try_from_secs_f64(x * unit).map_err(|_| invalid_config(py, key, "too large"))
+}
+
+/// `-1` (no limit) or a non-negative amount, converted to `unit`s.
+#[allow(clippy::cast_possible_truncation)]
+fn signed(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>, unit: f64) -> PyResult<i64> {
+    let x = number(py, key, v)?;
+    if x == -1.0 {
+        return Ok(-1);
+    }
+    if x < 0.0 {
+        return Err(invalid_config(
+            py,
+            key,
+            &format!("must be -1 (no limit) or >= 0, got {x}"),
+        ));
+    }
+    let scaled = x * unit;
+    if scaled >= i64::MAX as f64 {
+        return Err(invalid_config(py, key, "too large"));
+    }
+    Ok(scaled.round() as i64)
+}

@@ -1,0 +1,323 @@
+//! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use pulsar_rs_broker::{BrokerError, TopicName};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::ServerContext;
+
+type Ctx = State<Arc<ServerContext>>;
+
+/// Pulsar-style error body with a status code.
+fn fail(status: StatusCode, reason: impl Into<String>) -> Response {
+    (status, Json(json!({ "reason": reason.into() }))).into_response()
+}
+
+fn broker_fail(e: &BrokerError) -> Response {
+    let status = match e {
+        BrokerError::TopicNotFound(_) | BrokerError::SubscriptionNotFound(_) => {
+            StatusCode::NOT_FOUND
+        }
+        BrokerError::AlreadyExists(_) => StatusCode::CONFLICT,
+        BrokerError::InvalidTopicName { .. } | BrokerError::InvalidConfig { .. } => {
+            StatusCode::PRECONDITION_FAILED
+        }
+        BrokerError::NotAllowed(_) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    fail(status, e.to_string())
+}
+
+fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
+    TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}")).map_err(|e| broker_fail(&e))
+}
+
+/// Serves the admin API until shutdown.
+pub async fn serve(
+    listener: TcpListener,
+    ctx: Arc<ServerContext>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let app = Router::new()
+        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+        .route("/admin/v2/persistent/{tenant}/{ns}", get(list_topics))
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/partitioned",
+            get(list_partitioned),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions",
+            get(get_partitions)
+                .put(create_partitions)
+                .delete(delete_partitioned),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}",
+            axum::routing::put(create_topic).delete(delete_topic),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/stats",
+            get(topic_stats),
+        )
+        .route("/metrics", get(metrics))
+        .with_state(ctx);
+    let stop = async move {
+        let _ = shutdown.changed().await;
+    };
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::warn!(error = %e, "admin server failed");
+    }
+}
+
+async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    let names: Vec<String> = ctx
+        .service
+        .topics_of_namespace(&format!("{tenant}/{ns}"))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Json(names).into_response()
+}
+
+async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    let names: Vec<String> = ctx
+        .service
+        .partitioned_topics(&format!("{tenant}/{ns}"))
+        .iter()
+        .map(|(t, _)| t.to_string())
+        .collect();
+    Json(names).into_response()
+}
+
+async fn get_partitions(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    match ctx.service.partitions(&name, false) {
+        Ok(n) => Json(json!({ "partitions": n })).into_response(),
+        Err(e) => broker_fail(&e),
+    }
+}
+
+async fn create_partitions(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let Ok(n) = body.trim().parse::<u32>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "body must be the number of partitions",
+        );
+    };
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || svc.create_partitioned(&name, n)).await {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn delete_partitioned(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || svc.delete_partitioned(&name)).await {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn create_topic(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    if ctx.service.loaded_topic(&name).is_some()
+        || ctx
+            .service
+            .topics_of_namespace(&name.namespace_name())
+            .contains(&name)
+    {
+        return fail(StatusCode::CONFLICT, "This topic already exists");
+    }
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || svc.topic(&name, true)).await {
+        Ok(Ok(_)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn delete_topic(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || svc.delete_topic(&name)).await {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn topic_stats(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let topic = match ctx.service.topic(&name, false) {
+        Ok(t) => t,
+        Err(e) => return broker_fail(&e),
+    };
+    let (rate_in, tput_in) = topic.msg_in.rates();
+    let ml = topic.ledger.stats();
+    let mut subs = serde_json::Map::new();
+    let (mut rate_out, mut tput_out) = (0.0, 0.0);
+    for s in topic.subscriptions() {
+        let (r, t) = s.out.rates();
+        rate_out += r;
+        tput_out += t;
+        let consumers: Vec<serde_json::Value> = s
+            .consumers()
+            .iter()
+            .map(|c| {
+                let (cr, ct) = c.out.rates();
+                json!({
+                    "consumerName": c.name,
+                    "msgRateOut": cr,
+                    "msgThroughputOut": ct,
+                    "availablePermits": c.permits.get(),
+                    "unackedMessages": c.unacked(),
+                    "blockedConsumerOnUnackedMsgs": c.is_blocked(),
+                    "address": c.address,
+                })
+            })
+            .collect();
+        subs.insert(
+            s.name.clone(),
+            json!({
+                "msgRateOut": r,
+                "msgThroughputOut": t,
+                "msgBacklog": s.cursor.backlog(),
+                "backlogSize": s.cursor.estimated_backlog_size(),
+                "unackedMessages": s.unacked_messages(),
+                "type": s.sub_type().map_or("None", |t| t.as_str()),
+                "isDurable": s.durable,
+                "consumers": consumers,
+            }),
+        );
+    }
+    let publishers: Vec<serde_json::Value> = topic
+        .producers()
+        .iter()
+        .map(|p| json!({ "producerName": p.name, "address": p.address }))
+        .collect();
+    Json(json!({
+        "msgRateIn": rate_in,
+        "msgThroughputIn": tput_in,
+        "msgRateOut": rate_out,
+        "msgThroughputOut": tput_out,
+        "msgInCounter": topic.msg_in.total(),
+        "bytesInCounter": topic.msg_in.total_bytes(),
+        "storageSize": ml.total_size,
+        "publishers": publishers,
+        "subscriptions": subs,
+    }))
+    .into_response()
+}
+
+async fn metrics(State(ctx): Ctx) -> Response {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let cluster = &ctx.service.config.cluster_name;
+    for t in ctx.service.loaded_topics() {
+        let (rate_in, tput_in) = t.msg_in.rates();
+        let labels = format!(
+            "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{}\"",
+            t.name.namespace_name(),
+            t.name
+        );
+        let st = t.ledger.stats();
+        let _ = writeln!(out, "pulsar_rate_in{{{labels}}} {rate_in}");
+        let _ = writeln!(out, "pulsar_throughput_in{{{labels}}} {tput_in}");
+        let _ = writeln!(out, "pulsar_storage_size{{{labels}}} {}", st.total_size);
+        let _ = writeln!(
+            out,
+            "pulsar_producers_count{{{labels}}} {}",
+            t.producers().len()
+        );
+        for s in t.subscriptions() {
+            let sl = format!("{labels},subscription=\"{}\"", s.name);
+            let _ = writeln!(
+                out,
+                "pulsar_subscription_back_log{{{sl}}} {}",
+                s.cursor.backlog()
+            );
+            let _ = writeln!(
+                out,
+                "pulsar_subscription_unacked_messages{{{sl}}} {}",
+                s.unacked_messages()
+            );
+        }
+    }
+    let cache = ctx.service.storage.cache_stats();
+    let _ = writeln!(
+        out,
+        "pulsar_ml_cache_used_size{{cluster=\"{cluster}\"}} {}",
+        cache.size_bytes
+    );
+    let _ = writeln!(
+        out,
+        "pulsar_ml_cache_hits_total{{cluster=\"{cluster}\"}} {}",
+        cache.hits_entries
+    );
+    let _ = writeln!(
+        out,
+        "pulsar_ml_cache_misses_total{{cluster=\"{cluster}\"}} {}",
+        cache.misses_entries
+    );
+    let throttled = ctx
+        .throttled_connections
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let _ = writeln!(
+        out,
+        "pulsar_broker_throttled_connections{{cluster=\"{cluster}\"}} {throttled}"
+    );
+    ([("content-type", "text/plain; version=0.0.4")], out).into_response()
+}
