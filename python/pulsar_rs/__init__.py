@@ -1,5 +1,6 @@
 """pulsar_rs: a broker with Apache Pulsar's semantics, with a Rust core.
 
+In-process broker: :class:`Broker` (``with Broker() as b: pulsar.Client(b.service_url)``).
 Storage access: :class:`ManagedLedger` (one topic's log in a data directory), its
 :class:`Cursor` objects and :class:`Position` values. Every error raised derives from
 :class:`PulsarRsError`.
@@ -8,6 +9,8 @@ Storage access: :class:`ManagedLedger` (one topic's log in a data directory), it
 from __future__ import annotations
 
 from ._native import (
+    Broker,
+    BrokerError,
     ClosedError,
     CorruptEntryError,
     CorruptMetadataError,
@@ -20,15 +23,14 @@ from ._native import (
     NoSpaceError,
     Position,
     PulsarRsError,
+    ServerError,
     __version__,
+    enable_logging,
 )
 
-# --- Broker -------------------------------------------------------------------------------
-# The lead adds `Broker` (and broker exceptions) here, re-exported from `._native`, and lists
-# them in `__all__` below.
-# ------------------------------------------------------------------------------------------
-
 __all__ = [
+    "Broker",
+    "BrokerError",
     "ClosedError",
     "CorruptEntryError",
     "CorruptMetadataError",
@@ -41,5 +43,7 @@ __all__ = [
     "NoSpaceError",
     "Position",
     "PulsarRsError",
+    "ServerError",
     "__version__",
+    "enable_logging",
 ]

@@ -220,3 +220,44 @@ class InvalidNameError(PulsarRsError, ValueError):
     """A managed ledger or cursor name is empty, too long or has control characters."""
 
     name: str
+
+class BrokerError(PulsarRsError):
+    """A broker operation failed (topic, subscription, producer or consumer state)."""
+
+class ServerError(PulsarRsError):
+    """The server could not start or stop (ports, runtime, data directory)."""
+
+# --- broker -----------------------------------------------------------------------------------
+
+class Broker:
+    """A complete broker running in-process; use it as a context manager.
+
+    ``Broker(data_dir=None, port=0, admin_port=0, **settings)``: ``data_dir=None`` uses a
+    temporary directory (removed on exit); port 0 picks a free port; settings are Pulsar's
+    ``broker.conf`` keys (``maxMessageSize=...``).
+    """
+
+    def __new__(
+        cls,
+        data_dir: str | PathLike[str] | None = None,
+        port: int = 0,
+        admin_port: int = 0,
+        **settings: bool | int | float | str | None,
+    ) -> Self: ...
+    @property
+    def service_url(self) -> str: ...
+    @property
+    def admin_url(self) -> str: ...
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def running(self) -> bool: ...
+    def stop(self) -> None: ...
+    def cleanup(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *args: object) -> bool: ...
+
+def enable_logging(level: str = "info") -> None:
+    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug")."""

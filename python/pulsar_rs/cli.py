@@ -7,6 +7,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import sys
+import threading
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", type=Path, default=None, help="TOML file of broker.conf settings (Pulsar's key names)"
     )
     standalone.add_argument(
-        "--data-dir", type=Path, default=None, help="data directory (default: a temporary directory)"
+        "--data-dir", type=Path, default=None, help="data directory (default: ./data, or dataDir in the config)"
     )
     standalone.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     standalone.add_argument("--port", type=int, default=6650, help="binary protocol port (default: %(default)s)")
@@ -28,9 +33,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _load_settings(path: Path | None) -> dict[str, object]:
+    if path is None:
+        return {}
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
 def _run_standalone(args: argparse.Namespace) -> int:
-    """Starts the broker and blocks until it is asked to stop. Wired up by the broker work."""
-    raise SystemExit("standalone is not wired yet")
+    """Starts the broker and blocks until SIGINT/SIGTERM, then shuts down cleanly."""
+    from . import Broker, InvalidConfigError, enable_logging
+
+    enable_logging(os.environ.get("PULSAR_RS_LOG", "info"))
+    settings = _load_settings(args.config)
+    settings["bindAddress"] = args.bind
+    data_dir = args.data_dir or settings.pop("dataDir", None) or Path("data")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        broker = Broker(data_dir=data_dir, port=args.port, admin_port=args.admin_port, **settings)  # type: ignore[arg-type]
+    except InvalidConfigError as e:
+        print(f"pulsar-rs: {e}", file=sys.stderr)
+        return 2
+    print(f"READY {broker.service_url} {broker.admin_url} data_dir={broker.data_dir}", flush=True)
+    while not stop.wait(0.5):
+        pass
+    broker.stop()
+    print("pulsar-rs: stopped", file=sys.stderr, flush=True)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,6 +44,18 @@ create_exception!(
 );
 create_exception!(
     pulsar_rs,
+    BrokerError,
+    PulsarRsError,
+    "A broker operation failed (topic, subscription, producer or consumer state)."
+);
+create_exception!(
+    pulsar_rs,
+    ServerError,
+    PulsarRsError,
+    "The server could not start or stop (ports, runtime, data directory)."
+);
+create_exception!(
+    pulsar_rs,
     ClosedError,
     PulsarRsError,
     "The managed ledger, cursor or storage has been closed."
@@ -168,6 +180,11 @@ pub(crate) fn invalid_config(py: Python<'_>, key: &str, reason: &str) -> PyErr {
     )
 }
 
+/// `InvalidConfigError` without a key (bad values of non-setting arguments).
+pub(crate) fn invalid_config_plain(message: &str) -> PyErr {
+    Python::attach(|py| raise_with(invalid_config_error(py), message.to_owned(), &[]))
+}
+
 /// Maps a storage error onto the Python hierarchy.
 pub(crate) fn to_py_err(py: Python<'_>, err: LedgerError) -> PyErr {
     let msg = err.to_string();
@@ -242,5 +259,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidPositionError", invalid_position_error(py)?)?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("InvalidNameError", invalid_name_error(py)?)?;
+    m.add("BrokerError", py.get_type::<BrokerError>())?;
+    m.add("ServerError", py.get_type::<ServerError>())?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! hierarchy ([`error`]); the broker is added next to them. Every call that can block releases the
 //! GIL through [`error::blocking`].
 
+mod broker;
 mod error;
 mod ledger;
 mod position;
@@ -19,6 +20,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<position::PyPosition>()?;
     m.add_class::<ledger::PyManagedLedger>()?;
     m.add_class::<ledger::PyCursor>()?;
+    m.add_class::<broker::PyBroker>()?;
+    m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
     error::register(m)?;
     Ok(())
 }

@@ -1,0 +1,238 @@
+//! `Broker`: a complete pulsar_rs broker running in-process on a shared Tokio runtime.
+//!
+//! `Broker(data_dir=None, port=0, admin_port=0, **settings)` opens the data directory (a
+//! temporary one, removed on stop, when `data_dir` is None), binds the ports (0 = ephemeral) and
+//! serves until `stop()` or the end of a `with` block. Settings are Pulsar's `broker.conf` keys.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use pulsar_rs_broker::{BrokerConfig, BrokerError};
+use pulsar_rs_server::{Server, ServerError};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+use crate::error::{self, BrokerError as PyBrokerError, ServerError as PyServerError};
+
+/// The one runtime every in-process broker of this interpreter runs on.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("pulsar-rs")
+            .build()
+            .expect("cannot start the Tokio runtime")
+    })
+}
+
+fn broker_err(py: Python<'_>, e: BrokerError) -> PyErr {
+    match e {
+        BrokerError::Ledger(l) => error::to_py_err(py, l),
+        BrokerError::InvalidConfig { key, reason } => error::invalid_config(py, &key, &reason),
+        other => PyBrokerError::new_err(other.to_string()),
+    }
+}
+
+fn server_err(py: Python<'_>, e: ServerError) -> PyErr {
+    match e {
+        ServerError::Broker(b) => broker_err(py, b),
+        other => PyServerError::new_err(other.to_string()),
+    }
+}
+
+/// Python value → JSON, for the settings map.
+fn json_value(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
+    if v.is_instance_of::<PyBool>() {
+        return Ok(serde_json::Value::Bool(v.extract()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return match v.extract::<i64>() {
+            Ok(i) => Ok(serde_json::Value::from(i)),
+            Err(_) => Err(error::invalid_config(py, key, "integer out of range")),
+        };
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(serde_json::Value::from(v.extract::<f64>()?));
+    }
+    if v.is_instance_of::<PyString>() {
+        return Ok(serde_json::Value::String(v.extract()?));
+    }
+    if v.is_none() {
+        return Ok(serde_json::Value::Null);
+    }
+    Err(error::invalid_config(
+        py,
+        key,
+        &format!("unsupported value type {}", v.get_type().name()?),
+    ))
+}
+
+/// Builds a [`BrokerConfig`] from keyword settings.
+pub(crate) fn config_from(
+    py: Python<'_>,
+    settings: Option<&Bound<'_, PyDict>>,
+) -> PyResult<BrokerConfig> {
+    let mut map = serde_json::Map::new();
+    if let Some(s) = settings {
+        for (k, v) in s.iter() {
+            let key: String = k.extract()?;
+            let value = json_value(py, &key, &v)?;
+            map.insert(key, value);
+        }
+    }
+    BrokerConfig::from_json_map(map).map_err(|e| broker_err(py, e))
+}
+
+/// A running in-process broker.
+#[pyclass(name = "Broker", module = "pulsar_rs._native", frozen)]
+pub struct PyBroker {
+    /// The server while running; taken by `stop`. Locked only to take it.
+    server: Mutex<Option<Server>>,
+    service_url: String,
+    admin_url: String,
+    data_dir: PathBuf,
+    /// The temporary data directory when none was given; removed when the broker is dropped.
+    temp: Mutex<Option<tempfile::TempDir>>,
+}
+
+#[pymethods]
+impl PyBroker {
+    #[new]
+    #[pyo3(signature = (data_dir=None, port=0, admin_port=0, **settings))]
+    fn new(
+        py: Python<'_>,
+        data_dir: Option<PathBuf>,
+        port: u16,
+        admin_port: u16,
+        settings: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut cfg = config_from(py, settings)?;
+        cfg.broker_service_port = port;
+        cfg.web_service_port = admin_port;
+        let (dir, temp) = match data_dir {
+            Some(d) => (d, None),
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("pulsar-rs-")
+                    .tempdir()
+                    .map_err(|e| {
+                        PyServerError::new_err(format!("creating a temporary data dir: {e}"))
+                    })?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
+        let d = dir.clone();
+        let server = py
+            .detach(move || runtime().block_on(Server::start(cfg, d)))
+            .map_err(|e| server_err(py, e))?;
+        Ok(PyBroker {
+            service_url: server.service_url().to_owned(),
+            admin_url: server.admin_url(),
+            data_dir: dir,
+            server: Mutex::new(Some(server)),
+            temp: Mutex::new(temp),
+        })
+    }
+
+    /// `pulsar://host:port`, for `pulsar.Client`.
+    #[getter]
+    fn service_url(&self) -> &str {
+        &self.service_url
+    }
+
+    /// `http://host:port` of the admin REST API and `/metrics`.
+    #[getter]
+    fn admin_url(&self) -> &str {
+        &self.admin_url
+    }
+
+    /// The data directory.
+    #[getter]
+    fn data_dir(&self) -> PathBuf {
+        self.data_dir.clone()
+    }
+
+    /// The binary protocol port.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.service_url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Whether it is serving.
+    #[getter]
+    fn running(&self) -> bool {
+        self.server.lock().map(|s| s.is_some()).unwrap_or(false)
+    }
+
+    /// Stops serving, persists state and closes the data directory. Idempotent.
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        let server = self
+            .server
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("broker lock poisoned"))?
+            .take();
+        if let Some(server) = server {
+            py.detach(move || runtime().block_on(server.shutdown()))
+                .map_err(|e| server_err(py, e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the temporary data directory (if one was created); the broker must be stopped.
+    fn cleanup(&self, py: Python<'_>) -> PyResult<()> {
+        self.stop(py)?;
+        if let Ok(mut t) = self.temp.lock() {
+            t.take();
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.cleanup(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Broker(service_url={:?}, admin_url={:?}, running={})",
+            self.service_url,
+            self.admin_url,
+            self.running()
+        )
+    }
+}
+
+impl Drop for PyBroker {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.server.lock() {
+            if let Some(server) = s.take() {
+                let _ =
+                    Python::attach(|py| py.detach(move || runtime().block_on(server.shutdown())));
+            }
+        }
+    }
+}
+
+/// Turns on log output (tracing) at `level` (e.g. "info", "debug", "pulsar_rs_server=debug").
+#[pyfunction]
+#[pyo3(signature = (level="info"))]
+pub fn enable_logging(level: &str) -> PyResult<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| error::invalid_config_plain(&format!("bad log filter {level:?}: {e}")))?;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+    Ok(())
+}
