@@ -1,0 +1,99 @@
+"""Shared helpers for the interop suites (official ``pulsar-client`` against pulsar_rs).
+
+The ``pulsar_broker`` / ``pulsar_broker_factory`` fixtures come from the package's pytest plugin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+
+import pytest
+
+pulsar = pytest.importorskip("pulsar")
+
+_counter = itertools.count()
+
+#: Operation timeout for every client: a broker mistake fails fast instead of hanging 30 s.
+OP_TIMEOUT_S = 10
+
+
+def new_client(service_url: str) -> pulsar.Client:
+    return pulsar.Client(
+        service_url,
+        operation_timeout_seconds=OP_TIMEOUT_S,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
+    )
+
+
+@pytest.fixture
+def topic(request: pytest.FixtureRequest) -> str:
+    """A topic name unique to the test."""
+    name = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")
+    return f"persistent://public/default/{name}-{next(_counter)}-{time.monotonic_ns() % 100000}"
+
+
+@pytest.fixture
+def client_factory() -> Iterator[Callable[[str], pulsar.Client]]:
+    """Creates clients on a service URL; all are closed after the test."""
+    made: list[pulsar.Client] = []
+
+    def make(url: str) -> pulsar.Client:
+        c = new_client(url)
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        with contextlib.suppress(Exception):
+            c.close()
+
+
+@pytest.fixture
+def client(pulsar_broker, client_factory) -> pulsar.Client:
+    """A client connected to a fresh in-process broker."""
+    return client_factory(pulsar_broker.service_url)
+
+
+def receive_all(consumer, expected: int, timeout_ms: int = 5000, ack: bool = True) -> list:
+    """Receives until ``expected`` messages came or a receive times out."""
+    out = []
+    while len(out) < expected:
+        try:
+            m = consumer.receive(timeout_millis=timeout_ms)
+        except pulsar.Timeout:
+            break
+        out.append(m)
+        if ack:
+            consumer.acknowledge(m)
+    return out
+
+
+def assert_no_more(consumer, timeout_ms: int = 500) -> None:
+    """Asserts that nothing else is delivered within ``timeout_ms``."""
+    with pytest.raises(pulsar.Timeout):
+        m = consumer.receive(timeout_millis=timeout_ms)
+        pytest.fail(f"unexpected extra message {m.data()!r} id={m.message_id()}")
+
+
+def admin(admin_url: str, method: str, path: str, body: object | None = None) -> tuple[int, object]:
+    """One admin REST call; returns (status, parsed JSON or text)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(admin_url.rstrip("/") + path, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            raw = r.read().decode()
+            status = r.status
+    except urllib.error.HTTPError as e:
+        raw = e.read().decode()
+        status = e.code
+    try:
+        return status, json.loads(raw) if raw else None
+    except ValueError:
+        return status, raw
