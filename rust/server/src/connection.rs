@@ -819,9 +819,11 @@ fn detach_consumer(slot: &ConsumerSlot) {
     }
 }
 
-/// Where a reader starts: its cursor's mark-delete is the given id, so delivery begins at the
-/// next entry; earliest and latest are Pulsar's sentinels. With a batch index the reader starts
-/// one entry earlier and the client filters inside the batch.
+/// Where a reader starts (the mark-delete of its cursor). Earliest and latest are Pulsar's
+/// sentinels. For a concrete id, Java's broker wraps the start id in a `BatchMessageIdImpl` and
+/// so always steps back one entry: the start entry itself is delivered and the client drops it
+/// (or the batch messages before the index) unless `startMessageIdInclusive` is set. The C++
+/// client relies on this both for inclusive readers and when resubscribing after a reconnect.
 fn reader_start(topic: &Topic, id: Option<&pb::MessageIdData>) -> Position {
     let Some(id) = id else {
         return topic.ledger.last_confirmed();
@@ -833,10 +835,7 @@ fn reader_start(topic: &Topic, id: Option<&pb::MessageIdData>) -> Position {
     if p == Position::LATEST || p.ledger_id == i64::MAX {
         return topic.ledger.last_confirmed();
     }
-    if id.batch_index.is_some_and(|b| b >= 0) {
-        return topic.ledger.previous_position(p);
-    }
-    p
+    topic.ledger.previous_position(p)
 }
 
 fn position(m: &pb::MessageIdData) -> Position {
