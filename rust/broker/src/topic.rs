@@ -14,6 +14,9 @@ use crate::rate::Meter;
 use crate::subscription::{entry_info, Subscription};
 use crate::{BrokerConfig, BrokerError};
 
+/// Resolves when an appended entry is durable (durable mode only).
+pub type AddCompletion = oneshot::Receiver<pulsar_rs_ledger::Result<()>>;
+
 /// Producer access modes, as numbered on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccessMode {
@@ -195,13 +198,7 @@ impl Topic {
         stored: Bytes,
         publish_time: u64,
         messages: u32,
-    ) -> Result<
-        (
-            Position,
-            Option<oneshot::Receiver<pulsar_rs_ledger::Result<()>>>,
-        ),
-        BrokerError,
-    > {
+    ) -> Result<(Position, Option<AddCompletion>), BrokerError> {
         let len = stored.len() as u64;
         let r = self.ledger.start_add(stored, publish_time)?;
         self.msg_in.record(u64::from(messages), len);

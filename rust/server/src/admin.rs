@@ -36,8 +36,10 @@ fn broker_fail(e: &BrokerError) -> Response {
     fail(status, e.to_string())
 }
 
-fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
-    TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}")).map_err(|e| broker_fail(&e))
+/// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
+fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
+    TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
+        .map_err(|e| Box::new(broker_fail(&e)))
 }
 
 /// Serves the admin API until shutdown.
@@ -106,7 +108,7 @@ async fn get_partitions(
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match ctx.service.partitions(&name, false) {
         Ok(n) => Json(json!({ "partitions": n })).into_response(),
@@ -121,7 +123,7 @@ async fn create_partitions(
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Ok(n) = body.trim().parse::<u32>() else {
         return fail(
@@ -143,7 +145,7 @@ async fn delete_partitioned(
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let svc = Arc::clone(&ctx.service);
     match tokio::task::spawn_blocking(move || svc.delete_partitioned(&name)).await {
@@ -159,7 +161,7 @@ async fn create_topic(
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if ctx.service.loaded_topic(&name).is_some()
         || ctx
@@ -183,7 +185,7 @@ async fn delete_topic(
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let svc = Arc::clone(&ctx.service);
     match tokio::task::spawn_blocking(move || svc.delete_topic(&name)).await {
@@ -199,7 +201,7 @@ async fn topic_stats(
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let topic = match ctx.service.topic(&name, false) {
         Ok(t) => t,
