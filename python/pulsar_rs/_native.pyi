@@ -221,6 +221,9 @@ class InvalidNameError(PulsarRsError, ValueError):
 
     name: str
 
+class DataDirLockedError(PulsarRsError):
+    """The data directory is already open in another broker or storage instance."""
+
 class BrokerError(PulsarRsError):
     """A broker operation failed (topic, subscription, producer or consumer state)."""
 
@@ -256,8 +259,22 @@ class Broker:
     def running(self) -> bool: ...
     def stop(self) -> None: ...
     def cleanup(self) -> None: ...
+    def export_tables(self) -> dict[str, ArrowStream]: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *args: object) -> bool: ...
+
+@final
+class ArrowStream:
+    """One exported table; pass it to ``pyarrow.table()`` (once) to take its columns without a copy."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_rows(self) -> int: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+def export_data_dir(path: str | PathLike[str]) -> dict[str, ArrowStream]:
+    """Exports a data directory no broker has open, as Arrow streams keyed by table name."""
 
 def enable_logging(level: str = "info") -> None:
     """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug")."""

@@ -1,7 +1,8 @@
 """The ``pulsar-rs`` command line.
 
 ``pulsar-rs standalone [--config broker.toml] [--data-dir DIR] [--bind 127.0.0.1] [--port 6650]
-[--admin-port 8080]`` starts a broker (DESIGN.md section 4).
+[--admin-port 8080]`` starts a broker (DESIGN.md section 4); ``pulsar-rs export --data-dir DIR
+--out OUT`` writes a Parquet snapshot of a stopped broker's data directory (spark/SCHEMA.md).
 """
 
 from __future__ import annotations
@@ -30,7 +31,24 @@ def build_parser() -> argparse.ArgumentParser:
     standalone.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     standalone.add_argument("--port", type=int, default=6650, help="binary protocol port (default: %(default)s)")
     standalone.add_argument("--admin-port", type=int, default=8080, help="admin HTTP port (default: %(default)s)")
+    export = commands.add_parser("export", help="write a Parquet snapshot of a data directory (broker stopped)")
+    export.add_argument("--data-dir", type=Path, required=True, help="data directory of a stopped broker")
+    export.add_argument("--out", type=Path, required=True, help="output directory (snapshots accumulate there)")
+    export.add_argument("--broker-id", default=None, help="broker partition value (default: host name)")
     return parser
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from . import PulsarRsError
+    from .export import write_snapshot
+
+    try:
+        manifest = write_snapshot(args.data_dir, args.out, broker_id=args.broker_id)
+    except PulsarRsError as e:
+        print(f"pulsar-rs export: {e}", file=sys.stderr)
+        return 1
+    print(manifest.read_text())
+    return 0
 
 
 def _load_settings(path: Path | None) -> dict[str, object]:
@@ -69,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "standalone":
         return _run_standalone(args)
+    if args.command == "export":
+        return _run_export(args)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects unknown commands
 
 

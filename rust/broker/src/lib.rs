@@ -5,6 +5,7 @@
 pub mod config;
 pub mod consumer;
 pub mod error;
+pub mod hash;
 pub mod naming;
 pub mod permits;
 pub mod rate;

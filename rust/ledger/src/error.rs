@@ -65,6 +65,12 @@ pub enum LedgerError {
         /// What was closed.
         what: String,
     },
+    /// Another process (or another `Storage` in this one) has the data directory open.
+    #[error("data directory {path} is in use by another broker or storage instance")]
+    Locked {
+        /// The data directory.
+        path: String,
+    },
     /// A name is not acceptable (empty, too long, control characters).
     #[error("invalid name {name:?}: {reason}")]
     InvalidName {

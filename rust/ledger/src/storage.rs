@@ -77,6 +77,9 @@ pub struct Storage {
     stop: Arc<Stop>,
     /// The housekeeping thread, joined on close.
     housekeeper: Mutex<Option<JoinHandle<()>>>,
+    /// `<data>/LOCK`, held with an exclusive advisory lock while open: two processes must never
+    /// append to the same journal.
+    _lock: std::fs::File,
 }
 
 impl Storage {
@@ -99,6 +102,20 @@ impl Storage {
     ) -> Result<Arc<Storage>> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| LedgerError::io(format!("creating {}", dir.display()), e))?;
+        let lock_path = dir.join("LOCK");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| LedgerError::io(format!("opening {}", lock_path.display()), e))?;
+        if lock.try_lock().is_err() {
+            return Err(LedgerError::Locked {
+                path: dir.display().to_string(),
+            });
+        }
         let meta: Arc<dyn MetaStore> = Arc::new(FileMetaStore::open(dir.join("meta"))?);
         let (journal, mut recovered) = Journal::open(
             dir.join("journal"),
@@ -151,6 +168,7 @@ impl Storage {
             dir,
             stop,
             housekeeper: Mutex::new(None),
+            _lock: lock,
         });
         let handle = {
             let shared = Arc::clone(&storage.shared);

@@ -368,3 +368,14 @@ async fn unopened_persisted_cursors_still_hold_back_trimming() {
         "recovered cursors start inactive"
     );
 }
+
+#[test]
+fn a_data_directory_is_opened_by_one_storage_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(dir.path());
+    let second = Storage::open(dir.path(), StorageConfig::default());
+    assert!(matches!(second, Err(LedgerError::Locked { .. })));
+    s.close().unwrap();
+    drop(s);
+    storage(dir.path()).close().unwrap();
+}

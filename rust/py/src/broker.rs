@@ -5,7 +5,7 @@
 //! serves until `stop()` or the end of a `with` block. Settings are Pulsar's `broker.conf` keys.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pulsar_rs_broker::{BrokerConfig, BrokerError};
 use pulsar_rs_server::{Server, ServerError};
@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 use crate::error::{self, BrokerError as PyBrokerError, ServerError as PyServerError};
 
 /// The one runtime every in-process broker of this interpreter runs on.
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -27,7 +27,7 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-fn broker_err(py: Python<'_>, e: BrokerError) -> PyErr {
+pub(crate) fn broker_err(py: Python<'_>, e: BrokerError) -> PyErr {
     match e {
         BrokerError::Ledger(l) => error::to_py_err(py, l),
         BrokerError::InvalidConfig { key, reason } => error::invalid_config(py, &key, &reason),
@@ -191,6 +191,18 @@ impl PyBroker {
             t.take();
         }
         Ok(())
+    }
+
+    /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`).
+    fn export_tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let service = self
+            .server
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("broker lock poisoned"))?
+            .as_ref()
+            .map(|s| Arc::clone(&s.ctx.service))
+            .ok_or_else(|| PyServerError::new_err("the broker is stopped"))?;
+        crate::export::export_service(py, service)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -56,6 +56,12 @@ create_exception!(
 );
 create_exception!(
     pulsar_rs,
+    DataDirLockedError,
+    PulsarRsError,
+    "The data directory is already open in another broker or storage instance."
+);
+create_exception!(
+    pulsar_rs,
     ClosedError,
     PulsarRsError,
     "The managed ledger, cursor or storage has been closed."
@@ -229,6 +235,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: LedgerError) -> PyErr {
         LedgerError::InvalidPosition { .. } => invalid_position_error(py),
         LedgerError::Closed { .. } => Ok(py.get_type::<ClosedError>()),
         LedgerError::InvalidName { .. } => invalid_name_error(py),
+        LedgerError::Locked { .. } => Ok(py.get_type::<DataDirLockedError>()),
         _ => Ok(py.get_type::<PulsarRsError>()),
     };
     raise_with(ty, msg, &attrs)
@@ -260,6 +267,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("InvalidNameError", invalid_name_error(py)?)?;
     m.add("BrokerError", py.get_type::<BrokerError>())?;
+    m.add("DataDirLockedError", py.get_type::<DataDirLockedError>())?;
     m.add("ServerError", py.get_type::<ServerError>())?;
     Ok(())
 }

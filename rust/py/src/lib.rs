@@ -7,6 +7,7 @@
 
 mod broker;
 mod error;
+mod export;
 mod ledger;
 mod position;
 mod settings;
@@ -21,6 +22,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ledger::PyManagedLedger>()?;
     m.add_class::<ledger::PyCursor>()?;
     m.add_class::<broker::PyBroker>()?;
+    m.add_class::<export::PyArrowStream>()?;
+    m.add_function(wrap_pyfunction!(export::export_data_dir, m)?)?;
     m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
     error::register(m)?;
     Ok(())

@@ -1,0 +1,15 @@
+//! Benchmark tooling for pulsar_rs.
+//!
+//! * [`client`]: a minimal Pulsar protocol client on Tokio (CONNECT, PRODUCER, SEND, SUBSCRIBE,
+//!   FLOW, ACK) built on `pulsar_rs_proto`, enough for a load generator. It speaks to any
+//!   Pulsar-compatible broker (pulsar_rs, pulsar-lite) connected directly, without lookups.
+//! * [`stats`]: HdrHistogram summaries as JSON.
+//! * [`batch`]: building and parsing batch payloads (`SingleMessageMetadata` + message bytes) and
+//!   the timestamp the load generator puts at the front of every message.
+//!
+//! The binaries are `pulsar-rs-perf` (load generator) and `pulsar-rs-probe` (machine limits:
+//! loopback TCP throughput, `write`/`fdatasync` bandwidth and latency).
+
+pub mod batch;
+pub mod client;
+pub mod stats;

@@ -1,0 +1,118 @@
+//! Arrow exports handed to pyarrow without copying, through the Arrow C stream interface
+//! (`__arrow_c_stream__` PyCapsules): `pyarrow.table(stream)` takes the Rust-built buffers as is.
+
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::SchemaRef;
+use pulsar_rs_broker::{BrokerConfig, BrokerService};
+use pulsar_rs_export::{ExportError, Table};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+use crate::broker::runtime;
+use crate::error::{self, BrokerError as PyBrokerError};
+
+/// One exported table, consumable once as an Arrow C stream.
+#[pyclass(name = "ArrowStream", module = "pulsar_rs._native", frozen)]
+pub struct PyArrowStream {
+    /// Table name.
+    #[pyo3(get)]
+    name: &'static str,
+    /// Row count.
+    #[pyo3(get)]
+    num_rows: usize,
+    schema: SchemaRef,
+    /// The batches until a consumer takes them.
+    batches: Mutex<Option<Vec<RecordBatch>>>,
+}
+
+#[pymethods]
+impl PyArrowStream {
+    /// The Arrow PyCapsule stream protocol. The batches move to the consumer (once).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // we only produce our own schema; consumers cast if they wish
+        let batches = self
+            .batches
+            .lock()
+            .map_err(|_| PyValueError::new_err("stream lock poisoned"))?
+            .take()
+            .ok_or_else(|| {
+                PyValueError::new_err(format!("the {} stream was already consumed", self.name))
+            })?;
+        let reader =
+            RecordBatchIterator::new(batches.into_iter().map(Ok), Arc::clone(&self.schema));
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        let name =
+            CString::new("arrow_array_stream").map_err(|e| PyValueError::new_err(e.to_string()))?;
+        // Dropping an FFI stream that a consumer moved out is a no-op (its release is null).
+        PyCapsule::new_with_destructor(py, stream, Some(name), |stream, _| drop(stream))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ArrowStream(name={:?}, num_rows={})",
+            self.name, self.num_rows
+        )
+    }
+}
+
+fn export_err(py: Python<'_>, e: ExportError) -> PyErr {
+    match e {
+        ExportError::Ledger(l) => error::to_py_err(py, l),
+        ExportError::Broker(b) => crate::broker::broker_err(py, b),
+        other => PyBrokerError::new_err(other.to_string()),
+    }
+}
+
+pub(crate) fn tables_to_dict(py: Python<'_>, tables: Vec<Table>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for t in tables {
+        let stream = PyArrowStream {
+            name: t.name,
+            num_rows: t.num_rows(),
+            schema: t.schema,
+            batches: Mutex::new(Some(t.batches)),
+        };
+        d.set_item(t.name, Bound::new(py, stream)?)?;
+    }
+    Ok(d)
+}
+
+/// Exports a running broker's state.
+pub(crate) fn export_service<'py>(
+    py: Python<'py>,
+    service: Arc<BrokerService>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let tables = py
+        .detach(move || {
+            // Loading topics starts their dispatchers, which need the runtime.
+            let _guard = runtime().enter();
+            pulsar_rs_export::snapshot(&service)
+        })
+        .map_err(|e| export_err(py, e))?;
+    tables_to_dict(py, tables)
+}
+
+/// Exports a data directory offline (no broker may have it open).
+#[pyfunction]
+pub fn export_data_dir(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
+    let result = py.detach(move || -> Result<Vec<Table>, ExportError> {
+        let _guard = runtime().enter();
+        let service = BrokerService::open(BrokerConfig::default(), &path)?;
+        let tables = pulsar_rs_export::snapshot(&service);
+        service.close()?;
+        tables
+    });
+    let tables = result.map_err(|e| export_err(py, e))?;
+    tables_to_dict(py, tables)
+}
