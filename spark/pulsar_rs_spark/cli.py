@@ -1,0 +1,164 @@
+"""The command: read snapshots, run the jobs, write Parquet results and ``report.html``.
+
+``python -m pulsar_rs_spark --input IN --output OUT [--master local[*]] [--snapshot latest|all|MS]
+[--quota-bytes N] [--top-keys 10] [--jobs backlog,hot-keys,lag]``
+
+Output (any Hadoop-compatible URI): ``OUT/backlog``, ``OUT/topic_quota``, ``OUT/hot_keys``,
+``OUT/lag_percentiles``, ``OUT/lag_histogram``, ``OUT/consumer_lag`` (Parquet) and ``OUT/report.html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from . import io, jobs, report
+
+JOB_OUTPUTS = {
+    "backlog": ("backlog", "topic_quota"),
+    "hot-keys": ("hot_keys",),
+    "lag": ("lag_percentiles", "lag_histogram", "consumer_lag"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pulsar_rs_spark", description="Backlog analytics over pulsar_rs snapshot exports (spark/SCHEMA.md)."
+    )
+    p.add_argument("--input", required=True, help="export root (the OUT of pulsar-rs export); any Hadoop URI")
+    p.add_argument("--output", required=True, help="results directory; any Hadoop URI (overwritten)")
+    p.add_argument("--master", default=None, help="Spark master (default: local[*], or spark-submit's)")
+    p.add_argument("--snapshot", default="latest", help="latest (per broker), all, or a snapshot_ms value")
+    p.add_argument("--quota-bytes", type=int, default=None, help="backlog quota for topics without one")
+    p.add_argument("--top-keys", type=int, default=10, help="hottest keys kept per topic (default: %(default)s)")
+    p.add_argument(
+        "--jobs", default="backlog,hot-keys,lag", help="comma-separated subset of backlog,hot-keys,lag (default: all)"
+    )
+    p.add_argument("--shuffle-partitions", type=int, default=None, help="spark.sql.shuffle.partitions")
+    p.add_argument("--driver-memory", default=None, help="spark.driver.memory for local runs (e.g. 4g)")
+    p.add_argument("--no-html", action="store_true", help="skip report.html")
+    return p
+
+
+def spark_session(
+    master: str | None = None,
+    app_name: str = "pulsar_rs backlog analytics",
+    shuffle_partitions: int | None = None,
+    driver_memory: str | None = None,
+) -> SparkSession:
+    """A session; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside it."""
+    b = SparkSession.builder.appName(app_name)
+    if master:
+        b = b.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, which sets the master
+        b = b.master("local[*]")
+    if shuffle_partitions:
+        b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    if driver_memory:
+        b = b.config("spark.driver.memory", driver_memory)
+    return b.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """Writes a UTF-8 file through Hadoop's FileSystem (so ``path`` may be any Hadoop URI)."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    stream = p.getFileSystem(conf).create(p, True)
+    writer = jvm.java.io.OutputStreamWriter(stream, "UTF-8")
+    try:
+        writer.write(text)
+    finally:
+        writer.close()
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` produced: result DataFrames (persisted), output paths, timings (s)."""
+
+    frames: dict[str, DataFrame]
+    selected: list[tuple[str, int]]
+    outputs: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    report_path: str | None = None
+
+    def rows(self, name: str) -> list[dict]:
+        return [r.asDict() for r in self.frames[name].collect()]
+
+    def unpersist(self) -> None:
+        for df in self.frames.values():
+            df.unpersist()
+
+
+def run(
+    spark: SparkSession,
+    input_path: str,
+    output_path: str | None,
+    snapshot: str = "latest",
+    quota_bytes: int | None = None,
+    top_n: int = 10,
+    jobs_wanted: Sequence[str] = tuple(JOB_OUTPUTS),
+    html: bool = True,
+) -> RunResult:
+    """Runs the jobs; writes results under ``output_path`` unless it is None."""
+    unknown = set(jobs_wanted) - set(JOB_OUTPUTS)
+    if unknown:
+        raise ValueError(f"unknown jobs {sorted(unknown)}; choose from {sorted(JOB_OUTPUTS)}")
+    t0 = time.perf_counter()
+    snap = io.load(spark, input_path, snapshot)
+    frames = jobs.run_all(snap, quota_bytes, top_n)
+    # Small per-subscription tables are reused by several outputs and the report: keep them.
+    for name in ("backlog", "topic_quota"):
+        frames[name] = frames[name].persist()
+    result = RunResult(frames=frames, selected=snap.selected)
+    wanted = [name for job in jobs_wanted for name in JOB_OUTPUTS[job]]
+    for name in wanted:
+        t = time.perf_counter()
+        if output_path is not None:
+            path = output_path.rstrip("/") + "/" + name
+            frames[name].write.mode("overwrite").parquet(path)
+            result.outputs[name] = path
+        else:
+            frames[name].count()
+        result.timings[name] = time.perf_counter() - t
+    if html:
+        t = time.perf_counter()
+        collected = {
+            name: result.rows(name) if name in wanted else []
+            for name in (n for outs in JOB_OUTPUTS.values() for n in outs)
+        }
+        page = report.render(collected, snap.selected, input_path, quota_bytes, top_n)
+        if output_path is not None:
+            result.report_path = output_path.rstrip("/") + "/report.html"
+            write_text(spark, result.report_path, page)
+        result.timings["report"] = time.perf_counter() - t
+    result.timings["total"] = time.perf_counter() - t0
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory)
+    res = run(
+        spark,
+        args.input,
+        args.output,
+        snapshot=args.snapshot,
+        quota_bytes=args.quota_bytes,
+        top_n=args.top_keys,
+        jobs_wanted=[j.strip() for j in args.jobs.split(",") if j.strip()],
+        html=not args.no_html,
+    )
+    for name, path in res.outputs.items():
+        print(f"{name}: {path} ({res.timings[name]:.1f} s)")
+    if res.report_path:
+        print(f"report: {res.report_path}")
+    print(f"total: {res.timings['total']:.1f} s over snapshots {res.selected}")
+    res.unpersist()
+    spark.stop()
+    return 0
