@@ -62,6 +62,25 @@ pub struct BrokerConfig {
     pub max_unacked_messages_per_subscription: u32,
     pub active_consumer_failover_delay_time_millis: u64,
     pub subscription_redelivery_tracker_enabled: bool,
+
+    pub max_publish_rate_per_topic_in_messages: i64,
+    pub max_publish_rate_per_topic_in_bytes: i64,
+    pub broker_publisher_throttling_max_message_rate: i64,
+    pub broker_publisher_throttling_max_byte_rate: i64,
+    #[serde(rename = "maxMessagePublishBufferSizeInMB")]
+    pub max_message_publish_buffer_size_in_mb: i64,
+    pub dispatch_throttling_rate_in_msg: i64,
+    pub dispatch_throttling_rate_in_byte: i64,
+    pub dispatch_throttling_rate_per_topic_in_msg: i64,
+    pub dispatch_throttling_rate_per_topic_in_byte: i64,
+    pub dispatch_throttling_rate_per_subscription_in_msg: i64,
+    pub dispatch_throttling_rate_per_subscription_in_byte: i64,
+    pub backlog_quota_check_enabled: bool,
+    pub backlog_quota_check_interval_in_seconds: u64,
+    pub backlog_quota_default_limit_bytes: i64,
+    pub backlog_quota_default_limit_second: i64,
+    /// `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.
+    pub backlog_quota_default_retention_policy: String,
 }
 
 impl Default for BrokerConfig {
@@ -101,6 +120,22 @@ impl Default for BrokerConfig {
             max_unacked_messages_per_subscription: 200_000,
             active_consumer_failover_delay_time_millis: 1000,
             subscription_redelivery_tracker_enabled: true,
+            max_publish_rate_per_topic_in_messages: 0,
+            max_publish_rate_per_topic_in_bytes: 0,
+            broker_publisher_throttling_max_message_rate: 0,
+            broker_publisher_throttling_max_byte_rate: 0,
+            max_message_publish_buffer_size_in_mb: 256,
+            dispatch_throttling_rate_in_msg: 0,
+            dispatch_throttling_rate_in_byte: 0,
+            dispatch_throttling_rate_per_topic_in_msg: 0,
+            dispatch_throttling_rate_per_topic_in_byte: 0,
+            dispatch_throttling_rate_per_subscription_in_msg: 0,
+            dispatch_throttling_rate_per_subscription_in_byte: 0,
+            backlog_quota_check_enabled: true,
+            backlog_quota_check_interval_in_seconds: 60,
+            backlog_quota_default_limit_bytes: -1,
+            backlog_quota_default_limit_second: -1,
+            backlog_quota_default_retention_policy: "producer_request_hold".into(),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod error;
 pub mod hash;
 pub mod naming;
 pub mod permits;
+pub mod policies;
 pub mod rate;
 pub mod service;
 pub mod subscription;
