@@ -115,6 +115,11 @@ pub struct ManagedLedger {
     pub(crate) cache: Arc<LedgerEntries>,
     /// Woken when the last confirmed position advances (read-or-wait) or the ledger closes.
     pub(crate) new_entries: Notify,
+    /// Retention time in ms (−1 = forever); starts from the config, changed by policies.
+    /// Relaxed: read by trimming only; a stale value delays one trim pass at most.
+    retention_time_ms: std::sync::atomic::AtomicI64,
+    /// Retention size in bytes (−1 = unlimited); same rules as `retention_time_ms`.
+    retention_size_bytes: std::sync::atomic::AtomicI64,
 }
 
 fn info_key(name: &str) -> String {
@@ -151,6 +156,7 @@ impl ManagedLedger {
             .rev()
             .find(|(_, s)| s.confirmed > 0)
             .map(|(id, s)| Position::new(*id, s.confirmed as i64 - 1));
+        let retention = (config.retention_time_ms, config.retention_size_bytes);
         let ml = Arc::new(ManagedLedger {
             name: name.to_owned(),
             config,
@@ -167,6 +173,8 @@ impl ManagedLedger {
             cursors: Mutex::new(BTreeMap::new()),
             active_cursors: AtomicUsize::new(0),
             new_entries: Notify::new(),
+            retention_time_ms: std::sync::atomic::AtomicI64::new(retention.0),
+            retention_size_bytes: std::sync::atomic::AtomicI64::new(retention.1),
         });
         {
             let mut st = ml.state.lock();
@@ -216,6 +224,23 @@ impl ManagedLedger {
     #[must_use]
     pub fn config(&self) -> &LedgerConfig {
         &self.config
+    }
+
+    /// Changes the retention (time in ms, size in bytes; −1 = unlimited), e.g. from a policy.
+    pub fn set_retention(&self, time_ms: i64, size_bytes: i64) {
+        // Relaxed: see the fields.
+        self.retention_time_ms.store(time_ms, Ordering::Relaxed);
+        self.retention_size_bytes
+            .store(size_bytes, Ordering::Relaxed);
+    }
+
+    /// Current retention (time in ms, size in bytes).
+    #[must_use]
+    pub fn retention(&self) -> (i64, i64) {
+        (
+            self.retention_time_ms.load(Ordering::Relaxed),
+            self.retention_size_bytes.load(Ordering::Relaxed),
+        )
     }
 
     fn create_ledger(&self, st: &mut State, now: u64) -> Result<()> {
@@ -796,8 +821,8 @@ impl ManagedLedger {
         let mut st = self.state.lock();
         let slowest = slowest.unwrap_or(st.last_confirmed);
         let (rt, rs) = (
-            self.config.retention_time_ms,
-            self.config.retention_size_bytes,
+            self.retention_time_ms.load(Ordering::Relaxed),
+            self.retention_size_bytes.load(Ordering::Relaxed),
         );
         if rt < 0 && rs < 0 {
             return Ok(());

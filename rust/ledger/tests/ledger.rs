@@ -379,3 +379,29 @@ fn a_data_directory_is_opened_by_one_storage_at_a_time() {
     drop(s);
     storage(dir.path()).close().unwrap();
 }
+
+#[tokio::test]
+async fn retention_can_change_at_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(dir.path());
+    let cfg = LedgerConfig {
+        retention_time_ms: -1,
+        retention_size_bytes: -1,
+        ..small()
+    };
+    let ml = s.open_ledger("t/ret-live", cfg).unwrap();
+    let c = ml.open_cursor("sub").unwrap();
+    for _ in 0..25 {
+        ml.add_entry(Bytes::from_static(b"x")).await.unwrap();
+    }
+    c.skip_all();
+    ml.trim_consumed_ledgers().unwrap();
+    assert_eq!(
+        ml.ledgers().len(),
+        3,
+        "infinite retention keeps consumed ledgers"
+    );
+    ml.set_retention(0, 0);
+    ml.trim_consumed_ledgers().unwrap();
+    assert_eq!(ml.ledgers().len(), 1);
+}
