@@ -1,0 +1,307 @@
+"""The broker against hand-made frames on a raw socket, for what the official client never sends:
+oversized and corrupt SENDs, out-of-state commands, malformed bytes, GET_SCHEMA. Every bad
+frame must close only its own connection (or be answered with the right error), while other
+clients carry on.
+
+The protobuf encoding here is a minimal hand-rolled proto2 writer/reader (field numbers from
+PulsarApi.proto), so the test does not depend on the broker's own codec.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pulsar
+import pytest
+from pulsar.schema import StringSchema
+
+from conftest import assert_no_more, new_client, receive_all
+
+pytestmark = pytest.mark.timeout(60)
+
+# BaseCommand.Type values (== field numbers of the command inside BaseCommand).
+CONNECT, CONNECTED, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 5, 6, 7, 8
+ERROR, PRODUCER_SUCCESS, PING, PONG = 14, 17, 18, 19
+LOOKUP, LOOKUP_RESPONSE, GET_SCHEMA, GET_SCHEMA_RESPONSE = 23, 24, 34, 35
+SERVER_ERROR_CHECKSUM, SERVER_ERROR_NOT_ALLOWED = 9, 22
+
+
+def varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def fv(num: int, value: int) -> bytes:
+    return varint(num << 3) + varint(value)
+
+
+def fb(num: int, value: bytes | str) -> bytes:
+    if isinstance(value, str):
+        value = value.encode()
+    return varint((num << 3) | 2) + varint(len(value)) + value
+
+
+def parse(buf: bytes) -> dict[int, list]:
+    """Decodes one protobuf message into {field: [values]} (varints as int, the rest as bytes)."""
+    out: dict[int, list] = {}
+    i = 0
+    while i < len(buf):
+        key, i = _read_varint(buf, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _read_varint(buf, i)
+        elif wt == 2:
+            n, i = _read_varint(buf, i)
+            v, i = buf[i : i + n], i + n
+        elif wt == 1:
+            v, i = buf[i : i + 8], i + 8
+        elif wt == 5:
+            v, i = buf[i : i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wt}")
+        out.setdefault(num, []).append(v)
+    return out
+
+
+def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return result, i
+
+
+def base(cmd_type: int, body: bytes) -> bytes:
+    return fv(1, cmd_type) + fb(cmd_type, body)
+
+
+def simple_frame(cmd: bytes) -> bytes:
+    return struct.pack(">II", 4 + len(cmd), len(cmd)) + cmd
+
+
+def send_frame(producer_id: int, seq: int, payload: bytes, checksum: int | None = None) -> bytes:
+    cmd = base(SEND, fv(1, producer_id) + fv(2, seq) + fv(3, 1))
+    md = fb(1, "raw-producer") + fv(2, seq) + fv(3, 1_700_000_000_000)
+    body = struct.pack(">I", len(md)) + md + payload
+    if checksum is not None:
+        body = struct.pack(">HI", 0x0E01, checksum) + body
+    return struct.pack(">II", 4 + len(cmd) + len(body), len(cmd)) + cmd + body
+
+
+class Raw:
+    """A raw Pulsar connection."""
+
+    def __init__(self, service_url: str):
+        host, port = service_url.removeprefix("pulsar://").rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=5)
+        self.buf = b""
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def connect(self) -> dict:
+        self.send(simple_frame(base(CONNECT, fb(1, "raw-test") + fv(4, 20))))
+        ty, body = self.recv()
+        assert ty == CONNECTED, ty
+        return body
+
+    def recv(self) -> tuple[int, dict]:
+        """The next command other than PING/PONG: (type, parsed body)."""
+        while True:
+            while len(self.buf) < 4 or len(self.buf) < 4 + struct.unpack(">I", self.buf[:4])[0]:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError("closed by the broker")
+                self.buf += chunk
+            total = struct.unpack(">I", self.buf[:4])[0]
+            frame, self.buf = self.buf[4 : 4 + total], self.buf[4 + total :]
+            cmd_size = struct.unpack(">I", frame[:4])[0]
+            cmd = parse(frame[4 : 4 + cmd_size])
+            ty = cmd[1][0]
+            if ty == PING:
+                self.send(simple_frame(base(PONG, b"")))
+                continue
+            if ty == PONG:
+                continue
+            return ty, parse(cmd[ty][0]) if ty in cmd else {}
+
+    def create_producer(self, topic: str, producer_id: int = 1, request_id: int = 1) -> dict:
+        self.send(simple_frame(base(PRODUCER, fb(1, topic) + fv(2, producer_id) + fv(3, request_id))))
+        ty, body = self.recv()
+        assert ty == PRODUCER_SUCCESS, (ty, body)
+        return body
+
+    def is_closed(self) -> bool:
+        try:
+            self.sock.settimeout(5)
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    return True
+                # Frames sent before the close (e.g. a PING) are fine; keep reading to EOF.
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def raw_factory():
+    made: list[Raw] = []
+
+    def make(url: str) -> Raw:
+        r = Raw(url)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def test_raw_round_trip_reaches_official_consumer(pulsar_broker, client, raw_factory, topic):
+    consumer = client.subscribe(topic, "sub")
+    raw = raw_factory(pulsar_broker.service_url)
+    connected = raw.connect()
+    assert connected[1][0]  # server_version
+    assert connected[2][0] == 20  # protocol version = min(client, 20)
+    assert connected[3][0] == 5 * 1024 * 1024  # max_message_size
+    raw.create_producer(topic)
+    raw.send(send_frame(1, 0, b"hello-raw", checksum=None))
+    ty, receipt = raw.recv()
+    assert ty == SEND_RECEIPT and receipt[2] == [0]
+    assert receive_all(consumer, 1)[0].data() == b"hello-raw"
+
+
+def test_send_over_max_message_size_gets_send_error(pulsar_broker_factory, client_factory, raw_factory, topic):
+    broker = pulsar_broker_factory(maxMessageSize=16 * 1024)
+    consumer = client_factory(broker.service_url).subscribe(topic, "sub")
+    raw = raw_factory(broker.service_url)
+    assert raw.connect()[3][0] == 16 * 1024
+    raw.create_producer(topic)
+    # Within the frame limit (max + 10 KiB padding) but over maxMessageSize.
+    raw.send(send_frame(1, 0, b"x" * (20 * 1024)))
+    ty, err = raw.recv()
+    assert ty == SEND_ERROR, ty
+    assert err[2] == [0] and err[3] == [SERVER_ERROR_NOT_ALLOWED]
+    # The connection stays usable.
+    raw.send(send_frame(1, 1, b"small"))
+    ty, receipt = raw.recv()
+    assert ty == SEND_RECEIPT and receipt[2] == [1]
+    assert [m.data() for m in receive_all(consumer, 2, timeout_ms=1000)] == [b"small"]
+
+
+def test_send_with_bad_checksum_gets_checksum_error(pulsar_broker, client, raw_factory, topic):
+    consumer = client.subscribe(topic, "sub")
+    raw = raw_factory(pulsar_broker.service_url)
+    raw.connect()
+    raw.create_producer(topic)
+    raw.send(send_frame(1, 0, b"corrupt", checksum=0xDEADBEEF))
+    ty, err = raw.recv()
+    assert ty == SEND_ERROR and err[3] == [SERVER_ERROR_CHECKSUM]
+    assert_no_more(consumer)
+
+
+def test_frame_over_limit_closes_only_that_connection(pulsar_broker_factory, client_factory, raw_factory, topic):
+    broker = pulsar_broker_factory(maxMessageSize=16 * 1024)
+    client = client_factory(broker.service_url)
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic)
+    raw = raw_factory(broker.service_url)
+    raw.connect()
+    raw.create_producer(topic)
+    raw.send(send_frame(1, 0, b"x" * (40 * 1024)))  # over max + padding
+    assert raw.is_closed()
+    producer.send(b"still-fine")
+    assert receive_all(consumer, 1)[0].data() == b"still-fine"
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        pytest.param([simple_frame(base(PRODUCER, fb(1, "t") + fv(2, 1) + fv(3, 1)))], id="command-before-connect"),
+        pytest.param(["CONNECT", send_frame(7, 0, b"x")], id="send-for-unknown-producer"),
+        pytest.param(["CONNECT", simple_frame(base(CONNECT, fb(1, "again") + fv(4, 20)))], id="second-connect"),
+        pytest.param(["CONNECT", simple_frame(fv(1, 9999))], id="unknown-command-type"),
+        pytest.param(["CONNECT", simple_frame(base(PRODUCER, fv(2, 1)))], id="missing-required-field"),
+        pytest.param(["CONNECT", simple_frame(fv(1, PRODUCER))], id="command-without-body"),
+    ],
+)
+def test_out_of_state_or_invalid_commands_close_the_connection(pulsar_broker, client, raw_factory, topic, frames):
+    producer = client.create_producer(topic)
+    consumer = client.subscribe(topic, "sub")
+    raw = raw_factory(pulsar_broker.service_url)
+    for f in frames:
+        if f == "CONNECT":
+            raw.connect()
+        else:
+            raw.send(f)
+    assert raw.is_closed()
+    producer.send(b"unaffected")
+    assert receive_all(consumer, 1)[0].data() == b"unaffected"
+
+
+def test_get_schema(pulsar_broker, client, raw_factory, topic):
+    producer = client.create_producer(topic, schema=StringSchema())
+    producer.send("typed")
+    raw = raw_factory(pulsar_broker.service_url)
+    raw.connect()
+    raw.send(simple_frame(base(GET_SCHEMA, fv(1, 42) + fb(2, topic))))
+    ty, resp = raw.recv()
+    assert ty == GET_SCHEMA_RESPONSE
+    assert resp[1] == [42]
+    assert 2 not in resp, f"unexpected error {resp}"
+    schema = parse(resp[4][0])
+    assert schema[4] == [1]  # SchemaType STRING
+    assert 5 in resp  # schema_version
+    # A topic without a schema answers with an error code, not silence.
+    no_schema = topic + "-none"
+    client.create_producer(no_schema).send(b"x")
+    raw.send(simple_frame(base(GET_SCHEMA, fv(1, 43) + fb(2, no_schema))))
+    ty, resp = raw.recv()
+    assert ty == GET_SCHEMA_RESPONSE and resp[1] == [43] and 2 in resp
+
+
+def test_lookup_of_invalid_topic_fails_fast(client):
+    for bad in ("persistent://public/default/", "persistent://only-tenant/x", "bogus://a/b/c"):
+        with pytest.raises(pulsar.PulsarException):
+            client.create_producer(bad)
+
+
+def test_auto_topic_creation_disabled(pulsar_broker_factory, client_factory, topic):
+    broker = pulsar_broker_factory(allowAutoTopicCreation=False)
+    client = client_factory(broker.service_url)
+    with pytest.raises(pulsar.PulsarException):
+        client.create_producer(topic)
+    with pytest.raises(pulsar.PulsarException):
+        client.subscribe(topic, "sub")
+
+
+def test_other_clients_survive_many_bad_connections(pulsar_broker, raw_factory, topic):
+    client = new_client(pulsar_broker.service_url)
+    try:
+        consumer = client.subscribe(topic, "sub")
+        producer = client.create_producer(topic)
+        for i in range(50):
+            raw = raw_factory(pulsar_broker.service_url)
+            raw.send(bytes([i]) * 64)
+        for i in range(10):
+            producer.send(f"ok{i}".encode())
+        assert [m.data() for m in receive_all(consumer, 10)] == [f"ok{i}".encode() for i in range(10)]
+    finally:
+        client.close()
