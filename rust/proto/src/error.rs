@@ -108,6 +108,16 @@ pub enum ProtocolError {
     #[error("unknown command type {0}")]
     UnknownCommandType(i32),
 
+    /// A `required` field of the command is absent (protobuf would refuse to parse it; prost
+    /// silently fills in a default).
+    #[error("command {ty} lacks its required field {field}")]
+    MissingRequiredField {
+        /// The protocol name of the type.
+        ty: &'static str,
+        /// The field number, as in `PulsarApi.proto`.
+        field: u32,
+    },
+
     /// A payload section follows a command that never carries one.
     #[error("command {ty} must not carry a payload")]
     UnexpectedPayload {

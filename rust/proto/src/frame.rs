@@ -174,6 +174,7 @@ fn decode_frame_body(body: Bytes) -> Result<Frame, ProtocolError> {
     let command = pb::BaseCommand::decode(body.slice(4..cmd_end))
         .map_err(|e| ProtocolError::decode("BaseCommand", e))?;
     let ty = validate_command(&command)?;
+    crate::required::check_required_fields(ty, &body[4..cmd_end])?;
     let rest = body.slice(cmd_end..);
     match ty {
         Type::Send | Type::Message => {

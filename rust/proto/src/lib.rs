@@ -32,6 +32,7 @@
 pub mod commands;
 pub mod error;
 pub mod frame;
+pub mod required;
 
 /// Generated protobuf types of package `pulsar.proto`.
 #[allow(
@@ -56,6 +57,7 @@ pub use frame::{
 };
 pub use pb::base_command::Type as CommandType;
 pub use pb::{BaseCommand, MessageIdData, MessageMetadata, ServerError};
+pub use required::check_required_fields;
 
 /// Highest protocol version this broker speaks; CONNECTED answers
 /// `min(client's version, MAX_PROTOCOL_VERSION)`.
