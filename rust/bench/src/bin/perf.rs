@@ -73,6 +73,9 @@ struct Args {
     /// Seconds of publishing (or of consuming when there are no producers).
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
+    /// Producers stop after publishing this many messages in total (0 = no limit).
+    #[arg(long, default_value_t = 0)]
+    max_messages: u64,
     /// Maximum unacknowledged messages per producer.
     #[arg(long, default_value_t = 1000)]
     max_inflight: usize,
@@ -317,6 +320,10 @@ async fn run_producer_conn(
     let mut buf = BytesMut::with_capacity(256 * 1024);
     let mut payload = BytesMut::with_capacity(args.batch * (args.size + 16));
     let max_inflight = args.max_inflight.max(args.batch);
+    let limit = match args.max_messages {
+        0 => u64::MAX,
+        m => m.div_ceil(args.producers.max(1) as u64),
+    };
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -325,12 +332,15 @@ async fn run_producer_conn(
         let mut next_wake = deadline;
         {
             let mut st = lock(&state);
-            if st.closed {
+            if st.closed || st.producers.iter().all(|p| p.next_seq >= limit) {
                 break;
             }
             for p in &mut st.producers {
                 let mut sent = 0;
-                while buf.len() < 256 * 1024 && sent < 64 && p.inflight + args.batch <= max_inflight
+                while buf.len() < 256 * 1024
+                    && sent < 64
+                    && p.inflight + args.batch <= max_inflight
+                    && p.next_seq < limit
                 {
                     let start_ns = if let Some(iv) = interval {
                         if p.next_due > now {
