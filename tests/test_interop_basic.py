@@ -257,3 +257,65 @@ def test_broker_start_to_ready_is_measured(tmp_path):
         timings.append(t1 - t0)
     lo, hi = min(timings) * 1e3, max(timings) * 1e3
     print(f"\nBroker() start-to-ready: min {lo:.2f} ms, max {hi:.2f} ms over {len(timings)} runs")
+
+
+def test_exclusive_producer_access_mode(client, topic):
+    first = client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    with pytest.raises(pulsar.PulsarException):
+        client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive)
+    with pytest.raises(pulsar.PulsarException):
+        client.create_producer(topic)  # Shared while an Exclusive one is attached
+    first.send(b"still-works")
+    first.close()
+    client.create_producer(topic, access_mode=pulsar.ProducerAccessMode.Exclusive).send(b"x")
+
+
+def test_duplicate_producer_name_is_busy(client, topic):
+    client.create_producer(topic, producer_name="same")
+    with pytest.raises(pulsar.ProducerBusy):
+        client.create_producer(topic, producer_name="same")
+
+
+def test_producer_name_and_sequence_ids(client, topic):
+    consumer = client.subscribe(topic, "sub")
+    named = client.create_producer(topic, producer_name="alice")
+    assert named.producer_name() == "alice"
+    unnamed = client.create_producer(topic)
+    assert unnamed.producer_name(), "the broker generates a name"
+    assert unnamed.producer_name() != "alice"
+    named.send(b"a")
+    unnamed.send(b"b")
+    got = receive_all(consumer, 2)
+    assert [m.data() for m in got] == [b"a", b"b"]
+    assert named.last_sequence_id() == 0 and unnamed.last_sequence_id() == 0
+
+
+def test_many_topics_and_producers_concurrently(client, topic):
+    topics = [f"{topic}-{k}" for k in range(8)]
+    consumers = [client.subscribe(t, "sub") for t in topics]
+    producers = [client.create_producer(t, batching_enabled=True, block_if_queue_full=True) for t in topics]
+    per_topic = 2000
+    results: list = []
+    for i in range(per_topic):
+        for p in producers:
+            p.send_async(str(i).encode(), lambda res, _id: results.append(res))
+    for p in producers:
+        p.flush()
+    assert results.count(pulsar.Result.Ok) == per_topic * len(topics)
+    for c in consumers:
+        assert [int(m.data()) for m in receive_all(c, per_topic)] == list(range(per_topic))
+        assert_no_more(c, 200)
+
+
+def test_reader_on_partitioned_topic(pulsar_broker, client, topic):
+    status, _ = admin(
+        pulsar_broker.admin_url, "PUT", f"/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}/partitions", 3
+    )
+    assert status in (200, 204)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(30):
+        producer.send(f"r{i}".encode())
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    got = [reader.read_next(timeout_millis=5000).data() for _ in range(30)]
+    assert sorted(got) == sorted(f"r{i}".encode() for i in range(30))
+    assert reader.has_message_available() is False

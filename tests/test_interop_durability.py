@@ -279,3 +279,33 @@ def test_sigkill_while_producing_loses_nothing_acknowledged(tmp_path):
         client.close()
     finally:
         _stop(proc, signal.SIGTERM)
+
+
+def test_restart_keeps_thousands_of_ack_holes(tmp_path):
+    """Pulsar drops ack holes beyond 10 000 on restart; pulsar_rs keeps all of them."""
+    data = tmp_path / "data"
+    n = 24_000
+    with pulsar_rs.Broker(data_dir=data) as broker:
+        client = new_client(broker.service_url)
+        consumer = client.subscribe(TOPIC, "holes", consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=2000)
+        producer = client.create_producer(TOPIC, batching_enabled=False, block_if_queue_full=True)
+        for i in range(n):
+            producer.send_async(str(i).encode(), None)
+        producer.flush()
+        got = receive_all(consumer, n, ack=False)
+        assert len(got) == n
+        for m in got:
+            if int(m.data()) % 2 == 0:
+                consumer.acknowledge(m)
+        consumer.close()
+        client.close()
+
+    with pulsar_rs.Broker(data_dir=data) as broker:
+        client = new_client(broker.service_url)
+        try:
+            consumer = client.subscribe(TOPIC, "holes", consumer_type=pulsar.ConsumerType.Shared)
+            back = receive_all(consumer, n // 2)
+            assert sorted(int(m.data()) for m in back) == list(range(1, n, 2))
+            assert_no_more(consumer)
+        finally:
+            client.close()
