@@ -112,20 +112,20 @@ def run(
     t0 = time.perf_counter()
     snap = io.load(spark, input_path, snapshot)
     frames = jobs.run_all(snap, quota_bytes, top_n)
-    # Small per-subscription tables are reused by several outputs and the report: keep them.
-    for name in ("backlog", "topic_quota"):
-        frames[name] = frames[name].persist()
+    # The results are small (per subscription, per topic, top keys) and reused by other results and
+    # the report: keep them once computed.
+    for name in frames:
+        if name != "_unacked":
+            frames[name] = frames[name].persist()
     result = RunResult(frames=frames, selected=snap.selected)
     wanted = [name for job in jobs_wanted for name in JOB_OUTPUTS[job]]
-    for name in wanted:
-        t = time.perf_counter()
-        if output_path is not None:
+    if output_path is not None:  # without an output the frames stay lazy for the caller to use
+        for name in wanted:
+            t = time.perf_counter()
             path = output_path.rstrip("/") + "/" + name
             frames[name].write.mode("overwrite").parquet(path)
             result.outputs[name] = path
-        else:
-            frames[name].count()
-        result.timings[name] = time.perf_counter() - t
+            result.timings[name] = time.perf_counter() - t
     if html:
         t = time.perf_counter()
         collected = {
@@ -143,6 +143,7 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    owned = SparkSession.getActiveSession() is None  # leave a caller's session running
     spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory)
     res = run(
         spark,
@@ -160,5 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"report: {res.report_path}")
     print(f"total: {res.timings['total']:.1f} s over snapshots {res.selected}")
     res.unpersist()
-    spark.stop()
+    if owned:
+        spark.stop()
     return 0
