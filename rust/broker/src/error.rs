@@ -46,6 +46,9 @@ pub enum BrokerError {
     /// A Key_Shared range conflicts with an existing consumer's.
     #[error("{0}")]
     ConsumerAssign(String),
+    /// A backlog quota is exceeded with a producer-blocking policy.
+    #[error("Cannot create producer on topic with backlog quota exceeded ({0:?})")]
+    QuotaExceeded(crate::policies::RetentionPolicy),
     /// The broker is shutting down.
     #[error("broker is shutting down")]
     ShuttingDown,

@@ -20,6 +20,6 @@ pub use error::BrokerError;
 pub use naming::TopicName;
 pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
-pub use service::BrokerService;
+pub use service::{BrokerService, QuotaVerdict};
 pub use subscription::{entry_info, EntryInfo, Subscription};
 pub use topic::{AccessMode, ProducerInfo, SchemaInfo, Topic};

@@ -169,3 +169,100 @@ mod tests {
         );
     }
 }
+
+/// A message-rate and a byte-rate limit sharing one decision: how long the caller must pause.
+#[derive(Debug)]
+pub struct RateLimiter {
+    /// Messages per second, if limited.
+    msgs: Option<TokenBucket>,
+    /// Bytes per second, if limited.
+    bytes: Option<TokenBucket>,
+}
+
+/// Burst allowed by a [`RateLimiter`], as a fraction of one second of its rate: small, so that
+/// the achieved rate over any few seconds stays within a few percent of the limit.
+const BURST_FRACTION: f64 = 0.05;
+
+impl RateLimiter {
+    /// A limiter for `msgs_per_sec` and `bytes_per_sec` (0 = that dimension unlimited); `None`
+    /// when both are unlimited.
+    #[must_use]
+    pub fn new(msgs_per_sec: f64, bytes_per_sec: f64) -> Option<Self> {
+        let bucket = |r: f64| {
+            (r > 0.0).then(|| TokenBucket::with_capacity(r, (r * BURST_FRACTION).max(1.0)))
+        };
+        let l = RateLimiter {
+            msgs: bucket(msgs_per_sec),
+            bytes: bucket(bytes_per_sec),
+        };
+        (l.msgs.is_some() || l.bytes.is_some()).then_some(l)
+    }
+
+    /// The configured (messages/s, bytes/s), 0 = unlimited.
+    #[must_use]
+    pub fn rates(&self) -> (f64, f64) {
+        (
+            self.msgs.as_ref().map_or(0.0, TokenBucket::rate),
+            self.bytes.as_ref().map_or(0.0, TokenBucket::rate),
+        )
+    }
+
+    /// Charges what was just accepted; returns how long to pause before accepting more.
+    pub fn consume(&self, msgs: u64, bytes: u64) -> Duration {
+        #[allow(clippy::cast_precision_loss)]
+        let (m, b) = (msgs as f64, bytes as f64);
+        let wait = |bucket: &Option<TokenBucket>, n: f64| {
+            bucket.as_ref().map_or(Duration::ZERO, |t| {
+                let left = t.consume(n);
+                if left < 0.0 {
+                    Duration::from_secs_f64(-left / t.rate())
+                } else {
+                    Duration::ZERO
+                }
+            })
+        };
+        wait(&self.msgs, m).max(wait(&self.bytes, b))
+    }
+
+    /// How many messages (and bytes) may go now without pausing; `None` = unlimited.
+    #[must_use]
+    pub fn available(&self) -> (Option<f64>, Option<f64>) {
+        (
+            self.msgs.as_ref().map(TokenBucket::tokens),
+            self.bytes.as_ref().map(TokenBucket::tokens),
+        )
+    }
+
+    /// How long until at least one message and one byte may go.
+    #[must_use]
+    pub fn wait_time(&self) -> Duration {
+        let w = |b: &Option<TokenBucket>| b.as_ref().map_or(Duration::ZERO, |t| t.wait_time(1.0));
+        w(&self.msgs).max(w(&self.bytes))
+    }
+}
+
+#[cfg(test)]
+mod limiter_tests {
+    use super::*;
+
+    #[test]
+    fn pacing_by_consume_waits_converges_to_the_rate() {
+        let l = RateLimiter::new(2000.0, 0.0).unwrap();
+        let start = Instant::now();
+        let mut sent = 0u64;
+        while start.elapsed() < Duration::from_millis(500) {
+            sent += 10;
+            let w = l.consume(10, 1000);
+            if !w.is_zero() {
+                std::thread::sleep(w);
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let rate = sent as f64 / start.elapsed().as_secs_f64();
+        assert!(
+            (1800.0..2300.0).contains(&rate),
+            "achieved {rate} msg/s for a 2000 msg/s limit"
+        );
+        assert!(RateLimiter::new(0.0, 0.0).is_none());
+    }
+}

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{MetaStore, Storage};
 
 use crate::naming::TopicName;
+use crate::policies::{PolicyStore, RetentionPolicy};
 use crate::topic::{SchemaInfo, Topic};
 use crate::{BrokerConfig, BrokerError};
 
@@ -43,6 +44,19 @@ pub struct BrokerService {
     partitioned: Mutex<HashMap<TopicName, u32>>,
     /// Source of generated producer names and producer handles.
     seq: AtomicU64,
+    /// Namespace and topic policies.
+    pub policies: PolicyStore,
+}
+
+/// Outcome of a backlog quota check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaVerdict {
+    /// Within quota (or no quota).
+    Ok,
+    /// Exceeded with a producer-blocking policy: refuse producers, disconnect existing ones.
+    Blocked(RetentionPolicy),
+    /// Exceeded with `consumer_backlog_eviction`: the slowest cursors were moved forward.
+    Evicted,
 }
 
 impl BrokerService {
@@ -78,14 +92,17 @@ impl BrokerService {
                 partitioned.insert(t, n);
             }
         }
+        let config = Arc::new(config);
+        let policies = PolicyStore::open(Arc::clone(&meta), Arc::clone(&config))?;
         Ok(Arc::new(BrokerService {
-            config: Arc::new(config),
+            config,
             storage,
             meta,
             topics: Mutex::new(HashMap::new()),
             known: Mutex::new(known),
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
+            policies,
         }))
     }
 
@@ -204,6 +221,7 @@ impl BrokerService {
             None => Vec::new(),
         };
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), schemas);
+        topic.apply_policy(self.policies.effective(name));
         self.known.lock().insert(name.clone());
         topics.insert(name.clone(), Arc::clone(&topic));
         Ok(topic)
@@ -278,6 +296,65 @@ impl BrokerService {
         Ok(())
     }
 
+    /// Re-applies policies to the loaded topics they concern (after an admin change).
+    pub fn refresh_policies(&self) {
+        for t in self.loaded_topics() {
+            t.apply_policy(self.policies.effective(&t.name));
+        }
+    }
+
+    /// Checks a topic's backlog quotas (DESIGN 2.4). Producer-blocking policies mark the topic
+    /// blocked (the caller disconnects its producers); `consumer_backlog_eviction` moves the
+    /// slowest cursors forward until the backlog is at most 0.9 × the limit, stopping when no
+    /// progress is made.
+    ///
+    /// # Errors
+    /// Storage failures while searching by time.
+    pub fn check_backlog_quota(
+        &self,
+        topic: &Topic,
+        now_ms: u64,
+    ) -> Result<QuotaVerdict, BrokerError> {
+        let eff = topic.effective_policy();
+        let mut verdict = QuotaVerdict::Ok;
+        if let Some(q) = eff.backlog_size {
+            let limit = u64::try_from(q.limit_size).unwrap_or(0);
+            if topic.backlog_size() > limit {
+                verdict = match q.policy {
+                    RetentionPolicy::ConsumerBacklogEviction => {
+                        evict_by_size(topic, limit);
+                        QuotaVerdict::Evicted
+                    }
+                    p => QuotaVerdict::Blocked(p),
+                };
+            }
+        }
+        if let Some(q) = eff.backlog_time {
+            let limit_ms = u64::try_from(q.limit_time)
+                .unwrap_or(0)
+                .saturating_mul(1000);
+            let oldest = topic.oldest_unacked_publish_time()?;
+            if oldest.is_some_and(|t| now_ms.saturating_sub(t) > limit_ms) {
+                verdict = match (q.policy, verdict) {
+                    (RetentionPolicy::ConsumerBacklogEviction, v) => {
+                        evict_by_time(topic, now_ms.saturating_sub(limit_ms * 9 / 10))?;
+                        if v == QuotaVerdict::Ok {
+                            QuotaVerdict::Evicted
+                        } else {
+                            v
+                        }
+                    }
+                    (p, QuotaVerdict::Blocked(_)) | (p, _) => QuotaVerdict::Blocked(p),
+                };
+            }
+        }
+        topic.set_quota_blocked(match verdict {
+            QuotaVerdict::Blocked(p) => Some(p),
+            _ => None,
+        });
+        Ok(verdict)
+    }
+
     /// Closes every topic and the storage.
     ///
     /// # Errors
@@ -290,4 +367,60 @@ impl BrokerService {
         self.storage.close()?;
         Ok(())
     }
+}
+
+/// Skips entries on the slowest cursor until the estimated backlog is at most 0.9 × `limit`.
+fn evict_by_size(topic: &Topic, limit: u64) {
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let target = (limit as f64 * 0.9) as u64;
+    for _ in 0..64 {
+        let subs: Vec<_> = topic
+            .subscriptions()
+            .into_iter()
+            .filter(|s| s.durable)
+            .collect();
+        let Some(slowest) = subs
+            .iter()
+            .max_by_key(|s| s.cursor.estimated_backlog_size())
+        else {
+            return;
+        };
+        let backlog = slowest.cursor.estimated_backlog_size();
+        if backlog <= target {
+            return;
+        }
+        let entries = slowest.cursor.backlog();
+        #[allow(
+            clippy::cast_precision_loss,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
+        let skip = (((backlog - target) as f64 / backlog as f64) * entries as f64)
+            .ceil()
+            .max(1.0) as u64;
+        let before = slowest.cursor.mark_delete_position();
+        slowest.cursor.skip_entries(skip);
+        if slowest.cursor.mark_delete_position() == before {
+            // No progress (apache/pulsar#13249): give up rather than loop.
+            tracing::warn!(topic = %topic.name, subscription = %slowest.name, "backlog eviction made no progress");
+            return;
+        }
+        tracing::info!(topic = %topic.name, subscription = %slowest.name, skipped = skip, "backlog quota eviction");
+    }
+}
+
+/// Acknowledges, on every durable subscription, the entries published before `cutoff_ms`.
+fn evict_by_time(topic: &Topic, cutoff_ms: u64) -> Result<(), BrokerError> {
+    let first_kept = topic.ledger.find_position_by_time(cutoff_ms)?;
+    let upto = topic.ledger.previous_position(first_kept);
+    for s in topic.subscriptions().into_iter().filter(|s| s.durable) {
+        if upto > s.cursor.mark_delete_position() && upto.entry_id >= 0 {
+            s.cursor.mark_delete(upto)?;
+        }
+    }
+    Ok(())
 }

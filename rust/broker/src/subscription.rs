@@ -18,7 +18,7 @@ use pulsar_rs_ledger::{Cursor, Entry, Position};
 use tokio::sync::Notify;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
-use crate::rate::Meter;
+use crate::rate::{Meter, RateLimiter};
 use crate::{BrokerConfig, BrokerError};
 
 /// What a dispatcher needs to know about an entry, read from its stored metadata.
@@ -66,6 +66,9 @@ struct State {
     next: usize,
 }
 
+/// (topic-level, subscription-level) dispatch rate limiters.
+type DispatchLimiters = (Option<Arc<RateLimiter>>, Option<Arc<RateLimiter>>);
+
 /// One subscription of a topic.
 pub struct Subscription {
     /// Subscription name; immutable.
@@ -92,6 +95,9 @@ pub struct Subscription {
     closed: AtomicBool,
     /// Messages and bytes dispatched.
     pub out: Meter,
+    /// Dispatch rate limiters: the topic's (shared by its subscriptions) and this one's.
+    /// Replaced by policy changes; read once per dispatch pass.
+    limiters: Mutex<DispatchLimiters>,
 }
 
 impl Subscription {
@@ -124,10 +130,26 @@ impl Subscription {
             wake: Notify::new(),
             closed: AtomicBool::new(false),
             out: Meter::default(),
+            limiters: Mutex::new((None, None)),
         });
         let weak = Arc::downgrade(&sub);
         tokio::spawn(async move { dispatch_loop(weak).await });
         sub
+    }
+
+    /// Sets the topic-level and subscription-level dispatch limiters.
+    pub fn set_dispatch_limiters(
+        &self,
+        topic: Option<Arc<RateLimiter>>,
+        own: Option<Arc<RateLimiter>>,
+    ) {
+        *self.limiters.lock() = (topic, own);
+        self.wake.notify_one();
+    }
+
+    fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
+        let l = self.limiters.lock();
+        l.0.iter().chain(l.1.iter()).cloned().collect()
     }
 
     /// The subscription type (of the attached consumers), if any consumer ever attached.
@@ -474,8 +496,10 @@ impl Subscription {
         (permits > 0).then(|| usize::try_from(permits.min(max)).unwrap_or(1))
     }
 
-    /// Hands entries to consumers; what nobody takes goes to the replay set.
-    fn dispatch(&self, entries: Vec<(Entry, bool)>) {
+    /// Hands entries to consumers; what nobody takes goes to the replay set. Returns the
+    /// messages and bytes sent.
+    fn dispatch(&self, entries: Vec<(Entry, bool)>) -> (u64, u64) {
+        let (mut sent_msgs, mut sent_bytes) = (0u64, 0u64);
         let limit = self.unacked_limit();
         let rr = self.config.dispatcher_max_round_robin_batch_size;
         let mut leftovers = Vec::new();
@@ -521,6 +545,8 @@ impl Subscription {
                 limit,
             ) {
                 self.out.record(u64::from(info.messages), len);
+                sent_msgs += u64::from(info.messages);
+                sent_bytes += len;
             } else {
                 leftovers.push(entry.position);
             }
@@ -534,6 +560,7 @@ impl Subscription {
                 self.cursor.rewind();
             }
         }
+        (sent_msgs, sent_bytes)
     }
 }
 
@@ -576,10 +603,31 @@ async fn dispatch_loop(weak: std::sync::Weak<Subscription>) {
         if sub.is_closed() {
             return;
         }
-        let Some(budget) = sub.read_budget() else {
+        let Some(mut budget) = sub.read_budget() else {
             sub.wake.notified().await;
             continue;
         };
+        // Dispatch rate limits: wait for tokens, then read no more messages than they allow.
+        let limiters = sub.dispatch_limiters();
+        let wait = limiters
+            .iter()
+            .map(|l| l.wait_time())
+            .max()
+            .unwrap_or_default();
+        if !wait.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = sub.wake.notified() => {}
+            }
+            continue;
+        }
+        for l in &limiters {
+            if let (Some(m), _) = l.available() {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let allowed = m.floor().max(1.0) as usize;
+                budget = budget.min(allowed);
+            }
+        }
         let has_replay = sub.replay_len() > 0;
         let read = if has_replay {
             sub.read_replay(budget)
@@ -599,7 +647,10 @@ async fn dispatch_loop(weak: std::sync::Weak<Subscription>) {
         match read {
             Ok(entries) => {
                 backoff = Duration::from_millis(100);
-                sub.dispatch(entries);
+                let (msgs, bytes) = sub.dispatch(entries);
+                for l in &limiters {
+                    l.consume(msgs, bytes);
+                }
             }
             Err(e) => {
                 if sub.is_closed() {

@@ -4,13 +4,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use crate::naming::TopicName;
+use crate::policies::{Effective, RetentionPolicy};
 use crate::rate::Meter;
+use crate::rate::RateLimiter;
 use crate::subscription::{entry_info, Subscription};
 use crate::{BrokerConfig, BrokerError};
 
@@ -89,6 +91,19 @@ pub struct Topic {
     pub msg_in: Meter,
     /// Producers fenced by an ExclusiveWithFencing producer, drained by the server.
     fenced: Mutex<Vec<u64>>,
+    /// Rate limiters and quotas from the effective policy; replaced when policies change.
+    /// Read on every SEND and dispatch pass: a short read lock, never held across `.await`.
+    limits: RwLock<Limits>,
+    /// The producer-blocking backlog quota policy currently exceeded, if any.
+    quota_blocked: Mutex<Option<RetentionPolicy>>,
+}
+
+/// What the effective policy turns into at runtime.
+#[derive(Default)]
+struct Limits {
+    effective: Effective,
+    publish: Option<Arc<RateLimiter>>,
+    dispatch: Option<Arc<RateLimiter>>,
 }
 
 impl Topic {
@@ -111,6 +126,8 @@ impl Topic {
             schemas: Mutex::new(schemas),
             msg_in: Meter::default(),
             fenced: Mutex::new(Vec::new()),
+            limits: RwLock::new(Limits::default()),
+            quota_blocked: Mutex::new(None),
         });
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
         for cursor in topic
@@ -120,17 +137,125 @@ impl Topic {
             .filter(|c| c.is_durable())
         {
             let name = cursor.name().to_owned();
-            let sub = Subscription::start(
-                &name,
-                &topic.name.to_string(),
-                partition,
-                cursor,
-                true,
-                Arc::clone(&topic.config),
-            );
+            let sub = topic.start_subscription(&name, cursor, true);
             topic.subscriptions.lock().insert(sub.name.clone(), sub);
         }
         topic
+    }
+
+    /// Starts a subscription's dispatcher with the topic's current dispatch limits.
+    fn start_subscription(
+        &self,
+        name: &str,
+        cursor: Arc<pulsar_rs_ledger::Cursor>,
+        durable: bool,
+    ) -> Arc<Subscription> {
+        let sub = Subscription::start(
+            name,
+            &self.name.to_string(),
+            self.partition,
+            cursor,
+            durable,
+            Arc::clone(&self.config),
+        );
+        let limits = self.limits.read();
+        let (m, b) = limits.effective.subscription_dispatch;
+        sub.set_dispatch_limiters(
+            limits.dispatch.clone(),
+            RateLimiter::new(m, b).map(Arc::new),
+        );
+        sub
+    }
+
+    /// Applies an effective policy: rate limiters, retention, subscription dispatch limits.
+    pub fn apply_policy(&self, effective: Effective) {
+        let mut limits = self.limits.write();
+        if limits.effective == effective {
+            return;
+        }
+        let (pm, pb) = effective.publish;
+        let (dm, db) = effective.dispatch;
+        let publish = RateLimiter::new(pm, pb).map(Arc::new);
+        let dispatch = RateLimiter::new(dm, db).map(Arc::new);
+        let (sm, sb) = effective.subscription_dispatch;
+        for sub in self.subscriptions() {
+            sub.set_dispatch_limiters(dispatch.clone(), RateLimiter::new(sm, sb).map(Arc::new));
+        }
+        self.ledger
+            .set_retention(effective.retention.0, effective.retention.1);
+        *limits = Limits {
+            effective,
+            publish,
+            dispatch,
+        };
+    }
+
+    /// The effective policy currently applied.
+    #[must_use]
+    pub fn effective_policy(&self) -> Effective {
+        self.limits.read().effective.clone()
+    }
+
+    /// The publish rate limiter, if the topic has a publish rate.
+    #[must_use]
+    pub fn publish_limiter(&self) -> Option<Arc<RateLimiter>> {
+        self.limits.read().publish.clone()
+    }
+
+    /// The producer-blocking backlog quota currently exceeded, if any.
+    #[must_use]
+    pub fn quota_blocked(&self) -> Option<RetentionPolicy> {
+        *self.quota_blocked.lock()
+    }
+
+    pub(crate) fn set_quota_blocked(&self, v: Option<RetentionPolicy>) {
+        *self.quota_blocked.lock() = v;
+    }
+
+    /// Estimated backlog size of the slowest durable subscription (DESIGN 2.4), in bytes.
+    #[must_use]
+    pub fn backlog_size(&self) -> u64 {
+        self.subscriptions()
+            .iter()
+            .filter(|s| s.durable)
+            .map(|s| s.cursor.estimated_backlog_size())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Publish time of the slowest durable subscription's first unacknowledged entry (ms).
+    ///
+    /// # Errors
+    /// Storage failures reading it.
+    pub fn oldest_unacked_publish_time(&self) -> Result<Option<u64>, BrokerError> {
+        let Some(slowest) = self
+            .subscriptions()
+            .into_iter()
+            .filter(|s| s.durable)
+            .map(|s| s.cursor.mark_delete_position())
+            .min()
+        else {
+            return Ok(None);
+        };
+        let last = self.ledger.last_confirmed();
+        let p = self.ledger.next_valid_position(slowest);
+        if p > last {
+            return Ok(None);
+        }
+        let entries = self.ledger.read_entries(p, 1, u64::MAX, p)?;
+        Ok(entries
+            .first()
+            .and_then(|e| pulsar_rs_proto::parse_stored_entry(&e.data).ok())
+            .map(|(md, _)| md.publish_time))
+    }
+
+    /// Unregisters every producer and returns their handles (the server closes them).
+    pub fn take_producers(&self) -> Vec<u64> {
+        self.producers
+            .lock()
+            .drain()
+            .map(|(_, p)| p.handle)
+            .collect()
     }
 
     /// Registers a producer.
@@ -235,14 +360,7 @@ impl Topic {
             return Err(BrokerError::SubscriptionNotFound(name.to_owned()));
         }
         let cursor = self.ledger.open_cursor_at(name, earliest)?;
-        let sub = Subscription::start(
-            name,
-            &self.name.to_string(),
-            self.partition,
-            cursor,
-            true,
-            Arc::clone(&self.config),
-        );
+        let sub = self.start_subscription(name, cursor, true);
         let mut subs = self.subscriptions.lock();
         Ok(Arc::clone(subs.entry(name.to_owned()).or_insert(sub)))
     }
@@ -251,14 +369,7 @@ impl Topic {
     #[must_use]
     pub fn reader_subscription(&self, name: &str, start: Position) -> Arc<Subscription> {
         let cursor = self.ledger.open_non_durable_cursor(name, start);
-        let sub = Subscription::start(
-            name,
-            &self.name.to_string(),
-            self.partition,
-            cursor,
-            false,
-            Arc::clone(&self.config),
-        );
+        let sub = self.start_subscription(name, cursor, false);
         if let Some(old) = self
             .subscriptions
             .lock()

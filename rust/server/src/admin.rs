@@ -17,11 +17,11 @@ use crate::ServerContext;
 type Ctx = State<Arc<ServerContext>>;
 
 /// Pulsar-style error body with a status code.
-fn fail(status: StatusCode, reason: impl Into<String>) -> Response {
+pub(crate) fn fail(status: StatusCode, reason: impl Into<String>) -> Response {
     (status, Json(json!({ "reason": reason.into() }))).into_response()
 }
 
-fn broker_fail(e: &BrokerError) -> Response {
+pub(crate) fn broker_fail(e: &BrokerError) -> Response {
     let status = match e {
         BrokerError::TopicNotFound(_) | BrokerError::SubscriptionNotFound(_) => {
             StatusCode::NOT_FOUND
@@ -31,13 +31,14 @@ fn broker_fail(e: &BrokerError) -> Response {
             StatusCode::PRECONDITION_FAILED
         }
         BrokerError::NotAllowed(_) => StatusCode::BAD_REQUEST,
+        BrokerError::ConsumerBusy(_) | BrokerError::ProducerBusy(_) => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     fail(status, e.to_string())
 }
 
 /// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
-fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
+pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
     TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
         .map_err(|e| Box::new(broker_fail(&e)))
 }
@@ -70,6 +71,7 @@ pub async fn serve(
             get(topic_stats),
         )
         .route("/metrics", get(metrics))
+        .merge(crate::admin_policies::routes())
         .with_state(ctx);
     let stop = async move {
         let _ = shutdown.changed().await;

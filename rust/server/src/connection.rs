@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use pulsar_rs_broker::{
     AccessMode, BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, ProducerInfo,
-    SchemaInfo, SubType, Subscription, Topic, TopicName,
+    QuotaVerdict, SchemaInfo, SubType, Subscription, Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::pb::{self, base_command::Type};
@@ -111,6 +111,8 @@ struct Connection {
     consumers: HashMap<u64, ConsumerSlot>,
     inflight: Arc<Inflight>,
     connected: bool,
+    /// Set by a SEND that exhausted a publish rate limit: stop reading until then.
+    throttled_until: Option<tokio::time::Instant>,
     /// Producers closed on this connection, with when (late SENDs for them are dropped).
     closed_producers: HashMap<u64, Instant>,
     last_seen: Instant,
@@ -144,6 +146,7 @@ pub async fn serve(
             drained: Notify::new(),
         }),
         connected: false,
+        throttled_until: None,
         closed_producers: HashMap::new(),
         last_seen: Instant::now(),
         ping_outstanding: false,
@@ -198,6 +201,23 @@ pub async fn serve(
             _ = shutdown.changed() => break,
         }
         loop {
+            // Publish rate limiting: a throttled connection is not read (nor its buffered
+            // frames handled) until the limiter's debt is paid; SENDs are never refused.
+            if let Some(until) = conn.throttled_until.take() {
+                let now = tokio::time::Instant::now();
+                if until > now {
+                    conn.ctx
+                        .throttled_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    conn.ctx
+                        .publish_throttle_events
+                        .fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep_until(until).await;
+                    conn.ctx
+                        .throttled_connections
+                        .fetch_sub(1, Ordering::Relaxed);
+                }
+            }
             match pulsar_rs_proto::decode_frame(&mut buf, max_frame) {
                 Ok(None) => break,
                 Ok(Some(f)) => {
@@ -387,6 +407,15 @@ impl Connection {
     }
 
     fn producer(&mut self, c: pb::CommandProducer) {
+        if let Some(p) = self
+            .producers
+            .get(&c.producer_id)
+            .filter(|p| !self.ctx.is_registered(p.handle))
+        {
+            // Closed by the broker (fenced, backlog quota): this is a fresh creation.
+            p.topic.remove_producer(&p.name, p.handle);
+            self.producers.remove(&c.producer_id);
+        }
         if let Some(p) = self.producers.get(&c.producer_id) {
             // A retry of a producer that is already created on this connection.
             let topic_matches = TopicName::parse(&c.topic).is_ok_and(|t| t == p.topic.name);
@@ -413,6 +442,12 @@ impl Connection {
                 )));
             }
             let topic = self.service.topic(&name, true)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            if let QuotaVerdict::Blocked(policy) = self.service.check_backlog_quota(&topic, now)? {
+                return Err(BrokerError::QuotaExceeded(policy));
+            }
             let schema_version = match &c.schema {
                 Some(s) => Some(version_bytes(
                     self.service.add_schema(&topic, schema_info(s))?,
@@ -495,9 +530,24 @@ impl Connection {
             ))
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
-            p.topic
+            let bytes = payload.stored.len() as u64;
+            let r = p
+                .topic
                 .publish(payload.stored, payload.metadata.publish_time, messages)
-                .map_err(|e| (wire_code(&e), e.to_string()))
+                .map_err(|e| (wire_code(&e), e.to_string()));
+            let mut wait = Duration::ZERO;
+            let topic_limiter = p.topic.publish_limiter();
+            let limiters = topic_limiter
+                .as_deref()
+                .into_iter()
+                .chain(self.ctx.broker_publish_limiter.as_ref());
+            for limiter in limiters {
+                wait = wait.max(limiter.consume(u64::from(messages), bytes));
+            }
+            if !wait.is_zero() {
+                self.throttled_until = Some(tokio::time::Instant::now() + wait);
+            }
+            r
         };
         // Release: pairs with the reader's Acquire load in the backpressure check.
         self.inflight.count.fetch_add(1, Ordering::Release);

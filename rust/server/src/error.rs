@@ -1,5 +1,6 @@
 //! The server crate's error type, and the one place broker errors become wire `ServerError`s.
 
+use pulsar_rs_broker::policies::RetentionPolicy;
 use pulsar_rs_broker::BrokerError;
 use pulsar_rs_ledger::LedgerError;
 use pulsar_rs_proto::{ProtocolError, ServerError as Wire};
@@ -49,6 +50,10 @@ pub fn wire_code(e: &BrokerError) -> Wire {
         BrokerError::InvalidTopicName { .. } => Wire::InvalidTopicName,
         BrokerError::ConsumerAssign(_) => Wire::ConsumerAssignError,
         BrokerError::ShuttingDown => Wire::ServiceNotReady,
+        BrokerError::QuotaExceeded(RetentionPolicy::ProducerException) => {
+            Wire::ProducerBlockedQuotaExceededException
+        }
+        BrokerError::QuotaExceeded(_) => Wire::ProducerBlockedQuotaExceededError,
         BrokerError::Ledger(LedgerError::InvalidPosition { .. }) => Wire::NotAllowedError,
         BrokerError::Ledger(_) => Wire::PersistenceError,
         _ => Wire::NotAllowedError,

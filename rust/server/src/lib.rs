@@ -6,6 +6,7 @@
 //! returns a handle with the bound addresses and a clean shutdown.
 
 pub mod admin;
+pub mod admin_policies;
 pub mod connection;
 pub mod error;
 pub mod writer;
@@ -32,6 +33,10 @@ pub struct ServerContext {
     pub service_url: String,
     /// Connections currently paused for publish backpressure (metric).
     pub throttled_connections: AtomicI64,
+    /// Times a connection was paused by a publish rate limit (metric).
+    pub publish_throttle_events: std::sync::atomic::AtomicU64,
+    /// Broker-wide publish limit (`brokerPublisherThrottlingMax{Message,Byte}Rate`); immutable.
+    pub broker_publish_limiter: Option<pulsar_rs_broker::rate::RateLimiter>,
     /// Producer handle → (its connection's queue, its client-side id), to fence producers.
     producers: Mutex<HashMap<u64, (mpsc::UnboundedSender<writer::Outbound>, u64)>>,
 }
@@ -44,6 +49,10 @@ impl ServerContext {
         producer_id: u64,
     ) {
         self.producers.lock().insert(handle, (tx, producer_id));
+    }
+
+    pub(crate) fn is_registered(&self, handle: u64) -> bool {
+        self.producers.lock().contains_key(&handle)
     }
 
     pub(crate) fn unregister_producer(&self, handle: u64) {
@@ -110,16 +119,30 @@ impl Server {
         let service = tokio::task::spawn_blocking(move || BrokerService::open(config, &dir))
             .await
             .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))??;
+        #[allow(clippy::cast_precision_loss)]
+        let broker_publish_limiter = pulsar_rs_broker::rate::RateLimiter::new(
+            service
+                .config
+                .broker_publisher_throttling_max_message_rate
+                .max(0) as f64,
+            service
+                .config
+                .broker_publisher_throttling_max_byte_rate
+                .max(0) as f64,
+        );
         let ctx = Arc::new(ServerContext {
             service,
             service_url,
             throttled_connections: AtomicI64::new(0),
+            publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
+            broker_publish_limiter,
             producers: Mutex::new(HashMap::new()),
         });
         let (shutdown, rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         tasks.spawn(accept_loop(service_listener, Arc::clone(&ctx), rx.clone()));
-        tasks.spawn(admin::serve(admin_listener, Arc::clone(&ctx), rx));
+        tasks.spawn(admin::serve(admin_listener, Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
             ctx,
@@ -181,4 +204,45 @@ async fn accept_loop(
         }
     }
     while conns.join_next().await.is_some() {}
+}
+
+/// Periodic backlog quota check (`backlogQuotaCheckIntervalInSeconds`): producer-blocking
+/// policies disconnect the topic's producers; eviction moves the slowest cursors.
+async fn backlog_quota_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>) {
+    let cfg = Arc::clone(&ctx.service.config);
+    if !cfg.backlog_quota_check_enabled {
+        return;
+    }
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(
+        cfg.backlog_quota_check_interval_in_seconds.max(1),
+    ));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let service = Arc::clone(&ctx.service);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut blocked = Vec::new();
+            for t in service.loaded_topics() {
+                match service.check_backlog_quota(&t, now) {
+                    Ok(pulsar_rs_broker::QuotaVerdict::Blocked(_)) => {
+                        blocked.extend(t.take_producers())
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = %t.name, error = %e, "backlog quota check failed")
+                    }
+                }
+            }
+            blocked
+        })
+        .await;
+        for handle in outcome.unwrap_or_default() {
+            ctx.fence_producer(handle);
+        }
+    }
 }
