@@ -70,7 +70,7 @@ pub async fn serve(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/stats",
             get(topic_stats),
         )
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(crate::metrics::render))
         .merge(crate::admin_policies::routes())
         .with_state(ctx);
     let stop = async move {
@@ -260,68 +260,9 @@ async fn topic_stats(
         "msgInCounter": topic.msg_in.total(),
         "bytesInCounter": topic.msg_in.total_bytes(),
         "storageSize": ml.total_size,
+        "backlogSize": topic.backlog_size(),
         "publishers": publishers,
         "subscriptions": subs,
     }))
     .into_response()
-}
-
-async fn metrics(State(ctx): Ctx) -> Response {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let cluster = &ctx.service.config.cluster_name;
-    for t in ctx.service.loaded_topics() {
-        let (rate_in, tput_in) = t.msg_in.rates();
-        let labels = format!(
-            "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{}\"",
-            t.name.namespace_name(),
-            t.name
-        );
-        let st = t.ledger.stats();
-        let _ = writeln!(out, "pulsar_rate_in{{{labels}}} {rate_in}");
-        let _ = writeln!(out, "pulsar_throughput_in{{{labels}}} {tput_in}");
-        let _ = writeln!(out, "pulsar_storage_size{{{labels}}} {}", st.total_size);
-        let _ = writeln!(
-            out,
-            "pulsar_producers_count{{{labels}}} {}",
-            t.producers().len()
-        );
-        for s in t.subscriptions() {
-            let sl = format!("{labels},subscription=\"{}\"", s.name);
-            let _ = writeln!(
-                out,
-                "pulsar_subscription_back_log{{{sl}}} {}",
-                s.cursor.backlog()
-            );
-            let _ = writeln!(
-                out,
-                "pulsar_subscription_unacked_messages{{{sl}}} {}",
-                s.unacked_messages()
-            );
-        }
-    }
-    let cache = ctx.service.storage.cache_stats();
-    let _ = writeln!(
-        out,
-        "pulsar_ml_cache_used_size{{cluster=\"{cluster}\"}} {}",
-        cache.size_bytes
-    );
-    let _ = writeln!(
-        out,
-        "pulsar_ml_cache_hits_total{{cluster=\"{cluster}\"}} {}",
-        cache.hits_entries
-    );
-    let _ = writeln!(
-        out,
-        "pulsar_ml_cache_misses_total{{cluster=\"{cluster}\"}} {}",
-        cache.misses_entries
-    );
-    let throttled = ctx
-        .throttled_connections
-        .load(std::sync::atomic::Ordering::Relaxed);
-    let _ = writeln!(
-        out,
-        "pulsar_broker_throttled_connections{{cluster=\"{cluster}\"}} {throttled}"
-    );
-    ([("content-type", "text/plain; version=0.0.4")], out).into_response()
 }

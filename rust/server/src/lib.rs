@@ -9,6 +9,7 @@ pub mod admin;
 pub mod admin_policies;
 pub mod connection;
 pub mod error;
+pub mod metrics;
 pub mod writer;
 
 use std::collections::HashMap;

@@ -1,0 +1,157 @@
+//! Prometheus text exposition at `/metrics`, with Pulsar's metric names and labels
+//! (`cluster`, `namespace`, `topic`, `subscription`).
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+
+use crate::ServerContext;
+
+/// Appends one family: `# TYPE` line then the samples.
+struct Families {
+    out: String,
+}
+
+impl Families {
+    fn family(&mut self, name: &str, kind: &str, samples: &[(String, f64)]) {
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+        for (labels, v) in samples {
+            let _ = writeln!(self.out, "{name}{{{labels}}} {v}");
+        }
+    }
+}
+
+/// `GET /metrics`.
+pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
+    let svc = Arc::clone(&ctx.service);
+    let cluster = svc.config.cluster_name.clone();
+    let mut topic_samples: Vec<(&str, &str, Vec<(String, f64)>)> = vec![
+        ("pulsar_rate_in", "gauge", vec![]),
+        ("pulsar_rate_out", "gauge", vec![]),
+        ("pulsar_throughput_in", "gauge", vec![]),
+        ("pulsar_throughput_out", "gauge", vec![]),
+        ("pulsar_in_messages_total", "counter", vec![]),
+        ("pulsar_in_bytes_total", "counter", vec![]),
+        ("pulsar_storage_size", "gauge", vec![]),
+        ("pulsar_storage_backlog_size", "gauge", vec![]),
+        ("pulsar_msg_backlog", "gauge", vec![]),
+        ("pulsar_producers_count", "gauge", vec![]),
+        ("pulsar_subscriptions_count", "gauge", vec![]),
+        ("pulsar_consumers_count", "gauge", vec![]),
+    ];
+    let mut sub_samples: Vec<(&str, &str, Vec<(String, f64)>)> = vec![
+        ("pulsar_subscription_back_log", "gauge", vec![]),
+        ("pulsar_subscription_backlog_size", "gauge", vec![]),
+        ("pulsar_subscription_unacked_messages", "gauge", vec![]),
+        ("pulsar_subscription_msg_rate_out", "gauge", vec![]),
+        ("pulsar_subscription_msg_throughput_out", "gauge", vec![]),
+        ("pulsar_subscription_consumers_count", "gauge", vec![]),
+    ];
+    #[allow(clippy::cast_precision_loss)]
+    for t in svc.loaded_topics() {
+        let labels = format!(
+            "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{}\"",
+            t.name.namespace_name(),
+            t.name
+        );
+        let (rate_in, tput_in) = t.msg_in.rates();
+        let st = t.ledger.stats();
+        let subs = t.subscriptions();
+        let (mut rate_out, mut tput_out, mut backlog, mut consumers) = (0.0, 0.0, 0u64, 0usize);
+        for s in &subs {
+            let sl = format!("{labels},subscription=\"{}\"", s.name);
+            let (r, tp) = s.out.rates();
+            rate_out += r;
+            tput_out += tp;
+            let b = s.cursor.backlog();
+            backlog = backlog.max(b);
+            let n = s.consumers().len();
+            consumers += n;
+            let values = [
+                b as f64,
+                s.cursor.estimated_backlog_size() as f64,
+                s.unacked_messages() as f64,
+                r,
+                tp,
+                n as f64,
+            ];
+            for ((_, _, samples), v) in sub_samples.iter_mut().zip(values) {
+                samples.push((sl.clone(), v));
+            }
+        }
+        let values = [
+            rate_in,
+            rate_out,
+            tput_in,
+            tput_out,
+            t.msg_in.total() as f64,
+            t.msg_in.total_bytes() as f64,
+            st.total_size as f64,
+            t.backlog_size() as f64,
+            backlog as f64,
+            t.producers().len() as f64,
+            subs.len() as f64,
+            consumers as f64,
+        ];
+        for ((_, _, samples), v) in topic_samples.iter_mut().zip(values) {
+            samples.push((labels.clone(), v));
+        }
+    }
+    let mut f = Families { out: String::new() };
+    for (name, kind, samples) in topic_samples.iter().chain(sub_samples.iter()) {
+        f.family(name, kind, samples);
+    }
+    let c = format!("cluster=\"{cluster}\"");
+    let cache = svc.storage.cache_stats();
+    #[allow(clippy::cast_precision_loss)]
+    let broker: [(&str, &str, f64); 8] = [
+        (
+            "pulsar_ml_cache_used_size",
+            "gauge",
+            cache.size_bytes as f64,
+        ),
+        (
+            "pulsar_ml_cache_hits_total",
+            "counter",
+            cache.hits_entries as f64,
+        ),
+        (
+            "pulsar_ml_cache_hits_throughput_total",
+            "counter",
+            cache.hits_bytes as f64,
+        ),
+        (
+            "pulsar_ml_cache_misses_total",
+            "counter",
+            cache.misses_entries as f64,
+        ),
+        (
+            "pulsar_ml_cache_evictions_total",
+            "counter",
+            cache.evicted_entries as f64,
+        ),
+        // Relaxed: metric reads.
+        (
+            "pulsar_broker_throttled_connections",
+            "gauge",
+            ctx.throttled_connections.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "pulsar_publish_rate_limit_times",
+            "counter",
+            ctx.publish_throttle_events.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "pulsar_topics_count",
+            "gauge",
+            svc.loaded_topics().len() as f64,
+        ),
+    ];
+    for (name, kind, v) in broker {
+        f.family(name, kind, &[(c.clone(), v)]);
+    }
+    ([("content-type", "text/plain; version=0.0.4")], f.out).into_response()
+}
