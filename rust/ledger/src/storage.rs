@@ -78,8 +78,8 @@ pub struct Storage {
     /// The housekeeping thread, joined on close.
     housekeeper: Mutex<Option<JoinHandle<()>>>,
     /// `<data>/LOCK`, held with an exclusive advisory lock while open: two processes must never
-    /// append to the same journal.
-    _lock: std::fs::File,
+    /// append to the same journal. Released by `close` (or on drop).
+    lock: Mutex<Option<std::fs::File>>,
 }
 
 impl Storage {
@@ -168,7 +168,7 @@ impl Storage {
             dir,
             stop,
             housekeeper: Mutex::new(None),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         });
         let handle = {
             let shared = Arc::clone(&storage.shared);
@@ -299,6 +299,8 @@ impl Storage {
             }
         }
         self.shared.journal.close();
+        // Closing the file releases the advisory lock: the directory may be reopened now.
+        self.lock.lock().take();
         first.map_or(Ok(()), Err)
     }
 }

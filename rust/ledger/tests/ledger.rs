@@ -375,9 +375,11 @@ fn a_data_directory_is_opened_by_one_storage_at_a_time() {
     let s = storage(dir.path());
     let second = Storage::open(dir.path(), StorageConfig::default());
     assert!(matches!(second, Err(LedgerError::Locked { .. })));
+    // Closing releases the directory even while the old handle is still referenced.
     s.close().unwrap();
+    let again = storage(dir.path());
+    again.close().unwrap();
     drop(s);
-    storage(dir.path()).close().unwrap();
 }
 
 #[tokio::test]
