@@ -61,7 +61,17 @@ pub struct BrokerConfig {
     pub max_unacked_messages_per_consumer: u32,
     pub max_unacked_messages_per_subscription: u32,
     pub active_consumer_failover_delay_time_millis: u64,
+    pub active_consumer_failover_consistent_hashing: bool,
     pub subscription_redelivery_tracker_enabled: bool,
+    pub subscription_key_shared_enable: bool,
+    pub subscription_key_shared_use_consistent_hashing: bool,
+    pub subscription_key_shared_consistent_hashing_replica_points: u32,
+    pub key_shared_look_ahead_msg_in_replay_threshold_per_consumer: u32,
+    pub key_shared_look_ahead_msg_in_replay_threshold_per_subscription: u32,
+    pub key_shared_unblocking_interval_ms: u64,
+    pub delayed_delivery_enabled: bool,
+    pub delayed_delivery_tick_time_millis: u64,
+    pub delayed_delivery_deliver_at_time_strict: bool,
 
     pub max_publish_rate_per_topic_in_messages: i64,
     pub max_publish_rate_per_topic_in_bytes: i64,
@@ -160,7 +170,17 @@ impl BrokerConfig {
         cfg.validate()?;
         Ok(cfg)
     }
+            active_consumer_failover_consistent_hashing: false,
 
+            subscription_key_shared_enable: true,
+            subscription_key_shared_use_consistent_hashing: true,
+            subscription_key_shared_consistent_hashing_replica_points: 100,
+            key_shared_look_ahead_msg_in_replay_threshold_per_consumer: 2000,
+            key_shared_look_ahead_msg_in_replay_threshold_per_subscription: 20_000,
+            key_shared_unblocking_interval_ms: 10,
+            delayed_delivery_enabled: true,
+            delayed_delivery_tick_time_millis: 1000,
+            delayed_delivery_deliver_at_time_strict: false,
     /// Builds a config from key/value pairs (Python keyword arguments), as JSON values.
     ///
     /// # Errors
@@ -307,6 +327,12 @@ impl BrokerConfig {
         }
     }
 }
+        if self.subscription_key_shared_consistent_hashing_replica_points == 0 {
+            return Err(bad(
+                "subscriptionKeySharedConsistentHashingReplicaPoints",
+                "must be > 0",
+            ));
+        }
 
 /// Finds the key a TOML error is about, from its span.
 fn toml_error_key(e: &toml::de::Error) -> Option<String> {

@@ -3,7 +3,7 @@
 //! connection. The broker knows nothing of sockets: the server implements [`ConsumerSink`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -96,10 +96,16 @@ pub trait ConsumerSink: Send + Sync + 'static {
     fn send(&self, event: ConsumerEvent) -> bool;
 }
 
+/// Source of [`Consumer::handle`]s. Relaxed: only uniqueness matters.
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+
 /// One attached consumer.
 pub struct Consumer {
-    /// Id chosen by the client, unique on its connection; immutable.
+    /// Id chosen by the client, unique on its connection only; immutable.
     pub id: u64,
+    /// Broker-wide unique handle: how a subscription tells its consumers apart (two connections
+    /// may use the same consumer id); immutable.
+    pub handle: u64,
     /// Consumer name; immutable.
     pub name: String,
     /// Lower is preferred; immutable.
@@ -143,6 +149,8 @@ impl Consumer {
     ) -> Arc<Self> {
         Arc::new(Consumer {
             id,
+            // Relaxed: a unique number, no other memory depends on it.
+            handle: NEXT_HANDLE.fetch_add(1, Ordering::Relaxed),
             name,
             priority_level,
             sub_type,
@@ -271,8 +279,13 @@ impl Consumer {
         }
     }
 
-    /// Takes the pending acks (some or all) for redelivery; returns the positions.
-    pub(crate) fn take_pending(&self, only: Option<&[Position]>) -> Vec<Position> {
+    /// Takes the pending acks (some or all) for redelivery; returns the positions. Unblocks the
+    /// consumer if that brings it to half of `unacked_limit` (0 = no limit).
+    pub(crate) fn take_pending(
+        &self,
+        only: Option<&[Position]>,
+        unacked_limit: u32,
+    ) -> Vec<Position> {
         let mut pending = self.pending.lock();
         let taken: Vec<(Position, u32)> = match only {
             Some(ids) => ids
@@ -283,9 +296,11 @@ impl Consumer {
         };
         drop(pending);
         let n: i64 = taken.iter().map(|(_, n)| i64::from(*n)).sum();
-        // Relaxed: a gauge.
-        self.unacked.fetch_sub(n, Ordering::Relaxed);
-        self.blocked.store(false, Ordering::Relaxed);
+        // Relaxed: a gauge; see `unacked` and `is_blocked`.
+        let now = self.unacked.fetch_sub(n, Ordering::Relaxed) - n;
+        if unacked_limit == 0 || now <= i64::from(unacked_limit / 2) {
+            self.blocked.store(false, Ordering::Relaxed);
+        }
         taken.into_iter().map(|(p, _)| p).collect()
     }
 

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod consumer;
+pub mod dispatch;
 pub mod error;
 pub mod hash;
 pub mod naming;
@@ -16,6 +17,7 @@ pub mod topic;
 
 pub use config::BrokerConfig;
 pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
+pub use dispatch::key_shared::{KeySharedMeta, KeySharedMode};
 pub use error::BrokerError;
 pub use naming::TopicName;
 pub use permits::PermitCounter;

@@ -1,23 +1,26 @@
 //! A subscription: a cursor plus the consumers attached to it, and its dispatcher.
 //!
-//! The dispatcher (seed 000) is one task per subscription. It waits until some consumer has
-//! permits, serves the replay set (redeliveries) first, otherwise reads from the cursor — a read
-//! at the end parks until an entry is added — and hands entries out: to the active consumer for
-//! Exclusive/Failover, round-robin in chunks of at most `dispatcherMaxRoundRobinBatchSize` by
-//! priority level for Shared. Permits are charged in messages (a batch entry holds several);
-//! entries nobody could take go to the replay set. A subscription never waits on another.
+//! This module holds the subscription's state and everything the connection calls (consumers
+//! joining and leaving, FLOW, acks, redelivery, seek). The dispatcher task and the routing of
+//! each type live in [`crate::dispatch`]: round-robin for Shared, slot ownership and draining
+//! hashes for Key_Shared, a single active consumer for Exclusive/Failover, and the delayed
+//! delivery tracker. A subscription never waits on another.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use pulsar_rs_ledger::{Cursor, Entry, Position};
+use pulsar_rs_ledger::{Cursor, Position};
 use tokio::sync::Notify;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
+use crate::dispatch::delayed::DelayedTracker;
+use crate::dispatch::failover::pick_active;
+use crate::dispatch::key_shared::{Draining, KeySharedMeta, Selector};
+use crate::dispatch::shared::{ReplaySet, RoundRobin};
 use crate::rate::{Meter, RateLimiter};
 use crate::{BrokerConfig, BrokerError};
 
@@ -55,25 +58,64 @@ pub fn entry_info(data: &Bytes) -> EntryInfo {
     }
 }
 
-struct State {
+/// Key_Shared routing state.
+pub(crate) struct KeySharedState {
+    /// Slot → owner.
+    pub(crate) selector: Selector,
+    /// Slot → consumer holding unacknowledged entries of it.
+    pub(crate) draining: Draining,
+    /// From the first consumer's `KeySharedMeta`.
+    pub(crate) allow_out_of_order: bool,
+}
+
+/// Consumers and routing; guarded by [`Subscription::state`].
+pub(crate) struct State {
     /// Type fixed by the first consumer; may change when none is attached.
-    sub_type: Option<SubType>,
-    /// Attached consumers, sorted by (priority level, name).
-    consumers: Vec<Arc<Consumer>>,
-    /// Failover/Exclusive: the consumer receiving messages.
-    active: Option<u64>,
-    /// Shared: index of the next consumer in round-robin order.
-    next: usize,
+    pub(crate) sub_type: Option<SubType>,
+    /// Attached consumers, sorted by (priority level, name, handle).
+    pub(crate) consumers: Vec<Arc<Consumer>>,
+    /// Consumer handle → index in `consumers`.
+    pub(crate) index: HashMap<u64, usize>,
+    /// Exclusive/Failover: handle of the consumer receiving messages.
+    pub(crate) active: Option<u64>,
+    /// Failover: the active consumer changed; rewind and dispatch to it only after this.
+    pub(crate) hold_until: Option<Instant>,
+    /// Shared: round-robin position.
+    pub(crate) rr: RoundRobin,
+    /// Key_Shared: slots, owners, draining hashes.
+    pub(crate) key_shared: Option<KeySharedState>,
+}
+
+impl State {
+    pub(crate) fn by_handle(&self, handle: u64) -> Option<&Arc<Consumer>> {
+        self.index.get(&handle).map(|&i| &self.consumers[i])
+    }
+
+    fn reindex(&mut self) {
+        self.consumers.sort_by(|a, b| {
+            (a.priority_level, &a.name, a.handle).cmp(&(b.priority_level, &b.name, b.handle))
+        });
+        self.index = self
+            .consumers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.handle, i))
+            .collect();
+        self.rr.refresh();
+    }
 }
 
 /// (topic-level, subscription-level) dispatch rate limiters.
 type DispatchLimiters = (Option<Arc<RateLimiter>>, Option<Arc<RateLimiter>>);
 
 /// One subscription of a topic.
+///
+/// Lock order: `state` → `replay` → `redeliveries` → `delayed`; each is short and never held
+/// across `.await` or entry I/O.
 pub struct Subscription {
     /// Subscription name; immutable.
     pub name: String,
-    /// Topic name, for logs and stats; immutable.
+    /// Topic name, for logs, stats and the failover ring; immutable.
     pub topic: String,
     /// Partition index of the topic (-1 if not partitioned); immutable.
     pub partition: i32,
@@ -82,15 +124,25 @@ pub struct Subscription {
     /// Persisted or a reader's; immutable.
     pub durable: bool,
     /// Broker settings; immutable.
-    config: Arc<BrokerConfig>,
-    /// Consumers and routing state. Short lock; never held across `.await` or entry I/O.
-    state: Mutex<State>,
-    /// Entries to redeliver before reading new ones (ordered). Short lock.
-    replay: Mutex<BTreeSet<Position>>,
-    /// Redelivery counts (position → times queued for replay); removed on ack. Short lock.
-    redeliveries: Mutex<HashMap<Position, u32>>,
+    pub(crate) config: Arc<BrokerConfig>,
+    /// Consumers and routing state; written by the connection (join, leave, acks) and read by
+    /// the dispatcher.
+    pub(crate) state: Mutex<State>,
+    /// Entries to deliver before reading new ones; written by both sides.
+    pub(crate) replay: Mutex<ReplaySet>,
+    /// Redelivery counts (position → times queued for redelivery); removed on ack.
+    pub(crate) redeliveries: Mutex<HashMap<Position, u32>>,
+    /// Delayed entries (Shared/Key_Shared), owned by the dispatcher; cleared on a rewind.
+    pub(crate) delayed: Mutex<DelayedTracker>,
     /// Wakes the dispatcher: permits, consumers, redeliveries, acks that unblock.
-    wake: Notify,
+    pub(crate) wake: Notify,
+    /// Bumped by every event that may make waiting replay entries deliverable (FLOW, acks,
+    /// consumers joining or leaving, redeliveries); the dispatcher retries a replay set in which
+    /// nothing could be delivered only after it changed.
+    pub(crate) changes: AtomicU64,
+    /// Set when the subscription's unacked messages reached `maxUnackedMessagesPerSubscription`;
+    /// cleared at half. Written by the dispatcher, read by stats.
+    pub(crate) blocked_on_unacked: AtomicBool,
     /// Set when the subscription is closed or deleted; the dispatcher exits.
     closed: AtomicBool,
     /// Messages and bytes dispatched.
@@ -111,8 +163,25 @@ impl Subscription {
         durable: bool,
         config: Arc<BrokerConfig>,
     ) -> Arc<Self> {
+        let sub = Arc::new(Self::new(name, topic, partition, cursor, durable, config));
+        let weak = Arc::downgrade(&sub);
+        tokio::spawn(async move { crate::dispatch::dispatch_loop(weak).await });
+        sub
+    }
+
+    /// Creates the subscription without a dispatcher task (benchmarks and tests drive
+    /// [`Subscription::dispatch_once`] themselves).
+    #[must_use]
+    pub fn new(
+        name: &str,
+        topic: &str,
+        partition: i32,
+        cursor: Arc<Cursor>,
+        durable: bool,
+        config: Arc<BrokerConfig>,
+    ) -> Self {
         cursor.set_active(false);
-        let sub = Arc::new(Subscription {
+        Subscription {
             name: name.to_owned(),
             topic: topic.to_owned(),
             partition,
@@ -122,19 +191,22 @@ impl Subscription {
             state: Mutex::new(State {
                 sub_type: None,
                 consumers: Vec::new(),
+                index: HashMap::new(),
                 active: None,
-                next: 0,
+                hold_until: None,
+                rr: RoundRobin::default(),
+                key_shared: None,
             }),
-            replay: Mutex::new(BTreeSet::new()),
+            replay: Mutex::new(ReplaySet::default()),
             redeliveries: Mutex::new(HashMap::new()),
+            delayed: Mutex::new(DelayedTracker::default()),
             wake: Notify::new(),
+            changes: AtomicU64::new(0),
+            blocked_on_unacked: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             out: Meter::default(),
             limiters: Mutex::new((None, None)),
-        });
-        let weak = Arc::downgrade(&sub);
-        tokio::spawn(async move { dispatch_loop(weak).await });
-        sub
+        }
     }
 
     /// Sets the topic-level and subscription-level dispatch limiters.
@@ -147,7 +219,7 @@ impl Subscription {
         self.wake.notify_one();
     }
 
-    fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
+    pub(crate) fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
         let l = self.limiters.lock();
         l.0.iter().chain(l.1.iter()).cloned().collect()
     }
@@ -166,11 +238,23 @@ impl Subscription {
 
     /// The active consumer of an Exclusive/Failover subscription.
     #[must_use]
-    pub fn active_consumer(&self) -> Option<u64> {
-        self.state.lock().active
+    pub fn active_consumer(&self) -> Option<Arc<Consumer>> {
+        let st = self.state.lock();
+        st.active.and_then(|h| st.by_handle(h).cloned())
     }
 
-    fn unacked_limit(&self) -> u32 {
+    /// The Key_Shared slot ranges (inclusive) owned by a consumer.
+    #[must_use]
+    pub fn key_shared_ranges(&self, consumer: &Consumer) -> Vec<(u32, u32)> {
+        let st = self.state.lock();
+        st.key_shared
+            .as_ref()
+            .map(|ks| ks.selector.ranges_of(consumer.handle))
+            .unwrap_or_default()
+    }
+
+    /// The per-consumer unacked limit in force (0 = none): Shared/Key_Shared durable only.
+    pub(crate) fn unacked_limit(&self) -> u32 {
         match self.sub_type() {
             Some(t) if t.is_multi() && self.durable => {
                 self.config.max_unacked_messages_per_consumer
@@ -179,11 +263,24 @@ impl Subscription {
         }
     }
 
-    /// Attaches a consumer.
+    /// Signals the dispatcher that something changed.
+    pub(crate) fn poke(&self) {
+        // Relaxed: a change counter; the Notify gives the happens-before edge.
+        self.changes.fetch_add(1, Ordering::Relaxed);
+        self.wake.notify_one();
+    }
+
+    /// Attaches a consumer. `key_shared` carries the client's `KeySharedMeta` (Key_Shared only;
+    /// absent = AUTO_SPLIT).
     ///
     /// # Errors
-    /// [`BrokerError::ConsumerBusy`] for a second Exclusive consumer or a type mismatch.
-    pub fn add_consumer(&self, consumer: Arc<Consumer>) -> Result<(), BrokerError> {
+    /// [`BrokerError::ConsumerBusy`] for a second Exclusive consumer or a type mismatch;
+    /// [`BrokerError::ConsumerAssign`] for conflicting STICKY ranges.
+    pub fn add_consumer(
+        &self,
+        consumer: Arc<Consumer>,
+        key_shared: Option<KeySharedMeta>,
+    ) -> Result<(), BrokerError> {
         let mut st = self.state.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(BrokerError::NotAllowed(format!(
@@ -207,104 +304,132 @@ impl Subscription {
                 )));
             }
         }
-        if consumer.sub_type == SubType::KeyShared {
-            return Err(BrokerError::NotAllowed(
-                "Key_Shared subscriptions are not supported yet".into(),
-            ));
-        }
         let first = st.consumers.is_empty();
+        if consumer.sub_type == SubType::KeyShared {
+            if !self.config.subscription_key_shared_enable {
+                return Err(BrokerError::NotAllowed(
+                    "Key_Shared subscriptions are disabled (subscriptionKeySharedEnable)".into(),
+                ));
+            }
+            let meta = key_shared.unwrap_or_default();
+            if first || st.key_shared.is_none() {
+                st.key_shared = Some(KeySharedState {
+                    selector: Selector::new(
+                        meta.mode,
+                        self.config.subscription_key_shared_use_consistent_hashing,
+                        self.config
+                            .subscription_key_shared_consistent_hashing_replica_points,
+                    ),
+                    draining: Draining::default(),
+                    allow_out_of_order: meta.allow_out_of_order_delivery,
+                });
+            }
+            if let Some(ks) = st.key_shared.as_mut() {
+                ks.selector.add(consumer.handle, &consumer.name, &meta)?;
+            }
+        }
         st.sub_type = Some(consumer.sub_type);
-        st.consumers.push(consumer);
-        st.consumers.sort_by(|a, b| {
-            (a.priority_level, &a.name, a.id).cmp(&(b.priority_level, &b.name, b.id))
-        });
+        st.consumers.push(Arc::clone(&consumer));
+        st.reindex();
         if first {
-            // As Pulsar: the first consumer starts from the first unacknowledged entry.
+            // As Pulsar: the first consumer starts from the first unacknowledged entry; delayed
+            // entries are found again on the way.
             self.replay.lock().clear();
+            self.delayed.lock().clear();
+            if let Some(ks) = st.key_shared.as_mut() {
+                ks.draining.clear();
+            }
             self.cursor.rewind();
             self.cursor.set_active(true);
         }
-        self.update_active(&mut st, first);
+        self.update_active(&mut st, first, Some(&consumer));
         drop(st);
-        self.wake.notify_one();
+        self.poke();
         Ok(())
     }
 
-    /// Detaches a consumer; Shared: its unacknowledged messages go to the others.
-    pub fn remove_consumer(&self, consumer_id: u64) -> Option<Arc<Consumer>> {
+    /// Detaches a consumer; Shared/Key_Shared: its unacknowledged messages go to the others.
+    pub fn remove_consumer(&self, consumer: &Consumer) -> Option<Arc<Consumer>> {
         let mut st = self.state.lock();
-        let idx = st.consumers.iter().position(|c| c.id == consumer_id)?;
+        let idx = *st.index.get(&consumer.handle)?;
         let c = st.consumers.remove(idx);
+        st.reindex();
         c.close();
+        if let Some(ks) = st.key_shared.as_mut() {
+            ks.selector.remove(c.handle);
+        }
         if st.consumers.is_empty() {
             self.cursor.set_active(false);
         }
         let multi = st.sub_type.is_some_and(SubType::is_multi);
-        self.update_active(&mut st, false);
-        drop(st);
+        self.update_active(&mut st, false, None);
         if multi {
-            let pending = c.take_pending(None);
-            self.queue_replay(&pending);
+            let pending = c.take_pending(None, 0);
+            self.queue_replay_locked(&mut st, &pending);
         }
-        self.wake.notify_one();
+        drop(st);
+        self.poke();
         Some(c)
     }
 
-    /// Recomputes the active consumer for Exclusive/Failover; on a change, tells every consumer
-    /// and rewinds so the new active one receives everything not acknowledged.
-    fn update_active(&self, st: &mut State, first: bool) {
+    /// Recomputes the active consumer for Exclusive/Failover. On a change every consumer is told
+    /// (a newcomer always hears the current state) and the cursor rewinds to mark-delete so the
+    /// new active one receives everything not acknowledged — after
+    /// `activeConsumerFailoverDelayTimeMillis` when more than one consumer is attached, so the
+    /// previous one can acknowledge what it is processing.
+    fn update_active(&self, st: &mut State, first: bool, newcomer: Option<&Arc<Consumer>>) {
         let Some(t) = st.sub_type else { return };
         if t.is_multi() {
             return;
         }
-        let new = if st.consumers.is_empty() {
-            None
-        } else {
-            let top = st.consumers[0].priority_level;
+        let new = st.consumers.first().and_then(|head| {
+            let top = head.priority_level;
             let group: Vec<&Arc<Consumer>> = st
                 .consumers
                 .iter()
-                .filter(|c| c.priority_level == top)
+                .take_while(|c| c.priority_level == top)
                 .collect();
-            let idx = if self.partition >= 0 {
-                self.partition as usize % group.len()
-            } else {
-                0
-            };
-            Some(group[idx].id)
-        };
+            let names: Vec<&str> = group.iter().map(|c| c.name.as_str()).collect();
+            pick_active(
+                &names,
+                &self.topic,
+                self.partition,
+                self.config.active_consumer_failover_consistent_hashing,
+            )
+            .map(|i| group[i].handle)
+        });
         let changed = new != st.active;
         st.active = new;
         for c in &st.consumers {
-            // Every consumer hears the current state when something changed; a newcomer always.
-            if changed || first {
+            let tell = changed || newcomer.is_some_and(|n| n.handle == c.handle);
+            if tell {
                 c.notify(ConsumerEvent::ActiveConsumerChange {
                     consumer_id: c.id,
-                    active: Some(c.id) == new,
+                    active: Some(c.handle) == new,
                 });
             }
         }
         if changed && !first {
-            self.replay.lock().clear();
-            self.cursor.rewind();
+            // Messages the previous active consumer has not acknowledged go to the new one.
+            for c in &st.consumers {
+                if Some(c.handle) != new {
+                    c.take_pending(None, 0);
+                }
+            }
+            let delay = self.config.active_consumer_failover_delay_time_millis;
+            if st.consumers.len() > 1 && delay > 0 {
+                st.hold_until = Some(Instant::now() + Duration::from_millis(delay));
+            } else {
+                st.hold_until = None;
+                self.cursor.rewind();
+            }
         }
-    }
-
-    /// The consumer with this id, if attached.
-    #[must_use]
-    pub fn consumer(&self, consumer_id: u64) -> Option<Arc<Consumer>> {
-        self.state
-            .lock()
-            .consumers
-            .iter()
-            .find(|c| c.id == consumer_id)
-            .cloned()
     }
 
     /// FLOW: the consumer grants `n` more permits.
     pub fn flow(&self, consumer: &Consumer, n: u32) {
         consumer.permits.add(i64::from(n));
-        self.wake.notify_one();
+        self.poke();
     }
 
     /// Individual acks. `ack_set` (batch index ack) carries Pulsar's bitset with 1 = unacked.
@@ -324,23 +449,41 @@ impl Subscription {
             }
         }
         self.cursor.delete(&whole);
-        let mut redeliveries = self.redeliveries.lock();
-        for p in &whole {
-            redeliveries.remove(p);
+        {
+            let mut redeliveries = self.redeliveries.lock();
+            if !redeliveries.is_empty() {
+                for p in &whole {
+                    redeliveries.remove(p);
+                }
+            }
         }
-        drop(redeliveries);
+        let mut freed = false;
+        let mut others: Option<Vec<Arc<Consumer>>> = None;
         for p in &whole {
             if consumer.settle(*p, limit).is_none() {
                 // Acked through another consumer (after a redelivery): settle wherever it is.
-                for c in self.consumers() {
+                let list = others.get_or_insert_with(|| self.consumers());
+                for c in list.iter() {
                     if c.settle(*p, limit).is_some() {
                         break;
                     }
                 }
             }
         }
-        if was_blocked && !consumer.is_blocked() {
-            self.wake.notify_one();
+        {
+            let mut st = self.state.lock();
+            if let Some(ks) = st.key_shared.as_mut() {
+                for p in &whole {
+                    if let Some((_, true)) = ks.draining.release(*p) {
+                        freed = true;
+                    }
+                }
+            }
+        }
+        // Relaxed: a flag re-evaluated by the dispatcher, which the poke wakes.
+        let sub_blocked = self.blocked_on_unacked.load(Ordering::Relaxed);
+        if freed || sub_blocked || (was_blocked && !consumer.is_blocked()) {
+            self.poke();
         }
     }
 
@@ -359,49 +502,65 @@ impl Subscription {
         Ok(())
     }
 
-    fn queue_replay(&self, positions: &[Position]) {
+    /// Queues positions taken from a consumer's pending acks for redelivery (counting it), and
+    /// releases their Key_Shared slots.
+    fn queue_replay_locked(&self, st: &mut State, positions: &[Position]) {
         if positions.is_empty() {
             return;
         }
         let track = self.config.subscription_redelivery_tracker_enabled;
-        let mut counts = self.redeliveries.lock();
         let mut replay = self.replay.lock();
+        let mut counts = self.redeliveries.lock();
         for p in positions {
+            let slot = st
+                .key_shared
+                .as_mut()
+                .and_then(|ks| ks.draining.release(*p))
+                .map(|(s, _)| s);
             if track {
                 *counts.entry(*p).or_insert(0) += 1;
             }
-            replay.insert(*p);
+            replay.insert(*p, slot);
         }
     }
 
-    /// REDELIVER_UNACKNOWLEDGED_MESSAGES. Shared: the named (or all) pending messages of this
-    /// consumer are replayed. Exclusive/Failover: rewind to mark-delete.
+    /// REDELIVER_UNACKNOWLEDGED_MESSAGES. Shared/Key_Shared: the named (or all) pending messages
+    /// of this consumer are replayed. Exclusive/Failover: rewind to mark-delete.
     pub fn redeliver(&self, consumer: &Consumer, ids: Option<&[Position]>) {
-        if self.sub_type().is_some_and(SubType::is_multi) {
-            let taken = consumer.take_pending(ids);
-            self.queue_replay(&taken);
+        let limit = self.unacked_limit();
+        let mut st = self.state.lock();
+        if st.sub_type.is_some_and(SubType::is_multi) {
+            let taken = consumer.take_pending(ids, limit);
+            self.queue_replay_locked(&mut st, &taken);
         } else {
-            consumer.take_pending(None);
+            consumer.take_pending(None, limit);
             self.replay.lock().clear();
-            self.cursor.rewind();
+            if st.hold_until.is_none() {
+                self.cursor.rewind();
+            }
         }
-        self.wake.notify_one();
+        drop(st);
+        self.poke();
     }
 
     /// Disconnects every consumer (they reconnect), as Pulsar does before a seek or unload.
     pub fn disconnect_all(&self) {
-        let consumers: Vec<Arc<Consumer>> = std::mem::take(&mut self.state.lock().consumers);
+        let mut st = self.state.lock();
+        let consumers: Vec<Arc<Consumer>> = std::mem::take(&mut st.consumers);
+        st.reindex();
+        st.active = None;
+        st.hold_until = None;
+        st.key_shared = None;
+        drop(st);
         for c in &consumers {
             c.close();
             c.notify(ConsumerEvent::Closed { consumer_id: c.id });
         }
-        let mut st = self.state.lock();
-        st.active = None;
-        drop(st);
         self.cursor.set_active(false);
         self.replay.lock().clear();
         self.redeliveries.lock().clear();
-        self.wake.notify_one();
+        self.delayed.lock().clear();
+        self.poke();
     }
 
     /// Resets the cursor to `position` after disconnecting the consumers.
@@ -426,10 +585,23 @@ impl Subscription {
         self.consumers().iter().map(|c| c.unacked()).sum()
     }
 
+    /// Whether dispatch is paused by `maxUnackedMessagesPerSubscription`.
+    #[must_use]
+    pub fn is_blocked_on_unacked(&self) -> bool {
+        // Relaxed: a gauge.
+        self.blocked_on_unacked.load(Ordering::Relaxed)
+    }
+
     /// Entries waiting for redelivery.
     #[must_use]
     pub fn replay_len(&self) -> usize {
         self.replay.lock().len()
+    }
+
+    /// Entries held by the delayed delivery tracker.
+    #[must_use]
+    pub fn delayed_len(&self) -> usize {
+        self.delayed.lock().len()
     }
 
     /// Stops the dispatcher.
@@ -439,228 +611,8 @@ impl Subscription {
         self.wake.notify_one();
     }
 
-    fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         // Acquire: see `close`.
         self.closed.load(Ordering::Acquire)
-    }
-
-    /// Reads up to `n` replay entries (those not acknowledged meanwhile).
-    fn read_replay(&self, n: usize) -> Result<Vec<(Entry, bool)>, BrokerError> {
-        let positions: Vec<Position> = {
-            let mut replay = self.replay.lock();
-            let take: Vec<Position> = replay.iter().take(n).copied().collect();
-            for p in &take {
-                replay.remove(p);
-            }
-            take
-        };
-        let mut out = Vec::with_capacity(positions.len());
-        for p in positions {
-            if self.cursor.is_acked(p) {
-                continue;
-            }
-            let ml = self.cursor.ledger();
-            if let Some(e) = ml.read_entries(p, 1, u64::MAX, p)?.into_iter().next() {
-                if e.position == p {
-                    out.push((e, true));
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// How many entries the dispatcher may read now, or `None` if no consumer can take any.
-    fn read_budget(&self) -> Option<usize> {
-        let st = self.state.lock();
-        let permits: i64 = match st.sub_type {
-            Some(t) if t.is_multi() => {
-                let total_unacked: i64 = st.consumers.iter().map(|c| c.unacked()).sum();
-                let sub_limit = i64::from(self.config.max_unacked_messages_per_subscription);
-                if self.durable && sub_limit > 0 && total_unacked >= sub_limit {
-                    return None;
-                }
-                st.consumers
-                    .iter()
-                    .filter(|c| c.can_take())
-                    .map(|c| c.permits.get())
-                    .sum()
-            }
-            Some(_) => st
-                .active
-                .and_then(|a| st.consumers.iter().find(|c| c.id == a))
-                .filter(|c| !c.is_closed())
-                .map_or(0, |c| c.permits.get()),
-            None => 0,
-        };
-        let max = i64::from(self.config.dispatcher_max_read_batch_size);
-        (permits > 0).then(|| usize::try_from(permits.min(max)).unwrap_or(1))
-    }
-
-    /// Hands entries to consumers; what nobody takes goes to the replay set. Returns the
-    /// messages and bytes sent.
-    fn dispatch(&self, entries: Vec<(Entry, bool)>) -> (u64, u64) {
-        let (mut sent_msgs, mut sent_bytes) = (0u64, 0u64);
-        let limit = self.unacked_limit();
-        let rr = self.config.dispatcher_max_round_robin_batch_size;
-        let mut leftovers = Vec::new();
-        let mut st = self.state.lock();
-        let multi = st.sub_type.is_some_and(SubType::is_multi);
-        let mut given_in_chunk = 0u32;
-        for (entry, replayed) in entries {
-            if self.cursor.is_acked(entry.position) {
-                continue;
-            }
-            let info = entry_info(&entry.data);
-            let target = if multi {
-                pick_round_robin(&mut st, &mut given_in_chunk, rr)
-            } else {
-                st.active
-                    .and_then(|a| st.consumers.iter().find(|c| c.id == a).cloned())
-            };
-            let Some(consumer) = target else {
-                leftovers.push(entry.position);
-                continue;
-            };
-            let redelivery_count = if replayed && multi {
-                self.redeliveries
-                    .lock()
-                    .get(&entry.position)
-                    .copied()
-                    .unwrap_or(0)
-            } else {
-                0
-            };
-            let ack_set = self
-                .cursor
-                .batch_ack_set(entry.position)
-                .map(|w| w.iter().map(|x| *x as i64).collect());
-            let len = entry.data.len() as u64;
-            if consumer.deliver(
-                entry.position,
-                info.messages,
-                self.partition,
-                redelivery_count,
-                ack_set,
-                entry.data,
-                limit,
-            ) {
-                self.out.record(u64::from(info.messages), len);
-                sent_msgs += u64::from(info.messages);
-                sent_bytes += len;
-            } else {
-                leftovers.push(entry.position);
-            }
-        }
-        drop(st);
-        if !leftovers.is_empty() {
-            if multi {
-                self.replay.lock().extend(leftovers);
-            } else {
-                // Single active consumer: re-read from mark-delete when one can take messages.
-                self.cursor.rewind();
-            }
-        }
-        (sent_msgs, sent_bytes)
-    }
-}
-
-/// Picks the next Shared consumer: the best priority level with a consumer that can take
-/// messages, round-robin inside it, switching after `chunk` entries.
-fn pick_round_robin(st: &mut State, given: &mut u32, chunk: u32) -> Option<Arc<Consumer>> {
-    let n = st.consumers.len();
-    if n == 0 {
-        return None;
-    }
-    let best = st
-        .consumers
-        .iter()
-        .filter(|c| c.can_take())
-        .map(|c| c.priority_level)
-        .min()?;
-    if *given >= chunk {
-        st.next += 1;
-        *given = 0;
-    }
-    for i in 0..n {
-        let idx = (st.next + i) % n;
-        let c = &st.consumers[idx];
-        if c.priority_level == best && c.can_take() {
-            if i != 0 {
-                *given = 0;
-            }
-            st.next = idx;
-            *given += 1;
-            return Some(Arc::clone(c));
-        }
-    }
-    None
-}
-
-async fn dispatch_loop(weak: std::sync::Weak<Subscription>) {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        let Some(sub) = weak.upgrade() else { return };
-        if sub.is_closed() {
-            return;
-        }
-        let Some(mut budget) = sub.read_budget() else {
-            sub.wake.notified().await;
-            continue;
-        };
-        // Dispatch rate limits: wait for tokens, then read no more messages than they allow.
-        let limiters = sub.dispatch_limiters();
-        let wait = limiters
-            .iter()
-            .map(|l| l.wait_time())
-            .max()
-            .unwrap_or_default();
-        if !wait.is_zero() {
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = sub.wake.notified() => {}
-            }
-            continue;
-        }
-        for l in &limiters {
-            if let (Some(m), _) = l.available() {
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let allowed = m.floor().max(1.0) as usize;
-                budget = budget.min(allowed);
-            }
-        }
-        let has_replay = sub.replay_len() > 0;
-        let read = if has_replay {
-            sub.read_replay(budget)
-        } else {
-            let cursor = Arc::clone(&sub.cursor);
-            let outcome = tokio::select! {
-                r = cursor.read_entries_or_wait(budget) => Some(r),
-                () = sub.wake.notified() => None,
-            };
-            match outcome {
-                None => continue,
-                Some(r) => r
-                    .map(|v| v.into_iter().map(|e| (e, false)).collect())
-                    .map_err(BrokerError::from),
-            }
-        };
-        match read {
-            Ok(entries) => {
-                backoff = Duration::from_millis(100);
-                let (msgs, bytes) = sub.dispatch(entries);
-                for l in &limiters {
-                    l.consume(msgs, bytes);
-                }
-            }
-            Err(e) => {
-                if sub.is_closed() {
-                    return;
-                }
-                tracing::warn!(topic = %sub.topic, subscription = %sub.name, error = %e, "dispatcher read failed; backing off");
-                drop(sub);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(60));
-            }
-        }
     }
 }

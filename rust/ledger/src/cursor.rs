@@ -228,12 +228,24 @@ impl Cursor {
     /// # Errors
     /// As [`Cursor::read_entries`]; [`LedgerError::Closed`] if the ledger closes while waiting.
     pub async fn read_entries_or_wait(&self, n: usize) -> Result<Vec<Entry>> {
+        self.read_entries_or_wait_bounded(n, u64::MAX).await
+    }
+
+    /// Like [`Cursor::read_entries_or_wait`] with a byte budget (at least one entry is read).
+    ///
+    /// # Errors
+    /// As [`Cursor::read_entries_or_wait`].
+    pub async fn read_entries_or_wait_bounded(
+        &self,
+        n: usize,
+        max_bytes: u64,
+    ) -> Result<Vec<Entry>> {
         loop {
             let notified = self.ml.new_entries.notified();
             tokio::pin!(notified);
             // Register before checking, so an append between the check and the wait is not lost.
             notified.as_mut().enable();
-            let entries = self.read_entries(n)?;
+            let entries = self.read_entries_bounded(n, max_bytes, Position::LATEST)?;
             if !entries.is_empty() {
                 return Ok(entries);
             }

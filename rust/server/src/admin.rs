@@ -245,6 +245,9 @@ async fn topic_stats(
                 "isDurable": s.durable,
                 "consumers": consumers,
             }),
+                "blockedSubscriptionOnUnackedMsgs": s.is_blocked_on_unacked(),
+                "msgDelayed": s.delayed_len(),
+                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
         );
     }
     let publishers: Vec<serde_json::Value> = topic

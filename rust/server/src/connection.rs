@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use pulsar_rs_broker::{
-    AccessMode, BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, ProducerInfo,
-    QuotaVerdict, SchemaInfo, SubType, Subscription, Topic, TopicName,
+    AccessMode, BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
+    KeySharedMode, ProducerInfo, QuotaVerdict, SchemaInfo, SubType, Subscription, Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::pb::{self, base_command::Type};
@@ -616,7 +616,8 @@ impl Connection {
             if let Some(schema) = &c.schema {
                 self.service.add_schema(&topic, schema_info(schema))?;
             }
-            if let Err(e) = sub.add_consumer(Arc::clone(&consumer)) {
+            let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
+            if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
                 if !sub.durable && sub.consumers().is_empty() {
                     let _ = topic.remove_subscription(&sub.name);
                 }
@@ -863,7 +864,7 @@ impl Connection {
 
 /// Detaches a consumer; a reader's subscription goes away with its last consumer.
 fn detach_consumer(slot: &ConsumerSlot) {
-    slot.sub.remove_consumer(slot.consumer.id);
+    slot.sub.remove_consumer(&slot.consumer);
     if !slot.sub.durable && slot.sub.consumers().is_empty() {
         let _ = slot.topic.remove_subscription(&slot.sub.name);
     }
@@ -944,6 +945,25 @@ fn spawn_receipts(
                 },
                 Err(e) => Err(e),
             };
+/// The broker's view of SUBSCRIBE's `KeySharedMeta` (ranges are inclusive; negative bounds
+/// are passed on as out of range so the broker refuses them).
+fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
+    let bound = |v: i32| u32::try_from(v).unwrap_or(u32::MAX);
+    KeySharedMeta {
+        mode: if m.key_shared_mode == pb::KeySharedMode::Sticky as i32 {
+            KeySharedMode::Sticky
+        } else {
+            KeySharedMode::AutoSplit
+        },
+        ranges: m
+            .hash_ranges
+            .iter()
+            .map(|r| (bound(r.start), bound(r.end)))
+            .collect(),
+        allow_out_of_order_delivery: m.allow_out_of_order_delivery(),
+    }
+}
+
             let cmd = match outcome {
                 Ok(pos) => commands::send_receipt(
                     producer_id,
