@@ -15,6 +15,7 @@ plus medians) go to a JSON file; ``benches/RESULTS.md`` is written by hand from 
 Brokers:
   rs-durable     target/release/pulsar-rs-server, default config (journalSyncData=true)
   rs-nondurable  same with a TOML config ``journalSyncData = false``
+  rs-nondurable-roll0  non-durable with managedLedgerMinLedgerRolloverTimeMinutes = 0 (w1 only)
   lite           pulsar-lite's bundled binary (pip install pulsar-lite): --addr 127.0.0.1:P --db-path D
 """
 
@@ -87,8 +88,10 @@ class Broker:
             # Without --config it looks for ./pulsar-lite.toml: run it in the data dir.
         else:
             toml = extra_toml
-            if kind == "rs-nondurable":
+            if kind.startswith("rs-nondurable"):
                 toml = "journalSyncData = false\n" + toml
+            if kind.endswith("-roll0"):
+                toml += "managedLedgerMinLedgerRolloverTimeMinutes = 0\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
             cmd = [str(bin_dir / "pulsar-rs-server"), "--config", str(conf), "--data-dir",
@@ -206,9 +209,11 @@ def main() -> None:
     ap.add_argument("--backlog", type=int, default=2_000_000, help="entries in the catch-up backlog")
     ap.add_argument("--idle-topics", type=int, default=10_000)
     ap.add_argument("--only", default="", help="comma list of sections: limits,perf,half,python,idle,catchup")
+    ap.add_argument("--brokers", default=",".join(BROKERS), help="comma list of brokers to run")
     ap.add_argument("--out", default=str(HERE / "out" / "compare.json"))
     args = ap.parse_args()
     bin_dir = Path(args.bin_dir)
+    brokers = [b for b in args.brokers.split(",") if b]
     only = set(filter(None, args.only.split(",")))
     want = lambda s: not only or s in only  # noqa: E731
     results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv,
@@ -239,7 +244,10 @@ def main() -> None:
         results["perf"] = {}
         for wname, w in workloads.items():
             results["perf"][wname] = {}
-            for kind in BROKERS:
+            # The -roll0 variant isolates the cost of appending to a ledger that grows past
+            # 50000 entries (Pulsar's 10-minute minimum rollover time keeps it growing).
+            kinds = brokers + (["rs-nondurable-roll0"] if wname.startswith("w1") else [])
+            for kind in kinds:
                 runs, raw = [], []
                 for i in range(args.runs):
                     log(f"== {wname} {kind} run {i + 1}")
@@ -259,7 +267,7 @@ def main() -> None:
     if want("half"):
         # p99 publish latency at half of each broker's maximum (100 B, unbatched, 1 producer).
         results["half_rate"] = {}
-        for kind in BROKERS:
+        for kind in brokers:
             maxr = (results.get("perf", {}).get("w1_100B_unbatched_1p1c", {}).get(kind, {})
                     .get("median", {}).get("pub_msg_s"))
             if not maxr:
@@ -286,7 +294,7 @@ def main() -> None:
         results["python_client"] = {}
         for wname, batch in (("p1_100B_unbatched", 1), ("p2_100B_batched100", 100)):
             results["python_client"][wname] = {}
-            for kind in BROKERS:
+            for kind in brokers:
                 runs = []
                 for i in range(args.runs):
                     log(f"== python {wname} {kind} run {i + 1}")
@@ -306,7 +314,7 @@ def main() -> None:
     if want("idle"):
         results["idle_topics"] = {}
         n = args.idle_topics
-        for kind in BROKERS:
+        for kind in brokers:
             log(f"== {n} topics at low rate, {kind}")
             b = Broker(kind, bin_dir)
             try:
@@ -335,7 +343,7 @@ def main() -> None:
         }
         for cname, s in specs.items():
             results["catchup"][cname] = {}
-            for kind in ["rs-nondurable", "lite"]:
+            for kind in [b for b in brokers if b != "rs-durable"]:
                 log(f"== catch-up {cname} {kind}")
                 # Pulsar's 10-minute minimum rollover would keep millions of entries in one
                 # ledger; a 0 minimum lets it roll over every 50000 entries as intended.

@@ -127,7 +127,7 @@ struct Progress {
 
 /// One message batch awaiting its receipt.
 struct Pending {
-    last_seq: u64,
+    first_seq: u64,
     messages: u64,
     start_ns: u64,
 }
@@ -179,18 +179,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Splits `n` items into `groups` contiguous round-robin groups of indices.
+/// Splits `0..n` into at most `connections` contiguous groups (0 = one item per group).
+/// Contiguous ids let a connection find a producer or consumer by `id - first id`.
 fn groups(n: usize, connections: usize) -> Vec<Vec<usize>> {
     let c = if connections == 0 {
         n
     } else {
         connections.min(n)
     };
-    let mut out = vec![Vec::new(); c];
-    for i in 0..n {
-        out[i % c].push(i);
+    if c == 0 {
+        return Vec::new();
     }
-    out
+    let per = n.div_ceil(c);
+    (0..n)
+        .collect::<Vec<_>>()
+        .chunks(per)
+        .map(<[usize]>::to_vec)
+        .collect()
 }
 
 /// The run's (start, publishing deadline), published once every connection is set up.
@@ -271,14 +276,10 @@ async fn run_producer_conn(
                     last_receipt,
                     ..
                 } = &mut *st;
+                // A receipt covers every batch up to the one starting at `sequence_id` (some
+                // brokers do not echo `highest_sequence_id`).
                 let (id, seq, error) = if let Some(r) = &cmd.send_receipt {
-                    (
-                        r.producer_id,
-                        r.highest_sequence_id
-                            .unwrap_or(r.sequence_id)
-                            .max(r.sequence_id),
-                        false,
-                    )
+                    (r.producer_id, r.sequence_id, false)
                 } else if let Some(e) = &cmd.send_error {
                     (e.producer_id, e.sequence_id, true)
                 } else {
@@ -293,7 +294,7 @@ async fn run_producer_conn(
                 else {
                     continue;
                 };
-                while p.pending.front().is_some_and(|f| f.last_seq <= seq) {
+                while p.pending.front().is_some_and(|f| f.first_seq <= seq) {
                     let f = p.pending.pop_front().expect("front exists");
                     p.inflight -= f.messages as usize;
                     if error {
@@ -378,7 +379,7 @@ async fn run_producer_conn(
                     p.next_seq += args.batch as u64;
                     p.inflight += args.batch;
                     p.pending.push_back(Pending {
-                        last_seq: p.next_seq - 1,
+                        first_seq: seq,
                         messages: args.batch as u64,
                         start_ns,
                     });
@@ -662,8 +663,10 @@ async fn run(args: Arc<Args>) -> Result<serde_json::Value> {
         deadline
     } else if args.producers == 0 {
         start + Duration::from_secs_f64(args.duration.max(1.0) + args.drain_timeout)
+    } else if args.no_flow {
+        Instant::now()
     } else {
-        Instant::now().max(deadline) + Duration::from_secs_f64(args.drain_timeout)
+        Instant::now() + Duration::from_secs_f64(args.drain_timeout)
     };
     let stopper = {
         let progress = Arc::clone(&progress);
@@ -735,5 +738,20 @@ fn main() {
             eprintln!("pulsar-rs-perf: {e}");
             std::process::exit(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::groups;
+
+    #[test]
+    fn groups_are_contiguous_and_cover_everything() {
+        assert_eq!(groups(5, 2), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert_eq!(groups(3, 0), vec![vec![0], vec![1], vec![2]]);
+        assert!(groups(0, 4).is_empty());
+        let g = groups(10_000, 10);
+        assert_eq!(g.len(), 10);
+        assert!(g.iter().all(|c| c.windows(2).all(|w| w[1] == w[0] + 1)));
     }
 }
