@@ -40,6 +40,9 @@ use crate::{LedgerError, Result};
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 32;
 
+/// Unwritten bytes above which non-durable appends wait for the write (memory bound).
+pub const MAX_UNWRITTEN_BYTES: usize = 64 << 20;
+
 /// `Loc::len` value marking an entry known to be corrupt.
 pub const CORRUPT_LEN: u32 = u32::MAX;
 
@@ -126,6 +129,8 @@ pub struct Journal {
     wake: Condvar,
     /// The flusher thread, joined on close.
     flusher: Mutex<Option<JoinHandle<()>>>,
+    /// Bytes appended but not yet written, as of the last append (non-durable backpressure).
+    unwritten: std::sync::atomic::AtomicUsize,
     /// Completed write rounds (each is one `fdatasync` per touched segment in durable mode).
     rounds: std::sync::atomic::AtomicU64,
 }
@@ -242,6 +247,7 @@ impl Journal {
             wake: Condvar::new(),
             flusher: Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
+            unwritten: std::sync::atomic::AtomicUsize::new(0),
         });
         let j = Arc::clone(&journal);
         let handle = std::thread::Builder::new()
@@ -250,6 +256,14 @@ impl Journal {
             .map_err(|e| LedgerError::io("starting the journal flusher thread", e))?;
         *journal.flusher.lock() = Some(handle);
         Ok((journal, recovered))
+    }
+
+    /// Whether more than [`MAX_UNWRITTEN_BYTES`] wait to be written: non-durable appenders then
+    /// wait for the write, bounding memory.
+    #[must_use]
+    pub fn backlogged(&self) -> bool {
+        // Relaxed: see `unwritten`.
+        self.unwritten.load(std::sync::atomic::Ordering::Relaxed) > MAX_UNWRITTEN_BYTES
     }
 
     /// Whether appends wait for `fdatasync`.
@@ -273,6 +287,9 @@ impl Journal {
     ) -> Result<Loc> {
         let record_len = (RECORD_HEADER + payload.len()) as u64;
         let mut st = self.state.lock();
+        // The flusher only sleeps when nothing is queued; wake it only on that transition, so a
+        // burst of appends costs one wake-up, not one per record.
+        let was_idle = st.buf.is_empty() && st.sealed.is_empty();
         if st.closed {
             return Err(LedgerError::Closed {
                 what: "journal".into(),
@@ -295,8 +312,19 @@ impl Journal {
         if let Some(c) = completion {
             st.completions.push(c);
         }
+        let unwritten = st.buf.len()
+            + st.sealed
+                .iter()
+                .chain(st.inflight.iter())
+                .map(|p| p.data.len())
+                .sum::<usize>();
+        // Relaxed: a hint for non-durable appenders; the exact value does not matter.
+        self.unwritten
+            .store(unwritten, std::sync::atomic::Ordering::Relaxed);
         drop(st);
-        self.wake.notify_one();
+        if was_idle {
+            self.wake.notify_one();
+        }
         Ok(loc)
     }
 

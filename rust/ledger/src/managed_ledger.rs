@@ -79,6 +79,8 @@ pub(crate) struct Slot {
     pub info: LedgerInfo,
     /// Journal locations of every appended entry (confirmed or not), by entry id.
     pub locs: Vec<Loc>,
+    /// Payload bytes of every appended entry (confirmed or not): the rollover size check, O(1).
+    pub appended_size: u64,
     /// Entries confirmed durable, a prefix of `locs`.
     pub confirmed: u64,
     /// Bytes of the confirmed entries.
@@ -256,6 +258,7 @@ impl ManagedLedger {
                     closed_ms: None,
                 },
                 locs: Vec::new(),
+                appended_size: 0,
                 confirmed: 0,
                 confirmed_size: 0,
                 failed_at: None,
@@ -285,9 +288,8 @@ impl ManagedLedger {
             return false;
         }
         let age = now.saturating_sub(slot.info.created_ms);
-        let size: u64 = slot.locs.iter().map(|l| u64::from(l.len)).sum::<u64>();
         let full = slot.locs.len() as u64 >= self.config.max_entries_per_ledger
-            || size >= self.config.max_size_per_ledger_bytes
+            || slot.appended_size >= self.config.max_size_per_ledger_bytes
             || u128::from(age) >= self.config.max_rollover_time.as_millis();
         full && u128::from(age) >= self.config.min_rollover_time.as_millis()
     }
@@ -402,7 +404,10 @@ impl ManagedLedger {
             })?;
         let pos = Position::new(ledger, slot.locs.len() as i64);
         let len = data.len() as u64;
-        let (completion, rx): (Option<Completion>, _) = if durable {
+        // Non-durable appends normally complete at once; when the journal has too many unwritten
+        // bytes they wait for the write like durable ones, so memory stays bounded.
+        let wait_for_write = durable || self.shared.journal.backlogged();
+        let (completion, rx): (Option<Completion>, _) = if wait_for_write {
             let (tx, rx) = oneshot::channel();
             let ml = Arc::clone(self);
             let cb: Completion = Box::new(move |res| {
@@ -421,11 +426,12 @@ impl ManagedLedger {
             .journal
             .append(ledger, pos.entry_id, timestamp, &data, completion)?;
         slot.locs.push(loc);
+        slot.appended_size += len;
         if self.active_cursors.load(Ordering::Relaxed) > 0 {
             // Relaxed: a stale count only costs one cache insert or miss.
             self.cache.insert(pos, data, now);
         }
-        if !durable {
+        if !wait_for_write {
             Self::confirm_locked(&mut st, pos, len);
             drop(st);
             self.new_entries.notify_waiters();
@@ -438,7 +444,11 @@ impl ManagedLedger {
             slot.confirmed += 1;
             slot.confirmed_size += len;
         }
-        st.last_confirmed = pos;
+        // Durable confirmations arrive in append order. In non-durable mode an append that
+        // waited for a backlogged journal may confirm after later ones: never move backwards.
+        if pos > st.last_confirmed {
+            st.last_confirmed = pos;
+        }
         st.entries_added += 1;
     }
 
@@ -1032,6 +1042,7 @@ fn recover_slot(name: &str, info: LedgerInfo, shared: &Shared) -> Slot {
             ..info
         },
         locs,
+        appended_size: size,
         confirmed: n,
         confirmed_size: size,
         failed_at: None,

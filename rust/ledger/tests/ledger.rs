@@ -407,3 +407,30 @@ async fn retention_can_change_at_runtime() {
     ml.trim_consumed_ledgers().unwrap();
     assert_eq!(ml.ledgers().len(), 1);
 }
+
+#[tokio::test]
+async fn non_durable_appends_are_bounded_by_the_journal_backlog() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Storage::open(
+        dir.path(),
+        StorageConfig {
+            journal_sync_data: false,
+            ..StorageConfig::default()
+        },
+    )
+    .unwrap();
+    let ml = s
+        .open_ledger("t/nd-bound", LedgerConfig::default())
+        .unwrap();
+    let c = ml.open_cursor_at("sub", true).unwrap();
+    let big = Bytes::from(vec![3u8; 256 * 1024]);
+    let mut last = Position::EARLIEST;
+    for _ in 0..1024 {
+        // 256 MiB in total: without the bound this would all sit in memory at once.
+        last = ml.add_entry(big.clone()).await.unwrap();
+    }
+    assert_eq!(ml.last_confirmed(), last);
+    assert_eq!(c.backlog(), 1024);
+    let e = ml.read_entries(last, 1, u64::MAX, last).unwrap();
+    assert_eq!(e[0].data.len(), big.len());
+}
