@@ -409,7 +409,7 @@ async fn retention_can_change_at_runtime() {
 }
 
 #[tokio::test]
-async fn non_durable_appends_are_bounded_by_the_journal_backlog() {
+async fn non_durable_appends_stay_correct_when_the_journal_is_backlogged() {
     let dir = tempfile::tempdir().unwrap();
     let s = Storage::open(
         dir.path(),
