@@ -435,6 +435,8 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
     let mut backoff = Duration::from_millis(100);
     let mut stall: Option<Stall> = None;
     let mut read_batch: usize = 0;
+    // Messages per dispatched entry (batches), smoothed; sizes reads under a dispatch rate limit.
+    let mut avg_per_entry: Option<f64> = None;
     loop {
         let Some(sub) = weak.upgrade() else { return };
         if sub.is_closed() {
@@ -462,8 +464,12 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
         let mut cap = read_batch;
         for l in &limiters {
             if let (Some(m), _) = l.available() {
+                // Tokens count messages, reads count entries: divide by the messages per entry
+                // seen so far. Until that is known, read one entry, so a batch-heavy topic
+                // cannot overshoot the limit by a whole read batch of batches.
+                let allowed = avg_per_entry.map_or(1.0, |avg| (m / avg).floor());
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let allowed = m.floor().max(1.0) as usize;
+                let allowed = allowed.max(1.0) as usize;
                 cap = cap.min(allowed);
             }
         }
@@ -516,6 +522,11 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                 read_batch = (read_batch * 2).min(max_batch);
                 for l in &limiters {
                     l.consume(outcome.messages, outcome.bytes);
+                }
+                if outcome.entries > 0 {
+                    #[allow(clippy::cast_precision_loss)]
+                    let sample = outcome.messages as f64 / outcome.entries as f64;
+                    avg_per_entry = Some(avg_per_entry.map_or(sample, |a| 0.7 * a + 0.3 * sample));
                 }
             }
             Err(e) => {
