@@ -129,7 +129,17 @@ impl Default for BrokerConfig {
             max_unacked_messages_per_consumer: 50_000,
             max_unacked_messages_per_subscription: 200_000,
             active_consumer_failover_delay_time_millis: 1000,
+            active_consumer_failover_consistent_hashing: false,
             subscription_redelivery_tracker_enabled: true,
+            subscription_key_shared_enable: true,
+            subscription_key_shared_use_consistent_hashing: true,
+            subscription_key_shared_consistent_hashing_replica_points: 100,
+            key_shared_look_ahead_msg_in_replay_threshold_per_consumer: 2000,
+            key_shared_look_ahead_msg_in_replay_threshold_per_subscription: 20_000,
+            key_shared_unblocking_interval_ms: 10,
+            delayed_delivery_enabled: true,
+            delayed_delivery_tick_time_millis: 1000,
+            delayed_delivery_deliver_at_time_strict: false,
             max_publish_rate_per_topic_in_messages: 0,
             max_publish_rate_per_topic_in_bytes: 0,
             broker_publisher_throttling_max_message_rate: 0,
@@ -170,17 +180,7 @@ impl BrokerConfig {
         cfg.validate()?;
         Ok(cfg)
     }
-            active_consumer_failover_consistent_hashing: false,
 
-            subscription_key_shared_enable: true,
-            subscription_key_shared_use_consistent_hashing: true,
-            subscription_key_shared_consistent_hashing_replica_points: 100,
-            key_shared_look_ahead_msg_in_replay_threshold_per_consumer: 2000,
-            key_shared_look_ahead_msg_in_replay_threshold_per_subscription: 20_000,
-            key_shared_unblocking_interval_ms: 10,
-            delayed_delivery_enabled: true,
-            delayed_delivery_tick_time_millis: 1000,
-            delayed_delivery_deliver_at_time_strict: false,
     /// Builds a config from key/value pairs (Python keyword arguments), as JSON values.
     ///
     /// # Errors
@@ -247,6 +247,12 @@ impl BrokerConfig {
             return Err(bad(
                 "dispatcherMinReadBatchSize",
                 "must be in 1..=dispatcherMaxReadBatchSize",
+            ));
+        }
+        if self.subscription_key_shared_consistent_hashing_replica_points == 0 {
+            return Err(bad(
+                "subscriptionKeySharedConsistentHashingReplicaPoints",
+                "must be > 0",
             ));
         }
         if self.dispatcher_max_round_robin_batch_size == 0 {
@@ -327,12 +333,6 @@ impl BrokerConfig {
         }
     }
 }
-        if self.subscription_key_shared_consistent_hashing_replica_points == 0 {
-            return Err(bad(
-                "subscriptionKeySharedConsistentHashingReplicaPoints",
-                "must be > 0",
-            ));
-        }
 
 /// Finds the key a TOML error is about, from its span.
 fn toml_error_key(e: &toml::de::Error) -> Option<String> {

@@ -241,13 +241,13 @@ async fn topic_stats(
                 "msgBacklog": s.cursor.backlog(),
                 "backlogSize": s.cursor.estimated_backlog_size(),
                 "unackedMessages": s.unacked_messages(),
+                "blockedSubscriptionOnUnackedMsgs": s.is_blocked_on_unacked(),
+                "msgDelayed": s.delayed_len(),
+                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
                 "type": s.sub_type().map_or("None", |t| t.as_str()),
                 "isDurable": s.durable,
                 "consumers": consumers,
             }),
-                "blockedSubscriptionOnUnackedMsgs": s.is_blocked_on_unacked(),
-                "msgDelayed": s.delayed_len(),
-                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
         );
     }
     let publishers: Vec<serde_json::Value> = topic

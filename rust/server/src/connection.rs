@@ -889,6 +889,25 @@ fn reader_start(topic: &Topic, id: Option<&pb::MessageIdData>) -> Position {
     topic.ledger.previous_position(p)
 }
 
+/// The broker's view of SUBSCRIBE's `KeySharedMeta` (ranges are inclusive; negative bounds
+/// are passed on as out of range so the broker refuses them).
+fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
+    let bound = |v: i32| u32::try_from(v).unwrap_or(u32::MAX);
+    KeySharedMeta {
+        mode: if m.key_shared_mode == pb::KeySharedMode::Sticky as i32 {
+            KeySharedMode::Sticky
+        } else {
+            KeySharedMode::AutoSplit
+        },
+        ranges: m
+            .hash_ranges
+            .iter()
+            .map(|r| (bound(r.start), bound(r.end)))
+            .collect(),
+        allow_out_of_order_delivery: m.allow_out_of_order_delivery(),
+    }
+}
+
 fn position(m: &pb::MessageIdData) -> Position {
     // u64 on the wire; -1 (earliest) arrives as 2^64-1 and is reinterpreted as i64.
     Position::new(m.ledger_id as i64, m.entry_id as i64)
@@ -945,25 +964,6 @@ fn spawn_receipts(
                 },
                 Err(e) => Err(e),
             };
-/// The broker's view of SUBSCRIBE's `KeySharedMeta` (ranges are inclusive; negative bounds
-/// are passed on as out of range so the broker refuses them).
-fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
-    let bound = |v: i32| u32::try_from(v).unwrap_or(u32::MAX);
-    KeySharedMeta {
-        mode: if m.key_shared_mode == pb::KeySharedMode::Sticky as i32 {
-            KeySharedMode::Sticky
-        } else {
-            KeySharedMode::AutoSplit
-        },
-        ranges: m
-            .hash_ranges
-            .iter()
-            .map(|r| (bound(r.start), bound(r.end)))
-            .collect(),
-        allow_out_of_order_delivery: m.allow_out_of_order_delivery(),
-    }
-}
-
             let cmd = match outcome {
                 Ok(pos) => commands::send_receipt(
                     producer_id,
