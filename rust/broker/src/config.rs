@@ -91,6 +91,47 @@ pub struct BrokerConfig {
     pub backlog_quota_default_limit_second: i64,
     /// `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.
     pub backlog_quota_default_retention_policy: String,
+
+    // Security: all off by default (the embedded use case). See `security` in the server crate.
+    /// Require clients (binary protocol and admin API) to authenticate.
+    pub authentication_enabled: bool,
+    /// Provider class names or short names; `token` (`AuthenticationProviderToken`) is supported.
+    /// A list, or one comma-separated string as in `broker.conf`.
+    #[serde(deserialize_with = "string_list")]
+    pub authentication_providers: Vec<String>,
+    /// Role given to clients that send no credentials (none: such clients are refused).
+    pub anonymous_user_role: Option<String>,
+    /// Whether `/metrics` also requires authentication.
+    pub authenticate_metrics_endpoint: bool,
+    /// HMAC key of HS256 tokens: `data:;base64,<b64>`, `file:///path`, a path or base64 text.
+    pub token_secret_key: Option<String>,
+    /// Public key of RS/ES/PS tokens, PEM or DER, given as for `tokenSecretKey`.
+    pub token_public_key: Option<String>,
+    /// Signature algorithm of `tokenPublicKey` tokens.
+    pub token_public_alg: String,
+    /// Claim holding the role.
+    pub token_auth_claim: String,
+    /// Claim holding the audience, checked when `tokenAudience` is set.
+    pub token_audience_claim: String,
+    /// Audience this broker accepts (none: not checked).
+    pub token_audience: Option<String>,
+    /// Check PRODUCER/SUBSCRIBE/LOOKUP and admin calls against granted permissions.
+    pub authorization_enabled: bool,
+    /// Roles allowed everything. A list, or one comma-separated string.
+    #[serde(deserialize_with = "string_list")]
+    pub super_user_roles: Vec<String>,
+    /// `pulsar+ssl://` port (none: no TLS listener; 0 = ephemeral).
+    pub broker_service_port_tls: Option<u16>,
+    /// HTTPS admin port (none: no HTTPS listener; 0 = ephemeral).
+    pub web_service_port_tls: Option<u16>,
+    /// Server certificate chain (PEM).
+    pub tls_certificate_file_path: Option<String>,
+    /// Server private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub tls_key_file_path: Option<String>,
+    /// CA certificates that client certificates must chain to (PEM).
+    pub tls_trust_certs_file_path: Option<String>,
+    /// Require a client certificate signed by `tlsTrustCertsFilePath` (mutual TLS).
+    pub tls_require_trusted_client_cert_on_connect: bool,
 }
 
 impl Default for BrokerConfig {
@@ -156,6 +197,24 @@ impl Default for BrokerConfig {
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_second: -1,
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
+            authentication_enabled: false,
+            authentication_providers: Vec::new(),
+            anonymous_user_role: None,
+            authenticate_metrics_endpoint: false,
+            token_secret_key: None,
+            token_public_key: None,
+            token_public_alg: "RS256".into(),
+            token_auth_claim: "sub".into(),
+            token_audience_claim: "aud".into(),
+            token_audience: None,
+            authorization_enabled: false,
+            super_user_roles: Vec::new(),
+            broker_service_port_tls: None,
+            web_service_port_tls: None,
+            tls_certificate_file_path: None,
+            tls_key_file_path: None,
+            tls_trust_certs_file_path: None,
+            tls_require_trusted_client_cert_on_connect: false,
         }
     }
 }
@@ -165,6 +224,25 @@ fn bad(key: &'static str, reason: &str) -> BrokerError {
         key: key.into(),
         reason: reason.into(),
     }
+}
+
+/// A list of strings given as a sequence or as one comma-separated string (`broker.conf` style).
+fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum List {
+        One(String),
+        Many(Vec<String>),
+    }
+    let items = match List::deserialize(d)? {
+        List::One(s) => s.split(',').map(str::to_owned).collect(),
+        List::Many(v) => v,
+    };
+    Ok(items
+        .iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect())
 }
 
 impl BrokerConfig {
@@ -282,10 +360,69 @@ impl BrokerConfig {
                 "must be > 0",
             ));
         }
+        self.validate_security()?;
         self.storage_config()
             .validate()
             .map_err(BrokerError::from)?;
         self.ledger_config().validate().map_err(BrokerError::from)?;
+        Ok(())
+    }
+
+    /// The security keys: what types cannot check (key files are read by the server).
+    fn validate_security(&self) -> Result<(), BrokerError> {
+        if self.authentication_enabled {
+            if self.authentication_providers.is_empty() {
+                return Err(bad(
+                    "authenticationProviders",
+                    "authenticationEnabled needs a provider (token)",
+                ));
+            }
+            for p in &self.authentication_providers {
+                if !is_token_provider(p) {
+                    return Err(bad(
+                        "authenticationProviders",
+                        "only the token provider (AuthenticationProviderToken) is supported",
+                    ));
+                }
+            }
+            if self.token_secret_key.is_none() && self.token_public_key.is_none() {
+                return Err(bad(
+                    "tokenSecretKey",
+                    "token authentication needs tokenSecretKey or tokenPublicKey",
+                ));
+            }
+        }
+        if self.token_auth_claim.is_empty() {
+            return Err(bad("tokenAuthClaim", "must not be empty"));
+        }
+        if !matches!(
+            self.token_public_alg.as_str(),
+            "RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384"
+        ) {
+            return Err(bad(
+                "tokenPublicAlg",
+                "must be one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384",
+            ));
+        }
+        let tls_wanted =
+            self.broker_service_port_tls.is_some() || self.web_service_port_tls.is_some();
+        if tls_wanted && self.tls_certificate_file_path.is_none() {
+            return Err(bad(
+                "tlsCertificateFilePath",
+                "a TLS port needs a certificate",
+            ));
+        }
+        if tls_wanted && self.tls_key_file_path.is_none() {
+            return Err(bad("tlsKeyFilePath", "a TLS port needs a private key"));
+        }
+        if self.tls_require_trusted_client_cert_on_connect
+            && self.tls_trust_certs_file_path.is_none()
+        {
+            return Err(bad(
+                "tlsTrustCertsFilePath",
+                "tlsRequireTrustedClientCertOnConnect needs trusted CA certificates",
+            ));
+        }
         Ok(())
     }
 
@@ -334,6 +471,12 @@ impl BrokerConfig {
     }
 }
 
+/// Whether an `authenticationProviders` entry names the token provider.
+#[must_use]
+pub fn is_token_provider(name: &str) -> bool {
+    name == "token" || name == "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+}
+
 /// Finds the key a TOML error is about, from its span.
 fn toml_error_key(e: &toml::de::Error) -> Option<String> {
     let msg = e.message();
@@ -356,6 +499,43 @@ mod tests {
         assert_eq!(c.max_pending_publish_requests_per_connection, 10);
         assert_eq!(c.managed_ledger_cache_size_mb, 5);
         assert_eq!(c.dispatcher_max_round_robin_batch_size, 20);
+    }
+
+    #[test]
+    fn security_keys() {
+        let c = BrokerConfig::from_toml(
+            "authenticationEnabled = true\n\
+             authenticationProviders = \"org.apache.pulsar.broker.authentication.AuthenticationProviderToken\"\n\
+             tokenSecretKey = \"data:;base64,c2VjcmV0\"\n\
+             superUserRoles = \"admin, ops\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.super_user_roles, vec!["admin", "ops"]);
+        assert_eq!(c.token_auth_claim, "sub");
+        let c = BrokerConfig::from_toml("superUserRoles = [\"a\", \"b\"]").unwrap();
+        assert_eq!(c.super_user_roles, vec!["a", "b"]);
+        let e = BrokerConfig::from_toml(
+            "authenticationEnabled = true\nauthenticationProviders = \"token\"",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("tokenSecretKey"), "{e}");
+        let e = BrokerConfig::from_toml("authenticationEnabled = true\nauthenticationProviders = \"basic\"\ntokenSecretKey = \"x\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("authenticationProviders"), "{e}");
+        let e = BrokerConfig::from_toml("brokerServicePortTls = 0")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tlsCertificateFilePath"), "{e}");
+        let mut m = serde_json::Map::new();
+        m.insert("superUserRoles".into(), serde_json::json!("x,y"));
+        m.insert("brokerServicePortTls".into(), serde_json::json!(0));
+        m.insert("tlsCertificateFilePath".into(), serde_json::json!("/c.pem"));
+        m.insert("tlsKeyFilePath".into(), serde_json::json!("/k.pem"));
+        let c = BrokerConfig::from_json_map(m).unwrap();
+        assert_eq!(c.super_user_roles, vec!["x", "y"]);
+        assert_eq!(c.broker_service_port_tls, Some(0));
     }
 
     #[test]
