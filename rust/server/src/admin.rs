@@ -9,7 +9,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use pulsar_rs_broker::{BrokerError, TopicName};
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::ServerContext;
@@ -43,12 +42,12 @@ pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicNam
         .map_err(|e| Box::new(broker_fail(&e)))
 }
 
-/// Serves the admin API until shutdown.
-pub async fn serve(
-    listener: TcpListener,
-    ctx: Arc<ServerContext>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// Serves the admin API until shutdown (plain TCP, or a [`crate::tls::TlsListener`]).
+pub async fn serve<L>(listener: L, ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>)
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let app = Router::new()
         .route("/admin/v2/brokers/health", get(|| async { "ok" }))
         .route("/admin/v2/persistent/{tenant}/{ns}", get(list_topics))
@@ -72,6 +71,11 @@ pub async fn serve(
         )
         .route("/metrics", get(crate::metrics::render))
         .merge(crate::admin_policies::routes())
+        .merge(crate::authz::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&ctx),
+            crate::auth::admin_guard,
+        ))
         .with_state(ctx);
     let stop = async move {
         let _ = shutdown.changed().await;

@@ -18,10 +18,11 @@ use pulsar_rs_broker::{
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::pb::{self, base_command::Type};
 use pulsar_rs_proto::{commands, BaseCommand, Frame, PayloadFrame, ServerError as Wire};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use crate::authz::Action;
 use crate::error::{wire_code, ServerError};
 use crate::writer::{self, Outbound};
 use crate::ServerContext;
@@ -117,20 +118,37 @@ struct Connection {
     closed_producers: HashMap<u64, Instant>,
     last_seen: Instant,
     ping_outstanding: bool,
+    /// The authenticated role (`None`: authentication off and no anonymous role), or why
+    /// CONNECT failed authentication: then the first request is refused (see `auth`).
+    role: Result<Option<String>, String>,
 }
 
 /// Serves one accepted socket until it closes or the broker shuts down.
 pub async fn serve(
     socket: TcpStream,
     ctx: Arc<ServerContext>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let peer = socket
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
     let _ = socket.set_nodelay(true);
-    let (mut rd, wr) = socket.into_split();
+    let (rd, wr) = socket.into_split();
+    serve_io(rd, wr, peer, ctx, shutdown).await;
+}
+
+/// Serves one connection given as its read and write halves (plain TCP or TLS).
+pub async fn serve_io<R, W>(
+    mut rd: R,
+    wr: W,
+    peer: String,
+    ctx: Arc<ServerContext>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(writer::run(rx, wr));
     let mut conn = Connection {
@@ -150,6 +168,7 @@ pub async fn serve(
         closed_producers: HashMap::new(),
         last_seen: Instant::now(),
         ping_outstanding: false,
+        role: Ok(None),
     };
     let max_frame =
         conn.service.config.max_message_size as usize + pulsar_rs_proto::MESSAGE_SIZE_FRAME_PADDING;
@@ -261,6 +280,14 @@ impl Connection {
         if !self.connected && ty != Type::Connect {
             return Err(ServerError::BadRequest(format!("{ty:?} before CONNECT")));
         }
+        if let Err(reason) = &self.role {
+            if !matches!(ty, Type::Connect | Type::Ping | Type::Pong) {
+                if let Some(reply) = crate::auth::refusal(ty, &cmd, reason) {
+                    self.send(&reply);
+                }
+                return Err(ServerError::Authentication(reason.clone()));
+            }
+        }
         macro_rules! body {
             ($field:ident) => {
                 cmd.$field
@@ -371,6 +398,10 @@ impl Connection {
             .protocol_version()
             .min(pulsar_rs_proto::MAX_PROTOCOL_VERSION);
         self.connected = true;
+        self.role = self.ctx.auth.authenticate_connect(c).map_err(|e| {
+            tracing::info!(peer = %self.peer, error = %e, "authentication failed");
+            e.to_string()
+        });
         tracing::debug!(peer = %self.peer, client = %c.client_version, version, "connected");
         let max = i32::try_from(self.service.config.max_message_size).unwrap_or(i32::MAX);
         self.send(&commands::connected(
@@ -382,6 +413,15 @@ impl Connection {
     }
 
     fn partitioned_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) {
+        if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
+            let code = Wire::AuthorizationError;
+            self.send(&commands::partitioned_metadata_failed(
+                c.request_id,
+                code,
+                msg,
+            ));
+            return;
+        }
         let reply = match TopicName::parse(&c.topic).and_then(|t| {
             self.service
                 .partitions(&t, c.metadata_auto_creation_enabled())
@@ -395,11 +435,23 @@ impl Connection {
     }
 
     fn lookup(&self, c: &pb::CommandLookupTopic) {
+        if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
+            let code = Wire::AuthorizationError;
+            self.send(&commands::lookup_failed(c.request_id, code, msg));
+            return;
+        }
+        let tls_url = self.ctx.service_url_tls.as_deref();
         let reply = match TopicName::parse(&c.topic) {
-            Ok(_) => commands::lookup_connect(c.request_id, &self.ctx.service_url, None),
+            Ok(_) => commands::lookup_connect(c.request_id, &self.ctx.service_url, tls_url),
             Err(e) => commands::lookup_failed(c.request_id, wire_code(&e), e.to_string()),
         };
         self.send(&reply);
+    }
+
+    /// Authorization of `action` on `topic` for this connection's role.
+    fn authorized(&self, topic: &str, action: Action) -> Result<(), String> {
+        let role = self.role.as_ref().ok().and_then(Option::as_deref);
+        self.ctx.authz.check_name(role, topic, action)
     }
 
     fn error(&self, request_id: u64, e: &BrokerError) {
@@ -432,6 +484,14 @@ impl Connection {
                     &BrokerError::ProducerBusy("producer id already in use".into()),
                 );
             }
+            return;
+        }
+        if let Err(msg) = self.authorized(&c.topic, Action::Produce) {
+            self.send(&commands::error(
+                c.request_id,
+                Wire::AuthorizationError,
+                msg,
+            ));
             return;
         }
         let result = (|| -> Result<(Arc<Topic>, String, u64, Option<Bytes>), BrokerError> {
@@ -574,6 +634,14 @@ impl Connection {
                 return;
             }
             self.consumers.remove(&c.consumer_id);
+        }
+        if let Err(msg) = self.authorized(&c.topic, Action::Consume) {
+            self.send(&commands::error(
+                c.request_id,
+                Wire::AuthorizationError,
+                msg,
+            ));
+            return;
         }
         let result = (|| -> Result<ConsumerSlot, BrokerError> {
             let name = TopicName::parse(&c.topic)?;

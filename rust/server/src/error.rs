@@ -27,6 +27,9 @@ pub enum ServerError {
     /// A peer sent a command that is not valid now.
     #[error("{0}")]
     BadRequest(String),
+    /// A client failed authentication; its connection is closed.
+    #[error("authentication failed: {0}")]
+    Authentication(String),
 }
 
 impl ServerError {

@@ -4,12 +4,18 @@
 //! [`Server::start`] is the one entry point used by the binary, the Python bindings and tests:
 //! it binds both ports (0 = ephemeral), spawns the accept loops on the current runtime and
 //! returns a handle with the bound addresses and a clean shutdown.
+//!
+//! Security (all off by default): token authentication ([`auth`]), permissions ([`authz`]) and
+//! TLS listeners ([`tls`]) beside the plain ones, enabled by Pulsar's `broker.conf` keys.
 
 pub mod admin;
 pub mod admin_policies;
+pub mod auth;
+pub mod authz;
 pub mod connection;
 pub mod error;
 pub mod metrics;
+pub mod tls;
 pub mod writer;
 
 use std::collections::HashMap;
@@ -32,6 +38,12 @@ pub struct ServerContext {
     pub service: Arc<BrokerService>,
     /// `pulsar://host:port` given out in LOOKUP answers; immutable.
     pub service_url: String,
+    /// `pulsar+ssl://host:port` given out in LOOKUP answers when TLS is on; immutable.
+    pub service_url_tls: Option<String>,
+    /// Authentication (`authenticationEnabled`, token provider); immutable.
+    pub auth: auth::Authenticator,
+    /// Authorization (`authorizationEnabled`, superusers, granted permissions).
+    pub authz: authz::Authorizer,
     /// Connections currently paused for publish backpressure (metric).
     pub throttled_connections: AtomicI64,
     /// Times a connection was paused by a publish rate limit (metric).
@@ -81,6 +93,12 @@ pub struct Server {
     pub service_addr: SocketAddr,
     /// Where the admin REST API listens.
     pub admin_addr: SocketAddr,
+    /// Where `pulsar+ssl://` listens (`brokerServicePortTls`).
+    pub service_tls_addr: Option<SocketAddr>,
+    /// Where HTTPS admin listens (`webServicePortTls`).
+    pub admin_tls_addr: Option<SocketAddr>,
+    /// `https://host:port` of the admin API when TLS is on.
+    admin_url_tls: Option<String>,
     /// The data directory.
     pub data_dir: PathBuf,
     shutdown: watch::Sender<bool>,
@@ -116,6 +134,37 @@ impl Server {
             .clone()
             .unwrap_or_else(|| bind.clone());
         let service_url = format!("pulsar://{host}:{}", service_addr.port());
+        let auth = auth::Authenticator::from_config(&config)?;
+        let acceptors =
+            if config.broker_service_port_tls.is_some() || config.web_service_port_tls.is_some() {
+                Some(tls::acceptors(&config)?)
+            } else {
+                None
+            };
+        let bind_tls = |port: Option<u16>| {
+            let bind = bind.clone();
+            async move {
+                match port {
+                    Some(p) => TcpListener::bind((bind.as_str(), p))
+                        .await
+                        .map(Some)
+                        .map_err(|e| ServerError::io(format!("binding {bind}:{p}"), e)),
+                    None => Ok(None),
+                }
+            }
+        };
+        let service_tls_listener = bind_tls(config.broker_service_port_tls).await?;
+        let admin_tls_listener = bind_tls(config.web_service_port_tls).await?;
+        let addr_of = |l: &Option<TcpListener>| {
+            l.as_ref()
+                .map(TcpListener::local_addr)
+                .transpose()
+                .map_err(|e| ServerError::io("reading bound address", e))
+        };
+        let service_tls_addr = addr_of(&service_tls_listener)?;
+        let admin_tls_addr = addr_of(&admin_tls_listener)?;
+        let service_url_tls = service_tls_addr.map(|a| format!("pulsar+ssl://{host}:{}", a.port()));
+        let admin_url_tls = admin_tls_addr.map(|a| format!("https://{host}:{}", a.port()));
         let dir = data_dir.clone();
         let service = tokio::task::spawn_blocking(move || BrokerService::open(config, &dir))
             .await
@@ -131,9 +180,19 @@ impl Server {
                 .broker_publisher_throttling_max_byte_rate
                 .max(0) as f64,
         );
+        let authz = match authz::Authorizer::open(&service.config, service.storage.meta()) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = service.close();
+                return Err(e.into());
+            }
+        };
         let ctx = Arc::new(ServerContext {
             service,
             service_url,
+            service_url_tls,
+            auth,
+            authz,
             throttled_connections: AtomicI64::new(0),
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
             broker_publish_limiter,
@@ -143,12 +202,24 @@ impl Server {
         let mut tasks = JoinSet::new();
         tasks.spawn(accept_loop(service_listener, Arc::clone(&ctx), rx.clone()));
         tasks.spawn(admin::serve(admin_listener, Arc::clone(&ctx), rx.clone()));
+        if let (Some(l), Some(a)) = (service_tls_listener, &acceptors) {
+            let acceptor = a.service.clone();
+            tasks.spawn(tls::accept_loop(l, acceptor, Arc::clone(&ctx), rx.clone()));
+        }
+        if let (Some(l), Some(a)) = (admin_tls_listener, &acceptors) {
+            let listener = tls::TlsListener::new(l, a.admin.clone())
+                .map_err(|e| ServerError::io("reading bound address", e))?;
+            tasks.spawn(admin::serve(listener, Arc::clone(&ctx), rx.clone()));
+        }
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
             ctx,
             service_addr,
             admin_addr,
+            service_tls_addr,
+            admin_tls_addr,
+            admin_url_tls,
             data_dir,
             shutdown,
             tasks,
@@ -165,6 +236,18 @@ impl Server {
     #[must_use]
     pub fn admin_url(&self) -> String {
         format!("http://{}", self.admin_addr)
+    }
+
+    /// `pulsar+ssl://host:port` when `brokerServicePortTls` is set.
+    #[must_use]
+    pub fn service_url_tls(&self) -> Option<&str> {
+        self.ctx.service_url_tls.as_deref()
+    }
+
+    /// `https://host:port` when `webServicePortTls` is set.
+    #[must_use]
+    pub fn admin_url_tls(&self) -> Option<&str> {
+        self.admin_url_tls.as_deref()
     }
 
     /// Stops accepting, closes connections, persists cursor state and closes storage.

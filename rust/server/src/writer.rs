@@ -1,12 +1,11 @@
 //! The write half of a connection: drains the outbound queue and writes frames with vectored
 //! writes, so a MESSAGE goes out as its small encoded header followed by the stored entry bytes,
-//! which are never copied in user space.
+//! which are never copied in user space. Generic over the socket: plain TCP or TLS.
 
 use std::io::IoSlice;
 
 use bytes::{Buf, Bytes};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// One item to write.
@@ -24,7 +23,7 @@ pub enum Outbound {
 const MAX_IOV: usize = 256;
 
 /// Writes until the queue closes, an `Outbound::Close` arrives, or the socket fails.
-pub async fn run(mut rx: UnboundedReceiver<Outbound>, mut socket: OwnedWriteHalf) {
+pub async fn run<W: AsyncWrite + Unpin>(mut rx: UnboundedReceiver<Outbound>, mut socket: W) {
     let mut bufs: Vec<Bytes> = Vec::with_capacity(MAX_IOV);
     let mut closing = false;
     while !closing {
@@ -56,7 +55,10 @@ fn push(bufs: &mut Vec<Bytes>, item: Outbound) -> bool {
     false
 }
 
-async fn write_all(socket: &mut OwnedWriteHalf, bufs: &mut Vec<Bytes>) -> std::io::Result<()> {
+async fn write_all<W: AsyncWrite + Unpin>(
+    socket: &mut W,
+    bufs: &mut Vec<Bytes>,
+) -> std::io::Result<()> {
     let mut start = 0;
     while start < bufs.len() {
         let slices: Vec<IoSlice<'_>> = bufs[start..].iter().map(|b| IoSlice::new(b)).collect();
