@@ -245,12 +245,18 @@ class Broker:
         data_dir: str | PathLike[str] | None = None,
         port: int = 0,
         admin_port: int = 0,
-        **settings: bool | int | float | str | None,
+        **settings: bool | int | float | str | list[str] | None,
     ) -> Self: ...
     @property
     def service_url(self) -> str: ...
     @property
     def admin_url(self) -> str: ...
+    @property
+    def service_url_tls(self) -> str | None:
+        """``pulsar+ssl://host:port`` when ``brokerServicePortTls`` is set, else ``None``."""
+    @property
+    def admin_url_tls(self) -> str | None:
+        """``https://host:port`` of the admin API when ``webServicePortTls`` is set, else ``None``."""
     @property
     def data_dir(self) -> Path: ...
     @property

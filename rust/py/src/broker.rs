@@ -62,6 +62,14 @@ fn json_value(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<serde
     if v.is_none() {
         return Ok(serde_json::Value::Null);
     }
+    // Lists (e.g. `superUserRoles=["admin"]`).
+    if v.is_instance_of::<pyo3::types::PyList>() || v.is_instance_of::<pyo3::types::PyTuple>() {
+        let items: PyResult<Vec<serde_json::Value>> = v
+            .try_iter()?
+            .map(|item| json_value(py, key, &item?))
+            .collect();
+        return Ok(serde_json::Value::Array(items?));
+    }
     Err(error::invalid_config(
         py,
         key,
@@ -92,6 +100,10 @@ pub struct PyBroker {
     server: Mutex<Option<Server>>,
     service_url: String,
     admin_url: String,
+    /// `pulsar+ssl://host:port` when `brokerServicePortTls` is set.
+    service_url_tls: Option<String>,
+    /// `https://host:port` when `webServicePortTls` is set.
+    admin_url_tls: Option<String>,
     data_dir: PathBuf,
     /// The temporary data directory when none was given; removed when the broker is dropped.
     temp: Mutex<Option<tempfile::TempDir>>,
@@ -130,6 +142,8 @@ impl PyBroker {
         Ok(PyBroker {
             service_url: server.service_url().to_owned(),
             admin_url: server.admin_url(),
+            service_url_tls: server.service_url_tls().map(str::to_owned),
+            admin_url_tls: server.admin_url_tls().map(str::to_owned),
             data_dir: dir,
             server: Mutex::new(Some(server)),
             temp: Mutex::new(temp),
@@ -146,6 +160,18 @@ impl PyBroker {
     #[getter]
     fn admin_url(&self) -> &str {
         &self.admin_url
+    }
+
+    /// `pulsar+ssl://host:port` when `brokerServicePortTls` is set, else `None`.
+    #[getter]
+    fn service_url_tls(&self) -> Option<&str> {
+        self.service_url_tls.as_deref()
+    }
+
+    /// `https://host:port` of the admin API when `webServicePortTls` is set, else `None`.
+    #[getter]
+    fn admin_url_tls(&self) -> Option<&str> {
+        self.admin_url_tls.as_deref()
     }
 
     /// The data directory.
