@@ -4,8 +4,10 @@ For each size (default 1 M and 10 M entries over 10 000 topics):
 
 1. **Real data directory**: an in-process ``pulsar_rs.Broker`` (``journalSyncData=False``) gets the
    entries from ``pulsar-rs-perf`` (the Rust protocol load generator of ``rust/bench``: unbatched
-   100-byte messages, one producer per topic). Two subscriptions per topic: ``backlog`` (created
-   before publishing, never reads) and ``catchup`` (reads about half of all messages afterwards).
+   100-byte messages, one producer per topic) and one ``backlog`` subscription per topic (created
+   before publishing, never reads). ``--catchup`` adds a ``catchup`` subscription that reads about
+   half of all messages; off by default because with 1000+ topics the broker's workers then spin
+   after the consumers disconnect and ``Broker.stop()`` never returns.
    Python's ``ManagedLedger`` opens one storage per instance and recovers the whole journal on
    every open, so writing 10 000 ledgers through it is quadratic; the broker path is linear.
 2. **Export rate**: ``pulsar_rs.export.write_snapshot`` live (running broker) and offline (data
