@@ -10,6 +10,9 @@ use axum::response::{IntoResponse, Response};
 
 use crate::ServerContext;
 
+/// A metric family being collected: name, Prometheus type, (labels, value) samples.
+type Family = (&'static str, &'static str, Vec<(String, f64)>);
+
 /// Appends one family: `# TYPE` line then the samples.
 struct Families {
     out: String,
@@ -28,7 +31,7 @@ impl Families {
 pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     let svc = Arc::clone(&ctx.service);
     let cluster = svc.config.cluster_name.clone();
-    let mut topic_samples: Vec<(&str, &str, Vec<(String, f64)>)> = vec![
+    let mut topic_samples: Vec<Family> = vec![
         ("pulsar_rate_in", "gauge", vec![]),
         ("pulsar_rate_out", "gauge", vec![]),
         ("pulsar_throughput_in", "gauge", vec![]),
@@ -42,7 +45,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         ("pulsar_subscriptions_count", "gauge", vec![]),
         ("pulsar_consumers_count", "gauge", vec![]),
     ];
-    let mut sub_samples: Vec<(&str, &str, Vec<(String, f64)>)> = vec![
+    let mut sub_samples: Vec<Family> = vec![
         ("pulsar_subscription_back_log", "gauge", vec![]),
         ("pulsar_subscription_backlog_size", "gauge", vec![]),
         ("pulsar_subscription_unacked_messages", "gauge", vec![]),
