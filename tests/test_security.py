@@ -11,6 +11,7 @@ refuses the first request with AuthenticationError (see ``rust/server/src/auth.r
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import ipaddress
 import json
@@ -40,6 +41,7 @@ SECRET = b"pulsar-rs-test-secret-0123456789abcdef"
 SECRET_URL = "data:;base64," + base64.b64encode(SECRET).decode()
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 AUTHN_ERROR, AUTHZ_ERROR = 3, 4
+ERROR, GET_TOPICS_OF_NAMESPACE = 14, 32
 LOOKUP_FAILED = 2
 
 
@@ -69,10 +71,8 @@ def clients() -> Callable[..., pulsar.Client]:
 
     yield make
     for c in made:
-        try:
+        with contextlib.suppress(Exception):
             c.close()
-        except Exception:
-            pass
 
 
 def http(method: str, url: str, token: str | None = None, body=None, context=None) -> tuple[int, object]:
@@ -411,7 +411,11 @@ def test_lookup_refused_with_lookup_response(authz_broker):
         ty, body = raw.recv()
         assert ty == LOOKUP_RESPONSE
         assert body[3] == [LOOKUP_FAILED] and body[4] == [5] and body[6] == [AUTHZ_ERROR]
-        # The connection stays usable: an authorized role's lookup on it would succeed.
+        # GET_TOPICS_OF_NAMESPACE (regex subscriptions) needs a namespace grant: ERROR.
+        raw.send(simple_frame(base(GET_TOPICS_OF_NAMESPACE, fv(1, 6) + fb(2, "public/default"))))
+        ty, body = raw.recv()
+        assert ty == ERROR and body[1] == [6] and body[2] == [AUTHZ_ERROR]
+        # Authorization refusals leave the connection open.
         assert not raw.is_closed()
     finally:
         raw.close()
@@ -448,7 +452,7 @@ def _name(cn: str) -> x509.Name:
 
 def make_pki(directory: Path, sans: list[x509.GeneralName]) -> tuple[Path, Path, Path]:
     """A test CA and a server certificate for ``sans``: (ca.pem, server.pem, server.key)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
         x509.CertificateBuilder()
@@ -488,9 +492,7 @@ def make_pki(directory: Path, sans: list[x509.GeneralName]) -> tuple[Path, Path,
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     directory.mkdir(parents=True, exist_ok=True)
@@ -498,9 +500,7 @@ def make_pki(directory: Path, sans: list[x509.GeneralName]) -> tuple[Path, Path,
     ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return ca_path, cert_path, key_path
 
@@ -590,7 +590,7 @@ def test_tls_hostname_mismatch_fails(pulsar_broker_factory, tmp_path, topic):
     finally:
         lenient.close()
     ctx = ssl.create_default_context(cafile=str(pki[0]))
-    with pytest.raises(urllib.error.URLError, match="(?i)hostname|certificate"):
+    with pytest.raises(urllib.error.URLError, match=r"(?i)hostname|certificate"):
         http("GET", f"{broker.admin_url_tls}/admin/v2/brokers/health", context=ctx)
 
 

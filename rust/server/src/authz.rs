@@ -251,6 +251,30 @@ impl Authorizer {
         }
     }
 
+    /// Whether `role` may list a namespace's topics (GET_TOPICS_OF_NAMESPACE): a produce or
+    /// consume grant on the namespace.
+    ///
+    /// # Errors
+    /// The refusal message.
+    pub fn check_namespace(&self, role: Option<&str>, ns: &str) -> Result<(), String> {
+        if !self.enabled || self.is_superuser(role) {
+            return Ok(());
+        }
+        let granted = role.is_some_and(|r| {
+            self.store.namespace(ns).get(r).is_some_and(|a| {
+                a.contains(&AuthAction::Produce) || a.contains(&AuthAction::Consume)
+            })
+        });
+        if granted {
+            Ok(())
+        } else {
+            Err(format!(
+                "Client with role {} is not authorized to list the topics of {ns}",
+                role.unwrap_or("<none>")
+            ))
+        }
+    }
+
     /// [`Authorizer::check`] on a topic given by its wire name. A name that does not parse is
     /// let through: the command itself then fails with InvalidTopicName.
     ///
@@ -464,6 +488,12 @@ mod tests {
             .unwrap();
         assert!(a.check(Some("alice"), &topic, Action::Produce).is_err());
         assert!(a.store.namespace("public/default").is_empty());
+        assert!(a.check_namespace(Some("bob"), "public/default").is_err());
+        a.store
+            .grant_namespace("public/default", "carol", acts(&[AuthAction::Consume]))
+            .unwrap();
+        assert!(a.check_namespace(Some("carol"), "public/default").is_ok());
+        assert!(a.check_namespace(Some("carol"), "public/other").is_err());
     }
 
     #[test]

@@ -861,6 +861,12 @@ impl Connection {
     }
 
     fn topics_of_namespace(&self, g: &pb::CommandGetTopicsOfNamespace) {
+        let role = self.role.as_ref().ok().and_then(Option::as_deref);
+        if let Err(msg) = self.ctx.authz.check_namespace(role, &g.namespace) {
+            let code = Wire::AuthorizationError;
+            self.send(&commands::error(g.request_id, code, msg));
+            return;
+        }
         let mut topics: Vec<String> = self
             .service
             .topics_of_namespace(&g.namespace)

@@ -212,7 +212,7 @@ impl Server {
             tasks.spawn(admin::serve(listener, Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
-        tracing::info!(%service_addr, %admin_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
+        tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
             ctx,
             service_addr,
