@@ -230,6 +230,9 @@ impl Consumer {
             data,
         });
         if !sent {
+            // The connection is gone; until it detaches us, take nothing more (a dispatcher
+            // retrying a dead sink would spin).
+            self.close();
             return false;
         }
         self.permits.charge(i64::from(messages));

@@ -516,6 +516,9 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                     }
                 }
             };
+        // A pass can complete without ever waiting (entries cached, consumers with permits):
+        // yield so one busy subscription cannot starve connections and other dispatchers.
+        tokio::task::yield_now().await;
         match result {
             Ok(outcome) => {
                 backoff = Duration::from_millis(100);
