@@ -88,6 +88,9 @@ struct Producer {
     handle: u64,
     /// Ordered queue to this producer's receipt task.
     receipts: mpsc::UnboundedSender<PendingSend>,
+    /// Receipts queued to that task and not yet sent. While zero, an append that completed at
+    /// once is answered directly, saving a task hop per SEND.
+    queued: Arc<AtomicUsize>,
 }
 
 struct ConsumerSlot {
@@ -532,8 +535,13 @@ impl Connection {
                 for fenced in topic.take_fenced() {
                     self.ctx.fence_producer(fenced);
                 }
-                let receipts =
-                    spawn_receipts(c.producer_id, self.tx.clone(), Arc::clone(&self.inflight));
+                let queued = Arc::new(AtomicUsize::new(0));
+                let receipts = spawn_receipts(
+                    c.producer_id,
+                    self.tx.clone(),
+                    Arc::clone(&self.inflight),
+                    Arc::clone(&queued),
+                );
                 self.ctx
                     .register_producer(handle, self.tx.clone(), c.producer_id);
                 self.producers.insert(
@@ -543,6 +551,7 @@ impl Connection {
                         name: name.clone(),
                         handle,
                         receipts,
+                        queued,
                     },
                 );
                 self.send(&commands::producer_success(
@@ -609,8 +618,24 @@ impl Connection {
             }
             r
         };
+        // Acquire: pairs with the receipt task's Release decrement, which follows its last
+        // send; seeing zero means every earlier receipt of this producer is already queued.
+        let immediate =
+            !matches!(result, Ok((_, Some(_)))) && p.queued.load(Ordering::Acquire) == 0;
+        if immediate {
+            let cmd = receipt_command(
+                s.producer_id,
+                s.sequence_id,
+                s.highest_sequence_id,
+                result.map(|(pos, _)| pos),
+            );
+            let _ = self.tx.send(frame(&cmd));
+            return Ok(());
+        }
         // Release: pairs with the reader's Acquire load in the backpressure check.
         self.inflight.count.fetch_add(1, Ordering::Release);
+        // Relaxed: only this task increments; the task's decrement is the synchronising one.
+        p.queued.fetch_add(1, Ordering::Relaxed);
         let pending = PendingSend {
             sequence_id: s.sequence_id,
             highest_sequence_id: s.highest_sequence_id,
@@ -618,6 +643,7 @@ impl Connection {
         };
         if p.receipts.send(pending).is_err() {
             self.inflight.count.fetch_sub(1, Ordering::Release);
+            p.queued.fetch_sub(1, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -1021,10 +1047,31 @@ fn wire_schema(s: &SchemaInfo) -> pb::Schema {
 }
 
 /// Starts the task that answers one producer's SENDs in order.
+/// SEND_RECEIPT for a stored entry, or SEND_ERROR.
+fn receipt_command(
+    producer_id: u64,
+    sequence_id: u64,
+    highest_sequence_id: Option<u64>,
+    outcome: Result<Position, (Wire, String)>,
+) -> BaseCommand {
+    match outcome {
+        Ok(pos) => commands::send_receipt(
+            producer_id,
+            sequence_id,
+            highest_sequence_id,
+            pos.ledger_id as u64,
+            pos.entry_id as u64,
+        ),
+        Err((code, msg)) => commands::send_error(producer_id, sequence_id, code, msg),
+    }
+}
+
+/// Starts the task that answers one producer's SENDs in order once they are durable.
 fn spawn_receipts(
     producer_id: u64,
     tx: mpsc::UnboundedSender<Outbound>,
     inflight: Arc<Inflight>,
+    queued: Arc<AtomicUsize>,
 ) -> mpsc::UnboundedSender<PendingSend> {
     let (rtx, mut rrx) = mpsc::unbounded_channel::<PendingSend>();
     tokio::spawn(async move {
@@ -1038,18 +1085,11 @@ fn spawn_receipts(
                 },
                 Err(e) => Err(e),
             };
-            let cmd = match outcome {
-                Ok(pos) => commands::send_receipt(
-                    producer_id,
-                    p.sequence_id,
-                    p.highest_sequence_id,
-                    pos.ledger_id as u64,
-                    pos.entry_id as u64,
-                ),
-                Err((code, msg)) => commands::send_error(producer_id, p.sequence_id, code, msg),
-            };
+            let cmd = receipt_command(producer_id, p.sequence_id, p.highest_sequence_id, outcome);
             let _ = tx.send(frame(&cmd));
-            // Release: pairs with the reader's Acquire in the backpressure check.
+            // Release (both): the receipt is queued before the counters say so; pairs with the
+            // connection's Acquire loads (backpressure check, direct-receipt check).
+            queued.fetch_sub(1, Ordering::Release);
             inflight.count.fetch_sub(1, Ordering::Release);
             inflight.drained.notify_one();
         }
