@@ -81,10 +81,17 @@ class Broker:
         self.dir = Path(tempfile.mkdtemp(prefix=f"bench-{kind}-", dir=os.environ.get("BENCH_TMP")))
         self.port = free_port()
         self.url = f"pulsar://127.0.0.1:{self.port}"
-        self.log = open(self.dir / "broker.log", "w")
+        self.log = open(self.dir / "broker.log", "w")  # noqa: SIM115 - lives as long as the broker process
         if kind == "lite":
-            cmd = [lite_binary(), "--addr", f"127.0.0.1:{self.port}", "--db-path",
-                   str(self.dir / "db"), "--log-level", "warn"]
+            cmd = [
+                lite_binary(),
+                "--addr",
+                f"127.0.0.1:{self.port}",
+                "--db-path",
+                str(self.dir / "db"),
+                "--log-level",
+                "warn",
+            ]
             # Without --config it looks for ./pulsar-lite.toml: run it in the data dir.
         else:
             toml = extra_toml
@@ -94,8 +101,17 @@ class Broker:
                 toml += "managedLedgerMinLedgerRolloverTimeMinutes = 0\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
-            cmd = [str(bin_dir / "pulsar-rs-server"), "--config", str(conf), "--data-dir",
-                   str(self.dir / "data"), "--port", str(self.port), "--admin-port", "0"]
+            cmd = [
+                str(bin_dir / "pulsar-rs-server"),
+                "--config",
+                str(conf),
+                "--data-dir",
+                str(self.dir / "data"),
+                "--port",
+                str(self.port),
+                "--admin-port",
+                "0",
+            ]
         env = {**os.environ, "RUST_LOG": "warn"}
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, cwd=self.dir, env=env)
         deadline = time.time() + 20
@@ -113,8 +129,12 @@ class Broker:
 
     def stats(self) -> dict:
         s = proc_status(self.proc.pid)
-        return {"rss_mb": s.get("VmRSS", 0) / 1024, "hwm_mb": s.get("VmHWM", 0) / 1024,
-                "threads": s.get("Threads"), "cpu_s": proc_cpu_s(self.proc.pid) - self.cpu0}
+        return {
+            "rss_mb": s.get("VmRSS", 0) / 1024,
+            "hwm_mb": s.get("VmHWM", 0) / 1024,
+            "threads": s.get("Threads"),
+            "cpu_s": proc_cpu_s(self.proc.pid) - self.cpu0,
+        }
 
     def disk_mb(self) -> float:
         total = 0
@@ -203,7 +223,8 @@ BROKERS = ["rs-durable", "rs-nondurable", "lite"]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin-dir", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "/work/target-bench"), "release"))
+    target_dir = os.environ.get("CARGO_TARGET_DIR", "/work/target-bench")
+    ap.add_argument("--bin-dir", default=os.path.join(target_dir, "release"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--backlog", type=int, default=2_000_000, help="entries in the catch-up backlog")
@@ -216,8 +237,7 @@ def main() -> None:
     brokers = [b for b in args.brokers.split(",") if b]
     only = set(filter(None, args.only.split(",")))
     want = lambda s: not only or s in only  # noqa: E731
-    results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv,
-                     "machine": machine()}
+    results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv, "machine": machine()}
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -229,8 +249,9 @@ def main() -> None:
         log("== machine limits")
         results["limits"] = {
             "tcp_loopback": run_json([str(bin_dir / "pulsar-rs-probe"), "tcp", "--seconds", "3"], 60),
-            "disk": run_json([str(bin_dir / "pulsar-rs-probe"), "disk", "--dir", str(scratch / "probe-disk"),
-                              "--seconds", "2"], 120),
+            "disk": run_json(
+                [str(bin_dir / "pulsar-rs-probe"), "disk", "--dir", str(scratch / "probe-disk"), "--seconds", "2"], 120
+            ),
         }
         save()
 
@@ -268,8 +289,13 @@ def main() -> None:
         # p99 publish latency at half of each broker's maximum (100 B, unbatched, 1 producer).
         results["half_rate"] = {}
         for kind in brokers:
-            maxr = (results.get("perf", {}).get("w1_100B_unbatched_1p1c", {}).get(kind, {})
-                    .get("median", {}).get("pub_msg_s"))
+            maxr = (
+                results.get("perf", {})
+                .get("w1_100B_unbatched_1p1c", {})
+                .get(kind, {})
+                .get("median", {})
+                .get("pub_msg_s")
+            )
             if not maxr:
                 b = Broker(kind, bin_dir)
                 try:
@@ -282,8 +308,7 @@ def main() -> None:
                 log(f"== half-rate {kind} {rate} msg/s run {i + 1}")
                 b = Broker(kind, bin_dir)
                 try:
-                    r = perf(bin_dir, b.url, duration=d, size=100, batch=1, rate=rate,
-                             topic_prefix=f"half-{i}")
+                    r = perf(bin_dir, b.url, duration=d, size=100, batch=1, rate=rate, topic_prefix=f"half-{i}")
                 finally:
                     b.stop()
                 runs.append(brief(r))
@@ -300,8 +325,9 @@ def main() -> None:
                     log(f"== python {wname} {kind} run {i + 1}")
                     b = Broker(kind, bin_dir)
                     try:
-                        r = pyclient(b.url, size=100, batch=batch, duration=d,
-                                     topic=f"persistent://public/default/py-{i}")
+                        r = pyclient(
+                            b.url, size=100, batch=batch, duration=d, topic=f"persistent://public/default/py-{i}"
+                        )
                         st = b.stats()
                     finally:
                         b.stop()
@@ -320,18 +346,35 @@ def main() -> None:
             try:
                 time.sleep(0.5)
                 base = b.stats()
-                r = perf(bin_dir, b.url, producers=n, consumers=n, topics=n, connections=10,
-                         size=100, batch=1, rate=n // 10, duration=15, topic_prefix="idle",
-                         max_inflight=10, receiver_queue=100, timeout=900)
+                r = perf(
+                    bin_dir,
+                    b.url,
+                    producers=n,
+                    consumers=n,
+                    topics=n,
+                    connections=10,
+                    size=100,
+                    batch=1,
+                    rate=n // 10,
+                    duration=15,
+                    topic_prefix="idle",
+                    max_inflight=10,
+                    receiver_queue=100,
+                    timeout=900,
+                )
                 st_loaded = b.stats()
                 time.sleep(2)
                 st_after = b.stats()
             finally:
                 b.stop()
             results["idle_topics"][kind] = {
-                "topics": n, "rate_total_msg_s": n // 10, "baseline": base,
-                "end_of_run": st_loaded, "after_clients_left": st_after,
-                "setup_s": r.get("setup_s"), "perf": brief(r),
+                "topics": n,
+                "rate_total_msg_s": n // 10,
+                "baseline": base,
+                "end_of_run": st_loaded,
+                "after_clients_left": st_after,
+                "setup_s": r.get("setup_s"),
+                "perf": brief(r),
             }
             save()
 
@@ -357,16 +400,32 @@ def main() -> None:
                     fill_s = time.time() - t
                     st_fill = b.stats()
                     disk = b.disk_mb()
-                    r = perf(bin_dir, b.url, producers=0, consumers=1, topics=1, topic_prefix="backlog",
-                             size=s["size"], expect=fill.get("published") or msgs,
-                             receiver_queue=s["recvq"], duration=300, drain_timeout=0, timeout=900)
+                    r = perf(
+                        bin_dir,
+                        b.url,
+                        producers=0,
+                        consumers=1,
+                        topics=1,
+                        topic_prefix="backlog",
+                        size=s["size"],
+                        expect=fill.get("published") or msgs,
+                        receiver_queue=s["recvq"],
+                        duration=300,
+                        drain_timeout=0,
+                        timeout=900,
+                    )
                     st = b.stats()
                 finally:
                     b.stop()
                 results["catchup"][cname][kind] = {
-                    "backlog_messages": fill.get("published"), "entries": (fill.get("published") or 0) // s["batch"],
-                    "fill_s": fill_s, "fill": fill, "disk_mb": disk, "broker_after_fill": st_fill,
-                    "read": brief(r), "broker_after_read": st,
+                    "backlog_messages": fill.get("published"),
+                    "entries": (fill.get("published") or 0) // s["batch"],
+                    "fill_s": fill_s,
+                    "fill": fill,
+                    "disk_mb": disk,
+                    "broker_after_fill": st_fill,
+                    "read": brief(r),
+                    "broker_after_read": st,
                 }
                 save()
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -382,10 +441,24 @@ def fill_backlog(bin_dir: Path, url: str, s: dict, msgs: int) -> dict:
     while total < msgs and rounds < 40:
         rounds += 1
         # Estimate: publish in chunks of at most 30 s; stop early once the target is reached.
-        r = perf(bin_dir, url, producers=1, consumers=1, topics=1, topic_prefix="backlog",
-                 size=s["size"], batch=s["batch"], no_flow=True, duration=30,
-                 max_inflight=max(1000, s["batch"] * 10), drain_timeout=5, timeout=200,
-                 rate=0, expect=0, max_messages=msgs - total)
+        r = perf(
+            bin_dir,
+            url,
+            producers=1,
+            consumers=1,
+            topics=1,
+            topic_prefix="backlog",
+            size=s["size"],
+            batch=s["batch"],
+            no_flow=True,
+            duration=30,
+            max_inflight=max(1000, s["batch"] * 10),
+            drain_timeout=5,
+            timeout=200,
+            rate=0,
+            expect=0,
+            max_messages=msgs - total,
+        )
         if "error" in r:
             return {"error": r["error"], "published": total}
         total += r["publish"]["messages"]

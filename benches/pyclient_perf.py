@@ -49,11 +49,17 @@ def main() -> None:
     ap.add_argument("--drain-timeout", type=float, default=10.0)
     args = ap.parse_args()
 
-    client = pulsar.Client(args.url, operation_timeout_seconds=30, io_threads=1,
-                           message_listener_threads=1, log_conf_file_path=None,
-                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    consumer = client.subscribe(args.topic, "py-perf-sub", consumer_type=pulsar.ConsumerType.Exclusive,
-                                receiver_queue_size=1000)
+    client = pulsar.Client(
+        args.url,
+        operation_timeout_seconds=30,
+        io_threads=1,
+        message_listener_threads=1,
+        log_conf_file_path=None,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+    consumer = client.subscribe(
+        args.topic, "py-perf-sub", consumer_type=pulsar.ConsumerType.Exclusive, receiver_queue_size=1000
+    )
     producer = client.create_producer(
         args.topic,
         batching_enabled=args.batch > 1,

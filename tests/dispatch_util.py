@@ -60,7 +60,8 @@ def failover_active(names: list[str], topic: str) -> str:
 
 def topic_stats(broker, topic: str) -> dict:
     short = topic.rsplit("/", 1)[1]
-    with urllib.request.urlopen(f"{broker.admin_url}/admin/v2/persistent/public/default/{short}/stats", timeout=10) as r:
+    url = f"{broker.admin_url}/admin/v2/persistent/public/default/{short}/stats"
+    with urllib.request.urlopen(url, timeout=10) as r:
         return json.loads(r.read())
 
 

@@ -62,7 +62,7 @@ def test_new_active_consumer_takes_over_after_the_delay(pulsar_broker_factory, c
     first_msg = b.receive(timeout_millis=10000)
     waited = time.monotonic() - joined
     assert waited >= 1.2, f"dispatched to the new active consumer after {waited:.2f}s, before the delay"
-    rest = [first_msg] + receive_all(b, 14)
+    rest = [first_msg, *receive_all(b, 14)]
     assert [m.data() for m in rest] == [f"m{i}".encode() for i in range(5, 20)]
     assert_no_more(b)
     # The old consumer is on standby: new messages go to the new active one only.
@@ -78,7 +78,7 @@ def test_active_consumer_follows_the_ring(pulsar_broker, client, topic):
     ]
     expected = failover_active(names, topic)
     assert sub_stats(pulsar_broker, topic, "sub")["activeConsumerName"] == expected
-    by_name = dict(zip(names, consumers))
+    by_name = dict(zip(names, consumers, strict=False))
     by_name[expected].close()
     remaining = [n for n in names if n != expected]
     assert sub_stats(pulsar_broker, topic, "sub")["activeConsumerName"] == failover_active(remaining, topic)

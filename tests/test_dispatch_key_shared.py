@@ -194,14 +194,24 @@ def test_batches_route_by_key(client, topic):
 
 def test_sticky_ranges_route_by_slot(client, topic):
     low = client.subscribe(
-        topic, "sub", consumer_type=KEY_SHARED, consumer_name="low", initial_position=EARLIEST,
+        topic,
+        "sub",
+        consumer_type=KEY_SHARED,
+        consumer_name="low",
+        initial_position=EARLIEST,
         key_shared_policy=pulsar.ConsumerKeySharedPolicy(
-            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(0, 32767)]),
+            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(0, 32767)]
+        ),
     )
     high = client.subscribe(
-        topic, "sub", consumer_type=KEY_SHARED, consumer_name="high", initial_position=EARLIEST,
+        topic,
+        "sub",
+        consumer_type=KEY_SHARED,
+        consumer_name="high",
+        initial_position=EARLIEST,
         key_shared_policy=pulsar.ConsumerKeySharedPolicy(
-            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(32768, 65535)]),
+            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(32768, 65535)]
+        ),
     )
     producer = client.create_producer(topic, batching_enabled=False)
     keys = [f"key-{i}" for i in range(20)]
@@ -213,20 +223,29 @@ def test_sticky_ranges_route_by_slot(client, topic):
 
 def test_sticky_overlap_is_a_consumer_assign_error(client, topic):
     client.subscribe(
-        topic, "sub", consumer_type=KEY_SHARED,
+        topic,
+        "sub",
+        consumer_type=KEY_SHARED,
         key_shared_policy=pulsar.ConsumerKeySharedPolicy(
-            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(0, 1000)]),
+            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(0, 1000)]
+        ),
     )
     with pytest.raises(pulsar.PulsarException) as e:
         client.subscribe(
-            topic, "sub", consumer_type=KEY_SHARED,
+            topic,
+            "sub",
+            consumer_type=KEY_SHARED,
             key_shared_policy=pulsar.ConsumerKeySharedPolicy(
-                key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(900, 2000)]),
+                key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(900, 2000)]
+            ),
         )
     assert "ConsumerAssign" in type(e.value).__name__ or "ConsumerAssign" in str(e.value)
     # A disjoint range is accepted.
     client.subscribe(
-        topic, "sub", consumer_type=KEY_SHARED,
+        topic,
+        "sub",
+        consumer_type=KEY_SHARED,
         key_shared_policy=pulsar.ConsumerKeySharedPolicy(
-            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(1001, 2000)]),
+            key_shared_mode=pulsar.KeySharedMode.Sticky, sticky_ranges=[(1001, 2000)]
+        ),
     )

@@ -9,6 +9,7 @@ import time
 
 import pulsar
 import pytest
+
 from conftest import admin, receive_all
 
 NS = "/admin/v2/namespaces/public/default"
@@ -56,8 +57,12 @@ def test_publish_rate_is_precise(pulsar_broker, client, topic, batching):
     producer = client.create_producer(
         topic, batching_enabled=batching, batching_max_messages=20, block_if_queue_full=True
     )
-    status, _ = admin(pulsar_broker.admin_url, "POST", _path(topic) + "/publishRate",
-                      {"publishThrottlingRateInMsg": limit, "publishThrottlingRateInByte": -1})
+    status, _ = admin(
+        pulsar_broker.admin_url,
+        "POST",
+        _path(topic) + "/publishRate",
+        {"publishThrottlingRateInMsg": limit, "publishThrottlingRateInByte": -1},
+    )
     assert status == 204
     stamps = _publish_for(producer, 7.0, b"x" * 100)
     rates = _window_rates(stamps, 5.0, 0.5)
@@ -78,8 +83,10 @@ def test_publish_rate_shared_by_many_producers(pulsar_broker, client_factory, to
             for c in clients
         ]
         results: list[list[float]] = [[] for _ in producers]
-        threads = [threading.Thread(target=lambda i=i: results[i].extend(_publish_for(producers[i], 7.0, b"y" * 50)))
-                   for i in range(len(producers))]
+        threads = [
+            threading.Thread(target=lambda i=i: results[i].extend(_publish_for(producers[i], 7.0, b"y" * 50)))
+            for i in range(len(producers))
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -96,8 +103,12 @@ def test_publish_rate_shared_by_many_producers(pulsar_broker, client_factory, to
 def test_publish_byte_rate(pulsar_broker, client, topic):
     limit = 40_000  # bytes/s, 1 KiB messages → about 38 msg/s
     producer = client.create_producer(topic, batching_enabled=False, block_if_queue_full=True)
-    admin(pulsar_broker.admin_url, "POST", _path(topic) + "/publishRate",
-          {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": limit})
+    admin(
+        pulsar_broker.admin_url,
+        "POST",
+        _path(topic) + "/publishRate",
+        {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": limit},
+    )
     stamps = _publish_for(producer, 7.0, b"z" * 1024)
     per_msg = 1024 + 40  # payload + stored metadata header, roughly
     rates = [r * per_msg for r in _window_rates(stamps, 5.0, 0.5)]
@@ -113,8 +124,12 @@ def test_subscription_dispatch_rate(pulsar_broker, client, topic):
     for i in range(3000):
         producer.send_async(str(i).encode(), None)
     producer.flush()
-    status, _ = admin(pulsar_broker.admin_url, "POST", _path(topic) + "/subscriptionDispatchRate",
-                      {"dispatchThrottlingRateInMsg": limit, "ratePeriodInSecond": 1})
+    status, _ = admin(
+        pulsar_broker.admin_url,
+        "POST",
+        _path(topic) + "/subscriptionDispatchRate",
+        {"dispatchThrottlingRateInMsg": limit, "ratePeriodInSecond": 1},
+    )
     assert status == 204
     consumer = client.subscribe(topic, "slow")
     start = time.monotonic()
@@ -135,8 +150,12 @@ def test_backlog_quota_hold_refuses_and_disconnects_producers(pulsar_broker_fact
     client = client_factory(broker.service_url)
     producer = client.create_producer(topic, batching_enabled=False)
     client.subscribe(topic, "idle", initial_position=pulsar.InitialPosition.Earliest)
-    status, _ = admin(broker.admin_url, "POST", _path(topic) + "/backlogQuota",
-                      {"limitSize": 10_000, "limitTime": -1, "policy": "producer_request_hold"})
+    status, _ = admin(
+        broker.admin_url,
+        "POST",
+        _path(topic) + "/backlogQuota",
+        {"limitSize": 10_000, "limitTime": -1, "policy": "producer_request_hold"},
+    )
     assert status == 204
     for _ in range(30):
         producer.send(b"q" * 1000)
@@ -157,8 +176,12 @@ def test_backlog_quota_exception(pulsar_broker, client_factory, topic):
     client = client_factory(pulsar_broker.service_url)
     producer = client.create_producer(topic, batching_enabled=False)
     client.subscribe(topic, "idle", initial_position=pulsar.InitialPosition.Earliest)
-    admin(pulsar_broker.admin_url, "POST", _path(topic) + "/backlogQuota",
-          {"limitSize": 5_000, "policy": "producer_exception"})
+    admin(
+        pulsar_broker.admin_url,
+        "POST",
+        _path(topic) + "/backlogQuota",
+        {"limitSize": 5_000, "policy": "producer_exception"},
+    )
     for _ in range(10):
         producer.send(b"e" * 1000)
     with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
@@ -171,8 +194,12 @@ def test_backlog_quota_eviction_trims_the_slowest_cursor(pulsar_broker_factory, 
     producer = client.create_producer(topic, batching_enabled=False)
     client.subscribe(topic, "slow", initial_position=pulsar.InitialPosition.Earliest)
     limit = 20_000
-    admin(broker.admin_url, "POST", _path(topic) + "/backlogQuota",
-          {"limitSize": limit, "policy": "consumer_backlog_eviction"})
+    admin(
+        broker.admin_url,
+        "POST",
+        _path(topic) + "/backlogQuota",
+        {"limitSize": limit, "policy": "consumer_backlog_eviction"},
+    )
     for _ in range(60):
         producer.send(b"v" * 1000)
     deadline = time.monotonic() + 6
@@ -192,12 +219,13 @@ def test_retention_keeps_then_trims(pulsar_broker_factory, client_factory, topic
     broker = pulsar_broker_factory(managedLedgerMaxEntriesPerLedger=10, managedLedgerMinLedgerRolloverTimeMinutes=0)
     client = client_factory(broker.service_url)
     admin(broker.admin_url, "PUT", _path(topic))
-    status, _ = admin(broker.admin_url, "POST", _path(topic) + "/retention",
-                      {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1})
+    status, _ = admin(
+        broker.admin_url, "POST", _path(topic) + "/retention", {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+    )
     assert status == 204
     producer = client.create_producer(topic, batching_enabled=False)
     consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
-    for i in range(50):
+    for _i in range(50):
         producer.send(b"r" * 500)
     assert len(receive_all(consumer, 50)) == 50
     time.sleep(1.5)  # housekeeping persists acks and trims
@@ -261,7 +289,14 @@ def test_metrics_use_pulsar_names(pulsar_broker, client, topic):
     producer.send(b"1")
     consumer.acknowledge(consumer.receive(5000))
     _, text = admin(pulsar_broker.admin_url, "GET", "/metrics")
-    for name in ("pulsar_rate_in", "pulsar_storage_size", "pulsar_subscription_back_log",
-                 "pulsar_subscription_unacked_messages", "pulsar_ml_cache_hits_total",
-                 "pulsar_broker_throttled_connections", "pulsar_msg_backlog", "pulsar_in_messages_total"):
+    for name in (
+        "pulsar_rate_in",
+        "pulsar_storage_size",
+        "pulsar_subscription_back_log",
+        "pulsar_subscription_unacked_messages",
+        "pulsar_ml_cache_hits_total",
+        "pulsar_broker_throttled_connections",
+        "pulsar_msg_backlog",
+        "pulsar_in_messages_total",
+    ):
         assert name in text, name

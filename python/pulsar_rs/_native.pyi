@@ -245,7 +245,7 @@ class Broker:
         data_dir: str | PathLike[str] | None = None,
         port: int = 0,
         admin_port: int = 0,
-        **settings: bool | int | float | str | list[str] | None,
+        **settings: bool | float | str | list[str] | None,
     ) -> Self: ...
     @property
     def service_url(self) -> str: ...
