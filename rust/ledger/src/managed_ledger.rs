@@ -96,6 +96,8 @@ pub(crate) struct State {
     pub entries_added: u64,
     pub closed: bool,
     pub properties: BTreeMap<String, String>,
+    /// The current ledger was recovered from the last run: roll over before the next append.
+    pub roll_before_append: bool,
 }
 
 /// A managed ledger. Obtain one from [`crate::Storage::open_ledger`].
@@ -171,6 +173,7 @@ impl ManagedLedger {
                 entries_added: 0,
                 closed: false,
                 properties: info.properties,
+                roll_before_append: false,
             }),
             cursors: Mutex::new(BTreeMap::new()),
             active_cursors: AtomicUsize::new(0),
@@ -180,31 +183,33 @@ impl ManagedLedger {
         });
         {
             let mut st = ml.state.lock();
-            // Like Pulsar, the ledger that was open at the last stop is closed on recovery, and
-            // appends continue in a new one (unless it is empty and can be reused).
-            let reuse = st
+            // Like Pulsar, the ledger that was open at the last stop is not appended to again:
+            // the first append after recovery closes it and opens a new one. Until then nothing
+            // is written, so opening (say, to export or inspect a data directory) leaves the
+            // metadata as it was, and opening 10 000 topics costs no metadata writes.
+            let last = st
                 .ledgers
                 .iter()
                 .next_back()
-                .filter(|(_, s)| s.locs.is_empty())
-                .map(|(id, _)| *id);
-            match reuse {
-                Some(id) => st.current = id,
+                .map(|(id, s)| (*id, s.locs.is_empty()));
+            let mut created = false;
+            match last {
+                Some((id, true)) => st.current = id,
+                Some((id, false)) => {
+                    st.current = id;
+                    st.roll_before_append = true;
+                }
                 None => {
-                    for s in st
-                        .ledgers
-                        .values_mut()
-                        .filter(|s| s.info.closed_ms.is_none())
-                    {
-                        s.info.closed_ms = Some(now);
-                    }
                     ml.create_ledger(&mut st, now)?;
+                    created = true;
                 }
             }
             if last_confirmed.is_none() {
                 st.last_confirmed = Position::new(st.current, -1);
             }
-            ml.persist(&st)?;
+            if created {
+                ml.persist(&st)?;
+            }
         }
         // Recover every durable cursor now, as Pulsar does: trimming must respect them even
         // before anyone attaches. They stay inactive (not pinning the cache) until opened.
@@ -388,12 +393,14 @@ impl ManagedLedger {
                 what: format!("managed ledger {}", self.name),
             });
         }
-        let needs = st
-            .ledgers
-            .get(&st.current)
-            .is_some_and(|s| self.needs_rollover(s, now));
+        let needs = st.roll_before_append
+            || st
+                .ledgers
+                .get(&st.current)
+                .is_some_and(|s| self.needs_rollover(s, now));
         if needs {
             self.rollover(&mut st, now)?;
+            st.roll_before_append = false;
         }
         let ledger = st.current;
         let slot = st

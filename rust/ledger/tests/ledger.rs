@@ -434,3 +434,61 @@ async fn non_durable_appends_stay_correct_when_the_journal_is_backlogged() {
     let e = ml.read_entries(last, 1, u64::MAX, last).unwrap();
     assert_eq!(e[0].data.len(), big.len());
 }
+
+#[tokio::test]
+async fn reopening_writes_nothing_until_the_first_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let first;
+    {
+        let s = storage(dir.path());
+        let ml = s.open_ledger("t/lazy", LedgerConfig::default()).unwrap();
+        ml.open_cursor_at("keep", true).unwrap();
+        first = ml.add_entry(Bytes::from_static(b"a")).await.unwrap();
+        s.close().unwrap();
+    }
+    let meta = dir.path().join("meta/managed-ledgers");
+    let snapshot = |p: &std::path::Path| {
+        std::fs::read(
+            std::fs::read_dir(p)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path(),
+        )
+        .unwrap()
+    };
+    let before = snapshot(&meta);
+    {
+        let s = storage(dir.path());
+        let ml = s.open_ledger("t/lazy", LedgerConfig::default()).unwrap();
+        assert_eq!(ml.ledgers().len(), 1, "opening alone creates no ledger");
+        assert_eq!(
+            ml.read_entries(first, 1, u64::MAX, first).unwrap()[0].data,
+            Bytes::from_static(b"a")
+        );
+        s.close().unwrap();
+    }
+    assert_eq!(
+        snapshot(&meta),
+        before,
+        "opening alone must not rewrite the ledger list"
+    );
+    let s = storage(dir.path());
+    let ml = s.open_ledger("t/lazy", LedgerConfig::default()).unwrap();
+    let next = ml.add_entry(Bytes::from_static(b"b")).await.unwrap();
+    assert!(
+        next.ledger_id > first.ledger_id,
+        "the recovered ledger is closed at the first append"
+    );
+    assert_eq!(ml.ledgers().len(), 2);
+    assert!(ml.ledgers()[0].closed_ms.is_some());
+    s.close().unwrap();
+    drop(s);
+    let s = storage(dir.path());
+    let ml = s.open_ledger("t/lazy", LedgerConfig::default()).unwrap();
+    assert_eq!(
+        ml.read_entries(next, 1, u64::MAX, next).unwrap()[0].data,
+        Bytes::from_static(b"b")
+    );
+}
