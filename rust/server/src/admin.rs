@@ -36,6 +36,19 @@ pub(crate) fn broker_fail(e: &BrokerError) -> Response {
     fail(status, e.to_string())
 }
 
+/// Runs a blocking broker call on the blocking pool: 204 on success, the mapped error otherwise.
+pub(crate) async fn no_content(
+    ctx: &Arc<ServerContext>,
+    f: impl FnOnce(&pulsar_rs_broker::BrokerService) -> Result<(), BrokerError> + Send + 'static,
+) -> Response {
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || f(&svc)).await {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 /// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
 pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
     TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
@@ -137,12 +150,7 @@ async fn create_partitions(
             "body must be the number of partitions",
         );
     };
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || svc.create_partitioned(&name, n)).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
 }
 
 async fn delete_partitioned(
@@ -153,12 +161,7 @@ async fn delete_partitioned(
         Ok(n) => n,
         Err(r) => return *r,
     };
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || svc.delete_partitioned(&name)).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    no_content(&ctx, move |svc| svc.delete_partitioned(&name)).await
 }
 
 async fn create_topic(
@@ -177,12 +180,7 @@ async fn create_topic(
     {
         return fail(StatusCode::CONFLICT, "This topic already exists");
     }
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || svc.topic(&name, true)).await {
-        Ok(Ok(_)) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    no_content(&ctx, move |svc| svc.topic(&name, true).map(drop)).await
 }
 
 async fn delete_topic(
@@ -193,12 +191,7 @@ async fn delete_topic(
         Ok(n) => n,
         Err(r) => return *r,
     };
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || svc.delete_topic(&name)).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    no_content(&ctx, move |svc| svc.delete_topic(&name)).await
 }
 
 async fn topic_stats(

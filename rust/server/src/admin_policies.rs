@@ -196,12 +196,7 @@ async fn update(
     ctx: &Arc<ServerContext>,
     f: impl FnOnce(&BrokerService) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || f(&svc).map(|()| svc.refresh_policies())).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    crate::admin::no_content(ctx, move |svc| f(svc).map(|()| svc.refresh_policies())).await
 }
 
 async fn get_namespace_policy(
