@@ -300,3 +300,30 @@ def test_metrics_use_pulsar_names(pulsar_broker, client, topic):
         "pulsar_in_messages_total",
     ):
         assert name in text, name
+
+
+def test_publish_buffer_limit_pauses_and_loses_nothing(pulsar_broker_factory, client_factory, topic):
+    # A 1 MiB broker-wide publish buffer and durable (fsync) writes: a burst of 64 KiB messages
+    # fills it, connections pause reading, and every message still gets its receipt.
+    broker = pulsar_broker_factory(maxMessagePublishBufferSizeInMB=1)
+    client = client_factory(broker.service_url)
+    producer = client.create_producer(topic, batching_enabled=False, block_if_queue_full=True)
+    consumer = client.subscribe(topic, "all", initial_position=pulsar.InitialPosition.Earliest)
+    ok: list[int] = []
+    lock = threading.Lock()
+
+    def cb(res, _msg_id):
+        with lock:
+            ok.append(1 if res == pulsar.Result.Ok else 0)
+
+    for i in range(200):
+        producer.send_async(i.to_bytes(4, "big") + b"b" * 65536, cb)
+    producer.flush()
+    assert len(ok) == 200 and all(ok)
+    _, metrics = admin(broker.admin_url, "GET", "/metrics")
+    pauses = [
+        line for line in metrics.splitlines() if line.startswith("pulsar_broker_throttled_connections_global_limit")
+    ]
+    assert pauses and float(pauses[0].split()[-1]) > 0, "the publish buffer limit never paused a connection"
+    got = {int.from_bytes(m.data()[:4], "big") for m in receive_all(consumer, 200)}
+    assert got == set(range(200))

@@ -80,6 +80,8 @@ struct PendingSend {
     sequence_id: u64,
     highest_sequence_id: Option<u64>,
     result: Result<(Position, Completion), (Wire, String)>,
+    /// Bytes held in the broker-wide publish buffer until the receipt goes out.
+    bytes: usize,
 }
 
 struct Producer {
@@ -184,6 +186,18 @@ pub async fn serve_io<R, W>(
     ticker.tick().await;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     'outer: loop {
+        // Backpressure on the broker-wide publish buffer (`maxMessagePublishBufferSizeInMB`).
+        if conn.ctx.publish_buffer.bytes.load(Ordering::Acquire) > conn.ctx.publish_buffer.limit
+            && conn.ctx.publish_buffer.limit > 0
+        {
+            conn.ctx
+                .throttled_connections
+                .fetch_add(1, Ordering::Relaxed);
+            conn.ctx.publish_buffer.wait_for_room().await;
+            conn.ctx
+                .throttled_connections
+                .fetch_sub(1, Ordering::Relaxed);
+        }
         // Backpressure: stop reading while too many SENDs are in flight; resume at half.
         // Acquire: pairs with the receipt task's Release decrement, so its writes are visible.
         if conn.inflight.count.load(Ordering::Acquire) >= max_pending {
@@ -541,6 +555,7 @@ impl Connection {
                     self.tx.clone(),
                     Arc::clone(&self.inflight),
                     Arc::clone(&queued),
+                    Arc::clone(&self.ctx),
                 );
                 self.ctx
                     .register_producer(handle, self.tx.clone(), c.producer_id);
@@ -587,6 +602,7 @@ impl Connection {
         };
         let payload =
             payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
+        let stored_len = payload.stored.len();
         let result = if !payload.checksum_valid {
             Err((
                 Wire::ChecksumError,
@@ -636,14 +652,21 @@ impl Connection {
         self.inflight.count.fetch_add(1, Ordering::Release);
         // Relaxed: only this task increments; the task's decrement is the synchronising one.
         p.queued.fetch_add(1, Ordering::Relaxed);
+        // Release: pairs with the reader's Acquire load in the buffer check.
+        self.ctx
+            .publish_buffer
+            .bytes
+            .fetch_add(stored_len, Ordering::Release);
         let pending = PendingSend {
             sequence_id: s.sequence_id,
             highest_sequence_id: s.highest_sequence_id,
             result,
+            bytes: stored_len,
         };
         if p.receipts.send(pending).is_err() {
             self.inflight.count.fetch_sub(1, Ordering::Release);
             p.queued.fetch_sub(1, Ordering::Relaxed);
+            self.ctx.publish_buffer.release(stored_len);
         }
         Ok(())
     }
@@ -1072,6 +1095,7 @@ fn spawn_receipts(
     tx: mpsc::UnboundedSender<Outbound>,
     inflight: Arc<Inflight>,
     queued: Arc<AtomicUsize>,
+    ctx: Arc<ServerContext>,
 ) -> mpsc::UnboundedSender<PendingSend> {
     let (rtx, mut rrx) = mpsc::unbounded_channel::<PendingSend>();
     tokio::spawn(async move {
@@ -1090,6 +1114,7 @@ fn spawn_receipts(
             // Release (both): the receipt is queued before the counters say so; pairs with the
             // connection's Acquire loads (backpressure check, direct-receipt check).
             queued.fetch_sub(1, Ordering::Release);
+            ctx.publish_buffer.release(p.bytes);
             inflight.count.fetch_sub(1, Ordering::Release);
             inflight.drained.notify_one();
         }

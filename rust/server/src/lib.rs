@@ -32,6 +32,62 @@ use tokio::task::JoinSet;
 
 pub use error::ServerError;
 
+/// The broker-wide publish buffer: connections stop reading while it is over its limit and
+/// resume once it is back under half (seed 001).
+pub struct PublishBuffer {
+    /// Bytes held; added by connections, removed by receipt tasks. Acquire/Release pairs make
+    /// a paused reader see the decrement that should resume it.
+    pub bytes: std::sync::atomic::AtomicUsize,
+    /// Limit in bytes; 0 = off. Immutable.
+    pub limit: usize,
+    /// Woken when the buffer falls under half the limit.
+    pub drained: tokio::sync::Notify,
+    /// Times a connection paused on this limit (metric).
+    pub pauses: std::sync::atomic::AtomicU64,
+}
+
+impl PublishBuffer {
+    fn new(limit_mb: i64) -> Self {
+        PublishBuffer {
+            bytes: std::sync::atomic::AtomicUsize::new(0),
+            limit: usize::try_from(limit_mb.max(0))
+                .unwrap_or(0)
+                .saturating_mul(1 << 20),
+            drained: tokio::sync::Notify::new(),
+            pauses: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Releases `n` bytes; wakes paused readers when under half the limit.
+    pub(crate) fn release(&self, n: usize) {
+        let before = self
+            .bytes
+            .fetch_sub(n, std::sync::atomic::Ordering::Release);
+        if self.limit > 0 && before.saturating_sub(n) <= self.limit / 2 && before > self.limit / 2 {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits while the buffer is over its limit, until it is back under half.
+    pub(crate) async fn wait_for_room(&self) {
+        use std::sync::atomic::Ordering;
+        if self.limit == 0 || self.bytes.load(Ordering::Acquire) <= self.limit {
+            return;
+        }
+        self.pauses.fetch_add(1, Ordering::Relaxed);
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Register before re-checking, so a release in between is not missed.
+            drained.as_mut().enable();
+            if self.bytes.load(Ordering::Acquire) <= self.limit / 2 {
+                return;
+            }
+            drained.await;
+        }
+    }
+}
+
 /// State shared by every connection of one server.
 pub struct ServerContext {
     /// The broker.
@@ -46,6 +102,8 @@ pub struct ServerContext {
     pub authz: authz::Authorizer,
     /// Connections currently paused for publish backpressure (metric).
     pub throttled_connections: AtomicI64,
+    /// Bytes of SENDs accepted and not yet answered, broker-wide (`maxMessagePublishBufferSizeInMB`).
+    pub publish_buffer: PublishBuffer,
     /// Times a connection was paused by a publish rate limit (metric).
     pub publish_throttle_events: std::sync::atomic::AtomicU64,
     /// Broker-wide publish limit (`brokerPublisherThrottlingMax{Message,Byte}Rate`); immutable.
@@ -187,6 +245,8 @@ impl Server {
                 return Err(e.into());
             }
         };
+        let publish_buffer =
+            PublishBuffer::new(service.config.max_message_publish_buffer_size_in_mb);
         let ctx = Arc::new(ServerContext {
             service,
             service_url,
@@ -194,6 +254,7 @@ impl Server {
             auth,
             authz,
             throttled_connections: AtomicI64::new(0),
+            publish_buffer,
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
             broker_publish_limiter,
             producers: Mutex::new(HashMap::new()),

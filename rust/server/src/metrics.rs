@@ -110,7 +110,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     let c = format!("cluster=\"{cluster}\"");
     let cache = svc.storage.cache_stats();
     #[allow(clippy::cast_precision_loss)]
-    let broker: [(&str, &str, f64); 8] = [
+    let broker: [(&str, &str, f64); 10] = [
         (
             "pulsar_ml_cache_used_size",
             "gauge",
@@ -151,6 +151,16 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             "pulsar_topics_count",
             "gauge",
             svc.loaded_topics().len() as f64,
+        ),
+        (
+            "pulsar_broker_publish_buffer_size",
+            "gauge",
+            ctx.publish_buffer.bytes.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "pulsar_broker_throttled_connections_global_limit",
+            "counter",
+            ctx.publish_buffer.pauses.load(Ordering::Relaxed) as f64,
         ),
     ];
     for (name, kind, v) in broker {
