@@ -169,6 +169,24 @@ impl BrokerService {
         v
     }
 
+    /// Namespaces (`tenant/ns`) holding a stored topic or a partitioned topic.
+    #[must_use]
+    pub fn namespaces_with_topics(&self) -> std::collections::BTreeSet<String> {
+        let mut out: std::collections::BTreeSet<String> = self
+            .known
+            .lock()
+            .iter()
+            .map(TopicName::namespace_name)
+            .collect();
+        out.extend(
+            self.partitioned
+                .lock()
+                .keys()
+                .map(TopicName::namespace_name),
+        );
+        out
+    }
+
     /// Every non-partitioned topic and partition stored in a namespace.
     #[must_use]
     pub fn topics_of_namespace(&self, namespace: &str) -> Vec<TopicName> {

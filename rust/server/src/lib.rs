@@ -14,6 +14,7 @@ pub mod authz;
 pub mod connection;
 pub mod error;
 pub mod metrics;
+pub mod resources;
 pub mod tls;
 pub mod writer;
 
@@ -99,6 +100,8 @@ pub struct ServerContext {
     pub auth: auth::Authenticator,
     /// Authorization (`authorizationEnabled`, superusers, granted permissions).
     pub authz: authz::Authorizer,
+    /// Clusters and tenants.
+    pub resources: resources::Resources,
     /// Connections currently paused for publish backpressure (metric).
     pub throttled_connections: AtomicI64,
     /// Bytes of SENDs accepted and not yet answered, broker-wide (`maxMessagePublishBufferSizeInMB`).
@@ -244,6 +247,27 @@ impl Server {
                 return Err(e.into());
             }
         };
+        let urls = resources::BrokerUrls {
+            web: format!("http://{host}:{}", admin_addr.port()),
+            web_tls: admin_url_tls.clone(),
+            service: service_url.clone(),
+            service_tls: service_url_tls.clone(),
+        };
+        let svc = Arc::clone(&service);
+        let opened = tokio::task::spawn_blocking(move || {
+            let res = resources::Resources::open(svc.storage.meta())?;
+            resources::bootstrap(&res, &svc, &urls)?;
+            Ok::<_, pulsar_rs_broker::BrokerError>(res)
+        })
+        .await
+        .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))?;
+        let resources = match opened {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = service.close();
+                return Err(e.into());
+            }
+        };
         let publish_buffer =
             PublishBuffer::new(service.config.max_message_publish_buffer_size_in_mb);
         let ctx = Arc::new(ServerContext {
@@ -252,6 +276,7 @@ impl Server {
             service_url_tls,
             auth,
             authz,
+            resources,
             throttled_connections: AtomicI64::new(0),
             publish_buffer,
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),

@@ -1,10 +1,17 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
-//! path parsing). One module per resource: [`topics`], [`policies`], [`subscriptions`]
-//! (permissions live in [`crate::authz`]).
+//! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
+//! [`topics`], [`policies`], [`subscriptions`] (permissions live in [`crate::authz`]).
 
+// Helpers across the admin tree return the ready 4xx response as their error; the admin path is
+// cold, so the size of `Response` in a `Result` does not matter here.
+#![allow(clippy::result_large_err)]
+
+mod clusters;
+pub mod namespaces;
 mod policies;
 mod subscriptions;
+mod tenants;
 mod topics;
 
 use std::sync::Arc;
@@ -51,6 +58,21 @@ pub(crate) async fn no_content(
     let svc = Arc::clone(&ctx.service);
     match tokio::task::spawn_blocking(move || f(&svc)).await {
         Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// Runs a blocking call on the blocking pool and renders its value with `done`; a broker
+/// error is mapped by [`broker_fail`].
+pub(crate) async fn blocking<T: Send + 'static>(
+    ctx: &Arc<ServerContext>,
+    f: impl FnOnce(&ServerContext) -> Result<T, BrokerError> + Send + 'static,
+    done: impl FnOnce(T) -> Response,
+) -> Response {
+    let c = Arc::clone(ctx);
+    match tokio::task::spawn_blocking(move || f(&c)).await {
+        Ok(Ok(v)) => done(v),
         Ok(Err(e)) => broker_fail(&e),
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
@@ -110,6 +132,9 @@ where
 {
     let app = Router::new()
         .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+        .merge(clusters::routes())
+        .merge(tenants::routes())
+        .merge(namespaces::routes())
         .merge(topics::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())

@@ -42,6 +42,9 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
 }
 
 async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
+        return r;
+    }
     let names: Vec<String> = ctx
         .service
         .topics_of_namespace(&format!("{tenant}/{ns}"))
@@ -84,6 +87,9 @@ async fn create_partitions(
         Ok(n) => n,
         Err(r) => return *r,
     };
+    if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
+        return r;
+    }
     let Ok(n) = body.trim().parse::<u32>() else {
         return fail(
             StatusCode::BAD_REQUEST,
@@ -112,6 +118,9 @@ async fn create_topic(
         Ok(n) => n,
         Err(r) => return *r,
     };
+    if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
+        return r;
+    }
     if ctx.service.loaded_topic(&name).is_some()
         || ctx
             .service

@@ -19,6 +19,15 @@ impl Connection {
             ));
             return;
         }
+        if let Some(ns) = self.missing_namespace(&c.topic) {
+            // Pulsar: the namespace's policies are missing → 404 → TopicNotFound.
+            self.send(&commands::partitioned_metadata_failed(
+                c.request_id,
+                Wire::TopicNotFound,
+                format!("Tenant or namespace or topic does not exist: {ns}"),
+            ));
+            return;
+        }
         let reply = match TopicName::parse(&c.topic).and_then(|t| {
             self.service
                 .partitions(&t, c.metadata_auto_creation_enabled())
@@ -35,6 +44,16 @@ impl Connection {
         if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
             let code = Wire::AuthorizationError;
             self.send(&commands::lookup_failed(c.request_id, code, msg));
+            return;
+        }
+        if self.missing_namespace(&c.topic).is_some() {
+            // Pulsar's lookup answers a failed namespace validation with MetadataError.
+            let code = Wire::MetadataError;
+            self.send(&commands::lookup_failed(
+                c.request_id,
+                code,
+                "Namespace not found",
+            ));
             return;
         }
         let tls_url = self.ctx.service_url_tls.as_deref();

@@ -330,6 +330,29 @@ impl Connection {
         }
     }
 
+    /// `Some(namespace)` when `topic` parses and its namespace does not exist: Pulsar refuses
+    /// such topics (the name's own errors are left to the command).
+    fn missing_namespace(&self, topic: &str) -> Option<String> {
+        let ns = pulsar_rs_broker::TopicName::parse(topic)
+            .ok()?
+            .namespace_name();
+        (!self.service.policies.namespace_exists(&ns)).then_some(ns)
+    }
+
+    /// Refuses a PRODUCER or SUBSCRIBE in a namespace that does not exist (TopicNotFound, as
+    /// Pulsar); `true` when refused.
+    fn refuse_missing_namespace(&self, request_id: u64, topic: &str) -> bool {
+        let Some(ns) = self.missing_namespace(topic) else {
+            return false;
+        };
+        self.send(&commands::error(
+            request_id,
+            pulsar_rs_proto::ServerError::TopicNotFound,
+            format!("Namespace {ns} does not exist"),
+        ));
+        true
+    }
+
     /// Authorization of `action` on `topic` for this connection's role.
     fn authorized(&self, topic: &str, action: Action) -> Result<(), String> {
         let role = self.role.as_ref().ok().and_then(Option::as_deref);

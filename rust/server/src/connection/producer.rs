@@ -88,6 +88,9 @@ impl Connection {
             ));
             return;
         }
+        if self.refuse_missing_namespace(c.request_id, &c.topic) {
+            return;
+        }
         let result = (|| -> Result<(Arc<Topic>, String, u64, Option<Bytes>), BrokerError> {
             let name = TopicName::parse(&c.topic)?;
             if name.partition_index().is_none() && self.service.partitions(&name, false)? > 0 {
