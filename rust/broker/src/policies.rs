@@ -2,7 +2,7 @@
 //! rates, backlog quotas and retention. A topic's effective policy is its own, else its
 //! namespace's, else the broker default from `broker.conf`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -88,6 +88,32 @@ fn one() -> i64 {
     1
 }
 
+/// Pulsar's `AuthPolicies`: actions (`produce`, `consume`, ...) granted to roles on the
+/// namespace, on single topics of it (by full topic name) and subscription roles. The broker
+/// stores them; the server's authorizer reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthPolicies {
+    /// Role → actions on every topic of the namespace.
+    #[serde(default)]
+    pub namespace_auth: BTreeMap<String, BTreeSet<String>>,
+    /// Topic → role → actions.
+    #[serde(default)]
+    pub destination_auth: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// Subscription → roles allowed on it.
+    #[serde(default)]
+    pub subscription_auth_roles: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl AuthPolicies {
+    /// Whether nothing is granted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.namespace_auth.is_empty()
+            && self.destination_auth.is_empty()
+            && self.subscription_auth_roles.is_empty()
+    }
+}
+
 /// Every policy of one namespace or topic; `None` = inherit.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -103,6 +129,13 @@ pub struct Policies {
     pub backlog_quota_map: HashMap<String, BacklogQuota>,
     /// Retention.
     pub retention: Option<Retention>,
+    /// Permissions (namespace documents only), Pulsar's `auth_policies`.
+    #[serde(
+        default,
+        rename = "auth_policies",
+        skip_serializing_if = "AuthPolicies::is_empty"
+    )]
+    pub auth_policies: AuthPolicies,
     /// Fields of Pulsar's namespace `Policies` document this broker stores and returns but does
     /// not apply (`deduplicationEnabled`, `message_ttl_in_seconds`, ...), by their JSON names.
     #[serde(flatten)]

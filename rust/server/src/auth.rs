@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use base64::Engine as _;
@@ -30,7 +30,6 @@ use pulsar_rs_broker::{BrokerConfig, BrokerError};
 use pulsar_rs_proto::pb::{self, base_command::Type};
 use pulsar_rs_proto::{commands, BaseCommand, ServerError as Wire};
 
-use crate::authz::Action;
 use crate::ServerContext;
 
 /// Why a client could not be authenticated.
@@ -392,9 +391,8 @@ pub fn refusal(ty: Type, cmd: &BaseCommand, reason: &str) -> Option<BaseCommand>
 }
 
 /// Admin API guard: authenticates the Bearer token (401 on failure) and, with authorization
-/// on, lets only superusers through, except topic reads (stats, partitions, subscriptions),
-/// which a role with produce or consume permission on the topic may make. Pulsar answers
-/// both failures with 401.
+/// on, lets through what [`crate::authz::Authorizer::allows_admin`] allows (superusers, tenant
+/// admins on their tenant, topic reads with a grant). Pulsar answers both failures with 401.
 pub(crate) async fn admin_guard(
     State(ctx): State<Arc<ServerContext>>,
     req: Request,
@@ -423,37 +421,17 @@ pub(crate) async fn admin_guard(
         None
     };
     // As Java's broker: admin authorization applies only to authenticated requests.
-    if ctx.auth.enabled && ctx.authz.enabled && !ctx.authz.is_superuser(role.as_deref()) {
-        let topic_read = (req.method() == Method::GET)
-            .then(|| topic_read_path(&path))
-            .flatten();
-        let allowed = topic_read
-            .is_some_and(|t| ctx.authz.check(role.as_deref(), &t, Action::Lookup).is_ok());
-        if !allowed {
-            tracing::info!(%path, role = ?role, "admin request refused: authorization");
-            return crate::admin::fail(
-                StatusCode::UNAUTHORIZED,
-                "This operation requires super-user access",
-            );
-        }
+    if ctx.auth.enabled
+        && ctx.authz.enabled
+        && !ctx.authz.allows_admin(role.as_deref(), req.method(), &path)
+    {
+        tracing::info!(%path, role = ?role, "admin request refused: authorization");
+        return crate::admin::fail(
+            StatusCode::UNAUTHORIZED,
+            "This operation requires super-user access",
+        );
     }
     next.run(req).await
-}
-
-/// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...).
-fn topic_read_path(path: &str) -> Option<pulsar_rs_broker::TopicName> {
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match segs.as_slice() {
-        ["admin", "v2", "persistent", t, ns, topic, what]
-            if matches!(
-                *what,
-                "stats" | "internalStats" | "partitions" | "subscriptions" | "partitioned-stats"
-            ) =>
-        {
-            pulsar_rs_broker::TopicName::parse(&format!("persistent://{t}/{ns}/{topic}")).ok()
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -667,12 +645,5 @@ kwIDAQAB
         assert_eq!(r.partition_metadata_response.unwrap().request_id, 8);
         let flow = commands::flow(1, 10);
         assert!(refusal(Type::Flow, &flow, "x").is_none());
-    }
-
-    #[test]
-    fn topic_read_paths() {
-        assert!(topic_read_path("/admin/v2/persistent/t/ns/topic/stats").is_some());
-        assert!(topic_read_path("/admin/v2/persistent/t/ns/topic/publishRate").is_none());
-        assert!(topic_read_path("/admin/v2/namespaces/t/ns/permissions").is_none());
     }
 }

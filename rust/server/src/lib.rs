@@ -100,8 +100,8 @@ pub struct ServerContext {
     pub auth: auth::Authenticator,
     /// Authorization (`authorizationEnabled`, superusers, granted permissions).
     pub authz: authz::Authorizer,
-    /// Clusters and tenants.
-    pub resources: resources::Resources,
+    /// Clusters and tenants (shared with the authorizer).
+    pub resources: Arc<resources::Resources>,
     /// Connections currently paused for publish backpressure (metric).
     pub throttled_connections: AtomicI64,
     /// Bytes of SENDs accepted and not yet answered, broker-wide (`maxMessagePublishBufferSizeInMB`).
@@ -240,13 +240,6 @@ impl Server {
                 .broker_publisher_throttling_max_byte_rate
                 .max(0) as f64,
         );
-        let authz = match authz::Authorizer::open(&service.config, service.storage.meta()) {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = service.close();
-                return Err(e.into());
-            }
-        };
         let urls = resources::BrokerUrls {
             web: format!("http://{host}:{}", admin_addr.port()),
             web_tls: admin_url_tls.clone(),
@@ -257,7 +250,8 @@ impl Server {
         let opened = tokio::task::spawn_blocking(move || {
             let res = resources::Resources::open(svc.storage.meta())?;
             resources::bootstrap(&res, &svc, &urls)?;
-            Ok::<_, pulsar_rs_broker::BrokerError>(res)
+            authz::migrate_legacy_grants(&svc)?;
+            Ok::<_, pulsar_rs_broker::BrokerError>(Arc::new(res))
         })
         .await
         .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))?;
@@ -268,6 +262,11 @@ impl Server {
                 return Err(e.into());
             }
         };
+        let authz = authz::Authorizer::new(
+            &service.config,
+            Arc::clone(&service),
+            Arc::clone(&resources),
+        );
         let publish_buffer =
             PublishBuffer::new(service.config.max_message_publish_buffer_size_in_mb);
         let ctx = Arc::new(ServerContext {

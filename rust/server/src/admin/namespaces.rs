@@ -49,7 +49,7 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
     let to = |v: Option<serde_json::Result<Value>>| v.and_then(Result::ok);
     let dispatch = per_cluster(to(p.dispatch_rate.map(serde_json::to_value)));
     let mut doc = json!({
-        "auth_policies": {"namespace_auth": {}, "destination_auth": {}, "subscription_auth_roles": {}},
+        "auth_policies": serde_json::to_value(&p.auth_policies).unwrap_or_default(),
         "replication_clusters": [cluster],
         "bundles": {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1},
         "backlog_quota_map": serde_json::to_value(&p.backlog_quota_map).unwrap_or_default(),
@@ -83,7 +83,8 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
 }
 
 /// Fields the document renders itself (a body's values for them are not kept in `other`).
-const RENDERED: [&str; 8] = [
+const RENDERED: [&str; 9] = [
+    "auth_policies",
     "backlog_quota_map",
     "clusterDispatchRate",
     "topicDispatchRate",
@@ -119,6 +120,15 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
     }
     if let Some(v) = mine("subscriptionDispatchRate") {
         p.subscription_dispatch_rate = Some(field("subscriptionDispatchRate", v)?);
+    }
+    if let Some(v) = doc.get("auth_policies").filter(|v| !v.is_null()) {
+        p.auth_policies = field("auth_policies", v)?;
+        crate::authz::validate_actions(&p.auth_policies).map_err(|e| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                format!("invalid auth_policies: {e}"),
+            )
+        })?;
     }
     if let Some(v) = doc.get("retention_policies").filter(|v| !v.is_null()) {
         p.retention = Some(field("retention_policies", v)?);
