@@ -25,4 +25,4 @@ pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
 pub use service::{BrokerService, QuotaVerdict};
 pub use subscription::{entry_info, EntryInfo, Subscription};
-pub use topic::{AccessMode, ProducerInfo, SchemaInfo, Topic};
+pub use topic::{AccessMode, Admission, ProducerInfo, SchemaInfo, Topic};
