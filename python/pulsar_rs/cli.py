@@ -2,7 +2,8 @@
 
 ``pulsar-rs standalone [--config broker.toml] [--data-dir DIR] [--bind 127.0.0.1] [--port 6650]
 [--admin-port 8080]`` starts a broker (DESIGN.md section 4); ``pulsar-rs export --data-dir DIR
---out OUT`` writes a Parquet snapshot of a stopped broker's data directory (spark/SCHEMA.md).
+--out OUT`` writes a Parquet snapshot of a stopped broker's data directory (spark/SCHEMA.md);
+``pulsar-rs admin ...`` administers a running broker (see ``admin_cli``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import threading
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+
+from . import admin_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--data-dir", type=Path, required=True, help="data directory of a stopped broker")
     export.add_argument("--out", type=Path, required=True, help="output directory (snapshots accumulate there)")
     export.add_argument("--broker-id", default=None, help="broker partition value (default: host name)")
+    admin_cli.add_parser(commands)
     return parser
 
 
@@ -89,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_standalone(args)
     if args.command == "export":
         return _run_export(args)
+    if args.command == "admin":
+        return admin_cli.run(args)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects unknown commands
 
 
