@@ -27,6 +27,7 @@ from ._native import (
     ServerError,
     __version__,
     enable_logging,
+    read_config,
 )
 
 __all__ = [
@@ -48,4 +49,5 @@ __all__ = [
     "ServerError",
     "__version__",
     "enable_logging",
+    "read_config",
 ]

@@ -1,7 +1,7 @@
 //! Broker settings, with Pulsar's `broker.conf` key names and defaults.
 //!
-//! One TOML file (or Python keyword arguments) whose keys are exactly these names. Unknown keys
-//! and bad values are refused with an error naming the key.
+//! Read from Pulsar's own `broker.conf` / `standalone.conf`, a TOML file or Python keyword
+//! arguments ([`crate::config_load`]); bad values are refused with an error naming the key.
 
 use std::time::Duration;
 
@@ -132,6 +132,11 @@ pub struct BrokerConfig {
     pub tls_trust_certs_file_path: Option<String>,
     /// Require a client certificate signed by `tlsTrustCertsFilePath` (mutual TLS).
     pub tls_require_trusted_client_cert_on_connect: bool,
+
+    /// Pulsar keys that were given but are not implemented (named in one warning at start-up).
+    /// Filled by [`BrokerConfig::from_json_map`]; not a setting.
+    #[serde(skip)]
+    pub unimplemented_keys: Vec<String>,
 }
 
 impl Default for BrokerConfig {
@@ -215,6 +220,7 @@ impl Default for BrokerConfig {
             tls_key_file_path: None,
             tls_trust_certs_file_path: None,
             tls_require_trusted_client_cert_on_connect: false,
+            unimplemented_keys: Vec::new(),
         }
     }
 }
@@ -246,62 +252,6 @@ fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl BrokerConfig {
-    /// Parses a TOML document.
-    ///
-    /// # Errors
-    /// [`BrokerError::InvalidConfig`] for syntax errors, unknown keys, wrong types or bad values.
-    pub fn from_toml(text: &str) -> Result<Self, BrokerError> {
-        let cfg: BrokerConfig = toml::from_str(text).map_err(|e| BrokerError::InvalidConfig {
-            key: toml_error_key(&e).unwrap_or_else(|| "<config>".into()),
-            reason: e.message().to_owned(),
-        })?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Builds a config from key/value pairs (Python keyword arguments), as JSON values.
-    ///
-    /// # Errors
-    /// As [`BrokerConfig::from_toml`].
-    pub fn from_json_map(
-        map: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Self, BrokerError> {
-        let known = serde_json::to_value(BrokerConfig::default()).ok();
-        for key in map.keys() {
-            if known.as_ref().and_then(|k| k.get(key)).is_none() {
-                return Err(BrokerError::InvalidConfig {
-                    key: key.clone(),
-                    reason: "unknown setting".into(),
-                });
-            }
-        }
-        let mut merged = match known {
-            Some(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        for (k, v) in map {
-            let key = k.clone();
-            let mut probe = merged.clone();
-            probe.insert(k.clone(), v.clone());
-            serde_json::from_value::<BrokerConfig>(serde_json::Value::Object(probe)).map_err(
-                |e| BrokerError::InvalidConfig {
-                    key,
-                    reason: e.to_string(),
-                },
-            )?;
-            merged.insert(k, v);
-        }
-        let cfg: BrokerConfig =
-            serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| {
-                BrokerError::InvalidConfig {
-                    key: "<config>".into(),
-                    reason: e.to_string(),
-                }
-            })?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
     /// Checks values that types alone cannot.
     ///
     /// # Errors
@@ -475,15 +425,6 @@ impl BrokerConfig {
 #[must_use]
 pub fn is_token_provider(name: &str) -> bool {
     name == "token" || name == "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
-}
-
-/// Finds the key a TOML error is about, from its span.
-fn toml_error_key(e: &toml::de::Error) -> Option<String> {
-    let msg = e.message();
-    // serde's messages quote the key: "unknown field `foo`", "invalid type ... for key `x`".
-    let start = msg.find('`')?;
-    let end = msg[start + 1..].find('`')?;
-    Some(msg[start + 1..start + 1 + end].to_owned())
 }
 
 #[cfg(test)]

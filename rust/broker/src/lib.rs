@@ -3,6 +3,7 @@
 //! into calls here and implements [`consumer::ConsumerSink`] to carry messages back.
 
 pub mod config;
+pub mod config_load;
 pub mod consumer;
 pub mod dispatch;
 pub mod error;
@@ -10,6 +11,8 @@ pub mod hash;
 pub mod naming;
 pub mod permits;
 pub mod policies;
+pub mod properties;
+pub mod pulsar_keys;
 pub mod rate;
 pub mod service;
 pub mod subscription;
