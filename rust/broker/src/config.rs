@@ -95,10 +95,17 @@ pub struct BrokerConfig {
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
     pub authentication_enabled: bool,
-    /// Provider class names or short names; `token` (`AuthenticationProviderToken`) is supported.
-    /// A list, or one comma-separated string as in `broker.conf`.
+    /// Provider class names or short names: `token` (`AuthenticationProviderToken`), `tls`
+    /// (`AuthenticationProviderTls`), `basic` (`AuthenticationProviderBasic`). A list, or one
+    /// comma-separated string as in `broker.conf`.
     #[serde(deserialize_with = "string_list")]
     pub authentication_providers: Vec<String>,
+    /// Users of the Basic provider, `user:hash` lines (`$apr1$` MD5 or DES crypt, as htpasswd
+    /// writes them): a path, `file:` / `data:` URL, or base64 text.
+    pub basic_auth_conf: Option<String>,
+    /// How often long-lived connections are checked for expired credentials (token `exp`);
+    /// an expired one is sent AUTH_CHALLENGE and closed unless it answers with valid credentials.
+    pub authentication_refresh_check_seconds: u64,
     /// Role given to clients that send no credentials (none: such clients are refused).
     pub anonymous_user_role: Option<String>,
     /// Whether `/metrics` also requires authentication.
@@ -204,6 +211,8 @@ impl Default for BrokerConfig {
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
             authentication_enabled: false,
             authentication_providers: Vec::new(),
+            basic_auth_conf: None,
+            authentication_refresh_check_seconds: 60,
             anonymous_user_role: None,
             authenticate_metrics_endpoint: false,
             token_secret_key: None,
@@ -327,20 +336,45 @@ impl BrokerConfig {
                     "authenticationEnabled needs a provider (token)",
                 ));
             }
+            let mut kinds = Vec::new();
             for p in &self.authentication_providers {
-                if !is_token_provider(p) {
-                    return Err(bad(
-                        "authenticationProviders",
-                        "only the token provider (AuthenticationProviderToken) is supported",
-                    ));
+                match AuthProvider::from_name(p) {
+                    Some(k) => kinds.push(k),
+                    None => {
+                        return Err(BrokerError::InvalidConfig {
+                            key: "authenticationProviders".into(),
+                            reason: format!(
+                                "unsupported provider {p:?} (supported: AuthenticationProviderToken, \
+                                 AuthenticationProviderTls, AuthenticationProviderBasic)"
+                            ),
+                        })
+                    }
                 }
             }
-            if self.token_secret_key.is_none() && self.token_public_key.is_none() {
+            if kinds.contains(&AuthProvider::Token)
+                && self.token_secret_key.is_none()
+                && self.token_public_key.is_none()
+            {
                 return Err(bad(
                     "tokenSecretKey",
                     "token authentication needs tokenSecretKey or tokenPublicKey",
                 ));
             }
+            if kinds.contains(&AuthProvider::Basic) && self.basic_auth_conf.is_none() {
+                return Err(bad(
+                    "basicAuthConf",
+                    "AuthenticationProviderBasic needs basicAuthConf (the users file)",
+                ));
+            }
+            if kinds.contains(&AuthProvider::Tls) && self.tls_trust_certs_file_path.is_none() {
+                return Err(bad(
+                    "tlsTrustCertsFilePath",
+                    "AuthenticationProviderTls needs the CA certificates client certificates chain to",
+                ));
+            }
+        }
+        if self.authentication_refresh_check_seconds == 0 {
+            return Err(bad("authenticationRefreshCheckSeconds", "must be > 0"));
         }
         if self.token_auth_claim.is_empty() {
             return Err(bad("tokenAuthClaim", "must not be empty"));
@@ -421,10 +455,41 @@ impl BrokerConfig {
     }
 }
 
-/// Whether an `authenticationProviders` entry names the token provider.
-#[must_use]
-pub fn is_token_provider(name: &str) -> bool {
-    name == "token" || name == "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+/// An authentication provider of `authenticationProviders`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthProvider {
+    /// `AuthenticationProviderToken` (client method `token`).
+    Token,
+    /// `AuthenticationProviderTls` (client method `tls`): the role is the certificate's CN.
+    Tls,
+    /// `AuthenticationProviderBasic` (client method `basic`).
+    Basic,
+}
+
+impl AuthProvider {
+    /// The provider named by a class name or a short name, if supported.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        let short = name.trim().rsplit('.').next().unwrap_or("");
+        match short {
+            "token" | "AuthenticationProviderToken" => Some(AuthProvider::Token),
+            "tls" | "AuthenticationProviderTls" => Some(AuthProvider::Tls),
+            "basic" | "AuthenticationProviderBasic" => Some(AuthProvider::Basic),
+            _ => None,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// Whether `authenticationProviders` lists `p` (and authentication is on).
+    #[must_use]
+    pub fn has_provider(&self, p: AuthProvider) -> bool {
+        self.authentication_enabled
+            && self
+                .authentication_providers
+                .iter()
+                .any(|n| AuthProvider::from_name(n) == Some(p))
+    }
 }
 
 #[cfg(test)]
@@ -461,10 +526,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("tokenSecretKey"), "{e}");
-        let e = BrokerConfig::from_toml("authenticationEnabled = true\nauthenticationProviders = \"basic\"\ntokenSecretKey = \"x\"")
+        let e = BrokerConfig::from_toml("authenticationEnabled = true\nauthenticationProviders = \"kerberos\"\ntokenSecretKey = \"x\"")
             .unwrap_err()
             .to_string();
         assert!(e.contains("authenticationProviders"), "{e}");
+        let e = BrokerConfig::from_toml(
+            "authenticationEnabled = true\nauthenticationProviders = \"basic\"",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("basicAuthConf"), "{e}");
         let e = BrokerConfig::from_toml("brokerServicePortTls = 0")
             .unwrap_err()
             .to_string();

@@ -18,7 +18,7 @@ pub mod service;
 pub mod subscription;
 pub mod topic;
 
-pub use config::BrokerConfig;
+pub use config::{AuthProvider, BrokerConfig};
 pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
 pub use dispatch::key_shared::{KeySharedMeta, KeySharedMode};
 pub use error::BrokerError;

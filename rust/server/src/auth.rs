@@ -1,4 +1,8 @@
-//! Token authentication as Pulsar's `AuthenticationProviderToken` does it.
+//! Authentication as Pulsar's providers do it, several at once, chosen by the client's method
+//! name: `token` (`AuthenticationProviderToken`, below), `basic` ([`crate::auth_basic`]) and `tls`
+//! ([`crate::auth_tls`]: the client certificate's CN). Token credentials expire (`exp`): long-lived
+//! connections are re-checked every `authenticationRefreshCheckSeconds` and sent AUTH_CHALLENGE
+//! (see the connection's refresh check).
 //!
 //! A client proves its identity with a JWT: on the binary protocol in CONNECT
 //! (`auth_method_name = "token"`, `auth_data = <jwt>`), on the admin API as
@@ -26,7 +30,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use pulsar_rs_broker::{BrokerConfig, BrokerError};
+use pulsar_rs_broker::{AuthProvider, BrokerConfig, BrokerError};
 use pulsar_rs_proto::pb::{self, base_command::Type};
 use pulsar_rs_proto::{commands, BaseCommand, ServerError as Wire};
 
@@ -40,9 +44,15 @@ pub enum AuthError {
     /// No credentials, and no `anonymousUserRole`.
     #[error("authentication required: no credentials given")]
     Missing,
-    /// A method other than `token`.
-    #[error("unsupported authentication method {0:?} (this broker accepts \"token\")")]
-    Method(String),
+    /// A method no configured provider handles.
+    #[error("unsupported authentication method {0:?} (this broker accepts: {1})")]
+    Method(String, String),
+    /// Basic credentials refused.
+    #[error("{0}")]
+    InvalidCredentials(String),
+    /// Method `tls` without a client certificate (or on a plain connection).
+    #[error("the tls method needs a client certificate on a TLS connection")]
+    NoClientCertificate,
     /// The token is malformed, badly signed, expired or for another audience.
     #[error("invalid token: {0}")]
     InvalidToken(String),
@@ -205,6 +215,14 @@ impl TokenVerifier {
     /// # Errors
     /// [`AuthError::InvalidToken`] or [`AuthError::NoRole`].
     pub fn verify(&self, token: &str) -> Result<String, AuthError> {
+        self.verify_identity(token).map(|i| i.role)
+    }
+
+    /// Checks a token and returns its role and expiry (`exp`).
+    ///
+    /// # Errors
+    /// [`AuthError::InvalidToken`] or [`AuthError::NoRole`].
+    pub fn verify_identity(&self, token: &str) -> Result<Identity, AuthError> {
         let invalid = |e: &dyn std::fmt::Display| AuthError::InvalidToken(e.to_string());
         let head = jsonwebtoken::decode_header(token).map_err(|e| invalid(&e))?;
         let (key, algs) = match head.alg {
@@ -250,9 +268,36 @@ impl TokenVerifier {
             }
         }
         match claims.get(&self.role_claim) {
-            Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+            Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Identity {
+                role: s.clone(),
+                expires_at: claims.get("exp").and_then(serde_json::Value::as_u64),
+            }),
             _ => Err(AuthError::NoRole(self.role_claim.clone())),
         }
+    }
+}
+
+/// Who a client is, once authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The role.
+    pub role: String,
+    /// When the credentials expire (Unix seconds; token `exp`), if they do.
+    pub expires_at: Option<u64>,
+}
+
+impl Identity {
+    fn forever(role: String) -> Self {
+        Identity {
+            role,
+            expires_at: None,
+        }
+    }
+
+    /// Whether the credentials have expired at `now` (Unix seconds).
+    #[must_use]
+    pub fn expired(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|e| e <= now)
     }
 }
 
@@ -261,48 +306,87 @@ impl TokenVerifier {
 pub struct Authenticator {
     /// `authenticationEnabled`.
     pub enabled: bool,
-    /// The token provider (present when authentication is enabled).
+    /// The token provider, when configured.
     token: Option<TokenVerifier>,
+    /// The Basic provider's users, when configured.
+    basic: Option<crate::auth_basic::BasicUsers>,
+    /// Whether the TLS provider is configured.
+    tls: bool,
     /// `anonymousUserRole`.
     anonymous_role: Option<String>,
     /// `authenticateMetricsEndpoint`.
     metrics_need_auth: bool,
+    /// `authenticationRefreshCheckSeconds`.
+    pub refresh_check: std::time::Duration,
 }
 
 impl Authenticator {
-    /// Builds the authenticator (reads the key files).
+    /// Builds the authenticator (reads the key and users files).
     ///
     /// # Errors
     /// [`BrokerError::InvalidConfig`] for unusable key settings.
     pub fn from_config(c: &BrokerConfig) -> Result<Self, BrokerError> {
-        let token = if c.authentication_enabled {
+        let token = if c.has_provider(AuthProvider::Token) {
             Some(TokenVerifier::from_config(c)?)
         } else {
             None
         };
+        let basic = match (&c.basic_auth_conf, c.has_provider(AuthProvider::Basic)) {
+            (Some(spec), true) => Some(crate::auth_basic::BasicUsers::load(spec)?),
+            _ => None,
+        };
         Ok(Authenticator {
             enabled: c.authentication_enabled,
             token,
+            basic,
+            tls: c.has_provider(AuthProvider::Tls),
             anonymous_role: c.anonymous_user_role.clone(),
             metrics_need_auth: c.authenticate_metrics_endpoint,
+            refresh_check: std::time::Duration::from_secs(c.authentication_refresh_check_seconds),
         })
     }
 
-    /// Authenticates `(method, data)` credentials. `Ok(None)`: authentication is off.
+    /// Whether the TLS provider wants client certificates.
+    #[must_use]
+    pub fn wants_client_certificates(&self) -> bool {
+        self.tls
+    }
+
+    fn methods(&self) -> String {
+        let mut m = Vec::new();
+        if self.token.is_some() {
+            m.push("token");
+        }
+        if self.basic.is_some() {
+            m.push("basic");
+        }
+        if self.tls {
+            m.push("tls");
+        }
+        m.join(", ")
+    }
+
+    /// Authenticates `(method, data)` credentials; `peer_cn` is the CN of the client certificate
+    /// of a TLS connection. `Ok(None)`: authentication is off and there is no anonymous role.
     ///
     /// # Errors
     /// Why the credentials are refused.
-    pub fn authenticate(&self, method: &str, data: &[u8]) -> Result<Option<String>, AuthError> {
+    pub fn authenticate(
+        &self,
+        method: &str,
+        data: &[u8],
+        peer_cn: Option<&str>,
+    ) -> Result<Option<Identity>, AuthError> {
         if !self.enabled {
-            return Ok(self.anonymous_role.clone());
+            return Ok(self.anonymous_role.clone().map(Identity::forever));
         }
         match method {
             "" | "none" if data.is_empty() => self
                 .anonymous_role
                 .clone()
-                .map(Some)
+                .map(|r| Some(Identity::forever(r)))
                 .ok_or(AuthError::Missing),
-            "token" => {
+            "token" if self.token.is_some() => {
                 let token = std::str::from_utf8(data)
                     .map_err(|_| AuthError::InvalidToken("not UTF-8".into()))?
                     .trim();
@@ -311,44 +395,64 @@ impl Authenticator {
                     return Err(AuthError::Missing);
                 }
                 let verifier = self.token.as_ref().ok_or(AuthError::Missing)?;
-                verifier.verify(token).map(Some)
+                verifier.verify_identity(token).map(Some)
             }
-            other => Err(AuthError::Method(other.to_owned())),
+            "basic" if self.basic.is_some() => {
+                let users = self.basic.as_ref().ok_or(AuthError::Missing)?;
+                users.authenticate(data).map(|r| Some(Identity::forever(r)))
+            }
+            "tls" if self.tls => peer_cn
+                .map(|cn| Some(Identity::forever(cn.to_owned())))
+                .ok_or(AuthError::NoClientCertificate),
+            other => Err(AuthError::Method(other.to_owned(), self.methods())),
         }
     }
 
-    /// Authenticates a CONNECT.
+    /// Authenticates a CONNECT (or an AUTH_RESPONSE's data).
     ///
     /// # Errors
     /// Why the connection is refused.
     pub fn authenticate_connect(
         &self,
         c: &pb::CommandConnect,
-    ) -> Result<Option<String>, AuthError> {
+        peer_cn: Option<&str>,
+    ) -> Result<Option<Identity>, AuthError> {
         let method = c.auth_method_name.as_deref().unwrap_or("");
         let data = c.auth_data.as_deref().unwrap_or_default();
-        self.authenticate(method, data)
+        self.authenticate(method, data, peer_cn)
     }
 
-    /// Authenticates an admin request's `Authorization` header.
+    /// Authenticates an admin request: `Authorization: Bearer <jwt>` (token), `Basic
+    /// <base64 user:password>` (basic), or else the client certificate (tls) or the anonymous
+    /// role.
     ///
     /// # Errors
     /// Why the request is refused.
     pub fn authenticate_http(
         &self,
         authorization: Option<&str>,
+        peer_cn: Option<&str>,
     ) -> Result<Option<String>, AuthError> {
-        match authorization {
-            None => self.authenticate("none", b""),
+        let id = match authorization {
+            None if self.tls && peer_cn.is_some() => self.authenticate("tls", b"", peer_cn),
+            None => self.authenticate("none", b"", None),
             Some(h) => {
                 let (scheme, rest) = h.split_once(' ').unwrap_or((h, ""));
                 if scheme.eq_ignore_ascii_case("bearer") {
-                    self.authenticate("token", rest.trim().as_bytes())
+                    self.authenticate("token", rest.trim().as_bytes(), None)
+                } else if scheme.eq_ignore_ascii_case("basic") {
+                    let data = base64::engine::general_purpose::STANDARD
+                        .decode(rest.trim())
+                        .map_err(|_| {
+                            AuthError::InvalidCredentials("Base64 decoding failed".into())
+                        })?;
+                    self.authenticate("basic", &data, None)
                 } else {
-                    Err(AuthError::Method(scheme.to_owned()))
+                    Err(AuthError::Method(scheme.to_owned(), self.methods()))
                 }
             }
-        }
+        };
+        id.map(|i| i.map(|i| i.role))
     }
 }
 
@@ -409,7 +513,11 @@ pub(crate) async fn admin_guard(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let role = if ctx.auth.enabled {
-        match ctx.auth.authenticate_http(header) {
+        let peer_cn = req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<crate::auth_tls::ClientCn>>()
+            .and_then(|c| c.0 .0.clone());
+        match ctx.auth.authenticate_http(header, peer_cn.as_deref()) {
             Ok(role) => role,
             Err(e) => {
                 tracing::info!(%path, error = %e, "admin request refused: authentication");
@@ -566,31 +674,70 @@ mod tests {
     fn authenticator_methods() {
         let secret = b"0123456789abcdef0123456789abcdef";
         let a = Authenticator::from_config(&hs_config(secret)).unwrap();
+        let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
         let t = hs_token(secret, &json!({"sub": "alice"}));
         assert_eq!(
-            a.authenticate("token", t.as_bytes()).unwrap().as_deref(),
+            role(a.authenticate("token", t.as_bytes(), None)).as_deref(),
             Some("alice")
         );
-        assert_eq!(a.authenticate("none", b""), Err(AuthError::Missing));
+        assert_eq!(a.authenticate("none", b"", None), Err(AuthError::Missing));
         assert!(matches!(
-            a.authenticate("basic", b"u:p"),
-            Err(AuthError::Method(_))
+            a.authenticate("basic", b"u:p", None),
+            Err(AuthError::Method(..))
+        ));
+        assert!(matches!(
+            a.authenticate("tls", b"", Some("cn")),
+            Err(AuthError::Method(..))
         ));
         let h = format!("Bearer {t}");
         assert_eq!(
-            a.authenticate_http(Some(&h)).unwrap().as_deref(),
+            a.authenticate_http(Some(&h), None).unwrap().as_deref(),
             Some("alice")
         );
-        assert_eq!(a.authenticate_http(None), Err(AuthError::Missing));
+        assert_eq!(a.authenticate_http(None, None), Err(AuthError::Missing));
+        let exp = now() + 100;
+        let t = hs_token(secret, &json!({"sub": "alice", "exp": exp}));
+        let id = a.authenticate("token", t.as_bytes(), None).unwrap().unwrap();
+        assert_eq!(id.expires_at, Some(u64::try_from(exp).unwrap()));
+        assert!(!id.expired(u64::try_from(exp).unwrap() - 1));
+        assert!(id.expired(u64::try_from(exp).unwrap()));
         let mut c = hs_config(secret);
         c.anonymous_user_role = Some("anon".into());
         let a = Authenticator::from_config(&c).unwrap();
         assert_eq!(
-            a.authenticate("none", b"").unwrap().as_deref(),
+            role(a.authenticate("none", b"", None)).as_deref(),
             Some("anon")
         );
         let off = Authenticator::from_config(&BrokerConfig::default()).unwrap();
-        assert_eq!(off.authenticate("token", b"anything").unwrap(), None);
+        assert_eq!(off.authenticate("token", b"anything", None).unwrap(), None);
+    }
+
+    #[test]
+    fn several_providers_by_method_name() {
+        let secret = b"0123456789abcdef0123456789abcdef";
+        let mut c = hs_config(secret);
+        c.authentication_providers = vec![
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderTls".into(),
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderToken".into(),
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic".into(),
+        ];
+        c.basic_auth_conf = Some("data:,admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.".into());
+        c.tls_trust_certs_file_path = Some("/ca.pem".into());
+        let a = Authenticator::from_config(&c).unwrap();
+        let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
+        let t = hs_token(secret, &json!({"sub": "alice"}));
+        assert_eq!(role(a.authenticate("token", t.as_bytes(), None)).as_deref(), Some("alice"));
+        assert_eq!(role(a.authenticate("basic", b"admin:123456", None)).as_deref(), Some("admin"));
+        assert!(a.authenticate("basic", b"admin:wrong", None).is_err());
+        assert_eq!(role(a.authenticate("tls", b"", Some("client"))).as_deref(), Some("client"));
+        assert_eq!(
+            a.authenticate("tls", b"", None),
+            Err(AuthError::NoClientCertificate)
+        );
+        let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("admin:123456"));
+        assert_eq!(a.authenticate_http(Some(&basic), None).unwrap().as_deref(), Some("admin"));
+        assert_eq!(a.authenticate_http(None, Some("cn1")).unwrap().as_deref(), Some("cn1"));
+        assert!(a.wants_client_certificates());
     }
 
     /// A throwaway RSA key made for this test only.

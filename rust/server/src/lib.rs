@@ -11,6 +11,8 @@
 pub mod admin;
 pub mod admin_policies;
 pub mod auth;
+pub mod auth_basic;
+pub mod auth_tls;
 pub mod authz;
 pub mod connection;
 pub mod error;
