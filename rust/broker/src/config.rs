@@ -21,6 +21,10 @@ pub struct BrokerConfig {
     pub bind_address: String,
     /// Host name put in LOOKUP answers (defaults to the bind address).
     pub advertised_address: Option<String>,
+    /// Named addresses for lookups (`name:pulsar://host:port,...`; see [`crate::listeners`]).
+    pub advertised_listeners: Option<String>,
+    /// The listener lookups answer with when the client names none (default: the first).
+    pub internal_listener_name: Option<String>,
     /// Pulsar binary protocol port (0 = ephemeral).
     pub broker_service_port: u16,
     /// Admin REST / metrics port (0 = ephemeral).
@@ -152,6 +156,8 @@ impl Default for BrokerConfig {
             cluster_name: "standalone".into(),
             bind_address: "127.0.0.1".into(),
             advertised_address: None,
+            advertised_listeners: None,
+            internal_listener_name: None,
             broker_service_port: 6650,
             web_service_port: 8080,
             data_dir: None,
@@ -319,6 +325,7 @@ impl BrokerConfig {
                 "must be > 0",
             ));
         }
+        self.listeners()?;
         self.validate_security()?;
         self.storage_config()
             .validate()
@@ -340,15 +347,13 @@ impl BrokerConfig {
             for p in &self.authentication_providers {
                 match AuthProvider::from_name(p) {
                     Some(k) => kinds.push(k),
-                    None => {
-                        return Err(BrokerError::InvalidConfig {
-                            key: "authenticationProviders".into(),
-                            reason: format!(
-                                "unsupported provider {p:?} (supported: AuthenticationProviderToken, \
+                    None => return Err(BrokerError::InvalidConfig {
+                        key: "authenticationProviders".into(),
+                        reason: format!(
+                            "unsupported provider {p:?} (supported: AuthenticationProviderToken, \
                                  AuthenticationProviderTls, AuthenticationProviderBasic)"
-                            ),
-                        })
-                    }
+                        ),
+                    }),
                 }
             }
             if kinds.contains(&AuthProvider::Token)
@@ -481,6 +486,22 @@ impl AuthProvider {
 }
 
 impl BrokerConfig {
+    /// The parsed `advertisedListeners` (empty when not set).
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] for a malformed value.
+    pub fn listeners(&self) -> Result<Vec<crate::listeners::AdvertisedListener>, BrokerError> {
+        match self.advertised_listeners.as_deref() {
+            Some(spec) if !spec.trim().is_empty() => {
+                crate::listeners::parse(spec, self.internal_listener_name.as_deref())
+            }
+            _ if self.internal_listener_name.is_some() => {
+                Err(bad("internalListenerName", "needs advertisedListeners"))
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// Whether `authenticationProviders` lists `p` (and authentication is on).
     #[must_use]
     pub fn has_provider(&self, p: AuthProvider) -> bool {

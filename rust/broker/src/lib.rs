@@ -8,6 +8,7 @@ pub mod consumer;
 pub mod dispatch;
 pub mod error;
 pub mod hash;
+pub mod listeners;
 pub mod naming;
 pub mod permits;
 pub mod policies;

@@ -697,7 +697,10 @@ mod tests {
         assert_eq!(a.authenticate_http(None, None), Err(AuthError::Missing));
         let exp = now() + 100;
         let t = hs_token(secret, &json!({"sub": "alice", "exp": exp}));
-        let id = a.authenticate("token", t.as_bytes(), None).unwrap().unwrap();
+        let id = a
+            .authenticate("token", t.as_bytes(), None)
+            .unwrap()
+            .unwrap();
         assert_eq!(id.expires_at, Some(u64::try_from(exp).unwrap()));
         assert!(!id.expired(u64::try_from(exp).unwrap() - 1));
         assert!(id.expired(u64::try_from(exp).unwrap()));
@@ -726,17 +729,35 @@ mod tests {
         let a = Authenticator::from_config(&c).unwrap();
         let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
         let t = hs_token(secret, &json!({"sub": "alice"}));
-        assert_eq!(role(a.authenticate("token", t.as_bytes(), None)).as_deref(), Some("alice"));
-        assert_eq!(role(a.authenticate("basic", b"admin:123456", None)).as_deref(), Some("admin"));
+        assert_eq!(
+            role(a.authenticate("token", t.as_bytes(), None)).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(
+            role(a.authenticate("basic", b"admin:123456", None)).as_deref(),
+            Some("admin")
+        );
         assert!(a.authenticate("basic", b"admin:wrong", None).is_err());
-        assert_eq!(role(a.authenticate("tls", b"", Some("client"))).as_deref(), Some("client"));
+        assert_eq!(
+            role(a.authenticate("tls", b"", Some("client"))).as_deref(),
+            Some("client")
+        );
         assert_eq!(
             a.authenticate("tls", b"", None),
             Err(AuthError::NoClientCertificate)
         );
-        let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("admin:123456"));
-        assert_eq!(a.authenticate_http(Some(&basic), None).unwrap().as_deref(), Some("admin"));
-        assert_eq!(a.authenticate_http(None, Some("cn1")).unwrap().as_deref(), Some("cn1"));
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("admin:123456")
+        );
+        assert_eq!(
+            a.authenticate_http(Some(&basic), None).unwrap().as_deref(),
+            Some("admin")
+        );
+        assert_eq!(
+            a.authenticate_http(None, Some("cn1")).unwrap().as_deref(),
+            Some("cn1")
+        );
         assert!(a.wants_client_certificates());
     }
 

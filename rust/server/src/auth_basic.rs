@@ -185,8 +185,10 @@ mod tests {
 
     #[test]
     fn users_file() {
-        let u = BasicUsers::load("data:,admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.%0Abob:abgOeLfPimXQo")
-            .unwrap();
+        let u = BasicUsers::load(
+            "data:,admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.%0Abob:abgOeLfPimXQo",
+        )
+        .unwrap();
         assert_eq!(u.authenticate(b"admin:123456").unwrap(), "admin");
         assert_eq!(u.authenticate(b"bob:test").unwrap(), "bob");
         assert!(u.authenticate(b"bob:nope").is_err());

@@ -88,7 +88,8 @@ pub fn peer_common_name(conn: &rustls::ServerConnection) -> Option<String> {
         .and_then(|c| common_name(c.as_ref()))
 }
 
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::tls::TlsListener>>
+impl
+    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::tls::TlsListener>>
     for ClientCn
 {
     fn connect_info(stream: axum::serve::IncomingStream<'_, crate::tls::TlsListener>) -> Self {
