@@ -347,13 +347,15 @@ impl BrokerConfig {
             for p in &self.authentication_providers {
                 match AuthProvider::from_name(p) {
                     Some(k) => kinds.push(k),
-                    None => return Err(BrokerError::InvalidConfig {
-                        key: "authenticationProviders".into(),
-                        reason: format!(
+                    None => {
+                        return Err(BrokerError::InvalidConfig {
+                            key: "authenticationProviders".into(),
+                            reason: format!(
                             "unsupported provider {p:?} (supported: AuthenticationProviderToken, \
                                  AuthenticationProviderTls, AuthenticationProviderBasic)"
                         ),
-                    }),
+                        })
+                    }
                 }
             }
             if kinds.contains(&AuthProvider::Token)

@@ -55,13 +55,44 @@ pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicNam
         .map_err(|e| Box::new(broker_fail(&e)))
 }
 
-/// Serves the admin API until shutdown (plain TCP, or a [`crate::tls::TlsListener`]).
+/// Serves the admin API on plain TCP until shutdown.
 pub async fn serve<L>(listener: L, ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>)
 where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let app = Router::new()
+    let stop = async move {
+        let _ = shutdown.changed().await;
+    };
+    if let Err(e) = axum::serve(listener, router(ctx))
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::warn!(error = %e, "admin server failed");
+    }
+}
+
+/// Serves the admin API over HTTPS until shutdown; each request knows its client certificate's
+/// CN (`AuthenticationProviderTls`).
+pub async fn serve_tls(
+    listener: crate::tls::TlsListener,
+    ctx: Arc<ServerContext>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let stop = async move {
+        let _ = shutdown.changed().await;
+    };
+    let app = router(ctx).into_make_service_with_connect_info::<crate::auth_tls::ClientCn>();
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::warn!(error = %e, "admin server failed");
+    }
+}
+
+fn router(ctx: Arc<ServerContext>) -> Router {
+    Router::new()
         .route("/admin/v2/brokers/health", get(|| async { "ok" }))
         .route("/admin/v2/persistent/{tenant}/{ns}", get(list_topics))
         .route(
@@ -85,20 +116,12 @@ where
         .route("/metrics", get(crate::metrics::render))
         .merge(crate::admin_policies::routes())
         .merge(crate::authz::routes())
+        .merge(crate::lookup_http::routes())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             crate::auth::admin_guard,
         ))
-        .with_state(ctx);
-    let stop = async move {
-        let _ = shutdown.changed().await;
-    };
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
-    {
-        tracing::warn!(error = %e, "admin server failed");
-    }
+        .with_state(ctx)
 }
 
 async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
@@ -124,12 +147,15 @@ async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, Str
 async fn get_partitions(
     State(ctx): Ctx,
     Path((tenant, ns, topic)): Path<(String, String, String)>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
         Err(r) => return *r,
     };
-    match ctx.service.partitions(&name, false) {
+    // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
+    let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
+    match ctx.service.partitions(&name, auto_create) {
         Ok(n) => Json(json!({ "partitions": n })).into_response(),
         Err(e) => broker_fail(&e),
     }

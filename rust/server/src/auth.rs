@@ -535,8 +535,12 @@ pub(crate) async fn admin_guard(
         let topic_read = (req.method() == Method::GET)
             .then(|| topic_read_path(&path))
             .flatten();
+        let ns_read = (req.method() == Method::GET)
+            .then(|| namespace_topics_path(&path))
+            .flatten();
         let allowed = topic_read
-            .is_some_and(|t| ctx.authz.check(role.as_deref(), &t, Action::Lookup).is_ok());
+            .is_some_and(|t| ctx.authz.check(role.as_deref(), &t, Action::Lookup).is_ok())
+            || ns_read.is_some_and(|ns| ctx.authz.check_namespace(role.as_deref(), &ns).is_ok());
         if !allowed {
             tracing::info!(%path, role = ?role, "admin request refused: authorization");
             return crate::admin::fail(
@@ -548,10 +552,24 @@ pub(crate) async fn admin_guard(
     next.run(req).await
 }
 
-/// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...).
+/// The namespace of `/admin/v2/namespaces/{t}/{ns}/topics` (REST lookup of a pattern
+/// subscription), which a role with a namespace grant may read.
+fn namespace_topics_path(path: &str) -> Option<String> {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["admin", "v2", "namespaces", t, ns, "topics"] => Some(format!("{t}/{ns}")),
+        _ => None,
+    }
+}
+
+/// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...) or of a
+/// REST lookup (`/lookup/v2/topic/persistent/t/ns/topic`).
 fn topic_read_path(path: &str) -> Option<pulsar_rs_broker::TopicName> {
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segs.as_slice() {
+        ["lookup", "v2", "topic", domain, t, ns, topic] => {
+            pulsar_rs_broker::TopicName::parse(&format!("{domain}://{t}/{ns}/{topic}")).ok()
+        }
         ["admin", "v2", "persistent", t, ns, topic, what]
             if matches!(
                 *what,

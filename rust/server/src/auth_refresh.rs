@@ -37,6 +37,15 @@ pub enum RefreshAction {
 }
 
 impl AuthState {
+    /// The state of a new connection (`peer_cn`: its TLS client certificate's CN).
+    #[must_use]
+    pub fn new(peer_cn: Option<String>) -> Self {
+        AuthState {
+            peer_cn,
+            ..AuthState::default()
+        }
+    }
+
     /// The periodic check at `now` (Unix seconds).
     pub fn check(&mut self, now: u64, protocol_version: i32) -> RefreshAction {
         let Some(id) = &self.identity else {
@@ -78,7 +87,9 @@ impl AuthState {
             .and_then(|d| d.auth_method_name.as_deref())
             .unwrap_or(&self.method)
             .to_owned();
-        let bytes = data.and_then(|d| d.auth_data.as_deref()).unwrap_or_default();
+        let bytes = data
+            .and_then(|d| d.auth_data.as_deref())
+            .unwrap_or_default();
         let fresh = auth
             .authenticate(&method, bytes, self.peer_cn.as_deref())
             .map_err(|e| format!("refreshed credentials refused: {e}"))?;

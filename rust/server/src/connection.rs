@@ -126,6 +126,10 @@ struct Connection {
     /// The authenticated role (`None`: authentication off and no anonymous role), or why
     /// CONNECT failed authentication: then the first request is refused (see `auth`).
     role: Result<Option<String>, String>,
+    /// Credentials and their refresh (AUTH_CHALLENGE), see `auth_refresh`.
+    auth: crate::auth_refresh::AuthState,
+    /// Protocol version agreed at CONNECT.
+    protocol_version: i32,
 }
 
 /// Serves one accepted socket until it closes or the broker shuts down.
@@ -140,14 +144,16 @@ pub async fn serve(
         .unwrap_or_default();
     let _ = socket.set_nodelay(true);
     let (rd, wr) = socket.into_split();
-    serve_io(rd, wr, peer, ctx, shutdown).await;
+    serve_io(rd, wr, peer, None, ctx, shutdown).await;
 }
 
-/// Serves one connection given as its read and write halves (plain TCP or TLS).
+/// Serves one connection given as its read and write halves (plain TCP or TLS; `peer_cn`: the
+/// CN of the TLS client certificate).
 pub async fn serve_io<R, W>(
     mut rd: R,
     wr: W,
     peer: String,
+    peer_cn: Option<String>,
     ctx: Arc<ServerContext>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) where
@@ -174,6 +180,8 @@ pub async fn serve_io<R, W>(
         last_seen: Instant::now(),
         ping_outstanding: false,
         role: Ok(None),
+        auth: crate::auth_refresh::AuthState::new(peer_cn),
+        protocol_version: 0,
     };
     let max_frame =
         conn.service.config.max_message_size as usize + pulsar_rs_proto::MESSAGE_SIZE_FRAME_PADDING;
@@ -184,6 +192,9 @@ pub async fn serve_io<R, W>(
     let keepalive = Duration::from_secs(conn.service.config.keep_alive_interval_seconds.max(1));
     let mut ticker = tokio::time::interval(keepalive);
     ticker.tick().await;
+    let auth_on = conn.ctx.auth.enabled;
+    let mut refresh = tokio::time::interval(conn.ctx.auth.refresh_check);
+    refresh.tick().await;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     'outer: loop {
         // Backpressure on the broker-wide publish buffer (`maxMessagePublishBufferSizeInMB`).
@@ -231,6 +242,13 @@ pub async fn serve_io<R, W>(
                 if conn.connected {
                     conn.ping_outstanding = true;
                     conn.send(&commands::ping());
+                }
+                continue;
+            }
+            _ = refresh.tick(), if auth_on => {
+                if let Err(reason) = conn.refresh_check() {
+                    tracing::info!(peer = %conn.peer, %reason, "closing connection: credentials");
+                    break;
                 }
                 continue;
             }
@@ -318,6 +336,12 @@ impl Connection {
                 Ok(())
             }
             Type::Pong => Ok(()),
+            Type::AuthResponse => {
+                let r = body!(auth_response);
+                self.auth
+                    .respond(&self.ctx.auth, &r)
+                    .map_err(ServerError::Authentication)
+            }
             Type::PartitionedMetadata => {
                 self.partitioned_metadata(&*body!(partition_metadata));
                 Ok(())
@@ -415,10 +439,21 @@ impl Connection {
             .protocol_version()
             .min(pulsar_rs_proto::MAX_PROTOCOL_VERSION);
         self.connected = true;
-        self.role = self.ctx.auth.authenticate_connect(c).map_err(|e| {
-            tracing::info!(peer = %self.peer, error = %e, "authentication failed");
-            e.to_string()
-        });
+        self.protocol_version = version;
+        let identity = self
+            .ctx
+            .auth
+            .authenticate_connect(c, self.auth.peer_cn.as_deref())
+            .map_err(|e| {
+                tracing::info!(peer = %self.peer, error = %e, "authentication failed");
+                e.to_string()
+            });
+        self.role = identity
+            .as_ref()
+            .map(|i| i.as_ref().map(|i| i.role.clone()))
+            .map_err(Clone::clone);
+        self.auth.method = c.auth_method_name.clone().unwrap_or_default();
+        self.auth.identity = identity.ok().flatten();
         tracing::debug!(peer = %self.peer, client = %c.client_version, version, "connected");
         let max = i32::try_from(self.service.config.max_message_size).unwrap_or(i32::MAX);
         self.send(&commands::connected(
@@ -427,6 +462,21 @@ impl Connection {
             max,
         ));
         Ok(())
+    }
+
+    /// The periodic credential check (`authenticationRefreshCheckSeconds`).
+    fn refresh_check(&mut self) -> Result<(), String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match self.auth.check(now, self.protocol_version) {
+            crate::auth_refresh::RefreshAction::Nothing => Ok(()),
+            crate::auth_refresh::RefreshAction::Challenge(cmd) => {
+                self.send(&cmd);
+                Ok(())
+            }
+            crate::auth_refresh::RefreshAction::Close(reason) => Err(reason),
+        }
     }
 
     fn partitioned_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) {
@@ -457,9 +507,15 @@ impl Connection {
             self.send(&commands::lookup_failed(c.request_id, code, msg));
             return;
         }
-        let tls_url = self.ctx.service_url_tls.as_deref();
         let reply = match TopicName::parse(&c.topic) {
-            Ok(_) => commands::lookup_connect(c.request_id, &self.ctx.service_url, tls_url),
+            Ok(_) => match self.ctx.lookups.urls(c.advertised_listener_name.as_deref()) {
+                Ok(u) => commands::lookup_connect(
+                    c.request_id,
+                    &u.broker_url,
+                    u.broker_url_tls.as_deref(),
+                ),
+                Err(msg) => commands::lookup_failed(c.request_id, Wire::ServiceNotReady, msg),
+            },
             Err(e) => commands::lookup_failed(c.request_id, wire_code(&e), e.to_string()),
         };
         self.send(&reply);

@@ -67,9 +67,11 @@ mod tests {
 
     #[test]
     fn by_listener_name() {
-        let listeners =
-            pulsar_rs_broker::listeners::parse("a:pulsar://h1:1,b:pulsar://h2:2,b:pulsar+ssl://h2:3", Some("b"))
-                .unwrap();
+        let listeners = pulsar_rs_broker::listeners::parse(
+            "a:pulsar://h1:1,b:pulsar://h2:2,b:pulsar+ssl://h2:3",
+            Some("b"),
+        )
+        .unwrap();
         let l = Lookups {
             service_url: "pulsar://s:9".into(),
             service_url_tls: None,
@@ -78,8 +80,14 @@ mod tests {
         };
         assert_eq!(l.urls(None).unwrap().broker_url, "pulsar://h2:2");
         assert_eq!(l.urls(Some("a")).unwrap().broker_url, "pulsar://h1:1");
-        assert_eq!(l.urls(Some("b")).unwrap().broker_url_tls.as_deref(), Some("pulsar+ssl://h2:3"));
-        assert_eq!(l.urls(Some("zz")).unwrap_err(), "the broker do not have zz listener");
+        assert_eq!(
+            l.urls(Some("b")).unwrap().broker_url_tls.as_deref(),
+            Some("pulsar+ssl://h2:3")
+        );
+        assert_eq!(
+            l.urls(Some("zz")).unwrap_err(),
+            "the broker do not have zz listener"
+        );
         let plain = Lookups {
             service_url: "pulsar://s:9".into(),
             service_url_tls: None,
