@@ -156,7 +156,9 @@ def produce_consume(client: pulsar.Client, topic: str) -> None:
 
 def test_tls_role_is_the_certificate_cn(broker, pki, topic):
     grant(broker, "tls-client")
-    ok = new_client(broker.service_url_tls, pulsar.AuthenticationTLS(str(pki["tls-client"]), str(pki["tls-client-key"])), pki)
+    ok = new_client(
+        broker.service_url_tls, pulsar.AuthenticationTLS(str(pki["tls-client"]), str(pki["tls-client-key"])), pki
+    )
     other = new_client(broker.service_url_tls, pulsar.AuthenticationTLS(str(pki["other"]), str(pki["other-key"])), pki)
     try:
         produce_consume(ok, topic)
@@ -288,9 +290,7 @@ def test_token_refreshed_through_auth_challenge(refresh_broker, topic):
         for i in range(7):
             producer.send(f"m{i}".encode())
             time.sleep(1)
-        assert [consumer.receive(timeout_millis=5000).data() for _ in range(7)] == [
-            f"m{i}".encode() for i in range(7)
-        ]
+        assert [consumer.receive(timeout_millis=5000).data() for _ in range(7)] == [f"m{i}".encode() for i in range(7)]
         # Answered AUTH_CHALLENGE at least once with a fresh token (the first call is CONNECT's).
         assert len(calls) >= 2, calls
         c.create_producer(topic + "-2")  # the connection is still good

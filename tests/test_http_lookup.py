@@ -64,14 +64,18 @@ def test_produce_consume_over_http_service_url(pulsar_broker, topic):
 
 def test_partitioned_topic_over_http(pulsar_broker, topic):
     local = topic.removeprefix("persistent://")
-    req = urllib.request.Request(f"{pulsar_broker.admin_url}/admin/v2/persistent/{local}/partitions", data=b"3", method="PUT")
+    req = urllib.request.Request(
+        f"{pulsar_broker.admin_url}/admin/v2/persistent/{local}/partitions", data=b"3", method="PUT"
+    )
     req.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status in (200, 204)
     client = http_client(pulsar_broker.admin_url)
     try:
         consumer = client.subscribe(topic, "s")
-        producer = client.create_producer(topic, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution)
+        producer = client.create_producer(
+            topic, message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution
+        )
         for i in range(9):
             producer.send(f"m{i}".encode())
         got = {consumer.receive(timeout_millis=5000).data() for _ in range(9)}
