@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod error;
 pub mod hash;
 pub mod listeners;
+pub mod metadata_keys;
 pub mod naming;
 pub mod permits;
 pub mod policies;

@@ -9,7 +9,6 @@
 //! TLS listeners ([`tls`]) beside the plain ones, enabled by Pulsar's `broker.conf` keys.
 
 pub mod admin;
-pub mod admin_policies;
 pub mod auth;
 pub mod auth_basic;
 pub mod auth_refresh;
@@ -18,7 +17,6 @@ pub mod authz;
 pub mod connection;
 pub mod error;
 pub mod lookup;
-pub mod lookup_http;
 pub mod metrics;
 pub mod tls;
 pub mod writer;

@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use pulsar_rs_broker::TopicName;
 use serde_json::json;
 
-use crate::admin::{broker_fail, fail};
+use super::{broker_fail, fail};
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;
