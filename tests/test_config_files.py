@@ -197,3 +197,34 @@ def test_keyword_settings_follow_the_same_rules():
     assert len(caught) == 1
     msg = str(caught[0].message)
     assert "bookkeeperClientTimeoutInSeconds" in msg and "tlsEnabled" in msg and "maxMessageSize" not in msg
+
+
+def test_pulsar_conf_with_every_provider(tmp_path):
+    """As the official client suite's standalone-ssl.conf: TLS, token and Basic providers at once."""
+    users = tmp_path / ".htpasswd"
+    users.write_text("admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.\n")  # password 123456
+    prefix = "org.apache.pulsar.broker.authentication.AuthenticationProvider"
+    conf = tmp_path / "standalone.conf"
+    conf.write_text(
+        "brokerServicePort=0\nwebServicePort=0\nanonymousUserRole=anonymous\n"
+        "authenticationEnabled=true\n"
+        f"authenticationProviders={prefix}Tls,{prefix}Token,{prefix}Basic\n"
+        "tokenSecretKey=data:;base64,c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0\n"
+        f"basicAuthConf={users}\ntlsTrustCertsFilePath={tmp_path / 'ca.pem'}\n"
+        "tlsEnabled=true\nbrokerClientAuthenticationPlugin=\n"
+    )
+    proc, ready = start_cli(conf, tmp_path)
+    try:
+        client = pulsar.Client(
+            ready.split()[1],
+            authentication=pulsar.AuthenticationBasic("admin", "123456"),
+            operation_timeout_seconds=10,
+            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+        )
+        try:
+            client.create_producer("persistent://public/default/providers").send(b"x")
+        finally:
+            client.close()
+    finally:
+        err = stop_cli(proc)
+    assert "tlsEnabled" in err
