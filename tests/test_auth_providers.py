@@ -180,14 +180,30 @@ def test_tls_method_needs_a_certificate(broker, pki, topic):
         c.close()
 
 
-def test_https_admin_role_from_client_certificate(broker, pki):
-    ctx = ssl.create_default_context(cafile=str(pki["ca"]))
-    url = f"{broker.admin_url_tls}/admin/v2/namespaces/public/default/permissions"
-    assert http("GET", url, context=ctx)[0] == 401
-    ctx.load_cert_chain(str(pki["tls-client"]), str(pki["tls-client-key"]))
-    assert http("GET", url, context=ctx)[0] == 401  # authenticated as tls-client: not a superuser
-    super_ctx = ssl.create_default_context(cafile=str(pki["ca"]))
-    assert http("GET", url, {"Authorization": f"Bearer {token('super')}"}, context=super_ctx)[0] == 200
+def test_https_admin_role_from_client_certificate(pulsar_broker_factory, pki, tmp_path):
+    b = pulsar_broker_factory(
+        advertisedAddress="localhost",
+        webServicePortTls=0,
+        tlsCertificateFilePath=str(pki["server"]),
+        tlsKeyFilePath=str(pki["server-key"]),
+        tlsTrustCertsFilePath=str(pki["ca"]),
+        authenticationEnabled=True,
+        authenticationProviders=f"{PROVIDERS}Tls,{PROVIDERS}Token",
+        tokenSecretKey=SECRET_URL,
+        authorizationEnabled=True,
+        superUserRoles=["tls-client"],
+    )
+    url = f"{b.admin_url_tls}/admin/v2/namespaces/public/default/permissions"
+
+    def ctx(name: str | None) -> ssl.SSLContext:
+        c = ssl.create_default_context(cafile=str(pki["ca"]))
+        if name:
+            c.load_cert_chain(str(pki[name]), str(pki[name + "-key"]))
+        return c
+
+    assert http("GET", url, context=ctx(None))[0] == 401  # no certificate, no credentials
+    assert http("GET", url, context=ctx("other"))[0] == 401  # role "other": not a superuser
+    assert http("GET", url, context=ctx("tls-client"))[0] == 200  # role "tls-client": superuser
 
 
 def test_basic_users_file(broker, topic):
