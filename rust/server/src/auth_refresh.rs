@@ -30,8 +30,8 @@ pub struct AuthState {
 pub enum RefreshAction {
     /// Credentials still valid (or never expire).
     Nothing,
-    /// Send this AUTH_CHALLENGE.
-    Challenge(BaseCommand),
+    /// Send this AUTH_CHALLENGE (boxed: a command is large).
+    Challenge(Box<BaseCommand>),
     /// Close the connection, for this reason.
     Close(String),
 }
@@ -60,7 +60,7 @@ impl AuthState {
             );
         }
         self.challenged = true;
-        RefreshAction::Challenge(
+        RefreshAction::Challenge(Box::new(
             pb::CommandAuthChallenge {
                 server_version: Some(format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION"))),
                 challenge: Some(pb::AuthData {
@@ -70,7 +70,7 @@ impl AuthState {
                 protocol_version: Some(protocol_version),
             }
             .into(),
-        )
+        ))
     }
 
     /// Handles an AUTH_RESPONSE.
