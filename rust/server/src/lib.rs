@@ -13,6 +13,7 @@ pub mod auth;
 pub mod auth_basic;
 pub mod auth_refresh;
 pub mod auth_tls;
+pub mod auth_token;
 pub mod authz;
 pub mod connection;
 pub mod error;
