@@ -310,3 +310,14 @@ def test_token_refreshed_through_auth_challenge(refresh_broker, topic):
         c.create_producer(topic + "-2")  # the connection is still good
     finally:
         c.close()
+
+
+def test_https_service_url_with_tls_authentication(broker, pki, topic):
+    """An ``https://`` service URL: REST lookup over HTTPS (client certificate), then ``pulsar+ssl://``."""
+    grant(broker, "tls-client")
+    auth = pulsar.AuthenticationTLS(str(pki["tls-client"]), str(pki["tls-client-key"]))
+    c = new_client(broker.admin_url_tls, auth, pki)
+    try:
+        produce_consume(c, topic)
+    finally:
+        c.close()
