@@ -27,6 +27,7 @@ from ._native import (
     ServerError,
     __version__,
     enable_logging,
+    read_config,
 )
 from .admin import Admin, AdminError
 
@@ -51,4 +52,5 @@ __all__ = [
     "ServerError",
     "__version__",
     "enable_logging",
+    "read_config",
 ]

@@ -237,7 +237,9 @@ class Broker:
 
     ``Broker(data_dir=None, port=0, admin_port=0, **settings)``: ``data_dir=None`` uses a
     temporary directory (removed on exit); port 0 picks a free port; settings are Pulsar's
-    ``broker.conf`` keys (``maxMessageSize=...``).
+    ``broker.conf`` keys (``maxMessageSize=...``). Pulsar keys pulsar-rs does not implement are
+    accepted and named in one ``UserWarning``; a key Pulsar does not have raises
+    ``InvalidConfigError`` naming it and the closest known key.
     """
 
     def __new__(
@@ -281,6 +283,12 @@ class ArrowStream:
 
 def export_data_dir(path: str | PathLike[str]) -> dict[str, ArrowStream]:
     """Exports a data directory no broker has open, as Arrow streams keyed by table name."""
+
+def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str | None]:
+    """Reads Pulsar's ``broker.conf`` / ``standalone.conf`` (Java properties) or a TOML file into
+    settings for ``Broker(**settings)``: the keys the file sets, typed. Raises
+    ``InvalidConfigError`` naming a key Pulsar does not have (with the closest known key) or a bad
+    value."""
 
 def enable_logging(level: str = "info") -> None:
     """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug")."""

@@ -90,7 +90,62 @@ pub(crate) fn config_from(
             map.insert(key, value);
         }
     }
-    BrokerConfig::from_json_map(map).map_err(|e| broker_err(py, e))
+    let cfg = BrokerConfig::from_json_map(map).map_err(|e| broker_err(py, e))?;
+    if let Some(w) = cfg.unimplemented_warning() {
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        let msg = std::ffi::CString::new(w).unwrap_or_default();
+        PyErr::warn(py, &category, &msg, 1)?;
+    }
+    Ok(cfg)
+}
+
+/// JSON value → Python object.
+fn py_value<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    Ok(match v {
+        serde_json::Value::Null => py.None().into_bound(py),
+        serde_json::Value::Bool(b) => b.into_bound_py_any(py)?,
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_bound_py_any(py)?,
+            (None, Some(u)) => u.into_bound_py_any(py)?,
+            _ => n.as_f64().unwrap_or(f64::NAN).into_bound_py_any(py)?,
+        },
+        serde_json::Value::String(s) => s.into_bound_py_any(py)?,
+        serde_json::Value::Array(items) => {
+            let list = pyo3::types::PyList::empty(py);
+            for item in items {
+                list.append(py_value(py, item)?)?;
+            }
+            list.into_any()
+        }
+        serde_json::Value::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, item) in m {
+                d.set_item(k, py_value(py, item)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// Reads a broker configuration file — Pulsar's own `broker.conf` / `standalone.conf` (Java
+/// properties) or TOML — into keyword settings for `Broker(**settings)`: only the keys the file
+/// sets, typed. The whole file is checked: a key Pulsar does not have or a bad value raises
+/// `InvalidConfigError` naming it.
+#[pyfunction]
+pub fn read_config<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let map = py
+        .detach(|| {
+            let map = pulsar_rs_broker::config_load::file_settings(&path)?;
+            BrokerConfig::from_json_map(map.clone())?;
+            Ok::<_, BrokerError>(map)
+        })
+        .map_err(|e| broker_err(py, e))?;
+    let d = PyDict::new(py);
+    for (k, v) in &map {
+        d.set_item(k, py_value(py, v)?)?;
+    }
+    Ok(d)
 }
 
 /// A running in-process broker.

@@ -10,9 +10,14 @@
 
 pub mod admin;
 pub mod auth;
+pub mod auth_basic;
+pub mod auth_refresh;
+pub mod auth_tls;
+pub mod auth_token;
 pub mod authz;
 pub mod connection;
 pub mod error;
+pub mod lookup;
 pub mod metrics;
 pub mod resources;
 pub mod tls;
@@ -96,6 +101,12 @@ pub struct ServerContext {
     pub service_url: String,
     /// `pulsar+ssl://host:port` given out in LOOKUP answers when TLS is on; immutable.
     pub service_url_tls: Option<String>,
+    /// `http://host:port` of the admin API (REST lookup answers); immutable.
+    pub admin_url: String,
+    /// `https://host:port` of the admin API when TLS is on; immutable.
+    pub admin_url_tls: Option<String>,
+    /// What lookups answer, by listener name (`advertisedListeners`); immutable.
+    pub lookups: lookup::Lookups,
     /// Authentication (`authenticationEnabled`, token provider); immutable.
     pub auth: auth::Authenticator,
     /// Authorization (`authorizationEnabled`, superusers, granted permissions).
@@ -195,6 +206,7 @@ impl Server {
             .unwrap_or_else(|| bind.clone());
         let service_url = format!("pulsar://{host}:{}", service_addr.port());
         let auth = auth::Authenticator::from_config(&config)?;
+
         let acceptors =
             if config.broker_service_port_tls.is_some() || config.web_service_port_tls.is_some() {
                 Some(tls::acceptors(&config)?)
@@ -269,10 +281,26 @@ impl Server {
         );
         let publish_buffer =
             PublishBuffer::new(service.config.max_message_publish_buffer_size_in_mb);
+        let listeners = service.config.listeners()?;
+        let internal = service
+            .config
+            .internal_listener_name
+            .as_deref()
+            .and_then(|n| listeners.iter().position(|l| l.name == n))
+            .unwrap_or(0);
+        let lookups = lookup::Lookups {
+            service_url: service_url.clone(),
+            service_url_tls: service_url_tls.clone(),
+            listeners,
+            internal,
+        };
         let ctx = Arc::new(ServerContext {
             service,
             service_url,
             service_url_tls,
+            admin_url: format!("http://{host}:{}", admin_addr.port()),
+            admin_url_tls: admin_url_tls.clone(),
+            lookups,
             auth,
             authz,
             resources,
@@ -293,7 +321,7 @@ impl Server {
         if let (Some(l), Some(a)) = (admin_tls_listener, &acceptors) {
             let listener = tls::TlsListener::new(l, a.admin.clone())
                 .map_err(|e| ServerError::io("reading bound address", e))?;
-            tasks.spawn(admin::serve(listener, Arc::clone(&ctx), rx.clone()));
+            tasks.spawn(admin::serve_tls(listener, Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");

@@ -14,7 +14,7 @@ use pulsar_rs_server::Server;
     about = "Pulsar-compatible broker (standalone)"
 )]
 struct Args {
-    /// TOML file with Pulsar broker.conf keys.
+    /// Pulsar's broker.conf / standalone.conf (Java properties) or TOML with the same keys.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Data directory.
@@ -39,9 +39,7 @@ fn main() -> anyhow_free::Result<()> {
         .init();
     let args = Args::parse();
     let mut cfg = match &args.config {
-        Some(p) => BrokerConfig::from_toml(
-            &std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?,
-        )?,
+        Some(p) => BrokerConfig::from_file(p)?,
         None => BrokerConfig::default(),
     };
     if let Some(b) = args.bind {
@@ -52,6 +50,9 @@ fn main() -> anyhow_free::Result<()> {
     }
     if let Some(p) = args.admin_port {
         cfg.web_service_port = p;
+    }
+    if let Some(w) = cfg.unimplemented_warning() {
+        tracing::warn!("{w}");
     }
     let dir = args
         .data_dir

@@ -67,12 +67,15 @@ async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, Str
 async fn get_partitions(
     State(ctx): Ctx,
     Path((tenant, ns, topic)): Path<(String, String, String)>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
         Err(r) => return *r,
     };
-    match ctx.service.partitions(&name, false) {
+    // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
+    let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
+    match ctx.service.partitions(&name, auto_create) {
         Ok(n) => Json(json!({ "partitions": n })).into_response(),
         Err(e) => broker_fail(&e),
     }

@@ -56,9 +56,17 @@ impl Connection {
             ));
             return;
         }
-        let tls_url = self.ctx.service_url_tls.as_deref();
         let reply = match TopicName::parse(&c.topic) {
-            Ok(_) => commands::lookup_connect(c.request_id, &self.ctx.service_url, tls_url),
+            // The answer for the client's listener (`advertisedListeners`); an unknown one is
+            // refused with ServiceNotReady, as Pulsar does.
+            Ok(_) => match self.ctx.lookups.urls(c.advertised_listener_name.as_deref()) {
+                Ok(u) => commands::lookup_connect(
+                    c.request_id,
+                    &u.broker_url,
+                    u.broker_url_tls.as_deref(),
+                ),
+                Err(msg) => commands::lookup_failed(c.request_id, Wire::ServiceNotReady, msg),
+            },
             Err(e) => commands::lookup_failed(c.request_id, wire_code(&e), e.to_string()),
         };
         self.send(&reply);
