@@ -51,6 +51,10 @@ pub struct Cursor {
     /// Positions and acks. Held briefly; never across I/O on entries, never across `.await`.
     /// Lock order: this lock, then the ledger's state lock.
     state: Mutex<State>,
+    /// Serialises persisting: held from taking the snapshot until its write is durable, so an
+    /// older snapshot can never be written after a newer one. Only flushers of this cursor wait
+    /// on it (acks take `state` only); taken before `state`.
+    flushing: Mutex<()>,
 }
 
 impl Cursor {
@@ -119,6 +123,7 @@ impl Cursor {
                 closed: false,
                 epoch: 0,
             }),
+            flushing: Mutex::new(()),
         });
         cursor.state.lock().advance(&cursor.ml);
         cursor
@@ -477,6 +482,8 @@ impl Cursor {
         if !self.durable {
             return Ok(());
         }
+        // Lock: see `flushing`; held across the metadata write on purpose.
+        let _serial = self.flushing.lock();
         let encoded = {
             let mut st = self.state.lock();
             if !st.dirty {
