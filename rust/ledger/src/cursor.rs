@@ -208,7 +208,19 @@ impl Cursor {
                 (st.read_position, st.epoch)
             };
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
-            let entries = self.ml.read_entries(from, n, max_bytes, max_position)?;
+            let entries = match self.ml.read_entries(from, n, max_bytes, max_position) {
+                Ok(e) => e,
+                Err(LedgerError::CorruptEntry {
+                    ledger_id,
+                    entry_id,
+                    reason,
+                    ..
+                }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
+                    self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let Some(last) = entries.last().map(|e| e.position) else {
                 return Ok(Vec::new());
             };
@@ -225,6 +237,18 @@ impl Cursor {
             if !kept.is_empty() {
                 return Ok(kept);
             }
+        }
+    }
+
+    /// `autoSkipNonRecoverableData`: acknowledges a damaged entry and moves the read position
+    /// past it, as Pulsar's cursor does with non-recoverable data.
+    fn skip_damaged(&self, p: Position, epoch: u64, reason: &str) {
+        tracing::error!(ledger = %self.ml.name(), cursor = %self.name, position = %p, reason, "skipping damaged entry (autoSkipNonRecoverableData)");
+        self.delete(&[p]);
+        let next = self.ml.next_valid_position(p);
+        let mut st = self.state.lock();
+        if st.epoch == epoch && st.read_position <= p {
+            st.read_position = next;
         }
     }
 

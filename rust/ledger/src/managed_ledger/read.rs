@@ -130,11 +130,16 @@ impl ManagedLedger {
             let mut bytes = 0u64;
             let mut end = start.entry_id;
             while end <= last {
-                let l = slot.locs[end as usize].len;
-                let l = if l == crate::journal::CORRUPT_LEN {
+                let loc = slot.locs[end as usize];
+                // A damaged entry is read alone, so the entries before it are still served
+                // and its error names exactly it.
+                if end > start.entry_id && loc.is_corrupt() {
+                    break;
+                }
+                let l = if loc.is_corrupt() {
                     0
                 } else {
-                    u64::from(l)
+                    u64::from(loc.len)
                 };
                 if end > start.entry_id && bytes + l > max_bytes {
                     break;
