@@ -43,6 +43,13 @@ pub trait VFile: Send + Sync {
     /// # Errors
     /// I/O failure.
     fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    ///
+    /// # Errors
+    /// I/O failure.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
 }
 
 /// An exclusive hold on a data directory, released on drop.

@@ -853,7 +853,7 @@ mod tests {
         assert_eq!(std::fs::metadata(&seg).unwrap().len() as usize, len);
         let n = rec[&1].len();
         // 4 KiB covers at most 4096/132 + 2 records.
-        assert!(n >= 2000 - 33 && n < 2000, "kept {n} of 2000");
+        assert!((2000 - 33..2000).contains(&n), "kept {n} of 2000");
         assert_eq!(j.damaged_regions(), 1);
     }
 
