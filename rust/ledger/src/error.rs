@@ -24,7 +24,7 @@ pub enum LedgerError {
         context: String,
     },
     /// Stored entry bytes failed their checksum or framing check.
-    #[error("corrupt entry {ledger_id}:{entry_id} (journal segment {segment} offset {offset}): {reason}")]
+    #[error("corrupt entry {entry_id} of ledger {ledger_id} (journal segment {segment} offset {offset}): {reason}")]
     CorruptEntry {
         /// Ledger of the damaged entry (as far as it is known).
         ledger_id: i64,

@@ -10,6 +10,8 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use bytes::Buf;
+
 use super::record::{self, Loc, RECORD_HEADER};
 use super::RecoveredLedgers;
 
@@ -62,6 +64,19 @@ pub(crate) fn scan_segment(
                     "corrupt journal records in the middle of a segment; records after them are kept"
                 );
                 scan.damaged.push((off as u64, next as u64));
+                // If the header's length leads exactly to the next valid record, only this
+                // record's bytes are damaged and its header names it: remember where it is.
+                let mut h = &data[off..off + RECORD_HEADER.min(data.len() - off)];
+                if h.len() == RECORD_HEADER {
+                    let len = h.get_u32_le() as usize;
+                    let _crc = h.get_u32_le();
+                    let (ledger, entry) = (h.get_i64_le(), h.get_i64_le());
+                    if off + RECORD_HEADER + len == next && ledger >= 0 && entry >= 0 {
+                        let loc = Loc::corrupt(id, off as u64);
+                        recovered.entry(ledger).or_default().push((entry, loc));
+                        scan.ledgers.insert(ledger);
+                    }
+                }
                 off = next;
             }
             None => break,
