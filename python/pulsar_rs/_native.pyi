@@ -194,6 +194,7 @@ class CorruptEntryError(PulsarRsError):
     """A stored entry failed its checksum or framing check."""
 
     ledger_id: int
+    entry_id: int
     segment: int
     offset: int
 
@@ -223,6 +224,9 @@ class InvalidNameError(PulsarRsError, ValueError):
 
 class DataDirLockedError(PulsarRsError):
     """The data directory is already open in another broker or storage instance."""
+
+class ReadOnlyError(PulsarRsError):
+    """A write was attempted on a data directory opened read-only (export, inspection)."""
 
 class BrokerError(PulsarRsError):
     """A broker operation failed (topic, subscription, producer or consumer state)."""

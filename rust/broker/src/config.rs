@@ -33,6 +33,7 @@ pub struct BrokerConfig {
     pub data_dir: Option<String>,
 
     pub journal_sync_data: bool,
+    pub auto_skip_non_recoverable_data: bool,
     #[serde(rename = "journalMaxSizeMB")]
     pub journal_max_size_mb: u64,
     #[serde(rename = "managedLedgerCacheSizeMB")]
@@ -162,6 +163,7 @@ impl Default for BrokerConfig {
             web_service_port: 8080,
             data_dir: None,
             journal_sync_data: true,
+            auto_skip_non_recoverable_data: false,
             journal_max_size_mb: 256,
             managed_ledger_cache_size_mb: 64,
             managed_ledger_cache_eviction_watermark: 0.9,
@@ -458,6 +460,7 @@ impl BrokerConfig {
             } else {
                 self.default_retention_size_in_mb << 20
             },
+            auto_skip_non_recoverable_data: self.auto_skip_non_recoverable_data,
         }
     }
 }

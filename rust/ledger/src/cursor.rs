@@ -51,6 +51,10 @@ pub struct Cursor {
     /// Positions and acks. Held briefly; never across I/O on entries, never across `.await`.
     /// Lock order: this lock, then the ledger's state lock.
     state: Mutex<State>,
+    /// Serialises persisting: held from taking the snapshot until its write is durable, so an
+    /// older snapshot can never be written after a newer one. Only flushers of this cursor wait
+    /// on it (acks take `state` only); taken before `state`.
+    flushing: Mutex<()>,
 }
 
 impl Cursor {
@@ -119,6 +123,7 @@ impl Cursor {
                 closed: false,
                 epoch: 0,
             }),
+            flushing: Mutex::new(()),
         });
         cursor.state.lock().advance(&cursor.ml);
         cursor
@@ -203,7 +208,19 @@ impl Cursor {
                 (st.read_position, st.epoch)
             };
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
-            let entries = self.ml.read_entries(from, n, max_bytes, max_position)?;
+            let entries = match self.ml.read_entries(from, n, max_bytes, max_position) {
+                Ok(e) => e,
+                Err(LedgerError::CorruptEntry {
+                    ledger_id,
+                    entry_id,
+                    reason,
+                    ..
+                }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
+                    self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let Some(last) = entries.last().map(|e| e.position) else {
                 return Ok(Vec::new());
             };
@@ -220,6 +237,18 @@ impl Cursor {
             if !kept.is_empty() {
                 return Ok(kept);
             }
+        }
+    }
+
+    /// `autoSkipNonRecoverableData`: acknowledges a damaged entry and moves the read position
+    /// past it, as Pulsar's cursor does with non-recoverable data.
+    fn skip_damaged(&self, p: Position, epoch: u64, reason: &str) {
+        tracing::error!(ledger = %self.ml.name(), cursor = %self.name, position = %p, reason, "skipping damaged entry (autoSkipNonRecoverableData)");
+        self.delete(&[p]);
+        let next = self.ml.next_valid_position(p);
+        let mut st = self.state.lock();
+        if st.epoch == epoch && st.read_position <= p {
+            st.read_position = next;
         }
     }
 
@@ -477,6 +506,8 @@ impl Cursor {
         if !self.durable {
             return Ok(());
         }
+        // Lock: see `flushing`; held across the metadata write on purpose.
+        let _serial = self.flushing.lock();
         let encoded = {
             let mut st = self.state.lock();
             if !st.dirty {

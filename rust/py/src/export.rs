@@ -103,12 +103,13 @@ pub(crate) fn export_service<'py>(
     tables_to_dict(py, tables)
 }
 
-/// Exports a data directory offline (no broker may have it open).
+/// Exports a data directory offline, opened read-only: nothing in it is changed (no
+/// housekeeping, no truncation), so it is safe on a copy of a live broker's directory.
 #[pyfunction]
 pub fn export_data_dir(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
     let result = py.detach(move || -> Result<Vec<Table>, ExportError> {
         let _guard = runtime().enter();
-        let service = BrokerService::open(BrokerConfig::default(), &path)?;
+        let service = BrokerService::open_read_only(BrokerConfig::default(), &path)?;
         let tables = pulsar_rs_export::snapshot(&service);
         service.close()?;
         tables

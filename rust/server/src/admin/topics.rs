@@ -272,6 +272,7 @@ async fn internal_stats(
         "state": "LedgerOpened",
         "ledgers": ledgers,
         "cursors": cursors,
+        "corruptEntries": t.ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),
     }))
     .into_response()
 }
