@@ -89,6 +89,7 @@ where
             Arc::clone(&ctx),
             crate::auth::admin_guard,
         ))
+        .merge(crate::console::routes(&ctx))
         .with_state(ctx);
     let stop = async move {
         let _ = shutdown.changed().await;
