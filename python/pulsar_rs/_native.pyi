@@ -1,6 +1,6 @@
 """Type stubs for the ``pulsar_rs._native`` extension module (rust/py)."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
@@ -265,7 +265,9 @@ class Broker:
     def running(self) -> bool: ...
     def stop(self) -> None: ...
     def cleanup(self) -> None: ...
-    def export_tables(self) -> dict[str, ArrowStream]: ...
+    def export_tables(self, progress: Callable[[int, int, int], None] | None = None) -> dict[str, ArrowStream]:
+        """The broker's state as Arrow streams; ``progress(topics_done, topics_total, rows)`` is
+        called as topics are exported (an exception it raises stops the export)."""
     def __enter__(self) -> Self: ...
     def __exit__(self, *args: object) -> bool: ...
 
@@ -279,8 +281,12 @@ class ArrowStream:
     def num_rows(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
-def export_data_dir(path: str | PathLike[str]) -> dict[str, ArrowStream]:
-    """Exports a data directory no broker has open, as Arrow streams keyed by table name."""
+def export_data_dir(
+    path: str | PathLike[str], progress: Callable[[int, int, int], None] | None = None
+) -> dict[str, ArrowStream]:
+    """Exports a data directory no broker has open, as Arrow streams keyed by table name;
+    ``progress(topics_done, topics_total, rows)`` is called as topics are exported."""
 
-def enable_logging(level: str = "info") -> None:
-    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug")."""
+def enable_logging(level: str = "info", format: str = "text") -> None:
+    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
+    as text or as one JSON object per line (``format="json"``)."""
