@@ -230,6 +230,9 @@ class BrokerError(PulsarRsError):
 class ServerError(PulsarRsError):
     """The server could not start or stop (ports, runtime, data directory)."""
 
+class PerfError(PulsarRsError):
+    """The load generator (``pulsar-rs perf``) failed: connection, protocol or broker refusal."""
+
 # --- broker -----------------------------------------------------------------------------------
 
 class Broker:
@@ -290,3 +293,8 @@ def export_data_dir(
 def enable_logging(level: str = "info", format: str = "text") -> None:
     """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
     as text or as one JSON object per line (``format="json"``)."""
+
+def perf(mode: Literal["produce", "consume"], argv: list[str]) -> str | None:
+    """Runs the load generator (``pulsar-rs perf``) with pulsar-perf style ``argv``, printing a line
+    per second; returns the summary as JSON text (None when ``--help`` was printed). Bad arguments
+    raise ``ValueError``, a failed run :class:`PerfError`."""

@@ -5,6 +5,8 @@
 optionally writing live snapshots periodically; ``pulsar-rs export --data-dir DIR --out OUT
 [--every 60s [--count N]]`` writes Parquet snapshots of a stopped broker's data directory
 (spark/SCHEMA.md), with a progress line on a terminal. ``--log-format text|json`` on both.
+``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/bench`` (pulsar-perf's
+options; a line per second, a summary at the end).
 """
 
 from __future__ import annotations
@@ -69,7 +71,59 @@ def build_parser() -> argparse.ArgumentParser:
         help="repeat: one snapshot per period (60s, 5m, 1h) until Ctrl-C, each in its own snapshot_ms=... dir",
     )
     export.add_argument("--count", type=int, default=None, help="with --every: stop after this many snapshots")
+    perf = commands.add_parser(
+        "perf",
+        add_help=False,
+        help="load generator (pulsar-perf): perf produce|consume [--rate R --size S --batch B --topics T"
+        " --producers N --consumers N --duration SECS --sub-type TYPE --url URL ...] (--help for all; --json)",
+    )
+    perf.add_argument("mode", choices=("produce", "consume"))
+    perf.add_argument("args", nargs=argparse.REMAINDER)
     return parser
+
+
+def _latency(summary: dict[str, float]) -> str:
+    if not summary.get("count"):
+        return "-"
+    return " ".join(f"{k} {summary[k]:.2f}" for k in ("p50", "p95", "p99", "p999", "max"))
+
+
+def _run_perf(args: argparse.Namespace) -> int:
+    from . import PerfError, _native
+
+    argv = list(args.args)
+    as_json = "--json" in argv
+    argv = [a for a in argv if a != "--json"]
+    try:
+        raw = _native.perf(args.mode, argv)
+    except ValueError as e:
+        print(str(e).rstrip(), file=sys.stderr)
+        return 2
+    except PerfError as e:
+        print(f"pulsar-rs perf: {e}", file=sys.stderr)
+        return 1
+    if raw is None:  # --help
+        return 0
+    result = json.loads(raw)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        pub, con = result["publish"], result["consume"]
+        if result["config"]["producers"] > 0:
+            print(
+                f"Aggregated publish: {pub['messages']} msgs in {pub['duration_s']:.1f} s,"
+                f" {pub['msg_per_s']:.1f} msg/s,"
+                f" {pub['mb_per_s']:.2f} MB/s, {pub['send_errors']} errors, latency ms {_latency(pub['latency_ms'])}"
+            )
+        if result["config"]["consumers"] > 0:
+            print(
+                f"Aggregated consume: {con['messages']} msgs in {con['duration_s']:.1f} s,"
+                f" {con['msg_per_s']:.1f} msg/s,"
+                f" {con['mb_per_s']:.2f} MB/s, e2e latency ms {_latency(con['e2e_latency_ms'])}"
+            )
+    for e in result["errors"]:
+        print(f"pulsar-rs perf: {e}", file=sys.stderr)
+    return 1 if result["errors"] else 0
 
 
 def _stop_on_signals() -> threading.Event:
@@ -203,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_standalone(args)
     if args.command == "export":
         return _run_export(args)
+    if args.command == "perf":
+        return _run_perf(args)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects unknown commands
 
 
