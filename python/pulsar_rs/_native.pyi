@@ -1,6 +1,6 @@
 """Type stubs for the ``pulsar_rs._native`` extension module (rust/py)."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
@@ -234,6 +234,9 @@ class BrokerError(PulsarRsError):
 class ServerError(PulsarRsError):
     """The server could not start or stop (ports, runtime, data directory)."""
 
+class PerfError(PulsarRsError):
+    """The load generator (``pulsar-rs perf``) failed: connection, protocol or broker refusal."""
+
 # --- broker -----------------------------------------------------------------------------------
 
 class Broker:
@@ -271,7 +274,9 @@ class Broker:
     def running(self) -> bool: ...
     def stop(self) -> None: ...
     def cleanup(self) -> None: ...
-    def export_tables(self) -> dict[str, ArrowStream]: ...
+    def export_tables(self, progress: Callable[[int, int, int], None] | None = None) -> dict[str, ArrowStream]:
+        """The broker's state as Arrow streams; ``progress(topics_done, topics_total, rows)`` is
+        called as topics are exported (an exception it raises stops the export)."""
     def __enter__(self) -> Self: ...
     def __exit__(self, *args: object) -> bool: ...
 
@@ -285,8 +290,11 @@ class ArrowStream:
     def num_rows(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
-def export_data_dir(path: str | PathLike[str]) -> dict[str, ArrowStream]:
-    """Exports a data directory no broker has open, as Arrow streams keyed by table name."""
+def export_data_dir(
+    path: str | PathLike[str], progress: Callable[[int, int, int], None] | None = None
+) -> dict[str, ArrowStream]:
+    """Exports a data directory no broker has open, as Arrow streams keyed by table name;
+    ``progress(topics_done, topics_total, rows)`` is called as topics are exported."""
 
 def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str | None]:
     """Reads Pulsar's ``broker.conf`` / ``standalone.conf`` (Java properties) or a TOML file into
@@ -294,5 +302,11 @@ def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str
     ``InvalidConfigError`` naming a key Pulsar does not have (with the closest known key) or a bad
     value."""
 
-def enable_logging(level: str = "info") -> None:
-    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug")."""
+def enable_logging(level: str = "info", format: str = "text") -> None:
+    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
+    as text or as one JSON object per line (``format="json"``)."""
+
+def perf(mode: Literal["produce", "consume"], argv: list[str]) -> str | None:
+    """Runs the load generator (``pulsar-rs perf``) with pulsar-perf style ``argv``, printing a line
+    per second; returns the summary as JSON text (None when ``--help`` was printed). Bad arguments
+    raise ``ValueError``, a failed run :class:`PerfError`."""

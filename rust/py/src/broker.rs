@@ -274,8 +274,14 @@ impl PyBroker {
         Ok(())
     }
 
-    /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`).
-    fn export_tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`);
+    /// `progress` is called with `(topics_done, topics_total, rows)` as topics are exported.
+    #[pyo3(signature = (progress=None))]
+    fn export_tables<'py>(
+        &self,
+        py: Python<'py>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let service = self
             .server
             .lock()
@@ -283,7 +289,7 @@ impl PyBroker {
             .as_ref()
             .map(|s| Arc::clone(&s.ctx.service))
             .ok_or_else(|| PyServerError::new_err("the broker is stopped"))?;
-        crate::export::export_service(py, service)
+        crate::export::export_service(py, service, progress)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -317,15 +323,24 @@ impl Drop for PyBroker {
     }
 }
 
-/// Turns on log output (tracing) at `level` (e.g. "info", "debug", "pulsar_rs_server=debug").
+/// Turns on log output (tracing) at `level` (e.g. "info", "debug", "pulsar_rs_server=debug"),
+/// as text lines or one JSON object per line (`format="json"`).
 #[pyfunction]
-#[pyo3(signature = (level="info"))]
-pub fn enable_logging(level: &str) -> PyResult<()> {
+#[pyo3(signature = (level="info", format="text"))]
+pub fn enable_logging(level: &str, format: &str) -> PyResult<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| error::invalid_config_plain(&format!("bad log filter {level:?}: {e}")))?;
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        "text" => builder.try_init(),
+        "json" => builder.json().try_init(),
+        other => {
+            return Err(error::invalid_config_plain(&format!(
+                "log format must be text or json, not {other:?}"
+            )))
+        }
+    };
     Ok(())
 }

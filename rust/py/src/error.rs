@@ -68,6 +68,12 @@ create_exception!(
 );
 create_exception!(
     pulsar_rs,
+    PerfError,
+    PulsarRsError,
+    "The load generator (`pulsar-rs perf`) failed: connection, protocol or broker refusal."
+);
+create_exception!(
+    pulsar_rs,
     ClosedError,
     PulsarRsError,
     "The managed ledger, cursor or storage has been closed."
@@ -279,5 +285,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BrokerError", py.get_type::<BrokerError>())?;
     m.add("DataDirLockedError", py.get_type::<DataDirLockedError>())?;
     m.add("ServerError", py.get_type::<ServerError>())?;
+    m.add("PerfError", py.get_type::<PerfError>())?;
     Ok(())
 }

@@ -16,6 +16,7 @@ pub mod auth_tls;
 pub mod auth_token;
 pub mod authz;
 pub mod connection;
+pub mod console;
 pub mod error;
 pub mod lookup;
 pub mod metrics;
@@ -121,6 +122,8 @@ pub struct ServerContext {
     pub publish_throttle_events: std::sync::atomic::AtomicU64,
     /// Broker-wide publish limit (`brokerPublisherThrottlingMax{Message,Byte}Rate`); immutable.
     pub broker_publish_limiter: Option<pulsar_rs_broker::rate::RateLimiter>,
+    /// Rates and backlog of the last minutes for the web console; filled by its sampler task.
+    pub console_history: console::History,
     /// Producer handle → (its connection's queue, its client-side id), to fence producers.
     producers: Mutex<HashMap<u64, (mpsc::UnboundedSender<writer::Outbound>, u64)>>,
 }
@@ -308,6 +311,7 @@ impl Server {
             publish_buffer,
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
             broker_publish_limiter,
+            console_history: console::History::default(),
             producers: Mutex::new(HashMap::new()),
         });
         let (shutdown, rx) = watch::channel(false);
@@ -323,6 +327,7 @@ impl Server {
                 .map_err(|e| ServerError::io("reading bound address", e))?;
             tasks.spawn(admin::serve_tls(listener, Arc::clone(&ctx), rx.clone()));
         }
+        tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {

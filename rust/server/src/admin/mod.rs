@@ -178,5 +178,6 @@ fn router(ctx: Arc<ServerContext>) -> Router {
             Arc::clone(&ctx),
             crate::auth::admin_guard,
         ))
+        .merge(crate::console::routes(&ctx))
         .with_state(ctx)
 }
