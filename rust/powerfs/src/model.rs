@@ -457,22 +457,25 @@ impl Model {
 
     /// Every path (relative to the backing root) at which `ino` is durably reachable.
     fn durable_paths(&self, ino: Ino) -> Vec<PathBuf> {
-        fn walk(m: &Model, ino: Ino, depth: usize, out: &mut Vec<PathBuf>, suffix: &Path) {
+        /// `suffix` holds the names below `ino`, innermost first.
+        fn walk(m: &Model, ino: Ino, suffix: &mut Vec<OsString>, out: &mut Vec<PathBuf>) {
             if ino == ROOT {
-                out.push(suffix.to_path_buf());
+                out.push(suffix.iter().rev().collect());
                 return;
             }
             // A cycle is impossible in a consistent model; the depth bound keeps a bug finite.
-            if depth > 4096 {
+            if suffix.len() > 4096 {
                 return;
             }
             let Some(n) = m.nodes.get(&ino) else { return };
             for (p, name) in &n.durable_links {
-                walk(m, *p, depth + 1, out, &Path::new(name).join(suffix));
+                suffix.push(name.clone());
+                walk(m, *p, suffix, out);
+                suffix.pop();
             }
         }
         let mut out = Vec::new();
-        walk(self, ino, 0, &mut out, Path::new(""));
+        walk(self, ino, &mut Vec::new(), &mut out);
         out
     }
 
