@@ -27,9 +27,7 @@ pytestmark = [
 
 def run(*args: str) -> tuple[int, int, int, subprocess.CompletedProcess[str]]:
     assert shutil.which("fusermount3"), "fusermount3 missing: .ci/run installs the fuse3 package"
-    proc = subprocess.run(
-        [sys.executable, str(RUN), *args], capture_output=True, text=True, timeout=170, check=False
-    )
+    proc = subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, timeout=170, check=False)
     lines = proc.stdout.strip().splitlines()
     m = SUMMARY.match(lines[-1]) if lines else None
     assert m, f"no summary line (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}"
