@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod consumer;
+pub mod dedup;
 pub mod dispatch;
 pub mod error;
 pub mod hash;
@@ -24,4 +25,4 @@ pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
 pub use service::{BrokerService, QuotaVerdict};
 pub use subscription::{entry_info, EntryInfo, Subscription};
-pub use topic::{AccessMode, ProducerInfo, SchemaInfo, Topic};
+pub use topic::{AccessMode, ProducerInfo, Published, SchemaInfo, Topic};

@@ -103,6 +103,13 @@ pub struct Policies {
     pub backlog_quota_map: HashMap<String, BacklogQuota>,
     /// Retention.
     pub retention: Option<Retention>,
+    /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
+    #[serde(default)]
+    pub deduplication_enabled: Option<bool>,
+    /// Backlog bytes that trigger automatic compaction (0 = off; `None`: inherit, broker
+    /// `brokerServiceCompactionThresholdInBytes`).
+    #[serde(default, rename = "compaction_threshold")]
+    pub compaction_threshold: Option<i64>,
 }
 
 /// The resolved policy of one topic.
@@ -120,6 +127,10 @@ pub struct Effective {
     pub backlog_time: Option<BacklogQuota>,
     /// Retention (time in ms, size in bytes), −1 = unlimited.
     pub retention: (i64, i64),
+    /// Deduplication on.
+    pub deduplication: bool,
+    /// Automatic compaction threshold in bytes (0 = off).
+    pub compaction_threshold: i64,
 }
 
 fn positive(v: i64) -> f64 {
@@ -178,6 +189,9 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
         if q.limit_size < -1 || q.limit_time < -1 {
             return Err(bad("backlogQuota", "limitSize and limitTime must be >= -1"));
         }
+    }
+    if p.compaction_threshold.is_some_and(|t| t < 0) {
+        return Err(bad("compactionThreshold", "must be >= 0"));
     }
     if let Some(r) = &p.retention {
         if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
@@ -395,6 +409,15 @@ impl PolicyStore {
                 )
             },
         );
+        let deduplication = tp
+            .deduplication_enabled
+            .or(np.deduplication_enabled)
+            .unwrap_or(c.broker_deduplication_enabled);
+        let compaction_threshold = tp
+            .compaction_threshold
+            .or(np.compaction_threshold)
+            .unwrap_or(c.broker_service_compaction_threshold_in_bytes)
+            .max(0);
         Effective {
             publish,
             dispatch,
@@ -402,6 +425,8 @@ impl PolicyStore {
             backlog_size,
             backlog_time,
             retention,
+            deduplication,
+            compaction_threshold,
         }
     }
 }

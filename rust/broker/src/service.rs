@@ -355,6 +355,14 @@ impl BrokerService {
         Ok(verdict)
     }
 
+    /// Deduplication upkeep of every loaded topic: time-based snapshots and forgetting inactive
+    /// producers (run every `brokerDeduplicationSnapshotFrequencyInSeconds`).
+    pub fn deduplication_tick(&self, now_ms: u64) {
+        for t in self.loaded_topics() {
+            t.dedup.tick(now_ms, t.ledger.last_confirmed());
+        }
+    }
+
     /// Closes every topic and the storage.
     ///
     /// # Errors

@@ -34,12 +34,14 @@ pub fn routes() -> Router<Arc<ServerContext>> {
             "/admin/v2/namespaces/{tenant}/{ns}/{policy}",
             get(get_namespace_policy)
                 .post(set_namespace_policy)
+                .put(set_namespace_policy)
                 .delete(delete_namespace_policy),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/{policy}",
             get(get_topic_policy)
                 .post(set_topic_policy)
+                .put(set_topic_policy)
                 .delete(delete_topic_policy),
         )
         .route(
@@ -81,6 +83,8 @@ enum Kind {
     BacklogQuota,
     BacklogQuotaMap,
     Retention,
+    Deduplication,
+    CompactionThreshold,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -91,6 +95,9 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "backlogQuota" => Kind::BacklogQuota,
         "backlogQuotaMap" => Kind::BacklogQuotaMap,
         "retention" => Kind::Retention,
+        // Namespace path `deduplication`, topic path `deduplicationEnabled` (as Pulsar's).
+        "deduplication" | "deduplicationEnabled" => Kind::Deduplication,
+        "compactionThreshold" => Kind::CompactionThreshold,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -121,6 +128,8 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::SubscriptionDispatchRate => serde_json::to_value(p.subscription_dispatch_rate),
         Kind::BacklogQuota | Kind::BacklogQuotaMap => serde_json::to_value(&p.backlog_quota_map),
         Kind::Retention => serde_json::to_value(p.retention),
+        Kind::Deduplication => serde_json::to_value(p.deduplication_enabled),
+        Kind::CompactionThreshold => serde_json::to_value(p.compaction_threshold),
     };
     v.unwrap_or(Value::Null)
 }
@@ -155,6 +164,14 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: Retention = parse(body)?;
             Box::new(move |p| p.retention = Some(v))
         }
+        Kind::Deduplication => {
+            let v: bool = parse(body)?;
+            Box::new(move |p| p.deduplication_enabled = Some(v))
+        }
+        Kind::CompactionThreshold => {
+            let v: i64 = parse(body)?;
+            Box::new(move |p| p.compaction_threshold = Some(v))
+        }
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -176,6 +193,8 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
             })
         }
         Kind::Retention => Box::new(|p| p.retention = None),
+        Kind::Deduplication => Box::new(|p| p.deduplication_enabled = None),
+        Kind::CompactionThreshold => Box::new(|p| p.compaction_threshold = None),
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,

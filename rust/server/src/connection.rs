@@ -11,9 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use pulsar_rs_broker::dedup::{SendIds, Ticket};
 use pulsar_rs_broker::{
     AccessMode, BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
-    KeySharedMode, ProducerInfo, QuotaVerdict, SchemaInfo, SubType, Subscription, Topic, TopicName,
+    KeySharedMode, ProducerInfo, Published, QuotaVerdict, SchemaInfo, SubType, Subscription, Topic,
+    TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::pb::{self, base_command::Type};
@@ -82,6 +84,8 @@ struct PendingSend {
     result: Result<(Position, Completion), (Wire, String)>,
     /// Bytes held in the broker-wide publish buffer until the receipt goes out.
     bytes: usize,
+    /// Deduplication's record of the write, told the outcome before the receipt goes out.
+    ticket: Option<Ticket>,
 }
 
 struct Producer {
@@ -492,7 +496,7 @@ impl Connection {
                 self.send(&commands::producer_success(
                     c.request_id,
                     p.name.clone(),
-                    -1,
+                    p.topic.dedup.last_sequence_id(&p.name),
                     None,
                 ));
             } else {
@@ -546,6 +550,7 @@ impl Connection {
         })();
         match result {
             Ok((topic, name, handle, schema_version)) => {
+                let last_sequence_id = topic.dedup.last_sequence_id(&name);
                 for fenced in topic.take_fenced() {
                     self.ctx.fence_producer(fenced);
                 }
@@ -572,7 +577,7 @@ impl Connection {
                 self.send(&commands::producer_success(
                     c.request_id,
                     name,
-                    -1,
+                    last_sequence_id,
                     schema_version,
                 ));
             }
@@ -603,6 +608,7 @@ impl Connection {
         let payload =
             payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
         let stored_len = payload.stored.len();
+        let mut ticket = None;
         let result = if !payload.checksum_valid {
             Err((
                 Wire::ChecksumError,
@@ -616,10 +622,30 @@ impl Connection {
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
             let bytes = payload.stored.len() as u64;
-            let r = p
+            let ids = SendIds {
+                producer: &p.name,
+                sequence_id: s.sequence_id,
+                highest_sequence_id: s.highest_sequence_id,
+            };
+            let r = match p
                 .topic
-                .publish(payload.stored, payload.metadata.publish_time, messages)
-                .map_err(|e| (wire_code(&e), e.to_string()));
+                .publish_message(ids, &payload.metadata, payload.stored, messages)
+            {
+                Ok(Published::Stored {
+                    position,
+                    completion,
+                    ticket: t,
+                }) => {
+                    ticket = t;
+                    Ok((position, completion))
+                }
+                Ok(Published::Duplicate) => Ok((Position::new(-1, -1), None)),
+                Ok(Published::DuplicateUnknown) => Err((
+                    Wire::PersistenceError,
+                    "Cannot determine whether the message is a duplicate at this time".to_owned(),
+                )),
+                Err(e) => Err((wire_code(&e), e.to_string())),
+            };
             let mut wait = Duration::ZERO;
             let topic_limiter = p.topic.publish_limiter();
             let limiters = topic_limiter
@@ -662,6 +688,7 @@ impl Connection {
             highest_sequence_id: s.highest_sequence_id,
             result,
             bytes: stored_len,
+            ticket,
         };
         if p.receipts.send(pending).is_err() {
             self.inflight.count.fetch_sub(1, Ordering::Release);
@@ -1109,6 +1136,9 @@ fn spawn_receipts(
                 },
                 Err(e) => Err(e),
             };
+            if let Some(t) = p.ticket {
+                t.persisted(outcome.is_ok());
+            }
             let cmd = receipt_command(producer_id, p.sequence_id, p.highest_sequence_id, outcome);
             let _ = tx.send(frame(&cmd));
             // Release (both): the receipt is queued before the counters say so; pairs with the
