@@ -1,5 +1,5 @@
 """Message deduplication with the official ``pulsar-client``: namespace and topic policies,
-``last_sequence_id`` on (re)connect, duplicates answered −1:−1 and not stored, batches, and the
+``last_sequence_id`` on (re)connect, duplicates answered -1:-1 and not stored, batches, and the
 sequence ids surviving a clean restart and a SIGKILL of a standalone broker."""
 
 from __future__ import annotations
