@@ -8,6 +8,7 @@ pub mod dedup;
 pub mod dispatch;
 pub mod error;
 pub mod hash;
+pub mod metadata_keys;
 pub mod naming;
 pub mod permits;
 pub mod policies;
