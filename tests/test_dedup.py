@@ -100,9 +100,7 @@ def test_batches_use_highest_sequence_id(pulsar_broker, topic):
     client = new_client(pulsar_broker.service_url)
     try:
         consumer = client.subscribe(topic, "s")
-        p = client.create_producer(
-            topic, producer_name="batcher", batching_enabled=True, batching_max_messages=10
-        )
+        p = client.create_producer(topic, producer_name="batcher", batching_enabled=True, batching_max_messages=10)
         for i in range(30):
             p.send_async(f"b{i}".encode(), None)
         p.flush()

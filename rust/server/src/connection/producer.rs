@@ -192,7 +192,10 @@ impl Connection {
                 Wire::ChecksumError,
                 "Checksum failed on the broker".to_owned(),
             ))
-        } else if payload.stored.len() > self.service.config.max_message_size as usize {
+        } else if payload.payload.len() > self.service.config.max_message_size as usize {
+            // The limit is on the payload (each chunk's, for chunked messages): the C++ client
+            // cuts chunks of `maxMessageSize - metadata size` bytes, so the whole stored entry
+            // may exceed it by its headers (the frame limit has padding for them).
             Err((
                 Wire::NotAllowedError,
                 "Exceed maximum message size".to_owned(),
