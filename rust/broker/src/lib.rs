@@ -10,6 +10,7 @@ pub mod error;
 pub mod hash;
 pub mod metadata_keys;
 pub mod naming;
+pub mod nonpersistent;
 pub mod permits;
 pub mod policies;
 pub mod rate;

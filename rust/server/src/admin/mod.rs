@@ -3,6 +3,7 @@
 //! path parsing). One module per resource: [`topics`], [`policies`], [`subscriptions`]
 //! (permissions live in [`crate::authz`]).
 
+mod non_persistent;
 mod policies;
 mod subscriptions;
 mod topics;
@@ -111,6 +112,7 @@ where
     let app = Router::new()
         .route("/admin/v2/brokers/health", get(|| async { "ok" }))
         .merge(topics::routes())
+        .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
         .merge(subscriptions::routes())
