@@ -27,6 +27,7 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
 }
 
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
 fn name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
     TopicName::parse(&format!("non-persistent://{tenant}/{ns}/{topic}"))
         .map_err(|e| broker_fail(&e))
