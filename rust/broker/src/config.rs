@@ -92,17 +92,13 @@ pub struct BrokerConfig {
     /// `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.
     pub backlog_quota_default_retention_policy: String,
 
-    // Topic semantics: deduplication, compaction, non-persistent topics.
+    // Message deduplication.
     pub broker_deduplication_enabled: bool,
     pub broker_deduplication_max_number_of_producers: u32,
     pub broker_deduplication_entries_interval: u64,
     pub broker_deduplication_producer_inactivity_timeout_minutes: u64,
     pub broker_deduplication_snapshot_frequency_in_seconds: u64,
     pub broker_deduplication_snapshot_interval_seconds: u64,
-    pub broker_service_compaction_threshold_in_bytes: i64,
-    pub broker_service_compaction_monitor_interval_in_seconds: u64,
-    pub topic_compaction_retain_null_key: bool,
-    pub max_concurrent_non_persistent_message_per_connection: u32,
 
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
@@ -215,10 +211,6 @@ impl Default for BrokerConfig {
             broker_deduplication_producer_inactivity_timeout_minutes: 360,
             broker_deduplication_snapshot_frequency_in_seconds: 120,
             broker_deduplication_snapshot_interval_seconds: 120,
-            broker_service_compaction_threshold_in_bytes: 0,
-            broker_service_compaction_monitor_interval_in_seconds: 60,
-            topic_compaction_retain_null_key: false,
-            max_concurrent_non_persistent_message_per_connection: 1000,
             authentication_enabled: false,
             authentication_providers: Vec::new(),
             anonymous_user_role: None,
@@ -388,12 +380,6 @@ impl BrokerConfig {
         if self.broker_deduplication_snapshot_frequency_in_seconds == 0 {
             return Err(bad(
                 "brokerDeduplicationSnapshotFrequencyInSeconds",
-                "must be > 0",
-            ));
-        }
-        if self.broker_service_compaction_monitor_interval_in_seconds == 0 {
-            return Err(bad(
-                "brokerServiceCompactionMonitorIntervalInSeconds",
                 "must be > 0",
             ));
         }

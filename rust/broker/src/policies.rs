@@ -106,10 +106,6 @@ pub struct Policies {
     /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
     #[serde(default)]
     pub deduplication_enabled: Option<bool>,
-    /// Backlog bytes that trigger automatic compaction (0 = off; `None`: inherit, broker
-    /// `brokerServiceCompactionThresholdInBytes`).
-    #[serde(default, rename = "compaction_threshold")]
-    pub compaction_threshold: Option<i64>,
 }
 
 /// The resolved policy of one topic.
@@ -129,8 +125,6 @@ pub struct Effective {
     pub retention: (i64, i64),
     /// Deduplication on.
     pub deduplication: bool,
-    /// Automatic compaction threshold in bytes (0 = off).
-    pub compaction_threshold: i64,
 }
 
 fn positive(v: i64) -> f64 {
@@ -189,9 +183,6 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
         if q.limit_size < -1 || q.limit_time < -1 {
             return Err(bad("backlogQuota", "limitSize and limitTime must be >= -1"));
         }
-    }
-    if p.compaction_threshold.is_some_and(|t| t < 0) {
-        return Err(bad("compactionThreshold", "must be >= 0"));
     }
     if let Some(r) = &p.retention {
         if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
@@ -402,11 +393,6 @@ impl PolicyStore {
             .deduplication_enabled
             .or(np.deduplication_enabled)
             .unwrap_or(c.broker_deduplication_enabled);
-        let compaction_threshold = tp
-            .compaction_threshold
-            .or(np.compaction_threshold)
-            .unwrap_or(c.broker_service_compaction_threshold_in_bytes)
-            .max(0);
         Effective {
             publish,
             dispatch,
@@ -415,7 +401,6 @@ impl PolicyStore {
             backlog_time,
             retention,
             deduplication,
-            compaction_threshold,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
-//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, at namespace
+//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`), at namespace
 //! and topic level.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
@@ -53,7 +53,6 @@ enum Kind {
     BacklogQuotaMap,
     Retention,
     Deduplication,
-    CompactionThreshold,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -66,7 +65,6 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "retention" => Kind::Retention,
         // Namespace path `deduplication`, topic path `deduplicationEnabled` (as Pulsar's).
         "deduplication" | "deduplicationEnabled" => Kind::Deduplication,
-        "compactionThreshold" => Kind::CompactionThreshold,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -98,7 +96,6 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::BacklogQuota | Kind::BacklogQuotaMap => serde_json::to_value(&p.backlog_quota_map),
         Kind::Retention => serde_json::to_value(p.retention),
         Kind::Deduplication => serde_json::to_value(p.deduplication_enabled),
-        Kind::CompactionThreshold => serde_json::to_value(p.compaction_threshold),
     };
     v.unwrap_or(Value::Null)
 }
@@ -137,10 +134,7 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: bool = parse(body)?;
             Box::new(move |p| p.deduplication_enabled = Some(v))
         }
-        Kind::CompactionThreshold => {
-            let v: i64 = parse(body)?;
-            Box::new(move |p| p.compaction_threshold = Some(v))
-        }
+
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -163,7 +157,7 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         }
         Kind::Retention => Box::new(|p| p.retention = None),
         Kind::Deduplication => Box::new(|p| p.deduplication_enabled = None),
-        Kind::CompactionThreshold => Box::new(|p| p.compaction_threshold = None),
+
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
