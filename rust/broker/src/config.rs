@@ -97,6 +97,14 @@ pub struct BrokerConfig {
     /// `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.
     pub backlog_quota_default_retention_policy: String,
 
+    // Message deduplication.
+    pub broker_deduplication_enabled: bool,
+    pub broker_deduplication_max_number_of_producers: u32,
+    pub broker_deduplication_entries_interval: u64,
+    pub broker_deduplication_producer_inactivity_timeout_minutes: u64,
+    pub broker_deduplication_snapshot_frequency_in_seconds: u64,
+    pub broker_deduplication_snapshot_interval_seconds: u64,
+
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
     pub authentication_enabled: bool,
@@ -217,6 +225,12 @@ impl Default for BrokerConfig {
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_second: -1,
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
+            broker_deduplication_enabled: false,
+            broker_deduplication_max_number_of_producers: 10_000,
+            broker_deduplication_entries_interval: 1000,
+            broker_deduplication_producer_inactivity_timeout_minutes: 360,
+            broker_deduplication_snapshot_frequency_in_seconds: 120,
+            broker_deduplication_snapshot_interval_seconds: 120,
             authentication_enabled: false,
             authentication_providers: Vec::new(),
             basic_auth_conf: None,
@@ -328,6 +342,15 @@ impl BrokerConfig {
             ));
         }
         self.listeners()?;
+        if self.broker_deduplication_entries_interval == 0 {
+            return Err(bad("brokerDeduplicationEntriesInterval", "must be > 0"));
+        }
+        if self.broker_deduplication_snapshot_frequency_in_seconds == 0 {
+            return Err(bad(
+                "brokerDeduplicationSnapshotFrequencyInSeconds",
+                "must be > 0",
+            ));
+        }
         self.validate_security()?;
         self.storage_config()
             .validate()

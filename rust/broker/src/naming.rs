@@ -12,7 +12,7 @@ const PARTITION_SUFFIX: &str = "-partition-";
 /// A parsed, fully qualified topic name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicName {
-    /// `persistent` (non-persistent topics are refused for now).
+    /// `persistent` or `non-persistent`.
     pub domain: String,
     /// Tenant.
     pub tenant: String,
@@ -42,13 +42,8 @@ impl TopicName {
             Some((d, r)) => (d, r),
             None => ("persistent", name),
         };
-        if domain == "non-persistent" {
-            return Err(err(
-                "non-persistent topics are not supported by this broker",
-            ));
-        }
-        if domain != "persistent" {
-            return Err(err("domain must be persistent"));
+        if domain != "persistent" && domain != "non-persistent" {
+            return Err(err("domain must be persistent or non-persistent"));
         }
         let parts: Vec<&str> = rest.split('/').collect();
         let (tenant, namespace, local) = match parts.as_slice() {
@@ -73,6 +68,12 @@ impl TopicName {
             namespace: namespace.into(),
             local: local.into(),
         })
+    }
+
+    /// Whether this is a `persistent://` topic (else `non-persistent://`).
+    #[must_use]
+    pub fn is_persistent(&self) -> bool {
+        self.domain == "persistent"
     }
 
     /// `tenant/namespace`.
@@ -161,7 +162,10 @@ mod tests {
         assert_eq!(p.base().to_string(), "persistent://a/b/c");
         assert_eq!(p.base().partition(3), p);
         assert_eq!(TopicName::from_ledger_name(&p.ledger_name()), Some(p));
-        assert!(TopicName::parse("non-persistent://a/b/c").is_err());
+        assert!(!TopicName::parse("non-persistent://a/b/c")
+            .unwrap()
+            .is_persistent());
+        assert!(TopicName::parse("other://a/b/c").is_err());
         assert!(TopicName::parse("persistent://a/c").is_err());
         assert!(TopicName::parse("persistent:///b/c").is_err());
     }

@@ -129,6 +129,9 @@ pub struct Policies {
     pub backlog_quota_map: HashMap<String, BacklogQuota>,
     /// Retention.
     pub retention: Option<Retention>,
+    /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
+    #[serde(default)]
+    pub deduplication_enabled: Option<bool>,
     /// Permissions (namespace documents only), Pulsar's `auth_policies`.
     #[serde(
         default,
@@ -157,6 +160,8 @@ pub struct Effective {
     pub backlog_time: Option<BacklogQuota>,
     /// Retention (time in ms, size in bytes), −1 = unlimited.
     pub retention: (i64, i64),
+    /// Deduplication on.
+    pub deduplication: bool,
 }
 
 fn positive(v: i64) -> f64 {
@@ -467,6 +472,10 @@ impl PolicyStore {
                 )
             },
         );
+        let deduplication = tp
+            .deduplication_enabled
+            .or(np.deduplication_enabled)
+            .unwrap_or(c.broker_deduplication_enabled);
         Effective {
             publish,
             dispatch,
@@ -474,6 +483,7 @@ impl PolicyStore {
             backlog_size,
             backlog_time,
             retention,
+            deduplication,
         }
     }
 }

@@ -11,6 +11,7 @@ use pulsar_rs_ledger::{MetaStore, Storage};
 
 use crate::metadata_keys;
 use crate::naming::TopicName;
+use crate::nonpersistent::NonPersistentTopic;
 use crate::policies::{PolicyStore, RetentionPolicy};
 use crate::topic::{SchemaInfo, Topic};
 use crate::{BrokerConfig, BrokerError};
@@ -44,6 +45,8 @@ pub struct BrokerService {
     seq: AtomicU64,
     /// Namespace and topic policies.
     pub policies: PolicyStore,
+    /// Loaded non-persistent topics (memory only). Short lock.
+    non_persistent: Mutex<HashMap<TopicName, Arc<NonPersistentTopic>>>,
 }
 
 /// Outcome of a backlog quota check.
@@ -122,6 +125,7 @@ impl BrokerService {
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
             policies,
+            non_persistent: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -234,6 +238,11 @@ impl BrokerService {
     /// # Errors
     /// [`BrokerError::TopicNotFound`] when absent and not creatable; storage failures.
     pub fn topic(&self, name: &TopicName, create: bool) -> Result<Arc<Topic>, BrokerError> {
+        if !name.is_persistent() {
+            return Err(BrokerError::NotAllowed(format!(
+                "{name} is non-persistent: it has no managed ledger"
+            )));
+        }
         let mut topics = self.topics.lock();
         if let Some(t) = topics.get(name) {
             return Ok(Arc::clone(t));
@@ -290,6 +299,35 @@ impl BrokerService {
             .collect();
         v.sort();
         v
+    }
+
+    /// A non-persistent topic, created on first use when `create` (memory only).
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`] when absent and not creatable.
+    pub fn non_persistent_topic(
+        &self,
+        name: &TopicName,
+        create: bool,
+    ) -> Result<Arc<NonPersistentTopic>, BrokerError> {
+        let mut map = self.non_persistent.lock();
+        if let Some(t) = map.get(name) {
+            return Ok(Arc::clone(t));
+        }
+        let is_partition_of_known =
+            name.partition_index().is_some() && self.partitioned.lock().contains_key(&name.base());
+        if !(create && (self.config.allow_auto_topic_creation || is_partition_of_known)) {
+            return Err(BrokerError::TopicNotFound(name.to_string()));
+        }
+        let t = NonPersistentTopic::new(name.clone());
+        map.insert(name.clone(), Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// Loaded non-persistent topics.
+    #[must_use]
+    pub fn non_persistent_topics(&self) -> Vec<Arc<NonPersistentTopic>> {
+        self.non_persistent.lock().values().cloned().collect()
     }
 
     /// A loaded topic, without loading.
@@ -418,6 +456,14 @@ impl BrokerService {
             _ => None,
         });
         Ok(verdict)
+    }
+
+    /// Deduplication upkeep of every loaded topic: time-based snapshots and forgetting inactive
+    /// producers (run every `brokerDeduplicationSnapshotFrequencyInSeconds`).
+    pub fn deduplication_tick(&self, now_ms: u64) {
+        for t in self.loaded_topics() {
+            t.dedup.tick(now_ms, t.ledger.last_confirmed());
+        }
     }
 
     /// Closes every topic and the storage.

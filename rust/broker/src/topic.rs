@@ -9,6 +9,7 @@ use pulsar_rs_ledger::{ManagedLedger, Position};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use crate::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
 use crate::naming::TopicName;
 use crate::policies::{Effective, RetentionPolicy};
 use crate::rate::Meter;
@@ -121,6 +122,26 @@ pub struct Topic {
     limits: RwLock<Limits>,
     /// The producer-blocking backlog quota policy currently exceeded, if any.
     quota_blocked: Mutex<Option<RetentionPolicy>>,
+    /// Message deduplication (its own lock inside).
+    pub dedup: Arc<Deduplication>,
+}
+
+/// What became of a published message.
+pub enum Published {
+    /// Written at `position`. In durable mode await `completion`; then report the outcome to
+    /// `ticket` (deduplication) before answering.
+    Stored {
+        /// Where it was written.
+        position: Position,
+        /// Resolves when durable (durable mode only).
+        completion: Option<AddCompletion>,
+        /// Deduplication's record of the write, when deduplication is on and it is not durable yet.
+        ticket: Option<Ticket>,
+    },
+    /// A duplicate of a persisted message: answer SEND_RECEIPT −1:−1.
+    Duplicate,
+    /// A duplicate of a message still being written: answer SEND_ERROR PersistenceError.
+    DuplicateUnknown,
 }
 
 /// What the effective policy turns into at runtime.
@@ -141,6 +162,7 @@ impl Topic {
         let partition = name
             .partition_index()
             .map_or(-1, |i| i32::try_from(i).unwrap_or(-1));
+        let dedup_config = Arc::clone(&config);
         let topic = Arc::new(Topic {
             name,
             partition,
@@ -155,13 +177,14 @@ impl Topic {
             epoch: std::sync::atomic::AtomicU64::new(0),
             limits: RwLock::new(Limits::default()),
             quota_blocked: Mutex::new(None),
+            dedup: Deduplication::new(Arc::clone(&dedup_config)),
         });
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
         for cursor in topic
             .ledger
             .cursors()
             .into_iter()
-            .filter(|c| c.is_durable())
+            .filter(|c| c.is_durable() && c.name() != DEDUP_CURSOR)
         {
             let name = cursor.name().to_owned();
             let sub = topic.start_subscription(&name, cursor, true);
@@ -196,6 +219,12 @@ impl Topic {
 
     /// Applies an effective policy: rate limiters, retention, subscription dispatch limits.
     pub fn apply_policy(&self, effective: Effective) {
+        if let Err(e) = self
+            .dedup
+            .set_enabled(effective.deduplication, &self.ledger)
+        {
+            tracing::warn!(topic = %self.name, error = %e, "switching deduplication");
+        }
         let mut limits = self.limits.write();
         if limits.effective == effective {
             return;
@@ -281,7 +310,10 @@ impl Topic {
         self.producers
             .lock()
             .drain()
-            .map(|(_, p)| p.handle)
+            .map(|(_, p)| {
+                self.dedup.producer_removed(&p.name);
+                p.handle
+            })
             .collect()
     }
 
@@ -365,6 +397,7 @@ impl Topic {
         }
         let epoch = producer_epoch.unwrap_or(current + 1).max(current);
         self.epoch.store(epoch, Relaxed);
+        self.dedup.producer_added(&info.name);
         producers.insert(info.name.clone(), info);
         Ok(Admission::Ready(epoch))
     }
@@ -384,6 +417,7 @@ impl Topic {
         let mut waiting = self.waiting.lock();
         if producers.get(name).is_some_and(|p| p.handle == handle) {
             producers.remove(name);
+            self.dedup.producer_removed(name);
         }
         waiting.retain(|w| w.info.handle != handle);
         while producers.is_empty() {
@@ -418,6 +452,42 @@ impl Topic {
         let r = self.ledger.start_add(stored, publish_time)?;
         self.msg_in.record(u64::from(messages), len);
         Ok(r)
+    }
+
+    /// Publishes one SEND through deduplication: a duplicate is not written.
+    ///
+    /// # Errors
+    /// Storage failures (disk full, closed ledger).
+    pub fn publish_message(
+        &self,
+        ids: SendIds<'_>,
+        md: &pulsar_rs_proto::pb::MessageMetadata,
+        stored: Bytes,
+        messages: u32,
+    ) -> Result<Published, BrokerError> {
+        match self.dedup.check(ids, md) {
+            Verdict::Dup => return Ok(Published::Duplicate),
+            Verdict::Unknown => return Ok(Published::DuplicateUnknown),
+            Verdict::NotDup => {}
+        }
+        let (position, completion) = match self.publish(stored, md.publish_time, messages) {
+            Ok(r) => r,
+            Err(e) => {
+                self.dedup.failed(ids.producer);
+                return Err(e);
+            }
+        };
+        let mut ticket = self.dedup.written(ids, md, position);
+        if completion.is_none() {
+            if let Some(t) = ticket.take() {
+                t.persisted(true);
+            }
+        }
+        Ok(Published::Stored {
+            position,
+            completion,
+            ticket,
+        })
     }
 
     /// The subscription `name`, if it exists.

@@ -308,6 +308,32 @@ impl Cursor {
         st.advance(&self.ml);
     }
 
+    /// Cumulative ack at `position` that also replaces the properties, in one persisted state
+    /// (Pulsar's `asyncMarkDelete(position, properties)`; deduplication snapshots use it).
+    ///
+    /// # Errors
+    /// [`LedgerError::InvalidPosition`] for a position past the last confirmed entry.
+    pub fn mark_delete_with_properties(
+        &self,
+        position: Position,
+        properties: BTreeMap<String, i64>,
+    ) -> Result<()> {
+        if position > self.ml.last_confirmed() {
+            return Err(LedgerError::InvalidPosition {
+                ledger: self.ml.name().into(),
+                position,
+            });
+        }
+        let mut st = self.state.lock();
+        st.properties = properties;
+        if position > st.mark_delete {
+            st.mark_delete = position;
+            st.advance(&self.ml);
+        }
+        st.dirty = true;
+        Ok(())
+    }
+
     /// Acknowledges everything up to and including `position` (cumulative ack).
     ///
     /// # Errors

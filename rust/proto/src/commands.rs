@@ -167,6 +167,7 @@ pub fn producer_success(
 pub fn producer_success_epoch(
     request_id: u64,
     producer_name: impl Into<String>,
+    last_sequence_id: i64,
     schema_version: Option<Bytes>,
     topic_epoch: Option<u64>,
     producer_ready: bool,
@@ -174,7 +175,7 @@ pub fn producer_success_epoch(
     pb::CommandProducerSuccess {
         request_id,
         producer_name: producer_name.into(),
-        last_sequence_id: Some(-1),
+        last_sequence_id: Some(last_sequence_id),
         schema_version,
         topic_epoch,
         producer_ready: Some(producer_ready),

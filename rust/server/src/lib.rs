@@ -328,6 +328,7 @@ impl Server {
             tasks.spawn(admin::serve_tls(listener, Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
@@ -405,6 +406,28 @@ async fn accept_loop(
         }
     }
     while conns.join_next().await.is_some() {}
+}
+
+/// Deduplication snapshots and inactive-producer purge, every
+/// `brokerDeduplicationSnapshotFrequencyInSeconds`.
+async fn deduplication_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>) {
+    let period = ctx
+        .service
+        .config
+        .broker_deduplication_snapshot_frequency_in_seconds
+        .max(1);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(period));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let service = Arc::clone(&ctx.service);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let _ = tokio::task::spawn_blocking(move || service.deduplication_tick(now)).await;
+    }
 }
 
 /// Periodic backlog quota check (`backlogQuotaCheckIntervalInSeconds`): producer-blocking

@@ -11,6 +11,7 @@
 mod clusters;
 mod lookup;
 pub mod namespaces;
+mod non_persistent;
 mod policies;
 mod subscriptions;
 mod tenants;
@@ -169,6 +170,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(tenants::routes())
         .merge(namespaces::routes())
         .merge(topics::routes())
+        .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
         .merge(subscriptions::routes())

@@ -1,5 +1,5 @@
 //! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
-//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, at namespace
+//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`), at namespace
 //! and topic level.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
@@ -31,12 +31,14 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             "/admin/v2/namespaces/{tenant}/{ns}/{policy}",
             get(get_namespace_policy)
                 .post(set_namespace_policy)
+                .put(set_namespace_policy)
                 .delete(delete_namespace_policy),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/{policy}",
             get(get_topic_policy)
                 .post(set_topic_policy)
+                .put(set_topic_policy)
                 .delete(delete_topic_policy),
         )
 }
@@ -50,6 +52,7 @@ enum Kind {
     BacklogQuota,
     BacklogQuotaMap,
     Retention,
+    Deduplication,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -60,6 +63,8 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "backlogQuota" => Kind::BacklogQuota,
         "backlogQuotaMap" => Kind::BacklogQuotaMap,
         "retention" => Kind::Retention,
+        // Namespace path `deduplication`, topic path `deduplicationEnabled` (as Pulsar's).
+        "deduplication" | "deduplicationEnabled" => Kind::Deduplication,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -90,6 +95,7 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::SubscriptionDispatchRate => serde_json::to_value(p.subscription_dispatch_rate),
         Kind::BacklogQuota | Kind::BacklogQuotaMap => serde_json::to_value(&p.backlog_quota_map),
         Kind::Retention => serde_json::to_value(p.retention),
+        Kind::Deduplication => serde_json::to_value(p.deduplication_enabled),
     };
     v.unwrap_or(Value::Null)
 }
@@ -124,6 +130,11 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: Retention = parse(body)?;
             Box::new(move |p| p.retention = Some(v))
         }
+        Kind::Deduplication => {
+            let v: bool = parse(body)?;
+            Box::new(move |p| p.deduplication_enabled = Some(v))
+        }
+
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -145,6 +156,8 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
             })
         }
         Kind::Retention => Box::new(|p| p.retention = None),
+        Kind::Deduplication => Box::new(|p| p.deduplication_enabled = None),
+
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,

@@ -12,6 +12,7 @@
 mod consumer;
 mod handshake;
 mod lookup;
+mod non_persistent;
 mod producer;
 mod schema;
 
@@ -55,6 +56,8 @@ struct Connection {
     tx: mpsc::UnboundedSender<Outbound>,
     sink: Arc<Sink>,
     producers: HashMap<u64, Producer>,
+    /// Producers and consumers of non-persistent topics.
+    np: non_persistent::NpState,
     consumers: HashMap<u64, ConsumerSlot>,
     inflight: Arc<Inflight>,
     connected: bool,
@@ -109,6 +112,7 @@ pub async fn serve_io<R, W>(
         sink: Arc::new(Sink { tx: tx.clone() }),
         tx,
         producers: HashMap::new(),
+        np: non_persistent::NpState::default(),
         consumers: HashMap::new(),
         inflight: Arc::new(Inflight {
             count: AtomicUsize::new(0),
@@ -239,6 +243,7 @@ impl Connection {
     }
 
     fn cleanup(&mut self) {
+        self.np.cleanup();
         for (_, p) in self.producers.drain() {
             p.topic.remove_producer(&p.name, p.handle);
             self.ctx.unregister_producer(p.handle);
@@ -268,6 +273,9 @@ impl Connection {
                 cmd.$field
                     .ok_or_else(|| ServerError::BadRequest(format!("{ty:?} without its body")))?
             };
+        }
+        if let Some(r) = self.non_persistent(ty, &cmd, payload.as_ref()) {
+            return r;
         }
         match ty {
             Type::Connect => self.connect(&*body!(connect)),

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use pulsar_rs_broker::dedup::{SendIds, Ticket};
 use pulsar_rs_broker::{
-    AccessMode, Admission, BrokerError, ProducerInfo, QuotaVerdict, Topic, TopicName,
+    AccessMode, Admission, BrokerError, ProducerInfo, Published, QuotaVerdict, Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, BaseCommand, PayloadFrame, ServerError as Wire};
@@ -29,6 +30,8 @@ pub(super) struct PendingSend {
     result: Result<(Position, Completion), (Wire, String)>,
     /// Bytes held in the broker-wide publish buffer until the receipt goes out.
     bytes: usize,
+    /// Deduplication's record of the write, told the outcome before the receipt goes out.
+    ticket: Option<Ticket>,
 }
 
 /// A producer of this connection; owned by the connection task.
@@ -71,7 +74,7 @@ impl Connection {
                 self.send(&commands::producer_success(
                     c.request_id,
                     p.name.clone(),
-                    -1,
+                    p.topic.dedup.last_sequence_id(&p.name),
                     None,
                 ));
             } else {
@@ -131,6 +134,7 @@ impl Connection {
         })();
         match result {
             Ok((topic, name, handle, schema_version, admission)) => {
+                let last_sequence_id = topic.dedup.last_sequence_id(&name);
                 for fenced in topic.take_fenced() {
                     self.ctx.fence_producer(fenced);
                 }
@@ -159,6 +163,7 @@ impl Connection {
                     Admission::Ready(epoch) => self.send(&commands::producer_success_epoch(
                         c.request_id,
                         name,
+                        last_sequence_id,
                         schema_version,
                         exclusive.then_some(epoch),
                         true,
@@ -168,6 +173,7 @@ impl Connection {
                         self.send(&commands::producer_success_epoch(
                             c.request_id,
                             name.clone(),
+                            last_sequence_id,
                             schema_version.clone(),
                             None,
                             false,
@@ -178,6 +184,7 @@ impl Connection {
                                 Ok(Ok(epoch)) => commands::producer_success_epoch(
                                     rid,
                                     name,
+                                    last_sequence_id,
                                     schema_version,
                                     Some(epoch),
                                     true,
@@ -221,12 +228,16 @@ impl Connection {
         let payload =
             payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
         let stored_len = payload.stored.len();
+        let mut ticket = None;
         let result = if !payload.checksum_valid {
             Err((
                 Wire::ChecksumError,
                 "Checksum failed on the broker".to_owned(),
             ))
-        } else if payload.stored.len() > self.service.config.max_message_size as usize {
+        } else if payload.payload.len() > self.service.config.max_message_size as usize {
+            // The limit is on the payload (each chunk's, for chunked messages): the C++ client
+            // cuts chunks of `maxMessageSize - metadata size` bytes, so the whole stored entry
+            // may exceed it by its headers (the frame limit has padding for them).
             Err((
                 Wire::NotAllowedError,
                 "Exceed maximum message size".to_owned(),
@@ -234,10 +245,31 @@ impl Connection {
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
             let bytes = payload.stored.len() as u64;
-            let r = p
+            let ids = SendIds {
+                producer: &p.name,
+                sequence_id: s.sequence_id,
+                highest_sequence_id: s.highest_sequence_id,
+            };
+            let r = match p
                 .topic
-                .publish(payload.stored, payload.metadata.publish_time, messages)
-                .map_err(|e| (wire_code(&e), e.to_string()));
+                .publish_message(ids, &payload.metadata, payload.stored, messages)
+            {
+                Ok(Published::Stored {
+                    position,
+                    completion,
+                    ticket: t,
+                }) => {
+                    ticket = t;
+                    Ok((position, completion))
+                }
+                // Already persisted: Pulsar answers a receipt with message id -1:-1.
+                Ok(Published::Duplicate) => Ok((Position::new(-1, -1), None)),
+                Ok(Published::DuplicateUnknown) => Err((
+                    Wire::PersistenceError,
+                    "Cannot determine whether the message is a duplicate at this time".to_owned(),
+                )),
+                Err(e) => Err((wire_code(&e), e.to_string())),
+            };
             let mut wait = Duration::ZERO;
             let topic_limiter = p.topic.publish_limiter();
             let limiters = topic_limiter
@@ -280,6 +312,7 @@ impl Connection {
             highest_sequence_id: s.highest_sequence_id,
             result,
             bytes: stored_len,
+            ticket,
         };
         if p.receipts.send(pending).is_err() {
             self.inflight.count.fetch_sub(1, Ordering::Release);
@@ -329,6 +362,9 @@ fn spawn_receipts(
                 },
                 Err(e) => Err(e),
             };
+            if let Some(t) = p.ticket {
+                t.persisted(outcome.is_ok());
+            }
             let cmd = receipt_command(producer_id, p.sequence_id, p.highest_sequence_id, outcome);
             let _ = tx.send(frame(&cmd));
             // Release (both): the receipt is queued before the counters say so; pairs with the

@@ -1,0 +1,409 @@
+//! Message deduplication, as Pulsar's `MessageDeduplication` does it.
+//!
+//! Per producer name the broker keeps the highest sequence id *pushed* (accepted for writing) and
+//! the highest *persisted* (durable). A SEND whose sequence id is at or below the pushed one is a
+//! duplicate: answered with message id −1:−1 when it is also at or below the persisted one, else
+//! "unknown" (still in flight, answered with a PersistenceError so the client resends).
+//!
+//! The persisted map survives restarts through the `pulsar.dedup` cursor: every
+//! `brokerDeduplicationEntriesInterval` persisted entries (and on the
+//! `brokerDeduplicationSnapshotIntervalSeconds` timer) the map is stored as the cursor's
+//! properties and the cursor is mark-deleted at the snapshot position; recovery starts from those
+//! properties and replays the entries after the mark-delete position. A snapshot never passes an
+//! entry still in flight, so a replay from it covers everything not in its map.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{Cursor, ManagedLedger, Position};
+use pulsar_rs_proto::pb::MessageMetadata;
+
+use crate::{BrokerConfig, BrokerError};
+
+/// Name of the cursor holding the snapshots (Pulsar's `DEDUPLICATION_CURSOR_NAME`).
+pub const DEDUP_CURSOR: &str = "pulsar.dedup";
+
+/// What a SEND is, for deduplication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// New: store it.
+    NotDup,
+    /// Already persisted: answer SEND_RECEIPT −1:−1.
+    Dup,
+    /// At or below the pushed sequence id but not yet persisted: answer PersistenceError.
+    Unknown,
+}
+
+/// The sequence ids of one SEND.
+#[derive(Clone, Copy, Debug)]
+pub struct SendIds<'a> {
+    /// Producer name (the producer's, not the metadata's).
+    pub producer: &'a str,
+    /// `sequence_id` of the SEND.
+    pub sequence_id: u64,
+    /// `highest_sequence_id` of the SEND (batches), if any.
+    pub highest_sequence_id: Option<u64>,
+}
+
+impl SendIds<'_> {
+    fn seq(&self) -> i64 {
+        i64::try_from(self.sequence_id).unwrap_or(i64::MAX)
+    }
+
+    fn highest(&self) -> i64 {
+        let h = self
+            .highest_sequence_id
+            .map_or(-1, |h| i64::try_from(h).unwrap_or(i64::MAX));
+        h.max(self.seq())
+    }
+}
+
+/// Whether a stored message is a chunk other than the last one (never checked nor recorded).
+#[must_use]
+pub fn is_non_last_chunk(md: &MessageMetadata) -> bool {
+    md.chunk_id.is_some()
+        && md.num_chunks_from_msg.is_some()
+        && md.chunk_id() != md.num_chunks_from_msg() - 1
+}
+
+#[derive(Default)]
+struct State {
+    enabled: bool,
+    /// Set once `set_enabled` ran (before that, a stale cursor may be left from an earlier run).
+    initialised: bool,
+    cursor: Option<Arc<Cursor>>,
+    pushed: HashMap<String, i64>,
+    persisted: HashMap<String, i64>,
+    /// Positions written and not yet recorded as persisted (a snapshot stays before them).
+    inflight: BTreeSet<Position>,
+    /// Entries persisted since the last snapshot.
+    since_snapshot: u64,
+    /// When the last snapshot was taken (ms).
+    last_snapshot_ms: u64,
+    /// Producers not connected, with when they left (ms).
+    inactive: HashMap<String, u64>,
+}
+
+/// One topic's deduplication state.
+pub struct Deduplication {
+    /// Broker settings; immutable.
+    config: Arc<BrokerConfig>,
+    /// Everything else. A short lock: never held across I/O on entries nor `.await` (cursor
+    /// calls under it only touch the cursor's in-memory state).
+    state: Mutex<State>,
+}
+
+/// A written entry whose persistence must be reported back ([`Ticket::persisted`]).
+pub struct Ticket {
+    dedup: Arc<Deduplication>,
+    producer: String,
+    highest: i64,
+    record: bool,
+    position: Position,
+}
+
+impl Ticket {
+    /// Reports the outcome of the write: recorded as persisted, or forgotten on failure (the
+    /// pushed sequence id falls back to the persisted one so a resend is accepted).
+    pub fn persisted(self, ok: bool) {
+        self.dedup
+            .finish(&self.producer, self.highest, self.record, self.position, ok);
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Deduplication {
+    /// Disabled deduplication for a topic.
+    #[must_use]
+    pub fn new(config: Arc<BrokerConfig>) -> Arc<Self> {
+        Arc::new(Deduplication {
+            config,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Whether deduplication is on.
+    #[must_use]
+    pub fn is_enabled(&self) -> bool {
+        self.state.lock().enabled
+    }
+
+    /// Turns deduplication on (opening and replaying `pulsar.dedup`) or off (deleting it).
+    ///
+    /// # Errors
+    /// Storage failures opening, replaying or deleting the cursor.
+    pub fn set_enabled(&self, on: bool, ml: &Arc<ManagedLedger>) -> Result<(), BrokerError> {
+        {
+            let st = self.state.lock();
+            if st.initialised && st.enabled == on {
+                return Ok(());
+            }
+        }
+        if !on {
+            let mut st = self.state.lock();
+            let had_cursor = st.cursor.take().is_some()
+                || ml.cursors().iter().any(|c| c.name() == DEDUP_CURSOR)
+                || ml
+                    .persisted_cursor_names()
+                    .map(|n| n.iter().any(|c| c == DEDUP_CURSOR))
+                    .unwrap_or(false);
+            *st = State {
+                initialised: true,
+                ..State::default()
+            };
+            drop(st);
+            if had_cursor {
+                ml.delete_cursor(DEDUP_CURSOR)?;
+            }
+            return Ok(());
+        }
+        let cursor = ml.open_cursor(DEDUP_CURSOR)?;
+        // Not a reader: it must not keep entries in the cache.
+        cursor.set_active(false);
+        let mut persisted: HashMap<String, i64> = cursor.properties().into_iter().collect();
+        let replayed = replay(ml, cursor.mark_delete_position(), &mut persisted)?;
+        let mut st = self.state.lock();
+        *st = State {
+            enabled: true,
+            initialised: true,
+            cursor: Some(cursor),
+            pushed: persisted.clone(),
+            persisted,
+            last_snapshot_ms: now_ms(),
+            ..State::default()
+        };
+        if replayed >= self.config.broker_deduplication_entries_interval.max(1) {
+            self.snapshot_locked(&mut st, ml.last_confirmed());
+        }
+        tracing::debug!(
+            ledger = ml.name(),
+            replayed,
+            producers = st.persisted.len(),
+            "deduplication enabled"
+        );
+        Ok(())
+    }
+
+    /// Checks a SEND before it is written (Pulsar's `isDuplicate`); a `NotDup` raises the pushed
+    /// sequence id.
+    #[must_use]
+    pub fn check(&self, ids: SendIds<'_>, md: &MessageMetadata) -> Verdict {
+        let mut st = self.state.lock();
+        if !st.enabled || is_non_last_chunk(md) {
+            return Verdict::NotDup;
+        }
+        let seq = ids.seq();
+        if let Some(&pushed) = st.pushed.get(ids.producer) {
+            if seq <= pushed {
+                let persisted = st.persisted.get(ids.producer).copied();
+                return if persisted.is_some_and(|p| seq <= p) {
+                    Verdict::Dup
+                } else {
+                    Verdict::Unknown
+                };
+            }
+        }
+        st.pushed.insert(ids.producer.to_owned(), ids.highest());
+        Verdict::NotDup
+    }
+
+    /// Notes an entry written at `position`; its [`Ticket`] reports its persistence.
+    #[must_use]
+    pub fn written(
+        self: &Arc<Self>,
+        ids: SendIds<'_>,
+        md: &MessageMetadata,
+        position: Position,
+    ) -> Option<Ticket> {
+        let mut st = self.state.lock();
+        if !st.enabled {
+            return None;
+        }
+        st.inflight.insert(position);
+        Some(Ticket {
+            dedup: Arc::clone(self),
+            producer: ids.producer.to_owned(),
+            highest: ids.highest(),
+            record: !is_non_last_chunk(md),
+            position,
+        })
+    }
+
+    /// A write of `producer` failed before it got a position: the pushed sequence id falls back
+    /// to the persisted one (Pulsar's `resetHighestSequenceIdPushed`).
+    pub fn failed(&self, producer: &str) {
+        let mut st = self.state.lock();
+        match st.persisted.get(producer).copied() {
+            Some(p) => st.pushed.insert(producer.to_owned(), p),
+            None => st.pushed.remove(producer),
+        };
+    }
+
+    fn finish(&self, producer: &str, highest: i64, record: bool, position: Position, ok: bool) {
+        let mut st = self.state.lock();
+        st.inflight.remove(&position);
+        if !st.enabled {
+            return;
+        }
+        if !ok {
+            drop(st);
+            self.failed(producer);
+            return;
+        }
+        if record {
+            let e = st.persisted.entry(producer.to_owned()).or_insert(highest);
+            *e = (*e).max(highest);
+        }
+        st.since_snapshot += 1;
+        if st.since_snapshot >= self.config.broker_deduplication_entries_interval.max(1) {
+            self.snapshot_locked(&mut st, position);
+        }
+    }
+
+    /// PRODUCER_SUCCESS `last_sequence_id`: the highest pushed sequence id, −1 if none.
+    #[must_use]
+    pub fn last_sequence_id(&self, producer: &str) -> i64 {
+        self.state
+            .lock()
+            .pushed
+            .get(producer)
+            .copied()
+            .unwrap_or(-1)
+    }
+
+    /// The persisted map (stats, tests).
+    #[must_use]
+    pub fn persisted(&self) -> BTreeMap<String, i64> {
+        self.state.lock().persisted.clone().into_iter().collect()
+    }
+
+    /// A producer connected: it is active again.
+    pub fn producer_added(&self, producer: &str) {
+        self.state.lock().inactive.remove(producer);
+    }
+
+    /// A producer disconnected: from now it counts as inactive.
+    pub fn producer_removed(&self, producer: &str) {
+        let mut st = self.state.lock();
+        if st.enabled {
+            st.inactive.insert(producer.to_owned(), now_ms());
+        }
+    }
+
+    /// Periodic work: forget producers inactive longer than
+    /// `brokerDeduplicationProducerInactivityTimeoutMinutes` (then re-snapshot), and take a
+    /// time-based snapshot when `brokerDeduplicationSnapshotIntervalSeconds` passed with new
+    /// entries.
+    pub fn tick(&self, now_ms: u64, lac: Position) {
+        let mut st = self.state.lock();
+        if !st.enabled {
+            return;
+        }
+        let timeout = self
+            .config
+            .broker_deduplication_producer_inactivity_timeout_minutes
+            .saturating_mul(60_000);
+        let expired: Vec<String> = st
+            .inactive
+            .iter()
+            .filter(|(_, &t)| now_ms.saturating_sub(t) >= timeout)
+            .map(|(n, _)| n.clone())
+            .collect();
+        if !expired.is_empty() {
+            for n in &expired {
+                st.inactive.remove(n);
+                st.pushed.remove(n);
+                st.persisted.remove(n);
+            }
+            let at = st.cursor.as_ref().map_or(lac, |c| c.mark_delete_position());
+            self.snapshot_locked(&mut st, at);
+        }
+        let interval = self
+            .config
+            .broker_deduplication_snapshot_interval_seconds
+            .saturating_mul(1000);
+        let behind = st
+            .cursor
+            .as_ref()
+            .is_some_and(|c| c.mark_delete_position() < lac);
+        if behind && now_ms.saturating_sub(st.last_snapshot_ms) >= interval {
+            self.snapshot_locked(&mut st, lac);
+        }
+    }
+
+    /// Stores the persisted map as the cursor's properties and mark-deletes it at `at`, or just
+    /// before the first entry still in flight (whose producer's id may be missing from the map).
+    fn snapshot_locked(&self, st: &mut State, at: Position) {
+        let Some(cursor) = st.cursor.clone() else {
+            return;
+        };
+        let mut position = at;
+        if let Some(&first) = st.inflight.first() {
+            if first <= position {
+                position = cursor.ledger().previous_position(first);
+            }
+        }
+        let max = self.config.broker_deduplication_max_number_of_producers as usize;
+        let props: BTreeMap<String, i64> = st
+            .persisted
+            .iter()
+            .take(max)
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        st.since_snapshot = 0;
+        st.last_snapshot_ms = now_ms();
+        if position <= cursor.mark_delete_position() || position.entry_id < 0 {
+            return;
+        }
+        if let Err(e) = cursor.mark_delete_with_properties(position, props) {
+            tracing::warn!(cursor = DEDUP_CURSOR, error = %e, "deduplication snapshot failed");
+        }
+    }
+}
+
+/// Replays the entries after `from`, raising `map` to each producer's highest sequence id;
+/// returns how many entries were read.
+fn replay(
+    ml: &Arc<ManagedLedger>,
+    from: Position,
+    map: &mut HashMap<String, i64>,
+) -> Result<u64, BrokerError> {
+    let lac = ml.last_confirmed();
+    let mut next = ml.next_valid_position(from);
+    let mut count = 0u64;
+    while next <= lac && next.entry_id >= 0 {
+        let entries = ml.read_entries(next, 1000, 64 << 20, lac)?;
+        let Some(last) = entries.last().map(|e| e.position) else {
+            break;
+        };
+        for e in &entries {
+            count += 1;
+            let Ok((md, _)) = pulsar_rs_proto::parse_stored_entry(&e.data) else {
+                continue;
+            };
+            if is_non_last_chunk(&md) {
+                // A message counts once its last chunk is stored.
+                continue;
+            }
+            let seq = i64::try_from(md.sequence_id).unwrap_or(i64::MAX);
+            let highest = md
+                .highest_sequence_id
+                .map_or(-1, |h| i64::try_from(h).unwrap_or(i64::MAX));
+            let v = seq.max(highest);
+            let slot = map.entry(md.producer_name.clone()).or_insert(v);
+            *slot = (*slot).max(v);
+        }
+        next = ml.next_valid_position(last);
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+#[path = "dedup_tests.rs"]
+mod tests;

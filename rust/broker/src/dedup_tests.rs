@@ -1,0 +1,209 @@
+//! Deduplication against a real topic on a temporary data directory.
+
+use std::sync::Arc;
+
+use pulsar_rs_proto::pb::MessageMetadata;
+
+use super::*;
+use crate::topic::{AccessMode, ProducerInfo, Published, Topic};
+use crate::{BrokerConfig, BrokerService, TopicName};
+
+fn service(dir: &std::path::Path, cfg: BrokerConfig) -> Arc<BrokerService> {
+    BrokerService::open(
+        BrokerConfig {
+            broker_deduplication_enabled: true,
+            journal_sync_data: false,
+            ..cfg
+        },
+        dir,
+    )
+    .unwrap()
+}
+
+fn md(producer: &str, seq: u64) -> MessageMetadata {
+    MessageMetadata {
+        producer_name: producer.into(),
+        sequence_id: seq,
+        publish_time: 1,
+        ..Default::default()
+    }
+}
+
+fn send(t: &Topic, producer: &str, seq: u64, highest: Option<u64>) -> Published {
+    send_md(t, &md(producer, seq), highest)
+}
+
+fn send_md(t: &Topic, m: &MessageMetadata, highest: Option<u64>) -> Published {
+    let ids = SendIds {
+        producer: &m.producer_name,
+        sequence_id: m.sequence_id,
+        highest_sequence_id: highest,
+    };
+    let stored = pulsar_rs_proto::build_stored_entry(m, b"x");
+    t.publish_message(ids, m, stored, 1).unwrap()
+}
+
+fn is_dup(p: &Published) -> bool {
+    matches!(p, Published::Duplicate)
+}
+
+fn topic(svc: &BrokerService) -> Arc<Topic> {
+    svc.topic(&TopicName::parse("persistent://a/b/t").unwrap(), true)
+        .unwrap()
+}
+
+#[test]
+fn batches_count_by_highest_sequence_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), BrokerConfig::default());
+    let t = topic(&svc);
+    assert!(!is_dup(&send(&t, "p", 0, Some(9))));
+    assert_eq!(t.dedup.last_sequence_id("p"), 9);
+    assert!(is_dup(&send(&t, "p", 7, None)));
+    assert!(!is_dup(&send(&t, "p", 10, None)));
+    assert!(!is_dup(&send(&t, "other", 3, None)));
+    assert_eq!(t.ledger.last_confirmed().entry_id, 2);
+}
+
+#[test]
+fn in_flight_duplicate_is_unknown_until_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        broker_deduplication_enabled: true,
+        ..BrokerConfig::default()
+    };
+    let svc = BrokerService::open(cfg, dir.path()).unwrap();
+    let t = topic(&svc);
+    let Published::Stored {
+        ticket: Some(ticket),
+        ..
+    } = send(&t, "p", 5, None)
+    else {
+        panic!("a durable write returns a ticket");
+    };
+    assert!(matches!(
+        send(&t, "p", 5, None),
+        Published::DuplicateUnknown
+    ));
+    ticket.persisted(true);
+    assert!(is_dup(&send(&t, "p", 5, None)));
+}
+
+#[test]
+fn failed_write_lets_the_resend_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        broker_deduplication_enabled: true,
+        ..BrokerConfig::default()
+    };
+    let svc = BrokerService::open(cfg, dir.path()).unwrap();
+    let t = topic(&svc);
+    assert!(!is_dup(&send(&t, "p", 1, None)));
+    let Published::Stored {
+        ticket: Some(ticket),
+        ..
+    } = send(&t, "p", 2, None)
+    else {
+        panic!("a durable write returns a ticket");
+    };
+    ticket.persisted(false);
+    assert_eq!(t.dedup.last_sequence_id("p"), -1);
+}
+
+#[test]
+fn snapshots_every_interval_and_recovers_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        broker_deduplication_entries_interval: 3,
+        ..BrokerConfig::default()
+    };
+    {
+        let svc = service(dir.path(), cfg.clone());
+        let t = topic(&svc);
+        for i in 0..10 {
+            send(&t, "a", i, None);
+            send(&t, "b", 100 + i, None);
+        }
+        let cursor = t
+            .ledger
+            .cursors()
+            .into_iter()
+            .find(|c| c.name() == DEDUP_CURSOR)
+            .unwrap();
+        // 20 entries, a snapshot every 3: the last at entry 17 (index), holding both producers.
+        assert_eq!(cursor.mark_delete_position().entry_id, 17);
+        let props = cursor.properties();
+        assert_eq!(props.get("a"), Some(&8));
+        assert_eq!(props.get("b"), Some(&108));
+        // The dedup cursor is not a subscription.
+        assert!(t.subscription(DEDUP_CURSOR).is_none());
+        svc.close().unwrap();
+    }
+    let svc = service(dir.path(), cfg);
+    let t = topic(&svc);
+    assert!(t.subscriptions().is_empty());
+    assert_eq!(t.dedup.last_sequence_id("a"), 9);
+    assert_eq!(t.dedup.last_sequence_id("b"), 109);
+    assert!(is_dup(&send(&t, "a", 9, None)));
+    assert!(!is_dup(&send(&t, "a", 10, None)));
+}
+
+#[test]
+fn only_the_last_chunk_is_checked_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), BrokerConfig::default());
+    let t = topic(&svc);
+    let chunk = |id: i32| MessageMetadata {
+        chunk_id: Some(id),
+        num_chunks_from_msg: Some(3),
+        ..md("p", 4)
+    };
+    assert!(!is_dup(&send_md(&t, &chunk(0), None)));
+    assert!(!is_dup(&send_md(&t, &chunk(1), None)));
+    assert_eq!(t.dedup.last_sequence_id("p"), -1);
+    assert!(!is_dup(&send_md(&t, &chunk(2), None)));
+    assert_eq!(t.dedup.last_sequence_id("p"), 4);
+    assert!(is_dup(&send_md(&t, &chunk(2), None)));
+}
+
+#[test]
+fn inactive_producers_are_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(
+        dir.path(),
+        BrokerConfig {
+            broker_deduplication_producer_inactivity_timeout_minutes: 1,
+            ..BrokerConfig::default()
+        },
+    );
+    let t = topic(&svc);
+    let info = |name: &str| ProducerInfo {
+        handle: 1,
+        name: name.into(),
+        access_mode: AccessMode::Shared,
+        address: String::new(),
+    };
+    t.add_producer(info("gone"), None).unwrap();
+    t.add_producer(info("here"), None).unwrap();
+    send(&t, "gone", 3, None);
+    send(&t, "here", 4, None);
+    t.remove_producer("gone", 1);
+    let now = now_ms();
+    t.dedup.tick(now + 30_000, t.ledger.last_confirmed());
+    assert_eq!(t.dedup.last_sequence_id("gone"), 3);
+    t.dedup.tick(now + 61_000, t.ledger.last_confirmed());
+    assert_eq!(t.dedup.last_sequence_id("gone"), -1);
+    assert_eq!(t.dedup.last_sequence_id("here"), 4);
+}
+
+#[test]
+fn disabling_deletes_the_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), BrokerConfig::default());
+    let t = topic(&svc);
+    send(&t, "p", 1, None);
+    t.dedup.set_enabled(false, &t.ledger).unwrap();
+    assert!(t.ledger.cursors().iter().all(|c| c.name() != DEDUP_CURSOR));
+    assert_eq!(t.dedup.last_sequence_id("p"), -1);
+    assert!(!is_dup(&send(&t, "p", 1, None)));
+}

@@ -1,0 +1,150 @@
+//! Non-persistent topics (`non-persistent://`), as Pulsar's `NonPersistentTopic`: messages are
+//! handed straight to the consumers attached at publish time and never stored. A subscription
+//! whose chosen consumer has no permits drops the message and counts it (`msgDropRate`).
+//! Acknowledgements, redelivery, seek and skip are accepted and do nothing; the backlog is 0.
+
+mod subscription;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+pub use subscription::NonPersistentSubscription;
+
+use crate::consumer::{Consumer, SubType};
+use crate::naming::TopicName;
+use crate::rate::Meter;
+use crate::BrokerError;
+
+/// One (partition of a) non-persistent topic.
+pub struct NonPersistentTopic {
+    /// Fully qualified name; immutable.
+    pub name: TopicName,
+    /// Partition index, -1 when not a partition; immutable.
+    pub partition: i32,
+    /// Subscriptions by name. Short lock; never held while delivering.
+    subscriptions: Mutex<HashMap<String, Arc<NonPersistentSubscription>>>,
+    /// Producer names → broker-wide handles. Short lock.
+    producers: Mutex<HashMap<String, u64>>,
+    /// Messages and bytes published.
+    pub msg_in: Meter,
+    /// Messages dropped for want of permits, over all subscriptions.
+    pub msg_drop: Meter,
+}
+
+impl NonPersistentTopic {
+    /// An empty topic.
+    #[must_use]
+    pub fn new(name: TopicName) -> Arc<Self> {
+        let partition = name
+            .partition_index()
+            .map_or(-1, |i| i32::try_from(i).unwrap_or(-1));
+        Arc::new(NonPersistentTopic {
+            name,
+            partition,
+            subscriptions: Mutex::new(HashMap::new()),
+            producers: Mutex::new(HashMap::new()),
+            msg_in: Meter::default(),
+            msg_drop: Meter::default(),
+        })
+    }
+
+    /// Registers a producer.
+    ///
+    /// # Errors
+    /// [`BrokerError::ProducerBusy`] if the name is taken.
+    pub fn add_producer(&self, name: &str, handle: u64) -> Result<(), BrokerError> {
+        let mut p = self.producers.lock();
+        if p.contains_key(name) {
+            return Err(BrokerError::ProducerBusy(format!(
+                "Producer with name '{name}' is already connected to topic"
+            )));
+        }
+        p.insert(name.to_owned(), handle);
+        Ok(())
+    }
+
+    /// Unregisters a producer.
+    pub fn remove_producer(&self, name: &str, handle: u64) {
+        let mut p = self.producers.lock();
+        if p.get(name) == Some(&handle) {
+            p.remove(name);
+        }
+    }
+
+    /// Connected producer names.
+    #[must_use]
+    pub fn producers(&self) -> Vec<String> {
+        self.producers.lock().keys().cloned().collect()
+    }
+
+    /// Hands one stored entry (`messages` messages) to every subscription, each delivering it to
+    /// one consumer with permits or dropping it.
+    pub fn publish(&self, stored: &Bytes, messages: u32) {
+        self.msg_in.record(u64::from(messages), stored.len() as u64);
+        let key = pulsar_rs_proto::parse_stored_entry(stored)
+            .ok()
+            .and_then(|(md, _)| {
+                md.ordering_key
+                    .map(|k| k.to_vec())
+                    .or(md.partition_key.map(String::into_bytes))
+            });
+        for sub in self.subscriptions() {
+            if !sub.send(stored, messages, key.as_deref(), self.partition) {
+                self.msg_drop
+                    .record(u64::from(messages), stored.len() as u64);
+            }
+        }
+    }
+
+    /// Attaches a consumer, creating the subscription.
+    ///
+    /// # Errors
+    /// [`BrokerError::ConsumerBusy`] for a conflicting type or a second Exclusive consumer.
+    pub fn subscribe(
+        &self,
+        name: &str,
+        consumer: Arc<Consumer>,
+    ) -> Result<Arc<NonPersistentSubscription>, BrokerError> {
+        let sub = {
+            let mut subs = self.subscriptions.lock();
+            Arc::clone(
+                subs.entry(name.to_owned())
+                    .or_insert_with(|| NonPersistentSubscription::new(name)),
+            )
+        };
+        sub.add_consumer(consumer)?;
+        Ok(sub)
+    }
+
+    /// Detaches a consumer; a subscription left without consumers is removed (Pulsar deletes
+    /// non-persistent subscriptions when their last consumer leaves).
+    pub fn unsubscribe_consumer(&self, sub: &NonPersistentSubscription, consumer: &Consumer) {
+        if sub.remove_consumer(consumer) == 0 {
+            let mut subs = self.subscriptions.lock();
+            if subs.get(&sub.name).is_some_and(|s| s.consumer_count() == 0) {
+                subs.remove(&sub.name);
+            }
+        }
+    }
+
+    /// All subscriptions.
+    #[must_use]
+    pub fn subscriptions(&self) -> Vec<Arc<NonPersistentSubscription>> {
+        self.subscriptions.lock().values().cloned().collect()
+    }
+
+    /// The subscription type of a live subscription, if any.
+    #[must_use]
+    pub fn sub_type(&self, name: &str) -> Option<SubType> {
+        self.subscriptions
+            .lock()
+            .get(name)
+            .and_then(|s| s.sub_type())
+    }
+}
+
+#[cfg(test)]
+mod tests;

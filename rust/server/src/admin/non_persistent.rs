@@ -1,0 +1,130 @@
+//! Admin REST for `non-persistent://` topics: `stats` (with `msgDropRate` on the topic, its
+//! publishers' side and each subscription) and partitioned-topic metadata.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use pulsar_rs_broker::TopicName;
+use serde_json::json;
+
+use super::{broker_fail, fail, no_content, Ctx};
+use crate::ServerContext;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new()
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/stats",
+            get(stats),
+        )
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/partitions",
+            get(get_partitions).put(create_partitions),
+        )
+}
+
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
+fn name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
+    TopicName::parse(&format!("non-persistent://{tenant}/{ns}/{topic}"))
+        .map_err(|e| broker_fail(&e))
+}
+
+async fn stats(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let topic = match ctx.service.non_persistent_topic(&name, false) {
+        Ok(t) => t,
+        Err(e) => return broker_fail(&e),
+    };
+    let (rate_in, tput_in) = topic.msg_in.rates();
+    let mut subs = serde_json::Map::new();
+    let (mut rate_out, mut tput_out) = (0.0, 0.0);
+    for s in topic.subscriptions() {
+        let consumers: Vec<serde_json::Value> = s
+            .consumers()
+            .iter()
+            .map(|c| {
+                let (cr, ct) = c.out.rates();
+                rate_out += cr;
+                tput_out += ct;
+                json!({
+                    "consumerName": c.name,
+                    "msgRateOut": cr,
+                    "msgThroughputOut": ct,
+                    "msgOutCounter": c.out.total(),
+                    "availablePermits": c.permits.get(),
+                    "address": c.address,
+                })
+            })
+            .collect();
+        subs.insert(
+            s.name.clone(),
+            json!({
+                "type": s.sub_type().map_or("Exclusive", |t| t.as_str()),
+                "msgBacklog": 0,
+                "msgDropRate": s.msg_drop.rates().0,
+                "msgDropCounter": s.msg_drop.total(),
+                "consumers": consumers,
+                "isDurable": false,
+            }),
+        );
+    }
+    let publishers: Vec<serde_json::Value> = topic
+        .producers()
+        .into_iter()
+        .map(|p| json!({ "producerName": p, "msgDropRate": 0.0 }))
+        .collect();
+    Json(json!({
+        "msgRateIn": rate_in,
+        "msgThroughputIn": tput_in,
+        "msgInCounter": topic.msg_in.total(),
+        "bytesInCounter": topic.msg_in.total_bytes(),
+        "msgRateOut": rate_out,
+        "msgThroughputOut": tput_out,
+        "msgDropRate": topic.msg_drop.rates().0,
+        "storageSize": 0,
+        "backlogSize": 0,
+        "publishers": publishers,
+        "subscriptions": subs,
+    }))
+    .into_response()
+}
+
+async fn get_partitions(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    match name(&tenant, &ns, &topic).map(|n| ctx.service.partitions(&n, false)) {
+        Ok(Ok(n)) => Json(json!({ "partitions": n })).into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(r) => r,
+    }
+}
+
+async fn create_partitions(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let name = match name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let Ok(n) = body.trim().parse::<u32>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "body must be the number of partitions",
+        );
+    };
+    // The metadata write runs on the blocking pool.
+    no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
+}
