@@ -7,6 +7,7 @@ pub mod consumer;
 pub mod dispatch;
 pub mod error;
 pub mod hash;
+pub mod metadata_keys;
 pub mod naming;
 pub mod permits;
 pub mod policies;

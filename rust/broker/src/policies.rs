@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use pulsar_rs_ledger::metastore::escape_segment;
 use pulsar_rs_ledger::MetaStore;
 use serde::{Deserialize, Serialize};
 
+use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::{BrokerConfig, BrokerError};
 
@@ -202,14 +202,6 @@ pub struct PolicyStore {
     topics: RwLock<HashMap<String, Policies>>,
 }
 
-fn ns_key(ns: &str) -> String {
-    format!("policies/namespaces/{}", escape_segment(ns))
-}
-
-fn topic_key(t: &str) -> String {
-    format!("policies/topics/{}", escape_segment(t))
-}
-
 fn load(meta: &dyn MetaStore, prefix: &str) -> Result<HashMap<String, Policies>, BrokerError> {
     let mut out = HashMap::new();
     for key in meta.list(prefix)? {
@@ -220,12 +212,7 @@ fn load(meta: &dyn MetaStore, prefix: &str) -> Result<HashMap<String, Policies>,
                 reason: e.to_string(),
             })
         })?;
-        let name = key
-            .rsplit('/')
-            .next()
-            .map(pulsar_rs_ledger::metastore::unescape_segment)
-            .unwrap_or_default();
-        out.insert(name, p);
+        out.insert(metadata_keys::name_of(&key), p);
     }
     Ok(out)
 }
@@ -236,8 +223,8 @@ impl PolicyStore {
     /// # Errors
     /// Metadata I/O or corrupt records.
     pub fn open(meta: Arc<dyn MetaStore>, config: Arc<BrokerConfig>) -> Result<Self, BrokerError> {
-        let namespaces = load(meta.as_ref(), "policies/namespaces")?;
-        let topics = load(meta.as_ref(), "policies/topics")?;
+        let namespaces = load(meta.as_ref(), metadata_keys::NAMESPACE_POLICIES)?;
+        let topics = load(meta.as_ref(), metadata_keys::TOPIC_POLICIES)?;
         Ok(PolicyStore {
             meta,
             config,
@@ -275,8 +262,10 @@ impl PolicyStore {
         let mut p = map.get(ns).cloned().unwrap_or_default();
         f(&mut p);
         validate(&p)?;
-        self.meta
-            .put(&ns_key(ns), &serde_json::to_vec(&p).unwrap_or_default())?;
+        self.meta.put(
+            &metadata_keys::namespace_policies(ns),
+            &serde_json::to_vec(&p).unwrap_or_default(),
+        )?;
         map.insert(ns.to_owned(), p);
         Ok(())
     }
@@ -296,7 +285,7 @@ impl PolicyStore {
         f(&mut p);
         validate(&p)?;
         self.meta.put(
-            &topic_key(&name),
+            &metadata_keys::topic_policies(&name),
             &serde_json::to_vec(&p).unwrap_or_default(),
         )?;
         map.insert(name, p);

@@ -9,23 +9,18 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{MetaStore, Storage};
 
+use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::policies::{PolicyStore, RetentionPolicy};
 use crate::topic::{SchemaInfo, Topic};
 use crate::{BrokerConfig, BrokerError};
 
 fn partitions_key(base: &TopicName) -> String {
-    format!(
-        "partitioned-topics/{}",
-        pulsar_rs_ledger::metastore::escape_segment(&base.to_string())
-    )
+    metadata_keys::partitioned_topic(&base.to_string())
 }
 
 fn schema_key(base: &TopicName) -> String {
-    format!(
-        "schemas/{}",
-        pulsar_rs_ledger::metastore::escape_segment(&base.to_string())
-    )
+    metadata_keys::schema(&base.to_string())
 }
 
 /// The broker's topics over one data directory.
@@ -74,13 +69,9 @@ impl BrokerService {
             .filter_map(|n| TopicName::from_ledger_name(n))
             .collect();
         let mut partitioned = HashMap::new();
-        for key in meta.list("partitioned-topics")? {
+        for key in meta.list(metadata_keys::PARTITIONED_TOPICS)? {
             let Some(raw) = meta.get(&key)? else { continue };
-            let name = key
-                .rsplit('/')
-                .next()
-                .map(pulsar_rs_ledger::metastore::unescape_segment)
-                .unwrap_or_default();
+            let name = metadata_keys::name_of(&key);
             let n = std::str::from_utf8(&raw)
                 .ok()
                 .and_then(|s| s.parse().ok())

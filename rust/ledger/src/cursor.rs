@@ -14,15 +14,15 @@ use parking_lot::Mutex;
 
 use crate::cursor_codec::CursorSnapshot;
 use crate::managed_ledger::{Entry, ManagedLedger};
-use crate::metastore::escape_segment;
+use crate::metastore::{child_key, CURSORS_PREFIX};
 use crate::{AckSet, LedgerError, Position, Result};
 
 pub(crate) fn cursor_prefix(ledger: &str) -> String {
-    format!("cursors/{}", escape_segment(ledger))
+    child_key(CURSORS_PREFIX, ledger)
 }
 
 pub(crate) fn cursor_key(ledger: &str, cursor: &str) -> String {
-    format!("{}/{}", cursor_prefix(ledger), escape_segment(cursor))
+    child_key(&cursor_prefix(ledger), cursor)
 }
 
 struct State {

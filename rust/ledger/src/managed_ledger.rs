@@ -127,7 +127,7 @@ pub struct ManagedLedger {
 }
 
 fn info_key(name: &str) -> String {
-    format!("managed-ledgers/{}", crate::metastore::escape_segment(name))
+    crate::metastore::child_key(crate::metastore::MANAGED_LEDGERS_PREFIX, name)
 }
 
 impl ManagedLedger {
@@ -803,7 +803,7 @@ impl ManagedLedger {
             .meta
             .list(&prefix)?
             .iter()
-            .filter_map(|k| k.rsplit('/').next().map(crate::metastore::unescape_segment))
+            .map(|k| crate::metastore::key_name(k))
             .collect())
     }
 

@@ -12,6 +12,28 @@ use std::path::{Path, PathBuf};
 
 use crate::{LedgerError, Result};
 
+/// Key prefix of the managed-ledger records (`managed-ledgers/<ledger>`), owned by this crate;
+/// the broker's `metadata_keys` module re-exports it beside its own prefixes.
+pub const MANAGED_LEDGERS_PREFIX: &str = "managed-ledgers";
+
+/// Key prefix of the durable cursor records (`cursors/<ledger>/<cursor>`), owned by this crate.
+pub const CURSORS_PREFIX: &str = "cursors";
+
+/// The key of `name` under `prefix`: `<prefix>/<escaped name>`.
+#[must_use]
+pub fn child_key(prefix: &str, name: &str) -> String {
+    format!("{prefix}/{}", escape_segment(name))
+}
+
+/// The unescaped last segment of a key (the name [`child_key`] was given).
+#[must_use]
+pub fn key_name(key: &str) -> String {
+    key.rsplit('/')
+        .next()
+        .map(unescape_segment)
+        .unwrap_or_default()
+}
+
 /// A durable key/value store for small metadata records. Keys are `/`-separated paths whose
 /// segments are made of `[A-Za-z0-9._%-]` (use [`escape_segment`]).
 pub trait MetaStore: Send + Sync + 'static {

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::cache::{CacheStats, EntryCache};
 use crate::journal::{Journal, Loc, RecoveredLedgers};
 use crate::managed_ledger::ManagedLedger;
-use crate::metastore::{unescape_segment, FileMetaStore, MetaStore};
+use crate::metastore::{key_name, FileMetaStore, MetaStore, MANAGED_LEDGERS_PREFIX};
 use crate::{Clock, LedgerConfig, LedgerError, Result, StorageConfig, SystemClock};
 
 /// Ledger ids are reserved in blocks, so creating a ledger rarely writes the counter.
@@ -221,9 +221,9 @@ impl Storage {
         Ok(self
             .shared
             .meta
-            .list("managed-ledgers")?
+            .list(MANAGED_LEDGERS_PREFIX)?
             .iter()
-            .filter_map(|k| k.rsplit('/').next().map(unescape_segment))
+            .map(|k| key_name(k))
             .collect())
     }
 
@@ -322,7 +322,7 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<HashSet<i64>> {
         ledger_id: i64,
     }
     let mut live = HashSet::new();
-    for key in meta.list("managed-ledgers")? {
+    for key in meta.list(MANAGED_LEDGERS_PREFIX)? {
         if let Some(raw) = meta.get(&key)? {
             let info: Info =
                 serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {

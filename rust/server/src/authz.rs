@@ -4,7 +4,7 @@
 //! grants); LOOKUP and PARTITIONED_METADATA need either. Grants are made through Pulsar's
 //! admin paths (`/admin/v2/namespaces/{tenant}/{ns}/permissions/{role}`,
 //! `/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}`) and persist in the
-//! metadata store under `auth/namespaces/<ns>` and `auth/topics/<topic>`.
+//! metadata store under `metadata_keys::NAMESPACE_PERMISSIONS` and `TOPIC_PERMISSIONS`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -15,9 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use parking_lot::RwLock;
-use pulsar_rs_broker::{BrokerConfig, BrokerError, TopicName};
+use pulsar_rs_broker::{metadata_keys, BrokerConfig, BrokerError, TopicName};
 use pulsar_rs_ledger::metastore::MetaStore;
-use pulsar_rs_ledger::metastore::{escape_segment, unescape_segment};
 use serde::{Deserialize, Serialize};
 
 use crate::admin::{broker_fail, fail, topic_name};
@@ -78,18 +77,10 @@ fn load(meta: &dyn MetaStore, prefix: &str) -> Result<HashMap<String, Grants>, B
     for key in meta.list(prefix)? {
         let Some(raw) = meta.get(&key)? else { continue };
         let g: Grants = serde_json::from_slice(&raw).map_err(|e| corrupt(&key, &e))?;
-        let name = key
-            .rsplit('/')
-            .next()
-            .map(unescape_segment)
-            .unwrap_or_default();
-        out.insert(name, g);
+        out.insert(metadata_keys::name_of(&key), g);
     }
     Ok(out)
 }
-
-const NS_PREFIX: &str = "auth/namespaces";
-const TOPIC_PREFIX: &str = "auth/topics";
 
 impl PermissionStore {
     /// Loads every stored grant.
@@ -97,8 +88,8 @@ impl PermissionStore {
     /// # Errors
     /// Metadata I/O or corrupt records.
     pub fn open(meta: Arc<dyn MetaStore>) -> Result<Self, BrokerError> {
-        let namespaces = load(meta.as_ref(), NS_PREFIX)?;
-        let topics = load(meta.as_ref(), TOPIC_PREFIX)?;
+        let namespaces = load(meta.as_ref(), metadata_keys::NAMESPACE_PERMISSIONS)?;
+        let topics = load(meta.as_ref(), metadata_keys::TOPIC_PERMISSIONS)?;
         Ok(PermissionStore {
             meta,
             namespaces: RwLock::new(namespaces),
@@ -153,7 +144,7 @@ impl PermissionStore {
         role: &str,
         actions: BTreeSet<AuthAction>,
     ) -> Result<(), BrokerError> {
-        let key = format!("{NS_PREFIX}/{}", escape_segment(ns));
+        let key = metadata_keys::namespace_permissions(ns);
         self.update(&self.namespaces, key, ns.to_owned(), |g| {
             set(g, role, actions);
         })
@@ -170,7 +161,7 @@ impl PermissionStore {
         actions: BTreeSet<AuthAction>,
     ) -> Result<(), BrokerError> {
         let name = t.base().to_string();
-        let key = format!("{TOPIC_PREFIX}/{}", escape_segment(&name));
+        let key = metadata_keys::topic_permissions(&name);
         self.update(&self.topics, key, name, |g| set(g, role, actions))
     }
 }

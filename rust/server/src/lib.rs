@@ -9,7 +9,6 @@
 //! TLS listeners ([`tls`]) beside the plain ones, enabled by Pulsar's `broker.conf` keys.
 
 pub mod admin;
-pub mod admin_policies;
 pub mod auth;
 pub mod authz;
 pub mod connection;

@@ -1,4 +1,5 @@
-//! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics.
+//! Topics: list, create and delete (non-partitioned and partitioned), partition metadata,
+//! `stats` and `internalStats`.
 
 use std::sync::Arc;
 
@@ -7,62 +8,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use pulsar_rs_broker::{BrokerError, TopicName};
-use serde_json::json;
-use tokio::sync::watch;
+use serde_json::{json, Value};
 
+use super::{broker_fail, existing_topic, fail, no_content, topic_name, Ctx};
 use crate::ServerContext;
 
-type Ctx = State<Arc<ServerContext>>;
-
-/// Pulsar-style error body with a status code.
-pub(crate) fn fail(status: StatusCode, reason: impl Into<String>) -> Response {
-    (status, Json(json!({ "reason": reason.into() }))).into_response()
-}
-
-pub(crate) fn broker_fail(e: &BrokerError) -> Response {
-    let status = match e {
-        BrokerError::TopicNotFound(_) | BrokerError::SubscriptionNotFound(_) => {
-            StatusCode::NOT_FOUND
-        }
-        BrokerError::AlreadyExists(_) => StatusCode::CONFLICT,
-        BrokerError::InvalidTopicName { .. } | BrokerError::InvalidConfig { .. } => {
-            StatusCode::PRECONDITION_FAILED
-        }
-        BrokerError::NotAllowed(_) => StatusCode::BAD_REQUEST,
-        BrokerError::ConsumerBusy(_) | BrokerError::ProducerBusy(_) => StatusCode::CONFLICT,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    fail(status, e.to_string())
-}
-
-/// Runs a blocking broker call on the blocking pool: 204 on success, the mapped error otherwise.
-pub(crate) async fn no_content(
-    ctx: &Arc<ServerContext>,
-    f: impl FnOnce(&pulsar_rs_broker::BrokerService) -> Result<(), BrokerError> + Send + 'static,
-) -> Response {
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || f(&svc)).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
-}
-
-/// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
-pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
-    TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
-        .map_err(|e| Box::new(broker_fail(&e)))
-}
-
-/// Serves the admin API until shutdown (plain TCP, or a [`crate::tls::TlsListener`]).
-pub async fn serve<L>(listener: L, ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>)
-where
-    L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
-{
-    let app = Router::new()
-        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new()
         .route("/admin/v2/persistent/{tenant}/{ns}", get(list_topics))
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/partitioned",
@@ -82,23 +35,10 @@ where
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/stats",
             get(topic_stats),
         )
-        .route("/metrics", get(crate::metrics::render))
-        .merge(crate::admin_policies::routes())
-        .merge(crate::authz::routes())
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&ctx),
-            crate::auth::admin_guard,
-        ))
-        .with_state(ctx);
-    let stop = async move {
-        let _ = shutdown.changed().await;
-    };
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
-    {
-        tracing::warn!(error = %e, "admin server failed");
-    }
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
+            get(internal_stats),
+        )
 }
 
 async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
@@ -263,6 +203,63 @@ async fn topic_stats(
         "backlogSize": topic.backlog_size(),
         "publishers": publishers,
         "subscriptions": subs,
+    }))
+    .into_response()
+}
+
+async fn internal_stats(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let t = match ctx.service.topic(&name, false) {
+        Ok(t) => t,
+        Err(e) => return broker_fail(&e),
+    };
+    let st = t.ledger.stats();
+    let pos = |p: pulsar_rs_ledger::Position| format!("{}:{}", p.ledger_id, p.entry_id);
+    let ledgers: Vec<Value> = t
+        .ledger
+        .ledgers()
+        .iter()
+        .map(|l| json!({"ledgerId": l.ledger_id, "entries": l.entries, "size": l.size, "offloaded": false}))
+        .collect();
+    let mut cursors = serde_json::Map::new();
+    for s in t.subscriptions() {
+        let c = &s.cursor;
+        let ranges: Vec<String> = c
+            .acked_ranges()
+            .iter()
+            .map(|(a, b)| format!("({}:{}..{}]", a.ledger_id, a.entry_id - 1, pos(*b)))
+            .collect();
+        cursors.insert(
+            s.name.clone(),
+            json!({
+                "markDeletePosition": pos(c.mark_delete_position()),
+                "readPosition": pos(c.read_position()),
+                "individuallyDeletedMessages": format!("[{}]", ranges.join(", ")),
+                "totalNonContiguousDeletedMessagesRange": ranges.len(),
+                "numberOfEntriesSinceFirstNotAckedMessage": c.backlog() + c.acked_count(),
+                "active": c.is_active(),
+                "state": "Open",
+                "cursorLedger": -1,
+                "properties": c.properties(),
+            }),
+        );
+    }
+    Json(json!({
+        "entriesAddedCounter": st.entries_added,
+        "numberOfEntries": st.number_of_entries,
+        "totalSize": st.total_size,
+        "currentLedgerEntries": st.current_ledger_entries,
+        "currentLedgerSize": st.current_ledger_size,
+        "lastConfirmedEntry": pos(st.last_confirmed),
+        "state": "LedgerOpened",
+        "ledgers": ledgers,
+        "cursors": cursors,
     }))
     .into_response()
 }

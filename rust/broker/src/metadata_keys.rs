@@ -1,0 +1,76 @@
+//! Every key prefix of the metadata store, in one place. Records live under
+//! `<prefix>/<escaped name>`; build keys with the functions here and list a prefix with
+//! [`MetaStore::list`](pulsar_rs_ledger::MetaStore::list), naming each record with [`name_of`].
+//!
+//! The ledger crate owns its own prefixes (managed ledgers and cursors); they are re-exported
+//! here so this module is the one list of what the store holds.
+
+use pulsar_rs_ledger::metastore::child_key;
+pub use pulsar_rs_ledger::metastore::{
+    key_name as name_of, CURSORS_PREFIX, MANAGED_LEDGERS_PREFIX,
+};
+
+/// Partition count of a partitioned topic: `partitioned-topics/<topic>` → decimal count.
+pub const PARTITIONED_TOPICS: &str = "partitioned-topics";
+/// Schema versions of a topic: `schemas/<topic>` → JSON list.
+pub const SCHEMAS: &str = "schemas";
+/// Namespace policies: `policies/namespaces/<tenant/ns>` → JSON `Policies`.
+pub const NAMESPACE_POLICIES: &str = "policies/namespaces";
+/// Topic policies: `policies/topics/<topic>` → JSON `Policies`.
+pub const TOPIC_POLICIES: &str = "policies/topics";
+/// Namespace permission grants: `auth/namespaces/<tenant/ns>` → JSON role → actions.
+pub const NAMESPACE_PERMISSIONS: &str = "auth/namespaces";
+/// Topic permission grants: `auth/topics/<topic>` → JSON role → actions.
+pub const TOPIC_PERMISSIONS: &str = "auth/topics";
+
+/// Key of a partitioned topic's partition count (`topic` is the base name).
+#[must_use]
+pub fn partitioned_topic(topic: &str) -> String {
+    child_key(PARTITIONED_TOPICS, topic)
+}
+
+/// Key of a topic's schemas (`topic` is the base name).
+#[must_use]
+pub fn schema(topic: &str) -> String {
+    child_key(SCHEMAS, topic)
+}
+
+/// Key of a namespace's policies (`ns` is `tenant/ns`).
+#[must_use]
+pub fn namespace_policies(ns: &str) -> String {
+    child_key(NAMESPACE_POLICIES, ns)
+}
+
+/// Key of a topic's policies (`topic` is the full name).
+#[must_use]
+pub fn topic_policies(topic: &str) -> String {
+    child_key(TOPIC_POLICIES, topic)
+}
+
+/// Key of a namespace's permission grants.
+#[must_use]
+pub fn namespace_permissions(ns: &str) -> String {
+    child_key(NAMESPACE_PERMISSIONS, ns)
+}
+
+/// Key of a topic's permission grants.
+#[must_use]
+pub fn topic_permissions(topic: &str) -> String {
+    child_key(TOPIC_PERMISSIONS, topic)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_escaped_and_named_back() {
+        let k = namespace_policies("public/default");
+        assert_eq!(k, "policies/namespaces/public%2Fdefault");
+        assert_eq!(name_of(&k), "public/default");
+        assert_eq!(
+            partitioned_topic("persistent://a/b/c"),
+            "partitioned-topics/persistent%3A%2F%2Fa%2Fb%2Fc"
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
+//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, at namespace
+//! and topic level.
+
+// Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
+// `Response` in a `Result` does not matter here.
+#![allow(clippy::result_large_err)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use pulsar_rs_broker::policies::{BacklogQuota, DispatchRate, Policies, PublishRate, Retention};
+use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
+use serde_json::Value;
+
+use super::{broker_fail, existing_topic, fail, Ctx};
+use crate::ServerContext;
+
+/// A change to a policy document, applied under the policy store's lock.
+type Change = Box<dyn FnOnce(&mut Policies) + Send>;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new()
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/{policy}",
+            get(get_namespace_policy)
+                .post(set_namespace_policy)
+                .delete(delete_namespace_policy),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/{policy}",
+            get(get_topic_policy)
+                .post(set_topic_policy)
+                .delete(delete_topic_policy),
+        )
+}
+
+/// Which policy a path names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    PublishRate,
+    DispatchRate,
+    SubscriptionDispatchRate,
+    BacklogQuota,
+    BacklogQuotaMap,
+    Retention,
+}
+
+fn kind(name: &str) -> Result<Kind, Response> {
+    Ok(match name {
+        "publishRate" => Kind::PublishRate,
+        "dispatchRate" => Kind::DispatchRate,
+        "subscriptionDispatchRate" => Kind::SubscriptionDispatchRate,
+        "backlogQuota" => Kind::BacklogQuota,
+        "backlogQuotaMap" => Kind::BacklogQuotaMap,
+        "retention" => Kind::Retention,
+        other => {
+            return Err(fail(
+                StatusCode::NOT_FOUND,
+                format!("unknown policy or path {other:?}"),
+            ))
+        }
+    })
+}
+
+fn quota_type(q: &HashMap<String, String>) -> Result<String, Response> {
+    let t = q
+        .get("backlogQuotaType")
+        .map_or("destination_storage", String::as_str);
+    if t == "destination_storage" || t == "message_age" {
+        Ok(t.to_owned())
+    } else {
+        Err(fail(
+            StatusCode::BAD_REQUEST,
+            "backlogQuotaType must be destination_storage or message_age",
+        ))
+    }
+}
+
+fn view(p: &Policies, k: Kind) -> Value {
+    let v = match k {
+        Kind::PublishRate => serde_json::to_value(p.publish_rate),
+        Kind::DispatchRate => serde_json::to_value(p.dispatch_rate),
+        Kind::SubscriptionDispatchRate => serde_json::to_value(p.subscription_dispatch_rate),
+        Kind::BacklogQuota | Kind::BacklogQuotaMap => serde_json::to_value(&p.backlog_quota_map),
+        Kind::Retention => serde_json::to_value(p.retention),
+    };
+    v.unwrap_or(Value::Null)
+}
+
+/// Parses `body` for `k` and returns the change to apply, or the 4xx response.
+fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Response> {
+    fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Response> {
+        serde_json::from_str(body)
+            .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
+    }
+    Ok(match k {
+        Kind::PublishRate => {
+            let v: PublishRate = parse(body)?;
+            Box::new(move |p| p.publish_rate = Some(v))
+        }
+        Kind::DispatchRate => {
+            let v: DispatchRate = parse(body)?;
+            Box::new(move |p| p.dispatch_rate = Some(v))
+        }
+        Kind::SubscriptionDispatchRate => {
+            let v: DispatchRate = parse(body)?;
+            Box::new(move |p| p.subscription_dispatch_rate = Some(v))
+        }
+        Kind::BacklogQuota => {
+            let v: BacklogQuota = parse(body)?;
+            let t = quota_type(q)?;
+            Box::new(move |p| {
+                p.backlog_quota_map.insert(t, v);
+            })
+        }
+        Kind::Retention => {
+            let v: Retention = parse(body)?;
+            Box::new(move |p| p.retention = Some(v))
+        }
+        Kind::BacklogQuotaMap => {
+            return Err(fail(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "backlogQuotaMap is read-only",
+            ))
+        }
+    })
+}
+
+fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
+    Ok(match k {
+        Kind::PublishRate => Box::new(|p| p.publish_rate = None),
+        Kind::DispatchRate => Box::new(|p| p.dispatch_rate = None),
+        Kind::SubscriptionDispatchRate => Box::new(|p| p.subscription_dispatch_rate = None),
+        Kind::BacklogQuota => {
+            let t = quota_type(q)?;
+            Box::new(move |p| {
+                p.backlog_quota_map.remove(&t);
+            })
+        }
+        Kind::Retention => Box::new(|p| p.retention = None),
+        Kind::BacklogQuotaMap => {
+            return Err(fail(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "backlogQuotaMap is read-only",
+            ))
+        }
+    })
+}
+
+fn valid_namespace(tenant: &str, ns: &str) -> Result<String, Response> {
+    TopicName::parse(&format!("persistent://{tenant}/{ns}/x"))
+        .map(|t| t.namespace_name())
+        .map_err(|e| broker_fail(&e))
+}
+
+/// Runs a blocking policy update and re-applies policies to loaded topics.
+async fn update(
+    ctx: &Arc<ServerContext>,
+    f: impl FnOnce(&BrokerService) -> Result<(), BrokerError> + Send + 'static,
+) -> Response {
+    crate::admin::no_content(ctx, move |svc| f(svc).map(|()| svc.refresh_policies())).await
+}
+
+async fn get_namespace_policy(
+    State(ctx): Ctx,
+    Path((tenant, ns, policy)): Path<(String, String, String)>,
+) -> Response {
+    let (k, ns) = match (kind(&policy), valid_namespace(&tenant, &ns)) {
+        (Ok(k), Ok(ns)) => (k, ns),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    Json(view(&ctx.service.policies.namespace(&ns), k)).into_response()
+}
+
+async fn set_namespace_policy(
+    State(ctx): Ctx,
+    Path((tenant, ns, policy)): Path<(String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+    body: String,
+) -> Response {
+    let (f, ns) = match (
+        kind(&policy).and_then(|k| change(k, &body, &q)),
+        valid_namespace(&tenant, &ns),
+    ) {
+        (Ok(f), Ok(ns)) => (f, ns),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    update(&ctx, move |svc| svc.policies.update_namespace(&ns, f)).await
+}
+
+async fn delete_namespace_policy(
+    State(ctx): Ctx,
+    Path((tenant, ns, policy)): Path<(String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let (f, ns) = match (
+        kind(&policy).and_then(|k| removal(k, &q)),
+        valid_namespace(&tenant, &ns),
+    ) {
+        (Ok(f), Ok(ns)) => (f, ns),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    update(&ctx, move |svc| svc.policies.update_namespace(&ns, f)).await
+}
+
+async fn get_topic_policy(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+) -> Response {
+    let (k, name) = match (kind(&policy), existing_topic(&ctx, &tenant, &ns, &topic)) {
+        (Ok(k), Ok(n)) => (k, n),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    Json(view(&ctx.service.policies.topic(&name), k)).into_response()
+}
+
+async fn set_topic_policy(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+    body: String,
+) -> Response {
+    let (f, name) = match (
+        kind(&policy).and_then(|k| change(k, &body, &q)),
+        existing_topic(&ctx, &tenant, &ns, &topic),
+    ) {
+        (Ok(f), Ok(n)) => (f, n),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await
+}
+
+async fn delete_topic_policy(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let (f, name) = match (
+        kind(&policy).and_then(|k| removal(k, &q)),
+        existing_topic(&ctx, &tenant, &ns, &topic),
+    ) {
+        (Ok(f), Ok(n)) => (f, n),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await
+}

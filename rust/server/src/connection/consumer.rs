@@ -1,0 +1,412 @@
+//! Consumers: SUBSCRIBE, FLOW, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES, UNSUBSCRIBE, SEEK,
+//! CLOSE_CONSUMER, GET_LAST_MESSAGE_ID and CONSUMER_STATS, plus the sink that turns the
+//! broker's consumer events into frames.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use pulsar_rs_broker::{
+    BrokerError, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta, KeySharedMode, SubType,
+    Subscription, Topic, TopicName,
+};
+use pulsar_rs_ledger::Position;
+use pulsar_rs_proto::{commands, pb, ServerError as Wire};
+use tokio::sync::mpsc;
+
+use super::schema::schema_info;
+use super::{frame, Connection};
+use crate::authz::Action;
+use crate::error::wire_code;
+use crate::writer::Outbound;
+
+/// The consumer sink of a connection: encodes events into frames for the writer.
+pub(super) struct Sink {
+    /// The connection's outbound queue.
+    pub(super) tx: mpsc::UnboundedSender<Outbound>,
+}
+
+impl ConsumerSink for Sink {
+    fn send(&self, event: ConsumerEvent) -> bool {
+        let item = match event {
+            ConsumerEvent::Message {
+                consumer_id,
+                position,
+                partition,
+                redelivery_count,
+                ack_set,
+                data,
+            } => {
+                let cmd = commands::message(
+                    consumer_id,
+                    position.ledger_id as u64,
+                    position.entry_id as u64,
+                    partition,
+                    redelivery_count,
+                    ack_set,
+                );
+                let mut head = BytesMut::with_capacity(48);
+                pulsar_rs_proto::encode_message_header(&cmd, data.len(), &mut head);
+                Outbound::Message(head.freeze(), data)
+            }
+            ConsumerEvent::ActiveConsumerChange {
+                consumer_id,
+                active,
+            } => frame(&commands::active_consumer_change(consumer_id, active)),
+            ConsumerEvent::Closed { consumer_id } => frame(&commands::close_consumer(consumer_id)),
+        };
+        self.tx.send(item).is_ok()
+    }
+}
+
+/// A consumer of this connection; owned by the connection task.
+pub(super) struct ConsumerSlot {
+    pub(super) topic: Arc<Topic>,
+    pub(super) sub: Arc<Subscription>,
+    pub(super) consumer: Arc<Consumer>,
+}
+
+impl Connection {
+    /// FLOW: more permits for a consumer.
+    pub(super) fn flow(&self, f: &pb::CommandFlow) {
+        if let Some(c) = self.consumers.get(&f.consumer_id) {
+            c.sub.flow(&c.consumer, f.message_permits);
+        }
+    }
+
+    /// REDELIVER_UNACKNOWLEDGED_MESSAGES: the given ids, or all unacked ones when none.
+    pub(super) fn redeliver(&self, r: &pb::CommandRedeliverUnacknowledgedMessages) {
+        if let Some(c) = self.consumers.get(&r.consumer_id) {
+            let ids: Vec<Position> = r.message_ids.iter().map(position).collect();
+            c.sub
+                .redeliver(&c.consumer, if ids.is_empty() { None } else { Some(&ids) });
+        }
+    }
+
+    /// CLOSE_CONSUMER: detaches the consumer from its subscription.
+    pub(super) fn close_consumer(&mut self, c: &pb::CommandCloseConsumer) {
+        if let Some(slot) = self.consumers.remove(&c.consumer_id) {
+            detach_consumer(&slot);
+        }
+        self.send(&commands::success(c.request_id));
+    }
+
+    pub(super) fn subscribe(&mut self, c: pb::CommandSubscribe) {
+        if let Some(slot) = self.consumers.get(&c.consumer_id) {
+            if !slot.consumer.is_closed() {
+                self.error(
+                    c.request_id,
+                    &BrokerError::ConsumerBusy(
+                        "Consumer is already present on the connection".into(),
+                    ),
+                );
+                return;
+            }
+            self.consumers.remove(&c.consumer_id);
+        }
+        if let Err(msg) = self.authorized(&c.topic, Action::Consume) {
+            self.send(&commands::error(
+                c.request_id,
+                Wire::AuthorizationError,
+                msg,
+            ));
+            return;
+        }
+        let result = (|| -> Result<ConsumerSlot, BrokerError> {
+            let name = TopicName::parse(&c.topic)?;
+            let sub_type = SubType::from_wire(c.sub_type).ok_or_else(|| {
+                BrokerError::NotAllowed(format!("unknown subscription type {}", c.sub_type))
+            })?;
+            if c.subscription.is_empty() {
+                return Err(BrokerError::NotAllowed("empty subscription name".into()));
+            }
+            if name.partition_index().is_none() && self.service.partitions(&name, false)? > 0 {
+                return Err(BrokerError::NotAllowed(format!(
+                    "{name} is partitioned: subscribe to its partitions"
+                )));
+            }
+            let topic = self.service.topic(&name, c.force_topic_creation())?;
+            let sub = if c.durable() {
+                let earliest =
+                    c.initial_position() == pb::command_subscribe::InitialPosition::Earliest;
+                topic.durable_subscription(
+                    &c.subscription,
+                    earliest,
+                    self.service.config.allow_auto_subscription_creation,
+                )?
+            } else {
+                let start = reader_start(&topic, c.start_message_id.as_ref());
+                topic.reader_subscription(&c.subscription, start)
+            };
+            let consumer_name = c
+                .consumer_name
+                .clone()
+                .unwrap_or_else(|| format!("consumer-{}", self.service.next_seq()));
+            let consumer = Consumer::new(
+                c.consumer_id,
+                consumer_name,
+                c.priority_level.unwrap_or(0),
+                sub_type,
+                self.peer.clone(),
+                Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
+            );
+            if let Some(schema) = &c.schema {
+                self.service.add_schema(&topic, schema_info(schema))?;
+            }
+            let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
+            if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
+                if !sub.durable && sub.consumers().is_empty() {
+                    let _ = topic.remove_subscription(&sub.name);
+                }
+                return Err(e);
+            }
+            Ok(ConsumerSlot {
+                topic,
+                sub,
+                consumer,
+            })
+        })();
+        match result {
+            Ok(slot) => {
+                self.consumers.insert(c.consumer_id, slot);
+                self.send(&commands::success(c.request_id));
+            }
+            Err(e) => self.error(c.request_id, &e),
+        }
+    }
+
+    pub(super) fn ack(&self, a: &pb::CommandAck) {
+        let Some(c) = self.consumers.get(&a.consumer_id) else {
+            return;
+        };
+        let cumulative = a.ack_type == pb::command_ack::AckType::Cumulative as i32;
+        let result = if cumulative {
+            if c.sub.sub_type().is_some_and(SubType::is_multi) || a.message_id.len() != 1 {
+                Ok(()) // Java ignores these
+            } else {
+                c.sub
+                    .ack_cumulative(&c.consumer, position(&a.message_id[0]))
+            }
+        } else {
+            let ids: Vec<(Position, Option<Vec<i64>>)> = a
+                .message_id
+                .iter()
+                .map(|m| {
+                    (
+                        position(m),
+                        (!m.ack_set.is_empty()).then(|| m.ack_set.clone()),
+                    )
+                })
+                .collect();
+            c.sub.ack_individual(&c.consumer, &ids);
+            Ok(())
+        };
+        if let Some(req) = a.request_id {
+            let err = result.err().map(|e| (wire_code(&e), e.to_string()));
+            self.send(&commands::ack_response(a.consumer_id, req, err));
+        }
+    }
+
+    pub(super) fn unsubscribe(&mut self, u: &pb::CommandUnsubscribe) {
+        let Some(slot) = self.consumers.get(&u.consumer_id) else {
+            self.error(
+                u.request_id,
+                &BrokerError::NotAllowed("consumer not found".into()),
+            );
+            return;
+        };
+        let others = slot
+            .sub
+            .consumers()
+            .iter()
+            .any(|c| c.id != slot.consumer.id || !Arc::ptr_eq(c, &slot.consumer));
+        if others && !u.force() {
+            self.error(
+                u.request_id,
+                &BrokerError::ConsumerBusy("Subscription has other connected consumers".into()),
+            );
+            return;
+        }
+        let slot = self
+            .consumers
+            .remove(&u.consumer_id)
+            .expect("checked above");
+        slot.sub.disconnect_all();
+        match slot.topic.remove_subscription(&slot.sub.name) {
+            Ok(()) => self.send(&commands::success(u.request_id)),
+            Err(e) => self.error(u.request_id, &e),
+        }
+    }
+
+    pub(super) fn seek(&mut self, s: &pb::CommandSeek) {
+        let Some(slot) = self.consumers.get(&s.consumer_id) else {
+            self.error(
+                s.request_id,
+                &BrokerError::NotAllowed("consumer not found".into()),
+            );
+            return;
+        };
+        let sub = Arc::clone(&slot.sub);
+        // As Pulsar: every consumer of the subscription is disconnected first (they reconnect
+        // and send fresh FLOW permits), then the cursor moves, then SUCCESS.
+        let result = match (&s.message_id, s.message_publish_time) {
+            (Some(id), _) => {
+                let p = position(id);
+                let target = if p.ledger_id < 0 {
+                    slot.topic.ledger.first_position().next()
+                } else {
+                    p
+                };
+                sub.seek(target);
+                Ok(())
+            }
+            (None, Some(t)) => sub.seek_by_time(t),
+            (None, None) => Err(BrokerError::NotAllowed(
+                "SEEK without message id or publish time".into(),
+            )),
+        };
+        match result {
+            Ok(()) => self.send(&commands::success(s.request_id)),
+            Err(e) => self.error(s.request_id, &e),
+        }
+    }
+
+    pub(super) fn last_message_id(&self, g: &pb::CommandGetLastMessageId) {
+        let Some(slot) = self.consumers.get(&g.consumer_id) else {
+            self.error(
+                g.request_id,
+                &BrokerError::NotAllowed("consumer not found".into()),
+            );
+            return;
+        };
+        match slot.topic.last_message_id() {
+            Ok((p, batch_index)) => {
+                let id = pb::MessageIdData {
+                    partition: Some(slot.topic.partition),
+                    batch_index: Some(batch_index),
+                    ..commands::message_id(p.ledger_id as u64, p.entry_id as u64)
+                };
+                let md = slot.sub.cursor.mark_delete_position();
+                let md = commands::message_id(md.ledger_id as u64, md.entry_id as u64);
+                self.send(&commands::get_last_message_id_response(
+                    g.request_id,
+                    id,
+                    Some(md),
+                ));
+            }
+            Err(e) => self.error(g.request_id, &e),
+        }
+    }
+
+    pub(super) fn consumer_stats(&self, c: &pb::CommandConsumerStats) {
+        let Some(slot) = self.consumers.get(&c.consumer_id) else {
+            self.send(&commands::consumer_stats_response_error(
+                c.request_id,
+                Wire::ConsumerNotFound,
+                "consumer not found",
+            ));
+            return;
+        };
+        let k = &slot.consumer;
+        let (rate, tput) = k.out.rates();
+        let (redeliver, _) = k.redelivered.rates();
+        let since: chrono_like::Rfc3339 = k.connected_since.into();
+        let stats = pb::CommandConsumerStatsResponse {
+            msg_rate_out: Some(rate),
+            msg_throughput_out: Some(tput),
+            msg_rate_redeliver: Some(redeliver),
+            consumer_name: Some(k.name.clone()),
+            available_permits: Some(u64::try_from(k.permits.get().max(0)).unwrap_or(0)),
+            unacked_messages: Some(u64::try_from(k.unacked().max(0)).unwrap_or(0)),
+            blocked_consumer_on_unacked_msgs: Some(k.is_blocked()),
+            address: Some(k.address.clone()),
+            connected_since: Some(since.0),
+            r#type: Some(k.sub_type.as_str().to_owned()),
+            msg_rate_expired: Some(0.0),
+            msg_backlog: Some(slot.sub.cursor.backlog()),
+            ..Default::default()
+        };
+        self.send(&commands::consumer_stats_response(c.request_id, stats));
+    }
+}
+
+/// Detaches a consumer; a reader's subscription goes away with its last consumer.
+pub(super) fn detach_consumer(slot: &ConsumerSlot) {
+    slot.sub.remove_consumer(&slot.consumer);
+    if !slot.sub.durable && slot.sub.consumers().is_empty() {
+        let _ = slot.topic.remove_subscription(&slot.sub.name);
+    }
+}
+
+/// Where a reader starts (the mark-delete of its cursor). Earliest and latest are Pulsar's
+/// sentinels. For a concrete id, Java's broker wraps the start id in a `BatchMessageIdImpl` and
+/// so always steps back one entry: the start entry itself is delivered and the client drops it
+/// (or the batch messages before the index) unless `startMessageIdInclusive` is set. The C++
+/// client relies on this both for inclusive readers and when resubscribing after a reconnect.
+fn reader_start(topic: &Topic, id: Option<&pb::MessageIdData>) -> Position {
+    let Some(id) = id else {
+        return topic.ledger.last_confirmed();
+    };
+    let p = position(id);
+    if p.ledger_id < 0 {
+        return Position::EARLIEST;
+    }
+    if p == Position::LATEST || p.ledger_id == i64::MAX {
+        return topic.ledger.last_confirmed();
+    }
+    topic.ledger.previous_position(p)
+}
+
+/// The broker's view of SUBSCRIBE's `KeySharedMeta` (ranges are inclusive; negative bounds
+/// are passed on as out of range so the broker refuses them).
+fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
+    let bound = |v: i32| u32::try_from(v).unwrap_or(u32::MAX);
+    KeySharedMeta {
+        mode: if m.key_shared_mode == pb::KeySharedMode::Sticky as i32 {
+            KeySharedMode::Sticky
+        } else {
+            KeySharedMode::AutoSplit
+        },
+        ranges: m
+            .hash_ranges
+            .iter()
+            .map(|r| (bound(r.start), bound(r.end)))
+            .collect(),
+        allow_out_of_order_delivery: m.allow_out_of_order_delivery(),
+    }
+}
+
+fn position(m: &pb::MessageIdData) -> Position {
+    // u64 on the wire; -1 (earliest) arrives as 2^64-1 and is reinterpreted as i64.
+    Position::new(m.ledger_id as i64, m.entry_id as i64)
+}
+
+/// RFC 3339 rendering of a `SystemTime` without a date library.
+mod chrono_like {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    pub struct Rfc3339(pub String);
+
+    impl From<SystemTime> for Rfc3339 {
+        fn from(t: SystemTime) -> Self {
+            let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let days = secs / 86_400;
+            let rem = secs % 86_400;
+            // Civil-from-days (Howard Hinnant's algorithm).
+            let z = days as i64 + 719_468;
+            let era = z.div_euclid(146_097);
+            let doe = z.rem_euclid(146_097);
+            let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+            let mp = (5 * doy + 2) / 153;
+            let d = doy - (153 * mp + 2) / 5 + 1;
+            let m = if mp < 10 { mp + 3 } else { mp - 9 };
+            let y = yoe + era * 400 + i64::from(m <= 2);
+            Rfc3339(format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60
+            ))
+        }
+    }
+}

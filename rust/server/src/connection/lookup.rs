@@ -1,0 +1,75 @@
+//! Topic discovery: LOOKUP, PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE (this broker
+//! owns every topic, so a lookup always answers "connect here").
+
+use pulsar_rs_broker::TopicName;
+use pulsar_rs_proto::{commands, pb, ServerError as Wire};
+
+use super::Connection;
+use crate::authz::Action;
+use crate::error::wire_code;
+
+impl Connection {
+    pub(super) fn partitioned_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) {
+        if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
+            let code = Wire::AuthorizationError;
+            self.send(&commands::partitioned_metadata_failed(
+                c.request_id,
+                code,
+                msg,
+            ));
+            return;
+        }
+        let reply = match TopicName::parse(&c.topic).and_then(|t| {
+            self.service
+                .partitions(&t, c.metadata_auto_creation_enabled())
+        }) {
+            Ok(n) => commands::partitioned_metadata(c.request_id, n),
+            Err(e) => {
+                commands::partitioned_metadata_failed(c.request_id, wire_code(&e), e.to_string())
+            }
+        };
+        self.send(&reply);
+    }
+
+    pub(super) fn lookup(&self, c: &pb::CommandLookupTopic) {
+        if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
+            let code = Wire::AuthorizationError;
+            self.send(&commands::lookup_failed(c.request_id, code, msg));
+            return;
+        }
+        let tls_url = self.ctx.service_url_tls.as_deref();
+        let reply = match TopicName::parse(&c.topic) {
+            Ok(_) => commands::lookup_connect(c.request_id, &self.ctx.service_url, tls_url),
+            Err(e) => commands::lookup_failed(c.request_id, wire_code(&e), e.to_string()),
+        };
+        self.send(&reply);
+    }
+
+    pub(super) fn topics_of_namespace(&self, g: &pb::CommandGetTopicsOfNamespace) {
+        let role = self.role.as_ref().ok().and_then(Option::as_deref);
+        if let Err(msg) = self.ctx.authz.check_namespace(role, &g.namespace) {
+            let code = Wire::AuthorizationError;
+            self.send(&commands::error(g.request_id, code, msg));
+            return;
+        }
+        let mut topics: Vec<String> = self
+            .service
+            .topics_of_namespace(&g.namespace)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for (t, n) in self.service.partitioned_topics(&g.namespace) {
+            for i in 0..n {
+                let p = t.partition(i).to_string();
+                if !topics.contains(&p) {
+                    topics.push(p);
+                }
+            }
+        }
+        topics.sort();
+        self.send(&commands::get_topics_of_namespace_response(
+            g.request_id,
+            topics,
+        ));
+    }
+}

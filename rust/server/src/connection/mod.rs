@@ -1,0 +1,343 @@
+//! One client connection: reads frames, runs commands against the broker, and queues replies
+//! and messages for the writer task.
+//!
+//! Publish backpressure (seed 001): with `maxPendingPublishRequestsPerConnection` SENDs in
+//! flight, the connection stops reading its socket and resumes at half. Receipts go out in order
+//! per producer because one task per producer awaits the durable completions in append order.
+//!
+//! Commands are handled by one module per family: [`handshake`] (CONNECT), [`lookup`]
+//! (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), [`producer`] (PRODUCER, SEND,
+//! CLOSE_PRODUCER), [`consumer`] (SUBSCRIBE and everything on a consumer) and [`schema`].
+
+mod consumer;
+mod handshake;
+mod lookup;
+mod producer;
+mod schema;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use pulsar_rs_broker::{BrokerError, BrokerService};
+use pulsar_rs_proto::pb::base_command::Type;
+use pulsar_rs_proto::{commands, BaseCommand, Frame};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, Notify};
+
+use self::consumer::{detach_consumer, ConsumerSlot, Sink};
+use self::producer::Producer;
+use crate::authz::Action;
+use crate::error::{wire_code, ServerError};
+use crate::writer::{self, Outbound};
+use crate::ServerContext;
+
+/// Encodes a simple command into a frame.
+fn frame(cmd: &BaseCommand) -> Outbound {
+    let mut out = BytesMut::with_capacity(64);
+    pulsar_rs_proto::encode_simple(cmd, &mut out);
+    Outbound::Frame(out.freeze())
+}
+
+/// Shared between the reader and receipt tasks: SENDs accepted and not yet answered.
+struct Inflight {
+    count: AtomicUsize,
+    drained: Notify,
+}
+
+struct Connection {
+    ctx: Arc<ServerContext>,
+    service: Arc<BrokerService>,
+    peer: String,
+    tx: mpsc::UnboundedSender<Outbound>,
+    sink: Arc<Sink>,
+    producers: HashMap<u64, Producer>,
+    consumers: HashMap<u64, ConsumerSlot>,
+    inflight: Arc<Inflight>,
+    connected: bool,
+    /// Set by a SEND that exhausted a publish rate limit: stop reading until then.
+    throttled_until: Option<tokio::time::Instant>,
+    /// Producers closed on this connection, with when (late SENDs for them are dropped).
+    closed_producers: HashMap<u64, Instant>,
+    last_seen: Instant,
+    ping_outstanding: bool,
+    /// The authenticated role (`None`: authentication off and no anonymous role), or why
+    /// CONNECT failed authentication: then the first request is refused (see `auth`).
+    role: Result<Option<String>, String>,
+}
+
+/// Serves one accepted socket until it closes or the broker shuts down.
+pub async fn serve(
+    socket: TcpStream,
+    ctx: Arc<ServerContext>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let peer = socket
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let _ = socket.set_nodelay(true);
+    let (rd, wr) = socket.into_split();
+    serve_io(rd, wr, peer, ctx, shutdown).await;
+}
+
+/// Serves one connection given as its read and write halves (plain TCP or TLS).
+pub async fn serve_io<R, W>(
+    mut rd: R,
+    wr: W,
+    peer: String,
+    ctx: Arc<ServerContext>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(writer::run(rx, wr));
+    let mut conn = Connection {
+        service: Arc::clone(&ctx.service),
+        ctx,
+        peer,
+        sink: Arc::new(Sink { tx: tx.clone() }),
+        tx,
+        producers: HashMap::new(),
+        consumers: HashMap::new(),
+        inflight: Arc::new(Inflight {
+            count: AtomicUsize::new(0),
+            drained: Notify::new(),
+        }),
+        connected: false,
+        throttled_until: None,
+        closed_producers: HashMap::new(),
+        last_seen: Instant::now(),
+        ping_outstanding: false,
+        role: Ok(None),
+    };
+    let max_frame =
+        conn.service.config.max_message_size as usize + pulsar_rs_proto::MESSAGE_SIZE_FRAME_PADDING;
+    let max_pending = conn
+        .service
+        .config
+        .max_pending_publish_requests_per_connection as usize;
+    let keepalive = Duration::from_secs(conn.service.config.keep_alive_interval_seconds.max(1));
+    let mut ticker = tokio::time::interval(keepalive);
+    ticker.tick().await;
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    'outer: loop {
+        // Backpressure on the broker-wide publish buffer (`maxMessagePublishBufferSizeInMB`).
+        if conn.ctx.publish_buffer.bytes.load(Ordering::Acquire) > conn.ctx.publish_buffer.limit
+            && conn.ctx.publish_buffer.limit > 0
+        {
+            conn.ctx
+                .throttled_connections
+                .fetch_add(1, Ordering::Relaxed);
+            conn.ctx.publish_buffer.wait_for_room().await;
+            conn.ctx
+                .throttled_connections
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        // Backpressure: stop reading while too many SENDs are in flight; resume at half.
+        // Acquire: pairs with the receipt task's Release decrement, so its writes are visible.
+        if conn.inflight.count.load(Ordering::Acquire) >= max_pending {
+            conn.ctx
+                .throttled_connections
+                .fetch_add(1, Ordering::Relaxed);
+            while conn.inflight.count.load(Ordering::Acquire) > max_pending / 2 {
+                let drained = conn.inflight.drained.notified();
+                if conn.inflight.count.load(Ordering::Acquire) <= max_pending / 2 {
+                    break;
+                }
+                drained.await;
+            }
+            conn.ctx
+                .throttled_connections
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        tokio::select! {
+            r = rd.read_buf(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    conn.last_seen = Instant::now();
+                    conn.ping_outstanding = false;
+                }
+            },
+            _ = ticker.tick() => {
+                if conn.ping_outstanding && conn.last_seen.elapsed() > keepalive * 2 {
+                    tracing::info!(peer = %conn.peer, "closing connection: keepalive timed out");
+                    break;
+                }
+                if conn.connected {
+                    conn.ping_outstanding = true;
+                    conn.send(&commands::ping());
+                }
+                continue;
+            }
+            _ = shutdown.changed() => break,
+        }
+        loop {
+            // Publish rate limiting: a throttled connection is not read (nor its buffered
+            // frames handled) until the limiter's debt is paid; SENDs are never refused.
+            if let Some(until) = conn.throttled_until.take() {
+                let now = tokio::time::Instant::now();
+                if until > now {
+                    conn.ctx
+                        .throttled_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    conn.ctx
+                        .publish_throttle_events
+                        .fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep_until(until).await;
+                    conn.ctx
+                        .throttled_connections
+                        .fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+            match pulsar_rs_proto::decode_frame(&mut buf, max_frame) {
+                Ok(None) => break,
+                Ok(Some(f)) => {
+                    if let Err(e) = conn.handle(f).await {
+                        tracing::warn!(peer = %conn.peer, error = %e, "closing connection");
+                        break 'outer;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(peer = %conn.peer, error = %e, "closing connection: malformed frame");
+                    break 'outer;
+                }
+            }
+        }
+    }
+    conn.cleanup();
+    let _ = conn.tx.send(Outbound::Close);
+    drop(conn);
+    let _ = writer.await;
+}
+
+impl Connection {
+    fn send(&self, cmd: &BaseCommand) {
+        let _ = self.tx.send(frame(cmd));
+    }
+
+    fn cleanup(&mut self) {
+        for (_, p) in self.producers.drain() {
+            p.topic.remove_producer(&p.name, p.handle);
+            self.ctx.unregister_producer(p.handle);
+        }
+        for (_, c) in self.consumers.drain() {
+            detach_consumer(&c);
+        }
+    }
+
+    async fn handle(&mut self, f: Frame) -> Result<(), ServerError> {
+        let (cmd, payload) = f.into_parts();
+        let ty = Type::try_from(cmd.r#type)
+            .map_err(|_| ServerError::BadRequest(format!("unknown command type {}", cmd.r#type)))?;
+        if !self.connected && ty != Type::Connect {
+            return Err(ServerError::BadRequest(format!("{ty:?} before CONNECT")));
+        }
+        if let Err(reason) = &self.role {
+            if !matches!(ty, Type::Connect | Type::Ping | Type::Pong) {
+                if let Some(reply) = crate::auth::refusal(ty, &cmd, reason) {
+                    self.send(&reply);
+                }
+                return Err(ServerError::Authentication(reason.clone()));
+            }
+        }
+        macro_rules! body {
+            ($field:ident) => {
+                cmd.$field
+                    .ok_or_else(|| ServerError::BadRequest(format!("{ty:?} without its body")))?
+            };
+        }
+        match ty {
+            Type::Connect => self.connect(&*body!(connect)),
+            Type::Ping => {
+                self.send(&commands::pong());
+                Ok(())
+            }
+            Type::Pong => Ok(()),
+            Type::PartitionedMetadata => {
+                self.partitioned_metadata(&*body!(partition_metadata));
+                Ok(())
+            }
+            Type::Lookup => {
+                self.lookup(&*body!(lookup_topic));
+                Ok(())
+            }
+            Type::Producer => {
+                self.producer(*body!(producer));
+                Ok(())
+            }
+            Type::Send => self.publish(&body!(send), payload),
+            Type::CloseProducer => {
+                self.close_producer(&*body!(close_producer));
+                Ok(())
+            }
+            Type::Subscribe => {
+                self.subscribe(*body!(subscribe));
+                Ok(())
+            }
+            Type::Flow => {
+                self.flow(&body!(flow));
+                Ok(())
+            }
+            Type::Ack => {
+                self.ack(&body!(ack));
+                Ok(())
+            }
+            Type::RedeliverUnacknowledgedMessages => {
+                self.redeliver(&*body!(redeliver_unacknowledged_messages));
+                Ok(())
+            }
+            Type::CloseConsumer => {
+                self.close_consumer(&*body!(close_consumer));
+                Ok(())
+            }
+            Type::Unsubscribe => {
+                self.unsubscribe(&*body!(unsubscribe));
+                Ok(())
+            }
+            Type::Seek => {
+                self.seek(&*body!(seek));
+                Ok(())
+            }
+            Type::GetLastMessageId => {
+                self.last_message_id(&*body!(get_last_message_id));
+                Ok(())
+            }
+            Type::ConsumerStats => {
+                self.consumer_stats(&*body!(consumer_stats));
+                Ok(())
+            }
+            Type::GetTopicsOfNamespace => {
+                self.topics_of_namespace(&*body!(get_topics_of_namespace));
+                Ok(())
+            }
+            Type::GetSchema => {
+                self.get_schema(&*body!(get_schema));
+                Ok(())
+            }
+            Type::GetOrCreateSchema => {
+                self.get_or_create_schema(*body!(get_or_create_schema));
+                Ok(())
+            }
+            other => Err(ServerError::BadRequest(format!(
+                "unsupported command {other:?}"
+            ))),
+        }
+    }
+
+    /// Authorization of `action` on `topic` for this connection's role.
+    fn authorized(&self, topic: &str, action: Action) -> Result<(), String> {
+        let role = self.role.as_ref().ok().and_then(Option::as_deref);
+        self.ctx.authz.check_name(role, topic, action)
+    }
+
+    /// Replies to a request with the wire error for a broker error.
+    fn error(&self, request_id: u64, e: &BrokerError) {
+        self.send(&commands::error(request_id, wire_code(e), e.to_string()));
+    }
+}

@@ -1,0 +1,302 @@
+//! Producers: PRODUCER (creation with access mode, schema and backlog-quota checks), SEND
+//! (publish with rate limiting and ordered, durable receipts) and CLOSE_PRODUCER.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use pulsar_rs_broker::{AccessMode, BrokerError, ProducerInfo, QuotaVerdict, Topic, TopicName};
+use pulsar_rs_ledger::Position;
+use pulsar_rs_proto::{commands, pb, BaseCommand, PayloadFrame, ServerError as Wire};
+use tokio::sync::{mpsc, oneshot};
+
+use super::schema::{schema_info, version_bytes};
+use super::{frame, Connection, Inflight};
+use crate::authz::Action;
+use crate::error::{wire_code, ServerError};
+use crate::writer::Outbound;
+use crate::ServerContext;
+
+type Completion = Option<oneshot::Receiver<pulsar_rs_ledger::Result<()>>>;
+
+/// A SEND waiting for its receipt.
+pub(super) struct PendingSend {
+    sequence_id: u64,
+    highest_sequence_id: Option<u64>,
+    result: Result<(Position, Completion), (Wire, String)>,
+    /// Bytes held in the broker-wide publish buffer until the receipt goes out.
+    bytes: usize,
+}
+
+/// A producer of this connection; owned by the connection task.
+pub(super) struct Producer {
+    pub(super) topic: Arc<Topic>,
+    pub(super) name: String,
+    pub(super) handle: u64,
+    /// Ordered queue to this producer's receipt task.
+    receipts: mpsc::UnboundedSender<PendingSend>,
+    /// Receipts queued to that task and not yet sent. While zero, an append that completed at
+    /// once is answered directly, saving a task hop per SEND.
+    queued: Arc<AtomicUsize>,
+}
+
+impl Connection {
+    /// CLOSE_PRODUCER: detaches the producer; SENDs still in flight for it are dropped.
+    pub(super) fn close_producer(&mut self, c: &pb::CommandCloseProducer) {
+        if let Some(p) = self.producers.remove(&c.producer_id) {
+            p.topic.remove_producer(&p.name, p.handle);
+            self.ctx.unregister_producer(p.handle);
+            self.closed_producers.insert(c.producer_id, Instant::now());
+        }
+        self.send(&commands::success(c.request_id));
+    }
+
+    pub(super) fn producer(&mut self, c: pb::CommandProducer) {
+        if let Some(p) = self
+            .producers
+            .get(&c.producer_id)
+            .filter(|p| !self.ctx.is_registered(p.handle))
+        {
+            // Closed by the broker (fenced, backlog quota): this is a fresh creation.
+            p.topic.remove_producer(&p.name, p.handle);
+            self.producers.remove(&c.producer_id);
+        }
+        if let Some(p) = self.producers.get(&c.producer_id) {
+            // A retry of a producer that is already created on this connection.
+            let topic_matches = TopicName::parse(&c.topic).is_ok_and(|t| t == p.topic.name);
+            if topic_matches {
+                self.send(&commands::producer_success(
+                    c.request_id,
+                    p.name.clone(),
+                    -1,
+                    None,
+                ));
+            } else {
+                self.error(
+                    c.request_id,
+                    &BrokerError::ProducerBusy("producer id already in use".into()),
+                );
+            }
+            return;
+        }
+        if let Err(msg) = self.authorized(&c.topic, Action::Produce) {
+            self.send(&commands::error(
+                c.request_id,
+                Wire::AuthorizationError,
+                msg,
+            ));
+            return;
+        }
+        let result = (|| -> Result<(Arc<Topic>, String, u64, Option<Bytes>), BrokerError> {
+            let name = TopicName::parse(&c.topic)?;
+            if name.partition_index().is_none() && self.service.partitions(&name, false)? > 0 {
+                return Err(BrokerError::NotAllowed(format!(
+                    "{name} is partitioned: produce to its partitions"
+                )));
+            }
+            let topic = self.service.topic(&name, true)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            if let QuotaVerdict::Blocked(policy) = self.service.check_backlog_quota(&topic, now)? {
+                return Err(BrokerError::QuotaExceeded(policy));
+            }
+            let schema_version = match &c.schema {
+                Some(s) => Some(version_bytes(
+                    self.service.add_schema(&topic, schema_info(s))?,
+                )),
+                None => None,
+            };
+            let handle = self.service.next_seq();
+            let pname = c
+                .producer_name
+                .clone()
+                .unwrap_or_else(|| format!("{}-{}", self.service.config.cluster_name, handle));
+            topic.add_producer(ProducerInfo {
+                handle,
+                name: pname.clone(),
+                access_mode: AccessMode::from_wire(c.producer_access_mode),
+                address: self.peer.clone(),
+            })?;
+            Ok((topic, pname, handle, schema_version))
+        })();
+        match result {
+            Ok((topic, name, handle, schema_version)) => {
+                for fenced in topic.take_fenced() {
+                    self.ctx.fence_producer(fenced);
+                }
+                let queued = Arc::new(AtomicUsize::new(0));
+                let receipts = spawn_receipts(
+                    c.producer_id,
+                    self.tx.clone(),
+                    Arc::clone(&self.inflight),
+                    Arc::clone(&queued),
+                    Arc::clone(&self.ctx),
+                );
+                self.ctx
+                    .register_producer(handle, self.tx.clone(), c.producer_id);
+                self.producers.insert(
+                    c.producer_id,
+                    Producer {
+                        topic,
+                        name: name.clone(),
+                        handle,
+                        receipts,
+                        queued,
+                    },
+                );
+                self.send(&commands::producer_success(
+                    c.request_id,
+                    name,
+                    -1,
+                    schema_version,
+                ));
+            }
+            Err(e) => self.error(c.request_id, &e),
+        }
+    }
+
+    pub(super) fn publish(
+        &mut self,
+        s: &pb::CommandSend,
+        payload: Option<PayloadFrame>,
+    ) -> Result<(), ServerError> {
+        let Some(p) = self.producers.get(&s.producer_id) else {
+            // Java drops SENDs for a producer closed a moment ago; an id never seen is a bug.
+            let keepalive = Duration::from_secs(self.service.config.keep_alive_interval_seconds);
+            if self
+                .closed_producers
+                .get(&s.producer_id)
+                .is_some_and(|t| t.elapsed() < keepalive)
+            {
+                return Ok(());
+            }
+            return Err(ServerError::BadRequest(format!(
+                "SEND for unknown producer {}",
+                s.producer_id
+            )));
+        };
+        let payload =
+            payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
+        let stored_len = payload.stored.len();
+        let result = if !payload.checksum_valid {
+            Err((
+                Wire::ChecksumError,
+                "Checksum failed on the broker".to_owned(),
+            ))
+        } else if payload.stored.len() > self.service.config.max_message_size as usize {
+            Err((
+                Wire::NotAllowedError,
+                "Exceed maximum message size".to_owned(),
+            ))
+        } else {
+            let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
+            let bytes = payload.stored.len() as u64;
+            let r = p
+                .topic
+                .publish(payload.stored, payload.metadata.publish_time, messages)
+                .map_err(|e| (wire_code(&e), e.to_string()));
+            let mut wait = Duration::ZERO;
+            let topic_limiter = p.topic.publish_limiter();
+            let limiters = topic_limiter
+                .as_deref()
+                .into_iter()
+                .chain(self.ctx.broker_publish_limiter.as_ref());
+            for limiter in limiters {
+                wait = wait.max(limiter.consume(u64::from(messages), bytes));
+            }
+            if !wait.is_zero() {
+                self.throttled_until = Some(tokio::time::Instant::now() + wait);
+            }
+            r
+        };
+        // Acquire: pairs with the receipt task's Release decrement, which follows its last
+        // send; seeing zero means every earlier receipt of this producer is already queued.
+        let immediate =
+            !matches!(result, Ok((_, Some(_)))) && p.queued.load(Ordering::Acquire) == 0;
+        if immediate {
+            let cmd = receipt_command(
+                s.producer_id,
+                s.sequence_id,
+                s.highest_sequence_id,
+                result.map(|(pos, _)| pos),
+            );
+            let _ = self.tx.send(frame(&cmd));
+            return Ok(());
+        }
+        // Release: pairs with the reader's Acquire load in the backpressure check.
+        self.inflight.count.fetch_add(1, Ordering::Release);
+        // Relaxed: only this task increments; the task's decrement is the synchronising one.
+        p.queued.fetch_add(1, Ordering::Relaxed);
+        // Release: pairs with the reader's Acquire load in the buffer check.
+        self.ctx
+            .publish_buffer
+            .bytes
+            .fetch_add(stored_len, Ordering::Release);
+        let pending = PendingSend {
+            sequence_id: s.sequence_id,
+            highest_sequence_id: s.highest_sequence_id,
+            result,
+            bytes: stored_len,
+        };
+        if p.receipts.send(pending).is_err() {
+            self.inflight.count.fetch_sub(1, Ordering::Release);
+            p.queued.fetch_sub(1, Ordering::Relaxed);
+            self.ctx.publish_buffer.release(stored_len);
+        }
+        Ok(())
+    }
+}
+
+/// SEND_RECEIPT for a stored entry, or SEND_ERROR.
+fn receipt_command(
+    producer_id: u64,
+    sequence_id: u64,
+    highest_sequence_id: Option<u64>,
+    outcome: Result<Position, (Wire, String)>,
+) -> BaseCommand {
+    match outcome {
+        Ok(pos) => commands::send_receipt(
+            producer_id,
+            sequence_id,
+            highest_sequence_id,
+            pos.ledger_id as u64,
+            pos.entry_id as u64,
+        ),
+        Err((code, msg)) => commands::send_error(producer_id, sequence_id, code, msg),
+    }
+}
+
+/// Starts the task that answers one producer's SENDs in order once they are durable.
+fn spawn_receipts(
+    producer_id: u64,
+    tx: mpsc::UnboundedSender<Outbound>,
+    inflight: Arc<Inflight>,
+    queued: Arc<AtomicUsize>,
+    ctx: Arc<ServerContext>,
+) -> mpsc::UnboundedSender<PendingSend> {
+    let (rtx, mut rrx) = mpsc::unbounded_channel::<PendingSend>();
+    tokio::spawn(async move {
+        while let Some(p) = rrx.recv().await {
+            let outcome = match p.result {
+                Ok((pos, None)) => Ok(pos),
+                Ok((pos, Some(done))) => match done.await {
+                    Ok(Ok(())) => Ok(pos),
+                    Ok(Err(e)) => Err((Wire::PersistenceError, e.to_string())),
+                    Err(_) => Err((Wire::PersistenceError, "storage closed".to_owned())),
+                },
+                Err(e) => Err(e),
+            };
+            let cmd = receipt_command(producer_id, p.sequence_id, p.highest_sequence_id, outcome);
+            let _ = tx.send(frame(&cmd));
+            // Release (both): the receipt is queued before the counters say so; pairs with the
+            // connection's Acquire loads (backpressure check, direct-receipt check).
+            queued.fetch_sub(1, Ordering::Release);
+            ctx.publish_buffer.release(p.bytes);
+            inflight.count.fetch_sub(1, Ordering::Release);
+            inflight.drained.notify_one();
+        }
+    });
+    rtx
+}

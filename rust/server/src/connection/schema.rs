@@ -1,0 +1,91 @@
+//! Schemas: GET_SCHEMA and GET_OR_CREATE_SCHEMA, and conversions between the wire schema and
+//! the broker's `SchemaInfo`.
+
+use bytes::Bytes;
+use pulsar_rs_broker::{SchemaInfo, TopicName};
+use pulsar_rs_proto::{commands, pb, ServerError as Wire};
+
+use super::Connection;
+use crate::error::wire_code;
+
+impl Connection {
+    pub(super) fn get_schema(&self, g: &pb::CommandGetSchema) {
+        let topic = TopicName::parse(&g.topic).and_then(|t| self.service.topic(&t, false));
+        let reply = match topic {
+            Ok(topic) => {
+                let schemas = topic.schemas();
+                let wanted = match &g.schema_version {
+                    Some(v) if v.len() == 8 => {
+                        usize::try_from(u64::from_be_bytes(v[..8].try_into().unwrap_or([0; 8])))
+                            .ok()
+                    }
+                    _ => schemas.len().checked_sub(1),
+                };
+                match wanted.and_then(|i| schemas.get(i).map(|s| (i, s))) {
+                    Some((i, s)) => commands::get_schema_response(
+                        g.request_id,
+                        wire_schema(s),
+                        version_bytes(i as u64),
+                    ),
+                    None => commands::get_schema_response_error(
+                        g.request_id,
+                        Wire::TopicNotFound,
+                        "schema not found",
+                    ),
+                }
+            }
+            Err(e) => {
+                commands::get_schema_response_error(g.request_id, wire_code(&e), e.to_string())
+            }
+        };
+        self.send(&reply);
+    }
+
+    pub(super) fn get_or_create_schema(&self, g: pb::CommandGetOrCreateSchema) {
+        let result = TopicName::parse(&g.topic)
+            .and_then(|t| self.service.topic(&t, true))
+            .and_then(|topic| self.service.add_schema(&topic, schema_info(&g.schema)));
+        let reply = match result {
+            Ok(v) => commands::get_or_create_schema_response(g.request_id, version_bytes(v)),
+            Err(e) => commands::get_or_create_schema_response_error(
+                g.request_id,
+                wire_code(&e),
+                e.to_string(),
+            ),
+        };
+        self.send(&reply);
+    }
+}
+
+pub(super) fn version_bytes(v: u64) -> Bytes {
+    Bytes::copy_from_slice(&v.to_be_bytes())
+}
+
+pub(super) fn schema_info(s: &pb::Schema) -> SchemaInfo {
+    SchemaInfo {
+        schema_type: s.r#type,
+        name: s.name.clone(),
+        data: s.schema_data.to_vec(),
+        properties: s
+            .properties
+            .iter()
+            .map(|kv| (kv.key.clone(), kv.value.clone()))
+            .collect(),
+    }
+}
+
+fn wire_schema(s: &SchemaInfo) -> pb::Schema {
+    pb::Schema {
+        name: s.name.clone(),
+        schema_data: Bytes::from(s.data.clone()),
+        r#type: s.schema_type,
+        properties: s
+            .properties
+            .iter()
+            .map(|(k, v)| pb::KeyValue {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect(),
+    }
+}
