@@ -217,7 +217,9 @@ impl Cursor {
             gathered_in = Some(epoch);
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
             let budget = max_bytes.saturating_sub(bytes).max(1);
-            let entries = self.ml.read_entries(from, n - out.len(), budget, max_position)?;
+            let entries = self
+                .ml
+                .read_entries(from, n - out.len(), budget, max_position)?;
             let Some(last) = entries.last().map(|e| e.position) else {
                 break;
             };
