@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pulsar_rs import Broker, DataDirLockedError
+from pulsar_rs import Broker
 from pulsar_rs.export import TABLES, snapshot_tables, write_snapshot
 
 
@@ -61,8 +61,9 @@ def test_offline_export_and_lock(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with Broker(data_dir=data) as broker:
         _produce_and_ack_holes(broker, "exp-off", 10)
-        with pytest.raises(DataDirLockedError):
-            snapshot_tables(data)  # the running broker holds the directory
+        # Offline export opens the directory read-only (no lock, no writes): it works, and
+        # cannot disturb, while a broker runs on it.
+        assert snapshot_tables(data)["topics"].num_rows >= 1
     tables = snapshot_tables(data)
     assert tables["subscriptions"].column("backlog_entries").to_pylist() == [5]
     assert tables["consumers"].num_rows == 0

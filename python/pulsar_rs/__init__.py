@@ -2,8 +2,8 @@
 
 In-process broker: :class:`Broker` (``with Broker() as b: pulsar.Client(b.service_url)``).
 Storage access: :class:`ManagedLedger` (one topic's log in a data directory), its
-:class:`Cursor` objects and :class:`Position` values. Every error raised derives from
-:class:`PulsarRsError`.
+:class:`Cursor` objects and :class:`Position` values. Admin REST client: :class:`Admin`.
+Every error raised derives from :class:`PulsarRsError`.
 """
 
 from __future__ import annotations
@@ -22,14 +22,20 @@ from ._native import (
     LedgerIoError,
     ManagedLedger,
     NoSpaceError,
+    PerfError,
     Position,
     PulsarRsError,
+    ReadOnlyError,
     ServerError,
     __version__,
     enable_logging,
+    read_config,
 )
+from .admin import Admin, AdminError
 
 __all__ = [
+    "Admin",
+    "AdminError",
     "Broker",
     "BrokerError",
     "ClosedError",
@@ -43,9 +49,12 @@ __all__ = [
     "LedgerIoError",
     "ManagedLedger",
     "NoSpaceError",
+    "PerfError",
     "Position",
     "PulsarRsError",
+    "ReadOnlyError",
     "ServerError",
     "__version__",
     "enable_logging",
+    "read_config",
 ]

@@ -1,6 +1,6 @@
 """Type stubs for the ``pulsar_rs._native`` extension module (rust/py)."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
@@ -194,6 +194,7 @@ class CorruptEntryError(PulsarRsError):
     """A stored entry failed its checksum or framing check."""
 
     ledger_id: int
+    entry_id: int
     segment: int
     offset: int
 
@@ -224,11 +225,17 @@ class InvalidNameError(PulsarRsError, ValueError):
 class DataDirLockedError(PulsarRsError):
     """The data directory is already open in another broker or storage instance."""
 
+class ReadOnlyError(PulsarRsError):
+    """A write was attempted on a data directory opened read-only (export, inspection)."""
+
 class BrokerError(PulsarRsError):
     """A broker operation failed (topic, subscription, producer or consumer state)."""
 
 class ServerError(PulsarRsError):
     """The server could not start or stop (ports, runtime, data directory)."""
+
+class PerfError(PulsarRsError):
+    """The load generator (``pulsar-rs perf``) failed: connection, protocol or broker refusal."""
 
 # --- broker -----------------------------------------------------------------------------------
 
@@ -237,7 +244,9 @@ class Broker:
 
     ``Broker(data_dir=None, port=0, admin_port=0, **settings)``: ``data_dir=None`` uses a
     temporary directory (removed on exit); port 0 picks a free port; settings are Pulsar's
-    ``broker.conf`` keys (``maxMessageSize=...``).
+    ``broker.conf`` keys (``maxMessageSize=...``). Pulsar keys pulsar-rs does not implement are
+    accepted and named in one ``UserWarning``; a key Pulsar does not have raises
+    ``InvalidConfigError`` naming it and the closest known key.
     """
 
     def __new__(
@@ -265,7 +274,9 @@ class Broker:
     def running(self) -> bool: ...
     def stop(self) -> None: ...
     def cleanup(self) -> None: ...
-    def export_tables(self) -> dict[str, ArrowStream]: ...
+    def export_tables(self, progress: Callable[[int, int, int], None] | None = None) -> dict[str, ArrowStream]:
+        """The broker's state as Arrow streams; ``progress(topics_done, topics_total, rows)`` is
+        called as topics are exported (an exception it raises stops the export)."""
     def __enter__(self) -> Self: ...
     def __exit__(self, *args: object) -> bool: ...
 
@@ -279,8 +290,23 @@ class ArrowStream:
     def num_rows(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
-def export_data_dir(path: str | PathLike[str]) -> dict[str, ArrowStream]:
-    """Exports a data directory no broker has open, as Arrow streams keyed by table name."""
+def export_data_dir(
+    path: str | PathLike[str], progress: Callable[[int, int, int], None] | None = None
+) -> dict[str, ArrowStream]:
+    """Exports a data directory no broker has open, as Arrow streams keyed by table name;
+    ``progress(topics_done, topics_total, rows)`` is called as topics are exported."""
 
-def enable_logging(level: str = "info") -> None:
-    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug")."""
+def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str | None]:
+    """Reads Pulsar's ``broker.conf`` / ``standalone.conf`` (Java properties) or a TOML file into
+    settings for ``Broker(**settings)``: the keys the file sets, typed. Raises
+    ``InvalidConfigError`` naming a key Pulsar does not have (with the closest known key) or a bad
+    value."""
+
+def enable_logging(level: str = "info", format: str = "text") -> None:
+    """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
+    as text or as one JSON object per line (``format="json"``)."""
+
+def perf(mode: Literal["produce", "consume"], argv: list[str]) -> str | None:
+    """Runs the load generator (``pulsar-rs perf``) with pulsar-perf style ``argv``, printing a line
+    per second; returns the summary as JSON text (None when ``--help`` was printed). Bad arguments
+    raise ``ValueError``, a failed run :class:`PerfError`."""

@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,10 +28,16 @@ SCHEMA_VERSION = 1
 TABLES = ("topics", "ledgers", "entries", "subscriptions", "ack_ranges", "consumers")
 
 
-def _streams(source: _native.Broker | str | os.PathLike[str]) -> tuple[dict[str, _native.ArrowStream], str]:
+#: ``(topics_done, topics_total, rows)`` progress callback of an export.
+Progress = Callable[[int, int, int], None]
+
+
+def _streams(
+    source: _native.Broker | str | os.PathLike[str], progress: Progress | None = None
+) -> tuple[dict[str, _native.ArrowStream], str]:
     if isinstance(source, _native.Broker):
-        return source.export_tables(), "live"
-    return _native.export_data_dir(Path(source)), "offline"
+        return source.export_tables(progress), "live"
+    return _native.export_data_dir(Path(source), progress), "offline"
 
 
 def snapshot_tables(source: _native.Broker | str | os.PathLike[str]) -> dict[str, pa.Table]:
@@ -46,8 +53,13 @@ def write_snapshot(
     out: str | os.PathLike[str],
     broker_id: str | None = None,
     snapshot_ms: int | None = None,
+    progress: Progress | None = None,
 ) -> Path:
-    """Writes one snapshot as Parquet under ``out``; returns the manifest's path."""
+    """Writes one snapshot as Parquet under ``out``; returns the manifest's path.
+
+    ``progress`` is called with ``(topics_done, topics_total, rows)`` while topics are exported;
+    if it has a ``table_written(name, rows)`` method, that is called after each Parquet table.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -55,7 +67,8 @@ def write_snapshot(
     if "/" in broker_id or "=" in broker_id:
         raise ValueError(f"broker_id must not contain '/' or '=': {broker_id!r}")
     snapshot_ms = snapshot_ms if snapshot_ms is not None else int(time.time() * 1000)
-    streams, kind = _streams(source)
+    streams, kind = _streams(source, progress)
+    table_written = getattr(progress, "table_written", None)
     root = Path(out)
     rows: dict[str, int] = {}
     for name in TABLES:
@@ -64,6 +77,8 @@ def write_snapshot(
         part = root / name / f"broker={broker_id}" / f"snapshot_ms={snapshot_ms}"
         part.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, part / "part-0.parquet")
+        if table_written is not None:
+            table_written(name, table.num_rows)
     manifest_dir = root / "_manifests" / f"broker={broker_id}"
     manifest_dir.mkdir(parents=True, exist_ok=True)
     manifest = manifest_dir / f"snapshot_ms={snapshot_ms}.json"

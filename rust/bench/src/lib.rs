@@ -3,6 +3,7 @@
 //! * [`client`]: a minimal Pulsar protocol client on Tokio (CONNECT, PRODUCER, SEND, SUBSCRIBE,
 //!   FLOW, ACK) built on `pulsar_rs_proto`, enough for a load generator. It speaks to any
 //!   Pulsar-compatible broker (pulsar_rs, pulsar-lite) connected directly, without lookups.
+//! * [`perf`]: the load generator (`pulsar-rs-perf`, and `pulsar-rs perf` in the Python package).
 //! * [`stats`]: HdrHistogram summaries as JSON.
 //! * [`batch`]: building and parsing batch payloads (`SingleMessageMetadata` + message bytes) and
 //!   the timestamp the load generator puts at the front of every message.
@@ -12,4 +13,5 @@
 
 pub mod batch;
 pub mod client;
+pub mod perf;
 pub mod stats;

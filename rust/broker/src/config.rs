@@ -1,7 +1,7 @@
 //! Broker settings, with Pulsar's `broker.conf` key names and defaults.
 //!
-//! One TOML file (or Python keyword arguments) whose keys are exactly these names. Unknown keys
-//! and bad values are refused with an error naming the key.
+//! Read from Pulsar's own `broker.conf` / `standalone.conf`, a TOML file or Python keyword
+//! arguments ([`crate::config_load`]); bad values are refused with an error naming the key.
 
 use std::time::Duration;
 
@@ -21,6 +21,10 @@ pub struct BrokerConfig {
     pub bind_address: String,
     /// Host name put in LOOKUP answers (defaults to the bind address).
     pub advertised_address: Option<String>,
+    /// Named addresses for lookups (`name:pulsar://host:port,...`; see [`crate::listeners`]).
+    pub advertised_listeners: Option<String>,
+    /// The listener lookups answer with when the client names none (default: the first).
+    pub internal_listener_name: Option<String>,
     /// Pulsar binary protocol port (0 = ephemeral).
     pub broker_service_port: u16,
     /// Admin REST / metrics port (0 = ephemeral).
@@ -29,6 +33,7 @@ pub struct BrokerConfig {
     pub data_dir: Option<String>,
 
     pub journal_sync_data: bool,
+    pub auto_skip_non_recoverable_data: bool,
     #[serde(rename = "journalMaxSizeMB")]
     pub journal_max_size_mb: u64,
     #[serde(rename = "managedLedgerCacheSizeMB")]
@@ -95,10 +100,17 @@ pub struct BrokerConfig {
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
     pub authentication_enabled: bool,
-    /// Provider class names or short names; `token` (`AuthenticationProviderToken`) is supported.
-    /// A list, or one comma-separated string as in `broker.conf`.
+    /// Provider class names or short names: `token` (`AuthenticationProviderToken`), `tls`
+    /// (`AuthenticationProviderTls`), `basic` (`AuthenticationProviderBasic`). A list, or one
+    /// comma-separated string as in `broker.conf`.
     #[serde(deserialize_with = "string_list")]
     pub authentication_providers: Vec<String>,
+    /// Users of the Basic provider, `user:hash` lines (`$apr1$` MD5 or DES crypt, as htpasswd
+    /// writes them): a path, `file:` / `data:` URL, or base64 text.
+    pub basic_auth_conf: Option<String>,
+    /// How often long-lived connections are checked for expired credentials (token `exp`);
+    /// an expired one is sent AUTH_CHALLENGE and closed unless it answers with valid credentials.
+    pub authentication_refresh_check_seconds: u64,
     /// Role given to clients that send no credentials (none: such clients are refused).
     pub anonymous_user_role: Option<String>,
     /// Whether `/metrics` also requires authentication.
@@ -132,6 +144,11 @@ pub struct BrokerConfig {
     pub tls_trust_certs_file_path: Option<String>,
     /// Require a client certificate signed by `tlsTrustCertsFilePath` (mutual TLS).
     pub tls_require_trusted_client_cert_on_connect: bool,
+
+    /// Pulsar keys that were given but are not implemented (named in one warning at start-up).
+    /// Filled by [`BrokerConfig::from_json_map`]; not a setting.
+    #[serde(skip)]
+    pub unimplemented_keys: Vec<String>,
 }
 
 impl Default for BrokerConfig {
@@ -140,10 +157,13 @@ impl Default for BrokerConfig {
             cluster_name: "standalone".into(),
             bind_address: "127.0.0.1".into(),
             advertised_address: None,
+            advertised_listeners: None,
+            internal_listener_name: None,
             broker_service_port: 6650,
             web_service_port: 8080,
             data_dir: None,
             journal_sync_data: true,
+            auto_skip_non_recoverable_data: false,
             journal_max_size_mb: 256,
             managed_ledger_cache_size_mb: 64,
             managed_ledger_cache_eviction_watermark: 0.9,
@@ -199,6 +219,8 @@ impl Default for BrokerConfig {
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
             authentication_enabled: false,
             authentication_providers: Vec::new(),
+            basic_auth_conf: None,
+            authentication_refresh_check_seconds: 60,
             anonymous_user_role: None,
             authenticate_metrics_endpoint: false,
             token_secret_key: None,
@@ -215,6 +237,7 @@ impl Default for BrokerConfig {
             tls_key_file_path: None,
             tls_trust_certs_file_path: None,
             tls_require_trusted_client_cert_on_connect: false,
+            unimplemented_keys: Vec::new(),
         }
     }
 }
@@ -246,62 +269,6 @@ fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl BrokerConfig {
-    /// Parses a TOML document.
-    ///
-    /// # Errors
-    /// [`BrokerError::InvalidConfig`] for syntax errors, unknown keys, wrong types or bad values.
-    pub fn from_toml(text: &str) -> Result<Self, BrokerError> {
-        let cfg: BrokerConfig = toml::from_str(text).map_err(|e| BrokerError::InvalidConfig {
-            key: toml_error_key(&e).unwrap_or_else(|| "<config>".into()),
-            reason: e.message().to_owned(),
-        })?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Builds a config from key/value pairs (Python keyword arguments), as JSON values.
-    ///
-    /// # Errors
-    /// As [`BrokerConfig::from_toml`].
-    pub fn from_json_map(
-        map: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Self, BrokerError> {
-        let known = serde_json::to_value(BrokerConfig::default()).ok();
-        for key in map.keys() {
-            if known.as_ref().and_then(|k| k.get(key)).is_none() {
-                return Err(BrokerError::InvalidConfig {
-                    key: key.clone(),
-                    reason: "unknown setting".into(),
-                });
-            }
-        }
-        let mut merged = match known {
-            Some(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
-        for (k, v) in map {
-            let key = k.clone();
-            let mut probe = merged.clone();
-            probe.insert(k.clone(), v.clone());
-            serde_json::from_value::<BrokerConfig>(serde_json::Value::Object(probe)).map_err(
-                |e| BrokerError::InvalidConfig {
-                    key,
-                    reason: e.to_string(),
-                },
-            )?;
-            merged.insert(k, v);
-        }
-        let cfg: BrokerConfig =
-            serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| {
-                BrokerError::InvalidConfig {
-                    key: "<config>".into(),
-                    reason: e.to_string(),
-                }
-            })?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
     /// Checks values that types alone cannot.
     ///
     /// # Errors
@@ -360,6 +327,7 @@ impl BrokerConfig {
                 "must be > 0",
             ));
         }
+        self.listeners()?;
         self.validate_security()?;
         self.storage_config()
             .validate()
@@ -377,20 +345,45 @@ impl BrokerConfig {
                     "authenticationEnabled needs a provider (token)",
                 ));
             }
+            let mut kinds = Vec::new();
             for p in &self.authentication_providers {
-                if !is_token_provider(p) {
-                    return Err(bad(
-                        "authenticationProviders",
-                        "only the token provider (AuthenticationProviderToken) is supported",
-                    ));
+                match AuthProvider::from_name(p) {
+                    Some(k) => kinds.push(k),
+                    None => {
+                        return Err(BrokerError::InvalidConfig {
+                            key: "authenticationProviders".into(),
+                            reason: format!(
+                            "unsupported provider {p:?} (supported: AuthenticationProviderToken, \
+                                 AuthenticationProviderTls, AuthenticationProviderBasic)"
+                        ),
+                        })
+                    }
                 }
             }
-            if self.token_secret_key.is_none() && self.token_public_key.is_none() {
+            if kinds.contains(&AuthProvider::Token)
+                && self.token_secret_key.is_none()
+                && self.token_public_key.is_none()
+            {
                 return Err(bad(
                     "tokenSecretKey",
                     "token authentication needs tokenSecretKey or tokenPublicKey",
                 ));
             }
+            if kinds.contains(&AuthProvider::Basic) && self.basic_auth_conf.is_none() {
+                return Err(bad(
+                    "basicAuthConf",
+                    "AuthenticationProviderBasic needs basicAuthConf (the users file)",
+                ));
+            }
+            if kinds.contains(&AuthProvider::Tls) && self.tls_trust_certs_file_path.is_none() {
+                return Err(bad(
+                    "tlsTrustCertsFilePath",
+                    "AuthenticationProviderTls needs the CA certificates client certificates chain to",
+                ));
+            }
+        }
+        if self.authentication_refresh_check_seconds == 0 {
+            return Err(bad("authenticationRefreshCheckSeconds", "must be > 0"));
         }
         if self.token_auth_claim.is_empty() {
             return Err(bad("tokenAuthClaim", "must not be empty"));
@@ -467,23 +460,62 @@ impl BrokerConfig {
             } else {
                 self.default_retention_size_in_mb << 20
             },
+            auto_skip_non_recoverable_data: self.auto_skip_non_recoverable_data,
         }
     }
 }
 
-/// Whether an `authenticationProviders` entry names the token provider.
-#[must_use]
-pub fn is_token_provider(name: &str) -> bool {
-    name == "token" || name == "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+/// An authentication provider of `authenticationProviders`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthProvider {
+    /// `AuthenticationProviderToken` (client method `token`).
+    Token,
+    /// `AuthenticationProviderTls` (client method `tls`): the role is the certificate's CN.
+    Tls,
+    /// `AuthenticationProviderBasic` (client method `basic`).
+    Basic,
 }
 
-/// Finds the key a TOML error is about, from its span.
-fn toml_error_key(e: &toml::de::Error) -> Option<String> {
-    let msg = e.message();
-    // serde's messages quote the key: "unknown field `foo`", "invalid type ... for key `x`".
-    let start = msg.find('`')?;
-    let end = msg[start + 1..].find('`')?;
-    Some(msg[start + 1..start + 1 + end].to_owned())
+impl AuthProvider {
+    /// The provider named by a class name or a short name, if supported.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        let short = name.trim().rsplit('.').next().unwrap_or("");
+        match short {
+            "token" | "AuthenticationProviderToken" => Some(AuthProvider::Token),
+            "tls" | "AuthenticationProviderTls" => Some(AuthProvider::Tls),
+            "basic" | "AuthenticationProviderBasic" => Some(AuthProvider::Basic),
+            _ => None,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// The parsed `advertisedListeners` (empty when not set).
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] for a malformed value.
+    pub fn listeners(&self) -> Result<Vec<crate::listeners::AdvertisedListener>, BrokerError> {
+        match self.advertised_listeners.as_deref() {
+            Some(spec) if !spec.trim().is_empty() => {
+                crate::listeners::parse(spec, self.internal_listener_name.as_deref())
+            }
+            _ if self.internal_listener_name.is_some() => {
+                Err(bad("internalListenerName", "needs advertisedListeners"))
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Whether `authenticationProviders` lists `p` (and authentication is on).
+    #[must_use]
+    pub fn has_provider(&self, p: AuthProvider) -> bool {
+        self.authentication_enabled
+            && self
+                .authentication_providers
+                .iter()
+                .any(|n| AuthProvider::from_name(n) == Some(p))
+    }
 }
 
 #[cfg(test)]
@@ -520,10 +552,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("tokenSecretKey"), "{e}");
-        let e = BrokerConfig::from_toml("authenticationEnabled = true\nauthenticationProviders = \"basic\"\ntokenSecretKey = \"x\"")
+        let e = BrokerConfig::from_toml("authenticationEnabled = true\nauthenticationProviders = \"kerberos\"\ntokenSecretKey = \"x\"")
             .unwrap_err()
             .to_string();
         assert!(e.contains("authenticationProviders"), "{e}");
+        let e = BrokerConfig::from_toml(
+            "authenticationEnabled = true\nauthenticationProviders = \"basic\"",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("basicAuthConf"), "{e}");
         let e = BrokerConfig::from_toml("brokerServicePortTls = 0")
             .unwrap_err()
             .to_string();

@@ -37,6 +37,10 @@ pub enum BrokerError {
     /// A producer with this name is already connected, or the access mode conflicts.
     #[error("{0}")]
     ProducerBusy(String),
+    /// An exclusive access mode conflicts, or the producer was fenced by another (Pulsar's
+    /// ProducerFencedException).
+    #[error("{0}")]
+    ProducerFenced(String),
     /// The request is not allowed in this state or with these arguments.
     #[error("{0}")]
     NotAllowed(String),

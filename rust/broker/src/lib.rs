@@ -3,20 +3,24 @@
 //! into calls here and implements [`consumer::ConsumerSink`] to carry messages back.
 
 pub mod config;
+pub mod config_load;
 pub mod consumer;
 pub mod dispatch;
 pub mod error;
 pub mod hash;
+pub mod listeners;
 pub mod metadata_keys;
 pub mod naming;
 pub mod permits;
 pub mod policies;
+pub mod properties;
+pub mod pulsar_keys;
 pub mod rate;
 pub mod service;
 pub mod subscription;
 pub mod topic;
 
-pub use config::BrokerConfig;
+pub use config::{AuthProvider, BrokerConfig};
 pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
 pub use dispatch::key_shared::{KeySharedMeta, KeySharedMode};
 pub use error::BrokerError;
@@ -25,4 +29,4 @@ pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
 pub use service::{BrokerService, QuotaVerdict};
 pub use subscription::{entry_info, EntryInfo, Subscription};
-pub use topic::{AccessMode, ProducerInfo, SchemaInfo, Topic};
+pub use topic::{AccessMode, Admission, ProducerInfo, SchemaInfo, Topic};

@@ -14,7 +14,8 @@ pub use pulsar_rs_ledger::metastore::{
 pub const PARTITIONED_TOPICS: &str = "partitioned-topics";
 /// Schema versions of a topic: `schemas/<topic>` → JSON list.
 pub const SCHEMAS: &str = "schemas";
-/// Namespace policies: `policies/namespaces/<tenant/ns>` → JSON `Policies`.
+/// Namespace policies: `policies/namespaces/<tenant/ns>` → JSON `Policies`; a namespace exists
+/// exactly when its record does (as in Pulsar).
 pub const NAMESPACE_POLICIES: &str = "policies/namespaces";
 /// Topic policies: `policies/topics/<topic>` → JSON `Policies`.
 pub const TOPIC_POLICIES: &str = "policies/topics";
@@ -22,6 +23,23 @@ pub const TOPIC_POLICIES: &str = "policies/topics";
 pub const NAMESPACE_PERMISSIONS: &str = "auth/namespaces";
 /// Topic permission grants: `auth/topics/<topic>` → JSON role → actions.
 pub const TOPIC_PERMISSIONS: &str = "auth/topics";
+
+/// Clusters: `clusters/<name>` → JSON `ClusterData`.
+pub const CLUSTERS: &str = "clusters";
+/// Tenants: `tenants/<name>` → JSON `TenantInfo`.
+pub const TENANTS: &str = "tenants";
+
+/// Key of a cluster's data.
+#[must_use]
+pub fn cluster(name: &str) -> String {
+    child_key(CLUSTERS, name)
+}
+
+/// Key of a tenant's info.
+#[must_use]
+pub fn tenant(name: &str) -> String {
+    child_key(TENANTS, name)
+}
 
 /// Key of a partitioned topic's partition count (`topic` is the base name).
 #[must_use]

@@ -2,7 +2,7 @@
 //! rates, backlog quotas and retention. A topic's effective policy is its own, else its
 //! namespace's, else the broker default from `broker.conf`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -88,6 +88,32 @@ fn one() -> i64 {
     1
 }
 
+/// Pulsar's `AuthPolicies`: actions (`produce`, `consume`, ...) granted to roles on the
+/// namespace, on single topics of it (by full topic name) and subscription roles. The broker
+/// stores them; the server's authorizer reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthPolicies {
+    /// Role → actions on every topic of the namespace.
+    #[serde(default)]
+    pub namespace_auth: BTreeMap<String, BTreeSet<String>>,
+    /// Topic → role → actions.
+    #[serde(default)]
+    pub destination_auth: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// Subscription → roles allowed on it.
+    #[serde(default)]
+    pub subscription_auth_roles: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl AuthPolicies {
+    /// Whether nothing is granted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.namespace_auth.is_empty()
+            && self.destination_auth.is_empty()
+            && self.subscription_auth_roles.is_empty()
+    }
+}
+
 /// Every policy of one namespace or topic; `None` = inherit.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -103,6 +129,17 @@ pub struct Policies {
     pub backlog_quota_map: HashMap<String, BacklogQuota>,
     /// Retention.
     pub retention: Option<Retention>,
+    /// Permissions (namespace documents only), Pulsar's `auth_policies`.
+    #[serde(
+        default,
+        rename = "auth_policies",
+        skip_serializing_if = "AuthPolicies::is_empty"
+    )]
+    pub auth_policies: AuthPolicies,
+    /// Fields of Pulsar's namespace `Policies` document this broker stores and returns but does
+    /// not apply (`deduplicationEnabled`, `message_ttl_in_seconds`, ...), by their JSON names.
+    #[serde(flatten)]
+    pub other: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// The resolved policy of one topic.
@@ -237,6 +274,52 @@ impl PolicyStore {
     #[must_use]
     pub fn namespace(&self, ns: &str) -> Policies {
         self.namespaces.read().get(ns).cloned().unwrap_or_default()
+    }
+
+    /// Whether a namespace exists (its policies record does).
+    #[must_use]
+    pub fn namespace_exists(&self, ns: &str) -> bool {
+        self.namespaces.read().contains_key(ns)
+    }
+
+    /// Every namespace (`tenant/ns`), sorted.
+    #[must_use]
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.namespaces.read().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Creates a namespace with its policies.
+    ///
+    /// # Errors
+    /// [`BrokerError::AlreadyExists`], invalid values or metadata I/O.
+    pub fn create_namespace(&self, ns: &str, p: Policies) -> Result<(), BrokerError> {
+        validate(&p)?;
+        // Write lock held across the check and the store write so two creations cannot both
+        // succeed; the write is a small synchronous metadata put (no .await here).
+        let mut map = self.namespaces.write();
+        if map.contains_key(ns) {
+            return Err(BrokerError::AlreadyExists(format!("Namespace {ns}")));
+        }
+        self.meta.put(
+            &metadata_keys::namespace_policies(ns),
+            &serde_json::to_vec(&p).unwrap_or_default(),
+        )?;
+        map.insert(ns.to_owned(), p);
+        Ok(())
+    }
+
+    /// Deletes a namespace's record (the caller checks it holds no topics).
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub fn delete_namespace(&self, ns: &str) -> Result<(), BrokerError> {
+        // Write lock: the map and the store change together.
+        let mut map = self.namespaces.write();
+        self.meta.delete(&metadata_keys::namespace_policies(ns))?;
+        map.remove(ns);
+        Ok(())
     }
 
     /// Policies set on a topic (a partitioned topic's partitions share their base's).

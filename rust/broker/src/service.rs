@@ -35,6 +35,9 @@ pub struct BrokerService {
     topics: Mutex<HashMap<TopicName, Arc<Topic>>>,
     /// Names of topics that exist in storage (loaded or not).
     known: Mutex<HashSet<TopicName>>,
+    /// Topics whose metadata or cursor state is corrupt, with why: they are not served (their
+    /// clients get the reason) while every other topic is.
+    quarantined: Mutex<HashMap<TopicName, String>>,
     /// Partitioned topics and their partition counts.
     partitioned: Mutex<HashMap<TopicName, u32>>,
     /// Source of generated producer names and producer handles.
@@ -62,6 +65,22 @@ impl BrokerService {
     pub fn open(config: BrokerConfig, data_dir: &Path) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
         let storage = Storage::open(data_dir, config.storage_config())?;
+        Self::over(config, storage)
+    }
+
+    /// Opens the data directory read-only, for export and inspection: no lock, no
+    /// housekeeping, no truncation, no writes (see [`Storage::open_read_only`]). Safe on a copy
+    /// of a live broker's directory.
+    ///
+    /// # Errors
+    /// Invalid settings, storage failures.
+    pub fn open_read_only(config: BrokerConfig, data_dir: &Path) -> Result<Arc<Self>, BrokerError> {
+        config.validate()?;
+        let storage = Storage::open_read_only(data_dir, config.storage_config())?;
+        Self::over(config, storage)
+    }
+
+    fn over(config: BrokerConfig, storage: Arc<Storage>) -> Result<Arc<Self>, BrokerError> {
         let meta = storage.meta();
         let known = storage
             .ledger_names()?
@@ -70,15 +89,23 @@ impl BrokerService {
             .collect();
         let mut partitioned = HashMap::new();
         for key in meta.list(metadata_keys::PARTITIONED_TOPICS)? {
-            let Some(raw) = meta.get(&key)? else { continue };
+            let raw = match meta.get(&key) {
+                Ok(Some(raw)) => raw,
+                Ok(None) => continue,
+                Err(e @ pulsar_rs_ledger::LedgerError::CorruptMetadata { .. }) => {
+                    tracing::error!(error = %e, "corrupt partitioned-topic record; ignored");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let name = metadata_keys::name_of(&key);
-            let n = std::str::from_utf8(&raw)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| pulsar_rs_ledger::LedgerError::CorruptMetadata {
-                    key: key.clone(),
-                    reason: "not a partition count".into(),
-                })?;
+            let Some(n) = std::str::from_utf8(&raw).ok().and_then(|s| s.parse().ok()) else {
+                tracing::error!(
+                    key,
+                    "corrupt partitioned-topic record (not a partition count); ignored"
+                );
+                continue;
+            };
             if let Ok(t) = TopicName::parse(&name) {
                 partitioned.insert(t, n);
             }
@@ -91,6 +118,7 @@ impl BrokerService {
             meta,
             topics: Mutex::new(HashMap::new()),
             known: Mutex::new(known),
+            quarantined: Mutex::new(HashMap::new()),
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
             policies,
@@ -169,6 +197,24 @@ impl BrokerService {
         v
     }
 
+    /// Namespaces (`tenant/ns`) holding a stored topic or a partitioned topic.
+    #[must_use]
+    pub fn namespaces_with_topics(&self) -> std::collections::BTreeSet<String> {
+        let mut out: std::collections::BTreeSet<String> = self
+            .known
+            .lock()
+            .iter()
+            .map(TopicName::namespace_name)
+            .collect();
+        out.extend(
+            self.partitioned
+                .lock()
+                .keys()
+                .map(TopicName::namespace_name),
+        );
+        out
+    }
+
     /// Every non-partitioned topic and partition stored in a namespace.
     #[must_use]
     pub fn topics_of_namespace(&self, namespace: &str) -> Vec<TopicName> {
@@ -199,23 +245,51 @@ impl BrokerService {
         {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
-        let ledger = self
+        let loaded = self
             .storage
-            .open_ledger(&name.ledger_name(), self.config.ledger_config())?;
-        let schemas = match self.meta.get(&schema_key(&name.base()))? {
-            Some(raw) => serde_json::from_slice(&raw).map_err(|e| {
-                pulsar_rs_ledger::LedgerError::CorruptMetadata {
-                    key: schema_key(&name.base()),
-                    reason: e.to_string(),
-                }
-            })?,
-            None => Vec::new(),
+            .open_ledger(&name.ledger_name(), self.config.ledger_config())
+            .and_then(|ledger| {
+                let schemas = match self.meta.get(&schema_key(&name.base()))? {
+                    Some(raw) => serde_json::from_slice(&raw).map_err(|e| {
+                        pulsar_rs_ledger::LedgerError::CorruptMetadata {
+                            key: schema_key(&name.base()),
+                            reason: e.to_string(),
+                        }
+                    })?,
+                    None => Vec::new(),
+                };
+                Ok((ledger, schemas))
+            });
+        let (ledger, schemas) = match loaded {
+            Ok(l) => l,
+            Err(pulsar_rs_ledger::LedgerError::CorruptMetadata { key, reason }) => {
+                let why = format!("topic {name} is quarantined: its metadata record {key:?} is corrupt ({reason})");
+                tracing::error!(topic = %name, "{why}");
+                self.quarantined.lock().insert(name.clone(), why.clone());
+                return Err(BrokerError::Ledger(
+                    pulsar_rs_ledger::LedgerError::CorruptMetadata { key, reason: why },
+                ));
+            }
+            Err(e) => return Err(e.into()),
         };
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), schemas);
         topic.apply_policy(self.policies.effective(name));
         self.known.lock().insert(name.clone());
         topics.insert(name.clone(), Arc::clone(&topic));
         Ok(topic)
+    }
+
+    /// Topics found corrupt (metadata or cursor state) with the reason, sorted by name.
+    #[must_use]
+    pub fn quarantined_topics(&self) -> Vec<(TopicName, String)> {
+        let mut v: Vec<(TopicName, String)> = self
+            .quarantined
+            .lock()
+            .iter()
+            .map(|(t, why)| (t.clone(), why.clone()))
+            .collect();
+        v.sort();
+        v
     }
 
     /// A loaded topic, without loading.

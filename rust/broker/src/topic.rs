@@ -26,7 +26,7 @@ pub enum AccessMode {
     Shared,
     /// Only this producer; fails if others exist.
     Exclusive,
-    /// Wait until exclusive access is possible (not queued here: refused while busy).
+    /// Wait until exclusive access is possible (queued behind the current producers).
     WaitForExclusive,
     /// Take exclusive access, fencing the others.
     ExclusiveWithFencing,
@@ -71,6 +71,25 @@ pub struct ProducerInfo {
     pub address: String,
 }
 
+/// A WaitForExclusive producer queued for its turn.
+struct Waiter {
+    /// The producer to attach when promoted.
+    info: ProducerInfo,
+    /// Told the topic epoch on promotion, or ProducerFenced when an ExclusiveWithFencing
+    /// producer takes the topic first.
+    ready: oneshot::Sender<Result<u64, BrokerError>>,
+}
+
+/// How [`Topic::add_producer`] admitted a producer.
+#[derive(Debug)]
+pub enum Admission {
+    /// Attached now, with the topic epoch (raised by each exclusive admission).
+    Ready(u64),
+    /// Queued (WaitForExclusive): resolves with the topic epoch once attached, or with
+    /// ProducerFenced.
+    Queued(oneshot::Receiver<Result<u64, BrokerError>>),
+}
+
 /// One (partition of a) topic.
 pub struct Topic {
     /// Fully qualified name; immutable.
@@ -91,6 +110,12 @@ pub struct Topic {
     pub msg_in: Meter,
     /// Producers fenced by an ExclusiveWithFencing producer, drained by the server.
     fenced: Mutex<Vec<u64>>,
+    /// WaitForExclusive producers in arrival order. Locked only while `producers` is held
+    /// (order: producers, then waiting), for the access-mode decision and promotion.
+    waiting: Mutex<std::collections::VecDeque<Waiter>>,
+    /// Topic epoch (Pulsar's `topicEpoch`), raised by each exclusive admission; guarded by the
+    /// `producers` lock (only changed under it).
+    epoch: std::sync::atomic::AtomicU64,
     /// Rate limiters and quotas from the effective policy; replaced when policies change.
     /// Read on every SEND and dispatch pass: a short read lock, never held across `.await`.
     limits: RwLock<Limits>,
@@ -126,6 +151,8 @@ impl Topic {
             schemas: Mutex::new(schemas),
             msg_in: Meter::default(),
             fenced: Mutex::new(Vec::new()),
+            waiting: Mutex::new(std::collections::VecDeque::new()),
+            epoch: std::sync::atomic::AtomicU64::new(0),
             limits: RwLock::new(Limits::default()),
             quota_blocked: Mutex::new(None),
         });
@@ -258,40 +285,88 @@ impl Topic {
             .collect()
     }
 
-    /// Registers a producer.
+    /// Registers a producer, applying Pulsar's access modes (`AbstractTopic`):
+    /// Exclusive against an exclusive or shared producer → ProducerFenced; Shared against an
+    /// exclusive producer → ProducerBusy; ExclusiveWithFencing fences every producer and fails
+    /// the queued WaitForExclusive ones; WaitForExclusive queues behind any producer. An
+    /// exclusive producer reconnecting with an epoch older than the topic's is fenced.
     ///
     /// # Errors
-    /// [`BrokerError::ProducerBusy`] if the name is taken or the access mode conflicts.
-    pub fn add_producer(&self, info: ProducerInfo) -> Result<(), BrokerError> {
+    /// [`BrokerError::ProducerBusy`] (name taken, or Shared against exclusive),
+    /// [`BrokerError::ProducerFenced`].
+    pub fn add_producer(
+        &self,
+        info: ProducerInfo,
+        producer_epoch: Option<u64>,
+    ) -> Result<Admission, BrokerError> {
+        // Relaxed (epoch): only read and written under the producers lock held below.
+        use std::sync::atomic::Ordering::Relaxed;
         let mut producers = self.producers.lock();
+        let mut waiting = self.waiting.lock();
         if producers.contains_key(&info.name) {
             return Err(BrokerError::ProducerBusy(format!(
                 "Producer with name '{}' is already connected to topic",
                 info.name
             )));
         }
-        let exclusive_exists = producers
-            .values()
-            .any(|p| p.access_mode != AccessMode::Shared);
-        match info.access_mode {
-            AccessMode::Shared if exclusive_exists => {
-                return Err(BrokerError::ProducerBusy(
-                    "Topic has an exclusive producer".into(),
-                ));
+        let current = self.epoch.load(Relaxed);
+        if let (Some(e), AccessMode::Exclusive | AccessMode::ExclusiveWithFencing) =
+            (producer_epoch, info.access_mode)
+        {
+            if e < current {
+                return Err(BrokerError::ProducerFenced(format!(
+                    "Topic epoch has already moved. Current epoch: {current}, Producer epoch: {e}"
+                )));
             }
-            AccessMode::Exclusive | AccessMode::WaitForExclusive if !producers.is_empty() => {
-                return Err(BrokerError::ProducerBusy(
-                    "Topic has other producers; exclusive access refused".into(),
-                ));
+        }
+        let exclusive = producers
+            .values()
+            .find(|p| p.access_mode != AccessMode::Shared)
+            .or_else(|| waiting.front().map(|w| &w.info))
+            .map(|p| p.name.clone());
+        match info.access_mode {
+            AccessMode::Shared => {
+                if let Some(name) = exclusive {
+                    return Err(BrokerError::ProducerBusy(format!(
+                        "Topic has an existing exclusive producer: {name}"
+                    )));
+                }
+                producers.insert(info.name.clone(), info);
+                return Ok(Admission::Ready(current));
+            }
+            AccessMode::Exclusive => {
+                if let Some(name) = exclusive {
+                    return Err(BrokerError::ProducerFenced(format!(
+                        "Topic has an existing exclusive producer: {name}"
+                    )));
+                }
+                if !producers.is_empty() {
+                    return Err(BrokerError::ProducerFenced(
+                        "Topic has existing shared producers".into(),
+                    ));
+                }
+            }
+            AccessMode::WaitForExclusive => {
+                if !producers.is_empty() || !waiting.is_empty() {
+                    let (tx, rx) = oneshot::channel();
+                    waiting.push_back(Waiter { info, ready: tx });
+                    return Ok(Admission::Queued(rx));
+                }
             }
             AccessMode::ExclusiveWithFencing => {
                 let others: Vec<u64> = producers.drain().map(|(_, p)| p.handle).collect();
                 self.fenced.lock().extend(others);
+                for w in waiting.drain(..) {
+                    let _ = w
+                        .ready
+                        .send(Err(BrokerError::ProducerFenced("Fenced out".into())));
+                }
             }
-            _ => {}
         }
+        let epoch = producer_epoch.unwrap_or(current + 1).max(current);
+        self.epoch.store(epoch, Relaxed);
         producers.insert(info.name.clone(), info);
-        Ok(())
+        Ok(Admission::Ready(epoch))
     }
 
     /// Producers fenced since the last call (the server closes them).
@@ -300,11 +375,26 @@ impl Topic {
         std::mem::take(&mut *self.fenced.lock())
     }
 
-    /// Unregisters a producer by name.
+    /// Unregisters a producer by name (or drops it from the WaitForExclusive queue); once the
+    /// topic has no producer, the first queued WaitForExclusive producer takes it.
     pub fn remove_producer(&self, name: &str, handle: u64) {
+        // Relaxed (epoch): only read and written under the producers lock.
+        use std::sync::atomic::Ordering::Relaxed;
         let mut producers = self.producers.lock();
+        let mut waiting = self.waiting.lock();
         if producers.get(name).is_some_and(|p| p.handle == handle) {
             producers.remove(name);
+        }
+        waiting.retain(|w| w.info.handle != handle);
+        while producers.is_empty() {
+            let Some(w) = waiting.pop_front() else { break };
+            let epoch = self.epoch.load(Relaxed) + 1;
+            let info = w.info.clone();
+            // A waiter whose connection went away no longer listens: try the next one.
+            if w.ready.send(Ok(epoch)).is_ok() {
+                self.epoch.store(epoch, Relaxed);
+                producers.insert(info.name.clone(), info);
+            }
         }
     }
 

@@ -22,4 +22,7 @@ pub enum ExportError {
         #[source]
         source: arrow_schema::ArrowError,
     },
+    /// The progress callback asked to stop.
+    #[error("export cancelled")]
+    Cancelled,
 }

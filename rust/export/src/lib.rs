@@ -35,11 +35,37 @@ impl Table {
     }
 }
 
+/// How far a [`snapshot_with_progress`] has got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Topics exported so far.
+    pub topics_done: usize,
+    /// Topics to export in all.
+    pub topics_total: usize,
+    /// Rows built so far, all tables.
+    pub rows: usize,
+}
+
+/// Topics exported between two progress reports (and per batch of every table).
+const TOPICS_PER_CHUNK: usize = 32;
+
 /// Exports every topic stored by the broker (loading topics that are not loaded yet).
 ///
 /// # Errors
 /// Storage failures while reading entries or cursor state.
 pub fn snapshot(service: &BrokerService) -> Result<Vec<Table>, ExportError> {
+    snapshot_with_progress(service, &mut |_| true)
+}
+
+/// As [`snapshot`], calling `progress` after every few topics (and once at the start); it
+/// returns false to stop the export, which then fails with [`ExportError::Cancelled`].
+///
+/// # Errors
+/// Storage failures while reading entries or cursor state; cancellation.
+pub fn snapshot_with_progress(
+    service: &BrokerService,
+    progress: &mut dyn FnMut(Progress) -> bool,
+) -> Result<Vec<Table>, ExportError> {
     let mut names: Vec<TopicName> = service
         .storage
         .ledger_names()?
@@ -48,9 +74,37 @@ pub fn snapshot(service: &BrokerService) -> Result<Vec<Table>, ExportError> {
         .collect();
     names.sort();
     names.dedup();
-    let mut topics: Vec<Arc<Topic>> = Vec::with_capacity(names.len());
-    for name in &names {
-        topics.push(service.topic(name, false)?);
+    let mut done = Progress {
+        topics_done: 0,
+        topics_total: names.len(),
+        rows: 0,
+    };
+    if !progress(done) {
+        return Err(ExportError::Cancelled);
     }
-    tables::build(&topics)
+    let mut all: Option<Vec<Table>> = None;
+    for chunk in names.chunks(TOPICS_PER_CHUNK) {
+        let topics = chunk
+            .iter()
+            .map(|name| service.topic(name, false))
+            .collect::<Result<Vec<Arc<Topic>>, _>>()?;
+        let part = tables::build(&topics)?;
+        done.rows += part.iter().map(Table::num_rows).sum::<usize>();
+        done.topics_done += chunk.len();
+        match &mut all {
+            None => all = Some(part),
+            Some(all) => {
+                for (table, more) in all.iter_mut().zip(part) {
+                    table.batches.extend(more.batches);
+                }
+            }
+        }
+        if !progress(done) {
+            return Err(ExportError::Cancelled);
+        }
+    }
+    match all {
+        Some(all) => Ok(all),
+        None => tables::build(&[]),
+    }
 }

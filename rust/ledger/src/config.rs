@@ -87,6 +87,10 @@ pub struct LedgerConfig {
     pub retention_time_ms: i64,
     /// `defaultRetentionSizeInMB` in bytes: keep up to this much consumed data; -1 = unlimited.
     pub retention_size_bytes: i64,
+    /// `autoSkipNonRecoverableData`: a cursor that meets an entry recovery found damaged
+    /// acknowledges it and moves on (the entry is lost) instead of failing every read of it.
+    /// Default false: the subscription stops there until an operator skips it.
+    pub auto_skip_non_recoverable_data: bool,
 }
 
 impl Default for LedgerConfig {
@@ -98,6 +102,7 @@ impl Default for LedgerConfig {
             max_rollover_time: Duration::from_secs(240 * 60),
             retention_time_ms: 0,
             retention_size_bytes: 0,
+            auto_skip_non_recoverable_data: false,
         }
     }
 }

@@ -51,6 +51,10 @@ pub struct Cursor {
     /// Positions and acks. Held briefly; never across I/O on entries, never across `.await`.
     /// Lock order: this lock, then the ledger's state lock.
     state: Mutex<State>,
+    /// Serialises persisting: held from taking the snapshot until its write is durable, so an
+    /// older snapshot can never be written after a newer one. Only flushers of this cursor wait
+    /// on it (acks take `state` only); taken before `state`.
+    flushing: Mutex<()>,
 }
 
 impl Cursor {
@@ -119,6 +123,7 @@ impl Cursor {
                 closed: false,
                 epoch: 0,
             }),
+            flushing: Mutex::new(()),
         });
         cursor.state.lock().advance(&cursor.ml);
         cursor
@@ -217,9 +222,25 @@ impl Cursor {
             gathered_in = Some(epoch);
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
             let budget = max_bytes.saturating_sub(bytes).max(1);
-            let entries = self
+            let entries = match self
                 .ml
-                .read_entries(from, n - out.len(), budget, max_position)?;
+                .read_entries(from, n - out.len(), budget, max_position)
+            {
+                Ok(e) => e,
+                Err(LedgerError::CorruptEntry {
+                    ledger_id,
+                    entry_id,
+                    reason,
+                    ..
+                }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
+                    self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
+                    continue;
+                }
+                // Entries gathered from earlier ledgers are handed out (the read position is
+                // past them); the error comes with the next read, which starts at the bad entry.
+                Err(_) if !out.is_empty() => break,
+                Err(e) => return Err(e),
+            };
             let Some(last) = entries.last().map(|e| e.position) else {
                 break;
             };
@@ -237,6 +258,18 @@ impl Cursor {
             }
         }
         Ok(out)
+    }
+
+    /// `autoSkipNonRecoverableData`: acknowledges a damaged entry and moves the read position
+    /// past it, as Pulsar's cursor does with non-recoverable data.
+    fn skip_damaged(&self, p: Position, epoch: u64, reason: &str) {
+        tracing::error!(ledger = %self.ml.name(), cursor = %self.name, position = %p, reason, "skipping damaged entry (autoSkipNonRecoverableData)");
+        self.delete(&[p]);
+        let next = self.ml.next_valid_position(p);
+        let mut st = self.state.lock();
+        if st.epoch == epoch && st.read_position <= p {
+            st.read_position = next;
+        }
     }
 
     /// Reads like [`Cursor::read_entries`], but if nothing is there, waits until an entry is added.
@@ -493,6 +526,8 @@ impl Cursor {
         if !self.durable {
             return Ok(());
         }
+        // Lock: see `flushing`; held across the metadata write on purpose.
+        let _serial = self.flushing.lock();
         let encoded = {
             let mut st = self.state.lock();
             if !st.dirty {

@@ -24,10 +24,12 @@ pub enum LedgerError {
         context: String,
     },
     /// Stored entry bytes failed their checksum or framing check.
-    #[error("corrupt entry in ledger {ledger_id} at journal segment {segment} offset {offset}: {reason}")]
+    #[error("corrupt entry {entry_id} of ledger {ledger_id} (journal segment {segment} offset {offset}): {reason}")]
     CorruptEntry {
         /// Ledger of the damaged entry (as far as it is known).
         ledger_id: i64,
+        /// Entry id of the damaged entry (as far as it is known).
+        entry_id: i64,
         /// Journal segment file holding it.
         segment: u32,
         /// Byte offset of the record inside the segment.
@@ -71,6 +73,12 @@ pub enum LedgerError {
         /// The data directory.
         path: String,
     },
+    /// A write was attempted on a data directory opened read-only (export, inspection).
+    #[error("{what} cannot be changed: the data directory is open read-only")]
+    ReadOnly {
+        /// What the write was for.
+        what: String,
+    },
     /// A name is not acceptable (empty, too long, control characters).
     #[error("invalid name {name:?}: {reason}")]
     InvalidName {
@@ -99,7 +107,9 @@ impl LedgerError {
         }
     }
 
-    /// A cheap copy for fanning one failure out to many waiters.
+    /// A copy of this error for fanning one failure out to many waiters. The variant (and so
+    /// the Python exception it maps to) is kept; only an I/O source is re-created from its kind
+    /// and message.
     #[must_use]
     pub fn duplicate(&self) -> Self {
         match self {
@@ -110,10 +120,78 @@ impl LedgerError {
             LedgerError::NoSpace { context } => LedgerError::NoSpace {
                 context: context.clone(),
             },
-            other => LedgerError::Io {
-                context: other.to_string(),
-                source: io::Error::other("journal failure"),
+            LedgerError::CorruptEntry {
+                ledger_id,
+                entry_id,
+                segment,
+                offset,
+                reason,
+            } => LedgerError::CorruptEntry {
+                ledger_id: *ledger_id,
+                entry_id: *entry_id,
+                segment: *segment,
+                offset: *offset,
+                reason: reason.clone(),
             },
+            LedgerError::CorruptMetadata { key, reason } => LedgerError::CorruptMetadata {
+                key: key.clone(),
+                reason: reason.clone(),
+            },
+            LedgerError::InvalidConfig { key, reason } => LedgerError::InvalidConfig {
+                key,
+                reason: reason.clone(),
+            },
+            LedgerError::InvalidPosition { ledger, position } => LedgerError::InvalidPosition {
+                ledger: ledger.clone(),
+                position: *position,
+            },
+            LedgerError::Closed { what } => LedgerError::Closed { what: what.clone() },
+            LedgerError::Locked { path } => LedgerError::Locked { path: path.clone() },
+            LedgerError::ReadOnly { what } => LedgerError::ReadOnly { what: what.clone() },
+            LedgerError::InvalidName { name, reason } => LedgerError::InvalidName {
+                name: name.clone(),
+                reason,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_keeps_the_variant() {
+        let all = [
+            LedgerError::io("x", io::Error::other("boom")),
+            LedgerError::io("x", io::Error::from(io::ErrorKind::StorageFull)),
+            LedgerError::CorruptEntry {
+                ledger_id: 3,
+                entry_id: 4,
+                segment: 1,
+                offset: 64,
+                reason: "crc".into(),
+            },
+            LedgerError::CorruptMetadata {
+                key: "k".into(),
+                reason: "r".into(),
+            },
+            LedgerError::Closed { what: "w".into() },
+            LedgerError::Locked { path: "p".into() },
+            LedgerError::ReadOnly { what: "w".into() },
+            LedgerError::InvalidName {
+                name: "n".into(),
+                reason: "r",
+            },
+        ];
+        for e in &all {
+            let d = e.duplicate();
+            assert_eq!(
+                std::mem::discriminant(e),
+                std::mem::discriminant(&d),
+                "{e} became {d}"
+            );
+            assert_eq!(e.to_string(), d.to_string());
         }
     }
 }

@@ -18,7 +18,9 @@ pub mod journal;
 pub mod managed_ledger;
 pub mod metastore;
 pub mod position;
+pub mod simfs;
 pub mod storage;
+pub mod vfs;
 
 pub use ack_set::AckSet;
 pub use cache::CacheStats;

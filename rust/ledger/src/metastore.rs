@@ -1,15 +1,19 @@
 //! Metadata storage behind a trait: ledger lists, cursor state, id counters.
 //!
 //! The embedded [`FileMetaStore`] keeps one file per key under `<data>/meta/`. A put writes a
-//! temporary file, `fdatasync`s it, renames it over the old one and syncs the directory, so a
-//! crash leaves either the old or the new value, never a mix. Every value carries a CRC32C trailer;
+//! temporary file with a name no other write uses, `fdatasync`s it, renames it over the old one
+//! and syncs the directory, so a crash leaves either the old or the new value, never a mix; puts
+//! and deletes of one key are serialised; a delete syncs the directory too. Every value carries a CRC32C trailer;
 //! a damaged file is reported as [`LedgerError::CorruptMetadata`], never silently used.
 //! A distributed store (etcd, ZooKeeper, Oxia) can replace it by implementing [`MetaStore`].
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
+
+use crate::vfs::{ensure_dir, RealFs, Vfs};
 use crate::{LedgerError, Result};
 
 /// Key prefix of the managed-ledger records (`managed-ledgers/<ledger>`), owned by this crate;
@@ -98,29 +102,76 @@ pub fn unescape_segment(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Number of lock stripes serialising writes of one key (keys hash onto them).
+const WRITE_STRIPES: usize = 64;
+
+/// Suffix of temporary files; never listed as keys.
+const TMP_SUFFIX: &str = ".tmp~";
+
 /// The embedded metadata store: one checksummed file per key.
-#[derive(Debug)]
 pub struct FileMetaStore {
     /// Root directory (`<data>/meta`); immutable after construction.
     root: PathBuf,
+    /// The file system; immutable.
+    fs: Arc<dyn Vfs>,
+    /// Refuse writes (read-only open for export and inspection); immutable.
+    read_only: bool,
+    /// Writes of one key are serialised on its stripe, so two puts of one key never interleave
+    /// their rename and directory sync. Held across the write's fsync on purpose: only writers
+    /// of keys on the same stripe wait, never readers, and never across `.await`.
+    stripes: Vec<Mutex<()>>,
+    /// Makes temporary file names unique within this process (with the pid, across processes).
+    /// Relaxed: only uniqueness matters.
+    tmp_seq: AtomicU64,
+}
+
+impl std::fmt::Debug for FileMetaStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileMetaStore")
+            .field("root", &self.root)
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FileMetaStore {
-    /// Opens (creating) the store rooted at `root`.
+    /// Opens (creating) the store rooted at `root` on the real file system.
     ///
     /// # Errors
     /// The directory cannot be created.
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(Arc::new(RealFs), root, false)
+    }
+
+    /// Opens the store on a given file system; `read_only` refuses every write and creates
+    /// nothing.
+    ///
+    /// # Errors
+    /// The directory cannot be created.
+    pub fn open_with(fs: Arc<dyn Vfs>, root: impl AsRef<Path>, read_only: bool) -> Result<Self> {
         let root = root.as_ref().to_path_buf();
-        fs::create_dir_all(&root)
-            .map_err(|e| LedgerError::io(format!("creating {}", root.display()), e))?;
-        Ok(FileMetaStore { root })
+        if !read_only {
+            ensure_dir(fs.as_ref(), &root)
+                .map_err(|e| LedgerError::io(format!("creating {}", root.display()), e))?;
+        }
+        Ok(FileMetaStore {
+            root,
+            fs,
+            read_only,
+            stripes: (0..WRITE_STRIPES).map(|_| Mutex::new(())).collect(),
+            tmp_seq: AtomicU64::new(0),
+        })
     }
 
     fn path(&self, key: &str) -> Result<PathBuf> {
         let mut p = self.root.clone();
         for seg in key.split('/') {
-            if seg.is_empty() || seg == "." || seg == ".." || seg.contains('\0') {
+            if seg.is_empty()
+                || seg == "."
+                || seg == ".."
+                || seg.contains('\0')
+                || seg.ends_with(TMP_SUFFIX)
+            {
                 return Err(LedgerError::InvalidName {
                     name: key.to_owned(),
                     reason: "bad metadata key segment",
@@ -130,16 +181,35 @@ impl FileMetaStore {
         }
         Ok(p)
     }
-}
 
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    fs::File::open(dir)?.sync_all()
+    fn check_writable(&self, key: &str) -> Result<()> {
+        if self.read_only {
+            return Err(LedgerError::ReadOnly {
+                what: format!("metadata record {key:?}"),
+            });
+        }
+        Ok(())
+    }
+
+    fn stripe(&self, key: &str) -> &Mutex<()> {
+        let h = crc32c::crc32c(key.as_bytes()) as usize;
+        &self.stripes[h % WRITE_STRIPES]
+    }
+
+    /// A temporary name next to `path` no other writer uses: `<name>.<pid>.<seq>.tmp~`.
+    fn tmp_path(&self, path: &Path) -> PathBuf {
+        // Relaxed: only uniqueness matters.
+        let seq = self.tmp_seq.fetch_add(1, Ordering::Relaxed);
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{}.{seq}{TMP_SUFFIX}", std::process::id()));
+        path.with_file_name(name)
+    }
 }
 
 impl MetaStore for FileMetaStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let path = self.path(key)?;
-        let mut data = match fs::read(&path) {
+        let mut data = match self.fs.read(&path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(LedgerError::io(format!("reading {}", path.display()), e)),
@@ -171,29 +241,41 @@ impl MetaStore for FileMetaStore {
     }
 
     fn put(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.check_writable(key)?;
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root).to_path_buf();
         let ctx = || format!("writing metadata {}", path.display());
-        fs::create_dir_all(&dir).map_err(|e| LedgerError::io(ctx(), e))?;
-        let tmp = path.with_extension("tmp~");
+        // Lock: one writer per key at a time (see `stripes`).
+        let _serial = self.stripe(key).lock();
+        ensure_dir(self.fs.as_ref(), &dir).map_err(|e| LedgerError::io(ctx(), e))?;
+        let tmp = self.tmp_path(&path);
+        let mut framed = Vec::with_capacity(value.len() + 4);
+        framed.extend_from_slice(value);
+        framed.extend_from_slice(&crc32c::crc32c(value).to_le_bytes());
         let write = || -> std::io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(value)?;
-            f.write_all(&crc32c::crc32c(value).to_le_bytes())?;
+            let f = self.fs.create(&tmp)?;
+            f.write_all_at(&framed, 0)?;
             f.sync_data()?;
-            fs::rename(&tmp, &path)?;
-            sync_dir(&dir)
+            self.fs.rename(&tmp, &path)?;
+            self.fs.sync_dir(&dir)
         };
         write().map_err(|e| {
-            let _ = fs::remove_file(&tmp);
+            let _ = self.fs.remove_file(&tmp);
             LedgerError::io(ctx(), e)
         })
     }
 
     fn delete(&self, key: &str) -> Result<()> {
+        self.check_writable(key)?;
         let path = self.path(key)?;
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
+        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
+        // Lock: a delete is a write of the key (see `stripes`).
+        let _serial = self.stripe(key).lock();
+        match self.fs.remove_file(&path) {
+            Ok(()) => self
+                .fs
+                .sync_dir(&dir)
+                .map_err(|e| LedgerError::io(format!("syncing {}", dir.display()), e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(LedgerError::io(format!("deleting {}", path.display()), e)),
         }
@@ -205,24 +287,22 @@ impl MetaStore for FileMetaStore {
         } else {
             self.path(prefix)?
         };
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
+        let names = match self.fs.list(&dir) {
+            Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(LedgerError::io(format!("listing {}", dir.display()), e)),
         };
-        let mut keys = Vec::new();
-        for ent in rd {
-            let ent = ent.map_err(|e| LedgerError::io(format!("listing {}", dir.display()), e))?;
-            let name = ent.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".tmp~") {
-                continue;
-            }
-            keys.push(if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            });
-        }
+        let mut keys: Vec<String> = names
+            .into_iter()
+            .filter(|n| !n.ends_with(TMP_SUFFIX))
+            .map(|name| {
+                if prefix.is_empty() {
+                    name
+                } else {
+                    format!("{prefix}/{name}")
+                }
+            })
+            .collect();
         keys.sort();
         Ok(keys)
     }
@@ -231,6 +311,7 @@ impl MetaStore for FileMetaStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn put_get_list_delete_and_corruption() {
@@ -265,5 +346,62 @@ mod tests {
             assert!(!e.contains('/') && !e.starts_with('.'));
             assert_eq!(unescape_segment(&e), name);
         }
+    }
+
+    #[test]
+    fn temporary_names_are_unique_per_write() {
+        // `sub.1` and `sub.2` must not share a temporary file (with_extension did that).
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileMetaStore::open(dir.path()).unwrap();
+        let a = s.tmp_path(&dir.path().join("sub.1"));
+        let b = s.tmp_path(&dir.path().join("sub.2"));
+        let c = s.tmp_path(&dir.path().join("sub.1"));
+        assert_ne!(a, b);
+        assert_ne!(
+            a, c,
+            "two writes of one key must not share a temporary file"
+        );
+        assert!(a.to_string_lossy().contains("sub.1."));
+    }
+
+    #[test]
+    fn concurrent_puts_of_similar_and_equal_keys_never_mix_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(FileMetaStore::open(dir.path()).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        let key = format!("c/sub.{}", t % 4);
+                        s.put(&key, format!("{key}={t}:{i}").as_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        for k in 0..4 {
+            let key = format!("c/sub.{k}");
+            let v = String::from_utf8(s.get(&key).unwrap().unwrap()).unwrap();
+            assert!(v.starts_with(&format!("{key}=")), "{key} holds {v}");
+        }
+        assert_eq!(s.list("c").unwrap().len(), 4, "temporary files leaked");
+    }
+
+    #[test]
+    fn read_only_store_refuses_writes_and_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("meta");
+        let s = FileMetaStore::open_with(Arc::new(RealFs), &root, true).unwrap();
+        assert!(!root.exists());
+        assert!(matches!(
+            s.put("a", b"x"),
+            Err(LedgerError::ReadOnly { .. })
+        ));
+        assert!(matches!(s.delete("a"), Err(LedgerError::ReadOnly { .. })));
+        assert_eq!(s.get("a").unwrap(), None);
+        assert!(s.list("").unwrap().is_empty());
     }
 }

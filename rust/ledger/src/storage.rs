@@ -1,8 +1,16 @@
 //! `Storage`: one data directory. Owns the shared journal, the broker-wide entry cache, the
 //! metadata store, the ledger id allocator and a housekeeping thread, and opens managed ledgers.
+//!
+//! [`Storage::open_read_only`] opens a directory for export and inspection: no lock, no
+//! housekeeping thread, no truncation of torn tails, no trimming, no writes of any kind (every
+//! write fails with [`LedgerError::ReadOnly`]), so it is safe on a copy of a live broker's
+//! directory. A managed-ledger metadata record that is corrupt does not stop the open: that
+//! ledger fails to open (its topic is quarantined by the broker) and, since nobody can tell which
+//! journal records are still its own, no journal segment is removed in this run.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,6 +21,7 @@ use crate::cache::{CacheStats, EntryCache};
 use crate::journal::{Journal, Loc, RecoveredLedgers};
 use crate::managed_ledger::ManagedLedger;
 use crate::metastore::{key_name, FileMetaStore, MetaStore, MANAGED_LEDGERS_PREFIX};
+use crate::vfs::{ensure_dir, DirLock, RealFs, Vfs};
 use crate::{Clock, LedgerConfig, LedgerError, Result, StorageConfig, SystemClock};
 
 /// Ledger ids are reserved in blocks, so creating a ledger rarely writes the counter.
@@ -28,6 +37,10 @@ pub(crate) struct Shared {
     pub meta: Arc<dyn MetaStore>,
     /// Wall clock (injectable for tests).
     pub clock: Arc<dyn Clock>,
+    /// Opened read-only: nothing is trimmed or written; immutable.
+    pub read_only: bool,
+    /// Entries recovery found damaged or missing (a metric). Relaxed: a counter.
+    pub corrupt_entries: AtomicU64,
     /// (next id, first id not reserved). Locked only to hand out ids.
     ids: Mutex<(i64, i64)>,
     /// Journal scan results not yet claimed by an opened managed ledger.
@@ -78,8 +91,8 @@ pub struct Storage {
     /// The housekeeping thread, joined on close.
     housekeeper: Mutex<Option<JoinHandle<()>>>,
     /// `<data>/LOCK`, held with an exclusive advisory lock while open: two processes must never
-    /// append to the same journal. Released by `close` (or on drop).
-    lock: Mutex<Option<std::fs::File>>,
+    /// append to the same journal. Released by `close` (or on drop). `None` when read-only.
+    lock: Mutex<Option<DirLock>>,
 }
 
 impl Storage {
@@ -100,49 +113,97 @@ impl Storage {
         config: StorageConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Storage>> {
+        Self::open_on(Arc::new(RealFs), dir, config, clock, false)
+    }
+
+    /// Opens a data directory read-only, for export and inspection: see the module docs.
+    ///
+    /// # Errors
+    /// Invalid settings, I/O failures, a missing directory.
+    pub fn open_read_only(dir: impl AsRef<Path>, config: StorageConfig) -> Result<Arc<Storage>> {
+        let dir = dir.as_ref();
+        if !dir.is_dir() {
+            return Err(LedgerError::io(
+                format!("opening {} read-only", dir.display()),
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        }
+        Self::open_on(Arc::new(RealFs), dir, config, Arc::new(SystemClock), true)
+    }
+
+    /// Opens a data directory on a given file system (the simulation in tests).
+    ///
+    /// # Errors
+    /// As [`Storage::open`].
+    pub fn open_on(
+        fs: Arc<dyn Vfs>,
+        dir: impl AsRef<Path>,
+        config: StorageConfig,
+        clock: Arc<dyn Clock>,
+        read_only: bool,
+    ) -> Result<Arc<Storage>> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| LedgerError::io(format!("creating {}", dir.display()), e))?;
-        let lock_path = dir.join("LOCK");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| LedgerError::io(format!("opening {}", lock_path.display()), e))?;
-        if lock.try_lock().is_err() {
-            return Err(LedgerError::Locked {
+        let lock = if read_only {
+            None
+        } else {
+            ensure_dir(fs.as_ref(), &dir)
+                .map_err(|e| LedgerError::io(format!("creating {}", dir.display()), e))?;
+            let lock_path = dir.join("LOCK");
+            let held = fs
+                .lock(&lock_path)
+                .map_err(|e| LedgerError::io(format!("opening {}", lock_path.display()), e))?;
+            Some(held.ok_or_else(|| LedgerError::Locked {
                 path: dir.display().to_string(),
-            });
-        }
-        let meta: Arc<dyn MetaStore> = Arc::new(FileMetaStore::open(dir.join("meta"))?);
-        let (journal, mut recovered) = Journal::open(
+            })?)
+        };
+        let meta: Arc<dyn MetaStore> = Arc::new(FileMetaStore::open_with(
+            Arc::clone(&fs),
+            dir.join("meta"),
+            read_only,
+        )?);
+        let (journal, mut recovered) = Journal::open_with(
+            Arc::clone(&fs),
             dir.join("journal"),
             config.journal_sync_data,
             config.journal_max_segment_bytes,
+            read_only,
         )?;
-        // Ledgers the metadata no longer knows were deleted: forget their records and segments.
-        let live = live_ledger_ids(meta.as_ref())?;
-        let dead: Vec<i64> = recovered
-            .keys()
-            .filter(|id| !live.contains(id))
-            .copied()
-            .collect();
-        for id in dead {
-            recovered.remove(&id);
-            journal.release_ledger(id);
+        let (live, unreadable) = live_ledger_ids(meta.as_ref())?;
+        let max_seen = recovered.keys().chain(live.iter()).copied().max();
+        if unreadable.is_empty() {
+            // Ledgers the metadata no longer knows were deleted: forget their records and segments.
+            let dead: Vec<i64> = recovered
+                .keys()
+                .filter(|id| !live.contains(id))
+                .copied()
+                .collect();
+            for id in dead {
+                recovered.remove(&id);
+                journal.release_ledger(id);
+            }
+        } else {
+            tracing::error!(records = ?unreadable, "corrupt managed-ledger metadata: those topics are quarantined and no journal segment is removed in this run");
         }
-        let next_id = match meta.get(ID_KEY)? {
-            Some(raw) => std::str::from_utf8(&raw)
+        let next_id = match meta.get(ID_KEY) {
+            Ok(Some(raw)) => std::str::from_utf8(&raw)
                 .ok()
                 .and_then(|s| s.parse::<i64>().ok())
                 .ok_or_else(|| LedgerError::CorruptMetadata {
                     key: ID_KEY.into(),
                     reason: "not an integer".into(),
-                })?,
-            None => 0,
+                }),
+            Ok(None) => Ok(0),
+            Err(e @ LedgerError::CorruptMetadata { .. }) => Err(e),
+            Err(e) => return Err(e),
         };
+        let next_id = next_id.unwrap_or_else(|e| {
+            // Every id ever handed out is in the journal or the metadata: start past them all.
+            let id = max_seen.map_or(0, |m| m + 1 + ID_BLOCK);
+            tracing::error!(error = %e, next_id = id, "ledger id counter unreadable; continuing past every id in use");
+            id
+        });
+        let next_id = next_id.max(max_seen.map_or(0, |m| m + 1));
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let cache = EntryCache::new(
             config.cache_size_bytes,
@@ -154,6 +215,8 @@ impl Storage {
             cache,
             meta,
             clock,
+            read_only,
+            corrupt_entries: AtomicU64::new(0),
             ids: Mutex::new((next_id, next_id)),
             recovered: Mutex::new(recovered),
             open: Mutex::new(HashMap::new()),
@@ -168,19 +231,38 @@ impl Storage {
             dir,
             stop,
             housekeeper: Mutex::new(None),
-            lock: Mutex::new(Some(lock)),
+            lock: Mutex::new(lock),
         });
-        let handle = {
+        if !read_only {
             let shared = Arc::clone(&storage.shared);
             let stop = Arc::clone(&storage.stop);
             let cfg = storage.config.clone();
-            std::thread::Builder::new()
+            let handle = std::thread::Builder::new()
                 .name("ledger-housekeeper".into())
                 .spawn(move || housekeeping_loop(&shared, &stop, &cfg))
-                .map_err(|e| LedgerError::io("starting the housekeeping thread", e))?
-        };
-        *storage.housekeeper.lock() = Some(handle);
+                .map_err(|e| LedgerError::io("starting the housekeeping thread", e))?;
+            *storage.housekeeper.lock() = Some(handle);
+        }
         Ok(storage)
+    }
+
+    /// Whether the directory was opened read-only.
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.shared.read_only
+    }
+
+    /// Entries recovery found damaged or missing in the ledgers opened so far.
+    #[must_use]
+    pub fn corrupt_entries(&self) -> u64 {
+        // Relaxed: a counter.
+        self.shared.corrupt_entries.load(Ordering::Relaxed)
+    }
+
+    /// Damaged regions recovery found in the middle of journal segments.
+    #[must_use]
+    pub fn damaged_journal_regions(&self) -> usize {
+        self.shared.journal.damaged_regions()
     }
 
     /// The data directory.
@@ -312,7 +394,8 @@ impl Drop for Storage {
     }
 }
 
-fn live_ledger_ids(meta: &dyn MetaStore) -> Result<HashSet<i64>> {
+/// Ledger ids named by readable managed-ledger records, and the keys of unreadable ones.
+fn live_ledger_ids(meta: &dyn MetaStore) -> Result<(HashSet<i64>, Vec<String>)> {
     #[derive(serde::Deserialize)]
     struct Info {
         ledgers: Vec<Id>,
@@ -322,20 +405,29 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<HashSet<i64>> {
         ledger_id: i64,
     }
     let mut live = HashSet::new();
+    let mut unreadable = Vec::new();
     for key in meta.list(MANAGED_LEDGERS_PREFIX)? {
-        if let Some(raw) = meta.get(&key)? {
-            let info: Info =
-                serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {
-                    key: key.clone(),
-                    reason: e.to_string(),
-                })?;
-            live.extend(info.ledgers.iter().map(|l| l.ledger_id));
+        let raw = match meta.get(&key) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => continue,
+            Err(LedgerError::CorruptMetadata { .. }) => {
+                unreadable.push(key);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match serde_json::from_slice::<Info>(&raw) {
+            Ok(info) => live.extend(info.ledgers.iter().map(|l| l.ledger_id)),
+            Err(_) => unreadable.push(key),
         }
     }
-    Ok(live)
+    Ok((live, unreadable))
 }
 
 fn run_housekeeping(shared: &Shared) -> Result<()> {
+    if shared.read_only {
+        return Ok(());
+    }
     let open: Vec<Arc<ManagedLedger>> = shared
         .open
         .lock()

@@ -161,6 +161,27 @@ pub fn producer_success(
     .into()
 }
 
+/// PRODUCER_SUCCESS with the topic epoch and Pulsar's `producer_ready` flag: `false` tells a
+/// WaitForExclusive producer it is queued (a second answer with `true` follows on the same
+/// request id once it holds the topic).
+pub fn producer_success_epoch(
+    request_id: u64,
+    producer_name: impl Into<String>,
+    schema_version: Option<Bytes>,
+    topic_epoch: Option<u64>,
+    producer_ready: bool,
+) -> BaseCommand {
+    pb::CommandProducerSuccess {
+        request_id,
+        producer_name: producer_name.into(),
+        last_sequence_id: Some(-1),
+        schema_version,
+        topic_epoch,
+        producer_ready: Some(producer_ready),
+    }
+    .into()
+}
+
 /// SEND_RECEIPT for the entry at (`ledger_id`, `entry_id`).
 pub fn send_receipt(
     producer_id: u64,

@@ -90,7 +90,62 @@ pub(crate) fn config_from(
             map.insert(key, value);
         }
     }
-    BrokerConfig::from_json_map(map).map_err(|e| broker_err(py, e))
+    let cfg = BrokerConfig::from_json_map(map).map_err(|e| broker_err(py, e))?;
+    if let Some(w) = cfg.unimplemented_warning() {
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        let msg = std::ffi::CString::new(w).unwrap_or_default();
+        PyErr::warn(py, &category, &msg, 1)?;
+    }
+    Ok(cfg)
+}
+
+/// JSON value → Python object.
+fn py_value<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    Ok(match v {
+        serde_json::Value::Null => py.None().into_bound(py),
+        serde_json::Value::Bool(b) => b.into_bound_py_any(py)?,
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_bound_py_any(py)?,
+            (None, Some(u)) => u.into_bound_py_any(py)?,
+            _ => n.as_f64().unwrap_or(f64::NAN).into_bound_py_any(py)?,
+        },
+        serde_json::Value::String(s) => s.into_bound_py_any(py)?,
+        serde_json::Value::Array(items) => {
+            let list = pyo3::types::PyList::empty(py);
+            for item in items {
+                list.append(py_value(py, item)?)?;
+            }
+            list.into_any()
+        }
+        serde_json::Value::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, item) in m {
+                d.set_item(k, py_value(py, item)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// Reads a broker configuration file — Pulsar's own `broker.conf` / `standalone.conf` (Java
+/// properties) or TOML — into keyword settings for `Broker(**settings)`: only the keys the file
+/// sets, typed. The whole file is checked: a key Pulsar does not have or a bad value raises
+/// `InvalidConfigError` naming it.
+#[pyfunction]
+pub fn read_config<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let map = py
+        .detach(|| {
+            let map = pulsar_rs_broker::config_load::file_settings(&path)?;
+            BrokerConfig::from_json_map(map.clone())?;
+            Ok::<_, BrokerError>(map)
+        })
+        .map_err(|e| broker_err(py, e))?;
+    let d = PyDict::new(py);
+    for (k, v) in &map {
+        d.set_item(k, py_value(py, v)?)?;
+    }
+    Ok(d)
 }
 
 /// A running in-process broker.
@@ -219,8 +274,14 @@ impl PyBroker {
         Ok(())
     }
 
-    /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`).
-    fn export_tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`);
+    /// `progress` is called with `(topics_done, topics_total, rows)` as topics are exported.
+    #[pyo3(signature = (progress=None))]
+    fn export_tables<'py>(
+        &self,
+        py: Python<'py>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let service = self
             .server
             .lock()
@@ -228,7 +289,7 @@ impl PyBroker {
             .as_ref()
             .map(|s| Arc::clone(&s.ctx.service))
             .ok_or_else(|| PyServerError::new_err("the broker is stopped"))?;
-        crate::export::export_service(py, service)
+        crate::export::export_service(py, service, progress)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -262,15 +323,24 @@ impl Drop for PyBroker {
     }
 }
 
-/// Turns on log output (tracing) at `level` (e.g. "info", "debug", "pulsar_rs_server=debug").
+/// Turns on log output (tracing) at `level` (e.g. "info", "debug", "pulsar_rs_server=debug"),
+/// as text lines or one JSON object per line (`format="json"`).
 #[pyfunction]
-#[pyo3(signature = (level="info"))]
-pub fn enable_logging(level: &str) -> PyResult<()> {
+#[pyo3(signature = (level="info", format="text"))]
+pub fn enable_logging(level: &str, format: &str) -> PyResult<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| error::invalid_config_plain(&format!("bad log filter {level:?}: {e}")))?;
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        "text" => builder.try_init(),
+        "json" => builder.json().try_init(),
+        other => {
+            return Err(error::invalid_config_plain(&format!(
+                "log format must be text or json, not {other:?}"
+            )))
+        }
+    };
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! [`create_exception!`] (the pattern to follow for broker errors).
 //!
 //! Structured details ride along as attributes: `InvalidConfigError.key`,
-//! `CorruptEntryError.ledger_id/.segment/.offset`, `CorruptMetadataError.key`,
+//! `CorruptEntryError.ledger_id/.entry_id/.segment/.offset`, `CorruptMetadataError.key`,
 //! `InvalidPositionError.ledger/.position`, `InvalidNameError.name`.
 //!
 //! [`blocking`] runs a storage call with the GIL released (`Python::detach`) and maps its error.
@@ -34,7 +34,7 @@ create_exception!(
     pulsar_rs,
     CorruptEntryError,
     PulsarRsError,
-    "A stored entry failed its checksum or framing check (attributes: ledger_id, segment, offset)."
+    "A stored entry failed its checksum or framing check (attributes: ledger_id, entry_id, segment, offset)."
 );
 create_exception!(
     pulsar_rs,
@@ -59,6 +59,18 @@ create_exception!(
     DataDirLockedError,
     PulsarRsError,
     "The data directory is already open in another broker or storage instance."
+);
+create_exception!(
+    pulsar_rs,
+    ReadOnlyError,
+    PulsarRsError,
+    "A write was attempted on a data directory opened read-only (export, inspection)."
+);
+create_exception!(
+    pulsar_rs,
+    PerfError,
+    PulsarRsError,
+    "The load generator (`pulsar-rs perf`) failed: connection, protocol or broker refusal."
 );
 create_exception!(
     pulsar_rs,
@@ -201,11 +213,13 @@ pub(crate) fn to_py_err(py: Python<'_>, err: LedgerError) -> PyErr {
         Ok(match &err {
             LedgerError::CorruptEntry {
                 ledger_id,
+                entry_id,
                 segment,
                 offset,
                 ..
             } => vec![
                 ("ledger_id", i(*ledger_id)?),
+                ("entry_id", i(*entry_id)?),
                 ("segment", u(u64::from(*segment))?),
                 ("offset", u(*offset)?),
             ],
@@ -236,6 +250,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: LedgerError) -> PyErr {
         LedgerError::Closed { .. } => Ok(py.get_type::<ClosedError>()),
         LedgerError::InvalidName { .. } => invalid_name_error(py),
         LedgerError::Locked { .. } => Ok(py.get_type::<DataDirLockedError>()),
+        LedgerError::ReadOnly { .. } => Ok(py.get_type::<ReadOnlyError>()),
         _ => Ok(py.get_type::<PulsarRsError>()),
     };
     raise_with(ty, msg, &attrs)
@@ -265,9 +280,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidConfigError", invalid_config_error(py)?)?;
     m.add("InvalidPositionError", invalid_position_error(py)?)?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("InvalidNameError", invalid_name_error(py)?)?;
     m.add("BrokerError", py.get_type::<BrokerError>())?;
     m.add("DataDirLockedError", py.get_type::<DataDirLockedError>())?;
     m.add("ServerError", py.get_type::<ServerError>())?;
+    m.add("PerfError", py.get_type::<PerfError>())?;
     Ok(())
 }

@@ -9,7 +9,7 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::SchemaRef;
 use pulsar_rs_broker::{BrokerConfig, BrokerService};
-use pulsar_rs_export::{ExportError, Table};
+use pulsar_rs_export::{ExportError, Progress, Table};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -88,31 +88,88 @@ pub(crate) fn tables_to_dict(py: Python<'_>, tables: Vec<Table>) -> PyResult<Bou
     Ok(d)
 }
 
+/// A progress callback from Python, called with `(topics_done, topics_total, rows)`; the first
+/// exception it raises stops the export and is re-raised.
+struct Reporter {
+    /// The callable (or none).
+    callback: Option<Py<PyAny>>,
+    /// The exception that stopped the export.
+    error: Option<PyErr>,
+}
+
+impl Reporter {
+    fn new(callback: Option<Py<PyAny>>) -> Self {
+        Reporter {
+            callback,
+            error: None,
+        }
+    }
+
+    /// Called on the export's thread, without the GIL: takes it for the call.
+    fn report(&mut self, p: Progress) -> bool {
+        let Some(cb) = &self.callback else {
+            return true;
+        };
+        let outcome = Python::attach(|py| {
+            py.check_signals()?;
+            cb.call1(py, (p.topics_done, p.topics_total, p.rows))
+                .map(drop)
+        });
+        match outcome {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    /// The export's result, with the callback's exception in place of the cancellation.
+    fn finish<'py>(
+        self,
+        py: Python<'py>,
+        result: Result<Vec<Table>, ExportError>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        match (result, self.error) {
+            (Err(ExportError::Cancelled), Some(e)) => Err(e),
+            (r, _) => tables_to_dict(py, r.map_err(|e| export_err(py, e))?),
+        }
+    }
+}
+
 /// Exports a running broker's state.
 pub(crate) fn export_service<'py>(
     py: Python<'py>,
     service: Arc<BrokerService>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let tables = py
-        .detach(move || {
-            // Loading topics starts their dispatchers, which need the runtime.
-            let _guard = runtime().enter();
-            pulsar_rs_export::snapshot(&service)
-        })
-        .map_err(|e| export_err(py, e))?;
-    tables_to_dict(py, tables)
+    let mut reporter = Reporter::new(progress);
+    let result = py.detach(|| {
+        // Loading topics starts their dispatchers, which need the runtime.
+        let _guard = runtime().enter();
+        pulsar_rs_export::snapshot_with_progress(&service, &mut |p| reporter.report(p))
+    });
+    reporter.finish(py, result)
 }
 
-/// Exports a data directory offline (no broker may have it open).
+/// Exports a data directory offline, opened read-only: nothing in it is changed (no
+/// housekeeping, no truncation), so it is safe on a copy of a live broker's directory; `progress`
+/// is called with `(topics_done, topics_total, rows)` as topics are exported.
 #[pyfunction]
-pub fn export_data_dir(py: Python<'_>, path: PathBuf) -> PyResult<Bound<'_, PyDict>> {
-    let result = py.detach(move || -> Result<Vec<Table>, ExportError> {
+#[pyo3(signature = (path, progress=None))]
+pub fn export_data_dir(
+    py: Python<'_>,
+    path: PathBuf,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'_, PyDict>> {
+    let mut reporter = Reporter::new(progress);
+    let result = py.detach(|| -> Result<Vec<Table>, ExportError> {
         let _guard = runtime().enter();
-        let service = BrokerService::open(BrokerConfig::default(), &path)?;
-        let tables = pulsar_rs_export::snapshot(&service);
+        let service = BrokerService::open_read_only(BrokerConfig::default(), &path)?;
+        let tables =
+            pulsar_rs_export::snapshot_with_progress(&service, &mut |p| reporter.report(p));
         service.close()?;
         tables
     });
-    let tables = result.map_err(|e| export_err(py, e))?;
-    tables_to_dict(py, tables)
+    reporter.finish(py, result)
 }

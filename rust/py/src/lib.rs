@@ -9,6 +9,7 @@ mod broker;
 mod error;
 mod export;
 mod ledger;
+mod perf;
 mod position;
 mod settings;
 
@@ -25,6 +26,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<export::PyArrowStream>()?;
     m.add_function(wrap_pyfunction!(export::export_data_dir, m)?)?;
     m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(broker::read_config, m)?)?;
+    m.add_function(wrap_pyfunction!(perf::perf, m)?)?;
     error::register(m)?;
     Ok(())
 }

@@ -1,12 +1,8 @@
-//! Token authentication as Pulsar's `AuthenticationProviderToken` does it.
-//!
-//! A client proves its identity with a JWT: on the binary protocol in CONNECT
-//! (`auth_method_name = "token"`, `auth_data = <jwt>`), on the admin API as
-//! `Authorization: Bearer <jwt>`. HS256/384/512 tokens are checked with `tokenSecretKey`,
-//! RS/PS/ES tokens with `tokenPublicKey` (algorithm `tokenPublicAlg`). The role is the
-//! `tokenAuthClaim` claim (`sub`). `exp` and `nbf` are checked when present (Pulsar's
-//! `tokens create` makes tokens without `exp` by default); `tokenAudience`, when set, must be
-//! in the `tokenAudienceClaim` claim.
+//! Authentication as Pulsar's providers do it, several at once, chosen by the client's method
+//! name: `token` (`AuthenticationProviderToken`, [`crate::auth_token`]), `basic` ([`crate::auth_basic`]) and `tls`
+//! ([`crate::auth_tls`]: the client certificate's CN). Token credentials expire (`exp`): long-lived
+//! connections are re-checked every `authenticationRefreshCheckSeconds` and sent AUTH_CHALLENGE
+//! (see [`crate::auth_refresh`]). Tokens: [`crate::auth_token`].
 //!
 //! **Failed authentication on the binary protocol.** Java's broker answers a bad CONNECT with
 //! ERROR(AuthenticationError) and closes the socket. The C++ client (and so Python) treats
@@ -21,16 +17,14 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use base64::Engine as _;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use pulsar_rs_broker::{BrokerConfig, BrokerError};
+use pulsar_rs_broker::{AuthProvider, BrokerConfig, BrokerError};
 use pulsar_rs_proto::pb::{self, base_command::Type};
 use pulsar_rs_proto::{commands, BaseCommand, ServerError as Wire};
 
-use crate::authz::Action;
 use crate::ServerContext;
 
 /// Why a client could not be authenticated.
@@ -40,9 +34,15 @@ pub enum AuthError {
     /// No credentials, and no `anonymousUserRole`.
     #[error("authentication required: no credentials given")]
     Missing,
-    /// A method other than `token`.
-    #[error("unsupported authentication method {0:?} (this broker accepts \"token\")")]
-    Method(String),
+    /// A method no configured provider handles.
+    #[error("unsupported authentication method {0:?} (this broker accepts: {1})")]
+    Method(String, String),
+    /// Basic credentials refused.
+    #[error("{0}")]
+    InvalidCredentials(String),
+    /// Method `tls` without a client certificate (or on a plain connection).
+    #[error("the tls method needs a client certificate on a TLS connection")]
+    NoClientCertificate,
     /// The token is malformed, badly signed, expired or for another audience.
     #[error("invalid token: {0}")]
     InvalidToken(String),
@@ -51,208 +51,29 @@ pub enum AuthError {
     NoRole(String),
 }
 
-/// Verifies Pulsar JWTs; immutable after construction.
-pub struct TokenVerifier {
-    /// `tokenSecretKey`, for HS256/384/512 tokens.
-    secret: Option<DecodingKey>,
-    /// `tokenPublicKey` and its `tokenPublicAlg`.
-    public: Option<(DecodingKey, Algorithm)>,
-    /// `tokenAuthClaim`.
-    role_claim: String,
-    /// `tokenAudienceClaim`.
-    audience_claim: String,
-    /// `tokenAudience`.
-    audience: Option<String>,
+pub use crate::auth_token::{read_key_material, TokenVerifier};
+
+/// Who a client is, once authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The role.
+    pub role: String,
+    /// When the credentials expire (Unix seconds; token `exp`), if they do.
+    pub expires_at: Option<u64>,
 }
 
-impl std::fmt::Debug for TokenVerifier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenVerifier")
-            .field("secret", &self.secret.is_some())
-            .field("public", &self.public.as_ref().map(|(_, a)| *a))
-            .field("role_claim", &self.role_claim)
-            .finish_non_exhaustive()
-    }
-}
-
-fn bad_key(key: &str, reason: impl Into<String>) -> BrokerError {
-    BrokerError::InvalidConfig {
-        key: key.to_owned(),
-        reason: reason.into(),
-    }
-}
-
-/// Reads key material given as Pulsar does: `data:[<type>][;base64],<data>`, `file:///path`
-/// (or `file:/path`), a plain file path, or base64 text.
-///
-/// # Errors
-/// [`BrokerError::InvalidConfig`] naming `key` when the value cannot be read or decoded.
-pub fn read_key_material(key: &str, spec: &str) -> Result<Vec<u8>, BrokerError> {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    if let Some(rest) = spec.strip_prefix("data:") {
-        let (meta, data) = rest
-            .split_once(',')
-            .ok_or_else(|| bad_key(key, "a data: URL needs a comma before its data"))?;
-        return if meta.split(';').any(|p| p == "base64") {
-            b64.decode(data.trim())
-                .map_err(|e| bad_key(key, format!("bad base64 in data: URL: {e}")))
-        } else {
-            Ok(percent_decode(data))
-        };
-    }
-    if let Some(rest) = spec.strip_prefix("file:") {
-        let path = rest.strip_prefix("//").unwrap_or(rest);
-        return std::fs::read(path).map_err(|e| bad_key(key, format!("reading {path}: {e}")));
-    }
-    if std::path::Path::new(spec).is_file() {
-        return std::fs::read(spec).map_err(|e| bad_key(key, format!("reading {spec}: {e}")));
-    }
-    b64.decode(spec.trim()).map_err(|_| {
-        bad_key(
-            key,
-            "neither a data: or file: URL, an existing file, nor base64",
-        )
-    })
-}
-
-fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = |c: u8| char::from(c).to_digit(16);
-            if let (Some(hi), Some(lo)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                // Two hex digits are at most 0xFF: the cast cannot truncate.
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-                continue;
-            }
+impl Identity {
+    fn forever(role: String) -> Self {
+        Identity {
+            role,
+            expires_at: None,
         }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
-}
-
-/// A public key from PEM or DER (X.509 SubjectPublicKeyInfo as `pulsar tokens
-/// create-key-pair` writes it, or a PKCS#1 RSA key).
-fn public_key(bytes: &[u8], alg: Algorithm) -> Result<DecodingKey, String> {
-    let ec = matches!(alg, Algorithm::ES256 | Algorithm::ES384);
-    let pem: Vec<u8> = if bytes.starts_with(b"-----BEGIN") {
-        bytes.to_vec()
-    } else {
-        let body = base64::engine::general_purpose::STANDARD.encode(bytes);
-        let mut pem = String::from("-----BEGIN PUBLIC KEY-----\n");
-        for chunk in body.as_bytes().chunks(64) {
-            pem.push_str(&String::from_utf8_lossy(chunk));
-            pem.push('\n');
-        }
-        pem.push_str("-----END PUBLIC KEY-----\n");
-        pem.into_bytes()
-    };
-    let from_pem = if ec {
-        DecodingKey::from_ec_pem(&pem)
-    } else {
-        DecodingKey::from_rsa_pem(&pem)
-    };
-    match from_pem {
-        Ok(k) => Ok(k),
-        Err(_) if !ec && !bytes.starts_with(b"-----BEGIN") => Ok(DecodingKey::from_rsa_der(bytes)),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-impl TokenVerifier {
-    /// Builds the verifier from the `token*` settings.
-    ///
-    /// # Errors
-    /// [`BrokerError::InvalidConfig`] naming the key whose value is unusable.
-    pub fn from_config(c: &BrokerConfig) -> Result<Self, BrokerError> {
-        let secret = match &c.token_secret_key {
-            Some(spec) => {
-                let bytes = read_key_material("tokenSecretKey", spec)?;
-                if bytes.is_empty() {
-                    return Err(bad_key("tokenSecretKey", "the key is empty"));
-                }
-                Some(DecodingKey::from_secret(&bytes))
-            }
-            None => None,
-        };
-        let public = match &c.token_public_key {
-            Some(spec) => {
-                let alg: Algorithm = c
-                    .token_public_alg
-                    .parse()
-                    .map_err(|_| bad_key("tokenPublicAlg", "unknown algorithm"))?;
-                let bytes = read_key_material("tokenPublicKey", spec)?;
-                let key = public_key(&bytes, alg).map_err(|e| bad_key("tokenPublicKey", e))?;
-                Some((key, alg))
-            }
-            None => None,
-        };
-        Ok(TokenVerifier {
-            secret,
-            public,
-            role_claim: c.token_auth_claim.clone(),
-            audience_claim: c.token_audience_claim.clone(),
-            audience: c.token_audience.clone(),
-        })
     }
 
-    /// Checks a token and returns its role.
-    ///
-    /// # Errors
-    /// [`AuthError::InvalidToken`] or [`AuthError::NoRole`].
-    pub fn verify(&self, token: &str) -> Result<String, AuthError> {
-        let invalid = |e: &dyn std::fmt::Display| AuthError::InvalidToken(e.to_string());
-        let head = jsonwebtoken::decode_header(token).map_err(|e| invalid(&e))?;
-        let (key, algs) = match head.alg {
-            Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => (
-                self.secret.as_ref().ok_or_else(|| {
-                    AuthError::InvalidToken(
-                        "HMAC tokens are not accepted (no tokenSecretKey)".into(),
-                    )
-                })?,
-                vec![Algorithm::HS256, Algorithm::HS384, Algorithm::HS512],
-            ),
-            alg => match &self.public {
-                Some((k, a)) if *a == alg => (k, vec![alg]),
-                _ => {
-                    return Err(AuthError::InvalidToken(format!(
-                        "{alg:?} tokens are not accepted"
-                    )))
-                }
-            },
-        };
-        let mut v = Validation::new(algs[0]);
-        v.algorithms = algs;
-        v.required_spec_claims.clear();
-        v.validate_exp = true;
-        v.validate_nbf = true;
-        v.leeway = 0;
-        v.validate_aud = false;
-        let data =
-            jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, key, &v)
-                .map_err(|e| invalid(&e))?;
-        let claims = data.claims;
-        if let Some(want) = &self.audience {
-            let ok = match claims.get(&self.audience_claim) {
-                Some(serde_json::Value::String(s)) => s == want,
-                Some(serde_json::Value::Array(a)) => a.iter().any(|x| x.as_str() == Some(want)),
-                _ => false,
-            };
-            if !ok {
-                return Err(AuthError::InvalidToken(format!(
-                    "audience {want:?} not in claim {:?}",
-                    self.audience_claim
-                )));
-            }
-        }
-        match claims.get(&self.role_claim) {
-            Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-            _ => Err(AuthError::NoRole(self.role_claim.clone())),
-        }
+    /// Whether the credentials have expired at `now` (Unix seconds).
+    #[must_use]
+    pub fn expired(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|e| e <= now)
     }
 }
 
@@ -261,48 +82,87 @@ impl TokenVerifier {
 pub struct Authenticator {
     /// `authenticationEnabled`.
     pub enabled: bool,
-    /// The token provider (present when authentication is enabled).
+    /// The token provider, when configured.
     token: Option<TokenVerifier>,
+    /// The Basic provider's users, when configured.
+    basic: Option<crate::auth_basic::BasicUsers>,
+    /// Whether the TLS provider is configured.
+    tls: bool,
     /// `anonymousUserRole`.
     anonymous_role: Option<String>,
     /// `authenticateMetricsEndpoint`.
     metrics_need_auth: bool,
+    /// `authenticationRefreshCheckSeconds`.
+    pub refresh_check: std::time::Duration,
 }
 
 impl Authenticator {
-    /// Builds the authenticator (reads the key files).
+    /// Builds the authenticator (reads the key and users files).
     ///
     /// # Errors
     /// [`BrokerError::InvalidConfig`] for unusable key settings.
     pub fn from_config(c: &BrokerConfig) -> Result<Self, BrokerError> {
-        let token = if c.authentication_enabled {
+        let token = if c.has_provider(AuthProvider::Token) {
             Some(TokenVerifier::from_config(c)?)
         } else {
             None
         };
+        let basic = match (&c.basic_auth_conf, c.has_provider(AuthProvider::Basic)) {
+            (Some(spec), true) => Some(crate::auth_basic::BasicUsers::load(spec)?),
+            _ => None,
+        };
         Ok(Authenticator {
             enabled: c.authentication_enabled,
             token,
+            basic,
+            tls: c.has_provider(AuthProvider::Tls),
             anonymous_role: c.anonymous_user_role.clone(),
             metrics_need_auth: c.authenticate_metrics_endpoint,
+            refresh_check: std::time::Duration::from_secs(c.authentication_refresh_check_seconds),
         })
     }
 
-    /// Authenticates `(method, data)` credentials. `Ok(None)`: authentication is off.
+    /// Whether the TLS provider wants client certificates.
+    #[must_use]
+    pub fn wants_client_certificates(&self) -> bool {
+        self.tls
+    }
+
+    fn methods(&self) -> String {
+        let mut m = Vec::new();
+        if self.token.is_some() {
+            m.push("token");
+        }
+        if self.basic.is_some() {
+            m.push("basic");
+        }
+        if self.tls {
+            m.push("tls");
+        }
+        m.join(", ")
+    }
+
+    /// Authenticates `(method, data)` credentials; `peer_cn` is the CN of the client certificate
+    /// of a TLS connection. `Ok(None)`: authentication is off and there is no anonymous role.
     ///
     /// # Errors
     /// Why the credentials are refused.
-    pub fn authenticate(&self, method: &str, data: &[u8]) -> Result<Option<String>, AuthError> {
+    pub fn authenticate(
+        &self,
+        method: &str,
+        data: &[u8],
+        peer_cn: Option<&str>,
+    ) -> Result<Option<Identity>, AuthError> {
         if !self.enabled {
-            return Ok(self.anonymous_role.clone());
+            return Ok(self.anonymous_role.clone().map(Identity::forever));
         }
         match method {
             "" | "none" if data.is_empty() => self
                 .anonymous_role
                 .clone()
-                .map(Some)
+                .map(|r| Some(Identity::forever(r)))
                 .ok_or(AuthError::Missing),
-            "token" => {
+            "token" if self.token.is_some() => {
                 let token = std::str::from_utf8(data)
                     .map_err(|_| AuthError::InvalidToken("not UTF-8".into()))?
                     .trim();
@@ -311,44 +171,64 @@ impl Authenticator {
                     return Err(AuthError::Missing);
                 }
                 let verifier = self.token.as_ref().ok_or(AuthError::Missing)?;
-                verifier.verify(token).map(Some)
+                verifier.verify_identity(token).map(Some)
             }
-            other => Err(AuthError::Method(other.to_owned())),
+            "basic" if self.basic.is_some() => {
+                let users = self.basic.as_ref().ok_or(AuthError::Missing)?;
+                users.authenticate(data).map(|r| Some(Identity::forever(r)))
+            }
+            "tls" if self.tls => peer_cn
+                .map(|cn| Some(Identity::forever(cn.to_owned())))
+                .ok_or(AuthError::NoClientCertificate),
+            other => Err(AuthError::Method(other.to_owned(), self.methods())),
         }
     }
 
-    /// Authenticates a CONNECT.
+    /// Authenticates a CONNECT (or an AUTH_RESPONSE's data).
     ///
     /// # Errors
     /// Why the connection is refused.
     pub fn authenticate_connect(
         &self,
         c: &pb::CommandConnect,
-    ) -> Result<Option<String>, AuthError> {
+        peer_cn: Option<&str>,
+    ) -> Result<Option<Identity>, AuthError> {
         let method = c.auth_method_name.as_deref().unwrap_or("");
         let data = c.auth_data.as_deref().unwrap_or_default();
-        self.authenticate(method, data)
+        self.authenticate(method, data, peer_cn)
     }
 
-    /// Authenticates an admin request's `Authorization` header.
+    /// Authenticates an admin request: `Authorization: Bearer <jwt>` (token), `Basic
+    /// <base64 user:password>` (basic), or else the client certificate (tls) or the anonymous
+    /// role.
     ///
     /// # Errors
     /// Why the request is refused.
     pub fn authenticate_http(
         &self,
         authorization: Option<&str>,
+        peer_cn: Option<&str>,
     ) -> Result<Option<String>, AuthError> {
-        match authorization {
-            None => self.authenticate("none", b""),
+        let id = match authorization {
+            None if self.tls && peer_cn.is_some() => self.authenticate("tls", b"", peer_cn),
+            None => self.authenticate("none", b"", None),
             Some(h) => {
                 let (scheme, rest) = h.split_once(' ').unwrap_or((h, ""));
                 if scheme.eq_ignore_ascii_case("bearer") {
-                    self.authenticate("token", rest.trim().as_bytes())
+                    self.authenticate("token", rest.trim().as_bytes(), None)
+                } else if scheme.eq_ignore_ascii_case("basic") {
+                    let data = base64::engine::general_purpose::STANDARD
+                        .decode(rest.trim())
+                        .map_err(|_| {
+                            AuthError::InvalidCredentials("Base64 decoding failed".into())
+                        })?;
+                    self.authenticate("basic", &data, None)
                 } else {
-                    Err(AuthError::Method(scheme.to_owned()))
+                    Err(AuthError::Method(scheme.to_owned(), self.methods()))
                 }
             }
-        }
+        };
+        id.map(|i| i.map(|i| i.role))
     }
 }
 
@@ -392,9 +272,8 @@ pub fn refusal(ty: Type, cmd: &BaseCommand, reason: &str) -> Option<BaseCommand>
 }
 
 /// Admin API guard: authenticates the Bearer token (401 on failure) and, with authorization
-/// on, lets only superusers through, except topic reads (stats, partitions, subscriptions),
-/// which a role with produce or consume permission on the topic may make. Pulsar answers
-/// both failures with 401.
+/// on, lets through what [`crate::authz::Authorizer::allows_admin`] allows (superusers, tenant
+/// admins on their tenant, topic reads with a grant). Pulsar answers both failures with 401.
 pub(crate) async fn admin_guard(
     State(ctx): State<Arc<ServerContext>>,
     req: Request,
@@ -409,7 +288,11 @@ pub(crate) async fn admin_guard(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let role = if ctx.auth.enabled {
-        match ctx.auth.authenticate_http(header) {
+        let peer_cn = req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<crate::auth_tls::ClientCn>>()
+            .and_then(|c| c.0 .0.clone());
+        match ctx.auth.authenticate_http(header, peer_cn.as_deref()) {
             Ok(role) => role,
             Err(e) => {
                 tracing::info!(%path, error = %e, "admin request refused: authentication");
@@ -423,12 +306,20 @@ pub(crate) async fn admin_guard(
         None
     };
     // As Java's broker: admin authorization applies only to authenticated requests.
-    if ctx.auth.enabled && ctx.authz.enabled && !ctx.authz.is_superuser(role.as_deref()) {
-        let topic_read = (req.method() == Method::GET)
-            .then(|| topic_read_path(&path))
-            .flatten();
-        let allowed = topic_read
-            .is_some_and(|t| ctx.authz.check(role.as_deref(), &t, Action::Lookup).is_ok());
+    if ctx.auth.enabled
+        && ctx.authz.enabled
+        && !ctx.authz.allows_admin(role.as_deref(), req.method(), &path)
+    {
+        // Beyond the admin rules, the REST lookup and a namespace's topic list (HTTP service
+        // URLs, pattern subscriptions) are open to roles granted lookup on the topic/namespace.
+        let get = req.method() == axum::http::Method::GET;
+        let allowed = get
+            && (lookup_topic_path(&path).is_some_and(|t| {
+                ctx.authz
+                    .check(role.as_deref(), &t, crate::authz::Action::Lookup)
+                    .is_ok()
+            }) || namespace_topics_path(&path)
+                .is_some_and(|ns| ctx.authz.check_namespace(role.as_deref(), &ns).is_ok()));
         if !allowed {
             tracing::info!(%path, role = ?role, "admin request refused: authorization");
             return crate::admin::fail(
@@ -440,17 +331,22 @@ pub(crate) async fn admin_guard(
     next.run(req).await
 }
 
-/// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...).
-fn topic_read_path(path: &str) -> Option<pulsar_rs_broker::TopicName> {
+/// The namespace of `/admin/v2/namespaces/{t}/{ns}/topics` (REST lookup of a pattern
+/// subscription), which a role with a namespace grant may read.
+fn namespace_topics_path(path: &str) -> Option<String> {
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segs.as_slice() {
-        ["admin", "v2", "persistent", t, ns, topic, what]
-            if matches!(
-                *what,
-                "stats" | "internalStats" | "partitions" | "subscriptions" | "partitioned-stats"
-            ) =>
-        {
-            pulsar_rs_broker::TopicName::parse(&format!("persistent://{t}/{ns}/{topic}")).ok()
+        ["admin", "v2", "namespaces", t, ns, "topics"] => Some(format!("{t}/{ns}")),
+        _ => None,
+    }
+}
+
+/// The topic of a REST lookup (`/lookup/v2/topic/persistent/t/ns/topic`).
+fn lookup_topic_path(path: &str) -> Option<pulsar_rs_broker::TopicName> {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["lookup", "v2", "topic", domain, t, ns, topic] => {
+            pulsar_rs_broker::TopicName::parse(&format!("{domain}://{t}/{ns}/{topic}")).ok()
         }
         _ => None,
     }
@@ -459,7 +355,7 @@ fn topic_read_path(path: &str) -> Option<pulsar_rs_broker::TopicName> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jsonwebtoken::{encode, EncodingKey, Header};
+    use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
     use serde_json::json;
 
     fn now() -> i64 {
@@ -566,31 +462,91 @@ mod tests {
     fn authenticator_methods() {
         let secret = b"0123456789abcdef0123456789abcdef";
         let a = Authenticator::from_config(&hs_config(secret)).unwrap();
+        let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
         let t = hs_token(secret, &json!({"sub": "alice"}));
         assert_eq!(
-            a.authenticate("token", t.as_bytes()).unwrap().as_deref(),
+            role(a.authenticate("token", t.as_bytes(), None)).as_deref(),
             Some("alice")
         );
-        assert_eq!(a.authenticate("none", b""), Err(AuthError::Missing));
+        assert_eq!(a.authenticate("none", b"", None), Err(AuthError::Missing));
         assert!(matches!(
-            a.authenticate("basic", b"u:p"),
-            Err(AuthError::Method(_))
+            a.authenticate("basic", b"u:p", None),
+            Err(AuthError::Method(..))
+        ));
+        assert!(matches!(
+            a.authenticate("tls", b"", Some("cn")),
+            Err(AuthError::Method(..))
         ));
         let h = format!("Bearer {t}");
         assert_eq!(
-            a.authenticate_http(Some(&h)).unwrap().as_deref(),
+            a.authenticate_http(Some(&h), None).unwrap().as_deref(),
             Some("alice")
         );
-        assert_eq!(a.authenticate_http(None), Err(AuthError::Missing));
+        assert_eq!(a.authenticate_http(None, None), Err(AuthError::Missing));
+        let exp = now() + 100;
+        let t = hs_token(secret, &json!({"sub": "alice", "exp": exp}));
+        let id = a
+            .authenticate("token", t.as_bytes(), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(id.expires_at, Some(u64::try_from(exp).unwrap()));
+        assert!(!id.expired(u64::try_from(exp).unwrap() - 1));
+        assert!(id.expired(u64::try_from(exp).unwrap()));
         let mut c = hs_config(secret);
         c.anonymous_user_role = Some("anon".into());
         let a = Authenticator::from_config(&c).unwrap();
         assert_eq!(
-            a.authenticate("none", b"").unwrap().as_deref(),
+            role(a.authenticate("none", b"", None)).as_deref(),
             Some("anon")
         );
         let off = Authenticator::from_config(&BrokerConfig::default()).unwrap();
-        assert_eq!(off.authenticate("token", b"anything").unwrap(), None);
+        assert_eq!(off.authenticate("token", b"anything", None).unwrap(), None);
+    }
+
+    #[test]
+    fn several_providers_by_method_name() {
+        let secret = b"0123456789abcdef0123456789abcdef";
+        let mut c = hs_config(secret);
+        c.authentication_providers = vec![
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderTls".into(),
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderToken".into(),
+            "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic".into(),
+        ];
+        c.basic_auth_conf = Some("data:,admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.".into());
+        c.tls_trust_certs_file_path = Some("/ca.pem".into());
+        let a = Authenticator::from_config(&c).unwrap();
+        let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
+        let t = hs_token(secret, &json!({"sub": "alice"}));
+        assert_eq!(
+            role(a.authenticate("token", t.as_bytes(), None)).as_deref(),
+            Some("alice")
+        );
+        assert_eq!(
+            role(a.authenticate("basic", b"admin:123456", None)).as_deref(),
+            Some("admin")
+        );
+        assert!(a.authenticate("basic", b"admin:wrong", None).is_err());
+        assert_eq!(
+            role(a.authenticate("tls", b"", Some("client"))).as_deref(),
+            Some("client")
+        );
+        assert_eq!(
+            a.authenticate("tls", b"", None),
+            Err(AuthError::NoClientCertificate)
+        );
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("admin:123456")
+        );
+        assert_eq!(
+            a.authenticate_http(Some(&basic), None).unwrap().as_deref(),
+            Some("admin")
+        );
+        assert_eq!(
+            a.authenticate_http(None, Some("cn1")).unwrap().as_deref(),
+            Some("cn1")
+        );
+        assert!(a.wants_client_certificates());
     }
 
     /// A throwaway RSA key made for this test only.
@@ -667,12 +623,5 @@ kwIDAQAB
         assert_eq!(r.partition_metadata_response.unwrap().request_id, 8);
         let flow = commands::flow(1, 10);
         assert!(refusal(Type::Flow, &flow, "x").is_none());
-    }
-
-    #[test]
-    fn topic_read_paths() {
-        assert!(topic_read_path("/admin/v2/persistent/t/ns/topic/stats").is_some());
-        assert!(topic_read_path("/admin/v2/persistent/t/ns/topic/publishRate").is_none());
-        assert!(topic_read_path("/admin/v2/namespaces/t/ns/permissions").is_none());
     }
 }

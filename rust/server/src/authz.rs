@@ -1,12 +1,18 @@
 //! Authorization as Pulsar's `PulsarAuthorizationProvider` does it: superusers may do
-//! everything; other roles need `produce` (PRODUCER) or `consume` (SUBSCRIBE) granted on the
+//! everything; a tenant's `adminRoles` may do everything on their tenant's namespaces and
+//! topics; other roles need `produce` (PRODUCER) or `consume` (SUBSCRIBE) granted on the
 //! topic's namespace or on the topic itself (a partition inherits its partitioned topic's
-//! grants); LOOKUP and PARTITIONED_METADATA need either. Grants are made through Pulsar's
-//! admin paths (`/admin/v2/namespaces/{tenant}/{ns}/permissions/{role}`,
-//! `/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}`) and persist in the
-//! metadata store under `metadata_keys::NAMESPACE_PERMISSIONS` and `TOPIC_PERMISSIONS`.
+//! grants); LOOKUP and PARTITIONED_METADATA need either. A client without credentials has the
+//! `anonymousUserRole` (see `auth`), which is checked like any role.
+//!
+//! Grants live where Pulsar keeps them, in the namespace's `Policies` document
+//! (`auth_policies.namespace_auth` and `.destination_auth`), set in the namespace body or
+//! through Pulsar's admin paths (`/admin/v2/namespaces/{tenant}/{ns}/permissions/{role}`,
+//! `/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}`). Grants of the previous
+//! layout (`metadata_keys::NAMESPACE_PERMISSIONS`, `TOPIC_PERMISSIONS`) are moved there once at
+//! start ([`migrate_legacy_grants`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -14,12 +20,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use parking_lot::RwLock;
-use pulsar_rs_broker::{metadata_keys, BrokerConfig, BrokerError, TopicName};
-use pulsar_rs_ledger::metastore::MetaStore;
+use pulsar_rs_broker::policies::AuthPolicies;
+use pulsar_rs_broker::{metadata_keys, BrokerConfig, BrokerError, BrokerService, TopicName};
 use serde::{Deserialize, Serialize};
 
-use crate::admin::{broker_fail, fail, topic_name};
+use crate::admin::{blocking, fail, topic_name};
+use crate::resources::Resources;
 use crate::ServerContext;
 
 /// An action a role may be granted (Pulsar's `AuthAction`).
@@ -51,156 +57,118 @@ pub enum Action {
     Lookup,
 }
 
-/// Role → granted actions.
-pub type Grants = BTreeMap<String, BTreeSet<AuthAction>>;
+/// Role → granted actions (action names as Pulsar writes them).
+pub type Grants = BTreeMap<String, BTreeSet<String>>;
 
-/// Granted permissions of namespaces and topics, cached in memory and persisted.
-pub struct PermissionStore {
-    /// Where grants persist.
-    meta: Arc<dyn MetaStore>,
-    /// Namespace (`tenant/ns`) → grants. Read on every PRODUCER/SUBSCRIBE/LOOKUP, written by
-    /// the admin API; held only for map operations and the store write (never across .await).
-    namespaces: RwLock<HashMap<String, Grants>>,
-    /// Topic (full name of the base topic) → grants; same discipline.
-    topics: RwLock<HashMap<String, Grants>>,
-}
-
-fn corrupt(key: &str, e: &serde_json::Error) -> BrokerError {
-    BrokerError::Ledger(pulsar_rs_ledger::LedgerError::CorruptMetadata {
-        key: key.to_owned(),
-        reason: e.to_string(),
-    })
-}
-
-fn load(meta: &dyn MetaStore, prefix: &str) -> Result<HashMap<String, Grants>, BrokerError> {
-    let mut out = HashMap::new();
-    for key in meta.list(prefix)? {
-        let Some(raw) = meta.get(&key)? else { continue };
-        let g: Grants = serde_json::from_slice(&raw).map_err(|e| corrupt(&key, &e))?;
-        out.insert(metadata_keys::name_of(&key), g);
+/// Whether granted action names allow `action`.
+fn allows(acts: &BTreeSet<String>, action: Action) -> bool {
+    let has = |a: AuthAction| acts.contains(a.as_str());
+    match action {
+        Action::Produce => has(AuthAction::Produce),
+        Action::Consume => has(AuthAction::Consume),
+        Action::Lookup => has(AuthAction::Produce) || has(AuthAction::Consume),
     }
-    Ok(out)
 }
 
-impl PermissionStore {
-    /// Loads every stored grant.
-    ///
-    /// # Errors
-    /// Metadata I/O or corrupt records.
-    pub fn open(meta: Arc<dyn MetaStore>) -> Result<Self, BrokerError> {
-        let namespaces = load(meta.as_ref(), metadata_keys::NAMESPACE_PERMISSIONS)?;
-        let topics = load(meta.as_ref(), metadata_keys::TOPIC_PERMISSIONS)?;
-        Ok(PermissionStore {
-            meta,
-            namespaces: RwLock::new(namespaces),
-            topics: RwLock::new(topics),
-        })
-    }
-
-    /// Grants of a namespace.
+impl AuthAction {
+    /// Pulsar's name of the action.
     #[must_use]
-    pub fn namespace(&self, ns: &str) -> Grants {
-        self.namespaces.read().get(ns).cloned().unwrap_or_default()
-    }
-
-    /// Grants made on a topic itself (not its namespace's).
-    #[must_use]
-    pub fn topic(&self, t: &TopicName) -> Grants {
-        self.topics
-            .read()
-            .get(&t.base().to_string())
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    fn update(
-        &self,
-        map: &RwLock<HashMap<String, Grants>>,
-        key: String,
-        name: String,
-        f: impl FnOnce(&mut Grants),
-    ) -> Result<(), BrokerError> {
-        let mut map = map.write();
-        let mut g = map.get(&name).cloned().unwrap_or_default();
-        f(&mut g);
-        if g.is_empty() {
-            self.meta.delete(&key)?;
-            map.remove(&name);
-        } else {
-            self.meta
-                .put(&key, &serde_json::to_vec(&g).unwrap_or_default())?;
-            map.insert(name, g);
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthAction::Produce => "produce",
+            AuthAction::Consume => "consume",
+            AuthAction::Functions => "functions",
+            AuthAction::Sources => "sources",
+            AuthAction::Sinks => "sinks",
+            AuthAction::Packages => "packages",
         }
-        Ok(())
-    }
-
-    /// Sets (replaces) a role's actions on a namespace; an empty set revokes.
-    ///
-    /// # Errors
-    /// Metadata I/O.
-    pub fn grant_namespace(
-        &self,
-        ns: &str,
-        role: &str,
-        actions: BTreeSet<AuthAction>,
-    ) -> Result<(), BrokerError> {
-        let key = metadata_keys::namespace_permissions(ns);
-        self.update(&self.namespaces, key, ns.to_owned(), |g| {
-            set(g, role, actions);
-        })
-    }
-
-    /// Sets (replaces) a role's actions on a topic; an empty set revokes.
-    ///
-    /// # Errors
-    /// Metadata I/O.
-    pub fn grant_topic(
-        &self,
-        t: &TopicName,
-        role: &str,
-        actions: BTreeSet<AuthAction>,
-    ) -> Result<(), BrokerError> {
-        let name = t.base().to_string();
-        let key = metadata_keys::topic_permissions(&name);
-        self.update(&self.topics, key, name, |g| set(g, role, actions))
     }
 }
 
-fn set(g: &mut Grants, role: &str, actions: BTreeSet<AuthAction>) {
-    if actions.is_empty() {
-        g.remove(role);
-    } else {
-        g.insert(role.to_owned(), actions);
+/// Checks that every action name of a grant is one of Pulsar's.
+///
+/// # Errors
+/// The first unknown name.
+pub fn validate_actions(auth: &AuthPolicies) -> Result<(), String> {
+    let lists = auth
+        .namespace_auth
+        .values()
+        .chain(auth.destination_auth.values().flat_map(BTreeMap::values));
+    for acts in lists {
+        for a in acts {
+            if serde_json::from_value::<AuthAction>(serde_json::Value::from(a.as_str())).is_err() {
+                return Err(format!(
+                    "unknown action {a:?} (produce, consume, functions, sources, sinks, packages)"
+                ));
+            }
+        }
     }
+    Ok(())
 }
 
-/// Authorization settings and grants of a server.
+/// Authorization settings of a server; grants are read from the namespace policies.
 pub struct Authorizer {
-    /// `authorizationEnabled`.
+    /// `authorizationEnabled`; immutable.
     pub enabled: bool,
     /// `superUserRoles`; immutable.
     super_users: HashSet<String>,
-    /// Granted permissions.
-    pub store: PermissionStore,
+    /// The broker, whose namespace policies hold the grants (its own locks guard them).
+    service: Arc<BrokerService>,
+    /// Tenants, for their admin roles (its own locks guard them).
+    resources: Arc<Resources>,
 }
 
 impl Authorizer {
-    /// Builds the authorizer and loads the grants.
-    ///
-    /// # Errors
-    /// Metadata I/O or corrupt records.
-    pub fn open(c: &BrokerConfig, meta: Arc<dyn MetaStore>) -> Result<Self, BrokerError> {
-        Ok(Authorizer {
+    /// Builds the authorizer.
+    #[must_use]
+    pub fn new(c: &BrokerConfig, service: Arc<BrokerService>, resources: Arc<Resources>) -> Self {
+        Authorizer {
             enabled: c.authorization_enabled,
             super_users: c.super_user_roles.iter().cloned().collect(),
-            store: PermissionStore::open(meta)?,
-        })
+            service,
+            resources,
+        }
     }
 
     /// Whether `role` is a superuser.
     #[must_use]
     pub fn is_superuser(&self, role: Option<&str>) -> bool {
         role.is_some_and(|r| self.super_users.contains(r))
+    }
+
+    /// Whether `role` is a superuser or one of `tenant`'s admin roles (Pulsar's
+    /// `validateTenantAdminAccess`).
+    #[must_use]
+    pub fn is_tenant_admin(&self, role: Option<&str>, tenant: &str) -> bool {
+        self.is_superuser(role)
+            || role.is_some_and(|r| {
+                self.resources
+                    .tenant(tenant)
+                    .is_some_and(|t| t.admin_roles.contains(r))
+            })
+    }
+
+    /// Grants on a namespace.
+    #[must_use]
+    pub fn namespace_grants(&self, ns: &str) -> Grants {
+        self.service
+            .policies
+            .namespace(ns)
+            .auth_policies
+            .namespace_auth
+    }
+
+    /// Grants made on a topic itself (not its namespace's).
+    #[must_use]
+    pub fn topic_grants(&self, t: &TopicName) -> Grants {
+        let base = t.base();
+        self.service
+            .policies
+            .namespace(&base.namespace_name())
+            .auth_policies
+            .destination_auth
+            .remove(&base.to_string())
+            .unwrap_or_default()
     }
 
     /// Whether `role` may do `action` on `topic`.
@@ -222,17 +190,21 @@ impl Authorizer {
                 verb(action)
             ));
         };
-        let holds = |g: &Grants| {
-            g.get(r).is_some_and(|a| match action {
-                Action::Produce => a.contains(&AuthAction::Produce),
-                Action::Consume => a.contains(&AuthAction::Consume),
-                Action::Lookup => {
-                    a.contains(&AuthAction::Produce) || a.contains(&AuthAction::Consume)
-                }
-            })
-        };
-        if holds(&self.store.namespace(&topic.namespace_name())) || holds(&self.store.topic(topic))
-        {
+        let auth = self
+            .service
+            .policies
+            .namespace(&topic.namespace_name())
+            .auth_policies;
+        let on_ns = auth
+            .namespace_auth
+            .get(r)
+            .is_some_and(|a| allows(a, action));
+        let on_topic = auth
+            .destination_auth
+            .get(&topic.base().to_string())
+            .and_then(|g| g.get(r))
+            .is_some_and(|a| allows(a, action));
+        if on_ns || on_topic || self.is_tenant_admin(role, &topic.tenant) {
             Ok(())
         } else {
             Err(format!(
@@ -243,7 +215,7 @@ impl Authorizer {
     }
 
     /// Whether `role` may list a namespace's topics (GET_TOPICS_OF_NAMESPACE): a produce or
-    /// consume grant on the namespace.
+    /// consume grant on the namespace, or tenant admin.
     ///
     /// # Errors
     /// The refusal message.
@@ -251,12 +223,13 @@ impl Authorizer {
         if !self.enabled || self.is_superuser(role) {
             return Ok(());
         }
+        let tenant = ns.split('/').next().unwrap_or_default();
         let granted = role.is_some_and(|r| {
-            self.store.namespace(ns).get(r).is_some_and(|a| {
-                a.contains(&AuthAction::Produce) || a.contains(&AuthAction::Consume)
-            })
+            self.namespace_grants(ns)
+                .get(r)
+                .is_some_and(|a| allows(a, Action::Lookup))
         });
-        if granted {
+        if granted || self.is_tenant_admin(role, tenant) {
             Ok(())
         } else {
             Err(format!(
@@ -285,6 +258,96 @@ impl Authorizer {
             Err(_) => Ok(()),
         }
     }
+
+    /// Whether `role` may make an admin request (`method`, `path`): superusers always; a
+    /// tenant's admins on `/admin/v2/namespaces/{tenant}/...` and the tenant's topic paths;
+    /// roles with produce or consume permission on topic reads (stats, partitions,
+    /// subscriptions).
+    #[must_use]
+    pub fn allows_admin(
+        &self,
+        role: Option<&str>,
+        method: &axum::http::Method,
+        path: &str,
+    ) -> bool {
+        if self.is_superuser(role) {
+            return true;
+        }
+        let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match segs.as_slice() {
+            ["admin", "v2", "namespaces", tenant, _, ..]
+            | ["admin", "v2", "persistent" | "non-persistent", tenant, ..]
+                if self.is_tenant_admin(role, tenant) =>
+            {
+                return true;
+            }
+            ["admin", "v2", "namespaces", tenant] if method == axum::http::Method::GET => {
+                return self.is_tenant_admin(role, tenant);
+            }
+            _ => {}
+        }
+        if method != axum::http::Method::GET {
+            return false;
+        }
+        topic_read_path(&segs).is_some_and(|t| self.check(role, &t, Action::Lookup).is_ok())
+    }
+}
+
+/// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...).
+fn topic_read_path(segs: &[&str]) -> Option<TopicName> {
+    match segs {
+        ["admin", "v2", "persistent", t, ns, topic, what]
+            if matches!(
+                *what,
+                "stats" | "internalStats" | "partitions" | "subscriptions" | "partitioned-stats"
+            ) =>
+        {
+            TopicName::parse(&format!("persistent://{t}/{ns}/{topic}")).ok()
+        }
+        _ => None,
+    }
+}
+
+/// Moves grants of the previous layout (their own records) into the namespace policies, once:
+/// the old records are deleted after the move. Namespaces are registered before this runs.
+///
+/// # Errors
+/// Metadata I/O or corrupt records.
+pub fn migrate_legacy_grants(service: &BrokerService) -> Result<(), BrokerError> {
+    let meta = service.storage.meta();
+    for (prefix, topic_level) in [
+        (metadata_keys::NAMESPACE_PERMISSIONS, false),
+        (metadata_keys::TOPIC_PERMISSIONS, true),
+    ] {
+        for key in meta.list(prefix)? {
+            let Some(raw) = meta.get(&key)? else { continue };
+            let grants: Grants = serde_json::from_slice(&raw).map_err(|e| {
+                BrokerError::Ledger(pulsar_rs_ledger::LedgerError::CorruptMetadata {
+                    key: key.clone(),
+                    reason: e.to_string(),
+                })
+            })?;
+            let name = metadata_keys::name_of(&key);
+            let ns = if topic_level {
+                TopicName::parse(&name)?.namespace_name()
+            } else {
+                name.clone()
+            };
+            service.policies.update_namespace(&ns, |p| {
+                let target = if topic_level {
+                    p.auth_policies.destination_auth.entry(name).or_default()
+                } else {
+                    &mut p.auth_policies.namespace_auth
+                };
+                for (role, acts) in grants {
+                    target.entry(role).or_default().extend(acts);
+                }
+            })?;
+            meta.delete(&key)?;
+            tracing::info!(%key, "moved permissions into the namespace policies");
+        }
+    }
+    Ok(())
 }
 
 fn verb(a: Action) -> &'static str {
@@ -301,8 +364,8 @@ fn verb(a: Action) -> &'static str {
 
 type Ctx = State<Arc<ServerContext>>;
 
-/// The permission routes (guarded by [`crate::auth::admin_guard`]: superusers only when
-/// authorization is on).
+/// The permission routes (guarded by [`crate::auth::admin_guard`] with
+/// [`Authorizer::allows_admin`]).
 pub fn routes() -> Router<Arc<ServerContext>> {
     Router::new()
         .route(
@@ -324,29 +387,53 @@ pub fn routes() -> Router<Arc<ServerContext>> {
 }
 
 /// The actions of a grant body; the error is the ready 400 response (boxed: it is large).
-fn actions(body: &[u8]) -> Result<BTreeSet<AuthAction>, Box<Response>> {
-    serde_json::from_slice(body).map_err(|e| {
-        Box::new(fail(
-            StatusCode::BAD_REQUEST,
-            format!("body must be a JSON list of actions (produce, consume, ...): {e}"),
-        ))
-    })
+fn actions(body: &[u8]) -> Result<BTreeSet<String>, Box<Response>> {
+    serde_json::from_slice::<BTreeSet<AuthAction>>(body)
+        .map(|a| a.into_iter().map(|a| a.as_str().to_owned()).collect())
+        .map_err(|e| {
+            Box::new(fail(
+                StatusCode::BAD_REQUEST,
+                format!("body must be a JSON list of actions (produce, consume, ...): {e}"),
+            ))
+        })
 }
 
-async fn blocking(
-    ctx: &Arc<ServerContext>,
-    f: impl FnOnce(&Authorizer) -> Result<(), BrokerError> + Send + 'static,
-) -> Response {
-    let c = Arc::clone(ctx);
-    match tokio::task::spawn_blocking(move || f(&c.authz)).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+/// Sets (replaces) a role's actions in `g`; an empty set revokes.
+fn set(g: &mut Grants, role: &str, actions: BTreeSet<String>) {
+    if actions.is_empty() {
+        g.remove(role);
+    } else {
+        g.insert(role.to_owned(), actions);
     }
 }
 
+/// Changes the auth policies of an existing namespace (404 when missing) on the blocking pool.
+async fn change(
+    ctx: &Arc<ServerContext>,
+    ns: String,
+    f: impl FnOnce(&mut AuthPolicies) + Send + 'static,
+) -> Response {
+    if let Some(r) = crate::admin::namespaces::missing(ctx, &ns) {
+        return r;
+    }
+    blocking(
+        ctx,
+        move |c| {
+            c.service
+                .policies
+                .update_namespace(&ns, |p| f(&mut p.auth_policies))
+        },
+        |()| StatusCode::NO_CONTENT.into_response(),
+    )
+    .await
+}
+
 async fn get_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
-    Json(ctx.authz.store.namespace(&format!("{tenant}/{ns}"))).into_response()
+    let ns = format!("{tenant}/{ns}");
+    if let Some(r) = crate::admin::namespaces::missing(&ctx, &ns) {
+        return r;
+    }
+    Json(ctx.authz.namespace_grants(&ns)).into_response()
 }
 
 async fn grant_namespace(
@@ -358,17 +445,18 @@ async fn grant_namespace(
         Ok(a) => a,
         Err(r) => return *r,
     };
-    let ns = format!("{tenant}/{ns}");
-    blocking(&ctx, move |a| a.store.grant_namespace(&ns, &role, acts)).await
+    change(&ctx, format!("{tenant}/{ns}"), move |a| {
+        set(&mut a.namespace_auth, &role, acts);
+    })
+    .await
 }
 
 async fn revoke_namespace(
     State(ctx): Ctx,
     Path((tenant, ns, role)): Path<(String, String, String)>,
 ) -> Response {
-    let ns = format!("{tenant}/{ns}");
-    blocking(&ctx, move |a| {
-        a.store.grant_namespace(&ns, &role, BTreeSet::new())
+    change(&ctx, format!("{tenant}/{ns}"), move |a| {
+        set(&mut a.namespace_auth, &role, BTreeSet::new());
     })
     .await
 }
@@ -382,11 +470,29 @@ async fn get_topic(
         Ok(t) => t,
         Err(r) => return *r,
     };
-    let mut all = ctx.authz.store.namespace(&t.namespace_name());
-    for (role, acts) in ctx.authz.store.topic(&t) {
+    let mut all = ctx.authz.namespace_grants(&t.namespace_name());
+    for (role, acts) in ctx.authz.topic_grants(&t) {
         all.entry(role).or_default().extend(acts);
     }
     Json(all).into_response()
+}
+
+/// Sets a role's actions on one topic (grant, or revoke with an empty set).
+async fn set_topic(
+    ctx: &Arc<ServerContext>,
+    t: TopicName,
+    role: String,
+    acts: BTreeSet<String>,
+) -> Response {
+    let base = t.base().to_string();
+    change(ctx, t.namespace_name(), move |a| {
+        let g = a.destination_auth.entry(base.clone()).or_default();
+        set(g, &role, acts);
+        if g.is_empty() {
+            a.destination_auth.remove(&base);
+        }
+    })
+    .await
 }
 
 async fn grant_topic(
@@ -402,7 +508,7 @@ async fn grant_topic(
         Ok(a) => a,
         Err(r) => return *r,
     };
-    blocking(&ctx, move |a| a.store.grant_topic(&t, &role, acts)).await
+    set_topic(&ctx, t, role, acts).await
 }
 
 async fn revoke_topic(
@@ -413,86 +519,147 @@ async fn revoke_topic(
         Ok(t) => t,
         Err(r) => return *r,
     };
-    blocking(&ctx, move |a| {
-        a.store.grant_topic(&t, &role, BTreeSet::new())
-    })
-    .await
+    set_topic(&ctx, t, role, BTreeSet::new()).await
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::TenantInfo;
 
-    fn authz(dir: &std::path::Path, supers: &[&str]) -> Authorizer {
-        let meta: Arc<dyn MetaStore> =
-            Arc::new(pulsar_rs_ledger::metastore::FileMetaStore::open(dir).unwrap());
+    fn authz(dir: &std::path::Path, supers: &[&str]) -> (Authorizer, Arc<BrokerService>) {
         let c = BrokerConfig {
             authorization_enabled: true,
             super_user_roles: supers.iter().map(|s| (*s).to_owned()).collect(),
             ..BrokerConfig::default()
         };
-        Authorizer::open(&c, meta).unwrap()
+        let svc = BrokerService::open(c.clone(), dir).unwrap();
+        let res = Arc::new(Resources::open(svc.storage.meta()).unwrap());
+        for ns in ["public/default", "acme/ns"] {
+            if !svc.policies.namespace_exists(ns) {
+                svc.policies
+                    .create_namespace(ns, pulsar_rs_broker::policies::Policies::default())
+                    .unwrap();
+            }
+        }
+        let info = TenantInfo {
+            admin_roles: BTreeSet::from(["acme-admin".to_owned()]),
+            allowed_clusters: BTreeSet::from(["standalone".to_owned()]),
+        };
+        let _ = res.put_tenant("acme", info, true);
+        (Authorizer::new(&c, Arc::clone(&svc), res), svc)
     }
 
     fn t(s: &str) -> TopicName {
         TopicName::parse(s).unwrap()
     }
 
-    fn acts(a: &[AuthAction]) -> BTreeSet<AuthAction> {
-        a.iter().copied().collect()
+    fn acts(a: &[&str]) -> BTreeSet<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
     }
 
     #[test]
-    fn namespace_and_topic_grants() {
+    fn namespace_topic_and_tenant_admin_grants() {
         let dir = tempfile::tempdir().unwrap();
-        let a = authz(dir.path(), &["admin"]);
+        let (a, svc) = authz(dir.path(), &["admin"]);
         let topic = t("persistent://public/default/orders");
         let other = t("persistent://public/default/other");
         assert!(a.check(Some("admin"), &topic, Action::Produce).is_ok());
         assert!(a.check(Some("alice"), &topic, Action::Lookup).is_err());
         assert!(a.check(None, &topic, Action::Lookup).is_err());
 
-        a.store
-            .grant_namespace("public/default", "alice", acts(&[AuthAction::Produce]))
+        svc.policies
+            .update_namespace("public/default", |p| {
+                p.auth_policies
+                    .namespace_auth
+                    .insert("alice".into(), acts(&["produce"]));
+                p.auth_policies.destination_auth.insert(
+                    "persistent://public/default/orders".into(),
+                    BTreeMap::from([("bob".to_owned(), acts(&["consume"]))]),
+                );
+            })
             .unwrap();
         assert!(a.check(Some("alice"), &topic, Action::Produce).is_ok());
         assert!(a.check(Some("alice"), &topic, Action::Lookup).is_ok());
         assert!(a.check(Some("alice"), &topic, Action::Consume).is_err());
-
-        a.store
-            .grant_topic(&topic, "bob", acts(&[AuthAction::Consume]))
-            .unwrap();
         assert!(a.check(Some("bob"), &topic, Action::Consume).is_ok());
         assert!(a.check(Some("bob"), &other, Action::Consume).is_err());
         // A partition inherits its partitioned topic's grants.
         let part = t("persistent://public/default/orders-partition-3");
         assert!(a.check(Some("bob"), &part, Action::Consume).is_ok());
         assert!(a.check(Some("bob"), &part, Action::Produce).is_err());
-
-        // Grants persist.
-        drop(a);
-        let a = authz(dir.path(), &[]);
-        assert!(a.check(Some("alice"), &topic, Action::Produce).is_ok());
-        assert!(a.check(Some("bob"), &topic, Action::Consume).is_ok());
-        a.store
-            .grant_namespace("public/default", "alice", BTreeSet::new())
-            .unwrap();
-        assert!(a.check(Some("alice"), &topic, Action::Produce).is_err());
-        assert!(a.store.namespace("public/default").is_empty());
+        assert!(a.check_namespace(Some("alice"), "public/default").is_ok());
         assert!(a.check_namespace(Some("bob"), "public/default").is_err());
-        a.store
-            .grant_namespace("public/default", "carol", acts(&[AuthAction::Consume]))
-            .unwrap();
-        assert!(a.check_namespace(Some("carol"), "public/default").is_ok());
-        assert!(a.check_namespace(Some("carol"), "public/other").is_err());
+
+        // Tenant admins may do everything on their tenant, nothing elsewhere.
+        let mine = t("persistent://acme/ns/x");
+        assert!(a.check(Some("acme-admin"), &mine, Action::Produce).is_ok());
+        assert!(a
+            .check(Some("acme-admin"), &topic, Action::Produce)
+            .is_err());
+        let get = axum::http::Method::GET;
+        let put = axum::http::Method::PUT;
+        assert!(a.allows_admin(Some("acme-admin"), &put, "/admin/v2/namespaces/acme/ns2"));
+        assert!(!a.allows_admin(Some("acme-admin"), &put, "/admin/v2/namespaces/public/x"));
+        assert!(!a.allows_admin(Some("acme-admin"), &put, "/admin/v2/tenants/acme"));
+        assert!(a.allows_admin(Some("admin"), &put, "/admin/v2/tenants/acme"));
+        assert!(a.allows_admin(
+            Some("bob"),
+            &get,
+            "/admin/v2/persistent/public/default/orders/stats"
+        ));
+        assert!(!a.allows_admin(
+            Some("bob"),
+            &get,
+            "/admin/v2/persistent/public/default/other/stats"
+        ));
+    }
+
+    #[test]
+    fn legacy_grants_move_into_the_namespace_policies_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, svc) = authz(dir.path(), &[]);
+        let meta = svc.storage.meta();
+        let grants = serde_json::to_vec(&BTreeMap::from([("carol", ["consume"])])).unwrap();
+        meta.put(
+            &metadata_keys::namespace_permissions("public/default"),
+            &grants,
+        )
+        .unwrap();
+        meta.put(
+            &metadata_keys::topic_permissions("persistent://public/default/t"),
+            &grants,
+        )
+        .unwrap();
+        migrate_legacy_grants(&svc).unwrap();
+        assert!(meta
+            .list(metadata_keys::NAMESPACE_PERMISSIONS)
+            .unwrap()
+            .is_empty());
+        assert!(meta
+            .list(metadata_keys::TOPIC_PERMISSIONS)
+            .unwrap()
+            .is_empty());
+        let auth = svc.policies.namespace("public/default").auth_policies;
+        assert_eq!(auth.namespace_auth["carol"], acts(&["consume"]));
+        assert_eq!(
+            auth.destination_auth["persistent://public/default/t"]["carol"],
+            acts(&["consume"])
+        );
+        assert!(a
+            .check(
+                Some("carol"),
+                &t("persistent://public/default/z"),
+                Action::Consume
+            )
+            .is_ok());
     }
 
     #[test]
     fn disabled_allows_everything() {
         let dir = tempfile::tempdir().unwrap();
-        let meta: Arc<dyn MetaStore> =
-            Arc::new(pulsar_rs_ledger::metastore::FileMetaStore::open(dir.path()).unwrap());
-        let a = Authorizer::open(&BrokerConfig::default(), meta).unwrap();
+        let svc = BrokerService::open(BrokerConfig::default(), dir.path()).unwrap();
+        let res = Arc::new(Resources::open(svc.storage.meta()).unwrap());
+        let a = Authorizer::new(&BrokerConfig::default(), svc, res);
         assert!(a
             .check(None, &t("persistent://a/b/c"), Action::Produce)
             .is_ok());
@@ -500,9 +667,17 @@ mod tests {
     }
 
     #[test]
+    fn topic_read_paths() {
+        let segs = |p: &'static str| p.trim_start_matches('/').split('/').collect::<Vec<_>>();
+        assert!(topic_read_path(&segs("/admin/v2/persistent/t/ns/topic/stats")).is_some());
+        assert!(topic_read_path(&segs("/admin/v2/persistent/t/ns/topic/publishRate")).is_none());
+        assert!(topic_read_path(&segs("/admin/v2/namespaces/t/ns/permissions")).is_none());
+    }
+
+    #[test]
     fn action_names_are_pulsars() {
         let a: BTreeSet<AuthAction> = serde_json::from_str(r#"["produce","consume"]"#).unwrap();
-        assert_eq!(a, acts(&[AuthAction::Produce, AuthAction::Consume]));
+        assert!(a.iter().map(|a| a.as_str()).eq(["produce", "consume"]));
         assert!(serde_json::from_str::<BTreeSet<AuthAction>>(r#"["write"]"#).is_err());
     }
 }

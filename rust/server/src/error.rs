@@ -50,6 +50,7 @@ pub fn wire_code(e: &BrokerError) -> Wire {
         BrokerError::SubscriptionNotFound(_) => Wire::SubscriptionNotFound,
         BrokerError::ConsumerBusy(_) => Wire::ConsumerBusy,
         BrokerError::ProducerBusy(_) => Wire::ProducerBusy,
+        BrokerError::ProducerFenced(_) => Wire::ProducerFenced,
         BrokerError::InvalidTopicName { .. } => Wire::InvalidTopicName,
         BrokerError::ConsumerAssign(_) => Wire::ConsumerAssignError,
         BrokerError::ShuttingDown => Wire::ServiceNotReady,

@@ -10,10 +10,17 @@
 
 pub mod admin;
 pub mod auth;
+pub mod auth_basic;
+pub mod auth_refresh;
+pub mod auth_tls;
+pub mod auth_token;
 pub mod authz;
 pub mod connection;
+pub mod console;
 pub mod error;
+pub mod lookup;
 pub mod metrics;
+pub mod resources;
 pub mod tls;
 pub mod writer;
 
@@ -95,10 +102,18 @@ pub struct ServerContext {
     pub service_url: String,
     /// `pulsar+ssl://host:port` given out in LOOKUP answers when TLS is on; immutable.
     pub service_url_tls: Option<String>,
+    /// `http://host:port` of the admin API (REST lookup answers); immutable.
+    pub admin_url: String,
+    /// `https://host:port` of the admin API when TLS is on; immutable.
+    pub admin_url_tls: Option<String>,
+    /// What lookups answer, by listener name (`advertisedListeners`); immutable.
+    pub lookups: lookup::Lookups,
     /// Authentication (`authenticationEnabled`, token provider); immutable.
     pub auth: auth::Authenticator,
     /// Authorization (`authorizationEnabled`, superusers, granted permissions).
     pub authz: authz::Authorizer,
+    /// Clusters and tenants (shared with the authorizer).
+    pub resources: Arc<resources::Resources>,
     /// Connections currently paused for publish backpressure (metric).
     pub throttled_connections: AtomicI64,
     /// Bytes of SENDs accepted and not yet answered, broker-wide (`maxMessagePublishBufferSizeInMB`).
@@ -107,6 +122,8 @@ pub struct ServerContext {
     pub publish_throttle_events: std::sync::atomic::AtomicU64,
     /// Broker-wide publish limit (`brokerPublisherThrottlingMax{Message,Byte}Rate`); immutable.
     pub broker_publish_limiter: Option<pulsar_rs_broker::rate::RateLimiter>,
+    /// Rates and backlog of the last minutes for the web console; filled by its sampler task.
+    pub console_history: console::History,
     /// Producer handle → (its connection's queue, its client-side id), to fence producers.
     producers: Mutex<HashMap<u64, (mpsc::UnboundedSender<writer::Outbound>, u64)>>,
 }
@@ -192,6 +209,7 @@ impl Server {
             .unwrap_or_else(|| bind.clone());
         let service_url = format!("pulsar://{host}:{}", service_addr.port());
         let auth = auth::Authenticator::from_config(&config)?;
+
         let acceptors =
             if config.broker_service_port_tls.is_some() || config.web_service_port_tls.is_some() {
                 Some(tls::acceptors(&config)?)
@@ -237,25 +255,63 @@ impl Server {
                 .broker_publisher_throttling_max_byte_rate
                 .max(0) as f64,
         );
-        let authz = match authz::Authorizer::open(&service.config, service.storage.meta()) {
-            Ok(a) => a,
+        let urls = resources::BrokerUrls {
+            web: format!("http://{host}:{}", admin_addr.port()),
+            web_tls: admin_url_tls.clone(),
+            service: service_url.clone(),
+            service_tls: service_url_tls.clone(),
+        };
+        let svc = Arc::clone(&service);
+        let opened = tokio::task::spawn_blocking(move || {
+            let res = resources::Resources::open(svc.storage.meta())?;
+            resources::bootstrap(&res, &svc, &urls)?;
+            authz::migrate_legacy_grants(&svc)?;
+            Ok::<_, pulsar_rs_broker::BrokerError>(Arc::new(res))
+        })
+        .await
+        .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))?;
+        let resources = match opened {
+            Ok(r) => r,
             Err(e) => {
                 let _ = service.close();
                 return Err(e.into());
             }
         };
+        let authz = authz::Authorizer::new(
+            &service.config,
+            Arc::clone(&service),
+            Arc::clone(&resources),
+        );
         let publish_buffer =
             PublishBuffer::new(service.config.max_message_publish_buffer_size_in_mb);
+        let listeners = service.config.listeners()?;
+        let internal = service
+            .config
+            .internal_listener_name
+            .as_deref()
+            .and_then(|n| listeners.iter().position(|l| l.name == n))
+            .unwrap_or(0);
+        let lookups = lookup::Lookups {
+            service_url: service_url.clone(),
+            service_url_tls: service_url_tls.clone(),
+            listeners,
+            internal,
+        };
         let ctx = Arc::new(ServerContext {
             service,
             service_url,
             service_url_tls,
+            admin_url: format!("http://{host}:{}", admin_addr.port()),
+            admin_url_tls: admin_url_tls.clone(),
+            lookups,
             auth,
             authz,
+            resources,
             throttled_connections: AtomicI64::new(0),
             publish_buffer,
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
             broker_publish_limiter,
+            console_history: console::History::default(),
             producers: Mutex::new(HashMap::new()),
         });
         let (shutdown, rx) = watch::channel(false);
@@ -269,8 +325,9 @@ impl Server {
         if let (Some(l), Some(a)) = (admin_tls_listener, &acceptors) {
             let listener = tls::TlsListener::new(l, a.admin.clone())
                 .map_err(|e| ServerError::io("reading bound address", e))?;
-            tasks.spawn(admin::serve(listener, Arc::clone(&ctx), rx.clone()));
+            tasks.spawn(admin::serve_tls(listener, Arc::clone(&ctx), rx.clone()));
         }
+        tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {

@@ -14,7 +14,7 @@ use pulsar_rs_server::Server;
     about = "Pulsar-compatible broker (standalone)"
 )]
 struct Args {
-    /// TOML file with Pulsar broker.conf keys.
+    /// Pulsar's broker.conf / standalone.conf (Java properties) or TOML with the same keys.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Data directory.
@@ -29,19 +29,29 @@ struct Args {
     /// Admin REST port.
     #[arg(long)]
     admin_port: Option<u16>,
+    /// Log lines as text or as one JSON object per line.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 fn main() -> anyhow_free::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let args = Args::parse();
+    let logs = tracing_subscriber::fmt().with_env_filter(
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+    );
+    match args.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
     let mut cfg = match &args.config {
-        Some(p) => BrokerConfig::from_toml(
-            &std::fs::read_to_string(p).map_err(|e| format!("reading {}: {e}", p.display()))?,
-        )?,
+        Some(p) => BrokerConfig::from_file(p)?,
         None => BrokerConfig::default(),
     };
     if let Some(b) = args.bind {
@@ -52,6 +62,9 @@ fn main() -> anyhow_free::Result<()> {
     }
     if let Some(p) = args.admin_port {
         cfg.web_service_port = p;
+    }
+    if let Some(w) = cfg.unimplemented_warning() {
+        tracing::warn!("{w}");
     }
     let dir = args
         .data_dir

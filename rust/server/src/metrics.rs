@@ -110,7 +110,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     let c = format!("cluster=\"{cluster}\"");
     let cache = svc.storage.cache_stats();
     #[allow(clippy::cast_precision_loss)]
-    let broker: [(&str, &str, f64); 10] = [
+    let broker: [(&str, &str, f64); 12] = [
         (
             "pulsar_ml_cache_used_size",
             "gauge",
@@ -146,6 +146,16 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             "pulsar_publish_rate_limit_times",
             "counter",
             ctx.publish_throttle_events.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "pulsar_ml_corrupt_entries",
+            "gauge",
+            svc.storage.corrupt_entries() as f64,
+        ),
+        (
+            "pulsar_quarantined_topics",
+            "gauge",
+            svc.quarantined_topics().len() as f64,
         ),
         (
             "pulsar_topics_count",

@@ -1,7 +1,8 @@
 //! TLS with rustls (ring provider) for `pulsar+ssl://` (`brokerServicePortTls`) and HTTPS admin
-//! (`webServicePortTls`), from `tlsCertificateFilePath` / `tlsKeyFilePath` (PEM). With
-//! `tlsRequireTrustedClientCertOnConnect`, clients must present a certificate signed by a CA
-//! in `tlsTrustCertsFilePath` (mutual TLS; the certificate does not give a role).
+//! (`webServicePortTls`), from `tlsCertificateFilePath` / `tlsKeyFilePath` (PEM). When
+//! `tlsTrustCertsFilePath` is set, clients may present a certificate signed by one of those CAs
+//! (its CN is the role under `AuthenticationProviderTls`, see [`crate::auth_tls`]); with
+//! `tlsRequireTrustedClientCertOnConnect` they must.
 //!
 //! Handshakes run in their own tasks with a timeout, so a slow or silent peer never holds up
 //! the accept loop.
@@ -73,23 +74,29 @@ pub fn acceptors(c: &BrokerConfig) -> Result<Acceptors, BrokerError> {
     let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| bad("tlsCertificateFilePath", e.to_string()))?;
-    let builder = if c.tls_require_trusted_client_cert_on_connect {
-        let path = c.tls_trust_certs_file_path.as_deref().ok_or_else(|| {
-            bad(
-                "tlsTrustCertsFilePath",
-                "tlsRequireTrustedClientCertOnConnect needs trusted CA certificates",
-            )
-        })?;
+    let builder = if let Some(path) = c.tls_trust_certs_file_path.as_deref() {
         let mut roots = rustls::RootCertStore::empty();
         for cert in certs("tlsTrustCertsFilePath", path)? {
             roots
                 .add(cert)
                 .map_err(|e| bad("tlsTrustCertsFilePath", e.to_string()))?;
         }
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+        // Certificates are requested; required only with tlsRequireTrustedClientCertOnConnect.
+        let verifier = if c.tls_require_trusted_client_cert_on_connect {
+            verifier
+        } else {
+            verifier.allow_unauthenticated()
+        };
+        let verifier = verifier
             .build()
             .map_err(|e| bad("tlsTrustCertsFilePath", e.to_string()))?;
         builder.with_client_cert_verifier(verifier)
+    } else if c.tls_require_trusted_client_cert_on_connect {
+        return Err(bad(
+            "tlsTrustCertsFilePath",
+            "tlsRequireTrustedClientCertOnConnect needs trusted CA certificates",
+        ));
     } else {
         builder.with_no_client_auth()
     };
@@ -127,8 +134,9 @@ pub(crate) async fn accept_loop(
                         };
                         match tls {
                             Ok(Ok(stream)) => {
+                                let cn = crate::auth_tls::peer_common_name(stream.get_ref().1);
                                 let (rd, wr) = tokio::io::split(stream);
-                                crate::connection::serve_io(rd, wr, peer.to_string(), ctx, stop)
+                                crate::connection::serve_io(rd, wr, peer.to_string(), cn, ctx, stop)
                                     .await;
                             }
                             Ok(Err(e)) => tracing::info!(%peer, error = %e, "TLS handshake failed"),

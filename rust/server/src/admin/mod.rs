@@ -1,10 +1,19 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
-//! path parsing). One module per resource: [`topics`], [`policies`], [`subscriptions`]
-//! (permissions live in [`crate::authz`]).
+//! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
+//! [`topics`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
+//! [`crate::authz`]).
 
+// Helpers across the admin tree return the ready 4xx response as their error; the admin path is
+// cold, so the size of `Response` in a `Result` does not matter here.
+#![allow(clippy::result_large_err)]
+
+mod clusters;
+mod lookup;
+pub mod namespaces;
 mod policies;
 mod subscriptions;
+mod tenants;
 mod topics;
 
 use std::sync::Arc;
@@ -56,6 +65,21 @@ pub(crate) async fn no_content(
     }
 }
 
+/// Runs a blocking call on the blocking pool and renders its value with `done`; a broker
+/// error is mapped by [`broker_fail`].
+pub(crate) async fn blocking<T: Send + 'static>(
+    ctx: &Arc<ServerContext>,
+    f: impl FnOnce(&ServerContext) -> Result<T, BrokerError> + Send + 'static,
+    done: impl FnOnce(T) -> Response,
+) -> Response {
+    let c = Arc::clone(ctx);
+    match tokio::task::spawn_blocking(move || f(&c)).await {
+        Ok(Ok(v)) => done(v),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 /// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
 pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
     TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
@@ -102,31 +126,58 @@ pub(crate) fn targets(
         .collect()
 }
 
-/// Serves the admin API until shutdown (plain TCP, or a [`crate::tls::TlsListener`]).
+/// Serves the admin API on plain TCP until shutdown.
 pub async fn serve<L>(listener: L, ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>)
 where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let app = Router::new()
-        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
-        .merge(topics::routes())
-        .route("/metrics", get(crate::metrics::render))
-        .merge(policies::routes())
-        .merge(subscriptions::routes())
-        .merge(crate::authz::routes())
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::clone(&ctx),
-            crate::auth::admin_guard,
-        ))
-        .with_state(ctx);
     let stop = async move {
         let _ = shutdown.changed().await;
     };
+    if let Err(e) = axum::serve(listener, router(ctx))
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::warn!(error = %e, "admin server failed");
+    }
+}
+
+/// Serves the admin API over HTTPS until shutdown; each request knows its client certificate's
+/// CN (`AuthenticationProviderTls`).
+pub async fn serve_tls(
+    listener: crate::tls::TlsListener,
+    ctx: Arc<ServerContext>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let stop = async move {
+        let _ = shutdown.changed().await;
+    };
+    let app = router(ctx).into_make_service_with_connect_info::<crate::auth_tls::ClientCn>();
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await
     {
         tracing::warn!(error = %e, "admin server failed");
     }
+}
+
+fn router(ctx: Arc<ServerContext>) -> Router {
+    Router::new()
+        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+        .merge(clusters::routes())
+        .merge(tenants::routes())
+        .merge(namespaces::routes())
+        .merge(topics::routes())
+        .route("/metrics", get(crate::metrics::render))
+        .merge(policies::routes())
+        .merge(subscriptions::routes())
+        .merge(crate::authz::routes())
+        .merge(lookup::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&ctx),
+            crate::auth::admin_guard,
+        ))
+        .merge(crate::console::routes(&ctx))
+        .with_state(ctx)
 }

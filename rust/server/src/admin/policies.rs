@@ -154,10 +154,15 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
     })
 }
 
-fn valid_namespace(tenant: &str, ns: &str) -> Result<String, Response> {
-    TopicName::parse(&format!("persistent://{tenant}/{ns}/x"))
+/// The namespace of a path, which must exist (404 otherwise, as Pulsar).
+fn valid_namespace(ctx: &ServerContext, tenant: &str, ns: &str) -> Result<String, Response> {
+    let ns = TopicName::parse(&format!("persistent://{tenant}/{ns}/x"))
         .map(|t| t.namespace_name())
-        .map_err(|e| broker_fail(&e))
+        .map_err(|e| broker_fail(&e))?;
+    match super::namespaces::missing(ctx, &ns) {
+        Some(r) => Err(r),
+        None => Ok(ns),
+    }
 }
 
 /// Runs a blocking policy update and re-applies policies to loaded topics.
@@ -172,7 +177,7 @@ async fn get_namespace_policy(
     State(ctx): Ctx,
     Path((tenant, ns, policy)): Path<(String, String, String)>,
 ) -> Response {
-    let (k, ns) = match (kind(&policy), valid_namespace(&tenant, &ns)) {
+    let (k, ns) = match (kind(&policy), valid_namespace(&ctx, &tenant, &ns)) {
         (Ok(k), Ok(ns)) => (k, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
@@ -187,7 +192,7 @@ async fn set_namespace_policy(
 ) -> Response {
     let (f, ns) = match (
         kind(&policy).and_then(|k| change(k, &body, &q)),
-        valid_namespace(&tenant, &ns),
+        valid_namespace(&ctx, &tenant, &ns),
     ) {
         (Ok(f), Ok(ns)) => (f, ns),
         (Err(r), _) | (_, Err(r)) => return r,
@@ -202,7 +207,7 @@ async fn delete_namespace_policy(
 ) -> Response {
     let (f, ns) = match (
         kind(&policy).and_then(|k| removal(k, &q)),
-        valid_namespace(&tenant, &ns),
+        valid_namespace(&ctx, &tenant, &ns),
     ) {
         (Ok(f), Ok(ns)) => (f, ns),
         (Err(r), _) | (_, Err(r)) => return r,

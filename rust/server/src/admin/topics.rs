@@ -42,6 +42,9 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
 }
 
 async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
+        return r;
+    }
     let names: Vec<String> = ctx
         .service
         .topics_of_namespace(&format!("{tenant}/{ns}"))
@@ -64,12 +67,15 @@ async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, Str
 async fn get_partitions(
     State(ctx): Ctx,
     Path((tenant, ns, topic)): Path<(String, String, String)>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Response {
     let name = match topic_name(&tenant, &ns, &topic) {
         Ok(n) => n,
         Err(r) => return *r,
     };
-    match ctx.service.partitions(&name, false) {
+    // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
+    let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
+    match ctx.service.partitions(&name, auto_create) {
         Ok(n) => Json(json!({ "partitions": n })).into_response(),
         Err(e) => broker_fail(&e),
     }
@@ -84,6 +90,9 @@ async fn create_partitions(
         Ok(n) => n,
         Err(r) => return *r,
     };
+    if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
+        return r;
+    }
     let Ok(n) = body.trim().parse::<u32>() else {
         return fail(
             StatusCode::BAD_REQUEST,
@@ -112,6 +121,9 @@ async fn create_topic(
         Ok(n) => n,
         Err(r) => return *r,
     };
+    if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
+        return r;
+    }
     if ctx.service.loaded_topic(&name).is_some()
         || ctx
             .service
@@ -260,6 +272,7 @@ async fn internal_stats(
         "state": "LedgerOpened",
         "ledgers": ledgers,
         "cursors": cursors,
+        "corruptEntries": t.ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),
     }))
     .into_response()
 }

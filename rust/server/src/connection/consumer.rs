@@ -111,6 +111,9 @@ impl Connection {
             ));
             return;
         }
+        if self.refuse_missing_namespace(c.request_id, &c.topic) {
+            return;
+        }
         let result = (|| -> Result<ConsumerSlot, BrokerError> {
             let name = TopicName::parse(&c.topic)?;
             let sub_type = SubType::from_wire(c.sub_type).ok_or_else(|| {

@@ -19,6 +19,15 @@ impl Connection {
             ));
             return;
         }
+        if let Some(ns) = self.missing_namespace(&c.topic) {
+            // Pulsar: the namespace's policies are missing → 404 → TopicNotFound.
+            self.send(&commands::partitioned_metadata_failed(
+                c.request_id,
+                Wire::TopicNotFound,
+                format!("Tenant or namespace or topic does not exist: {ns}"),
+            ));
+            return;
+        }
         let reply = match TopicName::parse(&c.topic).and_then(|t| {
             self.service
                 .partitions(&t, c.metadata_auto_creation_enabled())
@@ -37,9 +46,27 @@ impl Connection {
             self.send(&commands::lookup_failed(c.request_id, code, msg));
             return;
         }
-        let tls_url = self.ctx.service_url_tls.as_deref();
+        if self.missing_namespace(&c.topic).is_some() {
+            // Pulsar's lookup answers a failed namespace validation with MetadataError.
+            let code = Wire::MetadataError;
+            self.send(&commands::lookup_failed(
+                c.request_id,
+                code,
+                "Namespace not found",
+            ));
+            return;
+        }
         let reply = match TopicName::parse(&c.topic) {
-            Ok(_) => commands::lookup_connect(c.request_id, &self.ctx.service_url, tls_url),
+            // The answer for the client's listener (`advertisedListeners`); an unknown one is
+            // refused with ServiceNotReady, as Pulsar does.
+            Ok(_) => match self.ctx.lookups.urls(c.advertised_listener_name.as_deref()) {
+                Ok(u) => commands::lookup_connect(
+                    c.request_id,
+                    &u.broker_url,
+                    u.broker_url_tls.as_deref(),
+                ),
+                Err(msg) => commands::lookup_failed(c.request_id, Wire::ServiceNotReady, msg),
+            },
             Err(e) => commands::lookup_failed(c.request_id, wire_code(&e), e.to_string()),
         };
         self.send(&reply);

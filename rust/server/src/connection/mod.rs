@@ -67,6 +67,10 @@ struct Connection {
     /// The authenticated role (`None`: authentication off and no anonymous role), or why
     /// CONNECT failed authentication: then the first request is refused (see `auth`).
     role: Result<Option<String>, String>,
+    /// Credentials and their refresh (AUTH_CHALLENGE), see `auth_refresh`.
+    auth: crate::auth_refresh::AuthState,
+    /// Protocol version agreed at CONNECT.
+    protocol_version: i32,
 }
 
 /// Serves one accepted socket until it closes or the broker shuts down.
@@ -81,7 +85,7 @@ pub async fn serve(
         .unwrap_or_default();
     let _ = socket.set_nodelay(true);
     let (rd, wr) = socket.into_split();
-    serve_io(rd, wr, peer, ctx, shutdown).await;
+    serve_io(rd, wr, peer, None, ctx, shutdown).await;
 }
 
 /// Serves one connection given as its read and write halves (plain TCP or TLS).
@@ -89,6 +93,7 @@ pub async fn serve_io<R, W>(
     mut rd: R,
     wr: W,
     peer: String,
+    peer_cn: Option<String>,
     ctx: Arc<ServerContext>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) where
@@ -115,6 +120,8 @@ pub async fn serve_io<R, W>(
         last_seen: Instant::now(),
         ping_outstanding: false,
         role: Ok(None),
+        auth: crate::auth_refresh::AuthState::new(peer_cn),
+        protocol_version: 0,
     };
     let max_frame =
         conn.service.config.max_message_size as usize + pulsar_rs_proto::MESSAGE_SIZE_FRAME_PADDING;
@@ -125,6 +132,9 @@ pub async fn serve_io<R, W>(
     let keepalive = Duration::from_secs(conn.service.config.keep_alive_interval_seconds.max(1));
     let mut ticker = tokio::time::interval(keepalive);
     ticker.tick().await;
+    let auth_on = conn.ctx.auth.enabled;
+    let mut refresh = tokio::time::interval(conn.ctx.auth.refresh_check);
+    refresh.tick().await;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     'outer: loop {
         // Backpressure on the broker-wide publish buffer (`maxMessagePublishBufferSizeInMB`).
@@ -172,6 +182,13 @@ pub async fn serve_io<R, W>(
                 if conn.connected {
                     conn.ping_outstanding = true;
                     conn.send(&commands::ping());
+                }
+                continue;
+            }
+            _ = refresh.tick(), if auth_on => {
+                if let Err(reason) = conn.refresh_check() {
+                    tracing::info!(peer = %conn.peer, %reason, "closing connection: credentials");
+                    break;
                 }
                 continue;
             }
@@ -259,6 +276,12 @@ impl Connection {
                 Ok(())
             }
             Type::Pong => Ok(()),
+            Type::AuthResponse => {
+                let r = body!(auth_response);
+                self.auth
+                    .respond(&self.ctx.auth, &r)
+                    .map_err(ServerError::Authentication)
+            }
             Type::PartitionedMetadata => {
                 self.partitioned_metadata(&*body!(partition_metadata));
                 Ok(())
@@ -328,6 +351,29 @@ impl Connection {
                 "unsupported command {other:?}"
             ))),
         }
+    }
+
+    /// `Some(namespace)` when `topic` parses and its namespace does not exist: Pulsar refuses
+    /// such topics (the name's own errors are left to the command).
+    fn missing_namespace(&self, topic: &str) -> Option<String> {
+        let ns = pulsar_rs_broker::TopicName::parse(topic)
+            .ok()?
+            .namespace_name();
+        (!self.service.policies.namespace_exists(&ns)).then_some(ns)
+    }
+
+    /// Refuses a PRODUCER or SUBSCRIBE in a namespace that does not exist (TopicNotFound, as
+    /// Pulsar); `true` when refused.
+    fn refuse_missing_namespace(&self, request_id: u64, topic: &str) -> bool {
+        let Some(ns) = self.missing_namespace(topic) else {
+            return false;
+        };
+        self.send(&commands::error(
+            request_id,
+            pulsar_rs_proto::ServerError::TopicNotFound,
+            format!("Namespace {ns} does not exist"),
+        ));
+        true
     }
 
     /// Authorization of `action` on `topic` for this connection's role.

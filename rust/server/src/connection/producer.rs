@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use pulsar_rs_broker::{AccessMode, BrokerError, ProducerInfo, QuotaVerdict, Topic, TopicName};
+use pulsar_rs_broker::{
+    AccessMode, Admission, BrokerError, ProducerInfo, QuotaVerdict, Topic, TopicName,
+};
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, BaseCommand, PayloadFrame, ServerError as Wire};
 use tokio::sync::{mpsc, oneshot};
@@ -88,7 +90,11 @@ impl Connection {
             ));
             return;
         }
-        let result = (|| -> Result<(Arc<Topic>, String, u64, Option<Bytes>), BrokerError> {
+        if self.refuse_missing_namespace(c.request_id, &c.topic) {
+            return;
+        }
+        type Created = (Arc<Topic>, String, u64, Option<Bytes>, Admission);
+        let result = (|| -> Result<Created, BrokerError> {
             let name = TopicName::parse(&c.topic)?;
             if name.partition_index().is_none() && self.service.partitions(&name, false)? > 0 {
                 return Err(BrokerError::NotAllowed(format!(
@@ -113,16 +119,18 @@ impl Connection {
                 .producer_name
                 .clone()
                 .unwrap_or_else(|| format!("{}-{}", self.service.config.cluster_name, handle));
-            topic.add_producer(ProducerInfo {
+            let mode = AccessMode::from_wire(c.producer_access_mode);
+            let info = ProducerInfo {
                 handle,
                 name: pname.clone(),
-                access_mode: AccessMode::from_wire(c.producer_access_mode),
+                access_mode: mode,
                 address: self.peer.clone(),
-            })?;
-            Ok((topic, pname, handle, schema_version))
+            };
+            let admission = topic.add_producer(info, c.topic_epoch)?;
+            Ok((topic, pname, handle, schema_version, admission))
         })();
         match result {
-            Ok((topic, name, handle, schema_version)) => {
+            Ok((topic, name, handle, schema_version, admission)) => {
                 for fenced in topic.take_fenced() {
                     self.ctx.fence_producer(fenced);
                 }
@@ -146,12 +154,45 @@ impl Connection {
                         queued,
                     },
                 );
-                self.send(&commands::producer_success(
-                    c.request_id,
-                    name,
-                    -1,
-                    schema_version,
-                ));
+                let exclusive = AccessMode::from_wire(c.producer_access_mode) != AccessMode::Shared;
+                match admission {
+                    Admission::Ready(epoch) => self.send(&commands::producer_success_epoch(
+                        c.request_id,
+                        name,
+                        schema_version,
+                        exclusive.then_some(epoch),
+                        true,
+                    )),
+                    Admission::Queued(promoted) => {
+                        // As Pulsar: "queued" now, the real answer when the topic is ours.
+                        self.send(&commands::producer_success_epoch(
+                            c.request_id,
+                            name.clone(),
+                            schema_version.clone(),
+                            None,
+                            false,
+                        ));
+                        let (tx, ctx, rid) = (self.tx.clone(), Arc::clone(&self.ctx), c.request_id);
+                        tokio::spawn(async move {
+                            let reply = match promoted.await {
+                                Ok(Ok(epoch)) => commands::producer_success_epoch(
+                                    rid,
+                                    name,
+                                    schema_version,
+                                    Some(epoch),
+                                    true,
+                                ),
+                                Ok(Err(e)) => {
+                                    ctx.unregister_producer(handle);
+                                    commands::error(rid, wire_code(&e), e.to_string())
+                                }
+                                // The topic dropped the queue (connection gone, topic closed).
+                                Err(_) => return,
+                            };
+                            let _ = tx.send(frame(&reply));
+                        });
+                    }
+                }
             }
             Err(e) => self.error(c.request_id, &e),
         }

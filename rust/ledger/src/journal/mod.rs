@@ -5,77 +5,40 @@
 //! files (`<data>/journal/<id>.log`), so one `fdatasync` makes a whole round of appends durable no
 //! matter how many topics wrote in it. Appenders only copy their record into an in-memory buffer
 //! under a short lock; a dedicated flusher thread takes the whole buffer, writes it with one
-//! `pwrite`, syncs once, then runs the completions of that round in append order.
-//!
-//! Record layout (little endian), one per entry:
-//!
-//! ```text
-//! +--------+--------+-----------+----------+-----------+----------------+
-//! | len u32| crc u32| ledger i64| entry i64| time u64  | payload (len)  |
-//! +--------+--------+-----------+----------+-----------+----------------+
-//!            crc32c covers ledger..payload (everything after the crc field)
-//! ```
-//!
-//! Recovery scans the segments: a record that runs past the end of the file, or a bad record
-//! followed by nothing valid, is a torn tail and is truncated (with a log line); a bad record
-//! followed by a valid one is corruption in the middle and is remembered, so reading it fails
-//! with [`LedgerError::CorruptEntry`] naming the ledger and offset.
+//! `pwrite`, syncs once (and syncs the directory when a segment was created since the last
+//! round), then runs the completions of that round in append order. The record format is in
+//! [`record`]; what recovery does with damaged records is in [`recovery`].
 //!
 //! A failed write (for example a full disk) fails every record not yet durable, truncates the
-//! segment back to its last good length and moves to a new segment, so nothing is ever written
-//! after a hole.
+//! segment back to its last good length, makes that truncation durable (so the failed records
+//! can never surface after a crash as entries nobody acknowledged) and moves to a new segment.
+//! If even the truncation cannot be made durable the journal refuses further appends.
+//!
+//! Opened read-only (export, inspection), the journal scans but never truncates, creates no
+//! segment, starts no flusher and refuses appends.
+
+pub mod record;
+mod recovery;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use parking_lot::{Condvar, Mutex};
 
+use crate::vfs::{ensure_dir, VFile, Vfs};
 use crate::{LedgerError, Result};
 
-/// Bytes of a record header.
-pub const RECORD_HEADER: usize = 32;
+use record::corrupt;
+pub use record::{Loc, Record, CORRUPT_LEN, RECORD_HEADER};
 
 /// Unwritten bytes above which non-durable appends wait for the write (memory bound).
 pub const MAX_UNWRITTEN_BYTES: usize = 64 << 20;
 
-/// `Loc::len` value marking an entry known to be corrupt.
-pub const CORRUPT_LEN: u32 = u32::MAX;
-
-/// Where one entry's record lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Loc {
-    /// Journal segment id.
-    pub segment: u32,
-    /// Payload length, or [`CORRUPT_LEN`].
-    pub len: u32,
-    /// Byte offset of the record header in the segment.
-    pub offset: u64,
-}
-
-impl Loc {
-    /// Offset just past this record.
-    #[must_use]
-    pub fn end(&self) -> u64 {
-        self.offset + RECORD_HEADER as u64 + u64::from(self.len)
-    }
-}
-
 /// Called once per durable append, on the flusher thread, in append order.
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
-
-/// One entry read back from the journal.
-#[derive(Clone, Debug)]
-pub struct Record {
-    /// The time the appender stamped on it (ms since epoch).
-    pub timestamp: u64,
-    /// The entry bytes.
-    pub payload: Bytes,
-}
 
 /// What recovery found for one ledger: entry id → location, in scan order.
 pub type RecoveredLedgers = HashMap<i64, Vec<(i64, Loc)>>;
@@ -86,12 +49,12 @@ struct Pending {
     segment: u32,
     offset: u64,
     data: Bytes,
-    file: Arc<File>,
+    file: Arc<dyn VFile>,
 }
 
 struct State {
     /// Open segment files by id; the flusher and readers clone the `Arc` and do I/O unlocked.
-    segments: BTreeMap<u32, Arc<File>>,
+    segments: BTreeMap<u32, Arc<dyn VFile>>,
     /// Ledgers with records in each segment, for garbage collection.
     segment_ledgers: BTreeMap<u32, HashSet<i64>>,
     /// Ledgers deleted since start; their segments may be removed once nothing else lives there.
@@ -110,14 +73,25 @@ struct State {
     inflight: Vec<Pending>,
     /// Completions of everything in `sealed` and `buf`, in append order.
     completions: Vec<Completion>,
+    /// A segment was created since the last directory sync: the next round syncs the directory
+    /// before completing anything (an `fdatasync` of the file does not make its name durable).
+    dir_dirty: bool,
+    /// Set when a failed write could not even be cut back durably: appends are refused.
+    poisoned: Option<String>,
     /// Set by `close`; the flusher drains and exits.
     closed: bool,
 }
 
 /// The shared append log. See the module docs.
 pub struct Journal {
+    /// The file system; immutable.
+    fs: Arc<dyn Vfs>,
     /// Directory of segment files; immutable.
     dir: PathBuf,
+    /// Opened read-only: no appends, no truncation, no removal; immutable.
+    read_only: bool,
+    /// Damaged regions found by recovery in the middle of segments; immutable.
+    damaged_regions: usize,
     /// `journalSyncData`: run `fdatasync` before completing a round; immutable.
     sync: bool,
     /// Segment size limit; immutable.
@@ -139,58 +113,19 @@ fn segment_path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("{id:010}.log"))
 }
 
-fn open_segment(dir: &Path, id: u32) -> Result<Arc<File>> {
+fn open_segment(fs: &dyn Vfs, dir: &Path, id: u32, create: bool) -> Result<Arc<dyn VFile>> {
     let path = segment_path(dir, id);
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| LedgerError::io(format!("opening journal segment {}", path.display()), e))?;
-    Ok(Arc::new(f))
+    fs.open(&path, create)
+        .map_err(|e| LedgerError::io(format!("opening journal segment {}", path.display()), e))
 }
 
-fn encode_header(
-    out: &mut BytesMut,
-    ledger_id: i64,
-    entry_id: i64,
-    timestamp: u64,
-    payload: &[u8],
-) {
-    let mut head = [0u8; RECORD_HEADER];
-    head[8..16].copy_from_slice(&ledger_id.to_le_bytes());
-    head[16..24].copy_from_slice(&entry_id.to_le_bytes());
-    head[24..32].copy_from_slice(&timestamp.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[8..]), payload);
-    // Payload sizes are bounded by the broker's max message size, far below 4 GiB.
-    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX - 1);
-    head[0..4].copy_from_slice(&len.to_le_bytes());
-    head[4..8].copy_from_slice(&crc.to_le_bytes());
-    out.put_slice(&head);
-    out.put_slice(payload);
-}
-
-/// Parses and verifies one record at the start of `buf`; returns (ledger, entry, time, len).
-fn check_record(buf: &[u8]) -> Option<(i64, i64, u64, u32)> {
-    if buf.len() < RECORD_HEADER {
-        return None;
-    }
-    let mut h = &buf[..RECORD_HEADER];
-    let len = h.get_u32_le();
-    let crc = h.get_u32_le();
-    let ledger = h.get_i64_le();
-    let entry = h.get_i64_le();
-    let time = h.get_u64_le();
-    let end = RECORD_HEADER.checked_add(len as usize)?;
-    if len == CORRUPT_LEN || buf.len() < end || crc32c::crc32c(&buf[8..end]) != crc {
-        return None;
-    }
-    Some((ledger, entry, time, len))
+fn sync_dir(fs: &dyn Vfs, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
+        .map_err(|e| LedgerError::io(format!("syncing directory {}", dir.display()), e))
 }
 
 impl Journal {
-    /// Opens the journal in `dir`, recovering what the segments hold.
+    /// Opens the journal in `dir` on the real file system, recovering what the segments hold.
     ///
     /// # Errors
     /// I/O failures. Corruption is not an error here: it is reported per entry on read.
@@ -199,36 +134,99 @@ impl Journal {
         sync: bool,
         max_segment: u64,
     ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
+        Self::open_with(Arc::new(crate::vfs::RealFs), dir, sync, max_segment, false)
+    }
+
+    /// Opens the journal on a given file system; `read_only` changes nothing on disk.
+    ///
+    /// # Errors
+    /// As [`Journal::open`].
+    pub fn open_with(
+        fs: Arc<dyn Vfs>,
+        dir: impl AsRef<Path>,
+        sync: bool,
+        max_segment: u64,
+        read_only: bool,
+    ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
         let dir = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&dir)
-            .map_err(|e| LedgerError::io(format!("creating {}", dir.display()), e))?;
-        let mut ids: Vec<u32> = fs::read_dir(&dir)
-            .map_err(|e| LedgerError::io(format!("listing {}", dir.display()), e))?
-            .filter_map(|e| {
-                e.ok()?
-                    .file_name()
-                    .to_str()?
-                    .strip_suffix(".log")?
-                    .parse()
-                    .ok()
-            })
+        if !read_only {
+            ensure_dir(fs.as_ref(), &dir)
+                .map_err(|e| LedgerError::io(format!("creating {}", dir.display()), e))?;
+        }
+        let names = match fs.list(&dir) {
+            Ok(n) => n,
+            Err(e) if read_only && e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(LedgerError::io(format!("listing {}", dir.display()), e)),
+        };
+        let mut ids: Vec<u32> = names
+            .iter()
+            .filter_map(|n| n.strip_suffix(".log")?.parse().ok())
             .collect();
         ids.sort_unstable();
         let mut recovered = RecoveredLedgers::new();
         let mut segments = BTreeMap::new();
         let mut segment_ledgers = BTreeMap::new();
-        for &id in &ids {
-            let file = open_segment(&dir, id)?;
-            let ledgers = recover_segment(&dir, id, &file, &mut recovered)?;
+        let mut damaged_regions = 0;
+        for (i, &id) in ids.iter().enumerate() {
+            let path = segment_path(&dir, id);
+            let file = if read_only {
+                fs.open_read(&path)
+                    .map_err(|e| LedgerError::io(format!("opening {}", path.display()), e))?
+            } else {
+                open_segment(fs.as_ref(), &dir, id, false)?
+            };
+            let data = fs
+                .read(&path)
+                .map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
+            let scan = recovery::scan_segment(&path, id, &data, &mut recovered);
+            damaged_regions += scan.damaged.len();
+            let torn = data.len() as u64 - scan.valid_len;
+            if torn > 0 {
+                let last = i + 1 == ids.len();
+                if last && !read_only {
+                    tracing::warn!(
+                        segment = id,
+                        offset = scan.valid_len,
+                        dropped = torn,
+                        "truncating torn journal tail"
+                    );
+                    file.set_len(scan.valid_len)
+                        .and_then(|()| file.sync_data())
+                        .map_err(|e| {
+                            LedgerError::io(format!("truncating {}", path.display()), e)
+                        })?;
+                } else if last {
+                    tracing::warn!(
+                        segment = id,
+                        offset = scan.valid_len,
+                        ignored = torn,
+                        "ignoring torn journal tail (read-only)"
+                    );
+                } else {
+                    damaged_regions += 1;
+                    tracing::error!(
+                        segment = id,
+                        offset = scan.valid_len,
+                        damaged_bytes = torn,
+                        "damaged bytes at the end of an older journal segment; kept as they are"
+                    );
+                }
+            }
             segments.insert(id, file);
-            segment_ledgers.insert(id, ledgers);
+            segment_ledgers.insert(id, scan.ledgers);
         }
         // Appends always go to a fresh segment: recovered segments stay read-only.
         let active = ids.last().map_or(0, |l| l + 1);
-        segments.insert(active, open_segment(&dir, active)?);
-        segment_ledgers.insert(active, HashSet::new());
+        if !read_only {
+            segments.insert(active, open_segment(fs.as_ref(), &dir, active, true)?);
+            segment_ledgers.insert(active, HashSet::new());
+            sync_dir(fs.as_ref(), &dir)?;
+        }
         let journal = Arc::new(Journal {
+            fs,
             dir,
+            read_only,
+            damaged_regions,
             sync,
             max_segment,
             state: Mutex::new(State {
@@ -237,11 +235,13 @@ impl Journal {
                 deleted_ledgers: HashSet::new(),
                 active,
                 active_len: 0,
-                buf: BytesMut::with_capacity(1 << 20),
+                buf: BytesMut::with_capacity(if read_only { 0 } else { 1 << 20 }),
                 buf_offset: 0,
                 sealed: Vec::new(),
                 inflight: Vec::new(),
                 completions: Vec::new(),
+                dir_dirty: false,
+                poisoned: None,
                 closed: false,
             }),
             wake: Condvar::new(),
@@ -249,13 +249,21 @@ impl Journal {
             rounds: std::sync::atomic::AtomicU64::new(0),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
         });
-        let j = Arc::clone(&journal);
-        let handle = std::thread::Builder::new()
-            .name("journal-flusher".into())
-            .spawn(move || j.flush_loop())
-            .map_err(|e| LedgerError::io("starting the journal flusher thread", e))?;
-        *journal.flusher.lock() = Some(handle);
+        if !read_only {
+            let j = Arc::clone(&journal);
+            let handle = std::thread::Builder::new()
+                .name("journal-flusher".into())
+                .spawn(move || j.flush_loop())
+                .map_err(|e| LedgerError::io("starting the journal flusher thread", e))?;
+            *journal.flusher.lock() = Some(handle);
+        }
         Ok((journal, recovered))
+    }
+
+    /// Damaged regions recovery found in the middle of segments (records after them were kept).
+    #[must_use]
+    pub fn damaged_regions(&self) -> usize {
+        self.damaged_regions
     }
 
     /// Whether more than [`MAX_UNWRITTEN_BYTES`] wait to be written: non-durable appenders then
@@ -295,6 +303,19 @@ impl Journal {
                 what: "journal".into(),
             });
         }
+        if self.read_only {
+            return Err(LedgerError::ReadOnly {
+                what: "the journal".into(),
+            });
+        }
+        if let Some(why) = &st.poisoned {
+            return Err(LedgerError::io(
+                "appending to the journal",
+                std::io::Error::other(format!(
+                    "the journal refuses appends after an unrecoverable write failure ({why}); restart the broker"
+                )),
+            ));
+        }
         if st.active_len > 0 && st.active_len + record_len > self.max_segment {
             self.rotate(&mut st)?;
         }
@@ -303,7 +324,7 @@ impl Journal {
             offset: st.active_len,
             len: u32::try_from(payload.len()).unwrap_or(CORRUPT_LEN - 1),
         };
-        encode_header(&mut st.buf, ledger_id, entry_id, timestamp, payload);
+        record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
         st.active_len += record_len;
         let active = st.active;
         if let Some(set) = st.segment_ledgers.get_mut(&active) {
@@ -331,7 +352,8 @@ impl Journal {
     /// Seals the active segment's buffer and opens the next segment. Caller holds the lock.
     fn rotate(&self, st: &mut State) -> Result<()> {
         let next = st.active + 1;
-        let file = open_segment(&self.dir, next)?;
+        let file = open_segment(self.fs.as_ref(), &self.dir, next, true)?;
+        st.dir_dirty = true;
         if !st.buf.is_empty() {
             let data = st.buf.split().freeze();
             let old = Arc::clone(&st.segments[&st.active]);
@@ -352,7 +374,7 @@ impl Journal {
 
     fn flush_loop(&self) {
         loop {
-            let (batch, completions) = {
+            let (batch, completions, dir_dirty) = {
                 let mut st = self.state.lock();
                 while st.buf.is_empty() && st.sealed.is_empty() && !st.closed {
                     self.wake.wait(&mut st);
@@ -373,15 +395,27 @@ impl Journal {
                     st.buf_offset = st.active_len;
                 }
                 st.inflight.clone_from(&batch);
-                (batch, std::mem::take(&mut st.completions))
+                let dir_dirty = std::mem::take(&mut st.dir_dirty);
+                (batch, std::mem::take(&mut st.completions), dir_dirty)
             };
             // The I/O runs without the lock so appenders keep filling the next round.
-            let result = self.write_batch(&batch);
+            let result = self.write_batch(&batch, dir_dirty);
+            let cut_back = if result.is_err() {
+                // Unlocked too: cut the damaged segments back durably before anything else.
+                self.cut_back(&batch)
+            } else {
+                Ok(())
+            };
             let failed_later = {
                 let mut st = self.state.lock();
                 st.inflight.clear();
                 if let Err(e) = &result {
+                    st.dir_dirty |= dir_dirty;
                     tracing::error!(error = %e, "journal write failed; failing pending appends and rotating");
+                    if let Err(cut) = &cut_back {
+                        tracing::error!(error = %cut, "could not cut the journal back after a failed write; refusing appends");
+                        st.poisoned = Some(cut.to_string());
+                    }
                     self.recover_from_failure(&mut st, &batch);
                     // Records buffered meanwhile were dropped with the failed round: fail them too.
                     std::mem::take(&mut st.completions)
@@ -407,7 +441,7 @@ impl Journal {
         self.rounds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn write_batch(&self, batch: &[Pending]) -> Result<()> {
+    fn write_batch(&self, batch: &[Pending], dir_dirty: bool) -> Result<()> {
         // Relaxed: a statistic.
         self.rounds
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -425,25 +459,48 @@ impl Journal {
                     })?;
                 }
             }
+            if dir_dirty {
+                // A new segment's name is durable only once the directory is synced.
+                sync_dir(self.fs.as_ref(), &self.dir)?;
+            }
         }
         Ok(())
     }
 
-    /// After a failed write: drop buffered records, cut the damaged segment back to its last good
-    /// length and continue in a fresh segment.
+    /// After a failed write: truncates every segment the round touched back to where the round
+    /// started and makes that durable, so the failed records cannot reappear after a crash.
+    fn cut_back(&self, batch: &[Pending]) -> Result<()> {
+        let mut start: BTreeMap<u32, (u64, Arc<dyn VFile>)> = BTreeMap::new();
+        for p in batch {
+            let e = start
+                .entry(p.segment)
+                .or_insert_with(|| (p.offset, Arc::clone(&p.file)));
+            e.0 = e.0.min(p.offset);
+        }
+        for (segment, (len, file)) in start {
+            file.set_len(len)
+                .and_then(|()| file.sync_data())
+                .map_err(|e| {
+                    LedgerError::io(
+                        format!("cutting journal segment {segment} back to {len}"),
+                        e,
+                    )
+                })?;
+        }
+        Ok(())
+    }
+
+    /// After a failed write: drop buffered records and continue in a fresh segment.
     fn recover_from_failure(&self, st: &mut State, batch: &[Pending]) {
         st.buf.clear();
         st.sealed.clear();
-        for p in batch {
-            // Best effort: recovery would treat the garbage as a torn tail anyway.
-            let _ = p.file.set_len(p.offset);
-        }
         let next = st.active + 1;
-        match open_segment(&self.dir, next) {
+        match open_segment(self.fs.as_ref(), &self.dir, next, true) {
             Ok(file) => {
                 st.segments.insert(next, file);
                 st.segment_ledgers.insert(next, HashSet::new());
                 st.active = next;
+                st.dir_dirty = true;
             }
             Err(e) => {
                 // Stay on the old segment at its truncated length; later writes retry from there.
@@ -469,11 +526,12 @@ impl Journal {
         let mut i = 0;
         while i < locs.len() {
             let start = locs[i];
-            if start.len == CORRUPT_LEN {
+            if start.is_corrupt() {
                 return Err(corrupt(
                     ledger_id,
+                    first_entry + i as i64,
                     start,
-                    "recovery found this entry damaged",
+                    "recovery found this entry damaged or missing",
                 ));
             }
             let mut j = i + 1;
@@ -481,7 +539,7 @@ impl Journal {
                 && locs[j].segment == start.segment
                 && locs[j].offset == locs[j - 1].end()
             {
-                if locs[j].len == CORRUPT_LEN {
+                if locs[j].is_corrupt() {
                     break;
                 }
                 j += 1;
@@ -489,16 +547,17 @@ impl Journal {
             let span_end = locs[j - 1].end();
             let data = self.read_span(start.segment, start.offset, span_end)?;
             for (k, loc) in locs[i..j].iter().enumerate() {
+                let want = first_entry + (i + k) as i64;
                 let rel = usize::try_from(loc.offset - start.offset).unwrap_or(usize::MAX);
                 let rec = data
                     .get(rel..)
-                    .ok_or_else(|| corrupt(ledger_id, *loc, "short read"))?;
-                let (l, e, time, len) = check_record(rec)
-                    .ok_or_else(|| corrupt(ledger_id, *loc, "checksum mismatch"))?;
-                let want = first_entry + (i + k) as i64;
+                    .ok_or_else(|| corrupt(ledger_id, want, *loc, "short read"))?;
+                let (l, e, time, len) = record::check(rec)
+                    .ok_or_else(|| corrupt(ledger_id, want, *loc, "checksum mismatch"))?;
                 if l != ledger_id || e != want || len != loc.len {
                     return Err(corrupt(
                         ledger_id,
+                        want,
                         *loc,
                         &format!("record names {l}:{e}, expected {ledger_id}:{want}"),
                     ));
@@ -516,6 +575,9 @@ impl Journal {
 
     /// Bytes `[from, to)` of a segment, from memory when not yet written, else from the file.
     fn read_span(&self, segment: u32, from: u64, to: u64) -> Result<Bytes> {
+        if from == to {
+            return Ok(Bytes::new());
+        }
         let file = {
             let st = self.state.lock();
             let in_mem = |p_seg: u32, p_off: u64, data: &[u8]| -> Option<Bytes> {
@@ -553,6 +615,7 @@ impl Journal {
                     .get(&segment)
                     .ok_or_else(|| LedgerError::CorruptEntry {
                         ledger_id: -1,
+                        entry_id: -1,
                         segment,
                         offset: from,
                         reason: "journal segment is missing".into(),
@@ -583,39 +646,55 @@ impl Journal {
         Ok(self.read(ledger_id, entry_id, &[loc])?[0].timestamp)
     }
 
-    /// Forgets a deleted ledger and removes segment files that no longer hold live records.
+    /// Forgets a deleted ledger and removes segment files that no longer hold live records
+    /// (then syncs the directory once). Read-only journals only forget.
     pub fn release_ledger(&self, ledger_id: i64) {
-        let mut st = self.state.lock();
-        st.deleted_ledgers.insert(ledger_id);
-        let active = st.active;
-        let busy: HashSet<u32> = st
-            .inflight
-            .iter()
-            .chain(st.sealed.iter())
-            .map(|p| p.segment)
-            .collect();
-        let dead: Vec<u32> = st
-            .segment_ledgers
-            .iter()
-            .filter(|(id, ledgers)| {
-                **id != active
-                    && !busy.contains(id)
-                    && ledgers.iter().all(|l| st.deleted_ledgers.contains(l))
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in dead {
-            st.segment_ledgers.remove(&id);
-            st.segments.remove(&id);
-            let path = segment_path(&self.dir, id);
-            match fs::remove_file(&path) {
+        let dead: Vec<u32> = {
+            let mut st = self.state.lock();
+            st.deleted_ledgers.insert(ledger_id);
+            if self.read_only {
+                return;
+            }
+            let active = st.active;
+            let busy: HashSet<u32> = st
+                .inflight
+                .iter()
+                .chain(st.sealed.iter())
+                .map(|p| p.segment)
+                .collect();
+            let dead: Vec<u32> = st
+                .segment_ledgers
+                .iter()
+                .filter(|(id, ledgers)| {
+                    **id != active
+                        && !busy.contains(id)
+                        && ledgers.iter().all(|l| st.deleted_ledgers.contains(l))
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in &dead {
+                st.segment_ledgers.remove(id);
+                st.segments.remove(id);
+            }
+            dead
+        };
+        if dead.is_empty() {
+            return;
+        }
+        // The removals run unlocked: no appender waits on file system metadata work.
+        for id in &dead {
+            let path = segment_path(&self.dir, *id);
+            match self.fs.remove_file(&path) {
                 Ok(()) => {
-                    tracing::debug!(segment = id, "removed journal segment with no live ledgers")
+                    tracing::debug!(segment = id, "removed journal segment with no live ledgers");
                 }
                 Err(e) => {
-                    tracing::warn!(segment = id, error = %e, "could not remove journal segment")
+                    tracing::warn!(segment = id, error = %e, "could not remove journal segment");
                 }
             }
+        }
+        if let Err(e) = sync_dir(self.fs.as_ref(), &self.dir) {
+            tracing::warn!(error = %e, "could not sync the journal directory after removals");
         }
     }
 
@@ -629,13 +708,9 @@ impl Journal {
     #[must_use]
     pub fn disk_usage(&self) -> u64 {
         let st = self.state.lock();
-        let files: Vec<Arc<File>> = st.segments.values().cloned().collect();
+        let files: Vec<Arc<dyn VFile>> = st.segments.values().cloned().collect();
         drop(st);
-        files
-            .iter()
-            .filter_map(|f| f.metadata().ok())
-            .map(|m| m.len())
-            .sum()
+        files.iter().filter_map(|f| f.len().ok()).sum()
     }
 
     /// Makes everything appended so far durable (used on close, and by tests).
@@ -682,160 +757,5 @@ impl Drop for Journal {
     }
 }
 
-fn corrupt(ledger_id: i64, loc: Loc, reason: &str) -> LedgerError {
-    LedgerError::CorruptEntry {
-        ledger_id,
-        segment: loc.segment,
-        offset: loc.offset,
-        reason: reason.into(),
-    }
-}
-
-/// Scans one segment, filling `recovered`; truncates a torn tail. Returns the ledgers seen.
-fn recover_segment(
-    dir: &Path,
-    id: u32,
-    file: &File,
-    recovered: &mut RecoveredLedgers,
-) -> Result<HashSet<i64>> {
-    let path = segment_path(dir, id);
-    let data =
-        fs::read(&path).map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
-    let mut ledgers = HashSet::new();
-    let mut off = 0usize;
-    while off < data.len() {
-        if let Some((ledger, entry, _time, len)) = check_record(&data[off..]) {
-            let loc = Loc {
-                segment: id,
-                offset: off as u64,
-                len,
-            };
-            recovered.entry(ledger).or_default().push((entry, loc));
-            ledgers.insert(ledger);
-            off += RECORD_HEADER + len as usize;
-            continue;
-        }
-        // A bad record. If the header's length leads to a valid record, the damage is in the
-        // middle: keep going and remember it. Otherwise it is a torn tail.
-        let claimed = data
-            .get(off..off + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
-        let next = claimed.and_then(|len| off.checked_add(RECORD_HEADER)?.checked_add(len));
-        if let Some(next) = next.filter(|&n| n < data.len() && check_record(&data[n..]).is_some()) {
-            let mut h = &data[off + 8..off + 24];
-            let (ledger, entry) = (h.get_i64_le(), h.get_i64_le());
-            tracing::error!(
-                segment = id,
-                offset = off,
-                ledger,
-                entry,
-                "corrupt journal record in the middle of a segment"
-            );
-            let loc = Loc {
-                segment: id,
-                offset: off as u64,
-                len: CORRUPT_LEN,
-            };
-            recovered.entry(ledger).or_default().push((entry, loc));
-            off = next;
-            continue;
-        }
-        tracing::warn!(
-            segment = id,
-            offset = off,
-            dropped = data.len() - off,
-            "truncating torn journal tail"
-        );
-        file.set_len(off as u64)
-            .map_err(|e| LedgerError::io(format!("truncating {}", path.display()), e))?;
-        file.sync_all()
-            .map_err(|e| LedgerError::io(format!("syncing {}", path.display()), e))?;
-        break;
-    }
-    Ok(ledgers)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn append_read_back_from_memory_and_disk() {
-        let dir = tempfile::tempdir().unwrap();
-        let (j, rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
-        assert!(rec.is_empty());
-        let done = Arc::new(AtomicUsize::new(0));
-        let mut locs = Vec::new();
-        for i in 0..100i64 {
-            let d = Arc::clone(&done);
-            let payload = format!("entry-{i}");
-            let cb: Completion = Box::new(move |r| {
-                r.unwrap();
-                d.fetch_add(1, Ordering::SeqCst);
-            });
-            locs.push(
-                j.append(7, i, 1000 + i as u64, payload.as_bytes(), Some(cb))
-                    .unwrap(),
-            );
-        }
-        let early = j.read(7, 0, &locs).unwrap();
-        assert_eq!(early[42].payload, Bytes::from("entry-42"));
-        j.flush();
-        assert_eq!(done.load(Ordering::SeqCst), 100);
-        let recs = j.read(7, 10, &locs[10..20]).unwrap();
-        assert_eq!(recs[0].payload, Bytes::from("entry-10"));
-        assert_eq!(recs[9].timestamp, 1019);
-        j.close();
-        let (_j2, rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
-        assert_eq!(rec[&7].len(), 100);
-        assert_eq!(rec[&7][99].1, locs[99]);
-    }
-
-    #[test]
-    fn torn_tail_is_truncated_and_middle_corruption_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let (j, _) = Journal::open(dir.path(), false, 1 << 20).unwrap();
-        let locs: Vec<Loc> = (0..10)
-            .map(|i| j.append(1, i, 0, &[i as u8; 50], None).unwrap())
-            .collect();
-        j.close();
-        let seg = segment_path(dir.path(), 0);
-        let mut raw = fs::read(&seg).unwrap();
-        raw[locs[3].offset as usize + RECORD_HEADER + 5] ^= 0x55; // damage entry 3's payload
-        raw.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7]); // and a torn tail
-        fs::write(&seg, &raw).unwrap();
-        let (j, rec) = Journal::open(dir.path(), false, 1 << 20).unwrap();
-        let found = &rec[&1];
-        assert_eq!(found.len(), 10);
-        assert_eq!(found[3].1.len, CORRUPT_LEN);
-        assert_eq!(fs::metadata(&seg).unwrap().len(), locs[9].end());
-        let err = j.read(1, 3, &[found[3].1]).unwrap_err();
-        assert!(
-            matches!(err, LedgerError::CorruptEntry { ledger_id: 1, .. }),
-            "{err}"
-        );
-        assert!(err
-            .to_string()
-            .contains(&format!("offset {}", locs[3].offset)));
-        assert_eq!(j.read(1, 4, &[found[4].1]).unwrap()[0].payload[0], 4);
-    }
-
-    #[test]
-    fn rotation_and_segment_release() {
-        let dir = tempfile::tempdir().unwrap();
-        let (j, _) = Journal::open(dir.path(), true, 4096).unwrap();
-        for i in 0..100 {
-            j.append(1, i, 0, &[0u8; 200], None).unwrap();
-        }
-        j.append(2, 0, 0, b"x", None).unwrap();
-        j.flush();
-        assert!(j.segment_count() > 3);
-        j.release_ledger(1);
-        assert!(
-            j.segment_count() <= 2,
-            "segments left: {}",
-            j.segment_count()
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,353 @@
+//! Reading broker settings from Pulsar's Java-properties files (`broker.conf`,
+//! `standalone.conf`, unchanged), TOML files and key/value maps (Python keyword arguments).
+//!
+//! Every source goes through [`BrokerConfig::from_json_map`], so the rules are the same
+//! everywhere: a key we implement is type-checked and applied; a key Pulsar has that we do not
+//! implement is accepted and recorded in [`BrokerConfig::unimplemented_keys`] (named in one
+//! warning at start-up); any other key is an error naming it and the closest known key. In a
+//! properties file an empty value means the default and lists are comma-separated.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use crate::{properties, pulsar_keys, BrokerConfig, BrokerError};
+
+/// Pulsar's name for a setting we spell differently → our key.
+const ALIASES: &[(&str, &str)] = &[(
+    "isDelayedDeliveryDeliverAtTimeStrict",
+    "delayedDeliveryDeliverAtTimeStrict",
+)];
+
+/// How a configuration file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigFormat {
+    /// Java properties, as Pulsar's own `broker.conf` / `standalone.conf`.
+    Properties,
+    /// TOML with the same key names.
+    Toml,
+}
+
+impl ConfigFormat {
+    /// `.toml` → TOML; `.conf` / `.properties` → properties; otherwise TOML if the text parses
+    /// as TOML, else properties.
+    #[must_use]
+    pub fn detect(path: &Path, text: &str) -> ConfigFormat {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("toml") => ConfigFormat::Toml,
+            Some("conf" | "properties") => ConfigFormat::Properties,
+            _ if toml::from_str::<toml::Table>(text).is_ok() => ConfigFormat::Toml,
+            _ => ConfigFormat::Properties,
+        }
+    }
+}
+
+/// Our settings with their default values, as JSON (the type of each key).
+fn defaults() -> &'static Map<String, Value> {
+    static D: OnceLock<Map<String, Value>> = OnceLock::new();
+    D.get_or_init(|| match serde_json::to_value(BrokerConfig::default()) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    })
+}
+
+fn invalid(key: &str, reason: impl Into<String>) -> BrokerError {
+    BrokerError::InvalidConfig {
+        key: key.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// What a key is to us.
+enum KeyKind {
+    /// One of our settings (the canonical name).
+    Ours(&'static str),
+    /// A Pulsar setting we do not implement.
+    PulsarOnly,
+}
+
+fn classify(key: &str) -> Result<KeyKind, BrokerError> {
+    let key = ALIASES
+        .iter()
+        .find(|(pulsar, _)| *pulsar == key)
+        .map_or(key, |(_, ours)| ours);
+    if let Some((k, _)) = defaults().get_key_value(key) {
+        return Ok(KeyKind::Ours(k.as_str()));
+    }
+    if pulsar_keys::is_pulsar_key(key) {
+        return Ok(KeyKind::PulsarOnly);
+    }
+    let candidates = defaults()
+        .keys()
+        .map(String::as_str)
+        .chain(pulsar_keys::all());
+    let hint = pulsar_keys::closest(key, candidates)
+        .map(|c| format!("; did you mean {c}?"))
+        .unwrap_or_default();
+    Err(invalid(
+        key,
+        format!("unknown setting (Pulsar's broker has no such key){hint}"),
+    ))
+}
+
+/// Deserializes the defaults with `key` set to `value`: `Err` is serde's reason.
+fn probe(key: &str, value: &Value) -> Result<(), String> {
+    let mut m = defaults().clone();
+    m.insert(key.to_owned(), value.clone());
+    serde_json::from_value::<BrokerConfig>(Value::Object(m))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// A properties value (text) as the JSON value of `key`'s type.
+fn typed(key: &str, raw: &str) -> Result<Value, String> {
+    let number = || -> Option<Value> {
+        raw.parse::<i64>()
+            .map(Value::from)
+            .or_else(|_| raw.parse::<u64>().map(Value::from))
+            .ok()
+            .or_else(|| raw.parse::<f64>().ok().map(Value::from))
+    };
+    let value = match defaults().get(key) {
+        Some(Value::Bool(_)) => match raw.to_ascii_lowercase().as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => return Err(format!("expected true or false, got {raw:?}")),
+        },
+        Some(Value::Number(_)) => {
+            number().ok_or_else(|| format!("expected a number, got {raw:?}"))?
+        }
+        // Optional settings: the first reading their type accepts.
+        Some(Value::Null) => {
+            let candidates = [number(), Some(Value::String(raw.to_owned()))];
+            let mut first_err = None;
+            for c in candidates.into_iter().flatten() {
+                match probe(key, &c) {
+                    Ok(()) => return Ok(c),
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            return Err(first_err.unwrap_or_default());
+        }
+        // Strings, and lists (given as one comma-separated string).
+        _ => Value::String(raw.to_owned()),
+    };
+    probe(key, &value).map(|()| value)
+}
+
+/// The settings of a Java-properties text, typed; Pulsar-only keys keep their text.
+///
+/// # Errors
+/// [`BrokerError::InvalidConfig`] naming the key and line of the first bad entry.
+pub fn properties_settings(text: &str) -> Result<Map<String, Value>, BrokerError> {
+    let entries = properties::parse(text).map_err(|e| invalid("<config>", e))?;
+    let mut map = Map::new();
+    for p in entries {
+        let at_line = |e: BrokerError| match e {
+            BrokerError::InvalidConfig { key, reason } => BrokerError::InvalidConfig {
+                key,
+                reason: format!("{reason} (line {})", p.line),
+            },
+            other => other,
+        };
+        let kind = classify(&p.key).map_err(at_line)?;
+        if p.value.is_empty() {
+            continue; // Pulsar: an empty value leaves the default.
+        }
+        let value = match kind {
+            KeyKind::Ours(k) => typed(k, &p.value).map_err(|r| at_line(invalid(&p.key, r)))?,
+            KeyKind::PulsarOnly => Value::String(p.value.clone()),
+        };
+        map.insert(p.key, value);
+    }
+    Ok(map)
+}
+
+/// The settings of a TOML text.
+///
+/// # Errors
+/// [`BrokerError::InvalidConfig`] for syntax errors (with their position).
+pub fn toml_settings(text: &str) -> Result<Map<String, Value>, BrokerError> {
+    match toml::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(invalid("<config>", "expected key = value pairs")),
+        Err(e) => Err(invalid(
+            "<config>",
+            e.to_string().trim_end().replace('\n', " "),
+        )),
+    }
+}
+
+/// The settings of a configuration file, in either format.
+///
+/// # Errors
+/// [`BrokerError::InvalidConfig`] when the file cannot be read or has a bad entry.
+pub fn file_settings(path: &Path) -> Result<Map<String, Value>, BrokerError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| invalid("<config>", format!("cannot read {}: {e}", path.display())))?;
+    let located = |e: BrokerError| match e {
+        BrokerError::InvalidConfig { key, reason } => BrokerError::InvalidConfig {
+            key,
+            reason: format!("{reason} in {}", path.display()),
+        },
+        other => other,
+    };
+    match ConfigFormat::detect(path, &text) {
+        ConfigFormat::Properties => properties_settings(&text),
+        ConfigFormat::Toml => toml_settings(&text),
+    }
+    .map_err(located)
+}
+
+impl BrokerConfig {
+    /// Reads a configuration file (Pulsar's Java properties or TOML, see [`ConfigFormat`]).
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] naming the first bad key.
+    pub fn from_file(path: &Path) -> Result<Self, BrokerError> {
+        Self::from_json_map(file_settings(path)?)
+    }
+
+    /// Parses a TOML document.
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`] for syntax errors, unknown keys, wrong types or bad values.
+    pub fn from_toml(text: &str) -> Result<Self, BrokerError> {
+        Self::from_json_map(toml_settings(text)?)
+    }
+
+    /// Parses a Java-properties document (`broker.conf`).
+    ///
+    /// # Errors
+    /// As [`BrokerConfig::from_toml`].
+    pub fn from_properties(text: &str) -> Result<Self, BrokerError> {
+        Self::from_json_map(properties_settings(text)?)
+    }
+
+    /// Builds a config from key/value pairs (Python keyword arguments, parsed files).
+    ///
+    /// # Errors
+    /// [`BrokerError::InvalidConfig`]: a key Pulsar does not have (with the closest known key),
+    /// a value of the wrong type, or a bad value.
+    pub fn from_json_map(map: Map<String, Value>) -> Result<Self, BrokerError> {
+        let mut merged = defaults().clone();
+        let mut unimplemented = Vec::new();
+        for (k, v) in map {
+            match classify(&k)? {
+                KeyKind::Ours(key) => {
+                    probe(key, &v).map_err(|reason| invalid(&k, reason))?;
+                    merged.insert(key.to_owned(), v);
+                }
+                KeyKind::PulsarOnly => unimplemented.push(k),
+            }
+        }
+        let mut cfg: BrokerConfig = serde_json::from_value(Value::Object(merged))
+            .map_err(|e| invalid("<config>", e.to_string()))?;
+        unimplemented.sort();
+        cfg.unimplemented_keys = unimplemented;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The one start-up warning naming the Pulsar settings given but not implemented (None
+    /// when there are none).
+    #[must_use]
+    pub fn unimplemented_warning(&self) -> Option<String> {
+        (!self.unimplemented_keys.is_empty()).then(|| {
+            format!(
+                "{} Pulsar setting(s) accepted but not implemented by pulsar-rs (ignored): {}",
+                self.unimplemented_keys.len(),
+                self.unimplemented_keys.join(", ")
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pulsar_conf_unchanged() {
+        let text = "# Pulsar\nclusterName=standalone\nbrokerServicePort=6650\nbrokerServicePortTls=\n\
+            zookeeperServers=\nbookkeeperClientTimeoutInSeconds=30\nmanagedLedgerCacheSizeMB=1024\n\
+            superUserRoles=localhost,superUser,\\\n  admin\nmanagedLedgerMinLedgerRolloverTimeMinutes=10\n\
+            subscriptionRedeliveryTrackerEnabled=TRUE\nisDelayedDeliveryDeliverAtTimeStrict=true\n\
+            tokenSecretKey=file:///x\nloadBalancerEnabled=false\n";
+        let c = BrokerConfig::from_properties(text).unwrap();
+        assert_eq!(c.managed_ledger_cache_size_mb, 1024);
+        assert_eq!(c.broker_service_port_tls, None);
+        assert_eq!(c.super_user_roles, vec!["localhost", "superUser", "admin"]);
+        assert!(c.delayed_delivery_deliver_at_time_strict);
+        assert_eq!(c.token_secret_key.as_deref(), Some("file:///x"));
+        assert_eq!(
+            c.unimplemented_keys,
+            vec!["bookkeeperClientTimeoutInSeconds", "loadBalancerEnabled"]
+        );
+        let w = c.unimplemented_warning().unwrap();
+        assert!(
+            w.contains("bookkeeperClientTimeoutInSeconds, loadBalancerEnabled"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_name_the_closest() {
+        let e = BrokerConfig::from_properties("a=1\nbrokerServicePrt=1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid setting a:"), "{e}");
+        let e = BrokerConfig::from_properties("brokerServicePrt=1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("brokerServicePrt"), "{e}");
+        assert!(e.contains("did you mean brokerServicePort?"), "{e}");
+        assert!(e.contains("line 1"), "{e}");
+        let e = BrokerConfig::from_toml("managedLedgerCacheSizeMb = 3")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean managedLedgerCacheSizeMB?"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_one_line() {
+        for (text, key) in [
+            ("maxMessageSize=big", "maxMessageSize"),
+            ("journalSyncData=yes", "journalSyncData"),
+            ("brokerServicePortTls=70000", "brokerServicePortTls"),
+            (
+                "\n\ndispatcherMaxReadBatchSize=0",
+                "dispatcherMaxReadBatchSize",
+            ),
+        ] {
+            let e = BrokerConfig::from_properties(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = BrokerConfig::from_toml("maxMessageSize = [")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn format_detection() {
+        let p = Path::new;
+        assert_eq!(
+            ConfigFormat::detect(p("b.conf"), "a = 1"),
+            ConfigFormat::Properties
+        );
+        assert_eq!(ConfigFormat::detect(p("b.toml"), "a=x"), ConfigFormat::Toml);
+        assert_eq!(
+            ConfigFormat::detect(p("b"), "a = \"x\""),
+            ConfigFormat::Toml
+        );
+        assert_eq!(
+            ConfigFormat::detect(p("b"), "a=x y"),
+            ConfigFormat::Properties
+        );
+    }
+}

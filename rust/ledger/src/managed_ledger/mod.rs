@@ -1,0 +1,528 @@
+//! A managed ledger: one topic's append-only log, split into ledgers.
+//!
+//! Appends go to the current ledger and return the entry's [`Position`]; the ledger rolls over by
+//! Pulsar's rules. An entry becomes visible to readers (the *last confirmed* position advances)
+//! only once the journal has made it durable, in append order. Reads never pass the last confirmed
+//! entry, skip deleted or empty ledgers, and are served from the entry cache when the whole range
+//! is there. Ledgers consumed by every durable cursor are trimmed, subject to retention.
+//!
+//! Split by job: [`append`] (rollover, journal appends, confirmation), [`read`] (positions and
+//! entry reads), [`trim`] (consumed ledgers), [`recovery`] (rebuilding the entry index at open).
+//! Entries recovery found damaged are listed by [`ManagedLedger::corrupt_entries`].
+
+mod append;
+mod read;
+mod recovery;
+mod trim;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use crate::cache::LedgerEntries;
+use crate::cursor::Cursor;
+use crate::journal::Loc;
+use crate::storage::Shared;
+use crate::{LedgerConfig, LedgerError, Position, Result};
+
+use recovery::recover_slot;
+
+/// Persisted description of one ledger.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LedgerInfo {
+    /// Ledger id.
+    pub ledger_id: i64,
+    /// Entries (final for closed ledgers; confirmed so far for the current one in stats).
+    pub entries: u64,
+    /// Payload bytes (same rule as `entries`).
+    pub size: u64,
+    /// Creation time, ms since epoch.
+    pub created_ms: u64,
+    /// Close time, ms since epoch; `None` while it is the current ledger.
+    pub closed_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ManagedLedgerInfo {
+    ledgers: Vec<LedgerInfo>,
+    #[serde(default)]
+    properties: BTreeMap<String, String>,
+}
+
+/// One entry read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Where it lives.
+    pub position: Position,
+    /// The stored bytes (shared with the cache; never copied to serve a hit).
+    pub data: Bytes,
+}
+
+/// Counters and shape of a managed ledger, for stats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LedgerStats {
+    /// Entries appended (and confirmed) since this process opened it.
+    pub entries_added: u64,
+    /// Confirmed entries currently stored.
+    pub number_of_entries: u64,
+    /// Confirmed payload bytes currently stored.
+    pub total_size: u64,
+    /// Number of ledgers.
+    pub ledger_count: usize,
+    /// Id of the ledger receiving appends.
+    pub current_ledger_id: i64,
+    /// Confirmed entries of the current ledger.
+    pub current_ledger_entries: u64,
+    /// Confirmed bytes of the current ledger.
+    pub current_ledger_size: u64,
+    /// Last entry readers may see.
+    pub last_confirmed: Position,
+    /// Number of open cursors (durable and not).
+    pub cursor_count: usize,
+}
+
+pub(crate) struct Slot {
+    pub info: LedgerInfo,
+    /// Journal locations of every appended entry (confirmed or not), by entry id.
+    pub locs: Vec<Loc>,
+    /// Payload bytes of every appended entry (confirmed or not): the rollover size check, O(1).
+    pub appended_size: u64,
+    /// Entries confirmed durable, a prefix of `locs`.
+    pub confirmed: u64,
+    /// Bytes of the confirmed entries.
+    pub confirmed_size: u64,
+    /// First entry whose write failed: the ledger is fenced there.
+    pub failed_at: Option<u64>,
+}
+
+pub(crate) struct State {
+    pub ledgers: BTreeMap<i64, Slot>,
+    pub current: i64,
+    pub last_confirmed: Position,
+    pub entries_added: u64,
+    pub closed: bool,
+    pub properties: BTreeMap<String, String>,
+    /// The current ledger was recovered from the last run: roll over before the next append.
+    pub roll_before_append: bool,
+}
+
+/// A managed ledger. Obtain one from [`crate::Storage::open_ledger`].
+pub struct ManagedLedger {
+    /// The name (Pulsar: `tenant/namespace/persistent/topic`); immutable.
+    name: String,
+    /// Rollover and retention settings; immutable.
+    config: LedgerConfig,
+    /// Journal, cache, metadata store and clock shared across the data directory.
+    pub(crate) shared: Arc<Shared>,
+    /// Ledger list and positions. Lock order: a cursor's lock may be held while taking this one;
+    /// never take a cursor lock while holding it.
+    pub(crate) state: Mutex<State>,
+    /// Open cursors by name. Taken alone or before `state`.
+    pub(crate) cursors: Mutex<BTreeMap<String, Arc<Cursor>>>,
+    /// Cursors that count as active for caching; updated by cursors.
+    pub(crate) active_cursors: AtomicUsize,
+    /// This ledger's slice of the entry cache.
+    pub(crate) cache: Arc<LedgerEntries>,
+    /// Woken when the last confirmed position advances (read-or-wait) or the ledger closes.
+    pub(crate) new_entries: Notify,
+    /// Retention time in ms (−1 = forever); starts from the config, changed by policies.
+    /// Relaxed: read by trimming only; a stale value delays one trim pass at most.
+    retention_time_ms: std::sync::atomic::AtomicI64,
+    /// Retention size in bytes (−1 = unlimited); same rules as `retention_time_ms`.
+    retention_size_bytes: std::sync::atomic::AtomicI64,
+    /// Entries recovery found damaged or missing, in position order; fixed at open.
+    corrupt: Vec<Position>,
+}
+
+fn info_key(name: &str) -> String {
+    crate::metastore::child_key(crate::metastore::MANAGED_LEDGERS_PREFIX, name)
+}
+
+impl ManagedLedger {
+    pub(crate) fn open(name: &str, config: LedgerConfig, shared: Arc<Shared>) -> Result<Arc<Self>> {
+        config.validate()?;
+        if name.is_empty() || name.len() > 1024 || name.chars().any(char::is_control) {
+            return Err(LedgerError::InvalidName {
+                name: name.into(),
+                reason: "empty, too long or has control chars",
+            });
+        }
+        let key = info_key(name);
+        let info: ManagedLedgerInfo = match shared.meta.get(&key)? {
+            Some(raw) => {
+                serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {
+                    key: key.clone(),
+                    reason: e.to_string(),
+                })?
+            }
+            None => ManagedLedgerInfo::default(),
+        };
+        let now = shared.clock.now_ms();
+        let mut ledgers = BTreeMap::new();
+        let mut corrupt = Vec::new();
+        for li in info.ledgers {
+            let slot = recover_slot(name, li, &shared);
+            corrupt.extend(
+                slot.locs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.is_corrupt())
+                    .map(|(e, _)| Position::new(slot.info.ledger_id, e as i64)),
+            );
+            ledgers.insert(slot.info.ledger_id, slot);
+        }
+        // Relaxed: a counter.
+        shared
+            .corrupt_entries
+            .fetch_add(corrupt.len() as u64, Ordering::Relaxed);
+        let last_confirmed = ledgers
+            .iter()
+            .rev()
+            .find(|(_, s)| s.confirmed > 0)
+            .map(|(id, s)| Position::new(*id, s.confirmed as i64 - 1));
+        let retention = (config.retention_time_ms, config.retention_size_bytes);
+        let ml = Arc::new(ManagedLedger {
+            name: name.to_owned(),
+            config,
+            cache: shared.cache.ledger(),
+            shared,
+            state: Mutex::new(State {
+                ledgers,
+                current: -1,
+                last_confirmed: last_confirmed.unwrap_or(Position::EARLIEST),
+                entries_added: 0,
+                closed: false,
+                properties: info.properties,
+                roll_before_append: false,
+            }),
+            cursors: Mutex::new(BTreeMap::new()),
+            active_cursors: AtomicUsize::new(0),
+            new_entries: Notify::new(),
+            retention_time_ms: std::sync::atomic::AtomicI64::new(retention.0),
+            retention_size_bytes: std::sync::atomic::AtomicI64::new(retention.1),
+            corrupt,
+        });
+        {
+            let mut st = ml.state.lock();
+            // Like Pulsar, the ledger that was open at the last stop is not appended to again:
+            // the first append after recovery closes it and opens a new one. Until then nothing
+            // is written, so opening (say, to export or inspect a data directory) leaves the
+            // metadata as it was, and opening 10 000 topics costs no metadata writes.
+            let last = st
+                .ledgers
+                .iter()
+                .next_back()
+                .map(|(id, s)| (*id, s.locs.is_empty()));
+            let mut created = false;
+            match last {
+                Some((id, true)) => st.current = id,
+                Some((id, false)) => {
+                    st.current = id;
+                    st.roll_before_append = true;
+                }
+                None => {
+                    ml.create_ledger(&mut st, now)?;
+                    created = true;
+                }
+            }
+            if last_confirmed.is_none() {
+                st.last_confirmed = Position::new(st.current, -1);
+            }
+            if created {
+                ml.persist(&st)?;
+            }
+        }
+        // Recover every durable cursor now, as Pulsar does: trimming must respect them even
+        // before anyone attaches. They stay inactive (not pinning the cache) until opened.
+        for cursor_name in ml.persisted_cursor_names()? {
+            let c = Cursor::open_durable(Arc::clone(&ml), &cursor_name, Position::EARLIEST)?;
+            c.set_active(false);
+            ml.cursors.lock().insert(cursor_name, c);
+        }
+        Ok(ml)
+    }
+
+    /// The managed ledger's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its settings.
+    #[must_use]
+    pub fn config(&self) -> &LedgerConfig {
+        &self.config
+    }
+
+    /// Entries recovery found damaged or missing (reading them fails with
+    /// [`LedgerError::CorruptEntry`]).
+    #[must_use]
+    pub fn corrupt_entries(&self) -> &[Position] {
+        &self.corrupt
+    }
+
+    /// Changes the retention (time in ms, size in bytes; −1 = unlimited), e.g. from a policy.
+    pub fn set_retention(&self, time_ms: i64, size_bytes: i64) {
+        // Relaxed: see the fields.
+        self.retention_time_ms.store(time_ms, Ordering::Relaxed);
+        self.retention_size_bytes
+            .store(size_bytes, Ordering::Relaxed);
+    }
+
+    /// Current retention (time in ms, size in bytes).
+    #[must_use]
+    pub fn retention(&self) -> (i64, i64) {
+        (
+            self.retention_time_ms.load(Ordering::Relaxed),
+            self.retention_size_bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    fn create_ledger(&self, st: &mut State, now: u64) -> Result<()> {
+        let id = self.shared.next_ledger_id()?;
+        st.ledgers.insert(
+            id,
+            Slot {
+                info: LedgerInfo {
+                    ledger_id: id,
+                    entries: 0,
+                    size: 0,
+                    created_ms: now,
+                    closed_ms: None,
+                },
+                locs: Vec::new(),
+                appended_size: 0,
+                confirmed: 0,
+                confirmed_size: 0,
+                failed_at: None,
+            },
+        );
+        st.current = id;
+        Ok(())
+    }
+
+    fn persist(&self, st: &State) -> Result<()> {
+        let info = ManagedLedgerInfo {
+            ledgers: st.ledgers.values().map(|s| s.info.clone()).collect(),
+            properties: st.properties.clone(),
+        };
+        let raw = serde_json::to_vec(&info).map_err(|e| LedgerError::CorruptMetadata {
+            key: info_key(&self.name),
+            reason: format!("cannot encode: {e}"),
+        })?;
+        self.shared.meta.put(&info_key(&self.name), &raw)
+    }
+    /// Opens (or returns the already open) durable cursor `name`, recovering its persisted state.
+    /// A new cursor starts at the end (Pulsar's `Latest`).
+    ///
+    /// # Errors
+    /// A corrupt persisted state or an invalid name.
+    pub fn open_cursor(self: &Arc<Self>, name: &str) -> Result<Arc<Cursor>> {
+        self.open_cursor_at(name, false)
+    }
+
+    /// Opens a durable cursor; a new one starts at the first entry if `earliest`, else at the end.
+    ///
+    /// # Errors
+    /// As [`ManagedLedger::open_cursor`].
+    pub fn open_cursor_at(self: &Arc<Self>, name: &str, earliest: bool) -> Result<Arc<Cursor>> {
+        if let Some(c) = self.cursors.lock().get(name) {
+            c.set_active(true);
+            return Ok(Arc::clone(c));
+        }
+        let start = if earliest {
+            self.first_position()
+        } else {
+            self.last_confirmed()
+        };
+        let cursor = Cursor::open_durable(Arc::clone(self), name, start)?;
+        let mut cursors = self.cursors.lock();
+        Ok(Arc::clone(cursors.entry(name.to_owned()).or_insert(cursor)))
+    }
+
+    /// Opens a non-durable cursor (for readers) whose mark-delete is `start`: reading begins at
+    /// the entry after it. It is not persisted and does not hold back trimming.
+    ///
+    /// As Pulsar's `newNonDurableCursor`: if a cursor of that name is already open (durable or
+    /// not) it is returned as it is and `start` is ignored, so a reader never displaces a durable
+    /// cursor (whose place holds back trimming) nor a reader cursor that was just reset.
+    #[must_use]
+    pub fn open_non_durable_cursor(self: &Arc<Self>, name: &str, start: Position) -> Arc<Cursor> {
+        if let Some(c) = self.cursors.lock().get(name) {
+            return Arc::clone(c);
+        }
+        let cursor = Cursor::new_non_durable(Arc::clone(self), name, start);
+        let mut cursors = self.cursors.lock();
+        let kept = Arc::clone(cursors.entry(name.to_owned()).or_insert(cursor.clone()));
+        drop(cursors);
+        if !Arc::ptr_eq(&kept, &cursor) {
+            cursor.mark_closed(); // lost a race with another open of the same name
+        }
+        kept
+    }
+
+    /// Names of the durable cursors persisted for this ledger (open or not).
+    ///
+    /// # Errors
+    /// Metadata store I/O.
+    pub fn persisted_cursor_names(&self) -> Result<Vec<String>> {
+        let prefix = crate::cursor::cursor_prefix(&self.name);
+        Ok(self
+            .shared
+            .meta
+            .list(&prefix)?
+            .iter()
+            .map(|k| crate::metastore::key_name(k))
+            .collect())
+    }
+
+    /// Open cursors.
+    #[must_use]
+    pub fn cursors(&self) -> Vec<Arc<Cursor>> {
+        self.cursors.lock().values().cloned().collect()
+    }
+
+    /// Closes and deletes a cursor, including its persisted state.
+    ///
+    /// # Errors
+    /// Metadata store I/O.
+    pub fn delete_cursor(&self, name: &str) -> Result<()> {
+        let c = self.cursors.lock().remove(name);
+        if let Some(c) = c {
+            c.mark_closed();
+        }
+        self.shared
+            .meta
+            .delete(&crate::cursor::cursor_key(&self.name, name))?;
+        self.trim_consumed_ledgers()
+    }
+
+    pub(crate) fn forget_cursor(&self, name: &str) {
+        self.cursors.lock().remove(name);
+    }
+
+    /// Every ledger with its confirmed entries and size.
+    #[must_use]
+    pub fn ledgers(&self) -> Vec<LedgerInfo> {
+        let st = self.state.lock();
+        st.ledgers
+            .values()
+            .map(|s| LedgerInfo {
+                entries: s.confirmed,
+                size: s.confirmed_size,
+                ..s.info.clone()
+            })
+            .collect()
+    }
+
+    /// Current counters.
+    #[must_use]
+    pub fn stats(&self) -> LedgerStats {
+        let cursor_count = self.cursors.lock().len();
+        let st = self.state.lock();
+        let cur = st.ledgers.get(&st.current);
+        LedgerStats {
+            entries_added: st.entries_added,
+            number_of_entries: st.ledgers.values().map(|s| s.confirmed).sum(),
+            total_size: st.ledgers.values().map(|s| s.confirmed_size).sum(),
+            ledger_count: st.ledgers.len(),
+            current_ledger_id: st.current,
+            current_ledger_entries: cur.map_or(0, |s| s.confirmed),
+            current_ledger_size: cur.map_or(0, |s| s.confirmed_size),
+            last_confirmed: st.last_confirmed,
+            cursor_count,
+        }
+    }
+
+    /// Periodic upkeep: persist dirty cursors, drop cache entries every active reader has passed,
+    /// trim consumed ledgers.
+    ///
+    /// # Errors
+    /// Metadata store I/O.
+    pub fn housekeeping(&self) -> Result<()> {
+        let cursors = self.cursors();
+        for c in cursors.iter().filter(|c| c.is_durable()) {
+            c.flush()?;
+        }
+        match cursors
+            .iter()
+            .filter(|c| c.is_active())
+            .map(|c| c.read_position())
+            .min()
+        {
+            Some(p) => self.cache.evict_before(p),
+            None => self.cache.clear(),
+        }
+        self.trim_consumed_ledgers()
+    }
+
+    /// Persists cursors and closes the ledger; pending reads are woken with an error.
+    ///
+    /// # Errors
+    /// Metadata store I/O while persisting cursors.
+    pub fn close(&self) -> Result<()> {
+        let cursors: Vec<Arc<Cursor>> = std::mem::take(&mut *self.cursors.lock())
+            .into_values()
+            .collect();
+        let mut first_err = None;
+        for c in &cursors {
+            if c.is_durable() {
+                if let Err(e) = c.flush() {
+                    first_err.get_or_insert(e);
+                }
+            }
+            c.mark_closed();
+        }
+        self.state.lock().closed = true;
+        self.cache.clear();
+        self.new_entries.notify_waiters();
+        self.shared.forget(&self.name);
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Whether the ledger was closed.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// Deletes the managed ledger: its cursors, ledgers and metadata.
+    ///
+    /// # Errors
+    /// Metadata store I/O.
+    pub fn delete(&self) -> Result<()> {
+        for name in self.persisted_cursor_names()? {
+            self.shared
+                .meta
+                .delete(&crate::cursor::cursor_key(&self.name, &name))?;
+        }
+        let _ = self.close();
+        let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();
+        self.shared.meta.delete(&info_key(&self.name))?;
+        for id in ids {
+            self.shared.journal.release_ledger(id);
+        }
+        Ok(())
+    }
+
+    /// Sets a ledger property (persisted).
+    ///
+    /// # Errors
+    /// Metadata store I/O.
+    pub fn set_property(&self, key: &str, value: &str) -> Result<()> {
+        let mut st = self.state.lock();
+        st.properties.insert(key.into(), value.into());
+        self.persist(&st)
+    }
+
+    /// Ledger properties.
+    #[must_use]
+    pub fn properties(&self) -> BTreeMap<String, String> {
+        self.state.lock().properties.clone()
+    }
+}

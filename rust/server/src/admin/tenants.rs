@@ -1,0 +1,132 @@
+//! Tenants (`/admin/v2/tenants`): list, get, create (PUT), update (POST), delete, with
+//! Pulsar's status codes (`TenantsBase`).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use super::{blocking, fail, Ctx};
+use crate::resources::{valid_name, TenantInfo};
+use crate::ServerContext;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new().route("/admin/v2/tenants", get(list)).route(
+        "/admin/v2/tenants/{tenant}",
+        get(get_one).put(create).post(update).delete(delete),
+    )
+}
+
+async fn list(State(ctx): Ctx) -> Response {
+    Json(ctx.resources.tenants()).into_response()
+}
+
+async fn get_one(State(ctx): Ctx, Path(name): Path<String>) -> Response {
+    match ctx.resources.tenant(&name) {
+        Some(t) => Json(t).into_response(),
+        None => fail(StatusCode::NOT_FOUND, "Tenant does not exist"),
+    }
+}
+
+/// The TenantInfo of a body, checked against the known clusters.
+fn info(ctx: &ServerContext, raw: &[u8]) -> Result<TenantInfo, Response> {
+    let info: TenantInfo = if raw.is_empty() {
+        TenantInfo::default()
+    } else {
+        serde_json::from_slice(raw)
+            .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("invalid TenantInfo: {e}")))?
+    };
+    if info.allowed_clusters.is_empty() {
+        return Err(fail(
+            StatusCode::PRECONDITION_FAILED,
+            "Clusters can not be empty",
+        ));
+    }
+    let known = ctx.resources.clusters();
+    if info.allowed_clusters.iter().any(|c| !known.contains(c)) {
+        return Err(fail(
+            StatusCode::PRECONDITION_FAILED,
+            "Clusters do not exist",
+        ));
+    }
+    Ok(info)
+}
+
+async fn create(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Bytes) -> Response {
+    if !valid_name(&name) {
+        return fail(StatusCode::PRECONDITION_FAILED, "Tenant name is not valid");
+    }
+    let info = match info(&ctx, &raw) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| c.resources.put_tenant(&name, info, true),
+        |created| {
+            if created {
+                StatusCode::NO_CONTENT.into_response()
+            } else {
+                fail(StatusCode::CONFLICT, "Tenant already exist")
+            }
+        },
+    )
+    .await
+}
+
+async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Bytes) -> Response {
+    if ctx.resources.tenant(&name).is_none() {
+        return fail(StatusCode::NOT_FOUND, "Tenant does not exist");
+    }
+    let info = match info(&ctx, &raw) {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| c.resources.put_tenant(&name, info, false),
+        |updated| {
+            if updated {
+                StatusCode::NO_CONTENT.into_response()
+            } else {
+                fail(StatusCode::NOT_FOUND, "Tenant does not exist")
+            }
+        },
+    )
+    .await
+}
+
+async fn delete(State(ctx): Ctx, Path(name): Path<String>) -> Response {
+    if ctx.resources.tenant(&name).is_none() {
+        return fail(StatusCode::NOT_FOUND, "Tenant does not exist");
+    }
+    let prefix = format!("{name}/");
+    if ctx
+        .service
+        .policies
+        .namespaces()
+        .iter()
+        .any(|n| n.starts_with(&prefix))
+    {
+        return fail(
+            StatusCode::CONFLICT,
+            "The tenant still has active namespaces",
+        );
+    }
+    blocking(
+        &ctx,
+        move |c| c.resources.delete_tenant(&name),
+        |deleted| {
+            if deleted {
+                StatusCode::NO_CONTENT.into_response()
+            } else {
+                fail(StatusCode::NOT_FOUND, "Tenant does not exist")
+            }
+        },
+    )
+    .await
+}
