@@ -514,6 +514,12 @@ impl Topic {
         create: bool,
     ) -> Result<Arc<Subscription>, BrokerError> {
         if let Some(s) = self.subscription(name) {
+            if !s.durable {
+                // As Pulsar's PersistentTopic.getDurableSubscription.
+                return Err(BrokerError::NotAllowed(
+                    "NonDurable subscription with the same name already exists.".into(),
+                ));
+            }
             return Ok(s);
         }
         if !create {
@@ -525,19 +531,48 @@ impl Topic {
         Ok(Arc::clone(subs.entry(name.to_owned()).or_insert(sub)))
     }
 
-    /// Creates a non-durable subscription (reader) whose reading starts after `start`.
-    #[must_use]
-    pub fn reader_subscription(&self, name: &str, start: Position) -> Arc<Subscription> {
-        let cursor = self.ledger.open_non_durable_cursor(name, start);
-        let sub = self.start_subscription(name, cursor, false);
-        if let Some(old) = self
-            .subscriptions
-            .lock()
-            .insert(name.to_owned(), Arc::clone(&sub))
-        {
-            old.close();
+    /// Gets or creates a non-durable subscription (reader) whose reading starts after `start`.
+    ///
+    /// As Pulsar's `PersistentTopic.getNonDurableSubscription`: an existing reader subscription
+    /// of that name is reused as it is (`start` is ignored; this is how a reader that was
+    /// disconnected by its own seek finds its reset cursor again), and a durable subscription of
+    /// that name is never replaced.
+    ///
+    /// # Errors
+    /// [`BrokerError::NotAllowed`] if a durable subscription has this name.
+    pub fn reader_subscription(
+        &self,
+        name: &str,
+        start: Position,
+    ) -> Result<Arc<Subscription>, BrokerError> {
+        if let Some(s) = self.subscription(name) {
+            if s.durable {
+                return Err(BrokerError::NotAllowed(
+                    "Durable subscription with the same name already exists.".into(),
+                ));
+            }
+            return Ok(s);
         }
-        sub
+        let cursor = self.ledger.open_non_durable_cursor(name, start);
+        if cursor.is_durable() {
+            // A durable cursor open without a subscription (another user of the ledger).
+            return Err(BrokerError::NotAllowed(
+                "Durable subscription with the same name already exists.".into(),
+            ));
+        }
+        let sub = self.start_subscription(name, cursor, false);
+        let mut subs = self.subscriptions.lock();
+        let kept = Arc::clone(subs.entry(name.to_owned()).or_insert(Arc::clone(&sub)));
+        drop(subs);
+        if !Arc::ptr_eq(&kept, &sub) {
+            sub.close(); // lost a race with another reader of that name; they share `kept`
+        }
+        if kept.durable {
+            return Err(BrokerError::NotAllowed(
+                "Durable subscription with the same name already exists.".into(),
+            ));
+        }
+        Ok(kept)
     }
 
     /// Removes a subscription (unsubscribe, or a reader's last consumer leaving).

@@ -179,7 +179,10 @@ impl Cursor {
         self.state.lock().read_position
     }
 
-    /// Reads up to `n` unacknowledged entries from the read position and advances it.
+    /// Reads up to `n` unacknowledged entries from the read position and advances it. As
+    /// Pulsar's `OpReadEntry`, a read that reaches the end of a ledger continues in the next one
+    /// until it has `n` entries (acknowledged entries on the way are skipped, not counted) or
+    /// nothing more is confirmed.
     ///
     /// # Errors
     /// Storage I/O or corruption; [`LedgerError::Closed`] after close.
@@ -187,7 +190,8 @@ impl Cursor {
         self.read_entries_bounded(n, u64::MAX, Position::LATEST)
     }
 
-    /// Like [`Cursor::read_entries`] with a byte budget and a maximum position.
+    /// Like [`Cursor::read_entries`] with a byte budget (at least one entry is read) and a
+    /// maximum position.
     ///
     /// # Errors
     /// As [`Cursor::read_entries`].
@@ -197,7 +201,10 @@ impl Cursor {
         max_bytes: u64,
         max_position: Position,
     ) -> Result<Vec<Entry>> {
-        loop {
+        let mut out: Vec<Entry> = Vec::new();
+        let mut bytes = 0u64;
+        let mut gathered_in: Option<u64> = None;
+        while out.len() < n && (out.is_empty() || bytes < max_bytes) {
             let (from, epoch) = {
                 let st = self.state.lock();
                 if st.closed {
@@ -207,8 +214,18 @@ impl Cursor {
                 }
                 (st.read_position, st.epoch)
             };
+            if gathered_in.is_some_and(|e| e != epoch) {
+                // Rewound or reset between two ledgers: what was gathered is stale.
+                out.clear();
+                bytes = 0;
+            }
+            gathered_in = Some(epoch);
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
-            let entries = match self.ml.read_entries(from, n, max_bytes, max_position) {
+            let budget = max_bytes.saturating_sub(bytes).max(1);
+            let entries = match self
+                .ml
+                .read_entries(from, n - out.len(), budget, max_position)
+            {
                 Ok(e) => e,
                 Err(LedgerError::CorruptEntry {
                     ledger_id,
@@ -219,10 +236,13 @@ impl Cursor {
                     self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
                     continue;
                 }
+                // Entries gathered from earlier ledgers are handed out (the read position is
+                // past them); the error comes with the next read, which starts at the bad entry.
+                Err(_) if !out.is_empty() => break,
                 Err(e) => return Err(e),
             };
             let Some(last) = entries.last().map(|e| e.position) else {
-                return Ok(Vec::new());
+                break;
             };
             let mut st = self.state.lock();
             if st.epoch != epoch || st.read_position != from {
@@ -230,14 +250,14 @@ impl Cursor {
             }
             st.read_position = self.ml.next_valid_position(last);
             let mdp = st.mark_delete;
-            let kept: Vec<Entry> = entries
-                .into_iter()
-                .filter(|e| e.position > mdp && !st.acked.contains(e.position))
-                .collect();
-            if !kept.is_empty() {
-                return Ok(kept);
+            for e in entries {
+                if e.position > mdp && !st.acked.contains(e.position) {
+                    bytes += e.data.len() as u64;
+                    out.push(e);
+                }
             }
         }
+        Ok(out)
     }
 
     /// `autoSkipNonRecoverableData`: acknowledges a damaged entry and moves the read position

@@ -36,19 +36,21 @@ async fn append_rollover_read_across_ledgers() {
     assert_ne!(positions[10].ledger_id, positions[9].ledger_id);
     let c = ml.open_cursor_at("sub", true).unwrap();
     let mut got = Vec::new();
+    let mut sizes = Vec::new();
     loop {
         let batch = c.read_entries(7).unwrap();
         if batch.is_empty() {
             break;
         }
-        assert!(
-            batch
-                .iter()
-                .all(|e| e.position.ledger_id == batch[0].position.ledger_id),
-            "one ledger per read"
-        );
+        sizes.push(batch.len());
         got.extend(batch);
     }
+    // As Pulsar's OpReadEntry: a read continues into the next ledger until it has n entries.
+    assert_eq!(sizes, vec![7, 7, 7, 7, 7], "reads cross ledger boundaries");
+    assert!(
+        got.windows(2).all(|w| w[0].position < w[1].position),
+        "in order, no entry twice"
+    );
     assert_eq!(got.len(), 35);
     assert_eq!(got[34].data, Bytes::from("m34"));
     assert_eq!(c.backlog(), 35);
@@ -193,8 +195,14 @@ async fn cursor_state_survives_restart_with_every_hole() {
     let ids: Vec<Position> = first.iter().map(|e| e.position).collect();
     assert_eq!(
         ids,
-        vec![positions[0], positions[2], positions[4]],
-        "only the holes come back"
+        vec![
+            positions[0],
+            positions[2],
+            positions[4],
+            positions[6],
+            positions[8]
+        ],
+        "only the holes come back, five of them as asked"
     );
     // New appends go to a new ledger after recovery.
     let p = ml.add_entry(Bytes::from_static(b"after")).await.unwrap();
@@ -316,6 +324,61 @@ async fn non_durable_cursor_starts_after_its_position_and_is_not_persisted() {
     assert!(ml.persisted_cursor_names().unwrap().is_empty());
     // Non-durable cursors do not hold back trimming.
     r.close().unwrap();
+}
+
+#[tokio::test]
+async fn read_fills_n_across_ledgers_skipping_acked_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(dir.path());
+    let ml = s.open_ledger("t/fill", small()).unwrap();
+    let mut p = Vec::new();
+    for i in 0..25 {
+        p.push(ml.add_entry(Bytes::from(format!("m{i}"))).await.unwrap());
+    }
+    let c = ml.open_cursor_at("sub", true).unwrap();
+    // Holes: 8, 9 (end of ledger 1) and 10 (start of ledger 2) acknowledged.
+    c.delete(&[p[8], p[9], p[10]]);
+    let first = c.read_entries(12).unwrap();
+    let want: Vec<Position> = (0..8).chain(11..15).map(|i| p[i]).collect();
+    assert_eq!(
+        first.iter().map(|e| e.position).collect::<Vec<_>>(),
+        want,
+        "12 unacknowledged entries over two ledgers"
+    );
+    // The byte budget still applies across ledgers (at least one entry).
+    let one = c.read_entries_bounded(10, 1, Position::LATEST).unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].position, p[15]);
+    // Bounded by a max position in a later ledger.
+    let upto = c.read_entries_bounded(100, u64::MAX, p[21]).unwrap();
+    assert_eq!(upto.first().unwrap().position, p[16]);
+    assert_eq!(upto.last().unwrap().position, p[21]);
+    assert_eq!(c.read_entries(100).unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn non_durable_cursor_never_replaces_an_open_cursor_of_that_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(dir.path());
+    let ml = s.open_ledger("t/clash", small()).unwrap();
+    let mut p = Vec::new();
+    for _ in 0..25 {
+        p.push(ml.add_entry(Bytes::from_static(b"x")).await.unwrap());
+    }
+    let durable = ml.open_cursor_at("sub", true).unwrap();
+    // As Pulsar's newNonDurableCursor: the open cursor of that name is returned.
+    let again = ml.open_non_durable_cursor("sub", p[24]);
+    assert!(Arc::ptr_eq(&durable, &again));
+    assert!(again.is_durable());
+    // So trimming still sees the durable cursor's place: nothing it has not read goes.
+    ml.trim_consumed_ledgers().unwrap();
+    assert_eq!(ml.ledgers().len(), 3);
+    assert_eq!(durable.read_entries(1).unwrap()[0].position, p[0]);
+    // A reset reader cursor is found again with its position, whatever start is given.
+    let r = ml.open_non_durable_cursor("reader", p[0]);
+    r.reset(p[20]);
+    let r2 = ml.open_non_durable_cursor("reader", p[3]);
+    assert_eq!(r2.read_entries(1).unwrap()[0].position, p[20]);
 }
 
 #[test]

@@ -347,13 +347,23 @@ impl ManagedLedger {
 
     /// Opens a non-durable cursor (for readers) whose mark-delete is `start`: reading begins at
     /// the entry after it. It is not persisted and does not hold back trimming.
+    ///
+    /// As Pulsar's `newNonDurableCursor`: if a cursor of that name is already open (durable or
+    /// not) it is returned as it is and `start` is ignored, so a reader never displaces a durable
+    /// cursor (whose place holds back trimming) nor a reader cursor that was just reset.
     #[must_use]
     pub fn open_non_durable_cursor(self: &Arc<Self>, name: &str, start: Position) -> Arc<Cursor> {
+        if let Some(c) = self.cursors.lock().get(name) {
+            return Arc::clone(c);
+        }
         let cursor = Cursor::new_non_durable(Arc::clone(self), name, start);
-        self.cursors
-            .lock()
-            .insert(name.to_owned(), Arc::clone(&cursor));
-        cursor
+        let mut cursors = self.cursors.lock();
+        let kept = Arc::clone(cursors.entry(name.to_owned()).or_insert(cursor.clone()));
+        drop(cursors);
+        if !Arc::ptr_eq(&kept, &cursor) {
+            cursor.mark_closed(); // lost a race with another open of the same name
+        }
+        kept
     }
 
     /// Names of the durable cursors persisted for this ledger (open or not).

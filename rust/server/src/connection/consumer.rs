@@ -138,7 +138,7 @@ impl Connection {
                 )?
             } else {
                 let start = reader_start(&topic, c.start_message_id.as_ref());
-                topic.reader_subscription(&c.subscription, start)
+                topic.reader_subscription(&c.subscription, start)?
             };
             let consumer_name = c
                 .consumer_name

@@ -93,10 +93,38 @@ impl Connection {
                 }
             }
         }
+        topics.retain(|t| mode_includes(g.mode(), t));
         topics.sort();
         self.send(&commands::get_topics_of_namespace_response(
             g.request_id,
             topics,
         ));
+    }
+}
+
+/// Whether a topic of the namespace belongs in a GET_TOPICS_OF_NAMESPACE answer for `mode`
+/// (Pulsar's `PERSISTENT`, the default, lists only `persistent://` topics; a C++ pattern consumer
+/// in `PersistentOnly` mode would otherwise subscribe to non-persistent topics too).
+fn mode_includes(mode: pb::command_get_topics_of_namespace::Mode, topic: &str) -> bool {
+    use pb::command_get_topics_of_namespace::Mode;
+    match mode {
+        Mode::All => true,
+        Mode::Persistent => topic.starts_with("persistent://"),
+        Mode::NonPersistent => topic.starts_with("non-persistent://"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mode_includes;
+    use pulsar_rs_proto::pb::command_get_topics_of_namespace::Mode;
+
+    #[test]
+    fn topics_are_listed_by_mode() {
+        let p = "persistent://public/default/a";
+        let n = "non-persistent://public/default/b";
+        assert!(mode_includes(Mode::Persistent, p) && !mode_includes(Mode::Persistent, n));
+        assert!(mode_includes(Mode::NonPersistent, n) && !mode_includes(Mode::NonPersistent, p));
+        assert!(mode_includes(Mode::All, p) && mode_includes(Mode::All, n));
     }
 }
