@@ -51,10 +51,17 @@ class Recorder:
 
 
 def send_keyed(producer, keys, per_key, start=0):
+    failed: list[object] = []
+
+    def cb(res, _msg_id):
+        if res != pulsar.Result.Ok:
+            failed.append(res)
+
     for i in range(start, start + per_key):
         for k in keys:
-            producer.send_async(f"{k}:{i}".encode(), None, partition_key=k)
+            producer.send_async(f"{k}:{i}".encode(), cb, partition_key=k)
     producer.flush()
+    assert not failed, f"sends failed: {failed[:3]}"
 
 
 def test_each_key_goes_to_one_consumer(client, topic):
