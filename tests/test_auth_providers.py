@@ -83,6 +83,52 @@ def _write(directory: Path, name: str, cert, key) -> tuple[Path, Path]:
     return c, k
 
 
+def _tlv(tag: int, content: bytes) -> bytes:
+    n = len(content)
+    length = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8)
+    return bytes([tag]) + length + content
+
+
+def _children(content: bytes) -> list[bytes]:
+    """The DER elements (whole, with headers) of a SEQUENCE's content."""
+    out = []
+    while content:
+        first = content[1]
+        if first < 0x80:
+            head, n = 2, first
+        else:
+            k = first & 0x7F
+            head, n = 2 + k, int.from_bytes(content[2 : 2 + k])
+        out.append(content[: head + n])
+        content = content[head + n :]
+    return out
+
+
+def _v1_cert(subject: str, issuer: x509.Certificate, issuer_key, key) -> bytes:
+    """A PEM X.509 version 1 certificate (no extensions), as ``openssl x509 -req`` issues them: a v3
+    one without extensions re-signed without its ``[0] version`` field."""
+    now = datetime.datetime.now(datetime.UTC)
+    v3 = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+        .issuer_name(issuer.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(issuer_key, hashes.SHA256())
+    )
+    (tbs, sig_alg, _) = _children(_children(v3.public_bytes(serialization.Encoding.DER))[0][4:])
+    fields = _children(tbs[2:] if tbs[1] < 0x80 else tbs[2 + (tbs[1] & 0x7F) :])
+    assert fields[0][0] == 0xA0  # [0] version
+    tbs_v1 = _tlv(0x30, b"".join(fields[1:]))
+    signature = issuer_key.sign(tbs_v1, ec.ECDSA(hashes.SHA256()))
+    der = _tlv(0x30, tbs_v1 + sig_alg + _tlv(0x03, b"\0" + signature))
+    v1 = x509.load_der_x509_certificate(der)
+    assert v1.version == x509.Version.v1
+    return v1.public_bytes(serialization.Encoding.PEM)
+
+
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory) -> dict[str, Path]:
     """A CA, a server certificate and client certificates with CN ``tls-client`` / ``other``."""
@@ -94,6 +140,14 @@ def pki(tmp_path_factory) -> dict[str, Path]:
     for name, server in (("server", True), ("tls-client", False), ("other", False)):
         key = ec.generate_private_key(ec.SECP256R1())
         out[name], out[name + "-key"] = _write(d, name, _cert(name, ca, ca_key, key, server=server), key)
+    # Version 1 client certificates: one from the CA, one from an impostor CA of the same name.
+    impostor_key = ec.generate_private_key(ec.SECP256R1())
+    impostor = _cert("pulsar-rs auth CA", None, impostor_key, impostor_key, ca=True)
+    for name, (issuer, issuer_key) in (("v1-client", (ca, ca_key)), ("v1-impostor", (impostor, impostor_key))):
+        key = ec.generate_private_key(ec.SECP256R1())
+        _, out[name + "-key"] = _write(d, name, ca, key)
+        out[name] = d / f"{name}.pem"
+        out[name].write_bytes(_v1_cert("v1-client", issuer, issuer_key, key))
     return out
 
 
@@ -168,6 +222,26 @@ def test_tls_role_is_the_certificate_cn(broker, pki, topic):
     finally:
         ok.close()
         other.close()
+
+
+def test_tls_version1_client_certificate(broker, pki, topic):
+    """X.509 v1 client certificates (no extensions, as ``openssl x509 -req`` and the official
+    clients' test PKI issue them) are accepted as Pulsar accepts them: signed by a trusted CA, the
+    role is their CN; signed by anyone else, the handshake fails."""
+    grant(broker, "v1-client")
+    ok = new_client(
+        broker.service_url_tls, pulsar.AuthenticationTLS(str(pki["v1-client"]), str(pki["v1-client-key"])), pki
+    )
+    impostor = new_client(
+        broker.service_url_tls, pulsar.AuthenticationTLS(str(pki["v1-impostor"]), str(pki["v1-impostor-key"])), pki
+    )
+    try:
+        produce_consume(ok, topic)
+        with pytest.raises(pulsar.PulsarException):
+            impostor.create_producer(f"{topic}-impostor")
+    finally:
+        ok.close()
+        impostor.close()
 
 
 def test_tls_method_needs_a_certificate(broker, pki, topic):
@@ -265,6 +339,35 @@ def test_unconfigured_method_refused(pulsar_broker_factory, topic):
             c.create_producer(topic)
     finally:
         c.close()
+
+
+def test_method_without_provider_is_the_anonymous_role(pulsar_broker_factory, tmp_path, topic):
+    """Pulsar's ``ServerCnx.handleConnect``: a method no configured provider has (here
+    ``unknown``) gives the ``anonymousUserRole`` when there is one, so the connection is accepted
+    and what fails is the authorization of what anonymous may not do."""
+    users = tmp_path / "users.htpasswd"
+    users.write_text(USERS)
+    b = pulsar_broker_factory(
+        authenticationEnabled=True,
+        authenticationProviders=f"{PROVIDERS}Basic",
+        basicAuthConf=str(users),
+        authorizationEnabled=True,
+        superUserRoles="admin",
+        anonymousUserRole="anonymous",
+    )
+    unknown = new_client(b.service_url, pulsar.AuthenticationBasic("admin", "123456", "unknown"))
+    basic = new_client(b.service_url, pulsar.AuthenticationBasic("admin", "123456", "basic"))
+    try:
+        with pytest.raises(pulsar.AuthorizationError):
+            unknown.create_producer(topic)
+        produce_consume(basic, topic)  # the same credentials under their method: superuser
+        url = f"{b.admin_url}/admin/v2/namespaces/public/default/permissions/anonymous"
+        good = "Basic " + base64.b64encode(b"admin:123456").decode()
+        assert http("POST", url, {"Authorization": good}, ["produce", "consume"])[0] == 204
+        produce_consume(unknown, f"{topic}-anonymous")  # now granted to anonymous
+    finally:
+        unknown.close()
+        basic.close()
 
 
 @pytest.fixture

@@ -97,3 +97,16 @@ def test_anonymous_role_as_tenant_admin(broker, clients):
     round_trip(clients(broker.service_url), "persistent://open/ns/t")
     with pytest.raises(pulsar.AuthorizationError):
         clients(broker.service_url).create_producer("persistent://public/default/t")
+
+
+def test_missing_tenant_is_topic_not_found_for_every_role(broker, clients):
+    """Pulsar authorizes a lookup with ``validateTenantAdminAccess`` first; its 404 for a tenant that
+    does not exist is answered TopicNotFound ("Tenant or namespace or topic does not exist"), to a
+    role without any grant as to a superuser, while an existing tenant's namespace without a grant
+    for the role stays an AuthorizationError."""
+    for token in (None, CAROL, ADMIN):
+        with pytest.raises(pulsar.TopicNotFound):
+            clients(broker.service_url, token).create_producer("persistent://no-such-tenant/ns/t")
+    make_tenant(broker, "closed", ["acme-admin"])
+    with pytest.raises(pulsar.AuthorizationError):
+        clients(broker.service_url).create_producer("persistent://closed/ns/t")

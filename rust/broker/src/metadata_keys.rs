@@ -28,6 +28,9 @@ pub const TOPIC_PERMISSIONS: &str = "auth/topics";
 pub const CLUSTERS: &str = "clusters";
 /// Tenants: `tenants/<name>` → JSON `TenantInfo`.
 pub const TENANTS: &str = "tenants";
+/// What the standalone start wrote itself and nobody has changed since:
+/// `standalone/defaults` → JSON `{"clusters": {..}, "tenants": {..}, "namespaces": {..}}`.
+pub const STANDALONE_DEFAULTS: &str = "standalone/defaults";
 
 /// Key of a cluster's data.
 #[must_use]

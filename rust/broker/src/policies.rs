@@ -300,11 +300,26 @@ impl PolicyStore {
     /// # Errors
     /// [`BrokerError::AlreadyExists`], invalid values or metadata I/O.
     pub fn create_namespace(&self, ns: &str, p: Policies) -> Result<(), BrokerError> {
+        self.create_namespace_replacing(ns, p, |_| false)
+    }
+
+    /// Creates a namespace with its policies, or replaces the policies of an existing one
+    /// for which `may_replace` (given its current policies) answers true.
+    ///
+    /// # Errors
+    /// [`BrokerError::AlreadyExists`] when it exists and may not be replaced, invalid values
+    /// or metadata I/O.
+    pub fn create_namespace_replacing(
+        &self,
+        ns: &str,
+        p: Policies,
+        may_replace: impl FnOnce(&Policies) -> bool,
+    ) -> Result<(), BrokerError> {
         validate(&p)?;
         // Write lock held across the check and the store write so two creations cannot both
         // succeed; the write is a small synchronous metadata put (no .await here).
         let mut map = self.namespaces.write();
-        if map.contains_key(ns) {
+        if map.get(ns).is_some_and(|cur| !may_replace(cur)) {
             return Err(BrokerError::AlreadyExists(format!("Namespace {ns}")));
         }
         self.meta.put(

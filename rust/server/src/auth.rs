@@ -157,11 +157,6 @@ impl Authenticator {
             return Ok(self.anonymous_role.clone().map(Identity::forever));
         }
         match method {
-            "" | "none" if data.is_empty() => self
-                .anonymous_role
-                .clone()
-                .map(|r| Some(Identity::forever(r)))
-                .ok_or(AuthError::Missing),
             "token" if self.token.is_some() => {
                 let token = std::str::from_utf8(data)
                     .map_err(|_| AuthError::InvalidToken("not UTF-8".into()))?
@@ -180,7 +175,19 @@ impl Authenticator {
             "tls" if self.tls => peer_cn
                 .map(|cn| Some(Identity::forever(cn.to_owned())))
                 .ok_or(AuthError::NoClientCertificate),
-            other => Err(AuthError::Method(other.to_owned(), self.methods())),
+            // No provider of that name (`none`, no method, or one not configured): Pulsar's
+            // `ServerCnx.handleConnect` then gives the anonymous role when there is one, and
+            // refuses the connection when there is none; the data is not looked at.
+            "" | "none" => self
+                .anonymous_role
+                .clone()
+                .map(|r| Some(Identity::forever(r)))
+                .ok_or(AuthError::Missing),
+            other => self
+                .anonymous_role
+                .clone()
+                .map(|r| Some(Identity::forever(r)))
+                .ok_or_else(|| AuthError::Method(other.to_owned(), self.methods())),
         }
     }
 
@@ -497,6 +504,15 @@ mod tests {
         let a = Authenticator::from_config(&c).unwrap();
         assert_eq!(
             role(a.authenticate("none", b"", None)).as_deref(),
+            Some("anon")
+        );
+        // A method no provider has: the anonymous role, whatever the data (ServerCnx).
+        assert_eq!(
+            role(a.authenticate("unknown", b"admin:123456", None)).as_deref(),
+            Some("anon")
+        );
+        assert_eq!(
+            role(a.authenticate("basic", b"admin:123456", None)).as_deref(),
             Some("anon")
         );
         let off = Authenticator::from_config(&BrokerConfig::default()).unwrap();

@@ -6,7 +6,7 @@
 //! (Certificate → tbsCertificate → subject → the last `id-at-commonName` attribute).
 
 /// A DER element: (tag, content, rest).
-fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+pub(crate) fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = input.split_first()?;
     let (&first, rest) = rest.split_first()?;
     let (len, rest) = if first & 0x80 == 0 {

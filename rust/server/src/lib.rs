@@ -21,7 +21,9 @@ pub mod error;
 pub mod lookup;
 pub mod metrics;
 pub mod resources;
+pub mod standalone_defaults;
 pub mod tls;
+pub mod tls_v1;
 pub mod writer;
 
 use std::collections::HashMap;

@@ -13,6 +13,8 @@ use pulsar_rs_ledger::metastore::MetaStore;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::standalone_defaults::{Kind, StandaloneDefaults};
+
 /// Pulsar's `TenantInfo`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -37,6 +39,8 @@ pub struct Resources {
     clusters: RwLock<BTreeMap<String, ClusterData>>,
     /// Tenant name → info; read on every authorization of a tenant admin, same discipline.
     tenants: RwLock<BTreeMap<String, TenantInfo>>,
+    /// What the standalone start created itself (a user's create may replace it).
+    pub defaults: StandaloneDefaults,
 }
 
 fn corrupt(key: &str, e: &serde_json::Error) -> BrokerError {
@@ -76,6 +80,7 @@ impl Resources {
         Ok(Resources {
             clusters: RwLock::new(load(meta.as_ref(), metadata_keys::CLUSTERS)?),
             tenants: RwLock::new(load(meta.as_ref(), metadata_keys::TENANTS)?),
+            defaults: StandaloneDefaults::open(Arc::clone(&meta))?,
             meta,
         })
     }
@@ -93,7 +98,8 @@ impl Resources {
     }
 
     /// Creates (`create`) or updates a cluster; `Ok(false)` when creation finds it present
-    /// or an update finds it missing.
+    /// (and not an untouched standalone default, which it replaces) or an update finds it
+    /// missing.
     ///
     /// # Errors
     /// Metadata I/O.
@@ -103,13 +109,22 @@ impl Resources {
         data: ClusterData,
         create: bool,
     ) -> Result<bool, BrokerError> {
+        // Write lock: the check, the store write and the map change happen together.
         let mut map = self.clusters.write();
-        if map.contains_key(name) == create {
+        let replaces = create
+            && map.get(name).is_some_and(|cur| {
+                self.defaults
+                    .untouched(Kind::Cluster, name, &Value::Object(cur.clone()))
+            });
+        if map.contains_key(name) == create && !replaces {
             return Ok(false);
         }
         let raw = serde_json::to_vec(&data).unwrap_or_default();
         self.meta.put(&metadata_keys::cluster(name), &raw)?;
         map.insert(name.to_owned(), data);
+        if replaces {
+            self.defaults.forget(Kind::Cluster, name)?;
+        }
         Ok(true)
     }
 
@@ -139,8 +154,9 @@ impl Resources {
         self.tenants.read().get(name).cloned()
     }
 
-    /// Creates (`create`) or updates a tenant; `Ok(false)` when creation finds it present or
-    /// an update finds it missing.
+    /// Creates (`create`) or updates a tenant; `Ok(false)` when creation finds it present
+    /// (and not an untouched standalone default, which it replaces) or an update finds it
+    /// missing.
     ///
     /// # Errors
     /// Metadata I/O.
@@ -150,13 +166,22 @@ impl Resources {
         info: TenantInfo,
         create: bool,
     ) -> Result<bool, BrokerError> {
+        // Write lock: the check, the store write and the map change happen together.
         let mut map = self.tenants.write();
-        if map.contains_key(name) == create {
+        let replaces = create
+            && map.get(name).is_some_and(|cur| {
+                let cur = serde_json::to_value(cur).unwrap_or_default();
+                self.defaults.untouched(Kind::Tenant, name, &cur)
+            });
+        if map.contains_key(name) == create && !replaces {
             return Ok(false);
         }
         let raw = serde_json::to_vec(&info).unwrap_or_default();
         self.meta.put(&metadata_keys::tenant(name), &raw)?;
         map.insert(name.to_owned(), info);
+        if replaces {
+            self.defaults.forget(Kind::Tenant, name)?;
+        }
         Ok(true)
     }
 
@@ -188,7 +213,8 @@ pub struct BrokerUrls {
 }
 
 /// First start as Pulsar standalone: cluster `clusterName`, tenants `public` and `pulsar`
-/// (admin roles = superusers), namespaces `public/default` and `pulsar/system`. Then every
+/// (admin roles = superusers), namespaces `public/default` and `pulsar/system`, each noted in
+/// [`StandaloneDefaults`] (a user's create of them succeeds, as against Pulsar). Then every
 /// namespace that holds topics or an older version's policy or permission records is
 /// registered (with its tenant), so existing data directories keep working.
 ///
@@ -206,6 +232,7 @@ pub fn bootstrap(
         allowed_clusters: BTreeSet::from([cluster.clone()]),
     };
     let mut wanted: BTreeSet<String> = BTreeSet::new();
+    let mut first_start: BTreeSet<String> = BTreeSet::new();
     if res.clusters().is_empty() {
         let mut data = ClusterData::new();
         data.insert("serviceUrl".into(), Value::from(urls.web.clone()));
@@ -216,9 +243,12 @@ pub fn bootstrap(
         if let Some(u) = &urls.service_tls {
             data.insert("brokerServiceUrlTls".into(), Value::from(u.clone()));
         }
+        res.defaults
+            .remember(Kind::Cluster, &cluster, Value::Object(data.clone()))?;
         res.put_cluster(&cluster, data, true)?;
-        wanted.insert("public/default".into());
-        wanted.insert("pulsar/system".into());
+        first_start.insert("public/default".into());
+        first_start.insert("pulsar/system".into());
+        wanted.extend(first_start.iter().cloned());
     }
     wanted.extend(service.namespaces_with_topics());
     for prefix in [
@@ -239,10 +269,20 @@ pub fn bootstrap(
         let Some((tenant, _)) = ns.split_once('/') else {
             continue;
         };
+        let default = first_start.contains(&ns);
         if res.tenant(tenant).is_none() {
-            res.put_tenant(tenant, default_tenant(), true)?;
+            let info = default_tenant();
+            if default {
+                let v = serde_json::to_value(&info).unwrap_or_default();
+                res.defaults.remember(Kind::Tenant, tenant, v)?;
+            }
+            res.put_tenant(tenant, info, true)?;
         }
         if !service.policies.namespace_exists(&ns) {
+            if default {
+                let v = serde_json::to_value(Policies::default()).unwrap_or_default();
+                res.defaults.remember(Kind::Namespace, &ns, v)?;
+            }
             service
                 .policies
                 .create_namespace(&ns, Policies::default())?;

@@ -2,7 +2,8 @@
 //! (`webServicePortTls`), from `tlsCertificateFilePath` / `tlsKeyFilePath` (PEM). When
 //! `tlsTrustCertsFilePath` is set, clients may present a certificate signed by one of those CAs
 //! (its CN is the role under `AuthenticationProviderTls`, see [`crate::auth_tls`]); with
-//! `tlsRequireTrustedClientCertOnConnect` they must.
+//! `tlsRequireTrustedClientCertOnConnect` they must. X.509 v1 client certificates are accepted
+//! as Pulsar accepts them ([`crate::tls_v1`]).
 //!
 //! Handshakes run in their own tasks with a timeout, so a slow or silent peer never holds up
 //! the accept loop.
@@ -76,11 +77,13 @@ pub fn acceptors(c: &BrokerConfig) -> Result<Acceptors, BrokerError> {
         .map_err(|e| bad("tlsCertificateFilePath", e.to_string()))?;
     let builder = if let Some(path) = c.tls_trust_certs_file_path.as_deref() {
         let mut roots = rustls::RootCertStore::empty();
-        for cert in certs("tlsTrustCertsFilePath", path)? {
+        let trusted = certs("tlsTrustCertsFilePath", path)?;
+        for cert in &trusted {
             roots
-                .add(cert)
+                .add(cert.clone())
                 .map_err(|e| bad("tlsTrustCertsFilePath", e.to_string()))?;
         }
+        let algs = provider.signature_verification_algorithms;
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
         // Certificates are requested; required only with tlsRequireTrustedClientCertOnConnect.
         let verifier = if c.tls_require_trusted_client_cert_on_connect {
@@ -91,7 +94,9 @@ pub fn acceptors(c: &BrokerConfig) -> Result<Acceptors, BrokerError> {
         let verifier = verifier
             .build()
             .map_err(|e| bad("tlsTrustCertsFilePath", e.to_string()))?;
-        builder.with_client_cert_verifier(verifier)
+        // X.509 v1 client certificates, which Pulsar accepts and webpki does not.
+        let verifier = crate::tls_v1::V1TolerantVerifier::new(verifier, &trusted, algs);
+        builder.with_client_cert_verifier(Arc::new(verifier))
     } else if c.tls_require_trusted_client_cert_on_connect {
         return Err(bad(
             "tlsTrustCertsFilePath",

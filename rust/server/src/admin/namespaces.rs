@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::{blocking, fail, Ctx};
 use crate::resources::valid_name;
+use crate::standalone_defaults::Kind;
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -212,13 +213,28 @@ async fn create(
     let ns = format!("{tenant}/{name}");
     blocking(
         &ctx,
-        move |c| match c.service.policies.create_namespace(&ns, policies) {
-            Ok(()) => {
-                c.service.refresh_policies();
-                Ok(true)
+        move |c| {
+            let defaults = &c.resources.defaults;
+            let untouched = |cur: &Policies| {
+                let cur = serde_json::to_value(cur).unwrap_or_default();
+                defaults.untouched(Kind::Namespace, &ns, &cur)
+            };
+            let replaced = c.service.policies.namespace_exists(&ns);
+            match c
+                .service
+                .policies
+                .create_namespace_replacing(&ns, policies, untouched)
+            {
+                Ok(()) => {
+                    if replaced {
+                        defaults.forget(Kind::Namespace, &ns)?;
+                    }
+                    c.service.refresh_policies();
+                    Ok(true)
+                }
+                Err(pulsar_rs_broker::BrokerError::AlreadyExists(_)) => Ok(false),
+                Err(e) => Err(e),
             }
-            Err(pulsar_rs_broker::BrokerError::AlreadyExists(_)) => Ok(false),
-            Err(e) => Err(e),
         },
         |created| {
             if created {

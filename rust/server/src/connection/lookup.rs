@@ -10,6 +10,17 @@ use crate::error::wire_code;
 
 impl Connection {
     pub(super) fn partitioned_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) {
+        if let Some(ns) = self.missing_tenant(&c.topic) {
+            // Pulsar: authorizing a lookup starts with `validateTenantAdminAccess`, whose 404
+            // for a missing tenant `ServerCnx` answers with TopicNotFound, for every role (a
+            // superuser is authorized and then finds the namespace missing: the same answer).
+            self.send(&commands::partitioned_metadata_failed(
+                c.request_id,
+                Wire::TopicNotFound,
+                format!("Tenant or namespace or topic does not exist: {ns}"),
+            ));
+            return;
+        }
         if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
             let code = Wire::AuthorizationError;
             self.send(&commands::partitioned_metadata_failed(

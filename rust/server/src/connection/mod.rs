@@ -370,6 +370,16 @@ impl Connection {
         (!self.service.policies.namespace_exists(&ns)).then_some(ns)
     }
 
+    /// The namespace of `topic` when its tenant does not exist.
+    fn missing_tenant(&self, topic: &str) -> Option<String> {
+        let t = pulsar_rs_broker::TopicName::parse(topic).ok()?;
+        self.ctx
+            .resources
+            .tenant(&t.tenant)
+            .is_none()
+            .then(|| t.namespace_name())
+    }
+
     /// Refuses a PRODUCER or SUBSCRIBE in a namespace that does not exist (TopicNotFound, as
     /// Pulsar); `true` when refused.
     fn refuse_missing_namespace(&self, request_id: u64, topic: &str) -> bool {

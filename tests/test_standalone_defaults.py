@@ -1,0 +1,86 @@
+"""The objects standalone creates by itself (cluster ``standalone``, tenant ``public``, namespace
+``public/default``) yield to a user's own creation of them, as against Pulsar, where
+``PulsarStandalone`` writes them only after the web service answers and only when missing: the
+set-up every official client's CI runs right after start (``clusters create standalone``,
+``tenants create public -r anonymous``, ``namespaces create public/default`` + grants, under
+``set -e``) succeeds, and its tenant admins and grants are the ones in force. Once a default was
+changed or created by a user it is an ordinary record: a second create answers 409."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_security import ADMIN, SECRET_URL, TOKEN_PROVIDER, client_for, http, round_trip
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def broker(pulsar_broker_factory):
+    return pulsar_broker_factory(
+        authenticationEnabled=True,
+        authenticationProviders=TOKEN_PROVIDER,
+        tokenSecretKey=SECRET_URL,
+        authorizationEnabled=True,
+        superUserRoles="admin",
+        anonymousUserRole="anonymous",
+    )
+
+
+def test_user_setup_replaces_the_standalone_defaults(broker):
+    v2 = f"{broker.admin_url}/admin/v2"
+    # Before the set-up: public is administered by the superusers only.
+    assert http("GET", f"{v2}/tenants/public", ADMIN) == (200, {"adminRoles": ["admin"], "allowedClusters": ["standalone"]})
+    assert http("PUT", f"{v2}/persistent/public/default/early/partitions", None, 2)[0] == 401
+    cluster = {"serviceUrl": "http://localhost:1/", "brokerServiceUrl": "pulsar://localhost:2/"}
+    assert http("PUT", f"{v2}/clusters/standalone", ADMIN, cluster)[0] in (200, 204)
+    assert http("GET", f"{v2}/clusters/standalone", ADMIN)[1]["serviceUrl"] == "http://localhost:1/"
+    tenant = {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]}
+    assert http("PUT", f"{v2}/tenants/public", ADMIN, tenant)[0] == 204
+    grants = {"auth_policies": {"namespace_auth": {"anonymous": ["produce", "consume"]}}}
+    assert http("PUT", f"{v2}/namespaces/public/default", ADMIN, grants)[0] == 204
+    assert http("GET", f"{v2}/namespaces/public/default", ADMIN)[1]["auth_policies"]["namespace_auth"] == {
+        "anonymous": ["consume", "produce"]
+    }
+    # The user's records are in force: anonymous administers public, as the set-up asked.
+    assert http("PUT", f"{v2}/persistent/public/default/early/partitions", None, 2)[0] == 204
+    c = client_for(broker.service_url)
+    try:
+        round_trip(c, "persistent://public/default/early")
+    finally:
+        c.close()
+    # ... and they are ordinary records now: creating them again conflicts, as in Pulsar.
+    assert http("PUT", f"{v2}/clusters/standalone", ADMIN, cluster)[0] == 409
+    assert http("PUT", f"{v2}/tenants/public", ADMIN, tenant)[0] == 409
+    assert http("PUT", f"{v2}/namespaces/public/default", ADMIN, grants)[0] == 409
+
+
+def test_a_changed_default_is_not_replaced(broker):
+    v2 = f"{broker.admin_url}/admin/v2"
+    # An update of the tenant, a grant on the namespace: they are the user's now.
+    body = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
+    assert http("POST", f"{v2}/tenants/public", ADMIN, body)[0] == 204
+    assert http("PUT", f"{v2}/tenants/public", ADMIN, {"adminRoles": ["x"], "allowedClusters": ["standalone"]})[0] == 409
+    assert http("GET", f"{v2}/tenants/public", ADMIN)[1]["adminRoles"] == ["ops"]
+    assert http("POST", f"{v2}/namespaces/public/default/permissions/bob", ADMIN, ["consume"])[0] == 204
+    assert http("PUT", f"{v2}/namespaces/public/default", ADMIN, {})[0] == 409
+    assert http("GET", f"{v2}/namespaces/public/default/permissions", ADMIN) == (200, {"bob": ["consume"]})
+
+
+def test_defaults_survive_a_restart_as_defaults(pulsar_broker_factory, tmp_path):
+    conf = dict(
+        data_dir=tmp_path / "data",
+        authenticationEnabled=True,
+        authenticationProviders=TOKEN_PROVIDER,
+        tokenSecretKey=SECRET_URL,
+        authorizationEnabled=True,
+        superUserRoles="admin",
+        anonymousUserRole="anonymous",
+    )
+    b = pulsar_broker_factory(**conf)
+    b.stop()
+    b = pulsar_broker_factory(**conf)
+    v2 = f"{b.admin_url}/admin/v2"
+    tenant = {"adminRoles": ["anonymous"], "allowedClusters": ["standalone"]}
+    assert http("PUT", f"{v2}/tenants/public", ADMIN, tenant)[0] == 204
+    assert http("PUT", f"{v2}/tenants/public", ADMIN, tenant)[0] == 409
