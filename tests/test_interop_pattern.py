@@ -79,3 +79,29 @@ def test_pattern_finds_topic_created_later(client, topic):
     assert got is not None, "the topic created later was never subscribed"
     assert got.data() == b"after"
     assert got.topic_name() == later
+
+
+def test_regex_modes_see_loaded_non_persistent_topics(client, topic):
+    """GET_TOPICS_OF_NAMESPACE lists a namespace's topics by the consumer's regex mode as Pulsar's
+    ``getListOfTopics`` does: ``AllTopics`` and ``NonPersistentOnly`` include the non-persistent
+    topics loaded on the broker (they exist while used), ``PersistentOnly`` leaves them out."""
+    base = topic.rsplit("/", 1)[1]
+    p_topic = f"persistent://public/default/{base}-p"
+    n_topic = f"non-persistent://public/default/{base}-n"
+    producers = {t: client.create_producer(t) for t in (p_topic, n_topic, f"persistent://public/default/x-{base}")}
+    pattern = re.compile(f"public/default/{re.escape(base)}-.*")
+    modes = {
+        "all": pulsar.RegexSubscriptionMode.AllTopics,
+        "persistent": pulsar.RegexSubscriptionMode.PersistentOnly,
+        "non-persistent": pulsar.RegexSubscriptionMode.NonPersistentOnly,
+    }
+    consumers = {k: client.subscribe(pattern, f"sub-{k}", regex_subscription_mode=m) for k, m in modes.items()}
+    for t, p in producers.items():
+        p.send(t.encode())
+    expected = {"all": {p_topic, n_topic}, "persistent": {p_topic}, "non-persistent": {n_topic}}
+    for k, consumer in consumers.items():
+        got = set()
+        while (msg := _receive(consumer, 3.0)) is not None:
+            got.add(msg.topic_name())
+            consumer.acknowledge(msg)
+        assert got == expected[k], k

@@ -324,6 +324,42 @@ impl BrokerService {
         Ok(t)
     }
 
+    /// The topics of a namespace a client discovers (GET_TOPICS_OF_NAMESPACE, REST
+    /// `namespaces/{tenant}/{ns}/topics`), as Pulsar's `NamespaceService.getListOfTopics`:
+    /// `persistent` → every persistent topic and the partitions of partitioned ones;
+    /// `non_persistent` → the non-persistent topics loaded on the broker (they exist only while
+    /// loaded). Sorted full names.
+    #[must_use]
+    pub fn discoverable_topics(
+        &self,
+        namespace: &str,
+        persistent: bool,
+        non_persistent: bool,
+    ) -> Vec<String> {
+        let mut out: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        if persistent {
+            out.extend(
+                self.topics_of_namespace(namespace)
+                    .iter()
+                    .map(ToString::to_string),
+            );
+            for (t, n) in self.partitioned_topics(namespace) {
+                if t.is_persistent() {
+                    out.extend((0..n).map(|i| t.partition(i).to_string()));
+                }
+            }
+        }
+        if non_persistent {
+            out.extend(
+                self.non_persistent_topics()
+                    .iter()
+                    .filter(|t| t.name.namespace_name() == namespace)
+                    .map(|t| t.name.to_string()),
+            );
+        }
+        out.into_iter().collect()
+    }
+
     /// Loaded non-persistent topics.
     #[must_use]
     pub fn non_persistent_topics(&self) -> Vec<Arc<NonPersistentTopic>> {

@@ -74,14 +74,10 @@ async fn namespace_topics(
             format!("mode must be PERSISTENT, NON_PERSISTENT or ALL, not {mode}"),
         );
     }
-    let names: Vec<String> = if mode == "NON_PERSISTENT" {
-        Vec::new()
-    } else {
-        ctx.service
-            .topics_of_namespace(&format!("{tenant}/{ns}"))
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    };
+    let names = ctx.service.discoverable_topics(
+        &format!("{tenant}/{ns}"),
+        mode != "NON_PERSISTENT",
+        mode != "PERSISTENT",
+    );
     Json(names).into_response()
 }

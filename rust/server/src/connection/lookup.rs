@@ -90,52 +90,18 @@ impl Connection {
             self.send(&commands::error(g.request_id, code, msg));
             return;
         }
-        let mut topics: Vec<String> = self
+        use pb::command_get_topics_of_namespace::Mode;
+        let (persistent, non_persistent) = match g.mode() {
+            Mode::Persistent => (true, false),
+            Mode::NonPersistent => (false, true),
+            Mode::All => (true, true),
+        };
+        let topics = self
             .service
-            .topics_of_namespace(&g.namespace)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        for (t, n) in self.service.partitioned_topics(&g.namespace) {
-            for i in 0..n {
-                let p = t.partition(i).to_string();
-                if !topics.contains(&p) {
-                    topics.push(p);
-                }
-            }
-        }
-        topics.retain(|t| mode_includes(g.mode(), t));
-        topics.sort();
+            .discoverable_topics(&g.namespace, persistent, non_persistent);
         self.send(&commands::get_topics_of_namespace_response(
             g.request_id,
             topics,
         ));
-    }
-}
-
-/// Whether a topic of the namespace belongs in a GET_TOPICS_OF_NAMESPACE answer for `mode`
-/// (Pulsar's `PERSISTENT`, the default, lists only `persistent://` topics; a C++ pattern consumer
-/// in `PersistentOnly` mode would otherwise subscribe to non-persistent topics too).
-fn mode_includes(mode: pb::command_get_topics_of_namespace::Mode, topic: &str) -> bool {
-    use pb::command_get_topics_of_namespace::Mode;
-    match mode {
-        Mode::All => true,
-        Mode::Persistent => topic.starts_with("persistent://"),
-        Mode::NonPersistent => topic.starts_with("non-persistent://"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mode_includes;
-    use pulsar_rs_proto::pb::command_get_topics_of_namespace::Mode;
-
-    #[test]
-    fn topics_are_listed_by_mode() {
-        let p = "persistent://public/default/a";
-        let n = "non-persistent://public/default/b";
-        assert!(mode_includes(Mode::Persistent, p) && !mode_includes(Mode::Persistent, n));
-        assert!(mode_includes(Mode::NonPersistent, n) && !mode_includes(Mode::NonPersistent, p));
-        assert!(mode_includes(Mode::All, p) && mode_includes(Mode::All, n));
     }
 }
