@@ -94,3 +94,18 @@ def test_reader_does_not_replace_durable_subscription_of_same_name(tmp_path, top
     finally:
         client.close()
         broker.stop()
+
+
+def test_seek_to_latest_then_new_message_is_available(client, topic):
+    """``seek(MessageId.latest)`` puts the cursor just after the last entry, as Pulsar's
+    ``resetCursor(LATEST)`` does (mark-delete = last entry): nothing is available until the next
+    message is published, which then is."""
+    producer = client.create_producer(topic)
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    producer.send(b"m0")
+    assert reader.has_message_available()
+    reader.seek(pulsar.MessageId.latest)
+    assert not reader.has_message_available()
+    producer.send(b"m1")
+    assert reader.has_message_available()
+    assert reader.read_next(5000).data() == b"m1"

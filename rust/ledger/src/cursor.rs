@@ -485,6 +485,10 @@ impl Cursor {
     /// Resets the cursor so that the next entry read is `position`; everything before it counts
     /// as acknowledged and the holes are forgotten.
     pub fn reset(&self, position: Position) {
+        // Past the end (Pulsar's LATEST = (i64::MAX, i64::MAX), or any position after the last
+        // entry) means "just after the last entry", as `ManagedCursorImpl.resetCursor` does:
+        // mark-delete becomes the last entry, not a position no entry will ever reach.
+        let position = position.min(self.ml.end_position());
         let prev = self.ml.previous_position(position);
         let mut st = self.state.lock();
         st.mark_delete = prev;
