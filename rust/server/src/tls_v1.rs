@@ -24,8 +24,11 @@ const BIT_STRING: u8 = 0x03;
 const UTC_TIME: u8 = 0x17;
 const GENERALIZED_TIME: u8 = 0x18;
 
-/// One DER element with its header: (tag, content, whole element, rest).
-fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
+/// One DER element: (tag, content, the whole element with its header, rest).
+type Tlv<'a> = (u8, &'a [u8], &'a [u8], &'a [u8]);
+
+/// Splits off one DER element, keeping its header.
+fn tlv(input: &[u8]) -> Option<Tlv<'_>> {
     let (tag, content, rest) = element(input)?;
     Some((tag, content, &input[..input.len() - rest.len()], rest))
 }
