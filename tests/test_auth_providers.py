@@ -85,7 +85,8 @@ def _write(directory: Path, name: str, cert, key) -> tuple[Path, Path]:
 
 def _tlv(tag: int, content: bytes) -> bytes:
     n = len(content)
-    length = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8)
+    k = (n.bit_length() + 7) // 8
+    length = bytes([n]) if n < 0x80 else bytes([0x80 | k]) + n.to_bytes(k)
     return bytes([tag]) + length + content
 
 

@@ -30,7 +30,8 @@ def broker(pulsar_broker_factory):
 def test_user_setup_replaces_the_standalone_defaults(broker):
     v2 = f"{broker.admin_url}/admin/v2"
     # Before the set-up: public is administered by the superusers only.
-    assert http("GET", f"{v2}/tenants/public", ADMIN) == (200, {"adminRoles": ["admin"], "allowedClusters": ["standalone"]})
+    superusers_only = {"adminRoles": ["admin"], "allowedClusters": ["standalone"]}
+    assert http("GET", f"{v2}/tenants/public", ADMIN) == (200, superusers_only)
     assert http("PUT", f"{v2}/persistent/public/default/early/partitions", None, 2)[0] == 401
     cluster = {"serviceUrl": "http://localhost:1/", "brokerServiceUrl": "pulsar://localhost:2/"}
     assert http("PUT", f"{v2}/clusters/standalone", ADMIN, cluster)[0] in (200, 204)
@@ -60,7 +61,8 @@ def test_a_changed_default_is_not_replaced(broker):
     # An update of the tenant, a grant on the namespace: they are the user's now.
     body = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
     assert http("POST", f"{v2}/tenants/public", ADMIN, body)[0] == 204
-    assert http("PUT", f"{v2}/tenants/public", ADMIN, {"adminRoles": ["x"], "allowedClusters": ["standalone"]})[0] == 409
+    again = {"adminRoles": ["x"], "allowedClusters": ["standalone"]}
+    assert http("PUT", f"{v2}/tenants/public", ADMIN, again)[0] == 409
     assert http("GET", f"{v2}/tenants/public", ADMIN)[1]["adminRoles"] == ["ops"]
     assert http("POST", f"{v2}/namespaces/public/default/permissions/bob", ADMIN, ["consume"])[0] == 204
     assert http("PUT", f"{v2}/namespaces/public/default", ADMIN, {})[0] == 409
