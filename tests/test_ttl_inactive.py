@@ -250,9 +250,7 @@ def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_f
 
 
 def test_caught_up_mode_deletes_topics_without_backlog(pulsar_broker_factory, client_factory, topic):
-    broker = pulsar_broker_factory(
-        brokerDeleteInactiveTopicsMode="delete_when_subscriptions_caught_up", **FAST_GC
-    )
+    broker = pulsar_broker_factory(brokerDeleteInactiveTopicsMode="delete_when_subscriptions_caught_up", **FAST_GC)
     url = broker.admin_url
     client = client_factory(broker.service_url)
     backlog, caught_up = topic + "-backlog", topic + "-caught"
