@@ -209,3 +209,16 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_expired;
+
+    #[test]
+    fn expired_strictly_after_the_ttl() {
+        // Pulsar's isEntryExpired: now > timestamp + ttl.
+        assert!(!is_expired(1000, 5000, 6000));
+        assert!(is_expired(1000, 5000, 6001));
+        assert!(!is_expired(1000, 5000, 0));
+    }
+}

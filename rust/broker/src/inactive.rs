@@ -133,3 +133,64 @@ fn check_non_persistent(service: &BrokerService, topic: &NonPersistentTopic, now
     }
     service.remove_non_persistent_if_idle(&topic.name, |t| !active(t))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::policies::{InactiveTopicDeleteMode, InactiveTopicPolicies};
+    use crate::BrokerConfig;
+
+    #[test]
+    fn pulsar_keys_are_implemented_with_pulsars_defaults() {
+        // As in Pulsar's broker.conf: an empty max duration means "the check frequency".
+        let c = BrokerConfig::from_properties(
+            "brokerDeleteInactiveTopicsEnabled=true\nbrokerDeleteInactiveTopicsFrequencySeconds=7\n\
+             brokerDeleteInactiveTopicsMode=delete_when_subscriptions_caught_up\n\
+             brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=\n\
+             brokerDeleteInactivePartitionedTopicMetadataEnabled=true\n\
+             ttlDurationDefaultInSeconds=30\nmessageExpiryCheckIntervalInMinutes=2\n",
+        )
+        .unwrap();
+        assert!(
+            c.unimplemented_keys.is_empty(),
+            "{:?}",
+            c.unimplemented_keys
+        );
+        assert_eq!(
+            c.inactive_topic_policies(),
+            InactiveTopicPolicies {
+                inactive_topic_delete_mode:
+                    InactiveTopicDeleteMode::DeleteWhenSubscriptionsCaughtUp,
+                max_inactive_duration_seconds: 7,
+                delete_while_inactive: true,
+            }
+        );
+        assert_eq!(c.ttl_duration_default_in_seconds, 30);
+        assert_eq!(c.message_expiry_check_interval_in_minutes, 2);
+        let d = BrokerConfig::default();
+        assert!(d.broker_delete_inactive_topics_enabled);
+        assert_eq!(
+            d.inactive_topic_policies().max_inactive_duration_seconds,
+            60
+        );
+        assert_eq!(d.message_expiry_check_interval_in_minutes, 5);
+        let bad = BrokerConfig::from_properties("brokerDeleteInactiveTopicsMode=never\n")
+            .and_then(|c| c.validate());
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn policy_json_is_pulsars() {
+        let p: InactiveTopicPolicies = serde_json::from_str(
+            r#"{"inactiveTopicDeleteMode":"delete_when_no_subscriptions","maxInactiveDurationSeconds":60,"deleteWhileInactive":true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.inactive_topic_delete_mode,
+            InactiveTopicDeleteMode::DeleteWhenNoSubscriptions
+        );
+        assert!(serde_json::from_str::<InactiveTopicPolicies>(
+            r#"{"inactiveTopicDeleteMode":"x"}"#
+        )
+        .is_err());
+    }
+}

@@ -299,13 +299,7 @@ impl PyBroker {
     /// `brokerDeleteInactiveTopicsFrequencySeconds`); returns the names of the topics deleted.
     fn check_gc(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let service = self.service()?;
-        Ok(py.detach(move || {
-            service
-                .check_gc()
-                .iter()
-                .map(ToString::to_string)
-                .collect()
-        }))
+        Ok(py.detach(move || service.check_gc().iter().map(ToString::to_string).collect()))
     }
 
     /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`);

@@ -455,7 +455,12 @@ async fn every(
 /// Message TTL, every `messageExpiryCheckIntervalInMinutes` (Pulsar's
 /// `startMessageExpiryMonitor`).
 async fn message_expiry_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<bool>) {
-    let minutes = u64::from(ctx.service.config.message_expiry_check_interval_in_minutes.max(1));
+    let minutes = u64::from(
+        ctx.service
+            .config
+            .message_expiry_check_interval_in_minutes
+            .max(1),
+    );
     let period = std::time::Duration::from_secs(minutes * 60);
     every(period, &ctx, shutdown, |svc| {
         svc.check_message_expiry(pulsar_rs_broker::expiry::now_ms());

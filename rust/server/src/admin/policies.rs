@@ -147,7 +147,10 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             // Topic level: `?messageTTL=N` (Pulsar's query parameter); namespace: the body.
             let v: i64 = match q.get("messageTTL") {
                 Some(v) => v.parse().map_err(|_| {
-                    fail(StatusCode::PRECONDITION_FAILED, "Invalid value for message TTL")
+                    fail(
+                        StatusCode::PRECONDITION_FAILED,
+                        "Invalid value for message TTL",
+                    )
                 })?,
                 None => parse(body)?,
             };
