@@ -274,6 +274,10 @@ class Broker:
     def running(self) -> bool: ...
     def stop(self) -> None: ...
     def cleanup(self) -> None: ...
+    def check_message_expiry(self) -> None:
+        """Run one message-expiry check now (Pulsar's BrokerService.checkMessageExpiry)."""
+    def check_gc(self) -> list[str]:
+        """Run one inactive-topic check now; returns the topics deleted."""
     def export_tables(self, progress: Callable[[int, int, int], None] | None = None) -> dict[str, ArrowStream]:
         """The broker's state as Arrow streams; ``progress(topics_done, topics_total, rows)`` is
         called as topics are exported (an exception it raises stops the export)."""

@@ -104,6 +104,21 @@ pub struct BrokerConfig {
     pub broker_deduplication_producer_inactivity_timeout_minutes: u64,
     pub broker_deduplication_snapshot_frequency_in_seconds: u64,
     pub broker_deduplication_snapshot_interval_seconds: u64,
+    // Message TTL and inactive topics (see `crate::expiry` and `crate::inactive`).
+    /// Broker default message TTL in seconds (0 = messages never expire).
+    pub ttl_duration_default_in_seconds: u32,
+    /// Period of the message expiry check, minutes (Pulsar's unit).
+    pub message_expiry_check_interval_in_minutes: u32,
+    /// Delete topics inactive for longer than their inactive-topic policy allows.
+    pub broker_delete_inactive_topics_enabled: bool,
+    /// Period of the inactive-topic check, seconds.
+    pub broker_delete_inactive_topics_frequency_seconds: u32,
+    /// `delete_when_no_subscriptions` or `delete_when_subscriptions_caught_up`.
+    pub broker_delete_inactive_topics_mode: String,
+    /// How long a topic must be inactive before deletion (none: the check frequency).
+    pub broker_delete_inactive_topics_max_inactive_duration_seconds: Option<u32>,
+    /// Also delete a partitioned topic's metadata once GC deleted all of its partitions.
+    pub broker_delete_inactive_partitioned_topic_metadata_enabled: bool,
 
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
@@ -231,6 +246,13 @@ impl Default for BrokerConfig {
             broker_deduplication_producer_inactivity_timeout_minutes: 360,
             broker_deduplication_snapshot_frequency_in_seconds: 120,
             broker_deduplication_snapshot_interval_seconds: 120,
+            ttl_duration_default_in_seconds: 0,
+            message_expiry_check_interval_in_minutes: 5,
+            broker_delete_inactive_topics_enabled: true,
+            broker_delete_inactive_topics_frequency_seconds: 60,
+            broker_delete_inactive_topics_mode: "delete_when_no_subscriptions".into(),
+            broker_delete_inactive_topics_max_inactive_duration_seconds: None,
+            broker_delete_inactive_partitioned_topic_metadata_enabled: false,
             authentication_enabled: false,
             authentication_providers: Vec::new(),
             basic_auth_conf: None,
@@ -283,6 +305,23 @@ fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl BrokerConfig {
+    /// The broker's inactive-topic policy (Pulsar: the maximum inactive duration defaults to
+    /// the check frequency).
+    #[must_use]
+    pub fn inactive_topic_policies(&self) -> crate::policies::InactiveTopicPolicies {
+        crate::policies::InactiveTopicPolicies {
+            inactive_topic_delete_mode: crate::policies::InactiveTopicDeleteMode::parse(
+                &self.broker_delete_inactive_topics_mode,
+            )
+            .unwrap_or_default(),
+            max_inactive_duration_seconds: i64::from(
+                self.broker_delete_inactive_topics_max_inactive_duration_seconds
+                    .unwrap_or(self.broker_delete_inactive_topics_frequency_seconds),
+            ),
+            delete_while_inactive: self.broker_delete_inactive_topics_enabled,
+        }
+    }
+
     /// Checks values that types alone cannot.
     ///
     /// # Errors
@@ -349,6 +388,23 @@ impl BrokerConfig {
             return Err(bad(
                 "brokerDeduplicationSnapshotFrequencyInSeconds",
                 "must be > 0",
+            ));
+        }
+        if self.message_expiry_check_interval_in_minutes == 0 {
+            return Err(bad("messageExpiryCheckIntervalInMinutes", "must be > 0"));
+        }
+        if self.broker_delete_inactive_topics_frequency_seconds == 0 {
+            return Err(bad(
+                "brokerDeleteInactiveTopicsFrequencySeconds",
+                "must be > 0",
+            ));
+        }
+        if crate::policies::InactiveTopicDeleteMode::parse(&self.broker_delete_inactive_topics_mode)
+            .is_none()
+        {
+            return Err(bad(
+                "brokerDeleteInactiveTopicsMode",
+                "must be delete_when_no_subscriptions or delete_when_subscriptions_caught_up",
             ));
         }
         self.validate_security()?;

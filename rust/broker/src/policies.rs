@@ -1,5 +1,5 @@
 //! Namespace and topic policies, with Pulsar's admin JSON field names: publish rate, dispatch
-//! rates, backlog quotas and retention. A topic's effective policy is its own, else its
+//! rates, backlog quotas, retention, message TTL and inactive-topic policies. A topic's effective policy is its own, else its
 //! namespace's, else the broker default from `broker.conf`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -80,6 +80,44 @@ pub struct Retention {
     pub retention_size_in_mb: i64,
 }
 
+/// Pulsar's `InactiveTopicDeleteMode`: what makes a topic without producers still active.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InactiveTopicDeleteMode {
+    /// Active while it has any subscription.
+    #[default]
+    DeleteWhenNoSubscriptions,
+    /// Active while any subscription has a backlog.
+    DeleteWhenSubscriptionsCaughtUp,
+}
+
+impl InactiveTopicDeleteMode {
+    /// Parses Pulsar's name (`delete_when_no_subscriptions`, ...).
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "delete_when_no_subscriptions" => Some(Self::DeleteWhenNoSubscriptions),
+            "delete_when_subscriptions_caught_up" => Some(Self::DeleteWhenSubscriptionsCaughtUp),
+            _ => None,
+        }
+    }
+}
+
+/// Pulsar's `InactiveTopicPolicies`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InactiveTopicPolicies {
+    /// What counts as activity besides producers.
+    #[serde(default)]
+    pub inactive_topic_delete_mode: InactiveTopicDeleteMode,
+    /// Seconds a topic must stay inactive before it is deleted.
+    #[serde(default)]
+    pub max_inactive_duration_seconds: i64,
+    /// Whether inactive topics are deleted at all.
+    #[serde(default)]
+    pub delete_while_inactive: bool,
+}
+
 fn minus_one() -> i64 {
     -1
 }
@@ -132,6 +170,21 @@ pub struct Policies {
     /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
     #[serde(default)]
     pub deduplication_enabled: Option<bool>,
+    /// Message TTL in seconds (0 = never expire); Pulsar's `message_ttl_in_seconds` (topic
+    /// policy `messageTTLInSeconds`).
+    #[serde(
+        default,
+        rename = "message_ttl_in_seconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message_ttl_in_seconds: Option<i64>,
+    /// Inactive-topic deletion; Pulsar's `inactive_topic_policies`.
+    #[serde(
+        default,
+        rename = "inactive_topic_policies",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub inactive_topic_policies: Option<InactiveTopicPolicies>,
     /// Permissions (namespace documents only), Pulsar's `auth_policies`.
     #[serde(
         default,
@@ -162,6 +215,10 @@ pub struct Effective {
     pub retention: (i64, i64),
     /// Deduplication on.
     pub deduplication: bool,
+    /// Message TTL in seconds (0 = none): topic, else namespace, else `ttlDurationDefaultInSeconds`.
+    pub message_ttl_seconds: i64,
+    /// Inactive-topic policy: topic, else namespace, else the broker's.
+    pub inactive: InactiveTopicPolicies,
 }
 
 fn positive(v: i64) -> f64 {
@@ -220,6 +277,9 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
         if q.limit_size < -1 || q.limit_time < -1 {
             return Err(bad("backlogQuota", "limitSize and limitTime must be >= -1"));
         }
+    }
+    if p.message_ttl_in_seconds.is_some_and(|t| t < 0) {
+        return Err(bad("messageTTL", "Invalid value for message TTL"));
     }
     if let Some(r) = &p.retention {
         if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
@@ -395,6 +455,20 @@ impl PolicyStore {
         Ok(())
     }
 
+    /// Forgets a deleted topic's policies (as Pulsar deletes topic policies with the topic).
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub fn delete_topic(&self, t: &TopicName) -> Result<(), BrokerError> {
+        let name = t.base().to_string();
+        // Write lock: the map and the store change together.
+        let mut map = self.topics.write();
+        if map.remove(&name).is_some() {
+            self.meta.delete(&metadata_keys::topic_policies(&name))?;
+        }
+        Ok(())
+    }
+
     /// The effective policy of a topic.
     #[must_use]
     pub fn effective(&self, t: &TopicName) -> Effective {
@@ -491,6 +565,14 @@ impl PolicyStore {
             .deduplication_enabled
             .or(np.deduplication_enabled)
             .unwrap_or(c.broker_deduplication_enabled);
+        let message_ttl_seconds = tp
+            .message_ttl_in_seconds
+            .or(np.message_ttl_in_seconds)
+            .unwrap_or_else(|| i64::from(c.ttl_duration_default_in_seconds));
+        let inactive = tp
+            .inactive_topic_policies
+            .or(np.inactive_topic_policies)
+            .unwrap_or_else(|| c.inactive_topic_policies());
         Effective {
             publish,
             dispatch,
@@ -499,6 +581,8 @@ impl PolicyStore {
             backlog_time,
             retention,
             deduplication,
+            message_ttl_seconds,
+            inactive,
         }
     }
 }

@@ -435,11 +435,103 @@ impl BrokerService {
         Ok(())
     }
 
+    /// Deletes a loaded topic if `idle` still holds under the topics lock (inactive-topic GC,
+    /// `crate::inactive`): its consumers are disconnected, its subscriptions, data and cursors
+    /// deleted and, for a non-partitioned topic, its schema and topic policies (as Pulsar's
+    /// `PersistentTopic.delete`). Returns whether it was deleted.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(crate) fn delete_if_idle(
+        &self,
+        name: &TopicName,
+        idle: impl FnOnce(&Topic) -> bool,
+    ) -> Result<bool, BrokerError> {
+        let topic = {
+            // Lock order as in `topic`: topics, then known. Held across the check so no
+            // lookup finds the topic between the check and its removal.
+            let mut topics = self.topics.lock();
+            match topics.get(name) {
+                Some(t) if idle(t) => {}
+                _ => return Ok(false),
+            }
+            self.known.lock().remove(name);
+            topics.remove(name)
+        };
+        let Some(topic) = topic else { return Ok(false) };
+        topic.close();
+        topic.ledger.delete()?;
+        if name.partition_index().is_none() {
+            self.meta.delete(&schema_key(name))?;
+            self.policies.delete_topic(name)?;
+        }
+        Ok(true)
+    }
+
+    /// Removes a non-persistent topic if `idle` still holds under the map's lock.
+    pub(crate) fn remove_non_persistent_if_idle(
+        &self,
+        name: &TopicName,
+        idle: impl FnOnce(&NonPersistentTopic) -> bool,
+    ) -> bool {
+        let mut map = self.non_persistent.lock();
+        if map.get(name).is_some_and(|t| idle(t)) {
+            map.remove(name);
+            return true;
+        }
+        false
+    }
+
+    /// Deletes a partitioned topic's metadata (and its schema and policies) when none of its
+    /// partitions is stored any more; non-persistent partitions are never stored, so theirs is
+    /// deleted outright (Pulsar's `tryToDeletePartitionedMetadata`). Returns whether it was.
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub(crate) fn delete_partitioned_if_unused(
+        &self,
+        base: &TopicName,
+    ) -> Result<bool, BrokerError> {
+        {
+            // Lock order as in `create_partitioned`: partitioned, then known.
+            let mut p = self.partitioned.lock();
+            let Some(n) = p.get(base).copied() else {
+                return Ok(false);
+            };
+            if base.is_persistent() {
+                let known = self.known.lock();
+                if (0..n).any(|i| known.contains(&base.partition(i))) {
+                    return Ok(false);
+                }
+            }
+            self.meta.delete(&partitions_key(base))?;
+            p.remove(base);
+        }
+        self.meta.delete(&schema_key(base))?;
+        self.policies.delete_topic(base)?;
+        Ok(true)
+    }
+
+    /// Pulsar's `BrokerService.checkMessageExpiry`: message TTL on every loaded topic.
+    pub fn check_message_expiry(&self, now_ms: u64) {
+        for t in self.loaded_topics() {
+            crate::expiry::check_topic(&t, now_ms);
+        }
+    }
+
+    /// Pulsar's `BrokerService.checkGC`: deletes inactive topics (see `crate::inactive`).
+    /// Returns the names of the topics deleted.
+    pub fn check_gc(&self) -> Vec<TopicName> {
+        crate::inactive::check_gc(self, std::time::Instant::now())
+    }
+
     /// Re-applies policies to the loaded topics they concern (after an admin change).
     pub fn refresh_policies(&self) {
         for t in self.loaded_topics() {
             t.apply_policy(self.policies.effective(&t.name));
         }
+        // As Pulsar's `applyUpdatedTopicPolicies`: a policy change checks message expiry.
+        self.check_message_expiry(crate::expiry::now_ms());
     }
 
     /// Checks a topic's backlog quotas (DESIGN 2.4). Producer-blocking policies mark the topic

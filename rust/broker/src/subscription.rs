@@ -147,6 +147,8 @@ pub struct Subscription {
     closed: AtomicBool,
     /// Messages and bytes dispatched.
     pub out: Meter,
+    /// Message TTL state and counters (`crate::expiry`); its own atomics.
+    pub expiry: crate::expiry::ExpiryMonitor,
     /// Dispatch rate limiters: the topic's (shared by its subscriptions) and this one's.
     /// Replaced by policy changes; read once per dispatch pass.
     limiters: Mutex<DispatchLimiters>,
@@ -205,6 +207,7 @@ impl Subscription {
             blocked_on_unacked: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             out: Meter::default(),
+            expiry: crate::expiry::ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
         }
     }

@@ -124,6 +124,9 @@ pub struct Topic {
     quota_blocked: Mutex<Option<RetentionPolicy>>,
     /// Message deduplication (its own lock inside).
     pub dedup: Arc<Deduplication>,
+    /// Pulsar's `lastActive`: set at load, when a producer leaves and by each inactive-topic
+    /// check that finds the topic active (`crate::inactive`). Short lock.
+    pub(crate) last_active: Mutex<std::time::Instant>,
 }
 
 /// What became of a published message.
@@ -178,6 +181,7 @@ impl Topic {
             limits: RwLock::new(Limits::default()),
             quota_blocked: Mutex::new(None),
             dedup: Deduplication::new(Arc::clone(&dedup_config)),
+            last_active: Mutex::new(std::time::Instant::now()),
         });
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
         for cursor in topic
@@ -418,6 +422,8 @@ impl Topic {
         if producers.get(name).is_some_and(|p| p.handle == handle) {
             producers.remove(name);
             self.dedup.producer_removed(name);
+            // Pulsar's `handleProducerRemoved`.
+            *self.last_active.lock() = std::time::Instant::now();
         }
         waiting.retain(|w| w.info.handle != handle);
         while producers.is_empty() {

@@ -164,6 +164,18 @@ pub struct PyBroker {
     temp: Mutex<Option<tempfile::TempDir>>,
 }
 
+impl PyBroker {
+    /// The running broker's service.
+    fn service(&self) -> PyResult<Arc<pulsar_rs_broker::BrokerService>> {
+        self.server
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("broker lock poisoned"))?
+            .as_ref()
+            .map(|s| Arc::clone(&s.ctx.service))
+            .ok_or_else(|| PyServerError::new_err("the broker is stopped"))
+    }
+}
+
 #[pymethods]
 impl PyBroker {
     #[new]
@@ -274,6 +286,22 @@ impl PyBroker {
         Ok(())
     }
 
+    /// Runs one message-expiry check now (Pulsar's `BrokerService.checkMessageExpiry`, which
+    /// the broker runs every `messageExpiryCheckIntervalInMinutes`; Pulsar's own tests call it
+    /// directly, as this does).
+    fn check_message_expiry(&self, py: Python<'_>) -> PyResult<()> {
+        let service = self.service()?;
+        py.detach(move || service.check_message_expiry(pulsar_rs_broker::expiry::now_ms()));
+        Ok(())
+    }
+
+    /// Runs one inactive-topic check now (Pulsar's `BrokerService.checkGC`, run every
+    /// `brokerDeleteInactiveTopicsFrequencySeconds`); returns the names of the topics deleted.
+    fn check_gc(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let service = self.service()?;
+        Ok(py.detach(move || service.check_gc().iter().map(ToString::to_string).collect()))
+    }
+
     /// Exports the broker's state as Arrow tables: name → stream (`pyarrow.table(stream)`);
     /// `progress` is called with `(topics_done, topics_total, rows)` as topics are exported.
     #[pyo3(signature = (progress=None))]
@@ -282,13 +310,7 @@ impl PyBroker {
         py: Python<'py>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let service = self
-            .server
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("broker lock poisoned"))?
-            .as_ref()
-            .map(|s| Arc::clone(&s.ctx.service))
-            .ok_or_else(|| PyServerError::new_err("the broker is stopped"))?;
+        let service = self.service()?;
         crate::export::export_service(py, service, progress)
     }
 

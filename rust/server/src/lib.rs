@@ -331,6 +331,8 @@ impl Server {
         }
         tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(inactive_topic_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
@@ -430,6 +432,58 @@ async fn deduplication_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiv
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let _ = tokio::task::spawn_blocking(move || service.deduplication_tick(now)).await;
     }
+}
+
+/// Runs `f` on the blocking pool every `period`, the first time one period after start (as
+/// Pulsar's `scheduleAtFixedRate(task, interval, interval)`), until shutdown.
+async fn every(
+    period: std::time::Duration,
+    ctx: &Arc<ServerContext>,
+    mut shutdown: watch::Receiver<bool>,
+    f: impl Fn(&BrokerService) + Send + Sync + Clone + 'static,
+) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let service = Arc::clone(&ctx.service);
+        let f = f.clone();
+        let _ = tokio::task::spawn_blocking(move || f(&service)).await;
+    }
+}
+
+/// Message TTL, every `messageExpiryCheckIntervalInMinutes` (Pulsar's
+/// `startMessageExpiryMonitor`).
+async fn message_expiry_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<bool>) {
+    let minutes = u64::from(
+        ctx.service
+            .config
+            .message_expiry_check_interval_in_minutes
+            .max(1),
+    );
+    let period = std::time::Duration::from_secs(minutes * 60);
+    every(period, &ctx, shutdown, |svc| {
+        svc.check_message_expiry(pulsar_rs_broker::expiry::now_ms());
+    })
+    .await;
+}
+
+/// Inactive-topic deletion, every `brokerDeleteInactiveTopicsFrequencySeconds` when
+/// `brokerDeleteInactiveTopicsEnabled` (Pulsar's `startInactivityMonitor`).
+async fn inactive_topic_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<bool>) {
+    let cfg = Arc::clone(&ctx.service.config);
+    if !cfg.broker_delete_inactive_topics_enabled {
+        return;
+    }
+    let period = std::time::Duration::from_secs(u64::from(
+        cfg.broker_delete_inactive_topics_frequency_seconds.max(1),
+    ));
+    every(period, &ctx, shutdown, |svc| {
+        svc.check_gc();
+    })
+    .await;
 }
 
 /// Periodic backlog quota check (`backlogQuotaCheckIntervalInSeconds`): producer-blocking

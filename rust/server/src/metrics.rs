@@ -52,6 +52,8 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         ("pulsar_subscription_msg_rate_out", "gauge", vec![]),
         ("pulsar_subscription_msg_throughput_out", "gauge", vec![]),
         ("pulsar_subscription_consumers_count", "gauge", vec![]),
+        ("pulsar_subscription_msg_rate_expired", "gauge", vec![]),
+        ("pulsar_subscription_total_msg_expired", "counter", vec![]),
     ];
     #[allow(clippy::cast_precision_loss)]
     for t in svc.loaded_topics() {
@@ -80,6 +82,8 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
                 r,
                 tp,
                 n as f64,
+                s.expiry.rate(),
+                s.expiry.total() as f64,
             ];
             for ((_, _, samples), v) in sub_samples.iter_mut().zip(values) {
                 samples.push((sl.clone(), v));

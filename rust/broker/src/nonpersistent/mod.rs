@@ -32,6 +32,9 @@ pub struct NonPersistentTopic {
     pub msg_in: Meter,
     /// Messages dropped for want of permits, over all subscriptions.
     pub msg_drop: Meter,
+    /// Pulsar's `lastActive`: set at creation, when a producer leaves and by each
+    /// inactive-topic check that finds the topic active (`crate::inactive`). Short lock.
+    pub(crate) last_active: Mutex<std::time::Instant>,
 }
 
 impl NonPersistentTopic {
@@ -48,6 +51,7 @@ impl NonPersistentTopic {
             producers: Mutex::new(HashMap::new()),
             msg_in: Meter::default(),
             msg_drop: Meter::default(),
+            last_active: Mutex::new(std::time::Instant::now()),
         })
     }
 
@@ -71,6 +75,8 @@ impl NonPersistentTopic {
         let mut p = self.producers.lock();
         if p.get(name) == Some(&handle) {
             p.remove(name);
+            // Pulsar's `handleProducerRemoved`.
+            *self.last_active.lock() = std::time::Instant::now();
         }
     }
 

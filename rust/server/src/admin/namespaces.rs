@@ -79,12 +79,20 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
         for (k, v) in &p.other {
             m.insert(k.clone(), v.clone());
         }
+        if let Some(ttl) = p.message_ttl_in_seconds {
+            m.insert("message_ttl_in_seconds".into(), ttl.into());
+        }
+        if let Some(Ok(v)) = p.inactive_topic_policies.map(serde_json::to_value) {
+            m.insert("inactive_topic_policies".into(), v);
+        }
     }
     doc
 }
 
 /// Fields the document renders itself (a body's values for them are not kept in `other`).
-const RENDERED: [&str; 9] = [
+const RENDERED: [&str; 11] = [
+    "message_ttl_in_seconds",
+    "inactive_topic_policies",
     "auth_policies",
     "backlog_quota_map",
     "clusterDispatchRate",
@@ -133,6 +141,12 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
     }
     if let Some(v) = doc.get("retention_policies").filter(|v| !v.is_null()) {
         p.retention = Some(field("retention_policies", v)?);
+    }
+    if let Some(v) = doc.get("message_ttl_in_seconds").filter(|v| !v.is_null()) {
+        p.message_ttl_in_seconds = Some(field("message_ttl_in_seconds", v)?);
+    }
+    if let Some(v) = doc.get("inactive_topic_policies").filter(|v| !v.is_null()) {
+        p.inactive_topic_policies = Some(field("inactive_topic_policies", v)?);
     }
     if let Some(Value::Object(m)) = doc.get("backlog_quota_map") {
         for (kind, q) in m {

@@ -1,6 +1,7 @@
 //! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
-//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`), at namespace
-//! and topic level.
+//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`),
+//! `messageTTL` (namespace: the body; topic: `?messageTTL=N`), `inactiveTopicPolicies`, at
+//! namespace and topic level.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
 // `Response` in a `Result` does not matter here.
@@ -14,7 +15,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use pulsar_rs_broker::policies::{BacklogQuota, DispatchRate, Policies, PublishRate, Retention};
+use pulsar_rs_broker::policies::{
+    BacklogQuota, DispatchRate, InactiveTopicPolicies, Policies, PublishRate, Retention,
+};
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
@@ -53,6 +56,8 @@ enum Kind {
     BacklogQuotaMap,
     Retention,
     Deduplication,
+    MessageTtl,
+    InactiveTopicPolicies,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -65,6 +70,8 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "retention" => Kind::Retention,
         // Namespace path `deduplication`, topic path `deduplicationEnabled` (as Pulsar's).
         "deduplication" | "deduplicationEnabled" => Kind::Deduplication,
+        "messageTTL" => Kind::MessageTtl,
+        "inactiveTopicPolicies" => Kind::InactiveTopicPolicies,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -96,6 +103,8 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::BacklogQuota | Kind::BacklogQuotaMap => serde_json::to_value(&p.backlog_quota_map),
         Kind::Retention => serde_json::to_value(p.retention),
         Kind::Deduplication => serde_json::to_value(p.deduplication_enabled),
+        Kind::MessageTtl => serde_json::to_value(p.message_ttl_in_seconds),
+        Kind::InactiveTopicPolicies => serde_json::to_value(p.inactive_topic_policies),
     };
     v.unwrap_or(Value::Null)
 }
@@ -134,6 +143,23 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: bool = parse(body)?;
             Box::new(move |p| p.deduplication_enabled = Some(v))
         }
+        Kind::MessageTtl => {
+            // Topic level: `?messageTTL=N` (Pulsar's query parameter); namespace: the body.
+            let v: i64 = match q.get("messageTTL") {
+                Some(v) => v.parse().map_err(|_| {
+                    fail(
+                        StatusCode::PRECONDITION_FAILED,
+                        "Invalid value for message TTL",
+                    )
+                })?,
+                None => parse(body)?,
+            };
+            Box::new(move |p| p.message_ttl_in_seconds = Some(v))
+        }
+        Kind::InactiveTopicPolicies => {
+            let v: InactiveTopicPolicies = parse(body)?;
+            Box::new(move |p| p.inactive_topic_policies = Some(v))
+        }
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
@@ -157,6 +183,8 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         }
         Kind::Retention => Box::new(|p| p.retention = None),
         Kind::Deduplication => Box::new(|p| p.deduplication_enabled = None),
+        Kind::MessageTtl => Box::new(|p| p.message_ttl_in_seconds = None),
+        Kind::InactiveTopicPolicies => Box::new(|p| p.inactive_topic_policies = None),
 
         Kind::BacklogQuotaMap => {
             return Err(fail(

@@ -1,5 +1,6 @@
 //! Subscriptions of a topic (or of every partition of a partitioned topic): list, create,
-//! delete, `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`, `expireMessages/{seconds}`.
+//! delete, `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`, `expireMessages/{seconds}` (one
+//! subscription or `all_subscription`).
 
 use std::sync::Arc;
 
@@ -39,6 +40,10 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages/{secs}",
             post(expire_messages),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{secs}",
+            post(expire_messages_all),
         )
 }
 
@@ -116,31 +121,84 @@ async fn reset_cursor(
     .await
 }
 
+fn expire_seconds(secs: &str) -> Result<u64, Response> {
+    secs.parse::<u64>().map_err(|_| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            "expireTimeInSeconds must be a non-negative integer",
+        )
+    })
+}
+
+/// Pulsar's `expireMessages(seconds)` on one subscription (`Some`) or all of them, on every
+/// target topic: 204; 404 for a missing subscription; 409 naming the first subscription whose
+/// check was not issued (no backlog, almost caught up, or a check running; the others ran).
+async fn expire(
+    ctx: Arc<ServerContext>,
+    (tenant, ns, topic): (String, String, String),
+    sub: Option<String>,
+    secs: &str,
+) -> Response {
+    let secs = match expire_seconds(secs) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let now = pulsar_rs_broker::expiry::now_ms();
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
+        let mut refused = None;
+        let mut found = false;
+        for t in targets(&c, &name)? {
+            for s in t.subscriptions() {
+                if sub.as_ref().is_some_and(|n| *n != s.name) {
+                    continue;
+                }
+                found = true;
+                if !pulsar_rs_broker::expiry::expire_messages(&t, &s, secs, now)? {
+                    refused.get_or_insert_with(|| {
+                        format!(
+                            "Expire message by timestamp not issued on topic {} for subscription \
+                             {} due to ongoing message expiration not finished or subscription \
+                             almost catch up. If it's performed on a partitioned topic operation \
+                             might succeeded on other partitions, please check stats of \
+                             individual partition.",
+                            t.name, s.name
+                        )
+                    });
+                }
+            }
+        }
+        match sub {
+            Some(s) if !found => Err(BrokerError::SubscriptionNotFound(s)),
+            _ => Ok(refused),
+        }
+    })
+    .await;
+    match r {
+        Ok(Ok(None)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(Some(why))) => fail(StatusCode::CONFLICT, why),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 async fn expire_messages(
     State(ctx): Ctx,
     Path((tenant, ns, topic, sub, secs)): Path<(String, String, String, String, String)>,
 ) -> Response {
-    let Ok(secs) = secs.parse::<u64>() else {
-        return fail(
-            StatusCode::BAD_REQUEST,
-            "expireTimeInSeconds must be a non-negative integer",
-        );
-    };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let cutoff = u64::try_from(now)
-        .unwrap_or(u64::MAX)
-        .saturating_sub(secs.saturating_mul(1000));
-    on_subscription(ctx, (tenant, ns, topic, sub), move |t, s| {
-        let first_kept = t.ledger.find_position_by_time(cutoff)?;
-        let upto = t.ledger.previous_position(first_kept);
-        if upto.entry_id >= 0 && upto > s.cursor.mark_delete_position() {
-            s.cursor.mark_delete(upto)?;
-        }
-        Ok(())
-    })
-    .await
+    expire(ctx, (tenant, ns, topic), Some(sub), &secs).await
+}
+
+/// `POST .../all_subscription/expireMessages/{secs}`.
+async fn expire_messages_all(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic, secs)): Path<(String, String, String, String)>,
+) -> Response {
+    expire(ctx, (tenant, ns, topic), None, &secs).await
 }
 
 async fn list_subscriptions(

@@ -1,0 +1,224 @@
+//! Message TTL, as Pulsar's `PersistentMessageExpiryMonitor` and
+//! `PersistentSubscription.expireMessages`: a subscription's mark-delete is moved past every
+//! entry whose publish time is older than the TTL. It is entry-granular (a batch expires as a
+//! whole, by the batch's publish time) and counts expired entries (`msgRateExpired`,
+//! `totalMsgExpired`, `lastExpireTimestamp` in the subscription stats).
+//!
+//! Two searches, as Pulsar's: first every ledger whose *close* time is older than the TTL
+//! (so a producer's clock running ahead cannot keep a closed ledger alive), then the newest
+//! entry whose publish time is older than the TTL (binary search by time). The broker runs it
+//! every `messageExpiryCheckIntervalInMinutes` on every loaded persistent topic with a TTL
+//! (topic policy, else namespace `message_ttl_in_seconds`, else `ttlDurationDefaultInSeconds`),
+//! after every policy change, and on the admin `expireMessages` calls. Non-persistent topics
+//! have nothing to expire (Pulsar: a no-op).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use pulsar_rs_ledger::Position;
+
+use crate::rate::Meter;
+use crate::subscription::Subscription;
+use crate::topic::Topic;
+use crate::BrokerError;
+
+/// Pulsar's compaction subscription, which TTL never moves.
+pub const COMPACTION_SUBSCRIPTION: &str = "__compaction";
+
+/// Pulsar's `MINIMUM_BACKLOG_FOR_EXPIRY_CHECK`: a subscription with connected consumers and a
+/// smaller backlog is only checked when its oldest entry has expired.
+const MINIMUM_BACKLOG_FOR_EXPIRY_CHECK: u64 = 1000;
+
+/// Expiry state and counters of one subscription.
+#[derive(Debug, Default)]
+pub struct ExpiryMonitor {
+    /// Set while a check runs (Pulsar's `expirationCheckInProgress`): a concurrent check (admin
+    /// call during the periodic one) is not issued. Acquire/Release: the flag guards the check.
+    in_progress: AtomicBool,
+    /// Entries expired: total and rate. Written by checks, read by stats.
+    expired: Meter,
+    /// When the last check was issued, ms since the epoch (0 = never). Relaxed: statistics.
+    last_expire_ms: AtomicU64,
+}
+
+/// Clears the in-progress flag when a check ends, whatever its outcome.
+struct Running<'a>(&'a AtomicBool);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        // Release: the check's cursor update happens before the next check may start.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl ExpiryMonitor {
+    /// Entries expired per second over the last window.
+    #[must_use]
+    pub fn rate(&self) -> f64 {
+        self.expired.rates().0
+    }
+
+    /// Entries expired since the subscription was loaded.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.expired.total()
+    }
+
+    /// When the last expiry check was issued (ms since the epoch, 0 = never).
+    #[must_use]
+    pub fn last_expire_timestamp(&self) -> u64 {
+        self.last_expire_ms.load(Ordering::Relaxed)
+    }
+}
+
+fn is_expired(ttl_ms: u64, timestamp_ms: u64, now_ms: u64) -> bool {
+    // Pulsar's `MessageImpl.isEntryExpired`: now > timestamp + ttl.
+    now_ms > timestamp_ms.saturating_add(ttl_ms)
+}
+
+/// The last entry of the newest run of ledgers, from the mark-delete's, closed longer than the
+/// TTL ago (Pulsar's `checkExpiryByLedgerClosureTime`).
+fn expired_by_ledger_close(topic: &Topic, from: Position, ttl_ms: u64, now_ms: u64) -> Position {
+    let mut upto = Position::new(-1, -1);
+    for l in topic
+        .ledger
+        .ledgers()
+        .iter()
+        .filter(|l| l.ledger_id >= from.ledger_id)
+    {
+        match l.closed_ms {
+            Some(t) if t != 0 && is_expired(ttl_ms, t, now_ms) => {
+                if l.entries > 0 {
+                    upto = Position::new(l.ledger_id, i64::try_from(l.entries).unwrap_or(0) - 1);
+                }
+            }
+            _ => break,
+        }
+    }
+    upto.min(topic.ledger.last_confirmed())
+}
+
+/// The newest entry published longer than the TTL ago (Pulsar's `asyncFindNewestMatching`
+/// over the active entries with the `isEntryExpired` predicate).
+fn expired_by_publish_time(
+    topic: &Topic,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<Position, BrokerError> {
+    // Expired ⇔ publish time < now − ttl: everything before the first entry at or after it.
+    let cutoff = now_ms.saturating_sub(ttl_ms);
+    let first_kept = topic.ledger.find_position_by_time(cutoff)?;
+    Ok(topic.ledger.previous_position(first_kept))
+}
+
+/// Expires the messages of `sub` older than `ttl_seconds` (Pulsar's
+/// `PersistentSubscription.expireMessages(int)`). Returns whether the check was issued: not
+/// when the subscription has no backlog, when it is almost caught up with consumers connected
+/// and its oldest entry has not expired, or while another check runs.
+///
+/// # Errors
+/// Storage failures reading timestamps or persisting the cursor.
+pub fn expire_messages(
+    topic: &Topic,
+    sub: &Subscription,
+    ttl_seconds: u64,
+    now_ms: u64,
+) -> Result<bool, BrokerError> {
+    let ttl_ms = ttl_seconds.saturating_mul(1000);
+    let backlog = sub.cursor.backlog();
+    if backlog == 0 {
+        return Ok(false);
+    }
+    if !sub.consumers().is_empty()
+        && backlog < MINIMUM_BACKLOG_FOR_EXPIRY_CHECK
+        && !oldest_expired(topic, sub, ttl_ms, now_ms)?
+    {
+        return Ok(false);
+    }
+    let monitor = &sub.expiry;
+    // Relaxed: statistics.
+    monitor.last_expire_ms.store(now_ms, Ordering::Relaxed);
+    // Acquire: pairs with the Release of the previous check's end.
+    if monitor
+        .in_progress
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Ok(false);
+    }
+    let _running = Running(&monitor.in_progress);
+    let mark_delete = sub.cursor.mark_delete_position();
+    let by_close = expired_by_ledger_close(topic, mark_delete, ttl_ms, now_ms);
+    let by_time = expired_by_publish_time(topic, ttl_ms, now_ms)?;
+    let upto = by_close.max(by_time);
+    if upto.entry_id >= 0 && upto > mark_delete {
+        let before = sub.cursor.backlog();
+        sub.cursor.mark_delete(upto)?;
+        let expired = before.saturating_sub(sub.cursor.backlog());
+        monitor.expired.record(expired, 0);
+        tracing::info!(topic = %topic.name, subscription = %sub.name, position = %format!("{}:{}", upto.ledger_id, upto.entry_id), expired, "expired messages by TTL");
+        // Pulsar wakes Key_Shared dispatchers here (`markDeletePositionMoveForward`); every
+        // dispatcher may trim what it holds.
+        sub.poke();
+    }
+    Ok(true)
+}
+
+/// Whether the first unacknowledged entry of `sub` is older than the TTL (Pulsar's
+/// `isOldestMessageExpired`).
+fn oldest_expired(
+    topic: &Topic,
+    sub: &Subscription,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<bool, BrokerError> {
+    let p = topic
+        .ledger
+        .next_valid_position(sub.cursor.mark_delete_position());
+    if p > topic.ledger.last_confirmed() {
+        return Ok(false);
+    }
+    let entries = topic.ledger.read_entries(p, 1, u64::MAX, p)?;
+    Ok(entries
+        .first()
+        .and_then(|e| pulsar_rs_proto::parse_stored_entry(&e.data).ok())
+        .is_some_and(|(md, _)| is_expired(ttl_ms, md.publish_time, now_ms)))
+}
+
+/// Pulsar's `PersistentTopic.checkMessageExpiry`: with a TTL, expires messages on every
+/// subscription except the compaction one.
+pub fn check_topic(topic: &Topic, now_ms: u64) {
+    let ttl = topic.effective_policy().message_ttl_seconds;
+    let Ok(ttl) = u64::try_from(ttl) else { return };
+    if ttl == 0 {
+        return;
+    }
+    for sub in topic.subscriptions() {
+        if sub.name == COMPACTION_SUBSCRIPTION {
+            continue;
+        }
+        if let Err(e) = expire_messages(topic, &sub, ttl, now_ms) {
+            tracing::warn!(topic = %topic.name, subscription = %sub.name, error = %e, "message expiry check failed");
+        }
+    }
+}
+
+/// Wall-clock milliseconds since the epoch (publish times are wall-clock).
+#[must_use]
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_expired;
+
+    #[test]
+    fn expired_strictly_after_the_ttl() {
+        // Pulsar's isEntryExpired: now > timestamp + ttl.
+        assert!(!is_expired(1000, 5000, 6000));
+        assert!(is_expired(1000, 5000, 6001));
+        assert!(!is_expired(1000, 5000, 0));
+    }
+}
