@@ -228,3 +228,47 @@ def test_pulsar_conf_with_every_provider(tmp_path):
     finally:
         err = stop_cli(proc)
     assert "tlsEnabled" in err
+
+
+# Lines of Pulsar's own conf/standalone.conf (apache/pulsar master) whose keys ServiceConfiguration
+# lacks: the embedded bookie's (Pulsar standalone hands the same file to BookKeeper) and keys left
+# over from older versions. Pulsar ignores them; a standalone.conf copied from Pulsar must start here.
+STANDALONE_CONF_NON_BROKER_LINES = """\
+maxMessageSizeCheckIntervalInSeconds=60
+preciseTopicPublishRateLimiterEnable=false
+athenzDomainNames=
+bookkeeperClientMinAvailableBookiesInIsolationGroups=
+ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
+nettyMaxFrameSizeBytes=5253120
+dbStorage_writeCacheMaxSizeMb=
+dbStorage_readAheadCacheMaxSizeMb=
+dbStorage_readAheadCacheBatchSize=1000
+flushInterval=60000
+dbStorage_rocksDB_blockCacheSize=
+dbStorage_rocksDB_writeBufferSizeMB=4
+dbStorage_rocksDB_sstSizeInMB=4
+dbStorage_rocksDB_blockSize=4096
+dbStorage_rocksDB_bloomFilterBitsPerKey=10
+dbStorage_rocksDB_numLevels=-1
+dbStorage_rocksDB_numFilesInLevel0=4
+dbStorage_rocksDB_maxSizeInLevel1MB=256
+journalMaxGroupWaitMSec=1
+diskUsageThreshold=0.99
+diskUsageWarnThreshold=0.99
+allowLoopback=true
+gcWaitTime=300000
+"""
+
+
+def test_standalone_conf_bookie_and_stale_keys_accepted(tmp_path):
+    conf = tmp_path / "standalone.conf"
+    conf.write_text(STANDALONE_CONF_NON_BROKER_LINES)
+    s = pulsar_rs.read_config(conf)
+    assert s["dbStorage_rocksDB_blockSize"] == "4096"  # Pulsar-only: kept as written
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pulsar_rs.Broker(**s):
+            pass
+    (w,) = [str(c.message) for c in caught]
+    for key in ("dbStorage_rocksDB_blockSize", "journalMaxGroupWaitMSec", "maxMessageSizeCheckIntervalInSeconds"):
+        assert key in w

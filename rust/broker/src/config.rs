@@ -93,6 +93,10 @@ pub struct BrokerConfig {
     pub backlog_quota_check_enabled: bool,
     pub backlog_quota_check_interval_in_seconds: u64,
     pub backlog_quota_default_limit_bytes: i64,
+    /// Deprecated in Pulsar but still applied there: above 0 it wins over
+    /// `backlogQuotaDefaultLimitBytes` (gigabytes of 2^30 bytes; Pulsar's standalone.conf sets 10).
+    #[serde(rename = "backlogQuotaDefaultLimitGB")]
+    pub backlog_quota_default_limit_gb: f64,
     pub backlog_quota_default_limit_second: i64,
     /// `producer_request_hold`, `producer_exception` or `consumer_backlog_eviction`.
     pub backlog_quota_default_retention_policy: String,
@@ -238,6 +242,7 @@ impl Default for BrokerConfig {
             backlog_quota_check_enabled: true,
             backlog_quota_check_interval_in_seconds: 60,
             backlog_quota_default_limit_bytes: -1,
+            backlog_quota_default_limit_gb: -1.0,
             backlog_quota_default_limit_second: -1,
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
             broker_deduplication_enabled: false,
@@ -570,6 +575,20 @@ impl AuthProvider {
 }
 
 impl BrokerConfig {
+    /// The default backlog quota size in bytes (-1: none), as Pulsar's `BacklogQuotaManager`
+    /// computes it: `backlogQuotaDefaultLimitGB` when above 0, else `backlogQuotaDefaultLimitBytes`.
+    #[must_use]
+    pub fn backlog_quota_default_limit_size(&self) -> i64 {
+        if self.backlog_quota_default_limit_gb > 0.0 {
+            // Truncation as Pulsar's `(long) (gigabytes * BYTES_IN_GIGABYTE)`.
+            #[allow(clippy::cast_possible_truncation)]
+            let bytes = (self.backlog_quota_default_limit_gb * 1_073_741_824.0) as i64;
+            bytes
+        } else {
+            self.backlog_quota_default_limit_bytes
+        }
+    }
+
     /// The parsed `advertisedListeners` (empty when not set).
     ///
     /// # Errors

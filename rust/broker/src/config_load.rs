@@ -350,4 +350,27 @@ mod tests {
             ConfigFormat::Properties
         );
     }
+
+    #[test]
+    fn backlog_quota_default_limit_gb_as_pulsar() {
+        // Pulsar's standalone.conf: the deprecated GB key wins when above 0.
+        let c = BrokerConfig::from_properties(
+            "backlogQuotaDefaultLimitGB=10\nbacklogQuotaDefaultLimitBytes=5\n",
+        )
+        .unwrap();
+        assert_eq!(c.backlog_quota_default_limit_size(), 10 << 30);
+        assert!(
+            c.unimplemented_keys.is_empty(),
+            "{:?}",
+            c.unimplemented_keys
+        );
+        let c = BrokerConfig::from_properties("backlogQuotaDefaultLimitGB=0.05\n").unwrap();
+        assert_eq!(c.backlog_quota_default_limit_size(), 53_687_091);
+        let c = BrokerConfig::from_properties("backlogQuotaDefaultLimitBytes=4096\n").unwrap();
+        assert_eq!(c.backlog_quota_default_limit_size(), 4096);
+        assert_eq!(
+            BrokerConfig::default().backlog_quota_default_limit_size(),
+            -1
+        );
+    }
 }

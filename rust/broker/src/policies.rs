@@ -517,8 +517,9 @@ impl PolicyStore {
         };
         let backlog_size = quota("destination_storage")
             .or_else(|| {
-                (c.backlog_quota_default_limit_bytes > 0).then_some(BacklogQuota {
-                    limit_size: c.backlog_quota_default_limit_bytes,
+                let limit_size = c.backlog_quota_default_limit_size();
+                (limit_size > 0).then_some(BacklogQuota {
+                    limit_size,
                     limit_time: -1,
                     policy: default_policy,
                 })
