@@ -132,6 +132,14 @@ pub struct Policies {
     /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
     #[serde(default)]
     pub deduplication_enabled: Option<bool>,
+    /// Automatic compaction threshold in bytes (0 = off; `None`: inherit; broker
+    /// `brokerServiceCompactionThresholdInBytes`). Pulsar's namespace field name.
+    #[serde(
+        default,
+        rename = "compaction_threshold",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub compaction_threshold: Option<i64>,
     /// Permissions (namespace documents only), Pulsar's `auth_policies`.
     #[serde(
         default,
@@ -162,6 +170,8 @@ pub struct Effective {
     pub retention: (i64, i64),
     /// Deduplication on.
     pub deduplication: bool,
+    /// Automatic compaction threshold in bytes (0 = off).
+    pub compaction_threshold: i64,
 }
 
 fn positive(v: i64) -> f64 {
@@ -220,6 +230,9 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
         if q.limit_size < -1 || q.limit_time < -1 {
             return Err(bad("backlogQuota", "limitSize and limitTime must be >= -1"));
         }
+    }
+    if p.compaction_threshold.is_some_and(|t| t < 0) {
+        return Err(bad("compactionThreshold", "must be >= 0"));
     }
     if let Some(r) = &p.retention {
         if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
@@ -476,6 +489,10 @@ impl PolicyStore {
             .deduplication_enabled
             .or(np.deduplication_enabled)
             .unwrap_or(c.broker_deduplication_enabled);
+        let compaction_threshold = tp
+            .compaction_threshold
+            .or(np.compaction_threshold)
+            .unwrap_or(c.broker_service_compaction_threshold_in_bytes);
         Effective {
             publish,
             dispatch,
@@ -484,6 +501,7 @@ impl PolicyStore {
             backlog_time,
             retention,
             deduplication,
+            compaction_threshold,
         }
     }
 }
