@@ -329,6 +329,7 @@ impl Server {
         }
         tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(compaction_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
@@ -427,6 +428,25 @@ async fn deduplication_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiv
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         let _ = tokio::task::spawn_blocking(move || service.deduplication_tick(now)).await;
+    }
+}
+
+/// The compaction monitor: every `brokerServiceCompactionMonitorIntervalInSeconds`, compacts
+/// the topics whose backlog exceeds their `compactionThreshold`.
+async fn compaction_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>) {
+    let period = ctx
+        .service
+        .config
+        .broker_service_compaction_monitor_interval_in_seconds
+        .max(1);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(period));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let service = Arc::clone(&ctx.service);
+        let _ = tokio::task::spawn_blocking(move || service.compaction_tick()).await;
     }
 }
 

@@ -1,5 +1,5 @@
 //! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
-//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`), at namespace
+//! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`), `compactionThreshold`, at namespace
 //! and topic level.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
@@ -53,6 +53,7 @@ enum Kind {
     BacklogQuotaMap,
     Retention,
     Deduplication,
+    CompactionThreshold,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -65,6 +66,7 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "retention" => Kind::Retention,
         // Namespace path `deduplication`, topic path `deduplicationEnabled` (as Pulsar's).
         "deduplication" | "deduplicationEnabled" => Kind::Deduplication,
+        "compactionThreshold" => Kind::CompactionThreshold,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -96,6 +98,7 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::BacklogQuota | Kind::BacklogQuotaMap => serde_json::to_value(&p.backlog_quota_map),
         Kind::Retention => serde_json::to_value(p.retention),
         Kind::Deduplication => serde_json::to_value(p.deduplication_enabled),
+        Kind::CompactionThreshold => serde_json::to_value(p.compaction_threshold),
     };
     v.unwrap_or(Value::Null)
 }
@@ -134,6 +137,10 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: bool = parse(body)?;
             Box::new(move |p| p.deduplication_enabled = Some(v))
         }
+        Kind::CompactionThreshold => {
+            let v: i64 = parse(body)?;
+            Box::new(move |p| p.compaction_threshold = Some(v))
+        }
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
@@ -157,6 +164,7 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         }
         Kind::Retention => Box::new(|p| p.retention = None),
         Kind::Deduplication => Box::new(|p| p.deduplication_enabled = None),
+        Kind::CompactionThreshold => Box::new(|p| p.compaction_threshold = None),
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
