@@ -10,6 +10,7 @@ import pulsar
 import pytest
 
 import pulsar_rs
+from pulsar_rs.export import snapshot_tables
 
 from .conftest import admin, new_client
 
@@ -156,6 +157,12 @@ def test_restart_keeps_the_compacted_view(tmp_path, topic):
         assert _read_compacted(client, topic) == [("a", b"a2"), ("c", b"c2")]
         code, stats = admin(broker.admin_url, "GET", _path(topic) + "/internalStats")
         assert stats["compactedLedger"]["entries"] == 2
+        horizon = stats["cursors"]["__compaction"]["markDeletePosition"]
+        # The Arrow export carries the same compaction state.
+        row = next(r for r in snapshot_tables(broker)["topics"].to_pylist() if r["topic"] == topic)
+        assert row["compacted_entries"] == 2
+        assert row["compacted_ledger_id"] == stats["compactedLedger"]["ledgerId"]
+        assert f"{row['compaction_horizon_ledger']}:{row['compaction_horizon_entry']}" == horizon
         client.close()
 
 
