@@ -99,8 +99,8 @@ def test_compact_then_read_compacted_sees_last_values_then_live(pulsar_broker, t
     assert stats["compactedLedger"]["entries"] == 3
     assert stats["compactedLedger"]["ledgerId"] > 0
     assert "__compaction" in stats["cursors"]
-    assert stats["cursors"]["__compaction"]["properties"]["CompactedTopicLedger"] == (
-        stats["compactedLedger"]["ledgerId"]
+    assert (
+        stats["cursors"]["__compaction"]["properties"]["CompactedTopicLedger"] == (stats["compactedLedger"]["ledgerId"])
     )
     client.close()
 
@@ -155,7 +155,7 @@ def test_restart_keeps_the_compacted_view(tmp_path, topic):
     with pulsar_rs.Broker(data_dir=data) as broker:
         client = new_client(broker.service_url)
         assert _read_compacted(client, topic) == [("a", b"a2"), ("c", b"c2")]
-        code, stats = admin(broker.admin_url, "GET", _path(topic) + "/internalStats")
+        _, stats = admin(broker.admin_url, "GET", _path(topic) + "/internalStats")
         assert stats["compactedLedger"]["entries"] == 2
         horizon = stats["cursors"]["__compaction"]["markDeletePosition"]
         # The Arrow export carries the same compaction state.
@@ -194,4 +194,3 @@ def test_bad_threshold_is_refused(pulsar_broker):
         -5,
     )
     assert code == 412
-
