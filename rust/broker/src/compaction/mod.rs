@@ -283,3 +283,6 @@ impl Compaction {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -53,6 +53,9 @@ async fn trigger(
             };
             let mut all_started = true;
             for p in &parts {
+                if n > 0 {
+                    c.service.topic(p, true)?; // a partition nobody used yet
+                }
                 all_started &= c.service.trigger_compaction(p)?;
             }
             Ok(all_started)
