@@ -35,7 +35,7 @@ enum Parsed {
     /// A compressed batch: its members cannot be read here.
     Opaque,
     /// Its messages.
-    Messages(pb::MessageMetadata, Vec<Member>),
+    Messages(Box<pb::MessageMetadata>, Vec<Member>),
 }
 
 fn split_batch(md: &pb::MessageMetadata, mut payload: Bytes) -> Option<Vec<Member>> {
@@ -76,7 +76,7 @@ fn parse(e: &Entry) -> Parsed {
         let size = md.uncompressed_size.map_or(payload.len(), |s| s as usize);
         let key = md.partition_key.clone();
         return Parsed::Messages(
-            md,
+            Box::new(md),
             vec![Member {
                 index: -1,
                 key,
@@ -89,7 +89,7 @@ fn parse(e: &Entry) -> Parsed {
         return Parsed::Opaque;
     }
     match split_batch(&md, payload) {
-        Some(members) => Parsed::Messages(md, members),
+        Some(members) => Parsed::Messages(Box::new(md), members),
         None => Parsed::Skip,
     }
 }
