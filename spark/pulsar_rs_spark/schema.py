@@ -26,6 +26,10 @@ COLUMNS: Final[dict[str, list[tuple[str, str, bool]]]] = {
         ("msg_rate_in", "double", False),
         ("backlog_quota_limit_bytes", "bigint", False),
         ("backlog_quota_limit_seconds", "bigint", False),
+        ("compacted_ledger_id", "bigint", True),
+        ("compaction_horizon_ledger", "bigint", True),
+        ("compaction_horizon_entry", "bigint", True),
+        ("compacted_entries", "bigint", False),
     ],
     "ledgers": [
         ("topic", "string", False),

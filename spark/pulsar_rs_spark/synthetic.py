@@ -266,6 +266,10 @@ def generate(
                 "msg_rate_in": [0.0] * m,
                 "backlog_quota_limit_bytes": [quota_bytes] * m,
                 "backlog_quota_limit_seconds": [-1] * m,
+                "compacted_ledger_id": pa.nulls(m, pa.int64()),
+                "compaction_horizon_ledger": pa.nulls(m, pa.int64()),
+                "compaction_horizon_entry": pa.nulls(m, pa.int64()),
+                "compacted_entries": [0] * m,
             },
         )
         emit(

@@ -124,6 +124,14 @@ pub struct BrokerConfig {
     /// Also delete a partitioned topic's metadata once GC deleted all of its partitions.
     pub broker_delete_inactive_partitioned_topic_metadata_enabled: bool,
 
+    // Topic compaction.
+    /// Default `compactionThreshold` in bytes (0 = no automatic compaction).
+    pub broker_service_compaction_threshold_in_bytes: i64,
+    /// How often the compaction threshold is checked.
+    pub broker_service_compaction_monitor_interval_in_seconds: u64,
+    /// Keep messages without a key in the compacted view.
+    pub topic_compaction_retain_null_key: bool,
+
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
     pub authentication_enabled: bool,
@@ -258,6 +266,9 @@ impl Default for BrokerConfig {
             broker_delete_inactive_topics_mode: "delete_when_no_subscriptions".into(),
             broker_delete_inactive_topics_max_inactive_duration_seconds: None,
             broker_delete_inactive_partitioned_topic_metadata_enabled: false,
+            broker_service_compaction_threshold_in_bytes: 0,
+            broker_service_compaction_monitor_interval_in_seconds: 60,
+            topic_compaction_retain_null_key: false,
             authentication_enabled: false,
             authentication_providers: Vec::new(),
             basic_auth_conf: None,
@@ -386,6 +397,18 @@ impl BrokerConfig {
             ));
         }
         self.listeners()?;
+        if self.broker_service_compaction_monitor_interval_in_seconds == 0 {
+            return Err(bad(
+                "brokerServiceCompactionMonitorIntervalInSeconds",
+                "must be > 0",
+            ));
+        }
+        if self.broker_service_compaction_threshold_in_bytes < 0 {
+            return Err(bad(
+                "brokerServiceCompactionThresholdInBytes",
+                "must be >= 0",
+            ));
+        }
         if self.broker_deduplication_entries_interval == 0 {
             return Err(bad("brokerDeduplicationEntriesInterval", "must be > 0"));
         }

@@ -134,6 +134,9 @@ pub struct Consumer {
     pub redelivered: Meter,
     /// Set when detached; further deliveries are refused.
     closed: AtomicBool,
+    /// Subscribed with `readCompacted`: served the compacted view up to the horizon. Set by the
+    /// connection before the consumer is attached; read by the dispatcher.
+    read_compacted: AtomicBool,
 }
 
 impl Consumer {
@@ -165,7 +168,22 @@ impl Consumer {
             acks: Meter::default(),
             redelivered: Meter::default(),
             closed: AtomicBool::new(false),
+            read_compacted: AtomicBool::new(false),
         })
+    }
+
+    /// Marks the consumer as reading the compacted view (before it is attached).
+    pub fn set_read_compacted(&self, on: bool) {
+        // Relaxed: set before the consumer is shared; attaching it takes the subscription lock,
+        // which publishes the value to the dispatcher.
+        self.read_compacted.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the consumer reads the compacted view (`readCompacted`).
+    #[must_use]
+    pub fn reads_compacted(&self) -> bool {
+        // Relaxed: written once before attachment (see `set_read_compacted`).
+        self.read_compacted.load(Ordering::Relaxed)
     }
 
     /// Unacknowledged messages.

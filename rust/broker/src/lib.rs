@@ -2,6 +2,7 @@
 //! permits and rate counters. It knows nothing of sockets: the server crate turns wire commands
 //! into calls here and implements [`consumer::ConsumerSink`] to carry messages back.
 
+pub mod compaction;
 pub mod config;
 pub mod config_load;
 pub mod consumer;

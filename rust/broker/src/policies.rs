@@ -185,6 +185,14 @@ pub struct Policies {
         skip_serializing_if = "Option::is_none"
     )]
     pub inactive_topic_policies: Option<InactiveTopicPolicies>,
+    /// Automatic compaction threshold in bytes (0 = off; `None`: inherit; broker
+    /// `brokerServiceCompactionThresholdInBytes`). Pulsar's namespace field name.
+    #[serde(
+        default,
+        rename = "compaction_threshold",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub compaction_threshold: Option<i64>,
     /// Permissions (namespace documents only), Pulsar's `auth_policies`.
     #[serde(
         default,
@@ -219,6 +227,8 @@ pub struct Effective {
     pub message_ttl_seconds: i64,
     /// Inactive-topic policy: topic, else namespace, else the broker's.
     pub inactive: InactiveTopicPolicies,
+    /// Automatic compaction threshold in bytes (0 = off).
+    pub compaction_threshold: i64,
 }
 
 fn positive(v: i64) -> f64 {
@@ -280,6 +290,9 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
     }
     if p.message_ttl_in_seconds.is_some_and(|t| t < 0) {
         return Err(bad("messageTTL", "Invalid value for message TTL"));
+    }
+    if p.compaction_threshold.is_some_and(|t| t < 0) {
+        return Err(bad("compactionThreshold", "must be >= 0"));
     }
     if let Some(r) = &p.retention {
         if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
@@ -574,6 +587,10 @@ impl PolicyStore {
             .inactive_topic_policies
             .or(np.inactive_topic_policies)
             .unwrap_or_else(|| c.inactive_topic_policies());
+        let compaction_threshold = tp
+            .compaction_threshold
+            .or(np.compaction_threshold)
+            .unwrap_or(c.broker_service_compaction_threshold_in_bytes);
         Effective {
             publish,
             dispatch,
@@ -584,6 +601,7 @@ impl PolicyStore {
             deduplication,
             message_ttl_seconds,
             inactive,
+            compaction_threshold,
         }
     }
 }

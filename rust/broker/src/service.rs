@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{MetaStore, Storage};
 
+use crate::compaction::{self, Compaction};
 use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
@@ -281,7 +282,18 @@ impl BrokerService {
             }
             Err(e) => return Err(e.into()),
         };
-        let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), schemas);
+        let compaction = Compaction::open(
+            compaction::topic_dir(self.storage.dir(), &name.ledger_name()),
+            &ledger,
+            self.config.topic_compaction_retain_null_key,
+        );
+        let topic = Topic::new(
+            name.clone(),
+            ledger,
+            Arc::clone(&self.config),
+            schemas,
+            compaction,
+        );
         topic.apply_policy(self.policies.effective(name));
         self.known.lock().insert(name.clone());
         topics.insert(name.clone(), Arc::clone(&topic));
@@ -412,6 +424,12 @@ impl BrokerService {
                 .open_ledger(&name.ledger_name(), self.config.ledger_config())?,
         };
         ledger.delete()?;
+        let dir = compaction::topic_dir(self.storage.dir(), &name.ledger_name());
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(path = %dir.display(), error = %e, "removing compacted ledgers");
+            }
+        }
         Ok(())
     }
 
@@ -592,6 +610,43 @@ impl BrokerService {
         for t in self.loaded_topics() {
             t.dedup.tick(now_ms, t.ledger.last_confirmed());
         }
+    }
+
+    /// Starts a compaction of a loaded or stored topic on a blocking thread; `Ok(false)` if one
+    /// is already running (Pulsar answers 409 "Compaction already running").
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`]; storage failures loading the topic.
+    pub fn trigger_compaction(&self, name: &TopicName) -> Result<bool, BrokerError> {
+        let topic = self.topic(name, false)?;
+        if !topic.compaction.try_start() {
+            return Ok(false);
+        }
+        let ledger = Arc::clone(&topic.ledger);
+        let compaction = Arc::clone(&topic.compaction);
+        tokio::task::spawn_blocking(move || compaction.run_started(&ledger));
+        Ok(true)
+    }
+
+    /// The compaction monitor (every `brokerServiceCompactionMonitorIntervalInSeconds`): starts a
+    /// compaction of each loaded topic whose effective `compactionThreshold` is positive and
+    /// exceeded by the `__compaction` cursor's backlog (the topic's size before the first run),
+    /// as Pulsar's `PersistentTopic.checkCompaction`. Returns the topics started.
+    pub fn compaction_tick(&self) -> Vec<TopicName> {
+        let mut started = Vec::new();
+        for t in self.loaded_topics() {
+            let threshold = t.effective_policy().compaction_threshold;
+            if threshold <= 0 {
+                continue;
+            }
+            let backlog = Compaction::backlog_estimate(&t.ledger);
+            if backlog > threshold.unsigned_abs() && t.compaction.try_start() {
+                // Called from a blocking thread: run here, one topic after the other.
+                t.compaction.run_started(&t.ledger);
+                started.push(t.name.clone());
+            }
+        }
+        started
     }
 
     /// Closes every topic and the storage.

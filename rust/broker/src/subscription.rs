@@ -152,6 +152,9 @@ pub struct Subscription {
     /// Dispatch rate limiters: the topic's (shared by its subscriptions) and this one's.
     /// Replaced by policy changes; read once per dispatch pass.
     limiters: Mutex<DispatchLimiters>,
+    /// The topic's compaction (its compacted view for `readCompacted` consumers); set once by
+    /// the topic when it starts the subscription.
+    compaction: std::sync::OnceLock<Arc<crate::compaction::Compaction>>,
 }
 
 impl Subscription {
@@ -209,6 +212,7 @@ impl Subscription {
             out: Meter::default(),
             expiry: crate::expiry::ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
+            compaction: std::sync::OnceLock::new(),
         }
     }
 
@@ -225,6 +229,17 @@ impl Subscription {
     pub(crate) fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
         let l = self.limiters.lock();
         l.0.iter().chain(l.1.iter()).cloned().collect()
+    }
+
+    /// Gives the subscription its topic's compaction (once; later calls are ignored).
+    pub fn set_compaction(&self, c: Arc<crate::compaction::Compaction>) {
+        let _ = self.compaction.set(c);
+    }
+
+    /// The topic's compaction, if the topic gave it.
+    #[must_use]
+    pub fn compaction(&self) -> Option<&Arc<crate::compaction::Compaction>> {
+        self.compaction.get()
     }
 
     /// The subscription type (of the attached consumers), if any consumer ever attached.

@@ -9,6 +9,7 @@ use pulsar_rs_ledger::{ManagedLedger, Position};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use crate::compaction::{Compaction, COMPACTION_CURSOR};
 use crate::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
 use crate::naming::TopicName;
 use crate::policies::{Effective, RetentionPolicy};
@@ -127,6 +128,8 @@ pub struct Topic {
     /// Pulsar's `lastActive`: set at load, when a producer leaves and by each inactive-topic
     /// check that finds the topic active (`crate::inactive`). Short lock.
     pub(crate) last_active: Mutex<std::time::Instant>,
+    /// Compaction: the compacted view and run state (its own locks inside).
+    pub compaction: Arc<Compaction>,
 }
 
 /// What became of a published message.
@@ -161,6 +164,7 @@ impl Topic {
         ledger: Arc<ManagedLedger>,
         config: Arc<BrokerConfig>,
         schemas: Vec<SchemaInfo>,
+        compaction: Arc<Compaction>,
     ) -> Arc<Self> {
         let partition = name
             .partition_index()
@@ -182,13 +186,13 @@ impl Topic {
             quota_blocked: Mutex::new(None),
             dedup: Deduplication::new(Arc::clone(&dedup_config)),
             last_active: Mutex::new(std::time::Instant::now()),
+            compaction,
         });
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
-        for cursor in topic
-            .ledger
-            .cursors()
-            .into_iter()
-            .filter(|c| c.is_durable() && c.name() != DEDUP_CURSOR)
+        for cursor in
+            topic.ledger.cursors().into_iter().filter(|c| {
+                c.is_durable() && c.name() != DEDUP_CURSOR && c.name() != COMPACTION_CURSOR
+            })
         {
             let name = cursor.name().to_owned();
             let sub = topic.start_subscription(&name, cursor, true);
@@ -212,6 +216,7 @@ impl Topic {
             durable,
             Arc::clone(&self.config),
         );
+        sub.set_compaction(Arc::clone(&self.compaction));
         let limits = self.limits.read();
         let (m, b) = limits.effective.subscription_dispatch;
         sub.set_dispatch_limiters(

@@ -64,7 +64,17 @@ fn topics_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         ("msg_rate_in", F, false),
         ("backlog_quota_limit_bytes", I64, false),
         ("backlog_quota_limit_seconds", I64, false),
+        ("compacted_ledger_id", I64, true),
+        ("compaction_horizon_ledger", I64, true),
+        ("compaction_horizon_entry", I64, true),
+        ("compacted_entries", I64, false),
     ]);
+    let (mut cid, mut chl, mut che, mut cen) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
     let (mut name, mut part, mut entries, mut size, mut ledgers) = (
         StringBuilder::new(),
         Int32Builder::new(),
@@ -99,6 +109,11 @@ fn topics_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         // Backlog quotas are not configurable yet: no limit.
         qb.append_value(-1);
         qs.append_value(-1);
+        let c = t.compaction.info();
+        cid.append_option(c.ledger_id);
+        chl.append_option(c.horizon.map(|p| p.ledger_id));
+        che.append_option(c.horizon.map(|p| p.entry_id));
+        cen.append_value(i64::try_from(c.entries).unwrap_or(i64::MAX));
     }
     let cols: Vec<ArrayRef> = vec![
         Arc::new(name.finish()),
@@ -113,6 +128,10 @@ fn topics_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         Arc::new(rate.finish()),
         Arc::new(qb.finish()),
         Arc::new(qs.finish()),
+        Arc::new(cid.finish()),
+        Arc::new(chl.finish()),
+        Arc::new(che.finish()),
+        Arc::new(cen.finish()),
     ];
     Ok(Table {
         name: "topics",

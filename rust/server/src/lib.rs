@@ -333,6 +333,7 @@ impl Server {
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(inactive_topic_loop(Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(compaction_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
@@ -466,6 +467,20 @@ async fn message_expiry_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<
     let period = std::time::Duration::from_secs(minutes * 60);
     every(period, &ctx, shutdown, |svc| {
         svc.check_message_expiry(pulsar_rs_broker::expiry::now_ms());
+    })
+    .await;
+}
+
+/// The compaction monitor: every `brokerServiceCompactionMonitorIntervalInSeconds`, compacts
+/// the topics whose backlog exceeds their `compactionThreshold`.
+async fn compaction_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<bool>) {
+    let secs = ctx
+        .service
+        .config
+        .broker_service_compaction_monitor_interval_in_seconds
+        .max(1);
+    every(std::time::Duration::from_secs(secs), &ctx, shutdown, |svc| {
+        svc.compaction_tick();
     })
     .await;
 }

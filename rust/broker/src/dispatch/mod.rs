@@ -398,6 +398,9 @@ impl Subscription {
                 Ok(self.dispatch(entries, true))
             }
             Plan::Read(n, _) => {
+                if let Some(r) = crate::compaction::view::read_blocking(self, n) {
+                    return Ok(self.dispatch(r?, false));
+                }
                 let entries = self.cursor.read_entries_bounded(
                     n,
                     self.config.dispatcher_max_read_size_bytes,
@@ -473,26 +476,30 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                 cap = cap.min(allowed);
             }
         }
-        let result =
-            match sub.plan(cap, stall) {
-                Plan::Wait(deadline) => {
-                    wait(&sub, deadline).await;
-                    continue;
-                }
-                Plan::Replay(n) => {
-                    // Relaxed: a change counter; see `Subscription::changes`.
-                    let changes = sub.changes.load(Ordering::Relaxed);
-                    sub.read_replay(n).map(|(entries, taken)| {
-                        let outcome = sub.dispatch(entries, true);
-                        stall = (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0))
-                            .then(|| Stall {
+        let result = match sub.plan(cap, stall) {
+            Plan::Wait(deadline) => {
+                wait(&sub, deadline).await;
+                continue;
+            }
+            Plan::Replay(n) => {
+                // Relaxed: a change counter; see `Subscription::changes`.
+                let changes = sub.changes.load(Ordering::Relaxed);
+                sub.read_replay(n).map(|(entries, taken)| {
+                    let outcome = sub.dispatch(entries, true);
+                    stall =
+                        (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0)).then(|| {
+                            Stall {
                                 changes,
                                 at: Instant::now(),
-                            });
-                        outcome
-                    })
-                }
-                Plan::Read(n, deadline) => {
+                            }
+                        });
+                    outcome
+                })
+            }
+            // readCompacted consumers before the horizon read the compacted view.
+            Plan::Read(n, deadline) => match crate::compaction::view::read(&sub, n).await {
+                Some(r) => r.map(|entries| sub.dispatch(entries, false)),
+                None => {
                     let cursor = Arc::clone(&sub.cursor);
                     let max_bytes = sub.config.dispatcher_max_read_size_bytes;
                     let read = async {
@@ -515,7 +522,8 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                             .map_err(BrokerError::from),
                     }
                 }
-            };
+            },
+        };
         // A pass can complete without ever waiting (entries cached, consumers with permits):
         // yield so one busy subscription cannot starve connections and other dispatchers.
         tokio::task::yield_now().await;

@@ -1,7 +1,7 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
-//! [`topics`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
+//! [`topics`], [`compaction`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
 //! [`crate::authz`]).
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
@@ -9,6 +9,7 @@
 #![allow(clippy::result_large_err)]
 
 mod clusters;
+mod compaction;
 mod lookup;
 pub mod namespaces;
 mod non_persistent;
@@ -170,6 +171,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(tenants::routes())
         .merge(namespaces::routes())
         .merge(topics::routes())
+        .merge(compaction::routes())
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())

@@ -1,7 +1,7 @@
 //! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
 //! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`),
-//! `messageTTL` (namespace: the body; topic: `?messageTTL=N`), `inactiveTopicPolicies`, at
-//! namespace and topic level.
+//! `messageTTL` (namespace: the body; topic: `?messageTTL=N`), `inactiveTopicPolicies`,
+//! `compactionThreshold`, at namespace and topic level.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
 // `Response` in a `Result` does not matter here.
@@ -58,6 +58,7 @@ enum Kind {
     Deduplication,
     MessageTtl,
     InactiveTopicPolicies,
+    CompactionThreshold,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -72,6 +73,7 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "deduplication" | "deduplicationEnabled" => Kind::Deduplication,
         "messageTTL" => Kind::MessageTtl,
         "inactiveTopicPolicies" => Kind::InactiveTopicPolicies,
+        "compactionThreshold" => Kind::CompactionThreshold,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -105,6 +107,7 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::Deduplication => serde_json::to_value(p.deduplication_enabled),
         Kind::MessageTtl => serde_json::to_value(p.message_ttl_in_seconds),
         Kind::InactiveTopicPolicies => serde_json::to_value(p.inactive_topic_policies),
+        Kind::CompactionThreshold => serde_json::to_value(p.compaction_threshold),
     };
     v.unwrap_or(Value::Null)
 }
@@ -160,6 +163,10 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: InactiveTopicPolicies = parse(body)?;
             Box::new(move |p| p.inactive_topic_policies = Some(v))
         }
+        Kind::CompactionThreshold => {
+            let v: i64 = parse(body)?;
+            Box::new(move |p| p.compaction_threshold = Some(v))
+        }
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
@@ -185,6 +192,7 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         Kind::Deduplication => Box::new(|p| p.deduplication_enabled = None),
         Kind::MessageTtl => Box::new(|p| p.message_ttl_in_seconds = None),
         Kind::InactiveTopicPolicies => Box::new(|p| p.inactive_topic_policies = None),
+        Kind::CompactionThreshold => Box::new(|p| p.compaction_threshold = None),
 
         Kind::BacklogQuotaMap => {
             return Err(fail(

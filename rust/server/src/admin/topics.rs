@@ -243,15 +243,25 @@ async fn internal_stats(
         .map(|l| json!({"ledgerId": l.ledger_id, "entries": l.entries, "size": l.size, "offloaded": false}))
         .collect();
     let mut cursors = serde_json::Map::new();
-    for s in t.subscriptions() {
-        let c = &s.cursor;
+    // The subscriptions' cursors, and the `__compaction` cursor (the compaction horizon).
+    let compaction_cursor = t
+        .ledger
+        .cursors()
+        .into_iter()
+        .filter(|c| c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR);
+    for c in t
+        .subscriptions()
+        .iter()
+        .map(|s| Arc::clone(&s.cursor))
+        .chain(compaction_cursor)
+    {
         let ranges: Vec<String> = c
             .acked_ranges()
             .iter()
             .map(|(a, b)| format!("({}:{}..{}]", a.ledger_id, a.entry_id - 1, pos(*b)))
             .collect();
         cursors.insert(
-            s.name.clone(),
+            c.name().to_owned(),
             json!({
                 "markDeletePosition": pos(c.mark_delete_position()),
                 "readPosition": pos(c.read_position()),
@@ -275,7 +285,23 @@ async fn internal_stats(
         "state": "LedgerOpened",
         "ledgers": ledgers,
         "cursors": cursors,
+        "compactedLedger": compacted_ledger(&t),
         "corruptEntries": t.ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),
     }))
     .into_response()
+}
+
+/// Pulsar's `compactedLedger` of `internalStats` (ledger −1 when never compacted), plus the
+/// horizon and the end of the last successful run (ms; 0 = not since the broker started).
+fn compacted_ledger(t: &pulsar_rs_broker::Topic) -> Value {
+    let info = t.compaction.info();
+    json!({
+        "ledgerId": info.ledger_id.unwrap_or(-1),
+        "entries": info.entries,
+        "size": info.size,
+        "offloaded": false,
+        "underReplicated": false,
+        "horizon": info.horizon.map(|p| format!("{}:{}", p.ledger_id, p.entry_id)),
+        "lastCompactionSucceedTimestamp": info.last_run_ms.unwrap_or(0),
+    })
 }

@@ -127,6 +127,7 @@ impl Connection {
                     "{name} is partitioned: subscribe to its partitions"
                 )));
             }
+            pulsar_rs_broker::compaction::view::check_subscribe(sub_type, c.read_compacted())?;
             let topic = self.service.topic(&name, c.force_topic_creation())?;
             let sub = if c.durable() {
                 let earliest =
@@ -152,6 +153,7 @@ impl Connection {
                 self.peer.clone(),
                 Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
             );
+            consumer.set_read_compacted(c.read_compacted());
             if let Some(schema) = &c.schema {
                 self.service.add_schema(&topic, schema_info(schema))?;
             }

@@ -1,0 +1,310 @@
+//! The two-phase compactor (Pulsar's `AbstractTwoPhaseCompactor` / `PublishingOrderCompactor`),
+//! without I/O: phase one [`KeyMap::observe`]s every entry up to the horizon and keeps, per key,
+//! the id of its latest message; phase two [`KeyMap::rewrite`]s the same entries again and keeps
+//! only the winners.
+//!
+//! * The key is the message's `partition_key` only (Pulsar's `extractKeyAndSize`).
+//! * A keyed message whose payload is empty (what a null value is on the wire) is a tombstone:
+//!   it removes its key, so the key vanishes from the compacted view.
+//! * Messages without a key are dropped unless `topicCompactionRetainNullKey`.
+//! * Server-only markers are dropped.
+//! * Batches (uncompressed) are looked at message by message; a batch whose members all lose is
+//!   dropped, one whose members all win is kept unchanged, and otherwise it is rebuilt with only
+//!   the winning members. A compressed batch cannot be looked into here: it is kept whole.
+
+use std::collections::HashMap;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use prost::Message as _;
+use pulsar_rs_ledger::{Entry, Position};
+use pulsar_rs_proto::pb;
+
+/// One message of an entry: its batch index (−1 if not batched), key and payload size.
+struct Member {
+    index: i32,
+    key: Option<String>,
+    size: usize,
+    /// The member's single-message metadata and payload (batches only).
+    parts: Option<(pb::SingleMessageMetadata, Bytes)>,
+}
+
+/// What an entry holds, for the compactor.
+enum Parsed {
+    /// A marker, or bytes that do not parse: never part of the compacted view.
+    Skip,
+    /// A compressed batch: its members cannot be read here.
+    Opaque,
+    /// Its messages.
+    Messages(Box<pb::MessageMetadata>, Vec<Member>),
+}
+
+fn split_batch(md: &pb::MessageMetadata, mut payload: Bytes) -> Option<Vec<Member>> {
+    let n = md.num_messages_in_batch.unwrap_or(1).max(0);
+    let mut out = Vec::new();
+    for index in 0..n {
+        if payload.remaining() < 4 {
+            return None;
+        }
+        let len = payload.get_u32() as usize;
+        if payload.remaining() < len {
+            return None;
+        }
+        let smm = pb::SingleMessageMetadata::decode(payload.split_to(len)).ok()?;
+        let size = usize::try_from(smm.payload_size).ok()?;
+        if payload.remaining() < size {
+            return None;
+        }
+        let body = payload.split_to(size);
+        out.push(Member {
+            index,
+            key: smm.partition_key.clone(),
+            size,
+            parts: Some((smm, body)),
+        });
+    }
+    Some(out)
+}
+
+fn parse(e: &Entry) -> Parsed {
+    let Ok((md, payload)) = pulsar_rs_proto::parse_stored_entry(&e.data) else {
+        return Parsed::Skip;
+    };
+    if md.marker_type.is_some() {
+        return Parsed::Skip;
+    }
+    if md.num_messages_in_batch.is_none() {
+        let size = md.uncompressed_size.map_or(payload.len(), |s| s as usize);
+        let key = md.partition_key.clone();
+        return Parsed::Messages(
+            Box::new(md),
+            vec![Member {
+                index: -1,
+                key,
+                size,
+                parts: None,
+            }],
+        );
+    }
+    if md.compression.unwrap_or(0) != pb::CompressionType::None as i32 {
+        return Parsed::Opaque;
+    }
+    match split_batch(&md, payload) {
+        Some(members) => Parsed::Messages(Box::new(md), members),
+        None => Parsed::Skip,
+    }
+}
+
+/// Key → id of its latest message, built by phase one.
+#[derive(Default)]
+pub struct KeyMap {
+    /// Key → (entry, batch index) of the latest value.
+    latest: HashMap<String, (Position, i32)>,
+    /// Keep messages without a key (`topicCompactionRetainNullKey`).
+    retain_null_key: bool,
+    /// Messages seen by phase one.
+    pub messages_read: u64,
+}
+
+impl KeyMap {
+    /// An empty map.
+    #[must_use]
+    pub fn new(retain_null_key: bool) -> Self {
+        KeyMap {
+            latest: HashMap::new(),
+            retain_null_key,
+            messages_read: 0,
+        }
+    }
+
+    /// Keys that have a value.
+    #[must_use]
+    pub fn keys(&self) -> usize {
+        self.latest.len()
+    }
+
+    /// Phase one: records the messages of one entry (entries are given in position order).
+    pub fn observe(&mut self, e: &Entry) {
+        let Parsed::Messages(_, members) = parse(e) else {
+            return;
+        };
+        for m in members {
+            self.messages_read += 1;
+            let Some(key) = m.key else { continue };
+            if m.size == 0 {
+                self.latest.remove(&key);
+            } else {
+                self.latest.insert(key, (e.position, m.index));
+            }
+        }
+    }
+
+    fn wins(&self, position: Position, m: &Member) -> bool {
+        match &m.key {
+            Some(k) => self.latest.get(k) == Some(&(position, m.index)),
+            None => self.retain_null_key && m.size > 0,
+        }
+    }
+
+    /// Phase two: what of `e` goes into the compacted ledger, if anything.
+    #[must_use]
+    pub fn rewrite(&self, e: Entry) -> Option<Entry> {
+        let (mut md, members) = match parse(&e) {
+            Parsed::Skip => return None,
+            Parsed::Opaque => return Some(e),
+            Parsed::Messages(md, members) => (md, members),
+        };
+        let total = members.len();
+        let winners: Vec<Member> = members
+            .into_iter()
+            .filter(|m| self.wins(e.position, m))
+            .collect();
+        if winners.is_empty() {
+            return None;
+        }
+        if winners.len() == total {
+            return Some(e);
+        }
+        let mut payload = BytesMut::new();
+        for m in &winners {
+            let Some((smm, body)) = &m.parts else {
+                return Some(e);
+            };
+            let raw = smm.encode_to_vec();
+            payload.put_u32(u32::try_from(raw.len()).unwrap_or(u32::MAX));
+            payload.put_slice(&raw);
+            payload.put_slice(body);
+        }
+        md.num_messages_in_batch = Some(i32::try_from(winners.len()).unwrap_or(i32::MAX));
+        md.uncompressed_size = Some(u32::try_from(payload.len()).unwrap_or(u32::MAX));
+        Some(Entry {
+            position: e.position,
+            data: pulsar_rs_proto::build_stored_entry(&md, &payload),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(l: i64, e: i64, key: Option<&str>, value: &[u8]) -> Entry {
+        let md = pb::MessageMetadata {
+            producer_name: "p".into(),
+            sequence_id: u64::try_from(e).unwrap(),
+            publish_time: 1,
+            partition_key: key.map(str::to_owned),
+            ..Default::default()
+        };
+        Entry {
+            position: Position::new(l, e),
+            data: pulsar_rs_proto::build_stored_entry(&md, value),
+        }
+    }
+
+    fn batch(l: i64, e: i64, members: &[(Option<&str>, &[u8])]) -> Entry {
+        let mut payload = BytesMut::new();
+        for (k, v) in members {
+            let smm = pb::SingleMessageMetadata {
+                partition_key: k.map(str::to_owned),
+                payload_size: i32::try_from(v.len()).unwrap(),
+                ..Default::default()
+            };
+            let raw = smm.encode_to_vec();
+            payload.put_u32(u32::try_from(raw.len()).unwrap());
+            payload.put_slice(&raw);
+            payload.put_slice(v);
+        }
+        let md = pb::MessageMetadata {
+            producer_name: "p".into(),
+            sequence_id: 0,
+            publish_time: 1,
+            num_messages_in_batch: Some(i32::try_from(members.len()).unwrap()),
+            ..Default::default()
+        };
+        Entry {
+            position: Position::new(l, e),
+            data: pulsar_rs_proto::build_stored_entry(&md, &payload),
+        }
+    }
+
+    fn compact(entries: &[Entry], retain_null_key: bool) -> Vec<Entry> {
+        let mut map = KeyMap::new(retain_null_key);
+        for e in entries {
+            map.observe(e);
+        }
+        entries
+            .iter()
+            .cloned()
+            .filter_map(|e| map.rewrite(e))
+            .collect()
+    }
+
+    fn value(e: &Entry) -> (Option<String>, Bytes) {
+        let (md, payload) = pulsar_rs_proto::parse_stored_entry(&e.data).unwrap();
+        (md.partition_key, payload)
+    }
+
+    #[test]
+    fn last_value_per_key_wins_and_keeps_its_id() {
+        let entries = vec![
+            message(1, 0, Some("a"), b"a1"),
+            message(1, 1, Some("b"), b"b1"),
+            message(1, 2, Some("a"), b"a2"),
+            message(1, 3, Some("c"), b"c1"),
+        ];
+        let out = compact(&entries, false);
+        let got: Vec<(Position, Option<String>)> =
+            out.iter().map(|e| (e.position, value(e).0)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Position::new(1, 1), Some("b".into())),
+                (Position::new(1, 2), Some("a".into())),
+                (Position::new(1, 3), Some("c".into())),
+            ]
+        );
+        assert_eq!(&value(&out[1]).1[..], b"a2");
+    }
+
+    #[test]
+    fn empty_value_is_a_tombstone() {
+        let entries = vec![
+            message(1, 0, Some("a"), b"a1"),
+            message(1, 1, Some("b"), b"b1"),
+            message(1, 2, Some("a"), b""),
+        ];
+        let out = compact(&entries, false);
+        assert_eq!(out.len(), 1);
+        assert_eq!(value(&out[0]).0.as_deref(), Some("b"));
+        // A value after the tombstone brings the key back.
+        let mut more = entries.clone();
+        more.push(message(1, 3, Some("a"), b"a3"));
+        let out = compact(&more, false);
+        assert_eq!(out.len(), 2);
+        assert_eq!(&value(&out[1]).1[..], b"a3");
+    }
+
+    #[test]
+    fn messages_without_key_are_dropped_unless_retained() {
+        let entries = vec![message(1, 0, None, b"x"), message(1, 1, Some("k"), b"v")];
+        assert_eq!(compact(&entries, false).len(), 1);
+        assert_eq!(compact(&entries, true).len(), 2);
+    }
+
+    #[test]
+    fn batches_keep_only_winning_members() {
+        let entries = vec![
+            batch(1, 0, &[(Some("a"), b"a1"), (Some("b"), b"b1")]),
+            batch(1, 1, &[(Some("a"), b"a2")]),
+            batch(1, 2, &[(Some("c"), b"c1"), (Some("d"), b"d1")]),
+        ];
+        let out = compact(&entries, false);
+        assert_eq!(out.len(), 3);
+        let (md, payload) = pulsar_rs_proto::parse_stored_entry(&out[0].data).unwrap();
+        assert_eq!(md.num_messages_in_batch, Some(1));
+        let members = split_batch(&md, payload).unwrap();
+        assert_eq!(members[0].key.as_deref(), Some("b"));
+        // A batch whose members all win is kept byte for byte.
+        assert_eq!(out[2].data, entries[2].data);
+    }
+}

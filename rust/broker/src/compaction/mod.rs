@@ -1,0 +1,288 @@
+//! Topic compaction, as Pulsar does it: a durable cursor named `__compaction` whose mark-delete
+//! is the compaction horizon and whose `CompactedTopicLedger` property names the compacted
+//! ledger ([`ledger`]) holding, for every key, the latest message up to the horizon
+//! ([`compactor`]). Consumers that subscribe with `readCompacted` (Exclusive/Failover only) are
+//! served that view up to the horizon, then the live topic ([`view`]).
+//!
+//! A run (admin `PUT …/compaction`, or the `compactionThreshold` monitor) reads the previous
+//! compacted view plus the topic from the horizon to the last confirmed entry, twice (phase one
+//! finds the winners, phase two writes them), makes the new ledger durable, then moves the
+//! cursor; only then is the previous ledger deleted. A crash in between leaves the previous
+//! state whole.
+
+pub mod compactor;
+pub mod ledger;
+pub mod view;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, RwLock};
+use pulsar_rs_ledger::{Entry, ManagedLedger, Position};
+use serde::Serialize;
+
+use self::compactor::KeyMap;
+use self::ledger::CompactedLedger;
+use crate::BrokerError;
+
+/// Pulsar's `Compactor.COMPACTION_SUBSCRIPTION`.
+pub const COMPACTION_CURSOR: &str = "__compaction";
+/// Pulsar's `Compactor.COMPACTED_TOPIC_LEDGER_PROPERTY`.
+pub const COMPACTED_LEDGER_PROPERTY: &str = "CompactedTopicLedger";
+/// Entries read per storage call during a run.
+const READ_CHUNK: usize = 1000;
+
+/// Pulsar's `LongRunningProcessStatus.Status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    /// Never run since the topic was loaded.
+    NotRun,
+    /// A run is in progress.
+    Running,
+    /// The last run succeeded.
+    Success,
+    /// The last run failed (see `lastError`).
+    Error,
+}
+
+/// Pulsar's `LongRunningProcessStatus` JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunStatus {
+    /// Where the last run stands.
+    pub status: Status,
+    /// Why the last run failed ("" otherwise).
+    pub last_error: String,
+}
+
+/// What `internalStats` and the export show about a topic's compaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactionInfo {
+    /// The compacted ledger's id, if any.
+    pub ledger_id: Option<i64>,
+    /// The horizon (last position compacted), if any.
+    pub horizon: Option<Position>,
+    /// Entries in the compacted ledger.
+    pub entries: u64,
+    /// Size of the compacted ledger file in bytes.
+    pub size: u64,
+    /// When the last successful run ended (ms since the epoch; this process only).
+    pub last_run_ms: Option<u64>,
+}
+
+/// Run state; guarded by [`Compaction::run`].
+struct RunState {
+    status: Status,
+    last_error: String,
+    last_run_ms: Option<u64>,
+}
+
+/// One topic's compaction: its compacted view and run state.
+pub struct Compaction {
+    /// Directory of this topic's compacted ledgers; immutable.
+    dir: PathBuf,
+    /// Keep messages without a key (`topicCompactionRetainNullKey`); immutable.
+    retain_null_key: bool,
+    /// The current compacted ledger. Read (a short read lock, cloned out) by each compacted read;
+    /// replaced by a run after the cursor moved.
+    view: RwLock<Option<Arc<CompactedLedger>>>,
+    /// Status of the current or last run. Short lock; taken to start a run (so two cannot).
+    run: Mutex<RunState>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Where a topic's compacted ledgers live under the data directory: `compacted/<ledger name>`
+/// with `/` written as `%2F`, so every topic has one flat directory.
+#[must_use]
+pub fn topic_dir(data_dir: &Path, ledger_name: &str) -> PathBuf {
+    data_dir
+        .join("compacted")
+        .join(ledger_name.replace('%', "%25").replace('/', "%2F"))
+}
+
+impl Compaction {
+    /// Opens a topic's compaction state: the view named by the `__compaction` cursor, if any.
+    /// A compacted ledger that fails its checks is logged and not served (its cursor stays, so
+    /// the next run rebuilds the view from what the topic still holds). Blocking I/O.
+    #[must_use]
+    pub fn open(dir: PathBuf, ml: &ManagedLedger, retain_null_key: bool) -> Arc<Self> {
+        let cursor = ml
+            .cursors()
+            .into_iter()
+            .find(|c| c.name() == COMPACTION_CURSOR);
+        let view = cursor
+            .and_then(|c| c.properties().get(COMPACTED_LEDGER_PROPERTY).copied())
+            .and_then(|id| match ledger::open(&dir, id) {
+                Ok(l) => Some(Arc::new(l)),
+                Err(e) => {
+                    tracing::error!(ledger = ml.name(), error = %e, "compacted ledger not usable");
+                    None
+                }
+            });
+        Arc::new(Compaction {
+            dir,
+            retain_null_key,
+            view: RwLock::new(view),
+            run: Mutex::new(RunState {
+                status: Status::NotRun,
+                last_error: String::new(),
+                last_run_ms: None,
+            }),
+        })
+    }
+
+    /// The current compacted view.
+    #[must_use]
+    pub fn view(&self) -> Option<Arc<CompactedLedger>> {
+        self.view.read().clone()
+    }
+
+    /// Status JSON of the current or last run.
+    #[must_use]
+    pub fn status(&self) -> RunStatus {
+        let r = self.run.lock();
+        RunStatus {
+            status: r.status,
+            last_error: r.last_error.clone(),
+        }
+    }
+
+    /// Stats: the compacted ledger, horizon and last run.
+    #[must_use]
+    pub fn info(&self) -> CompactionInfo {
+        let last_run_ms = self.run.lock().last_run_ms;
+        match self.view() {
+            Some(v) => CompactionInfo {
+                ledger_id: Some(v.id),
+                horizon: Some(v.horizon),
+                entries: v.len() as u64,
+                size: v.size,
+                last_run_ms,
+            },
+            None => CompactionInfo {
+                last_run_ms,
+                ..CompactionInfo::default()
+            },
+        }
+    }
+
+    /// Marks a run as started; `false` if one is already running (Pulsar answers 409).
+    #[must_use]
+    pub fn try_start(&self) -> bool {
+        let mut r = self.run.lock();
+        if r.status == Status::Running {
+            return false;
+        }
+        r.status = Status::Running;
+        r.last_error.clear();
+        true
+    }
+
+    /// Runs a compaction started with [`Compaction::try_start`] and records its outcome.
+    /// Blocking I/O: call from a blocking thread.
+    pub fn run_started(&self, ml: &Arc<ManagedLedger>) {
+        let result = self.compact(ml);
+        let mut r = self.run.lock();
+        match result {
+            Ok(()) => {
+                r.status = Status::Success;
+                r.last_run_ms = Some(now_ms());
+            }
+            Err(e) => {
+                tracing::warn!(ledger = ml.name(), error = %e, "compaction failed");
+                r.status = Status::Error;
+                r.last_error = e.to_string();
+            }
+        }
+    }
+
+    /// The `__compaction` cursor's backlog in bytes, or the topic's size when it has none
+    /// (Pulsar's `PersistentTopic.checkCompaction` estimate).
+    #[must_use]
+    pub fn backlog_estimate(ml: &ManagedLedger) -> u64 {
+        ml.cursors()
+            .into_iter()
+            .find(|c| c.name() == COMPACTION_CURSOR)
+            .map_or_else(|| ml.stats().total_size, |c| c.estimated_backlog_size())
+    }
+
+    /// Feeds every entry of the current view, then the topic's entries after `after` up to
+    /// `upto`, to `f`.
+    fn scan(
+        ml: &ManagedLedger,
+        old: Option<&CompactedLedger>,
+        after: Position,
+        upto: Position,
+        f: &mut dyn FnMut(Entry),
+    ) -> Result<(), BrokerError> {
+        if let Some(old) = old {
+            let mut from = Position::new(-1, -1);
+            loop {
+                let chunk = old.read_from(from, READ_CHUNK)?;
+                let Some(last) = chunk.last() else { break };
+                from = Position::new(last.position.ledger_id, last.position.entry_id + 1);
+                chunk.into_iter().for_each(&mut *f);
+            }
+        }
+        let mut from = ml.next_valid_position(after);
+        while from <= upto {
+            let chunk = ml.read_entries(from, READ_CHUNK, u64::MAX, upto)?;
+            let Some(last) = chunk.last() else { break };
+            from = ml.next_valid_position(last.position);
+            chunk.into_iter().for_each(&mut *f);
+        }
+        Ok(())
+    }
+
+    fn compact(&self, ml: &Arc<ManagedLedger>) -> Result<(), BrokerError> {
+        let cursor = ml.open_cursor_at(COMPACTION_CURSOR, true)?;
+        let old = self.view();
+        let upto = ml.last_confirmed();
+        // Where the topic's unread part starts: after the horizon, or after the cursor's
+        // mark-delete for the first run.
+        let after = old
+            .as_ref()
+            .map_or(cursor.mark_delete_position(), |o| o.horizon);
+        if upto.entry_id < 0 || upto <= after {
+            return Ok(()); // nothing new since the horizon
+        }
+        let mut keys = KeyMap::new(self.retain_null_key);
+        Self::scan(ml, old.as_deref(), after, upto, &mut |e| keys.observe(&e))?;
+        let mut kept = Vec::new();
+        Self::scan(ml, old.as_deref(), after, upto, &mut |e| {
+            kept.extend(keys.rewrite(e));
+        })?;
+        let id = old.as_ref().map_or(1, |o| o.id + 1);
+        let dir = self.dir.clone();
+        let written = ledger::write(&dir, id, upto, kept)?;
+        let mut props = BTreeMap::new();
+        props.insert(COMPACTED_LEDGER_PROPERTY.to_owned(), id);
+        cursor.mark_delete_with_properties(upto, props)?;
+        cursor.flush()?;
+        *self.view.write() = Some(Arc::new(written));
+        if let Some(old) = old {
+            if let Err(e) = std::fs::remove_file(old.path()) {
+                tracing::warn!(path = %old.path().display(), error = %e, "removing old compacted ledger");
+            }
+        }
+        tracing::info!(
+            ledger = ml.name(),
+            horizon = %upto,
+            keys = keys.keys(),
+            messages = keys.messages_read,
+            "compaction done"
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
