@@ -17,10 +17,12 @@
 //! Opened read-only (export, inspection), the journal scans but never truncates, creates no
 //! segment, starts no flusher and refuses appends.
 
+mod index;
 pub mod record;
+mod recovered;
 mod recovery;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -33,15 +35,15 @@ use crate::{LedgerError, Result};
 
 use record::corrupt;
 pub use record::{Loc, Record, CORRUPT_LEN, RECORD_HEADER};
+pub use recovered::{Pending as PendingRecovered, Recovered};
+
+use index::IndexRecord;
 
 /// Unwritten bytes above which non-durable appends wait for the write (memory bound).
 pub const MAX_UNWRITTEN_BYTES: usize = 64 << 20;
 
 /// Called once per durable append, on the flusher thread, in append order.
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
-
-/// What recovery found for one ledger: entry id → location, in scan order.
-pub type RecoveredLedgers = HashMap<i64, Vec<(i64, Loc)>>;
 
 /// A region of bytes waiting for, or undergoing, a write.
 #[derive(Clone)]
@@ -80,6 +82,12 @@ struct State {
     poisoned: Option<String>,
     /// Set by `close`; the flusher drains and exits.
     closed: bool,
+    /// Records of the active segment, for its index once sealed.
+    active_records: Vec<IndexRecord>,
+    /// False once a failed write cut the active segment back: it is never indexed (scanned).
+    active_indexable: bool,
+    /// Sealed segments whose index is not written yet, with their records.
+    unindexed: Vec<(u32, Vec<IndexRecord>)>,
 }
 
 /// The shared append log. See the module docs.
@@ -107,6 +115,11 @@ pub struct Journal {
     unwritten: std::sync::atomic::AtomicUsize,
     /// Completed write rounds (each is one `fdatasync` per touched segment in durable mode).
     rounds: std::sync::atomic::AtomicU64,
+    /// Serialises checkpoints (housekeeper and close). Held across the index writes' fsyncs on
+    /// purpose: nothing but another checkpoint ever waits for it.
+    checkpointing: Mutex<()>,
+    /// Segments found valid-indexed at open (not scanned); immutable. A statistic.
+    indexed_at_open: usize,
 }
 
 fn segment_path(dir: &Path, id: u32) -> PathBuf {
@@ -133,7 +146,7 @@ impl Journal {
         dir: impl AsRef<Path>,
         sync: bool,
         max_segment: u64,
-    ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
+    ) -> Result<(Arc<Journal>, Recovered)> {
         Self::open_with(Arc::new(crate::vfs::RealFs), dir, sync, max_segment, false)
     }
 
@@ -147,7 +160,7 @@ impl Journal {
         sync: bool,
         max_segment: u64,
         read_only: bool,
-    ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
+    ) -> Result<(Arc<Journal>, Recovered)> {
         let dir = dir.as_ref().to_path_buf();
         if !read_only {
             ensure_dir(fs.as_ref(), &dir)
@@ -163,10 +176,14 @@ impl Journal {
             .filter_map(|n| n.strip_suffix(".log")?.parse().ok())
             .collect();
         ids.sort_unstable();
-        let mut recovered = RecoveredLedgers::new();
+        if !read_only {
+            index::remove_leftovers(fs.as_ref(), &dir, &names, &ids);
+        }
+        let mut recovered = Recovered::new(Arc::clone(&fs), dir.clone());
         let mut segments = BTreeMap::new();
         let mut segment_ledgers = BTreeMap::new();
         let mut damaged_regions = 0;
+        let mut indexed_at_open = 0;
         for (i, &id) in ids.iter().enumerate() {
             let path = segment_path(&dir, id);
             let file = if read_only {
@@ -175,12 +192,31 @@ impl Journal {
             } else {
                 open_segment(fs.as_ref(), &dir, id, false)?
             };
+            let seg_len = file
+                .len()
+                .map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
+            let seg_stamp = index::stamp(fs.as_ref(), &path);
+            if let Some(blocks) = index::open(fs.as_ref(), &dir, id, seg_len, seg_stamp) {
+                // Checkpointed: only the index header was read; entries load with their ledger.
+                indexed_at_open += 1;
+                segment_ledgers.insert(id, blocks.keys().copied().collect::<HashSet<i64>>());
+                for (ledger, block) in blocks {
+                    recovered.add_block(ledger, block);
+                }
+                segments.insert(id, file);
+                continue;
+            }
             let data = fs
                 .read(&path)
                 .map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
-            let scan = recovery::scan_segment(&path, id, &data, &mut recovered);
+            let scan = recovery::scan_segment(&path, id, &data);
+            let data_len = data.len() as u64;
+            drop(data);
+            for r in &scan.records {
+                recovered.add_scanned(r.ledger, r.entry, r.loc);
+            }
             damaged_regions += scan.damaged.len();
-            let torn = data.len() as u64 - scan.valid_len;
+            let torn = data_len - scan.valid_len;
             if torn > 0 {
                 let last = i + 1 == ids.len();
                 if last && !read_only {
@@ -195,6 +231,7 @@ impl Journal {
                         .map_err(|e| {
                             LedgerError::io(format!("truncating {}", path.display()), e)
                         })?;
+                    Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
                 } else if last {
                     tracing::warn!(
                         segment = id,
@@ -211,6 +248,8 @@ impl Journal {
                         "damaged bytes at the end of an older journal segment; kept as they are"
                     );
                 }
+            } else if !read_only {
+                Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
             }
             segments.insert(id, file);
             segment_ledgers.insert(id, scan.ledgers);
@@ -243,11 +282,16 @@ impl Journal {
                 dir_dirty: false,
                 poisoned: None,
                 closed: false,
+                active_records: Vec::new(),
+                active_indexable: true,
+                unindexed: Vec::new(),
             }),
             wake: Condvar::new(),
             flusher: Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
+            checkpointing: Mutex::new(()),
+            indexed_at_open,
         });
         if !read_only {
             let j = Arc::clone(&journal);
@@ -258,6 +302,39 @@ impl Journal {
             *journal.flusher.lock() = Some(handle);
         }
         Ok((journal, recovered))
+    }
+
+    /// Indexes a segment recovery had to scan (a crash left it unindexed, or it predates
+    /// indexes), so the next open reads its index instead. Segments with damage in the middle
+    /// are never indexed: every open scans and reports them. A failure only costs the next open
+    /// another scan.
+    fn index_scanned(
+        fs: &dyn Vfs,
+        dir: &Path,
+        id: u32,
+        file: &Arc<dyn VFile>,
+        scan: &recovery::SegmentScan,
+    ) {
+        if !scan.damaged.is_empty() || scan.records.is_empty() {
+            return;
+        }
+        let path = segment_path(dir, id);
+        let res = file
+            .sync_data()
+            .map_err(|e| LedgerError::io(format!("syncing {}", path.display()), e))
+            .and_then(|()| {
+                let stamp = index::stamp(fs, &path);
+                index::write(fs, dir, id, scan.valid_len, stamp, &scan.records)
+            });
+        if let Err(e) = res {
+            tracing::warn!(segment = id, error = %e, "could not index a recovered journal segment");
+        }
+    }
+
+    /// Segments whose checkpointed index was used at open (not scanned).
+    #[must_use]
+    pub fn indexed_at_open(&self) -> usize {
+        self.indexed_at_open
     }
 
     /// Damaged regions recovery found in the middle of segments (records after them were kept).
@@ -326,6 +403,11 @@ impl Journal {
         };
         record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
         st.active_len += record_len;
+        st.active_records.push(IndexRecord {
+            ledger: ledger_id,
+            entry: entry_id,
+            loc,
+        });
         let active = st.active;
         if let Some(set) = st.segment_ledgers.get_mut(&active) {
             set.insert(ledger_id);
@@ -366,6 +448,11 @@ impl Journal {
         }
         st.segments.insert(next, file);
         st.segment_ledgers.insert(next, HashSet::new());
+        let records = std::mem::take(&mut st.active_records);
+        if std::mem::replace(&mut st.active_indexable, true) {
+            let sealed = st.active;
+            st.unindexed.push((sealed, records));
+        }
         st.active = next;
         st.active_len = 0;
         st.buf_offset = 0;
@@ -494,6 +581,12 @@ impl Journal {
     fn recover_from_failure(&self, st: &mut State, batch: &[Pending]) {
         st.buf.clear();
         st.sealed.clear();
+        // The cut-back segments no longer match their records: they are scanned at the next
+        // open instead of indexed (`checkpoint` also checks each segment's length).
+        st.active_records.clear();
+        st.active_indexable = false;
+        let cut: HashSet<u32> = batch.iter().map(|p| p.segment).collect();
+        st.unindexed.retain(|(id, _)| !cut.contains(id));
         let next = st.active + 1;
         match open_segment(self.fs.as_ref(), &self.dir, next, true) {
             Ok(file) => {
@@ -676,6 +769,7 @@ impl Journal {
                 st.segment_ledgers.remove(id);
                 st.segments.remove(id);
             }
+            st.unindexed.retain(|(id, _)| !dead.contains(id));
             dead
         };
         if dead.is_empty() {
@@ -683,6 +777,8 @@ impl Journal {
         }
         // The removals run unlocked: no appender waits on file system metadata work.
         for id in &dead {
+            // The index goes first: an index never outlives its segment's name.
+            let _ = self.fs.remove_file(&index::index_path(&self.dir, *id));
             let path = segment_path(&self.dir, *id);
             match self.fs.remove_file(&path) {
                 Ok(()) => {
@@ -739,7 +835,8 @@ impl Journal {
         let _ = rx.recv();
     }
 
-    /// Drains pending writes and stops the flusher. Further appends fail.
+    /// Drains pending writes, stops the flusher and checkpoints every segment, the active one
+    /// included (a clean restart then scans nothing). Further appends fail.
     pub fn close(&self) {
         self.flush();
         self.state.lock().closed = true;
@@ -747,6 +844,82 @@ impl Journal {
         if let Some(h) = self.flusher.lock().take() {
             let _ = h.join();
         }
+        if !self.read_only {
+            {
+                let mut st = self.state.lock();
+                let records = std::mem::take(&mut st.active_records);
+                if st.active_indexable && st.poisoned.is_none() {
+                    let active = st.active;
+                    st.unindexed.push((active, records));
+                }
+            }
+            self.checkpoint_segments(true);
+        }
+    }
+
+    /// Writes the index of every sealed, fully written segment not indexed yet (see [`index`]).
+    /// Returns how many were written. Run by the storage housekeeper; failures are logged and
+    /// only mean those segments are scanned at the next open.
+    pub fn checkpoint(&self) -> usize {
+        if self.read_only {
+            return 0;
+        }
+        self.checkpoint_segments(false)
+    }
+
+    fn checkpoint_segments(&self, closing: bool) -> usize {
+        let _one = self.checkpointing.lock();
+        let ready: Vec<(u32, Vec<IndexRecord>, Arc<dyn VFile>)> = {
+            let mut st = self.state.lock();
+            let busy: HashSet<u32> = st
+                .inflight
+                .iter()
+                .chain(st.sealed.iter())
+                .map(|p| p.segment)
+                .filter(|_| !closing)
+                .chain((!closing).then_some(st.active))
+                .collect();
+            let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut st.unindexed)
+                .into_iter()
+                .partition(|(id, _)| !busy.contains(id));
+            st.unindexed = wait;
+            ready
+                .into_iter()
+                .filter_map(|(id, recs)| {
+                    let file = Arc::clone(st.segments.get(&id)?);
+                    Some((id, recs, file))
+                })
+                .collect()
+        };
+        let mut written = 0;
+        // The writes run unlocked: appenders never wait for a checkpoint.
+        for (id, recs, file) in ready {
+            let Some(len) = recs.last().map(|r| r.loc.end()) else {
+                continue;
+            };
+            let path = segment_path(&self.dir, id);
+            match file.len() {
+                Ok(l) if l == len => {}
+                _ => continue, // cut back after a failed write, or unreadable: scan it instead
+            }
+            // In non-durable mode the segment may still be in the page cache: an index must
+            // never describe data that a power cut can take away (the length check at open
+            // would catch it, but then the whole point is lost).
+            let res = file
+                .sync_data()
+                .map_err(|e| LedgerError::io(format!("syncing {}", path.display()), e))
+                .and_then(|()| {
+                    let stamp = index::stamp(self.fs.as_ref(), &path);
+                    index::write(self.fs.as_ref(), &self.dir, id, len, stamp, &recs)
+                });
+            match res {
+                Ok(()) => written += 1,
+                Err(e) => {
+                    tracing::warn!(segment = id, error = %e, "could not write a journal index");
+                }
+            }
+        }
+        written
     }
 }
 
