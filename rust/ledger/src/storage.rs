@@ -371,12 +371,15 @@ impl Storage {
         self.shared.journal.is_durable()
     }
 
-    /// Runs housekeeping on every open ledger now (persist cursors, evict, trim).
+    /// Runs housekeeping on every open ledger now (persist cursors, evict, trim) and
+    /// checkpoints the journal index, as the housekeeping thread does periodically.
     ///
     /// # Errors
     /// The first failure encountered.
     pub fn housekeeping(&self) -> Result<()> {
-        run_housekeeping(&self.shared)
+        let res = run_housekeeping(&self.shared);
+        self.shared.journal.checkpoint();
+        res
     }
 
     /// Closes every open ledger (persisting cursors), drains the journal and stops background work.
