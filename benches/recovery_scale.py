@@ -12,7 +12,7 @@ segment interleaves all topics), then for each server binary given:
 Prints one JSON object per measurement and a summary; exits non-zero if anything served is wrong.
 Command used for benches/RESULTS.md::
 
-    cargo build --release -p pulsar-rs-server -p pulsar-rs-ledger --example fill_topics
+    cargo build --release -p pulsar-rs-server && cargo build --release -p pulsar-rs-broker --example fill_topics
     python benches/recovery_scale.py --topics 10000 --entries 100 --size 4096 --work /tmp/recovery-scale \\
         --server target/release/pulsar-rs-server --old-server /work/main/target/release/pulsar-rs-server
 """

@@ -1,9 +1,10 @@
 //! Fills a data directory for the recovery benchmark (`benches/recovery_scale.py`): `TOPICS`
 //! topics `public/default/persistent/rec-NNNNN`, each with a durable subscription `sub` at the
 //! first entry and `ENTRIES` entries of `SIZE` bytes, appended round-robin so every journal
-//! segment interleaves many topics (as live traffic does). Non-durable journal (speed).
+//! segment interleaves many topics (as live traffic does). Entries are Pulsar stored entries
+//! (metadata + payload), so the official client reads them. Non-durable journal (speed).
 //!
-//! `cargo run --release -p pulsar-rs-ledger --example fill_topics -- DIR TOPICS ENTRIES SIZE [--crash]`
+//! `cargo run --release -p pulsar-rs-broker --example fill_topics -- DIR TOPICS ENTRIES SIZE [--crash]`
 //!
 //! With `--crash` the process exits without closing the storage (no final checkpoint), so a
 //! restart scans what was written since the housekeeper's last checkpoint.
@@ -11,8 +12,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use pulsar_rs_ledger::{LedgerConfig, ManagedLedger, Storage, StorageConfig};
+use pulsar_rs_proto::{build_stored_entry, MessageMetadata};
 
 fn arg(args: &[String], i: usize, what: &str) -> u64 {
     args.get(i)
@@ -72,7 +73,13 @@ fn main() {
             let tag = format!("rec-{t:05}-{e:08}-");
             let n = tag.len().min(size);
             payload[..n].copy_from_slice(&tag.as_bytes()[..n]);
-            ml.start_add(Bytes::copy_from_slice(&payload), 0)
+            let md = MessageMetadata {
+                producer_name: "fill".into(),
+                sequence_id: e,
+                publish_time: 1_700_000_000_000 + e,
+                ..MessageMetadata::default()
+            };
+            ml.start_add(build_stored_entry(&md, &payload), 0)
                 .expect("append");
         }
     }
