@@ -77,7 +77,7 @@ def start(server: Path, data: Path) -> tuple[subprocess.Popen, str, float]:
 def lookups(url: str, args: argparse.Namespace, rng: random.Random) -> list[float]:
     import pulsar
 
-    client = pulsar.Client(url, operation_timeout_seconds=60)
+    client = pulsar.Client(url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     times = []
     try:
         for t in rng.sample(range(args.topics), min(args.lookups, args.topics)):
