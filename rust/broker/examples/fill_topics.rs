@@ -23,7 +23,9 @@ fn arg(args: &[String], i: usize, what: &str) -> u64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let dir = args.get(1).expect("usage: fill_topics DIR TOPICS ENTRIES SIZE [--crash]");
+    let dir = args
+        .get(1)
+        .expect("usage: fill_topics DIR TOPICS ENTRIES SIZE [--crash]");
     let topics = arg(&args, 2, "TOPICS");
     let entries = arg(&args, 3, "ENTRIES");
     let size = usize::try_from(arg(&args, 4, "SIZE")).expect("SIZE");
@@ -41,7 +43,10 @@ fn main() {
     // Creating a topic and its subscription writes metadata with fsyncs: many threads at once.
     let open = |t: u64| {
         let ml = storage
-            .open_ledger(&format!("public/default/persistent/rec-{t:05}"), config.clone())
+            .open_ledger(
+                &format!("public/default/persistent/rec-{t:05}"),
+                config.clone(),
+            )
             .expect("open ledger");
         ml.open_cursor_at("sub", true).expect("cursor");
         ml
@@ -66,7 +71,10 @@ fn main() {
     });
     mls.sort_by_key(|(t, _)| *t);
     let mls: Vec<Arc<ManagedLedger>> = mls.into_iter().map(|(_, ml)| ml).collect();
-    println!("created {topics} topics in {:.1} s", t0.elapsed().as_secs_f64());
+    println!(
+        "created {topics} topics in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     let mut payload = vec![b'x'; size];
     for e in 0..entries {
         for (t, ml) in mls.iter().enumerate() {
