@@ -17,7 +17,9 @@
 //! Opened read-only (export, inspection), the journal scans but never truncates, creates no
 //! segment, starts no flusher and refuses appends.
 
+mod checkpoint;
 mod index;
+mod read;
 pub mod record;
 mod recovered;
 mod recovery;
@@ -33,7 +35,6 @@ use parking_lot::{Condvar, Mutex};
 use crate::vfs::{ensure_dir, VFile, Vfs};
 use crate::{LedgerError, Result};
 
-use record::corrupt;
 pub use record::{Loc, Record, CORRUPT_LEN, RECORD_HEADER};
 pub use recovered::{Pending as PendingRecovered, Recovered};
 
@@ -302,33 +303,6 @@ impl Journal {
             *journal.flusher.lock() = Some(handle);
         }
         Ok((journal, recovered))
-    }
-
-    /// Indexes a segment recovery had to scan (a crash left it unindexed, or it predates
-    /// indexes), so the next open reads its index instead. Segments with damage in the middle
-    /// are never indexed: every open scans and reports them. A failure only costs the next open
-    /// another scan.
-    fn index_scanned(
-        fs: &dyn Vfs,
-        dir: &Path,
-        id: u32,
-        file: &Arc<dyn VFile>,
-        scan: &recovery::SegmentScan,
-    ) {
-        if !scan.damaged.is_empty() || scan.records.is_empty() {
-            return;
-        }
-        let path = segment_path(dir, id);
-        let res = file
-            .sync_data()
-            .map_err(|e| LedgerError::io(format!("syncing {}", path.display()), e))
-            .and_then(|()| {
-                let stamp = index::stamp(fs, &path);
-                index::write(fs, dir, id, scan.valid_len, stamp, &scan.records)
-            });
-        if let Err(e) = res {
-            tracing::warn!(segment = id, error = %e, "could not index a recovered journal segment");
-        }
     }
 
     /// Segments whose checkpointed index was used at open (not scanned).
@@ -609,136 +583,6 @@ impl Journal {
         st.buf_offset = 0;
     }
 
-    /// Reads the records at `locs` (all of one ledger, in entry order), checking every checksum.
-    /// Adjacent records of one segment are read with a single `pread` and sliced without copying.
-    ///
-    /// # Errors
-    /// I/O failures, or [`LedgerError::CorruptEntry`] for a record that fails its checks.
-    pub fn read(&self, ledger_id: i64, first_entry: i64, locs: &[Loc]) -> Result<Vec<Record>> {
-        let mut out = Vec::with_capacity(locs.len());
-        let mut i = 0;
-        while i < locs.len() {
-            let start = locs[i];
-            if start.is_corrupt() {
-                return Err(corrupt(
-                    ledger_id,
-                    first_entry + i as i64,
-                    start,
-                    "recovery found this entry damaged or missing",
-                ));
-            }
-            let mut j = i + 1;
-            while j < locs.len()
-                && locs[j].segment == start.segment
-                && locs[j].offset == locs[j - 1].end()
-            {
-                if locs[j].is_corrupt() {
-                    break;
-                }
-                j += 1;
-            }
-            let span_end = locs[j - 1].end();
-            let data = self.read_span(start.segment, start.offset, span_end)?;
-            for (k, loc) in locs[i..j].iter().enumerate() {
-                let want = first_entry + (i + k) as i64;
-                let rel = usize::try_from(loc.offset - start.offset).unwrap_or(usize::MAX);
-                let rec = data
-                    .get(rel..)
-                    .ok_or_else(|| corrupt(ledger_id, want, *loc, "short read"))?;
-                let (l, e, time, len) = record::check(rec)
-                    .ok_or_else(|| corrupt(ledger_id, want, *loc, "checksum mismatch"))?;
-                if l != ledger_id || e != want || len != loc.len {
-                    return Err(corrupt(
-                        ledger_id,
-                        want,
-                        *loc,
-                        &format!("record names {l}:{e}, expected {ledger_id}:{want}"),
-                    ));
-                }
-                let body = rel + RECORD_HEADER;
-                out.push(Record {
-                    timestamp: time,
-                    payload: data.slice(body..body + len as usize),
-                });
-            }
-            i = j;
-        }
-        Ok(out)
-    }
-
-    /// Bytes `[from, to)` of a segment, from memory when not yet written, else from the file.
-    fn read_span(&self, segment: u32, from: u64, to: u64) -> Result<Bytes> {
-        if from == to {
-            return Ok(Bytes::new());
-        }
-        let file = {
-            let st = self.state.lock();
-            let in_mem = |p_seg: u32, p_off: u64, data: &[u8]| -> Option<Bytes> {
-                let p_end = p_off + data.len() as u64;
-                (p_seg == segment && from >= p_off && to <= p_end).then(|| {
-                    Bytes::copy_from_slice(&data[(from - p_off) as usize..(to - p_off) as usize])
-                })
-            };
-            if let Some(b) = in_mem(st.active, st.buf_offset, &st.buf) {
-                return Ok(b);
-            }
-            for p in st.inflight.iter().chain(st.sealed.iter()) {
-                if p.segment == segment && from >= p.offset && to <= p.offset + p.data.len() as u64
-                {
-                    // Zero copy: the pending region is already immutable `Bytes`.
-                    return Ok(p
-                        .data
-                        .slice((from - p.offset) as usize..(to - p.offset) as usize));
-                }
-            }
-            let unwritten_from = if segment == st.active {
-                Some(st.buf_offset)
-            } else {
-                None
-            };
-            if let Some(u) = unwritten_from {
-                if to > u {
-                    // Straddles written and buffered bytes: read record by record instead.
-                    drop(st);
-                    return self.read_span_split(segment, from, to, u);
-                }
-            }
-            Arc::clone(
-                st.segments
-                    .get(&segment)
-                    .ok_or_else(|| LedgerError::CorruptEntry {
-                        ledger_id: -1,
-                        entry_id: -1,
-                        segment,
-                        offset: from,
-                        reason: "journal segment is missing".into(),
-                    })?,
-            )
-        };
-        let mut buf = vec![0u8; (to - from) as usize];
-        file.read_exact_at(&mut buf, from).map_err(|e| {
-            LedgerError::io(format!("reading journal segment {segment} at {from}"), e)
-        })?;
-        Ok(Bytes::from(buf))
-    }
-
-    fn read_span_split(&self, segment: u32, from: u64, to: u64, split: u64) -> Result<Bytes> {
-        let a = self.read_span(segment, from, split)?;
-        let b = self.read_span(segment, split, to)?;
-        let mut out = BytesMut::with_capacity(a.len() + b.len());
-        out.extend_from_slice(&a);
-        out.extend_from_slice(&b);
-        Ok(out.freeze())
-    }
-
-    /// Reads only the timestamp of one record (for publish-time searches).
-    ///
-    /// # Errors
-    /// As [`Journal::read`].
-    pub fn read_timestamp(&self, ledger_id: i64, entry_id: i64, loc: Loc) -> Result<u64> {
-        Ok(self.read(ledger_id, entry_id, &[loc])?[0].timestamp)
-    }
-
     /// Forgets a deleted ledger and removes segment files that no longer hold live records
     /// (then syncs the directory once). Read-only journals only forget.
     pub fn release_ledger(&self, ledger_id: i64) {
@@ -855,71 +699,6 @@ impl Journal {
             }
             self.checkpoint_segments(true);
         }
-    }
-
-    /// Writes the index of every sealed, fully written segment not indexed yet (see [`index`]).
-    /// Returns how many were written. Run by the storage housekeeper; failures are logged and
-    /// only mean those segments are scanned at the next open.
-    pub fn checkpoint(&self) -> usize {
-        if self.read_only {
-            return 0;
-        }
-        self.checkpoint_segments(false)
-    }
-
-    fn checkpoint_segments(&self, closing: bool) -> usize {
-        let _one = self.checkpointing.lock();
-        let ready: Vec<(u32, Vec<IndexRecord>, Arc<dyn VFile>)> = {
-            let mut st = self.state.lock();
-            let busy: HashSet<u32> = st
-                .inflight
-                .iter()
-                .chain(st.sealed.iter())
-                .map(|p| p.segment)
-                .filter(|_| !closing)
-                .chain((!closing).then_some(st.active))
-                .collect();
-            let (ready, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut st.unindexed)
-                .into_iter()
-                .partition(|(id, _)| !busy.contains(id));
-            st.unindexed = wait;
-            ready
-                .into_iter()
-                .filter_map(|(id, recs)| {
-                    let file = Arc::clone(st.segments.get(&id)?);
-                    Some((id, recs, file))
-                })
-                .collect()
-        };
-        let mut written = 0;
-        // The writes run unlocked: appenders never wait for a checkpoint.
-        for (id, recs, file) in ready {
-            let Some(len) = recs.last().map(|r| r.loc.end()) else {
-                continue;
-            };
-            let path = segment_path(&self.dir, id);
-            match file.len() {
-                Ok(l) if l == len => {}
-                _ => continue, // cut back after a failed write, or unreadable: scan it instead
-            }
-            // In non-durable mode the segment may still be in the page cache: an index must
-            // never describe data that a power cut can take away (the length check at open
-            // would catch it, but then the whole point is lost).
-            let res = file
-                .sync_data()
-                .map_err(|e| LedgerError::io(format!("syncing {}", path.display()), e))
-                .and_then(|()| {
-                    let stamp = index::stamp(self.fs.as_ref(), &path);
-                    index::write(self.fs.as_ref(), &self.dir, id, len, stamp, &recs)
-                });
-            match res {
-                Ok(()) => written += 1,
-                Err(e) => {
-                    tracing::warn!(segment = id, error = %e, "could not write a journal index");
-                }
-            }
-        }
-        written
     }
 }
 
