@@ -117,3 +117,42 @@ fn rotation_and_segment_release() {
         j.segment_count()
     );
 }
+
+#[test]
+fn a_damaged_index_falls_back_to_scanning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    let locs: Vec<Loc> = (0..50)
+        .map(|i| j.append(3, i, 0, &[i as u8; 40], None).unwrap())
+        .collect();
+    j.close();
+    let idx = index::index_path(dir.path(), 0);
+    // A damaged ledger block: the header is fine, so the index is used, but that ledger's
+    // entries are found by scanning the segment.
+    let mut raw = std::fs::read(&idx).unwrap();
+    let last = raw.len() - 1;
+    raw[last] ^= 0xFF;
+    std::fs::write(&idx, &raw).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 1);
+    let found = rec.take(3);
+    assert_eq!(found.len(), 50);
+    assert_eq!(found[49].1, locs[49]);
+    j.close();
+    // A damaged header: the index is ignored and the segment scanned.
+    let mut raw = std::fs::read(&idx).unwrap();
+    raw[20] ^= 0xFF;
+    std::fs::write(&idx, &raw).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 0);
+    assert_eq!(rec.take(3).len(), 50);
+    j.close();
+    // A segment that changed after it was indexed (longer now) is scanned, not trusted.
+    let seg = segment_path(dir.path(), 0);
+    let mut data = std::fs::read(&seg).unwrap();
+    data.extend_from_slice(&[0u8; 10]);
+    std::fs::write(&seg, &data).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), false, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 0);
+    assert_eq!(rec.take(3).len(), 50);
+}
