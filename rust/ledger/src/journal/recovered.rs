@@ -26,10 +26,15 @@ pub struct Recovered {
 
 /// One ledger's recovered entries, not yet read from the index files.
 pub struct Pending {
+    /// The file system, for re-scanning a segment whose index block is damaged.
     fs: Arc<dyn Vfs>,
+    /// Journal directory.
     dir: PathBuf,
+    /// The ledger being loaded.
     ledger: i64,
+    /// Its entries found by scanning.
     scanned: Vec<(i64, Loc)>,
+    /// Its index blocks, read by [`Pending::load`].
     blocks: Vec<Block>,
 }
 
