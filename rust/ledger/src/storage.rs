@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::cache::{CacheStats, EntryCache};
-use crate::journal::{Journal, Loc, RecoveredLedgers};
+use crate::journal::{Journal, Loc, Recovered};
 use crate::managed_ledger::ManagedLedger;
 use crate::metastore::{key_name, FileMetaStore, MetaStore, MANAGED_LEDGERS_PREFIX};
 use crate::vfs::{ensure_dir, DirLock, RealFs, Vfs};
@@ -44,7 +44,7 @@ pub(crate) struct Shared {
     /// (next id, first id not reserved). Locked only to hand out ids.
     ids: Mutex<(i64, i64)>,
     /// Journal scan results not yet claimed by an opened managed ledger.
-    recovered: Mutex<RecoveredLedgers>,
+    recovered: Mutex<Recovered>,
     /// Open managed ledgers by name (weak: closing or dropping one removes it).
     open: Mutex<HashMap<String, Weak<ManagedLedger>>>,
 }
@@ -64,7 +64,9 @@ impl Shared {
     }
 
     pub(crate) fn take_recovered(&self, ledger_id: i64) -> Vec<(i64, Loc)> {
-        self.recovered.lock().remove(&ledger_id).unwrap_or_default()
+        // Only the hand-over is locked; the index reads run unlocked.
+        let pending = self.recovered.lock().take_blocks(ledger_id);
+        pending.load()
     }
 
     pub(crate) fn forget(&self, name: &str) {
@@ -170,16 +172,17 @@ impl Storage {
             read_only,
         )?;
         let (live, unreadable) = live_ledger_ids(meta.as_ref())?;
-        let max_seen = recovered.keys().chain(live.iter()).copied().max();
+        let in_journal = recovered.ledger_ids();
+        let max_seen = in_journal.iter().chain(live.iter()).copied().max();
         if unreadable.is_empty() {
             // Ledgers the metadata no longer knows were deleted: forget their records and segments.
-            let dead: Vec<i64> = recovered
-                .keys()
+            let dead: Vec<i64> = in_journal
+                .iter()
                 .filter(|id| !live.contains(id))
                 .copied()
                 .collect();
             for id in dead {
-                recovered.remove(&id);
+                recovered.remove(id);
                 journal.release_ledger(id);
             }
         } else {
@@ -257,6 +260,18 @@ impl Storage {
     pub fn corrupt_entries(&self) -> u64 {
         // Relaxed: a counter.
         self.shared.corrupt_entries.load(Ordering::Relaxed)
+    }
+
+    /// Journal segments whose checkpointed index was used at open (not scanned).
+    #[must_use]
+    pub fn journal_segments_indexed_at_open(&self) -> usize {
+        self.shared.journal.indexed_at_open()
+    }
+
+    /// Writes the journal index of every sealed segment not indexed yet (the housekeeper does
+    /// this periodically); returns how many were written.
+    pub fn checkpoint_journal(&self) -> usize {
+        self.shared.journal.checkpoint()
     }
 
     /// Damaged regions recovery found in the middle of journal segments.
@@ -356,12 +371,15 @@ impl Storage {
         self.shared.journal.is_durable()
     }
 
-    /// Runs housekeeping on every open ledger now (persist cursors, evict, trim).
+    /// Runs housekeeping on every open ledger now (persist cursors, evict, trim) and
+    /// checkpoints the journal index, as the housekeeping thread does periodically.
     ///
     /// # Errors
     /// The first failure encountered.
     pub fn housekeeping(&self) -> Result<()> {
-        run_housekeeping(&self.shared)
+        let res = run_housekeeping(&self.shared);
+        self.shared.journal.checkpoint();
+        res
     }
 
     /// Closes every open ledger (persisting cursors), drains the journal and stops background work.
@@ -462,6 +480,9 @@ fn housekeeping_loop(shared: &Shared, stop: &Stop, cfg: &StorageConfig) {
         if last_full.elapsed() >= cfg.cursor_flush_interval.max(Duration::from_millis(10)) {
             last_full = Instant::now();
             let _ = run_housekeeping(shared);
+            // Index the segments sealed since the last pass: the next restart reads their
+            // index headers instead of scanning them.
+            shared.journal.checkpoint();
         }
     }
 }

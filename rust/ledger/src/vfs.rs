@@ -111,6 +111,15 @@ pub trait Vfs: Send + Sync + 'static {
     /// # Errors
     /// I/O failure.
     fn lock(&self, path: &Path) -> io::Result<Option<DirLock>>;
+    /// A stamp that changes whenever the file's content is changed by anyone (its modification
+    /// time in ns), or `None` if the file system keeps none. The journal index uses it to notice
+    /// a segment changed after it was indexed.
+    ///
+    /// # Errors
+    /// I/O failure; `NotFound`.
+    fn modified_stamp(&self, _path: &Path) -> io::Result<Option<u128>> {
+        Ok(None)
+    }
 }
 
 /// Creates `dir` and any missing ancestors, syncing each new directory's parent so the new
@@ -209,6 +218,12 @@ impl Vfs for RealFs {
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         std::fs::File::open(dir)?.sync_all()
+    }
+    fn modified_stamp(&self, path: &Path) -> io::Result<Option<u128>> {
+        let t = std::fs::metadata(path)?.modified()?;
+        Ok(t.duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_nanos()))
     }
     fn lock(&self, path: &Path) -> io::Result<Option<DirLock>> {
         let f = std::fs::OpenOptions::new()

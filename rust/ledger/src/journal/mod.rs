@@ -17,10 +17,14 @@
 //! Opened read-only (export, inspection), the journal scans but never truncates, creates no
 //! segment, starts no flusher and refuses appends.
 
+mod checkpoint;
+mod index;
+mod read;
 pub mod record;
+mod recovered;
 mod recovery;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -31,17 +35,16 @@ use parking_lot::{Condvar, Mutex};
 use crate::vfs::{ensure_dir, VFile, Vfs};
 use crate::{LedgerError, Result};
 
-use record::corrupt;
 pub use record::{Loc, Record, CORRUPT_LEN, RECORD_HEADER};
+pub use recovered::{Pending as PendingRecovered, Recovered};
+
+use index::IndexRecord;
 
 /// Unwritten bytes above which non-durable appends wait for the write (memory bound).
 pub const MAX_UNWRITTEN_BYTES: usize = 64 << 20;
 
 /// Called once per durable append, on the flusher thread, in append order.
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
-
-/// What recovery found for one ledger: entry id → location, in scan order.
-pub type RecoveredLedgers = HashMap<i64, Vec<(i64, Loc)>>;
 
 /// A region of bytes waiting for, or undergoing, a write.
 #[derive(Clone)]
@@ -80,6 +83,12 @@ struct State {
     poisoned: Option<String>,
     /// Set by `close`; the flusher drains and exits.
     closed: bool,
+    /// Records of the active segment, for its index once sealed.
+    active_records: Vec<IndexRecord>,
+    /// False once a failed write cut the active segment back: it is never indexed (scanned).
+    active_indexable: bool,
+    /// Sealed segments whose index is not written yet, with their records.
+    unindexed: Vec<(u32, Vec<IndexRecord>)>,
 }
 
 /// The shared append log. See the module docs.
@@ -107,6 +116,11 @@ pub struct Journal {
     unwritten: std::sync::atomic::AtomicUsize,
     /// Completed write rounds (each is one `fdatasync` per touched segment in durable mode).
     rounds: std::sync::atomic::AtomicU64,
+    /// Serialises checkpoints (housekeeper and close). Held across the index writes' fsyncs on
+    /// purpose: nothing but another checkpoint ever waits for it.
+    checkpointing: Mutex<()>,
+    /// Segments found valid-indexed at open (not scanned); immutable. A statistic.
+    indexed_at_open: usize,
 }
 
 fn segment_path(dir: &Path, id: u32) -> PathBuf {
@@ -133,7 +147,7 @@ impl Journal {
         dir: impl AsRef<Path>,
         sync: bool,
         max_segment: u64,
-    ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
+    ) -> Result<(Arc<Journal>, Recovered)> {
         Self::open_with(Arc::new(crate::vfs::RealFs), dir, sync, max_segment, false)
     }
 
@@ -147,7 +161,7 @@ impl Journal {
         sync: bool,
         max_segment: u64,
         read_only: bool,
-    ) -> Result<(Arc<Journal>, RecoveredLedgers)> {
+    ) -> Result<(Arc<Journal>, Recovered)> {
         let dir = dir.as_ref().to_path_buf();
         if !read_only {
             ensure_dir(fs.as_ref(), &dir)
@@ -163,10 +177,14 @@ impl Journal {
             .filter_map(|n| n.strip_suffix(".log")?.parse().ok())
             .collect();
         ids.sort_unstable();
-        let mut recovered = RecoveredLedgers::new();
+        if !read_only {
+            index::remove_leftovers(fs.as_ref(), &dir, &names, &ids);
+        }
+        let mut recovered = Recovered::new(Arc::clone(&fs), dir.clone());
         let mut segments = BTreeMap::new();
         let mut segment_ledgers = BTreeMap::new();
         let mut damaged_regions = 0;
+        let mut indexed_at_open = 0;
         for (i, &id) in ids.iter().enumerate() {
             let path = segment_path(&dir, id);
             let file = if read_only {
@@ -175,12 +193,31 @@ impl Journal {
             } else {
                 open_segment(fs.as_ref(), &dir, id, false)?
             };
+            let seg_len = file
+                .len()
+                .map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
+            let seg_stamp = index::stamp(fs.as_ref(), &path);
+            if let Some(blocks) = index::open(fs.as_ref(), &dir, id, seg_len, seg_stamp) {
+                // Checkpointed: only the index header was read; entries load with their ledger.
+                indexed_at_open += 1;
+                segment_ledgers.insert(id, blocks.keys().copied().collect::<HashSet<i64>>());
+                for (ledger, block) in blocks {
+                    recovered.add_block(ledger, block);
+                }
+                segments.insert(id, file);
+                continue;
+            }
             let data = fs
                 .read(&path)
                 .map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
-            let scan = recovery::scan_segment(&path, id, &data, &mut recovered);
+            let scan = recovery::scan_segment(&path, id, &data);
+            let data_len = data.len() as u64;
+            drop(data);
+            for r in &scan.records {
+                recovered.add_scanned(r.ledger, r.entry, r.loc);
+            }
             damaged_regions += scan.damaged.len();
-            let torn = data.len() as u64 - scan.valid_len;
+            let torn = data_len - scan.valid_len;
             if torn > 0 {
                 let last = i + 1 == ids.len();
                 if last && !read_only {
@@ -195,6 +232,7 @@ impl Journal {
                         .map_err(|e| {
                             LedgerError::io(format!("truncating {}", path.display()), e)
                         })?;
+                    Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
                 } else if last {
                     tracing::warn!(
                         segment = id,
@@ -211,6 +249,8 @@ impl Journal {
                         "damaged bytes at the end of an older journal segment; kept as they are"
                     );
                 }
+            } else if !read_only {
+                Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
             }
             segments.insert(id, file);
             segment_ledgers.insert(id, scan.ledgers);
@@ -243,11 +283,16 @@ impl Journal {
                 dir_dirty: false,
                 poisoned: None,
                 closed: false,
+                active_records: Vec::new(),
+                active_indexable: true,
+                unindexed: Vec::new(),
             }),
             wake: Condvar::new(),
             flusher: Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
+            checkpointing: Mutex::new(()),
+            indexed_at_open,
         });
         if !read_only {
             let j = Arc::clone(&journal);
@@ -258,6 +303,12 @@ impl Journal {
             *journal.flusher.lock() = Some(handle);
         }
         Ok((journal, recovered))
+    }
+
+    /// Segments whose checkpointed index was used at open (not scanned).
+    #[must_use]
+    pub fn indexed_at_open(&self) -> usize {
+        self.indexed_at_open
     }
 
     /// Damaged regions recovery found in the middle of segments (records after them were kept).
@@ -326,6 +377,11 @@ impl Journal {
         };
         record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
         st.active_len += record_len;
+        st.active_records.push(IndexRecord {
+            ledger: ledger_id,
+            entry: entry_id,
+            loc,
+        });
         let active = st.active;
         if let Some(set) = st.segment_ledgers.get_mut(&active) {
             set.insert(ledger_id);
@@ -366,6 +422,11 @@ impl Journal {
         }
         st.segments.insert(next, file);
         st.segment_ledgers.insert(next, HashSet::new());
+        let records = std::mem::take(&mut st.active_records);
+        if std::mem::replace(&mut st.active_indexable, true) {
+            let sealed = st.active;
+            st.unindexed.push((sealed, records));
+        }
         st.active = next;
         st.active_len = 0;
         st.buf_offset = 0;
@@ -494,6 +555,12 @@ impl Journal {
     fn recover_from_failure(&self, st: &mut State, batch: &[Pending]) {
         st.buf.clear();
         st.sealed.clear();
+        // The cut-back segments no longer match their records: they are scanned at the next
+        // open instead of indexed (`checkpoint` also checks each segment's length).
+        st.active_records.clear();
+        st.active_indexable = false;
+        let cut: HashSet<u32> = batch.iter().map(|p| p.segment).collect();
+        st.unindexed.retain(|(id, _)| !cut.contains(id));
         let next = st.active + 1;
         match open_segment(self.fs.as_ref(), &self.dir, next, true) {
             Ok(file) => {
@@ -514,136 +581,6 @@ impl Journal {
         }
         st.active_len = 0;
         st.buf_offset = 0;
-    }
-
-    /// Reads the records at `locs` (all of one ledger, in entry order), checking every checksum.
-    /// Adjacent records of one segment are read with a single `pread` and sliced without copying.
-    ///
-    /// # Errors
-    /// I/O failures, or [`LedgerError::CorruptEntry`] for a record that fails its checks.
-    pub fn read(&self, ledger_id: i64, first_entry: i64, locs: &[Loc]) -> Result<Vec<Record>> {
-        let mut out = Vec::with_capacity(locs.len());
-        let mut i = 0;
-        while i < locs.len() {
-            let start = locs[i];
-            if start.is_corrupt() {
-                return Err(corrupt(
-                    ledger_id,
-                    first_entry + i as i64,
-                    start,
-                    "recovery found this entry damaged or missing",
-                ));
-            }
-            let mut j = i + 1;
-            while j < locs.len()
-                && locs[j].segment == start.segment
-                && locs[j].offset == locs[j - 1].end()
-            {
-                if locs[j].is_corrupt() {
-                    break;
-                }
-                j += 1;
-            }
-            let span_end = locs[j - 1].end();
-            let data = self.read_span(start.segment, start.offset, span_end)?;
-            for (k, loc) in locs[i..j].iter().enumerate() {
-                let want = first_entry + (i + k) as i64;
-                let rel = usize::try_from(loc.offset - start.offset).unwrap_or(usize::MAX);
-                let rec = data
-                    .get(rel..)
-                    .ok_or_else(|| corrupt(ledger_id, want, *loc, "short read"))?;
-                let (l, e, time, len) = record::check(rec)
-                    .ok_or_else(|| corrupt(ledger_id, want, *loc, "checksum mismatch"))?;
-                if l != ledger_id || e != want || len != loc.len {
-                    return Err(corrupt(
-                        ledger_id,
-                        want,
-                        *loc,
-                        &format!("record names {l}:{e}, expected {ledger_id}:{want}"),
-                    ));
-                }
-                let body = rel + RECORD_HEADER;
-                out.push(Record {
-                    timestamp: time,
-                    payload: data.slice(body..body + len as usize),
-                });
-            }
-            i = j;
-        }
-        Ok(out)
-    }
-
-    /// Bytes `[from, to)` of a segment, from memory when not yet written, else from the file.
-    fn read_span(&self, segment: u32, from: u64, to: u64) -> Result<Bytes> {
-        if from == to {
-            return Ok(Bytes::new());
-        }
-        let file = {
-            let st = self.state.lock();
-            let in_mem = |p_seg: u32, p_off: u64, data: &[u8]| -> Option<Bytes> {
-                let p_end = p_off + data.len() as u64;
-                (p_seg == segment && from >= p_off && to <= p_end).then(|| {
-                    Bytes::copy_from_slice(&data[(from - p_off) as usize..(to - p_off) as usize])
-                })
-            };
-            if let Some(b) = in_mem(st.active, st.buf_offset, &st.buf) {
-                return Ok(b);
-            }
-            for p in st.inflight.iter().chain(st.sealed.iter()) {
-                if p.segment == segment && from >= p.offset && to <= p.offset + p.data.len() as u64
-                {
-                    // Zero copy: the pending region is already immutable `Bytes`.
-                    return Ok(p
-                        .data
-                        .slice((from - p.offset) as usize..(to - p.offset) as usize));
-                }
-            }
-            let unwritten_from = if segment == st.active {
-                Some(st.buf_offset)
-            } else {
-                None
-            };
-            if let Some(u) = unwritten_from {
-                if to > u {
-                    // Straddles written and buffered bytes: read record by record instead.
-                    drop(st);
-                    return self.read_span_split(segment, from, to, u);
-                }
-            }
-            Arc::clone(
-                st.segments
-                    .get(&segment)
-                    .ok_or_else(|| LedgerError::CorruptEntry {
-                        ledger_id: -1,
-                        entry_id: -1,
-                        segment,
-                        offset: from,
-                        reason: "journal segment is missing".into(),
-                    })?,
-            )
-        };
-        let mut buf = vec![0u8; (to - from) as usize];
-        file.read_exact_at(&mut buf, from).map_err(|e| {
-            LedgerError::io(format!("reading journal segment {segment} at {from}"), e)
-        })?;
-        Ok(Bytes::from(buf))
-    }
-
-    fn read_span_split(&self, segment: u32, from: u64, to: u64, split: u64) -> Result<Bytes> {
-        let a = self.read_span(segment, from, split)?;
-        let b = self.read_span(segment, split, to)?;
-        let mut out = BytesMut::with_capacity(a.len() + b.len());
-        out.extend_from_slice(&a);
-        out.extend_from_slice(&b);
-        Ok(out.freeze())
-    }
-
-    /// Reads only the timestamp of one record (for publish-time searches).
-    ///
-    /// # Errors
-    /// As [`Journal::read`].
-    pub fn read_timestamp(&self, ledger_id: i64, entry_id: i64, loc: Loc) -> Result<u64> {
-        Ok(self.read(ledger_id, entry_id, &[loc])?[0].timestamp)
     }
 
     /// Forgets a deleted ledger and removes segment files that no longer hold live records
@@ -676,6 +613,7 @@ impl Journal {
                 st.segment_ledgers.remove(id);
                 st.segments.remove(id);
             }
+            st.unindexed.retain(|(id, _)| !dead.contains(id));
             dead
         };
         if dead.is_empty() {
@@ -683,6 +621,8 @@ impl Journal {
         }
         // The removals run unlocked: no appender waits on file system metadata work.
         for id in &dead {
+            // The index goes first: an index never outlives its segment's name.
+            let _ = self.fs.remove_file(&index::index_path(&self.dir, *id));
             let path = segment_path(&self.dir, *id);
             match self.fs.remove_file(&path) {
                 Ok(()) => {
@@ -739,13 +679,25 @@ impl Journal {
         let _ = rx.recv();
     }
 
-    /// Drains pending writes and stops the flusher. Further appends fail.
+    /// Drains pending writes, stops the flusher and checkpoints every segment, the active one
+    /// included (a clean restart then scans nothing). Further appends fail.
     pub fn close(&self) {
         self.flush();
         self.state.lock().closed = true;
         self.wake.notify_all();
         if let Some(h) = self.flusher.lock().take() {
             let _ = h.join();
+        }
+        if !self.read_only {
+            {
+                let mut st = self.state.lock();
+                let records = std::mem::take(&mut st.active_records);
+                if st.active_indexable && st.poisoned.is_none() {
+                    let active = st.active;
+                    st.unindexed.push((active, records));
+                }
+            }
+            self.checkpoint_segments(true);
         }
     }
 }

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use bytes::Buf;
 
+use super::index::IndexRecord;
 use super::record::{self, Loc, RECORD_HEADER};
-use super::RecoveredLedgers;
 
 /// What the scan of one segment found.
 #[derive(Debug, Default)]
@@ -24,6 +24,8 @@ pub(crate) struct SegmentScan {
     pub valid_len: u64,
     /// Damaged regions `[from, to)` in the middle of the segment (records after them kept).
     pub damaged: Vec<(u64, u64)>,
+    /// Every record found (damaged ones whose header names them included), in segment order.
+    pub records: Vec<IndexRecord>,
 }
 
 /// Finds the first offset at or after `from` where a valid record starts.
@@ -32,13 +34,8 @@ fn next_valid(data: &[u8], from: usize) -> Option<usize> {
         .find(|&p| record::check(&data[p..]).is_some())
 }
 
-/// Scans one segment's bytes, adding every valid record to `recovered`.
-pub(crate) fn scan_segment(
-    path: &Path,
-    id: u32,
-    data: &[u8],
-    recovered: &mut RecoveredLedgers,
-) -> SegmentScan {
+/// Scans one segment's bytes, listing every valid record.
+pub(crate) fn scan_segment(path: &Path, id: u32, data: &[u8]) -> SegmentScan {
     let mut scan = SegmentScan::default();
     let mut off = 0usize;
     while off < data.len() {
@@ -48,7 +45,7 @@ pub(crate) fn scan_segment(
                 offset: off as u64,
                 len,
             };
-            recovered.entry(ledger).or_default().push((entry, loc));
+            scan.records.push(IndexRecord { ledger, entry, loc });
             scan.ledgers.insert(ledger);
             off += RECORD_HEADER + len as usize;
             scan.valid_len = off as u64;
@@ -73,7 +70,7 @@ pub(crate) fn scan_segment(
                     let (ledger, entry) = (h.get_i64_le(), h.get_i64_le());
                     if off + RECORD_HEADER + len == next && ledger >= 0 && entry >= 0 {
                         let loc = Loc::corrupt(id, off as u64);
-                        recovered.entry(ledger).or_default().push((entry, loc));
+                        scan.records.push(IndexRecord { ledger, entry, loc });
                         scan.ledgers.insert(ledger);
                     }
                 }

@@ -29,9 +29,11 @@ fn append_read_back_from_memory_and_disk() {
     assert_eq!(recs[0].payload, Bytes::from("entry-10"));
     assert_eq!(recs[9].timestamp, 1019);
     j.close();
-    let (_j2, rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
-    assert_eq!(rec[&7].len(), 100);
-    assert_eq!(rec[&7][99].1, locs[99]);
+    let (j2, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j2.indexed_at_open(), 1, "close checkpointed the segment");
+    let found = rec.take(7);
+    assert_eq!(found.len(), 100);
+    assert_eq!(found[99].1, locs[99]);
 }
 
 #[test]
@@ -49,8 +51,9 @@ fn torn_tail_is_truncated_and_middle_corruption_is_isolated() {
     raw[locs[3].offset as usize + RECORD_HEADER + 5] ^= 0x55;
     raw.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7]); // and a torn tail
     std::fs::write(&seg, &raw).unwrap();
-    let (j, rec) = Journal::open(dir.path(), false, 1 << 20).unwrap();
-    let found: Vec<i64> = rec[&1].iter().map(|(e, _)| *e).collect();
+    let (j, mut rec) = Journal::open(dir.path(), false, 1 << 20).unwrap();
+    let found_locs = rec.take(1);
+    let found: Vec<i64> = found_locs.iter().map(|(e, _)| *e).collect();
     assert_eq!(
         found,
         vec![0, 1, 2, 4, 5, 6, 7, 8, 9],
@@ -72,7 +75,7 @@ fn torn_tail_is_truncated_and_middle_corruption_is_isolated() {
         ),
         "{err}"
     );
-    assert_eq!(j.read(1, 4, &[rec[&1][3].1]).unwrap()[0].payload[0], 4);
+    assert_eq!(j.read(1, 4, &[found_locs[3].1]).unwrap()[0].payload[0], 4);
 }
 
 #[test]
@@ -89,9 +92,9 @@ fn damage_in_an_older_segment_is_not_truncated() {
     let mid = len / 2;
     raw[mid..mid + 4096].fill(0xAB);
     std::fs::write(&seg, &raw).unwrap();
-    let (j, rec) = Journal::open(dir.path(), false, 64 << 10).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), false, 64 << 10).unwrap();
     assert_eq!(std::fs::metadata(&seg).unwrap().len() as usize, len);
-    let n = rec[&1].len();
+    let n = rec.take(1).len();
     // 4 KiB covers at most 4096/132 + 2 records.
     assert!((2000 - 33..2000).contains(&n), "kept {n} of 2000");
     assert_eq!(j.damaged_regions(), 1);
@@ -113,4 +116,43 @@ fn rotation_and_segment_release() {
         "segments left: {}",
         j.segment_count()
     );
+}
+
+#[test]
+fn a_damaged_index_falls_back_to_scanning() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    let locs: Vec<Loc> = (0..50)
+        .map(|i| j.append(3, i, 0, &[i as u8; 40], None).unwrap())
+        .collect();
+    j.close();
+    let idx = index::index_path(dir.path(), 0);
+    // A damaged ledger block: the header is fine, so the index is used, but that ledger's
+    // entries are found by scanning the segment.
+    let mut raw = std::fs::read(&idx).unwrap();
+    let last = raw.len() - 1;
+    raw[last] ^= 0xFF;
+    std::fs::write(&idx, &raw).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 1);
+    let found = rec.take(3);
+    assert_eq!(found.len(), 50);
+    assert_eq!(found[49].1, locs[49]);
+    j.close();
+    // A damaged header: the index is ignored and the segment scanned.
+    let mut raw = std::fs::read(&idx).unwrap();
+    raw[20] ^= 0xFF;
+    std::fs::write(&idx, &raw).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 0);
+    assert_eq!(rec.take(3).len(), 50);
+    j.close();
+    // A segment that changed after it was indexed (longer now) is scanned, not trusted.
+    let seg = segment_path(dir.path(), 0);
+    let mut data = std::fs::read(&seg).unwrap();
+    data.extend_from_slice(&[0u8; 10]);
+    std::fs::write(&seg, &data).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), false, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 0);
+    assert_eq!(rec.take(3).len(), 50);
 }

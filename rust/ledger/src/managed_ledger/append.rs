@@ -26,34 +26,70 @@ impl ManagedLedger {
         full && u128::from(age) >= self.config.min_rollover_time.as_millis()
     }
 
-    /// Closes the current ledger and opens a new one. Caller holds the state lock.
-    fn rollover(&self, st: &mut State, now: u64) -> Result<()> {
-        let cur = st.current;
-        if let Some(slot) = st.ledgers.get_mut(&cur) {
-            let n = slot.failed_at.unwrap_or(slot.locs.len() as u64);
-            slot.info.entries = n;
-            slot.info.size = slot
-                .locs
-                .iter()
-                .take(n as usize)
-                .map(|l| u64::from(l.len))
-                .sum();
-            slot.info.closed_ms = Some(now);
-        }
-        self.create_ledger(st, now)?;
-        if let Err(e) = self.persist(st) {
-            // Could not record the switch: undo it and keep appending to the old ledger if it
-            // is still healthy. The append that triggered us fails with this error.
-            let new = st.current;
-            st.ledgers.remove(&new);
-            st.current = cur;
-            if let Some(slot) = st.ledgers.get_mut(&cur) {
-                slot.info.closed_ms = None;
+    /// Closes the current ledger and opens a new one, in phases so the metadata write never
+    /// runs under the state lock (which the journal flusher needs to confirm appends):
+    ///
+    /// 1. under the lock: check the rollover is still due, mark it in progress (`rolling`);
+    /// 2. unlocked: allocate the new ledger id (may persist the id counter), record the closed
+    ///    ledger and the new one in the metadata store (fsyncs);
+    /// 3. under the lock: close the old ledger in memory and switch appends to the new one.
+    ///
+    /// Like Pulsar's `ledgerClosed → createLedger → updateLedgersList`, with adds queued meanwhile:
+    /// this topic's appenders wait for the rollover on `roll_gate`; in-flight entries of the
+    /// old ledger keep being confirmed, and other topics never wait. The old ledger's length is
+    /// fixed in phase 1: every append taken before the rollover has its location already.
+    fn roll_over(&self, now: u64) -> Result<()> {
+        let _gate = self.roll_gate.lock();
+        let old = {
+            let mut st = self.state.lock();
+            let due = !st.closed
+                && (st.roll_before_append
+                    || st
+                        .ledgers
+                        .get(&st.current)
+                        .is_some_and(|s| self.needs_rollover(s, now)));
+            if !due {
+                return Ok(()); // another appender rolled over meanwhile
             }
-            return Err(e);
+            st.rolling = true;
+            let cur = st.current;
+            if let Some(slot) = st.ledgers.get_mut(&cur) {
+                let n = slot.failed_at.unwrap_or(slot.locs.len() as u64);
+                slot.info.entries = n;
+                slot.info.size = slot
+                    .locs
+                    .iter()
+                    .take(n as usize)
+                    .map(|l| u64::from(l.len))
+                    .sum();
+                slot.info.closed_ms = Some(now);
+            }
+            cur
+        };
+        let recorded = self.shared.next_ledger_id().and_then(|id| {
+            self.state.lock().pending_ledger = Some(Slot::new(id, now).info);
+            self.persist().map(|()| id)
+        });
+        let mut st = self.state.lock();
+        st.rolling = false;
+        st.pending_ledger = None;
+        match recorded {
+            Ok(id) => {
+                st.ledgers.insert(id, Slot::new(id, now));
+                st.current = id;
+                st.roll_before_append = false;
+                tracing::debug!(ledger = %self.name, closed = old, opened = id, "rolled over");
+                Ok(())
+            }
+            Err(e) => {
+                // Could not record the switch: keep appending to the old ledger if it is still
+                // healthy. The append that triggered us fails with this error.
+                if let Some(slot) = st.ledgers.get_mut(&old) {
+                    slot.info.closed_ms = None;
+                }
+                Err(e)
+            }
         }
-        tracing::debug!(ledger = %self.name, closed = cur, opened = st.current, "rolled over");
-        Ok(())
     }
 
     /// Appends an entry and waits until it is durable (or written, in non-durable mode).
@@ -114,21 +150,30 @@ impl ManagedLedger {
     ) -> Result<(Position, Option<oneshot::Receiver<Result<()>>>)> {
         let now = self.shared.clock.now_ms();
         let durable = self.shared.journal.is_durable();
-        let mut st = self.state.lock();
-        if st.closed {
-            return Err(LedgerError::Closed {
-                what: format!("managed ledger {}", self.name),
-            });
-        }
-        let needs = st.roll_before_append
-            || st
-                .ledgers
-                .get(&st.current)
-                .is_some_and(|s| self.needs_rollover(s, now));
-        if needs {
-            self.rollover(&mut st, now)?;
-            st.roll_before_append = false;
-        }
+        let mut st = loop {
+            let st = self.state.lock();
+            if st.closed {
+                return Err(LedgerError::Closed {
+                    what: format!("managed ledger {}", self.name),
+                });
+            }
+            if st.rolling {
+                // A rollover is recording its new ledger: queue behind it (not under `state`).
+                drop(st);
+                drop(self.roll_gate.lock());
+                continue;
+            }
+            let needs = st.roll_before_append
+                || st
+                    .ledgers
+                    .get(&st.current)
+                    .is_some_and(|s| self.needs_rollover(s, now));
+            if !needs {
+                break st;
+            }
+            drop(st);
+            self.roll_over(now)?;
+        };
         let ledger = st.current;
         let slot = st
             .ledgers

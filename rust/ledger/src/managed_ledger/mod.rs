@@ -100,6 +100,26 @@ pub(crate) struct Slot {
     pub failed_at: Option<u64>,
 }
 
+impl Slot {
+    /// An empty, open ledger.
+    pub(crate) fn new(ledger_id: i64, now: u64) -> Slot {
+        Slot {
+            info: LedgerInfo {
+                ledger_id,
+                entries: 0,
+                size: 0,
+                created_ms: now,
+                closed_ms: None,
+            },
+            locs: Vec::new(),
+            appended_size: 0,
+            confirmed: 0,
+            confirmed_size: 0,
+            failed_at: None,
+        }
+    }
+}
+
 pub(crate) struct State {
     pub ledgers: BTreeMap<i64, Slot>,
     pub current: i64,
@@ -109,6 +129,12 @@ pub(crate) struct State {
     pub properties: BTreeMap<String, String>,
     /// The current ledger was recovered from the last run: roll over before the next append.
     pub roll_before_append: bool,
+    /// A rollover is recording its new ledger in the metadata store (phase 2, unlocked): this
+    /// topic's appenders wait on `ManagedLedger::roll_gate`; confirmations do not wait.
+    pub rolling: bool,
+    /// The ledger a rollover in progress is recording; part of every metadata snapshot taken
+    /// meanwhile, so no concurrent write of the record can drop it.
+    pub pending_ledger: Option<LedgerInfo>,
 }
 
 /// A managed ledger. Obtain one from [`crate::Storage::open_ledger`].
@@ -124,6 +150,15 @@ pub struct ManagedLedger {
     pub(crate) state: Mutex<State>,
     /// Open cursors by name. Taken alone or before `state`.
     pub(crate) cursors: Mutex<BTreeMap<String, Arc<Cursor>>>,
+    /// Held by a rollover for its whole duration (id allocation, metadata write), never with
+    /// `state` held by the waiter: this topic's appenders that find `State::rolling` wait on it.
+    /// Taken before `meta_write` and `state`.
+    pub(crate) roll_gate: Mutex<()>,
+    /// Serialises writes of this managed ledger's metadata record; each writer takes its
+    /// snapshot of `state` after acquiring it, so the last write is always the newest state.
+    /// Held across the write's fsync on purpose: only metadata writers of this topic wait for
+    /// it (never appenders' confirmations). Taken before `state`.
+    pub(crate) meta_write: Mutex<()>,
     /// Cursors that count as active for caching; updated by cursors.
     pub(crate) active_cursors: AtomicUsize,
     /// This ledger's slice of the entry cache.
@@ -199,8 +234,12 @@ impl ManagedLedger {
                 closed: false,
                 properties: info.properties,
                 roll_before_append: false,
+                rolling: false,
+                pending_ledger: None,
             }),
             cursors: Mutex::new(BTreeMap::new()),
+            roll_gate: Mutex::new(()),
+            meta_write: Mutex::new(()),
             active_cursors: AtomicUsize::new(0),
             new_entries: Notify::new(),
             retention_time_ms: std::sync::atomic::AtomicI64::new(retention.0),
@@ -233,8 +272,9 @@ impl ManagedLedger {
             if last_confirmed.is_none() {
                 st.last_confirmed = Position::new(st.current, -1);
             }
+            drop(st);
             if created {
-                ml.persist(&st)?;
+                ml.persist()?;
             }
         }
         // Recover every durable cursor now, as Pulsar does: trimming must respect them even
@@ -285,36 +325,32 @@ impl ManagedLedger {
 
     fn create_ledger(&self, st: &mut State, now: u64) -> Result<()> {
         let id = self.shared.next_ledger_id()?;
-        st.ledgers.insert(
-            id,
-            Slot {
-                info: LedgerInfo {
-                    ledger_id: id,
-                    entries: 0,
-                    size: 0,
-                    created_ms: now,
-                    closed_ms: None,
-                },
-                locs: Vec::new(),
-                appended_size: 0,
-                confirmed: 0,
-                confirmed_size: 0,
-                failed_at: None,
-            },
-        );
+        st.ledgers.insert(id, Slot::new(id, now));
         st.current = id;
         Ok(())
     }
 
-    fn persist(&self, st: &State) -> Result<()> {
-        let info = ManagedLedgerInfo {
-            ledgers: st.ledgers.values().map(|s| s.info.clone()).collect(),
-            properties: st.properties.clone(),
+    /// Writes the metadata record from a snapshot of the current state. The state lock is held
+    /// only to take the snapshot, never across the write (whose fsyncs would otherwise stall
+    /// the journal flusher confirming other topics' appends).
+    pub(crate) fn persist(&self) -> Result<()> {
+        let _one = self.meta_write.lock();
+        let raw = {
+            let st = self.state.lock();
+            let info = ManagedLedgerInfo {
+                ledgers: st
+                    .ledgers
+                    .values()
+                    .map(|s| s.info.clone())
+                    .chain(st.pending_ledger.clone())
+                    .collect(),
+                properties: st.properties.clone(),
+            };
+            serde_json::to_vec(&info).map_err(|e| LedgerError::CorruptMetadata {
+                key: info_key(&self.name),
+                reason: format!("cannot encode: {e}"),
+            })?
         };
-        let raw = serde_json::to_vec(&info).map_err(|e| LedgerError::CorruptMetadata {
-            key: info_key(&self.name),
-            reason: format!("cannot encode: {e}"),
-        })?;
         self.shared.meta.put(&info_key(&self.name), &raw)
     }
     /// Opens (or returns the already open) durable cursor `name`, recovering its persisted state.
@@ -515,9 +551,11 @@ impl ManagedLedger {
     /// # Errors
     /// Metadata store I/O.
     pub fn set_property(&self, key: &str, value: &str) -> Result<()> {
-        let mut st = self.state.lock();
-        st.properties.insert(key.into(), value.into());
-        self.persist(&st)
+        self.state
+            .lock()
+            .properties
+            .insert(key.into(), value.into());
+        self.persist()
     }
 
     /// Ledger properties.

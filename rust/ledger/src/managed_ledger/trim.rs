@@ -57,14 +57,16 @@ impl ManagedLedger {
             .iter()
             .filter_map(|id| st.ledgers.remove(id))
             .collect();
-        if let Err(e) = self.persist(&st) {
+        let first_kept = st.ledgers.keys().next().copied().unwrap_or(st.current);
+        // The metadata write runs without the state lock (see `persist`).
+        drop(st);
+        if let Err(e) = self.persist() {
+            let mut st = self.state.lock();
             for s in removed {
                 st.ledgers.insert(s.info.ledger_id, s);
             }
             return Err(e);
         }
-        let first_kept = st.ledgers.keys().next().copied().unwrap_or(st.current);
-        drop(st);
         self.cache.evict_before(Position::new(first_kept, 0));
         for id in &doomed {
             self.shared.journal.release_ledger(*id);

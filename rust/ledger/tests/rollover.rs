@@ -1,0 +1,251 @@
+//! Rollover in two phases: one topic's slow metadata write (its rollover's fsync) must not
+//! delay confirmations of appends on another topic.
+//!
+//! The storage runs on the real file system behind a gate injected through the file-system seam
+//! (`Vfs`): `fdatasync` of a chosen path blocks until the test opens the gate.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+use pulsar_rs_ledger::vfs::{DirLock, RealFs, VFile, Vfs};
+use pulsar_rs_ledger::{LedgerConfig, Storage, StorageConfig, SystemClock};
+
+/// One gate: `sync_data` of files whose path contains `pattern` waits while it is closed.
+struct Gate {
+    pattern: &'static str,
+    /// Closed = `true`; with `entered` (how many syncs are waiting).
+    state: Mutex<(bool, usize)>,
+    cond: Condvar,
+}
+
+impl Gate {
+    fn new(pattern: &'static str) -> Arc<Gate> {
+        Arc::new(Gate {
+            pattern,
+            state: Mutex::new((false, 0)),
+            cond: Condvar::new(),
+        })
+    }
+    fn close(&self) {
+        self.state.lock().0 = true;
+    }
+    fn open(&self) {
+        self.state.lock().0 = false;
+        self.cond.notify_all();
+    }
+    fn pass(&self, path: &Path) {
+        if !path.to_string_lossy().contains(self.pattern) {
+            return;
+        }
+        let mut st = self.state.lock();
+        st.1 += 1;
+        self.cond.notify_all();
+        // Bounded so a broken test cannot hang the suite.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while st.0 && std::time::Instant::now() < deadline {
+            self.cond.wait_until(&mut st, deadline);
+        }
+        st.1 -= 1;
+    }
+    fn wait_entered(&self) {
+        let mut st = self.state.lock();
+        while st.1 == 0 {
+            assert!(
+                !self
+                    .cond
+                    .wait_for(&mut st, Duration::from_secs(10))
+                    .timed_out(),
+                "nothing reached the gate for {}",
+                self.pattern
+            );
+        }
+    }
+}
+
+struct GatedFs {
+    gates: Vec<Arc<Gate>>,
+}
+
+struct GatedFile {
+    inner: Arc<dyn VFile>,
+    path: std::path::PathBuf,
+    gates: Vec<Arc<Gate>>,
+}
+
+impl VFile for GatedFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_all_at(buf, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        for g in &self.gates {
+            g.pass(&self.path);
+        }
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+}
+
+impl GatedFs {
+    fn wrap(&self, path: &Path, f: Arc<dyn VFile>) -> Arc<dyn VFile> {
+        Arc::new(GatedFile {
+            inner: f,
+            path: path.to_path_buf(),
+            gates: self.gates.clone(),
+        })
+    }
+}
+
+impl Vfs for GatedFs {
+    fn create_dir(&self, path: &Path) -> io::Result<bool> {
+        RealFs.create_dir(path)
+    }
+    fn dir_exists(&self, path: &Path) -> bool {
+        RealFs.dir_exists(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        RealFs.list(dir)
+    }
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
+        Ok(self.wrap(path, RealFs.open(path, create)?))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
+        RealFs.open_read(path)
+    }
+    fn create(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
+        Ok(self.wrap(path, RealFs.create(path)?))
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        RealFs.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove_file(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        RealFs.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Option<DirLock>> {
+        RealFs.lock(path)
+    }
+    fn modified_stamp(&self, path: &Path) -> io::Result<Option<u128>> {
+        RealFs.modified_stamp(path)
+    }
+}
+
+#[test]
+fn a_slow_rollover_metadata_write_does_not_delay_another_topics_confirmations() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal_gate = Gate::new("/journal/");
+    let meta_gate = Gate::new("slow-topic");
+    let fs = Arc::new(GatedFs {
+        gates: vec![Arc::clone(&journal_gate), Arc::clone(&meta_gate)],
+    });
+    let storage = Storage::open_on(
+        fs,
+        dir.path(),
+        StorageConfig {
+            journal_sync_data: true,
+            ..StorageConfig::default()
+        },
+        Arc::new(SystemClock),
+        false,
+    )
+    .unwrap();
+    let rolling = LedgerConfig {
+        max_entries_per_ledger: 2,
+        min_rollover_time: Duration::ZERO,
+        ..LedgerConfig::default()
+    };
+    let slow = storage.open_ledger("slow-topic", rolling).unwrap();
+    let fast = storage
+        .open_ledger("fast-topic", LedgerConfig::default())
+        .unwrap();
+    let first = slow.add_entry_blocking(Bytes::from_static(b"s0")).unwrap();
+
+    // 1. An append of the slow topic is in flight: its journal round waits at the sync.
+    journal_gate.close();
+    let (_, in_flight) = slow.start_add(Bytes::from_static(b"s1"), 0).unwrap();
+    let in_flight = in_flight.expect("durable mode returns a receipt");
+    journal_gate.wait_entered();
+
+    // 2. The slow topic's next append rolls over (its ledger is full); the metadata write blocks.
+    meta_gate.close();
+    let roller = {
+        let slow = Arc::clone(&slow);
+        std::thread::spawn(move || slow.add_entry_blocking(Bytes::from_static(b"s2")))
+    };
+    meta_gate.wait_entered();
+
+    // 3. The other topic appends; then the journal round completes.
+    let (_, fast_receipt) = fast.start_add(Bytes::from_static(b"f0"), 0).unwrap();
+    let fast_receipt = fast_receipt.expect("durable mode returns a receipt");
+    journal_gate.open();
+
+    // The other topic's append is confirmed while the rollover's metadata write still waits.
+    let confirmed = Arc::new(AtomicBool::new(false));
+    let waiter = {
+        let confirmed = Arc::clone(&confirmed);
+        std::thread::spawn(move || {
+            let r = fast_receipt.blocking_recv();
+            confirmed.store(true, Ordering::SeqCst);
+            r
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !confirmed.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stalled = !confirmed.load(Ordering::SeqCst);
+    meta_gate.open();
+    assert!(
+        !stalled,
+        "fast-topic's append waited for slow-topic's rollover metadata write"
+    );
+    waiter.join().unwrap().unwrap().unwrap();
+    // Nothing of the slow topic was lost or reordered by the rollover.
+    in_flight.blocking_recv().unwrap().unwrap();
+    let rolled = roller.join().unwrap().unwrap();
+    assert_ne!(
+        rolled.ledger_id, first.ledger_id,
+        "the third append rolled over"
+    );
+    assert_eq!(rolled.entry_id, 0);
+    assert_eq!(slow.ledgers().len(), 2);
+    assert_eq!(slow.ledgers()[0].entries, 2);
+    storage.close().unwrap();
+    // The rollover's metadata survives a reopen.
+    let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+    let slow = storage
+        .open_ledger("slow-topic", LedgerConfig::default())
+        .unwrap();
+    let mut all = Vec::new();
+    for ledger in [first.ledger_id, rolled.ledger_id] {
+        all.extend(
+            slow.read_entries(
+                pulsar_rs_ledger::Position::new(ledger, 0),
+                10,
+                u64::MAX,
+                pulsar_rs_ledger::Position::LATEST,
+            )
+            .unwrap(),
+        );
+    }
+    let payloads: Vec<&[u8]> = all.iter().map(|e| e.data.as_ref()).collect();
+    assert_eq!(payloads, vec![&b"s0"[..], b"s1", b"s2"]);
+    storage.close().unwrap();
+}
