@@ -96,6 +96,7 @@ class RunResult:
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     report_path: str | None = None
+    charts: dict[str, str] = field(default_factory=dict)  # name -> path of a trend SVG chart
 
     def rows(self, name: str) -> list[dict]:
         return [r.asDict() for r in self.frames[name].collect()]
@@ -152,7 +153,7 @@ def run(
                 for name, svg in trend_report.charts(trend).items():
                     path = output_path.rstrip("/") + f"/{name}.svg"
                     write_text(spark, path, svg)
-                    result.outputs[name] = path
+                    result.charts[name] = path
         page = report.render(collected, snap.selected, input_path, quota_bytes, top_n, trend_report.section(trend))
         if output_path is not None:
             result.report_path = output_path.rstrip("/") + "/report.html"
@@ -180,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, path in res.outputs.items():
         took = f" ({res.timings[name]:.1f} s)" if name in res.timings else ""
         print(f"{name}: {path}{took}")
+    for name, path in res.charts.items():
+        print(f"{name}: {path}")
     if res.report_path:
         print(f"report: {res.report_path}")
     print(f"total: {res.timings['total']:.1f} s over snapshots {res.selected}")
