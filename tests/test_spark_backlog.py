@@ -490,3 +490,44 @@ def test_generated_snapshot_is_consistent_and_cli_runs(spark: SparkSession, tmp_
     hot = spark.read.parquet(str(tmp_path / "out" / "hot_keys"))
     assert hot.count() == 60  # 2 keys per topic
     assert (tmp_path / "out" / "report.html").stat().st_size > 1000
+
+
+def test_trends_rank_the_topic_whose_time_to_breach_shrinks_fastest(spark: SparkSession, tmp_path: Path) -> None:
+    """Four snapshots 10 s apart: ``accel`` doubles its inflow each period, ``steady`` keeps it,
+    ``noquota`` has no limit; backlog = stored bytes (one never-reading subscription)."""
+    sizes = {"accel": [0, 1000, 3000, 7000], "steady": [0, 1000, 2000, 3000], "noquota": [0, 5000, 10000, 15000]}
+    quota = {"accel": 100_000, "steady": 100_000, "noquota": -1}
+    snaps = [1_000_000 + 10_000 * i for i in range(4)]
+    for i, ms in enumerate(snaps):
+        subs = []
+        for name, sz in sizes.items():
+            sub = _sub(name, (0, -1), sz[i] // 100)
+            sub["backlog_size_bytes"] = sz[i]
+            subs.append(sub)
+        topics = [_topic(name, sz[i], quota[name], sz[i] // 100) for name, sz in sizes.items()]
+        synthetic.write_tables(tmp_path / "in", {"topics": topics, "subscriptions": subs}, broker="b", snapshot_ms=ms)
+    out = tmp_path / "out"
+    res = cli.run(spark, str(tmp_path / "in"), str(out), jobs_wanted=["trends"])
+    try:
+        series = {(r["topic"].removeprefix(NS), r["snapshot_ms"]): r for r in res.rows("trend_topics")}
+        assert len(series) == 12
+        assert series[("accel", snaps[3])]["inflow_bytes_per_s"] == 400.0
+        assert series[("accel", snaps[3])]["backlog_growth_bytes_per_s"] == 400.0
+        assert series[("accel", snaps[3])]["time_to_breach_s"] == pytest.approx(93_000 / 400)
+        assert series[("steady", snaps[1])]["time_to_breach_s"] == pytest.approx(990.0)
+        assert series[("accel", snaps[0])]["time_to_breach_s"] is None  # no previous snapshot
+        summary = {r["topic"].removeprefix(NS): r for r in res.rows("trend_summary")}
+        a, s, n = summary["accel"], summary["steady"], summary["noquota"]
+        assert (a["ttb_shrink_rank"], s["ttb_shrink_rank"], n["ttb_shrink_rank"]) == (1, 2, None)
+        assert a["ttb_slope"] == pytest.approx((232.5 - 990.0) / 20)
+        assert s["ttb_slope"] == pytest.approx(-1.0)
+        assert (a["first_time_to_breach_s"], a["last_time_to_breach_s"]) == (pytest.approx(990.0), pytest.approx(232.5))
+        assert (a["snapshots"], a["ttb_points"], a["first_backlog_bytes"], a["last_backlog_bytes"]) == (4, 3, 0, 7000)
+        assert n["backlog_slope_bytes_per_s"] == pytest.approx(500.0)
+        for chart in ("trend_backlog", "trend_inflow", "trend_time_to_breach"):
+            svg = (out / f"{chart}.svg").read_text()
+            assert svg.startswith("<svg") and svg.count("<polyline") == 2, chart  # accel and steady
+        page = (out / "report.html").read_text()
+        assert "Trends over 4 snapshots" in page and page.index("/accel</td>") < page.index("/steady</td>")
+    finally:
+        res.unpersist()

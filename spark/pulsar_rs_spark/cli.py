@@ -1,10 +1,12 @@
 """The command: read snapshots, run the jobs, write Parquet results and ``report.html``.
 
 ``python -m pulsar_rs_spark --input IN --output OUT [--master local[*]] [--snapshot latest|all|MS]
-[--quota-bytes N] [--top-keys 10] [--jobs backlog,hot-keys,lag]``
+[--quota-bytes N] [--top-keys 10] [--jobs backlog,hot-keys,lag,trends]``
 
 Output (any Hadoop-compatible URI): ``OUT/backlog``, ``OUT/topic_quota``, ``OUT/hot_keys``,
-``OUT/lag_percentiles``, ``OUT/lag_histogram``, ``OUT/consumer_lag`` (Parquet) and ``OUT/report.html``.
+``OUT/lag_percentiles``, ``OUT/lag_histogram``, ``OUT/consumer_lag``, ``OUT/trend_topics``,
+``OUT/trend_summary`` (Parquet), ``OUT/report.html`` and the trend charts ``OUT/trend_*.svg``.
+The trend jobs read every snapshot, whatever ``--snapshot`` selects.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import io, jobs, report
+from . import io, jobs, report, trend_report, trends
 
 JOB_OUTPUTS = {
     "backlog": ("backlog", "topic_quota"),
     "hot-keys": ("hot_keys",),
     "lag": ("lag_percentiles", "lag_histogram", "consumer_lag"),
+    "trends": ("trend_topics", "trend_summary"),
 }
+#: Results too large to collect for the report (one row per topic and snapshot).
+_NOT_COLLECTED = ("trend_topics", "trend_summary")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,11 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quota-bytes", type=int, default=None, help="backlog quota for topics without one")
     p.add_argument("--top-keys", type=int, default=10, help="hottest keys kept per topic (default: %(default)s)")
     p.add_argument(
-        "--jobs", default="backlog,hot-keys,lag", help="comma-separated subset of backlog,hot-keys,lag (default: all)"
+        "--jobs",
+        default="backlog,hot-keys,lag,trends",
+        help="comma-separated subset of backlog,hot-keys,lag,trends (default: all)",
     )
     p.add_argument("--shuffle-partitions", type=int, default=None, help="spark.sql.shuffle.partitions")
     p.add_argument("--driver-memory", default=None, help="spark.driver.memory for local runs (e.g. 4g)")
-    p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.add_argument("--no-html", action="store_true", help="skip report.html (and the trend SVG charts)")
+    p.add_argument(
+        "--trend-topics", type=int, default=8, help="topics drawn in the trend charts (default: %(default)s)"
+    )
     return p
 
 
@@ -86,6 +96,7 @@ class RunResult:
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     report_path: str | None = None
+    charts: dict[str, str] = field(default_factory=dict)  # name -> path of a trend SVG chart
 
     def rows(self, name: str) -> list[dict]:
         return [r.asDict() for r in self.frames[name].collect()]
@@ -104,6 +115,7 @@ def run(
     top_n: int = 10,
     jobs_wanted: Sequence[str] = tuple(JOB_OUTPUTS),
     html: bool = True,
+    trend_topics: int = 8,
 ) -> RunResult:
     """Runs the jobs; writes results under ``output_path`` unless it is None."""
     unknown = set(jobs_wanted) - set(JOB_OUTPUTS)
@@ -112,6 +124,7 @@ def run(
     t0 = time.perf_counter()
     snap = io.load(spark, input_path, snapshot)
     frames = jobs.run_all(snap, quota_bytes, top_n)
+    frames.update(trends.run(snap.all_topics, snap.all_subscriptions, quota_bytes))
     # The results are small (per subscription, per topic, top keys) and reused by other results and
     # the report: keep them once computed.
     for name in frames:
@@ -131,8 +144,17 @@ def run(
         collected = {
             name: result.rows(name) if name in wanted else []
             for name in (n for outs in JOB_OUTPUTS.values() for n in outs)
+            if name not in _NOT_COLLECTED
         }
-        page = report.render(collected, snap.selected, input_path, quota_bytes, top_n)
+        trend = None
+        if "trend_summary" in wanted:
+            trend = trend_report.collect(frames["trend_summary"], frames["trend_topics"], trend_topics)
+            if output_path is not None:
+                for name, svg in trend_report.charts(trend).items():
+                    path = output_path.rstrip("/") + f"/{name}.svg"
+                    write_text(spark, path, svg)
+                    result.charts[name] = path
+        page = report.render(collected, snap.selected, input_path, quota_bytes, top_n, trend_report.section(trend))
         if output_path is not None:
             result.report_path = output_path.rstrip("/") + "/report.html"
             write_text(spark, result.report_path, page)
@@ -154,9 +176,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         top_n=args.top_keys,
         jobs_wanted=[j.strip() for j in args.jobs.split(",") if j.strip()],
         html=not args.no_html,
+        trend_topics=args.trend_topics,
     )
     for name, path in res.outputs.items():
-        print(f"{name}: {path} ({res.timings[name]:.1f} s)")
+        took = f" ({res.timings[name]:.1f} s)" if name in res.timings else ""
+        print(f"{name}: {path}{took}")
+    for name, path in res.charts.items():
+        print(f"{name}: {path}")
     if res.report_path:
         print(f"report: {res.report_path}")
     print(f"total: {res.timings['total']:.1f} s over snapshots {res.selected}")

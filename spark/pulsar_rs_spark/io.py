@@ -33,7 +33,8 @@ def read_table(spark: SparkSession, root: str, table: str) -> DataFrame:
 
 @dataclass
 class Snapshot:
-    """The tables of the selected snapshots, plus ``all_topics`` (every snapshot, for inflow rates)."""
+    """The tables of the selected snapshots, plus ``all_topics`` and ``all_subscriptions`` (every
+    snapshot, for inflow rates and trends)."""
 
     topics: DataFrame
     ledgers: DataFrame
@@ -42,6 +43,7 @@ class Snapshot:
     ack_ranges: DataFrame
     consumers: DataFrame
     all_topics: DataFrame
+    all_subscriptions: DataFrame
     selected: list[tuple[str, int]]
 
 
@@ -101,4 +103,9 @@ def load(spark: SparkSession, root: str, which: str = "latest") -> Snapshot:
         raise ValueError(f"no snapshots under {root} (expected {root}/topics/broker=*/snapshot_ms=*/)")
     selected = select_snapshots(available, which)
     tables = {t: _filter(read_table(spark, root, t), selected) for t in TABLES}
-    return Snapshot(**tables, all_topics=read_table(spark, root, "topics"), selected=selected)
+    return Snapshot(
+        **tables,
+        all_topics=read_table(spark, root, "topics"),
+        all_subscriptions=read_table(spark, root, "subscriptions"),
+        selected=selected,
+    )

@@ -68,7 +68,9 @@ def table(rows: Sequence[Row], columns: Sequence[tuple[str, str]], limit: int = 
         cells = []
         for key, _ in columns:
             v = r.get(key)
-            if key.endswith("_bytes") and isinstance(v, int | float):
+            if key.endswith("_bytes_per_s") and isinstance(v, int | float):
+                text = human_bytes(v) + "/s"
+            elif key.endswith("_bytes") and isinstance(v, int | float):
                 text = human_bytes(v)
             elif key.endswith("_ms") and "age" in key and isinstance(v, int | float):
                 text = human_duration(v)
@@ -158,9 +160,10 @@ def render(
     input_path: str,
     quota_bytes: int | None,
     top_n: int,
+    trend_section: str = "",
 ) -> str:
     """The report page from collected result rows (``backlog``, ``topic_quota``, ``hot_keys``,
-    ``lag_percentiles``, ``lag_histogram``, ``consumer_lag``)."""
+    ``lag_percentiles``, ``lag_histogram``, ``consumer_lag``), then ``trend_section`` (HTML)."""
     backlog = sorted(results["backlog"], key=lambda r: (-(r["backlog_bytes"] or 0), r["topic"], r["subscription"]))
     quota = list(results["topic_quota"])
     hot = list(results["hot_keys"])
@@ -322,5 +325,6 @@ def render(
         )
     else:
         out.append("<p class='note'>No consumers in these snapshots (offline exports have none).</p>")
+    out.append(trend_section)
     out.append("</body></html>")
     return "\n".join(out)
