@@ -1,38 +1,13 @@
-"""Helpers for the dispatch suites: Pulsar's Murmur3 routing rules, recomputed in Python so the
-tests can predict which consumer owns a key or a failover topic."""
+"""Helpers for the dispatch suites: Pulsar's routing rules over the broker's own Murmur3
+(``pulsar_rs.murmur3_32``, the one implementation), so the tests can predict which consumer owns
+a key or a failover topic."""
 
 from __future__ import annotations
 
 import json
 import urllib.request
 
-
-def murmur3_32(data: bytes, seed: int = 0) -> int:
-    c1, c2, mask = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
-    h = seed
-    n = len(data) // 4 * 4
-    for i in range(0, n, 4):
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * c1) & mask
-        k = ((k << 15) | (k >> 17)) & mask
-        k = (k * c2) & mask
-        h ^= k
-        h = ((h << 13) | (h >> 19)) & mask
-        h = (h * 5 + 0xE6546B64) & mask
-    tail = data[n:]
-    if tail:
-        k = int.from_bytes(tail, "little")
-        k = (k * c1) & mask
-        k = ((k << 15) | (k >> 17)) & mask
-        k = (k * c2) & mask
-        h ^= k
-    h ^= len(data) & mask
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & mask
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & mask
-    h ^= h >> 16
-    return h
+from pulsar_rs import murmur3_32
 
 
 def key_hash(data: bytes) -> int:

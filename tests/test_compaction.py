@@ -10,9 +10,8 @@ import pulsar
 import pytest
 
 import pulsar_rs
-from pulsar_rs.export import snapshot_tables
-
 from conftest import admin, new_client
+from pulsar_rs.export import snapshot_tables
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -29,6 +29,7 @@ from ._native import (
     ServerError,
     __version__,
     enable_logging,
+    murmur3_32,
     read_config,
 )
 from .admin import Admin, AdminError
@@ -56,5 +57,6 @@ __all__ = [
     "ServerError",
     "__version__",
     "enable_logging",
+    "murmur3_32",
     "read_config",
 ]

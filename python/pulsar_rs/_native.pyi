@@ -306,6 +306,9 @@ def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str
     ``InvalidConfigError`` naming a key Pulsar does not have (with the closest known key) or a bad
     value."""
 
+def murmur3_32(data: bytes, seed: int = 0) -> int:
+    """Murmur3_x86_32 of ``data`` (unsigned), as Pulsar hashes keys for Key_Shared and Failover."""
+
 def enable_logging(level: str = "info", format: str = "text") -> None:
     """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
     as text or as one JSON object per line (``format="json"``)."""

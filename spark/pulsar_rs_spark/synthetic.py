@@ -14,38 +14,9 @@ import pathlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from pulsar_rs import murmur3_32
+
 from .schema import SCHEMA_VERSION, TABLES, arrow_schema
-
-
-def murmur3_32(data: bytes, seed: int = 0) -> int:
-    """Murmur3_x86_32, as Pulsar's Key_Shared hashing uses (unsigned result)."""
-    c1, c2, mask = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
-    h = seed & mask
-    n = len(data) // 4 * 4
-    for i in range(0, n, 4):
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * c1) & mask
-        k = ((k << 15) | (k >> 17)) & mask
-        k = (k * c2) & mask
-        h ^= k
-        h = ((h << 13) | (h >> 19)) & mask
-        h = (h * 5 + 0xE6546B64) & mask
-    tail = data[n:]
-    k = 0
-    for i, b in enumerate(tail):
-        k |= b << (8 * i)
-    if tail:
-        k = (k * c1) & mask
-        k = ((k << 15) | (k >> 17)) & mask
-        k = (k * c2) & mask
-        h ^= k
-    h ^= len(data)
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & mask
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & mask
-    h ^= h >> 16
-    return h
 
 
 def key_hash(key: str) -> int:

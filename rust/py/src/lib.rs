@@ -15,6 +15,14 @@ mod settings;
 
 use pyo3::prelude::*;
 
+/// Murmur3_x86_32 of `data` with `seed`, as Pulsar hashes keys (Key_Shared slots, failover
+/// ordering). The only implementation: Python's tests and the Spark synthetic data call this one.
+#[pyfunction]
+#[pyo3(signature = (data, seed = 0))]
+fn murmur3_32(data: &[u8], seed: u32) -> u32 {
+    pulsar_rs_broker::hash::murmur3_32(data, seed)
+}
+
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -28,6 +36,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
     m.add_function(wrap_pyfunction!(broker::read_config, m)?)?;
     m.add_function(wrap_pyfunction!(perf::perf, m)?)?;
+    m.add_function(wrap_pyfunction!(murmur3_32, m)?)?;
     error::register(m)?;
     Ok(())
 }
