@@ -267,3 +267,25 @@ fn a_consumer_that_never_reads_leaves_memory_bounded() {
         server.shutdown().await.unwrap();
     });
 }
+
+#[test]
+fn a_large_frame_before_connect_is_refused_at_once() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    rt.block_on(async move {
+        let server = support::start(dir.path(), |_| {}).await;
+        let mut c = Conn::open(server.service_addr).await.unwrap();
+        // A 4 MiB frame announced by a peer that has not sent CONNECT: the broker must not
+        // wait for (and buffer) it, but close the connection.
+        c.send_raw(&(4u32 << 20).to_be_bytes()).await.unwrap();
+        let closed = tokio::time::timeout(Duration::from_secs(5), c.recv()).await;
+        assert!(
+            matches!(closed, Ok(None)),
+            "the connection stayed open, waiting for a 4 MiB frame"
+        );
+        server.shutdown().await.unwrap();
+    });
+}
