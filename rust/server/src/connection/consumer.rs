@@ -48,15 +48,17 @@ impl ConsumerSink for Sink {
                 );
                 let mut head = BytesMut::with_capacity(48);
                 pulsar_rs_proto::encode_message_header(&cmd, data.len(), &mut head);
+                // Counted before it is queued, so the writer never subtracts it first.
                 let len = data.len();
+                self.writability.add(len);
                 if self
                     .tx
                     .send(Outbound::Message(head.freeze(), data))
                     .is_err()
                 {
+                    self.writability.written(len);
                     return false;
                 }
-                self.writability.add(len);
                 return true;
             }
             ConsumerEvent::ActiveConsumerChange {
