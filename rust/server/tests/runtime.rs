@@ -217,7 +217,7 @@ fn a_consumer_that_never_reads_leaves_memory_bounded() {
         producer(&mut p, topic, 1).await;
         for seq in 0..ENTRIES {
             p.publish(1, seq, &payload).await.unwrap();
-            if seq % 64 == 63 {
+            if (seq + 1).is_multiple_of(64) {
                 // Keep a bounded number of SENDs in flight.
                 for _ in 0..64 {
                     p.expect(Type::SendReceipt).await.expect("receipt");
@@ -247,7 +247,7 @@ fn a_consumer_that_never_reads_leaves_memory_bounded() {
                 .expect("connection open");
             if f.command().r#type == Type::Message as i32 {
                 got += 1;
-                if got % 500 == 0 {
+                if got.is_multiple_of(500) {
                     live.send(&commands::flow(1, 500)).await.unwrap();
                     peak = peak.max(rss_kib());
                 }

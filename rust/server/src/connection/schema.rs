@@ -28,7 +28,7 @@ impl Connection {
 /// GET_SCHEMA's answer.
 fn get_schema(service: &BrokerService, g: &pb::CommandGetSchema) -> BaseCommand {
     let topic = TopicName::parse(&g.topic).and_then(|t| service.topic(&t, false));
-    let reply = match topic {
+    match topic {
         Ok(topic) => {
             let schemas = topic.schemas();
             let wanted = match &g.schema_version {
@@ -51,8 +51,7 @@ fn get_schema(service: &BrokerService, g: &pb::CommandGetSchema) -> BaseCommand 
             }
         }
         Err(e) => commands::get_schema_response_error(g.request_id, wire_code(&e), e.to_string()),
-    };
-    reply
+    }
 }
 
 /// GET_OR_CREATE_SCHEMA's answer.
@@ -60,15 +59,14 @@ fn get_or_create_schema(service: &BrokerService, g: &pb::CommandGetOrCreateSchem
     let result = TopicName::parse(&g.topic)
         .and_then(|t| service.topic(&t, true))
         .and_then(|topic| service.add_schema(&topic, schema_info(&g.schema)));
-    let reply = match result {
+    match result {
         Ok(v) => commands::get_or_create_schema_response(g.request_id, version_bytes(v)),
         Err(e) => commands::get_or_create_schema_response_error(
             g.request_id,
             wire_code(&e),
             e.to_string(),
         ),
-    };
-    reply
+    }
 }
 
 pub(super) fn version_bytes(v: u64) -> Bytes {
