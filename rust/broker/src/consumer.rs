@@ -94,6 +94,12 @@ pub enum ConsumerEvent {
 pub trait ConsumerSink: Send + Sync + 'static {
     /// Queues an event; false if the connection is gone.
     fn send(&self, event: ConsumerEvent) -> bool;
+    /// Whether the connection can take more messages now (Netty's `isWritable()`): the
+    /// dispatcher stops feeding a consumer whose connection is not, and the sink pokes the
+    /// subscription when it is again.
+    fn is_writable(&self) -> bool {
+        true
+    }
 }
 
 /// Source of [`Consumer::handle`]s. Relaxed: only uniqueness matters.
@@ -203,7 +209,13 @@ impl Consumer {
     /// Whether it can take a message now.
     #[must_use]
     pub fn can_take(&self) -> bool {
-        self.permits.get() > 0 && !self.is_blocked() && !self.is_closed()
+        self.permits.get() > 0 && !self.is_blocked() && !self.is_closed() && self.is_writable()
+    }
+
+    /// Whether its connection can take more messages now.
+    #[must_use]
+    pub fn is_writable(&self) -> bool {
+        self.sink.is_writable()
     }
 
     /// Whether it was detached.

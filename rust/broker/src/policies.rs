@@ -315,6 +315,10 @@ pub struct PolicyStore {
     namespaces: RwLock<HashMap<String, Policies>>,
     /// Topic (full name) → policies.
     topics: RwLock<HashMap<String, Policies>>,
+    /// Serializes updates (read, change, persist, publish). Held across the metadata fsync,
+    /// which the maps' write locks are not: readers (every authorization and policy resolve)
+    /// never wait for the disk.
+    updates: parking_lot::Mutex<()>,
 }
 
 fn load(meta: &dyn MetaStore, prefix: &str) -> Result<HashMap<String, Policies>, BrokerError> {
@@ -345,6 +349,7 @@ impl PolicyStore {
             config,
             namespaces: RwLock::new(namespaces),
             topics: RwLock::new(topics),
+            updates: parking_lot::Mutex::new(()),
         })
     }
 
@@ -389,17 +394,22 @@ impl PolicyStore {
         may_replace: impl FnOnce(&Policies) -> bool,
     ) -> Result<(), BrokerError> {
         validate(&p)?;
-        // Write lock held across the check and the store write so two creations cannot both
-        // succeed; the write is a small synchronous metadata put (no .await here).
-        let mut map = self.namespaces.write();
-        if map.get(ns).is_some_and(|cur| !may_replace(cur)) {
+        // The update lock is held across the check and the store write so two creations
+        // cannot both succeed; the map's write lock only to publish the durable result.
+        let _update = self.updates.lock();
+        if self
+            .namespaces
+            .read()
+            .get(ns)
+            .is_some_and(|cur| !may_replace(cur))
+        {
             return Err(BrokerError::AlreadyExists(format!("Namespace {ns}")));
         }
         self.meta.put(
             &metadata_keys::namespace_policies(ns),
             &serde_json::to_vec(&p).unwrap_or_default(),
         )?;
-        map.insert(ns.to_owned(), p);
+        self.namespaces.write().insert(ns.to_owned(), p);
         Ok(())
     }
 
@@ -408,10 +418,10 @@ impl PolicyStore {
     /// # Errors
     /// Metadata I/O.
     pub fn delete_namespace(&self, ns: &str) -> Result<(), BrokerError> {
-        // Write lock: the map and the store change together.
-        let mut map = self.namespaces.write();
+        // Update lock: no other change interleaves; the map's write lock only to publish.
+        let _update = self.updates.lock();
         self.meta.delete(&metadata_keys::namespace_policies(ns))?;
-        map.remove(ns);
+        self.namespaces.write().remove(ns);
         Ok(())
     }
 
@@ -434,15 +444,16 @@ impl PolicyStore {
         ns: &str,
         f: impl FnOnce(&mut Policies),
     ) -> Result<(), BrokerError> {
-        let mut map = self.namespaces.write();
-        let mut p = map.get(ns).cloned().unwrap_or_default();
+        let _update = self.updates.lock();
+        let mut p = self.namespaces.read().get(ns).cloned().unwrap_or_default();
         f(&mut p);
         validate(&p)?;
         self.meta.put(
             &metadata_keys::namespace_policies(ns),
             &serde_json::to_vec(&p).unwrap_or_default(),
         )?;
-        map.insert(ns.to_owned(), p);
+        // Short write lock: the new value is published once it is durable.
+        self.namespaces.write().insert(ns.to_owned(), p);
         Ok(())
     }
 
@@ -456,15 +467,16 @@ impl PolicyStore {
         f: impl FnOnce(&mut Policies),
     ) -> Result<(), BrokerError> {
         let name = t.base().to_string();
-        let mut map = self.topics.write();
-        let mut p = map.get(&name).cloned().unwrap_or_default();
+        let _update = self.updates.lock();
+        let mut p = self.topics.read().get(&name).cloned().unwrap_or_default();
         f(&mut p);
         validate(&p)?;
         self.meta.put(
             &metadata_keys::topic_policies(&name),
             &serde_json::to_vec(&p).unwrap_or_default(),
         )?;
-        map.insert(name, p);
+        // Short write lock: the new value is published once it is durable.
+        self.topics.write().insert(name, p);
         Ok(())
     }
 

@@ -33,8 +33,12 @@ pub struct BrokerService {
     pub storage: Arc<Storage>,
     /// Metadata records (partitioned topics, schemas).
     meta: Arc<dyn MetaStore>,
-    /// Loaded topics. Held while a topic is opened (so one topic is opened once).
+    /// Loaded topics. Short lock: never held while a topic is opened (see `loading`).
     topics: Mutex<HashMap<TopicName, Arc<Topic>>>,
+    /// Topics being opened, each with its own load lock (Pulsar's map of topic futures): a
+    /// second caller for the same topic waits on that lock, callers for other topics do not.
+    /// Short lock on the map; an entry is removed by the load that created it.
+    loading: Mutex<HashMap<TopicName, Arc<Mutex<()>>>>,
     /// Names of topics that exist in storage (loaded or not).
     known: Mutex<HashSet<TopicName>>,
     /// Topics whose metadata or cursor state is corrupt, with why: they are not served (their
@@ -69,6 +73,27 @@ impl BrokerService {
     pub fn open(config: BrokerConfig, data_dir: &Path) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
         let storage = Storage::open(data_dir, config.storage_config())?;
+        Self::over(config, storage)
+    }
+
+    /// Opens the data directory on a given file system: the storage seam, through which tests
+    /// inject slow or failing I/O.
+    ///
+    /// # Errors
+    /// Invalid settings, storage failures.
+    pub fn open_on(
+        config: BrokerConfig,
+        data_dir: &Path,
+        fs: Arc<dyn pulsar_rs_ledger::vfs::Vfs>,
+    ) -> Result<Arc<Self>, BrokerError> {
+        config.validate()?;
+        let storage = Storage::open_on(
+            fs,
+            data_dir,
+            config.storage_config(),
+            Arc::new(pulsar_rs_ledger::SystemClock),
+            false,
+        )?;
         Self::over(config, storage)
     }
 
@@ -121,6 +146,7 @@ impl BrokerService {
             storage,
             meta,
             topics: Mutex::new(HashMap::new()),
+            loading: Mutex::new(HashMap::new()),
             known: Mutex::new(known),
             quarantined: Mutex::new(HashMap::new()),
             partitioned: Mutex::new(partitioned),
@@ -244,8 +270,23 @@ impl BrokerService {
                 "{name} is non-persistent: it has no managed ledger"
             )));
         }
-        let mut topics = self.topics.lock();
-        if let Some(t) = topics.get(name) {
+        if let Some(t) = self.topics.lock().get(name) {
+            return Ok(Arc::clone(t));
+        }
+        // One load per topic at a time, without the broker-wide map lock: the per-topic lock
+        // is held across the storage I/O, so callers for this topic wait and others do not.
+        let slot = Arc::clone(self.loading.lock().entry(name.clone()).or_default());
+        let _loading = slot.lock();
+        let result = self.load_topic(name, create);
+        // Short lock: the entry goes once the topic is in `topics` (or failed to load).
+        self.loading.lock().remove(name);
+        result
+    }
+
+    /// Opens a topic from storage (or creates it) and adds it to `topics`. Called with the
+    /// topic's load lock held.
+    fn load_topic(&self, name: &TopicName, create: bool) -> Result<Arc<Topic>, BrokerError> {
+        if let Some(t) = self.topics.lock().get(name) {
             return Ok(Arc::clone(t));
         }
         let exists = self.known.lock().contains(name);
@@ -296,7 +337,7 @@ impl BrokerService {
         );
         topic.apply_policy(self.policies.effective(name));
         self.known.lock().insert(name.clone());
-        topics.insert(name.clone(), Arc::clone(&topic));
+        self.topics.lock().insert(name.clone(), Arc::clone(&topic));
         Ok(topic)
     }
 

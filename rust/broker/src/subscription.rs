@@ -281,8 +281,9 @@ impl Subscription {
         }
     }
 
-    /// Signals the dispatcher that something changed.
-    pub(crate) fn poke(&self) {
+    /// Signals the dispatcher that something changed (also: a consumer's connection became
+    /// writable again).
+    pub fn poke(&self) {
         // Relaxed: a change counter; the Notify gives the happens-before edge.
         self.changes.fetch_add(1, Ordering::Relaxed);
         self.wake.notify_one();

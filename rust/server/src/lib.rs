@@ -187,6 +187,19 @@ impl Server {
     /// # Errors
     /// Invalid settings, storage failures, or ports that cannot be bound.
     pub async fn start(config: BrokerConfig, data_dir: PathBuf) -> Result<Server, ServerError> {
+        Self::start_on(config, data_dir, None).await
+    }
+
+    /// [`Server::start`] over a given file system (`None`: the real one): the storage seam,
+    /// through which tests inject slow or failing I/O.
+    ///
+    /// # Errors
+    /// As [`Server::start`].
+    pub async fn start_on(
+        config: BrokerConfig,
+        data_dir: PathBuf,
+        fs: Option<Arc<dyn pulsar_rs_ledger::vfs::Vfs>>,
+    ) -> Result<Server, ServerError> {
         config.validate()?;
         let bind = config.bind_address.clone();
         let service_listener = TcpListener::bind((bind.as_str(), config.broker_service_port))
@@ -243,9 +256,12 @@ impl Server {
         let service_url_tls = service_tls_addr.map(|a| format!("pulsar+ssl://{host}:{}", a.port()));
         let admin_url_tls = admin_tls_addr.map(|a| format!("https://{host}:{}", a.port()));
         let dir = data_dir.clone();
-        let service = tokio::task::spawn_blocking(move || BrokerService::open(config, &dir))
-            .await
-            .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))??;
+        let service = tokio::task::spawn_blocking(move || match fs {
+            Some(fs) => BrokerService::open_on(config, &dir, fs),
+            None => BrokerService::open(config, &dir),
+        })
+        .await
+        .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))??;
         #[allow(clippy::cast_precision_loss)]
         let broker_publish_limiter = pulsar_rs_broker::rate::RateLimiter::new(
             service

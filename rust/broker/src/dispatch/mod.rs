@@ -131,7 +131,7 @@ impl Subscription {
             let permits = st
                 .active
                 .and_then(|a| st.by_handle(a))
-                .filter(|c| !c.is_closed())
+                .filter(|c| !c.is_closed() && c.is_writable())
                 .map_or(0, |c| c.permits.get());
             return if permits > 0 {
                 Plan::Read(usize::try_from(permits.min(cap)).unwrap_or(1), None)

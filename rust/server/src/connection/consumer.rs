@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use pulsar_rs_broker::{
-    BrokerError, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta, KeySharedMode, SubType,
-    Subscription, Topic, TopicName,
+    BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
+    KeySharedMode, SubType, Subscription, Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
@@ -17,12 +17,14 @@ use super::schema::schema_info;
 use super::{frame, Connection};
 use crate::authz::Action;
 use crate::error::wire_code;
-use crate::writer::Outbound;
+use crate::writer::{Outbound, Writability};
 
 /// The consumer sink of a connection: encodes events into frames for the writer.
 pub(super) struct Sink {
     /// The connection's outbound queue.
     pub(super) tx: mpsc::UnboundedSender<Outbound>,
+    /// Message bytes in that queue, shared with the writer.
+    pub(super) writability: Arc<Writability>,
 }
 
 impl ConsumerSink for Sink {
@@ -46,7 +48,18 @@ impl ConsumerSink for Sink {
                 );
                 let mut head = BytesMut::with_capacity(48);
                 pulsar_rs_proto::encode_message_header(&cmd, data.len(), &mut head);
-                Outbound::Message(head.freeze(), data)
+                // Counted before it is queued, so the writer never subtracts it first.
+                let len = data.len();
+                self.writability.add(len);
+                if self
+                    .tx
+                    .send(Outbound::Message(head.freeze(), data))
+                    .is_err()
+                {
+                    self.writability.written(len);
+                    return false;
+                }
+                return true;
             }
             ConsumerEvent::ActiveConsumerChange {
                 consumer_id,
@@ -55,6 +68,10 @@ impl ConsumerSink for Sink {
             ConsumerEvent::Closed { consumer_id } => frame(&commands::close_consumer(consumer_id)),
         };
         self.tx.send(item).is_ok()
+    }
+
+    fn is_writable(&self) -> bool {
+        self.writability.is_writable()
     }
 }
 
@@ -86,6 +103,9 @@ impl Connection {
     pub(super) fn close_consumer(&mut self, c: &pb::CommandCloseConsumer) {
         if let Some(slot) = self.consumers.remove(&c.consumer_id) {
             detach_consumer(&slot);
+        } else if let Some(cancelled) = self.creating_consumers.get_mut(&c.consumer_id) {
+            // Still subscribing: detached when that completes.
+            *cancelled = true;
         }
         self.send(&commands::success(c.request_id));
     }
@@ -114,64 +134,42 @@ impl Connection {
         if self.refuse_missing_namespace(c.request_id, &c.topic) {
             return;
         }
-        let result = (|| -> Result<ConsumerSlot, BrokerError> {
-            let name = TopicName::parse(&c.topic)?;
-            let sub_type = SubType::from_wire(c.sub_type).ok_or_else(|| {
-                BrokerError::NotAllowed(format!("unknown subscription type {}", c.sub_type))
-            })?;
-            if c.subscription.is_empty() {
-                return Err(BrokerError::NotAllowed("empty subscription name".into()));
-            }
-            if name.partition_index().is_none() && self.service.partitions(&name, false)? > 0 {
-                return Err(BrokerError::NotAllowed(format!(
-                    "{name} is partitioned: subscribe to its partitions"
-                )));
-            }
-            pulsar_rs_broker::compaction::view::check_subscribe(sub_type, c.read_compacted())?;
-            let topic = self.service.topic(&name, c.force_topic_creation())?;
-            let sub = if c.durable() {
-                let earliest =
-                    c.initial_position() == pb::command_subscribe::InitialPosition::Earliest;
-                topic.durable_subscription(
-                    &c.subscription,
-                    earliest,
-                    self.service.config.allow_auto_subscription_creation,
-                )?
-            } else {
-                let start = reader_start(&topic, c.start_message_id.as_ref());
-                topic.reader_subscription(&c.subscription, start)?
-            };
-            let consumer_name = c
-                .consumer_name
-                .clone()
-                .unwrap_or_else(|| format!("consumer-{}", self.service.next_seq()));
-            let consumer = Consumer::new(
-                c.consumer_id,
-                consumer_name,
-                c.priority_level.unwrap_or(0),
-                sub_type,
-                self.peer.clone(),
-                Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
+        if self.creating_consumers.contains_key(&c.consumer_id) {
+            self.error(
+                c.request_id,
+                &BrokerError::ConsumerBusy("Consumer is already being created".into()),
             );
-            consumer.set_read_compacted(c.read_compacted());
-            if let Some(schema) = &c.schema {
-                self.service.add_schema(&topic, schema_info(schema))?;
-            }
-            let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
-            if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
-                if !sub.durable && sub.consumers().is_empty() {
-                    let _ = topic.remove_subscription(&sub.name);
+            return;
+        }
+        self.creating_consumers.insert(c.consumer_id, false);
+        // Topic load, cursor creation (write + fsync) and schema storage: blocking pool.
+        let service = Arc::clone(&self.service);
+        let sink = Arc::clone(&self.sink) as Arc<dyn ConsumerSink>;
+        let peer = self.peer.clone();
+        self.offload(
+            move || {
+                let r = attach_consumer(&service, sink, peer, &c);
+                (c, r)
+            },
+            |conn, (c, result)| conn.subscribed(&c, result),
+            |(_, result)| {
+                if let Ok(slot) = result {
+                    detach_consumer(&slot);
                 }
-                return Err(e);
-            }
-            Ok(ConsumerSlot {
-                topic,
-                sub,
-                consumer,
-            })
-        })();
+            },
+        );
+    }
+
+    /// The second half of SUBSCRIBE, on the connection task.
+    fn subscribed(&mut self, c: &pb::CommandSubscribe, result: Result<ConsumerSlot, BrokerError>) {
+        let cancelled = self
+            .creating_consumers
+            .remove(&c.consumer_id)
+            .unwrap_or(true);
         match result {
+            Ok(slot) if cancelled => detach_consumer(&slot),
             Ok(slot) => {
+                self.sink.writability.watch(&slot.sub);
                 self.consumers.insert(c.consumer_id, slot);
                 self.send(&commands::success(c.request_id));
             }
@@ -236,10 +234,14 @@ impl Connection {
             .remove(&u.consumer_id)
             .expect("checked above");
         slot.sub.disconnect_all();
-        match slot.topic.remove_subscription(&slot.sub.name) {
-            Ok(()) => self.send(&commands::success(u.request_id)),
-            Err(e) => self.error(u.request_id, &e),
-        }
+        let request_id = u.request_id;
+        // Deleting the cursor removes its file: blocking pool.
+        self.offload_reply(
+            move || match slot.topic.remove_subscription(&slot.sub.name) {
+                Ok(()) => commands::success(request_id),
+                Err(e) => commands::error(request_id, wire_code(&e), e.to_string()),
+            },
+        );
     }
 
     pub(super) fn seek(&mut self, s: &pb::CommandSeek) {
@@ -251,28 +253,34 @@ impl Connection {
             return;
         };
         let sub = Arc::clone(&slot.sub);
-        // As Pulsar: every consumer of the subscription is disconnected first (they reconnect
-        // and send fresh FLOW permits), then the cursor moves, then SUCCESS.
-        let result = match (&s.message_id, s.message_publish_time) {
-            (Some(id), _) => {
-                let p = position(id);
-                let target = if p.ledger_id < 0 {
-                    slot.topic.ledger.first_position().next()
-                } else {
-                    p
-                };
-                sub.seek(target);
-                Ok(())
+        let topic = Arc::clone(&slot.topic);
+        let (request_id, message_id, time) =
+            (s.request_id, s.message_id.clone(), s.message_publish_time);
+        // `seek_by_time` reads entries (preads): blocking pool.
+        self.offload_reply(move || {
+            // As Pulsar: every consumer of the subscription is disconnected first (they
+            // reconnect and send fresh FLOW permits), then the cursor moves, then SUCCESS.
+            let result = match (&message_id, time) {
+                (Some(id), _) => {
+                    let p = position(id);
+                    let target = if p.ledger_id < 0 {
+                        topic.ledger.first_position().next()
+                    } else {
+                        p
+                    };
+                    sub.seek(target);
+                    Ok(())
+                }
+                (None, Some(t)) => sub.seek_by_time(t),
+                (None, None) => Err(BrokerError::NotAllowed(
+                    "SEEK without message id or publish time".into(),
+                )),
+            };
+            match result {
+                Ok(()) => commands::success(request_id),
+                Err(e) => commands::error(request_id, wire_code(&e), e.to_string()),
             }
-            (None, Some(t)) => sub.seek_by_time(t),
-            (None, None) => Err(BrokerError::NotAllowed(
-                "SEEK without message id or publish time".into(),
-            )),
-        };
-        match result {
-            Ok(()) => self.send(&commands::success(s.request_id)),
-            Err(e) => self.error(s.request_id, &e),
-        }
+        });
     }
 
     pub(super) fn last_message_id(&self, g: &pb::CommandGetLastMessageId) {
@@ -283,23 +291,22 @@ impl Connection {
             );
             return;
         };
-        match slot.topic.last_message_id() {
+        let (topic, sub, request_id) =
+            (Arc::clone(&slot.topic), Arc::clone(&slot.sub), g.request_id);
+        // The last entry is read for its batch size: blocking pool.
+        self.offload_reply(move || match topic.last_message_id() {
             Ok((p, batch_index)) => {
                 let id = pb::MessageIdData {
-                    partition: Some(slot.topic.partition),
+                    partition: Some(topic.partition),
                     batch_index: Some(batch_index),
                     ..commands::message_id(p.ledger_id as u64, p.entry_id as u64)
                 };
-                let md = slot.sub.cursor.mark_delete_position();
+                let md = sub.cursor.mark_delete_position();
                 let md = commands::message_id(md.ledger_id as u64, md.entry_id as u64);
-                self.send(&commands::get_last_message_id_response(
-                    g.request_id,
-                    id,
-                    Some(md),
-                ));
+                commands::get_last_message_id_response(request_id, id, Some(md))
             }
-            Err(e) => self.error(g.request_id, &e),
-        }
+            Err(e) => commands::error(request_id, wire_code(&e), e.to_string()),
+        });
     }
 
     pub(super) fn consumer_stats(&self, c: &pb::CommandConsumerStats) {
@@ -332,6 +339,69 @@ impl Connection {
         };
         self.send(&commands::consumer_stats_response(c.request_id, stats));
     }
+}
+
+/// The storage part of SUBSCRIBE (blocking pool): loads the topic, opens or creates the
+/// cursor, stores the schema and attaches the consumer.
+fn attach_consumer(
+    service: &BrokerService,
+    sink: Arc<dyn ConsumerSink>,
+    peer: String,
+    c: &pb::CommandSubscribe,
+) -> Result<ConsumerSlot, BrokerError> {
+    let name = TopicName::parse(&c.topic)?;
+    let sub_type = SubType::from_wire(c.sub_type).ok_or_else(|| {
+        BrokerError::NotAllowed(format!("unknown subscription type {}", c.sub_type))
+    })?;
+    if c.subscription.is_empty() {
+        return Err(BrokerError::NotAllowed("empty subscription name".into()));
+    }
+    if name.partition_index().is_none() && service.partitions(&name, false)? > 0 {
+        return Err(BrokerError::NotAllowed(format!(
+            "{name} is partitioned: subscribe to its partitions"
+        )));
+    }
+    pulsar_rs_broker::compaction::view::check_subscribe(sub_type, c.read_compacted())?;
+    let topic = service.topic(&name, c.force_topic_creation())?;
+    let sub = if c.durable() {
+        let earliest = c.initial_position() == pb::command_subscribe::InitialPosition::Earliest;
+        topic.durable_subscription(
+            &c.subscription,
+            earliest,
+            service.config.allow_auto_subscription_creation,
+        )?
+    } else {
+        let start = reader_start(&topic, c.start_message_id.as_ref());
+        topic.reader_subscription(&c.subscription, start)?
+    };
+    let consumer_name = c
+        .consumer_name
+        .clone()
+        .unwrap_or_else(|| format!("consumer-{}", service.next_seq()));
+    let consumer = Consumer::new(
+        c.consumer_id,
+        consumer_name,
+        c.priority_level.unwrap_or(0),
+        sub_type,
+        peer,
+        sink,
+    );
+    consumer.set_read_compacted(c.read_compacted());
+    if let Some(schema) = &c.schema {
+        service.add_schema(&topic, schema_info(schema))?;
+    }
+    let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
+    if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
+        if !sub.durable && sub.consumers().is_empty() {
+            let _ = topic.remove_subscription(&sub.name);
+        }
+        return Err(e);
+    }
+    Ok(ConsumerSlot {
+        topic,
+        sub,
+        consumer,
+    })
 }
 
 /// Detaches a consumer; a reader's subscription goes away with its last consumer.

@@ -1,6 +1,8 @@
 //! Topic discovery: LOOKUP, PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE (this broker
 //! owns every topic, so a lookup always answers "connect here").
 
+use std::sync::Arc;
+
 use pulsar_rs_broker::TopicName;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
 
@@ -39,16 +41,21 @@ impl Connection {
             ));
             return;
         }
-        let reply = match TopicName::parse(&c.topic).and_then(|t| {
-            self.service
-                .partitions(&t, c.metadata_auto_creation_enabled())
-        }) {
-            Ok(n) => commands::partitioned_metadata(c.request_id, n),
-            Err(e) => {
-                commands::partitioned_metadata_failed(c.request_id, wire_code(&e), e.to_string())
+        let service = Arc::clone(&self.service);
+        let (topic, request_id, auto) = (
+            c.topic.clone(),
+            c.request_id,
+            c.metadata_auto_creation_enabled(),
+        );
+        // Auto-creating a partitioned topic stores its metadata (write + fsync): blocking pool.
+        self.offload_reply(move || {
+            match TopicName::parse(&topic).and_then(|t| service.partitions(&t, auto)) {
+                Ok(n) => commands::partitioned_metadata(request_id, n),
+                Err(e) => {
+                    commands::partitioned_metadata_failed(request_id, wire_code(&e), e.to_string())
+                }
             }
-        };
-        self.send(&reply);
+        });
     }
 
     pub(super) fn lookup(&self, c: &pb::CommandLookupTopic) {

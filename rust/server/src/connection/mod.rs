@@ -13,6 +13,7 @@ mod consumer;
 mod handshake;
 mod lookup;
 mod non_persistent;
+mod offload;
 mod producer;
 mod schema;
 
@@ -43,6 +44,9 @@ fn frame(cmd: &BaseCommand) -> Outbound {
     Outbound::Frame(out.freeze())
 }
 
+/// Largest frame accepted before CONNECT (a CONNECT with its authentication data).
+const PRE_CONNECT_MAX_FRAME: usize = 64 * 1024;
+
 /// Shared between the reader and receipt tasks: SENDs accepted and not yet answered.
 struct Inflight {
     count: AtomicUsize,
@@ -54,6 +58,8 @@ struct Connection {
     service: Arc<BrokerService>,
     peer: String,
     tx: mpsc::UnboundedSender<Outbound>,
+    /// Where offloaded storage work sends its results back (see [`offload`]).
+    completions: offload::Completions,
     sink: Arc<Sink>,
     producers: HashMap<u64, Producer>,
     /// Producers and consumers of non-persistent topics.
@@ -64,7 +70,14 @@ struct Connection {
     /// Set by a SEND that exhausted a publish rate limit: stop reading until then.
     throttled_until: Option<tokio::time::Instant>,
     /// Producers closed on this connection, with when (late SENDs for them are dropped).
+    /// Pruned on the keepalive tick once older than the keepalive interval.
     closed_producers: HashMap<u64, Instant>,
+    /// Producer ids whose creation runs on the blocking pool; `true` once a CLOSE_PRODUCER
+    /// asked for it to be undone when it completes.
+    creating_producers: HashMap<u64, bool>,
+    /// Consumer ids whose SUBSCRIBE runs on the blocking pool; `true` once cancelled by a
+    /// CLOSE_CONSUMER.
+    creating_consumers: HashMap<u64, bool>,
     last_seen: Instant,
     ping_outstanding: bool,
     /// The authenticated role (`None`: authentication off and no anonymous role), or why
@@ -104,12 +117,18 @@ pub async fn serve_io<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(writer::run(rx, wr));
+    let writability = Arc::new(writer::Writability::default());
+    let writer = tokio::spawn(writer::run(rx, wr, Arc::clone(&writability)));
+    let (completions, mut completed) = mpsc::unbounded_channel::<Box<dyn offload::Completion>>();
     let mut conn = Connection {
+        completions,
         service: Arc::clone(&ctx.service),
         ctx,
         peer,
-        sink: Arc::new(Sink { tx: tx.clone() }),
+        sink: Arc::new(Sink {
+            tx: tx.clone(),
+            writability,
+        }),
         tx,
         producers: HashMap::new(),
         np: non_persistent::NpState::default(),
@@ -121,6 +140,8 @@ pub async fn serve_io<R, W>(
         connected: false,
         throttled_until: None,
         closed_producers: HashMap::new(),
+        creating_producers: HashMap::new(),
+        creating_consumers: HashMap::new(),
         last_seen: Instant::now(),
         ping_outstanding: false,
         role: Ok(None),
@@ -178,7 +199,12 @@ pub async fn serve_io<R, W>(
                     conn.ping_outstanding = false;
                 }
             },
+            Some(done) = completed.recv() => {
+                done.apply(&mut conn);
+                continue;
+            }
             _ = ticker.tick() => {
+                conn.closed_producers.retain(|_, at| at.elapsed() < keepalive);
                 if conn.ping_outstanding && conn.last_seen.elapsed() > keepalive * 2 {
                     tracing::info!(peer = %conn.peer, "closing connection: keepalive timed out");
                     break;
@@ -216,7 +242,14 @@ pub async fn serve_io<R, W>(
                         .fetch_sub(1, Ordering::Relaxed);
                 }
             }
-            match pulsar_rs_proto::decode_frame(&mut buf, max_frame) {
+            // Before CONNECT only a small frame is accepted: a peer that is not (yet) a client
+            // must not make the broker reserve a maximum-size frame buffer.
+            let limit = if conn.connected {
+                max_frame
+            } else {
+                PRE_CONNECT_MAX_FRAME
+            };
+            match pulsar_rs_proto::decode_frame(&mut buf, limit) {
                 Ok(None) => break,
                 Ok(Some(f)) => {
                     if let Err(e) = conn.handle(f).await {
@@ -230,6 +263,12 @@ pub async fn serve_io<R, W>(
                 }
             }
         }
+    }
+    // Work finished meanwhile is applied (and then cleaned up with the rest); work still
+    // running finds the queue closed and undoes itself.
+    completed.close();
+    while let Ok(done) = completed.try_recv() {
+        done.apply(&mut conn);
     }
     conn.cleanup();
     let _ = conn.tx.send(Outbound::Close);

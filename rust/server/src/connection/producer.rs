@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use pulsar_rs_broker::dedup::{SendIds, Ticket};
 use pulsar_rs_broker::{
-    AccessMode, Admission, BrokerError, ProducerInfo, Published, QuotaVerdict, Topic, TopicName,
+    AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, Published, QuotaVerdict,
+    Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, BaseCommand, PayloadFrame, ServerError as Wire};
@@ -53,6 +54,9 @@ impl Connection {
             p.topic.remove_producer(&p.name, p.handle);
             self.ctx.unregister_producer(p.handle);
             self.closed_producers.insert(c.producer_id, Instant::now());
+        } else if let Some(cancelled) = self.creating_producers.get_mut(&c.producer_id) {
+            // Still being created: undone when that completes.
+            *cancelled = true;
         }
         self.send(&commands::success(c.request_id));
     }
@@ -96,42 +100,55 @@ impl Connection {
         if self.refuse_missing_namespace(c.request_id, &c.topic) {
             return;
         }
-        type Created = (Arc<Topic>, String, u64, Option<Bytes>, Admission);
-        let result = (|| -> Result<Created, BrokerError> {
-            let name = TopicName::parse(&c.topic)?;
-            if name.partition_index().is_none() && self.service.partitions(&name, false)? > 0 {
-                return Err(BrokerError::NotAllowed(format!(
-                    "{name} is partitioned: produce to its partitions"
-                )));
+        if self.creating_producers.contains_key(&c.producer_id) {
+            self.send(&commands::error(
+                c.request_id,
+                Wire::ServiceNotReady,
+                "Producer is already being created on this connection".to_owned(),
+            ));
+            return;
+        }
+        self.creating_producers.insert(c.producer_id, false);
+        // Topic load, backlog-quota check and schema storage touch the disk: blocking pool.
+        let service = Arc::clone(&self.service);
+        let peer = self.peer.clone();
+        let (topic_name, access_mode, epoch) =
+            (c.topic.clone(), c.producer_access_mode, c.topic_epoch);
+        let (wanted_name, schema) = (c.producer_name.clone(), c.schema.clone());
+        self.offload(
+            move || {
+                create_producer(
+                    &service,
+                    &topic_name,
+                    wanted_name,
+                    schema.as_ref(),
+                    access_mode,
+                    epoch,
+                    peer,
+                )
+            },
+            move |conn, result| conn.producer_created(c, result),
+            |result| {
+                if let Ok((topic, name, handle, _, _)) = result {
+                    topic.remove_producer(&name, handle);
+                }
+            },
+        );
+    }
+
+    /// The second half of PRODUCER, on the connection task once the topic work is done.
+    fn producer_created(&mut self, c: pb::CommandProducer, result: Result<Created, BrokerError>) {
+        let cancelled = self
+            .creating_producers
+            .remove(&c.producer_id)
+            .unwrap_or(true);
+        if cancelled {
+            // CLOSE_PRODUCER came first (it was answered): detach again.
+            if let Ok((topic, name, handle, _, _)) = result {
+                topic.remove_producer(&name, handle);
             }
-            let topic = self.service.topic(&name, true)?;
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            if let QuotaVerdict::Blocked(policy) = self.service.check_backlog_quota(&topic, now)? {
-                return Err(BrokerError::QuotaExceeded(policy));
-            }
-            let schema_version = match &c.schema {
-                Some(s) => Some(version_bytes(
-                    self.service.add_schema(&topic, schema_info(s))?,
-                )),
-                None => None,
-            };
-            let handle = self.service.next_seq();
-            let pname = c
-                .producer_name
-                .clone()
-                .unwrap_or_else(|| format!("{}-{}", self.service.config.cluster_name, handle));
-            let mode = AccessMode::from_wire(c.producer_access_mode);
-            let info = ProducerInfo {
-                handle,
-                name: pname.clone(),
-                access_mode: mode,
-                address: self.peer.clone(),
-            };
-            let admission = topic.add_producer(info, c.topic_epoch)?;
-            Ok((topic, pname, handle, schema_version, admission))
-        })();
+            return;
+        }
         match result {
             Ok((topic, name, handle, schema_version, admission)) => {
                 let last_sequence_id = topic.dedup.last_sequence_id(&name);
@@ -321,6 +338,50 @@ impl Connection {
         }
         Ok(())
     }
+}
+
+/// A created producer: its topic, name, handle, schema version and admission.
+type Created = (Arc<Topic>, String, u64, Option<Bytes>, Admission);
+
+/// The storage part of PRODUCER (blocking pool): loads the topic, checks its backlog quota,
+/// stores the schema and attaches the producer.
+fn create_producer(
+    service: &BrokerService,
+    topic: &str,
+    wanted_name: Option<String>,
+    schema: Option<&pb::Schema>,
+    access_mode: Option<i32>,
+    topic_epoch: Option<u64>,
+    peer: String,
+) -> Result<Created, BrokerError> {
+    let name = TopicName::parse(topic)?;
+    if name.partition_index().is_none() && service.partitions(&name, false)? > 0 {
+        return Err(BrokerError::NotAllowed(format!(
+            "{name} is partitioned: produce to its partitions"
+        )));
+    }
+    let topic = service.topic(&name, true)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    if let QuotaVerdict::Blocked(policy) = service.check_backlog_quota(&topic, now)? {
+        return Err(BrokerError::QuotaExceeded(policy));
+    }
+    let schema_version = match schema {
+        Some(s) => Some(version_bytes(service.add_schema(&topic, schema_info(s))?)),
+        None => None,
+    };
+    let handle = service.next_seq();
+    let pname =
+        wanted_name.unwrap_or_else(|| format!("{}-{}", service.config.cluster_name, handle));
+    let info = ProducerInfo {
+        handle,
+        name: pname.clone(),
+        access_mode: AccessMode::from_wire(access_mode),
+        address: peer,
+    };
+    let admission = topic.add_producer(info, topic_epoch)?;
+    Ok((topic, pname, handle, schema_version, admission))
 }
 
 /// SEND_RECEIPT for a stored entry, or SEND_ERROR.

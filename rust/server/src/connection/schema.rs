@@ -1,59 +1,71 @@
 //! Schemas: GET_SCHEMA and GET_OR_CREATE_SCHEMA, and conversions between the wire schema and
 //! the broker's `SchemaInfo`.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use pulsar_rs_broker::{SchemaInfo, TopicName};
-use pulsar_rs_proto::{commands, pb, ServerError as Wire};
+use pulsar_rs_broker::{BrokerService, SchemaInfo, TopicName};
+use pulsar_rs_proto::{commands, pb, BaseCommand, ServerError as Wire};
 
 use super::Connection;
 use crate::error::wire_code;
 
 impl Connection {
     pub(super) fn get_schema(&self, g: &pb::CommandGetSchema) {
-        let topic = TopicName::parse(&g.topic).and_then(|t| self.service.topic(&t, false));
-        let reply = match topic {
-            Ok(topic) => {
-                let schemas = topic.schemas();
-                let wanted = match &g.schema_version {
-                    Some(v) if v.len() == 8 => {
-                        usize::try_from(u64::from_be_bytes(v[..8].try_into().unwrap_or([0; 8])))
-                            .ok()
-                    }
-                    _ => schemas.len().checked_sub(1),
-                };
-                match wanted.and_then(|i| schemas.get(i).map(|s| (i, s))) {
-                    Some((i, s)) => commands::get_schema_response(
-                        g.request_id,
-                        wire_schema(s),
-                        version_bytes(i as u64),
-                    ),
-                    None => commands::get_schema_response_error(
-                        g.request_id,
-                        Wire::TopicNotFound,
-                        "schema not found",
-                    ),
-                }
-            }
-            Err(e) => {
-                commands::get_schema_response_error(g.request_id, wire_code(&e), e.to_string())
-            }
-        };
-        self.send(&reply);
+        let service = Arc::clone(&self.service);
+        let g = g.clone();
+        // Loading the topic reads storage: blocking pool.
+        self.offload_reply(move || get_schema(&service, &g));
     }
 
     pub(super) fn get_or_create_schema(&self, g: pb::CommandGetOrCreateSchema) {
-        let result = TopicName::parse(&g.topic)
-            .and_then(|t| self.service.topic(&t, true))
-            .and_then(|topic| self.service.add_schema(&topic, schema_info(&g.schema)));
-        let reply = match result {
-            Ok(v) => commands::get_or_create_schema_response(g.request_id, version_bytes(v)),
-            Err(e) => commands::get_or_create_schema_response_error(
-                g.request_id,
-                wire_code(&e),
-                e.to_string(),
-            ),
-        };
-        self.send(&reply);
+        let service = Arc::clone(&self.service);
+        // Topic load and schema storage (write + fsync): blocking pool.
+        self.offload_reply(move || get_or_create_schema(&service, &g));
+    }
+}
+
+/// GET_SCHEMA's answer.
+fn get_schema(service: &BrokerService, g: &pb::CommandGetSchema) -> BaseCommand {
+    let topic = TopicName::parse(&g.topic).and_then(|t| service.topic(&t, false));
+    match topic {
+        Ok(topic) => {
+            let schemas = topic.schemas();
+            let wanted = match &g.schema_version {
+                Some(v) if v.len() == 8 => {
+                    usize::try_from(u64::from_be_bytes(v[..8].try_into().unwrap_or([0; 8]))).ok()
+                }
+                _ => schemas.len().checked_sub(1),
+            };
+            match wanted.and_then(|i| schemas.get(i).map(|s| (i, s))) {
+                Some((i, s)) => commands::get_schema_response(
+                    g.request_id,
+                    wire_schema(s),
+                    version_bytes(i as u64),
+                ),
+                None => commands::get_schema_response_error(
+                    g.request_id,
+                    Wire::TopicNotFound,
+                    "schema not found",
+                ),
+            }
+        }
+        Err(e) => commands::get_schema_response_error(g.request_id, wire_code(&e), e.to_string()),
+    }
+}
+
+/// GET_OR_CREATE_SCHEMA's answer.
+fn get_or_create_schema(service: &BrokerService, g: &pb::CommandGetOrCreateSchema) -> BaseCommand {
+    let result = TopicName::parse(&g.topic)
+        .and_then(|t| service.topic(&t, true))
+        .and_then(|topic| service.add_schema(&topic, schema_info(&g.schema)));
+    match result {
+        Ok(v) => commands::get_or_create_schema_response(g.request_id, version_bytes(v)),
+        Err(e) => commands::get_or_create_schema_response_error(
+            g.request_id,
+            wire_code(&e),
+            e.to_string(),
+        ),
     }
 }
 
