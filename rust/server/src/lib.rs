@@ -495,9 +495,14 @@ async fn compaction_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<bool
         .config
         .broker_service_compaction_monitor_interval_in_seconds
         .max(1);
-    every(std::time::Duration::from_secs(secs), &ctx, shutdown, |svc| {
-        svc.compaction_tick();
-    })
+    every(
+        std::time::Duration::from_secs(secs),
+        &ctx,
+        shutdown,
+        |svc| {
+            svc.compaction_tick();
+        },
+    )
     .await;
 }
 
