@@ -322,6 +322,10 @@ def _topic(name: str, size: int, quota: int = -1, entries: int = 0) -> dict[str,
         "msg_rate_in": 0.0,
         "backlog_quota_limit_bytes": quota,
         "backlog_quota_limit_seconds": -1,
+        "compacted_ledger_id": None,
+        "compaction_horizon_ledger": None,
+        "compaction_horizon_entry": None,
+        "compacted_entries": 0,
     }
 
 
