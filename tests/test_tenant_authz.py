@@ -8,7 +8,7 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from test_security import ADMIN, SECRET_URL, TOKEN_PROVIDER, client_for, hs_token, http, round_trip
+from test_security import ADMIN, client_for, hs_token, http, round_trip, token_authz_settings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,14 +31,7 @@ def clients():
 
 @pytest.fixture
 def broker(pulsar_broker_factory):
-    return pulsar_broker_factory(
-        authenticationEnabled=True,
-        authenticationProviders=TOKEN_PROVIDER,
-        tokenSecretKey=SECRET_URL,
-        authorizationEnabled=True,
-        superUserRoles="admin",
-        anonymousUserRole="anon",
-    )
+    return pulsar_broker_factory(**token_authz_settings("anon"))
 
 
 def make_tenant(broker, name: str, admins: list[str]) -> None:
