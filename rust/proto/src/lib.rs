@@ -30,6 +30,7 @@
 //!   client commands), each filling all `required` fields.
 
 pub mod commands;
+pub mod compression;
 pub mod error;
 pub mod frame;
 pub mod required;
