@@ -34,8 +34,8 @@ struct Member {
 enum Parsed {
     /// A marker, or bytes that do not parse: never part of the compacted view.
     Skip,
-    /// A compressed batch that does not decode: kept whole.
-    Opaque,
+    /// A compressed batch that does not decode (with its message count): kept whole.
+    Opaque(u64),
     /// Its messages.
     Messages(Box<pb::MessageMetadata>, Vec<Member>),
 }
@@ -96,7 +96,9 @@ fn parse(e: &Entry) -> Parsed {
             Ok(raw) => raw,
             Err(error) => {
                 tracing::warn!(position = %e.position, %error, "compaction keeps an undecodable compressed batch whole");
-                return Parsed::Opaque;
+                return Parsed::Opaque(
+                    u64::try_from(md.num_messages_in_batch.unwrap_or(1)).unwrap_or(1),
+                );
             }
         }
     };
@@ -115,6 +117,8 @@ pub struct KeyMap {
     retain_null_key: bool,
     /// Messages seen by phase one.
     pub messages_read: u64,
+    /// Messages phase two kept.
+    pub messages_kept: u64,
 }
 
 impl KeyMap {
@@ -125,6 +129,7 @@ impl KeyMap {
             latest: HashMap::new(),
             retain_null_key,
             messages_read: 0,
+            messages_kept: 0,
         }
     }
 
@@ -159,10 +164,13 @@ impl KeyMap {
 
     /// Phase two: what of `e` goes into the compacted ledger, if anything.
     #[must_use]
-    pub fn rewrite(&self, e: Entry) -> Option<Entry> {
+    pub fn rewrite(&mut self, e: Entry) -> Option<Entry> {
         let (mut md, members) = match parse(&e) {
             Parsed::Skip => return None,
-            Parsed::Opaque => return Some(e),
+            Parsed::Opaque(n) => {
+                self.messages_kept += n;
+                return Some(e);
+            }
             Parsed::Messages(md, members) => (md, members),
         };
         let total = members.len();
@@ -173,6 +181,7 @@ impl KeyMap {
         if winners.is_empty() {
             return None;
         }
+        self.messages_kept += winners.len() as u64;
         if winners.len() == total {
             return Some(e);
         }

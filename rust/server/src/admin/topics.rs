@@ -218,6 +218,7 @@ async fn topic_stats(
         "backlogSize": topic.backlog_size(),
         "publishers": publishers,
         "subscriptions": subs,
+        "compaction": topic.compaction.last_run(),
     }))
     .into_response()
 }
