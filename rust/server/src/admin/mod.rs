@@ -13,6 +13,7 @@ mod compaction;
 mod lookup;
 pub mod namespaces;
 mod non_persistent;
+mod permissions;
 mod policies;
 mod subscriptions;
 mod tenants;
@@ -176,7 +177,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
         .merge(subscriptions::routes())
-        .merge(crate::authz::routes())
+        .merge(permissions::routes())
         .merge(lookup::routes())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
