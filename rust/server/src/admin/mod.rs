@@ -1,7 +1,7 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
-//! [`topics`], [`compaction`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
+//! [`topics`], [`stats`], [`compaction`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
 //! [`crate::authz`]).
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
@@ -14,6 +14,7 @@ mod lookup;
 pub mod namespaces;
 mod non_persistent;
 mod policies;
+mod stats;
 mod subscriptions;
 mod tenants;
 mod topics;
@@ -171,6 +172,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(tenants::routes())
         .merge(namespaces::routes())
         .merge(topics::routes())
+        .merge(stats::routes())
         .merge(compaction::routes())
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
