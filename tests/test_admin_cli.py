@@ -53,9 +53,15 @@ def produce(client, topic: str, values: list[str]) -> list[pulsar.MessageId]:
     return ids
 
 
+#: Seconds between the two groups of messages the time-based tests publish.
+GAP_S = 3
+
+
 def since(t0: float) -> str:
-    """A relative time reaching back just before ``t0`` (whole seconds, as pulsar-admin's)."""
-    return f"{int(time.time() - t0) + 1}s"
+    """A relative time (whole seconds, as pulsar-admin's) reaching back 1 to 2 s before ``t0``:
+    the CLI may take up to a second to start and send it (on a loaded machine) and the cut still
+    falls before ``t0``, yet after the earlier group, ``GAP_S`` before ``t0``."""
+    return f"{int(time.time() - t0) + 2}s"
 
 
 def values(messages) -> list[str]:
@@ -88,7 +94,7 @@ def test_skip_and_clear_backlog(cli, client, topic):
 def test_reset_cursor_by_message_id_and_by_time(cli, client, topic):
     consumer = client.subscribe(topic, "sub")
     old = produce(client, topic, ["a0", "a1", "a2"])
-    time.sleep(2)
+    time.sleep(GAP_S)
     t_new = time.time()
     produce(client, topic, ["b0", "b1"])
     assert values(receive_all(consumer, 5)) == ["a0", "a1", "a2", "b0", "b1"]
@@ -107,7 +113,7 @@ def test_reset_cursor_by_message_id_and_by_time(cli, client, topic):
     cli("topics", "reset-cursor", topic, "-s", "sub", "-m", mid, "-e")
     assert backlog(cli, topic, "sub") == 3
 
-    # By time, relative to now: back to just before the second group (2 s after the first).
+    # By time, relative to now: back to just before the second group.
     cli("topics", "reset-cursor", topic, "-s", "sub", "-t", since(t_new))
     assert backlog(cli, topic, "sub") == 2
     consumer = client.subscribe(topic, "sub")
@@ -124,11 +130,11 @@ def test_expire_messages(cli, client, topic):
     cli("topics", "create-subscription", topic, "-s", "two", "-m", "earliest")
     cli("topics", "create-subscription", topic, "-s", "late")  # latest: sees only what follows
     produce(client, topic, ["old0", "old1", "old2"])
-    time.sleep(2)
+    time.sleep(GAP_S)
     t_new = time.time()
     produce(client, topic, ["new0", "new1"])
     assert [backlog(cli, topic, s) for s in ("one", "two", "late")] == [5, 5, 5]
-    # Older than just before the second group: the first group (2 s older) only.
+    # Older than just before the second group: the first group only.
     cli("topics", "expire-messages", topic, "-s", "one", "-t", since(t_new))
     assert [backlog(cli, topic, s) for s in ("one", "two")] == [2, 5]
     cli("topics", "expire-messages-all-subscriptions", topic, "-t", since(t_new))
