@@ -230,7 +230,7 @@ def test_readable_tables_and_json(cli, client, topic):
 
     internal = rows(cli("topics", "internal-stats", topic).stdout)
     assert internal["numberOfEntries"] == "2" and "cursors.sub.markDeletePosition" in internal
-    assert json.loads(cli("--json", "topics", "internal-stats", topic).stdout)["numberOfEntries"] == 2
+    assert json.loads(cli("--json", "topics", "stats-internal", topic).stdout)["numberOfEntries"] == 2
 
     assert topic in cli("topics", "list", "public/default").stdout.splitlines()
     assert cli("tenants", "list").stdout.splitlines() == ["public", "pulsar"]

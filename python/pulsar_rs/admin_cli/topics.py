@@ -3,7 +3,7 @@
 Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T``,
 ``create-partitioned-topic T -p N``, ``get-partitioned-topic-metadata T``,
 ``update-partitioned-topic T -p N``, ``delete-partitioned-topic T``, ``stats T``,
-``partitioned-stats T [--per-partition]``, ``internal-stats T``; permissions:
+``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``); permissions:
 ``permissions T``, ``grant-permission T --role R --actions a,b``, ``revoke-permission T --role R``;
 subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earliest|L:E]``,
 ``unsubscribe T -s S``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
@@ -57,9 +57,13 @@ def add(groups: Any) -> None:
         g, "update-partitioned-topic", lambda admin, a: admin.topics.update_partitioned_topic(a.topic, a.partitions)
     )
     p.add_argument("--partitions", "-p", type=int, required=True, help="the new count (only grows)")
-    for verb in ("get-partitioned-topic-metadata", "delete-partitioned-topic", "stats", "internal-stats"):
+    for verb in ("get-partitioned-topic-metadata", "delete-partitioned-topic", "stats"):
         fn = verb.replace("-", "_")
         _topic_parser(g, verb, lambda admin, a, fn=fn: getattr(admin.topics, fn)(a.topic))
+    # pulsar-admin's name is stats-internal; internal-stats is this CLI's first name for it.
+    _topic_parser(
+        g, "internal-stats", lambda admin, a: admin.topics.internal_stats(a.topic), aliases=["stats-internal"]
+    )
     p = _topic_parser(g, "partitioned-stats", lambda admin, a: admin.topics.partitioned_stats(a.topic, a.per_partition))
     p.add_argument("--per-partition", action="store_true", help="each partition's stats too")
 
