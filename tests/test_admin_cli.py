@@ -346,3 +346,16 @@ def test_tenants_and_clusters(cli):
     assert rows(cli("tenants", "get", "acme").stdout) == {"adminRoles": "ops", "allowedClusters": "standalone"}
     cli("clusters", "delete", "east")
     assert cli("clusters", "list").stdout.split() == ["standalone"]
+
+
+def test_subscription_permissions_and_auth_mode(cli):
+    ns = "public/default"
+    cli("namespaces", "grant-subscription-permission", ns, "-s", "audit", "--roles", "dave,erin")
+    assert json.loads(cli("--json", "namespaces", "subscription-permission", ns).stdout) == {"audit": ["dave", "erin"]}
+    cli("namespaces", "revoke-subscription-permission", ns, "-s", "audit", "--role", "erin")
+    doc = json.loads(cli("--json", "namespaces", "policies", ns).stdout)
+    assert doc["auth_policies"]["subscription_auth_roles"] == {"audit": ["dave"]}
+    assert cli("namespaces", "get-subscription-auth-mode", ns).stdout.strip() == "None"
+    cli("namespaces", "set-subscription-auth-mode", ns, "-m", "Prefix")
+    assert cli("namespaces", "get-subscription-auth-mode", ns).stdout.strip() == "Prefix"
+    assert json.loads(cli("--json", "namespaces", "policies", ns).stdout)["subscription_auth_mode"] == "Prefix"

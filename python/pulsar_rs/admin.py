@@ -180,6 +180,25 @@ class _Namespaces(_Group):
     def revoke_permission(self, namespace: str, role: str) -> None:
         self._a.request("DELETE", f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/{role}")
 
+    def subscription_permissions(self, namespace: str) -> dict[str, list[str]]:
+        """Subscription → the only roles that may subscribe with it."""
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/subscription")
+
+    def grant_subscription_permission(self, namespace: str, subscription: str, roles: list[str]) -> None:
+        path = f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/subscription/{_sub(subscription)}"
+        self._a.request("POST", path, roles)
+
+    def revoke_subscription_permission(self, namespace: str, subscription: str, role: str) -> None:
+        path = f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/{_sub(subscription)}/{role}"
+        self._a.request("DELETE", path)
+
+    def get_subscription_auth_mode(self, namespace: str) -> str:
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/subscriptionAuthMode")
+
+    def set_subscription_auth_mode(self, namespace: str, mode: str) -> None:
+        """``"None"`` or ``"Prefix"`` (subscription names must start with the role)."""
+        self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/subscriptionAuthMode", mode)
+
     # Policies, by their REST path names (``retention``, ``messageTTL``, ``backlogQuotaMap``,
     # ``deduplication``, ``publishRate``, ``dispatchRate``, ``subscriptionDispatchRate``,
     # ``compactionThreshold``, ``inactiveTopicPolicies``); ``None`` when not set.

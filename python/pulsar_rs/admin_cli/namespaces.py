@@ -1,5 +1,6 @@
 """``pulsar-rs admin namespaces``: list, create, delete, policies, permissions,
-grant-permission, revoke-permission, and ``set-`` / ``get-`` / ``remove-`` for each policy the
+grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
+set-/get-subscription-auth-mode, and ``set-`` / ``get-`` / ``remove-`` for each policy the
 broker applies, with pulsar-admin's names and flags:
 
 ==========================  ==============================================================
@@ -152,6 +153,30 @@ def add(groups: Any) -> None:
     p.add_argument("namespace")
     p.add_argument("--role", required=True)
     p.set_defaults(call=lambda admin, a: admin.namespaces.revoke_permission(a.namespace, a.role))
+    p = g.add_parser("subscription-permission")
+    p.add_argument("namespace")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.subscription_permissions(a.namespace))
+    p = g.add_parser("grant-subscription-permission")
+    p.add_argument("namespace")
+    p.add_argument("--subscription", "-s", required=True)
+    p.add_argument("--roles", required=True, help="comma-separated roles")
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.grant_subscription_permission(a.namespace, a.subscription, csv(a.roles))
+    )
+    p = g.add_parser("revoke-subscription-permission")
+    p.add_argument("namespace")
+    p.add_argument("--subscription", "-s", required=True)
+    p.add_argument("--role", required=True)
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.revoke_subscription_permission(a.namespace, a.subscription, a.role)
+    )
+    p = g.add_parser("set-subscription-auth-mode")
+    p.add_argument("namespace")
+    p.add_argument("--subscription-auth-mode", "-m", dest="mode", required=True, choices=["None", "Prefix"])
+    p.set_defaults(call=lambda admin, a: admin.namespaces.set_subscription_auth_mode(a.namespace, a.mode))
+    p = g.add_parser("get-subscription-auth-mode")
+    p.add_argument("namespace")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.get_subscription_auth_mode(a.namespace))
 
     _add_policy(g, "retention", "retention", _set_retention, _retention_flags)
     ttl: _Call = lambda admin, a: admin.namespaces.set_message_ttl(a.namespace, a.ttl)  # noqa: E731
