@@ -13,10 +13,11 @@
    Parquet, the SVG charts and ``report.html``) on ``--master`` (default ``local[2]``) in a child
    process; wall time (JVM start included), the CLI's own ``total`` (jobs only), input rows/s, and
    the peak RSS of the child's whole process tree (Python driver + JVM), sampled every 50 ms.
-3. **Peer / limit**: the same ``trend_summary`` computed with pyarrow + pandas in one process (read
-   the two tables, slowest subscription, inflow, time to breach, least-squares slopes, rank),
-   and the bare pyarrow read of the columns used — the "physical-ish" limit of scanning this data.
-   The pandas summary is checked against Spark's (same topics, slopes within 1e-6 relative).
+3. **Peer / limit**: the same ``trend_summary`` computed with pyarrow + numpy in one process (read
+   the two tables, slowest subscription, inflow, time to breach, least-squares slopes, rank; no
+   pandas, which is not installed here), and the bare pyarrow read of the columns used: the
+   "physical-ish" limit of scanning this data. The pyarrow summary is checked against Spark's
+   (same topics; counts, maxima and slopes within 1e-6 relative; Spark's ranks sort the slopes).
 
 Run (2026-11-23 figures in benches/RESULTS.md)::
 
@@ -192,64 +193,84 @@ def run_spark(data: Path, out: Path, master: str, partitions: int, driver_memory
     return {"wall_s": wall, "jobs_s": total, "peak_rss_bytes": peak[0], "cmd": " ".join(cmd)}
 
 
-def pandas_summary(data: Path) -> tuple[Any, float, float]:
-    """``trend_summary`` with pyarrow + pandas; returns (frame, seconds to read, seconds in all)."""
+def arrow_summary(data: Path) -> tuple[dict[str, Any], float, float]:
+    """``trend_summary`` with pyarrow + numpy; returns (columns, seconds to read, seconds in all)."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     t0 = time.perf_counter()
-    part = "hive"
-    topics = ds.dataset(data / "topics", format="parquet", partitioning=part).to_table(
+    topics = ds.dataset(data / "topics", format="parquet", partitioning="hive").to_table(
         columns=["broker", "snapshot_ms", "topic", "size_bytes", "backlog_quota_limit_bytes"]
     )
-    subs = ds.dataset(data / "subscriptions", format="parquet", partitioning=part).to_table(
-        columns=["broker", "snapshot_ms", "topic", "subscription", "durable", "backlog_size_bytes"]
+    subs = ds.dataset(data / "subscriptions", format="parquet", partitioning="hive").to_table(
+        columns=["broker", "snapshot_ms", "topic", "durable", "backlog_size_bytes"]
     )
     read = time.perf_counter() - t0
     key = ["broker", "snapshot_ms", "topic"]
-    s = subs.to_pandas()
-    s = s[s["durable"]].sort_values([*key, "backlog_size_bytes", "subscription"], ascending=[True] * 3 + [False, True])
-    slowest = s.drop_duplicates(key)[[*key, "backlog_size_bytes"]].rename(columns={"backlog_size_bytes": "backlog"})
-    t = topics.to_pandas().merge(slowest, on=key, how="left")
-    t["backlog"] = t["backlog"].fillna(0)
-    t = t.sort_values(["broker", "topic", "snapshot_ms"], kind="stable")
-    g = t.groupby(["broker", "topic"], sort=False)
-    dt = g["snapshot_ms"].diff()
-    inflow = g["size_bytes"].diff() * 1000.0 / dt
-    t["inflow"] = inflow.where(dt > 0)
-    limit = t["backlog_quota_limit_bytes"].where(t["backlog_quota_limit_bytes"] >= 0)
-    headroom = limit - t["backlog"]
-    ttb = np.where(headroom <= 0, 0.0, np.where(t["inflow"] > 0, headroom / t["inflow"], np.nan))
-    t["ttb"] = np.where(headroom.isna(), np.nan, ttb)
-    t["x"] = t["snapshot_ms"] / 1000.0
+    slowest = subs.filter(pc.field("durable")).group_by(key).aggregate([("backlog_size_bytes", "max")])
+    t = topics.join(slowest, keys=key, join_type="left outer")
+    t = t.sort_by([("broker", "ascending"), ("topic", "ascending"), ("snapshot_ms", "ascending")])
+    ms = t["snapshot_ms"].to_numpy().astype(np.float64)
+    size = t["size_bytes"].to_numpy().astype(np.float64)
+    backlog = t["backlog_size_bytes_max"].fill_null(0).to_numpy().astype(np.float64)
+    limit = t["backlog_quota_limit_bytes"].to_numpy().astype(np.float64)
+    name = pc.binary_join_element_wise(t["broker"].cast(pa.string()), t["topic"], "\x00").to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.r_[True, name[1:] != name[:-1]])
+    same = np.r_[False, name[1:] == name[:-1]]  # row i has a previous snapshot of its topic
+    dt = np.r_[np.nan, np.diff(ms)]
+    inflow = np.where(same & (dt > 0), np.r_[np.nan, np.diff(size)] * 1000.0 / np.where(dt > 0, dt, 1), np.nan)
+    headroom = np.where(limit >= 0, limit - backlog, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ttb = np.where(headroom <= 0, 0.0, np.where(inflow > 0, headroom / inflow, np.nan))
+    ttb = np.where(np.isnan(headroom), np.nan, ttb)
+    x = (ms - ms.min()) / 1000.0  # slopes do not change with a shift; this keeps the sums exact
 
-    def slope(y: str) -> Any:
-        ok = t[y].notna()
-        d = t[ok].assign(xy=lambda f: f["x"] * f[y], xx=lambda f: f["x"] * f["x"])
-        a = d.groupby(["broker", "topic"])[["x", y, "xy", "xx"]].sum()
-        n = d.groupby(["broker", "topic"]).size()
-        den = n * a["xx"] - a["x"] ** 2
-        return ((n * a["xy"] - a["x"] * a[y]) / den).where(den != 0)
+    def slope(y: Any) -> Any:
+        ok = ~np.isnan(y)
+        xo, yo = np.where(ok, x, 0.0), np.where(ok, y, 0.0)
+        n, sx, sy = (np.add.reduceat(v, starts) for v in (ok.astype(np.float64), xo, yo))
+        sxy, sxx = np.add.reduceat(xo * yo, starts), np.add.reduceat(xo * xo, starts)
+        den = n * sxx - sx * sx
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den != 0, (n * sxy - sx * sy) / den, np.nan)
 
-    summary = g.agg(snapshots=("snapshot_ms", "size"), max_backlog_bytes=("backlog", "max"))
-    summary["backlog_slope_bytes_per_s"] = slope("backlog")
-    summary["ttb_slope"] = slope("ttb")
-    summary = summary.reset_index().sort_values(["ttb_slope", "broker", "topic"], na_position="last")
-    summary["ttb_shrink_rank"] = np.where(summary["ttb_slope"] < 0, np.arange(1, len(summary) + 1), np.nan)
-    return summary, read, time.perf_counter() - t0
+    ttb_slope = slope(ttb)
+    order = np.lexsort((starts, np.where(np.isnan(ttb_slope), np.inf, ttb_slope)))
+    rank = np.full(len(starts), np.nan)
+    rank[order] = np.arange(1, len(starts) + 1)
+    out = {
+        "broker": t["broker"].cast(pa.string()).take(pa.array(starts)).to_pylist(),
+        "topic": t["topic"].take(pa.array(starts)).to_pylist(),
+        "snapshots": np.diff(np.r_[starts, len(name)]),
+        "max_backlog_bytes": np.maximum.reduceat(backlog, starts),
+        "backlog_slope_bytes_per_s": slope(backlog),
+        "ttb_slope": ttb_slope,
+        "ttb_shrink_rank": np.where(ttb_slope < 0, rank, np.nan),
+    }
+    return out, read, time.perf_counter() - t0
 
 
 def check(summary: Any, spark_out: Path) -> int:
-    """Compares the pandas summary with Spark's; returns the number of topics compared."""
+    """Compares the pyarrow summary with Spark's; returns the number of topics compared."""
     import numpy as np
     import pyarrow.parquet as pq
 
-    sp = pq.read_table(spark_out / "trend_summary").to_pandas().set_index(["broker", "topic"]).sort_index()
-    pd_ = summary.set_index(["broker", "topic"]).sort_index()
-    if list(sp.index) != list(pd_.index):
-        raise SystemExit("pandas and Spark summaries cover different topics")
-    for col in ("snapshots", "max_backlog_bytes", "backlog_slope_bytes_per_s", "ttb_slope", "ttb_shrink_rank"):
-        a, b = sp[col].to_numpy(float), pd_[col].to_numpy(float)
+    sp = pq.read_table(spark_out / "trend_summary").sort_by([("broker", "ascending"), ("topic", "ascending")])
+    if sp["topic"].to_pylist() != summary["topic"] or sp["broker"].to_pylist() != summary["broker"]:
+        raise SystemExit("pyarrow and Spark summaries cover different topics")
+    # Ranks: same topics ranked, and Spark's order sorts the slopes computed here (topics with a
+    # steady inflow all have a slope of -1 up to rounding, so the exact order among them is noise).
+    a = sp["ttb_shrink_rank"].to_numpy(zero_copy_only=False).astype(float)
+    if not (np.isnan(a) == np.isnan(np.asarray(summary["ttb_shrink_rank"], dtype=float))).all():
+        raise SystemExit("pyarrow and Spark rank different topics")
+    ranked = np.asarray(summary["ttb_slope"], dtype=float)[~np.isnan(a)][np.argsort(a[~np.isnan(a)])]
+    if not (np.diff(ranked) >= -1e-6 * np.abs(ranked[1:]) - 1e-9).all():
+        raise SystemExit("Spark's ttb_shrink_rank does not sort the slopes")
+    for col in ("snapshots", "max_backlog_bytes", "backlog_slope_bytes_per_s", "ttb_slope"):
+        a = sp[col].to_numpy(zero_copy_only=False).astype(float)
+        b = np.asarray(summary[col], dtype=float)
         same = (np.isnan(a) & np.isnan(b)) | np.isclose(a, b, rtol=1e-6, atol=1e-9)
         if not same.all():
             raise SystemExit(f"{col} differs for {int((~same).sum())} topics")
@@ -282,8 +303,8 @@ def main() -> int:
             r = run_spark(data, out, args.master, args.shuffle_partitions, args.driver_memory)
             report("spark", **{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()})
             sparks.append(r)
-            summary, read, total = pandas_summary(data)
-            report("pandas", read_s=round(read, 3), total_s=round(total, 3))
+            summary, read, total = arrow_summary(data)
+            report("pyarrow", read_s=round(read, 3), total_s=round(total, 3))
             pandas_all.append(total)
             pandas_read.append(read)
         compared = check(summary, out)
@@ -301,9 +322,9 @@ def main() -> int:
             spark_jobs_s=round(jobs, 2),
             spark_rows_per_s=round(nrows / jobs),
             spark_peak_rss_mb=round(max(r["peak_rss_bytes"] for r in sparks) / 2**20),
-            pandas_s=round(pd_total, 2),
+            pyarrow_numpy_s=round(pd_total, 2),
             pyarrow_read_s=round(pd_read, 2),
-            spark_vs_pandas=round(jobs / pd_total, 1),
+            spark_vs_pyarrow_numpy=round(jobs / pd_total, 1),
             spark_vs_read=round(jobs / pd_read, 1),
             summaries_agree_topics=compared,
             load=os.getloadavg(),
