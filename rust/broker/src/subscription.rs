@@ -35,13 +35,15 @@ pub struct EntryInfo {
     pub deliver_at: Option<i64>,
 }
 
-/// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`). A damaged
-/// entry counts as one message with no key; it is still delivered and the client's checksum
-/// check rejects it.
+/// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
+/// dispatch, so without recomputing its CRC32C: the checksum was verified when the entry was
+/// published and the journal verifies the bytes on every disk read (a damaged entry never gets
+/// here); it travels inside the entry to the consumer unchanged. Unparseable metadata counts as
+/// one message with no key.
 #[must_use]
 pub fn entry_info(data: &Bytes) -> EntryInfo {
-    match pulsar_rs_proto::parse_stored_entry(data) {
-        Ok((md, _)) => EntryInfo {
+    match pulsar_rs_proto::parse_stored_metadata(data) {
+        Ok(md) => EntryInfo {
             messages: md
                 .num_messages_in_batch
                 .map_or(1, |n| u32::try_from(n.max(1)).unwrap_or(1)),

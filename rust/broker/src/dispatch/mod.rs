@@ -420,6 +420,29 @@ impl Outcome {
     }
 }
 
+/// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
+async fn read_from_disk(
+    cursor: Arc<pulsar_rs_ledger::Cursor>,
+    n: usize,
+    max_bytes: u64,
+) -> Result<Vec<Entry>, BrokerError> {
+    tokio::task::spawn_blocking(move || {
+        cursor
+            .read_entries_bounded(n, max_bytes, Position::LATEST)
+            .map_err(BrokerError::from)
+    })
+    .await
+    .unwrap_or_else(|e| Err(join_error(&e)))
+}
+
+/// A blocking read that panicked or was cancelled at shutdown.
+fn join_error(e: &tokio::task::JoinError) -> BrokerError {
+    BrokerError::Ledger(pulsar_rs_ledger::LedgerError::io(
+        "reading entries for a dispatcher",
+        std::io::Error::other(e.to_string()),
+    ))
+}
+
 /// Waits for a wake-up or the deadline.
 async fn wait(sub: &Subscription, deadline: Option<Instant>) {
     match deadline {
@@ -476,54 +499,65 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                 cap = cap.min(allowed);
             }
         }
-        let result = match sub.plan(cap, stall) {
-            Plan::Wait(deadline) => {
-                wait(&sub, deadline).await;
-                continue;
-            }
-            Plan::Replay(n) => {
-                // Relaxed: a change counter; see `Subscription::changes`.
-                let changes = sub.changes.load(Ordering::Relaxed);
-                sub.read_replay(n).map(|(entries, taken)| {
-                    let outcome = sub.dispatch(entries, true);
-                    stall =
-                        (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0)).then(|| {
-                            Stall {
+        let result =
+            match sub.plan(cap, stall) {
+                Plan::Wait(deadline) => {
+                    wait(&sub, deadline).await;
+                    continue;
+                }
+                Plan::Replay(n) => {
+                    // Relaxed: a change counter; see `Subscription::changes`.
+                    let changes = sub.changes.load(Ordering::Relaxed);
+                    // Replayed entries may need the disk: read on the blocking pool.
+                    let s = Arc::clone(&sub);
+                    let read = tokio::task::spawn_blocking(move || s.read_replay(n))
+                        .await
+                        .unwrap_or_else(|e| Err(join_error(&e)));
+                    read.map(|(entries, taken)| {
+                        let outcome = sub.dispatch(entries, true);
+                        stall = (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0))
+                            .then(|| Stall {
                                 changes,
                                 at: Instant::now(),
-                            }
-                        });
-                    outcome
-                })
-            }
-            // readCompacted consumers before the horizon read the compacted view.
-            Plan::Read(n, deadline) => match crate::compaction::view::read(&sub, n).await {
-                Some(r) => r.map(|entries| sub.dispatch(entries, false)),
-                None => {
-                    let cursor = Arc::clone(&sub.cursor);
-                    let max_bytes = sub.config.dispatcher_max_read_size_bytes;
-                    let read = async {
-                        match deadline {
-                            Some(d) => tokio::select! {
-                                r = cursor.read_entries_or_wait_bounded(n, max_bytes) => Some(r),
-                                () = tokio::time::sleep_until(d.into()) => None,
-                            },
-                            None => Some(cursor.read_entries_or_wait_bounded(n, max_bytes).await),
-                        }
-                    };
-                    let outcome = tokio::select! {
-                        r = read => r,
-                        () = sub.wake.notified() => None,
-                    };
-                    match outcome {
-                        None => continue,
-                        Some(r) => r
-                            .map(|entries| sub.dispatch(entries, false))
-                            .map_err(BrokerError::from),
-                    }
+                            });
+                        outcome
+                    })
                 }
-            },
-        };
+                // readCompacted consumers before the horizon read the compacted view.
+                Plan::Read(n, deadline) => match crate::compaction::view::read(&sub, n).await {
+                    Some(r) => r.map(|entries| sub.dispatch(entries, false)),
+                    None => {
+                        let cursor = Arc::clone(&sub.cursor);
+                        let max_bytes = sub.config.dispatcher_max_read_size_bytes;
+                        // Waiting and cache hits run here; cancelling them (wake-up, deadline)
+                        // loses nothing, as nothing is taken across an await.
+                        let read = async {
+                            match deadline {
+                                Some(d) => tokio::select! {
+                                    r = cursor.wait_and_read_cached(n, max_bytes) => Some(r),
+                                    () = tokio::time::sleep_until(d.into()) => None,
+                                },
+                                None => Some(cursor.wait_and_read_cached(n, max_bytes).await),
+                            }
+                        };
+                        let outcome = tokio::select! {
+                            r = read => r,
+                            () = sub.wake.notified() => None,
+                        };
+                        match outcome {
+                            None => continue,
+                            Some(Ok(Some(entries))) => Ok(sub.dispatch(entries, false)),
+                            // A cache miss: the pread runs on the blocking pool. It is awaited
+                            // outside any select, so it is never abandoned after taking entries,
+                            // and this is still the only read in flight: deliveries keep their order.
+                            Some(Ok(None)) => read_from_disk(cursor, n, max_bytes)
+                                .await
+                                .map(|entries| sub.dispatch(entries, false)),
+                            Some(Err(e)) => Err(BrokerError::from(e)),
+                        }
+                    }
+                },
+            };
         // A pass can complete without ever waiting (entries cached, consumers with permits):
         // yield so one busy subscription cannot starve connections and other dispatchers.
         tokio::task::yield_now().await;
