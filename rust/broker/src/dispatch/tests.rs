@@ -205,16 +205,16 @@ fn failover_picks_by_priority_then_name_and_waits_out_the_delay() {
         active_consumer_failover_delay_time_millis: 1000,
         ..BrokerConfig::default()
     };
-    let r = rig(4, config);
-    // Joined out of name order: sorted they are c-a, c-b, c-c; 4 % 3 = 1 → c-b.
+    let r = rig(5, config);
+    // Joined out of name order: sorted they are c-a, c-b, c-c; 5 % 3 = 2 → c-c.
     let cc = r.consumer(3, "c-c", 0, SubType::Failover);
     let ca = r.consumer(1, "c-a", 0, SubType::Failover);
     let cb = r.consumer(2, "c-b", 0, SubType::Failover);
-    assert_eq!(r.sub.active_consumer().map(|c| c.id), Some(2));
+    assert_eq!(r.sub.active_consumer().map(|c| c.id), Some(3));
     let last: std::collections::BTreeMap<u64, bool> = r.sink.notices().into_iter().collect();
     assert_eq!(
         last.into_iter().collect::<Vec<_>>(),
-        vec![(1, false), (2, true), (3, false)]
+        vec![(1, false), (2, false), (3, true)]
     );
     for c in [&ca, &cb, &cc] {
         r.sub.flow(c, 10);
@@ -222,18 +222,16 @@ fn failover_picks_by_priority_then_name_and_waits_out_the_delay() {
     let first = r.publish(None);
     r.publish(None);
     r.publish(None);
-    r.drain();
-    // Each join moved the active consumer (c-c, then c-a, then c-b): the delay runs.
-    assert!(r.sink.messages().is_empty());
-    r.clock.advance_ms(1000);
+    // c-c stayed active as the others joined (5 % 2 = 1 and 5 % 3 = 2): no delay.
     r.drain();
     assert_eq!(
         r.sink.messages(),
-        vec![(2, 0, 0), (2, 1, 0), (2, 2, 0)],
+        vec![(3, 0, 0), (3, 1, 0), (3, 2, 0)],
         "only the active consumer receives"
     );
-    r.ack(&cb, &[first]);
-    // A consumer of a better priority level (lower number) takes over, alone in its group.
+    r.ack(&cc, &[first]);
+    // A consumer of a better priority level (lower number) takes over, alone in its group (over
+    // all four consumers, 5 % 4 = 1 would pick c-a).
     let top = r.consumer(9, "z-top", -1, SubType::Failover);
     r.sub.flow(&top, 10);
     assert_eq!(r.sub.active_consumer().map(|c| c.id), Some(9));
