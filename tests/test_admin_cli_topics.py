@@ -202,4 +202,4 @@ def test_admin_client_errors_for_messages(pulsar_broker, topic):
     admin.topics.create(topic)
     with pytest.raises(AdminError) as e:
         admin.topics.peek_messages(topic, "nope")
-    assert e.value.status == 404
+    assert (e.value.status, e.value.reason) == (404, "Subscription not found")
