@@ -59,6 +59,8 @@ def test_peek_messages_batched_with_properties(cli, client, topic):
     header = table[0].split()
     assert header[0] == "MESSAGEID" and "PAYLOAD" in header and "PROPERTIES.N" in header
     assert [line.split()[-1] for line in table[1:]] == ["v0", "v1"]
+    last = rows(cli("topics", "last-message-id", topic).stdout)
+    assert f"{last['ledgerId']}:{last['entryId']}:{last['batchIndex']}" == got[2]["messageId"]
     # Peeking consumes nothing.
     assert backlog(cli, topic, "audit") == 1
 
@@ -89,6 +91,9 @@ def test_peek_examine_and_get_by_id_unbatched(cli, client, topic, pulsar_broker)
     ledger, entry = str(ids[2].ledger_id()), str(ids[2].entry_id())
     by_id = json.loads(cli("--json", "topics", "get-message-by-id", topic, "-l", ledger, "-e", entry).stdout)
     assert [(m["messageId"], m["payload"]) for m in by_id] == [(_id(ids[2]), "m2")]
+
+    last = json.loads(cli("--json", "topics", "last-message-id", topic).stdout)
+    assert last == {"ledgerId": ids[3].ledger_id(), "entryId": ids[3].entry_id(), "partitionIndex": -1}
 
     missing = cli("topics", "get-message-by-id", topic, "-l", ledger, "-e", "99", ok=False)
     assert missing.returncode == 1 and missing.stderr.startswith("pulsar-rs admin: 404 ")

@@ -363,6 +363,11 @@ class _Topics(_Group, TopicPolicySetters):
         """The messages of entry ``ledger_id:entry_id`` (several for a batch)."""
         return self._messages(f"{_topic_path(topic)}/ledger/{int(ledger_id)}/entry/{int(entry_id)}")
 
+    def last_message_id(self, topic: str) -> dict[str, Any]:
+        """``{"ledgerId", "entryId", "partitionIndex"}`` of the last message (with ``batchIndex``
+        when it ends a batch; -1:-1 when the topic is empty)."""
+        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/lastMessageId")
+
     def compact(self, topic: str) -> None:
         """Starts a compaction run (409 while one runs)."""
         self._a.request("PUT", f"/admin/v2/{_topic_path(topic)}/compaction")

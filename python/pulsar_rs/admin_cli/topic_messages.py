@@ -1,7 +1,8 @@
 """Reading messages without consuming them, with pulsar-admin's names and flags:
 ``topics peek-messages T -s SUB [-n COUNT]`` (the first messages of a subscription's backlog),
 ``topics examine-messages T [-i earliest|latest] [-m POSITION]`` (``examine-message`` also: the
-POSITION-th entry from either end) and ``topics get-message-by-id T -l LEDGER -e ENTRY``.
+POSITION-th entry from either end), ``topics get-message-by-id T -l LEDGER -e ENTRY`` and
+``topics last-message-id T``.
 
 Readable output is one row a message: message id (``L:E``, ``L:E:I`` inside a batch), publish
 and event time (ms), key, producer, sequence id, each property as a ``properties.NAME`` column and
@@ -50,3 +51,5 @@ def add_to(g: Any) -> None:
     p.set_defaults(
         call=lambda admin, a: [_printable(m) for m in admin.topics.get_message_by_id(a.topic, a.ledgerId, a.entryId)]
     )
+    p = _topic_parser(g, "last-message-id")
+    p.set_defaults(call=lambda admin, a: admin.topics.last_message_id(a.topic))

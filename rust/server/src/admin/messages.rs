@@ -1,7 +1,9 @@
 //! Reading messages through the admin API, as Pulsar's `PersistentTopicsBase` serves them:
 //! `GET .../subscription/{sub}/position/{n}` (peek the `n`th unacknowledged entry of a
 //! subscription), `GET .../examinemessage?initialPosition=earliest|latest&messagePosition=n`
-//! (the `n`th entry from either end) and `GET .../ledger/{l}/entry/{e}` (one entry by id).
+//! (the `n`th entry from either end) and `GET .../ledger/{l}/entry/{e}` (one entry by id);
+//! `GET .../lastMessageId` answers the id of the last message as JSON (Pulsar's `MessageIdImpl`,
+//! with `batchIndex` when it ends a batch; -1:-1 for an empty topic).
 //!
 //! The answer is the entry's payload, decompressed (a batch stays one batch frame, which the
 //! client splits), with the metadata in `X-Pulsar-*` headers: `X-Pulsar-Message-ID`,
@@ -40,6 +42,10 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/ledger/{ledger}/entry/{entry}",
             get(by_id),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/lastMessageId",
+            get(last_message_id),
         )
 }
 
@@ -237,6 +243,42 @@ async fn serve(
         Ok(Err(e)) => super::broker_fail(&e),
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+async fn last_message_id(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+) -> Response {
+    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
+        return fail(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Get the last message id on a partitioned topic is not allowed",
+        );
+    }
+    let t = match load_topic(&ctx, name).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    super::blocking(
+        &ctx,
+        move |_| t.last_message_id(),
+        |(pos, batch)| {
+            let mut id = serde_json::json!({
+                "ledgerId": pos.ledger_id,
+                "entryId": pos.entry_id,
+                "partitionIndex": -1,
+            });
+            if batch >= 0 {
+                id["batchIndex"] = batch.into();
+            }
+            axum::Json(id).into_response()
+        },
+    )
+    .await
 }
 
 /// A positive count from a path or query (Pulsar's positions start at 1).
