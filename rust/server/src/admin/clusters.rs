@@ -1,5 +1,5 @@
 //! Clusters (`/admin/v2/clusters`): list, get, create (PUT), update (POST), delete, with
-//! Pulsar's status codes (`ClustersBase`: create and update answer 204 No Content).
+//! Pulsar's status codes (`ClustersBase`: create and update answer 200, delete 204).
 
 use std::sync::Arc;
 
@@ -54,7 +54,7 @@ async fn create(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
         move |c| c.resources.put_cluster(&name, data, true),
         |created| {
             if created {
-                StatusCode::NO_CONTENT.into_response()
+                StatusCode::OK.into_response()
             } else {
                 fail(StatusCode::CONFLICT, "Cluster already exists")
             }
@@ -73,7 +73,7 @@ async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
         move |c| c.resources.put_cluster(&name, data, false),
         |updated| {
             if updated {
-                StatusCode::NO_CONTENT.into_response()
+                StatusCode::OK.into_response()
             } else {
                 fail(StatusCode::NOT_FOUND, "Cluster does not exist")
             }
