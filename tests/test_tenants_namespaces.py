@@ -30,7 +30,7 @@ def test_first_start_creates_what_standalone_creates(pulsar_broker):
 def test_cluster_crud_and_status_codes(pulsar_broker):
     url = pulsar_broker.admin_url
     body = {"serviceUrl": "http://other:8080", "brokerServiceUrl": "pulsar://other:6650"}
-    assert admin(url, "PUT", "/admin/v2/clusters/other", body)[0] == 200
+    assert admin(url, "PUT", "/admin/v2/clusters/other", body)[0] == 200  # ClustersBase: Response.ok()
     assert admin(url, "PUT", "/admin/v2/clusters/other", body)[0] == 409
     assert admin(url, "PUT", "/admin/v2/clusters/bad%20name", body)[0] == 412
     assert admin(url, "GET", "/admin/v2/clusters/other") == (200, body)

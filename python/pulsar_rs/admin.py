@@ -18,6 +18,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from ._admin_messages import messages_of
+from ._admin_policies import PolicySetters, TopicPolicySetters
 from ._native import PulsarRsError
 
 __all__ = ["Admin", "AdminError"]
@@ -85,10 +87,18 @@ class Admin:
         self.tenants = _Tenants(self)
         self.namespaces = _Namespaces(self)
         self.topics = _Topics(self)
+        self.brokers = _Brokers(self)
 
     def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> Any:
         """One call; returns the parsed JSON answer (``None`` when empty). Raises
         :class:`AdminError` for a 4xx/5xx answer."""
+        text = self.request_raw(method, path, body, raw)[1].decode()
+        return json.loads(text) if text.strip() else None
+
+    def request_raw(
+        self, method: str, path: str, body: Any = None, raw: bytes | None = None
+    ) -> tuple[dict[str, str], bytes]:
+        """One call; returns the answer's headers and body bytes (messages, health checks)."""
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
@@ -97,7 +107,7 @@ class Admin:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                text = r.read().decode()
+                return dict(r.headers.items()), r.read()
         except urllib.error.HTTPError as e:
             text = e.read().decode(errors="replace")
             try:
@@ -105,12 +115,17 @@ class Admin:
             except (ValueError, AttributeError):
                 reason = text or e.reason
             raise AdminError(e.code, str(reason)) from None
-        return json.loads(text) if text.strip() else None
 
 
 class _Group:
     def __init__(self, admin: Admin) -> None:
         self._a = admin
+
+
+class _Brokers(_Group):
+    def healthcheck(self) -> str:
+        """``ok`` when the broker serves (pulsar-admin's ``brokers healthcheck``)."""
+        return self._a.request_raw("GET", "/admin/v2/brokers/health")[1].decode()
 
 
 class _Clusters(_Group):
@@ -156,7 +171,7 @@ class _Tenants(_Group):
         self._a.request("DELETE", f"/admin/v2/tenants/{name}")
 
 
-class _Namespaces(_Group):
+class _Namespaces(_Group, PolicySetters):
     def list(self, tenant: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/namespaces/{tenant}")
 
@@ -199,88 +214,16 @@ class _Namespaces(_Group):
         """``"None"`` or ``"Prefix"`` (subscription names must start with the role)."""
         self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/subscriptionAuthMode", mode)
 
-    # Policies, by their REST path names (``retention``, ``messageTTL``, ``backlogQuotaMap``,
-    # ``deduplication``, ``publishRate``, ``dispatchRate``, ``subscriptionDispatchRate``,
-    # ``compactionThreshold``, ``inactiveTopicPolicies``); ``None`` when not set.
-    def get_policy(self, namespace: str, policy: str) -> Any:
-        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}")
+    def topics(self, namespace: str) -> list[str]:
+        """Every topic of the namespace, persistent and non-persistent, partitions by name
+        (pulsar-admin's ``namespaces topics``)."""
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/topics")
 
-    def set_policy(self, namespace: str, policy: str, value: Any, query: str = "") -> None:
-        self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}{query}", value)
-
-    def remove_policy(self, namespace: str, policy: str, query: str = "") -> None:
-        self._a.request("DELETE", f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}{query}")
-
-    def set_retention(self, namespace: str, time_in_minutes: int, size_in_mb: int) -> None:
-        """-1 is unlimited, 0 no retention (as Pulsar's ``RetentionPolicies``)."""
-        body = {"retentionTimeInMinutes": time_in_minutes, "retentionSizeInMB": size_in_mb}
-        self.set_policy(namespace, "retention", body)
-
-    def set_message_ttl(self, namespace: str, seconds: int) -> None:
-        self.set_policy(namespace, "messageTTL", seconds)
-
-    def set_backlog_quota(
-        self,
-        namespace: str,
-        limit_size: int = -1,
-        limit_time: int = -1,
-        policy: str = "producer_request_hold",
-        quota_type: str = "destination_storage",
-    ) -> None:
-        """``policy``: producer_request_hold, producer_exception or consumer_backlog_eviction;
-        ``quota_type``: destination_storage (``limit_size`` bytes) or message_age
-        (``limit_time`` seconds)."""
-        body = {"limitSize": limit_size, "limitTime": limit_time, "policy": policy}
-        self.set_policy(namespace, "backlogQuota", body, f"?backlogQuotaType={quota_type}")
-
-    def remove_backlog_quota(self, namespace: str, quota_type: str = "destination_storage") -> None:
-        self.remove_policy(namespace, "backlogQuota", f"?backlogQuotaType={quota_type}")
-
-    def set_deduplication(self, namespace: str, enabled: bool) -> None:
-        self.set_policy(namespace, "deduplication", enabled)
-
-    def set_publish_rate(self, namespace: str, msg_rate: int = -1, byte_rate: int = -1) -> None:
-        body = {"publishThrottlingRateInMsg": msg_rate, "publishThrottlingRateInByte": byte_rate}
-        self.set_policy(namespace, "publishRate", body)
-
-    def set_dispatch_rate(
-        self,
-        namespace: str,
-        msg_rate: int = -1,
-        byte_rate: int = -1,
-        period_seconds: int = 1,
-        relative_to_publish_rate: bool = False,
-        subscription: bool = False,
-    ) -> None:
-        """The topic-wide dispatch rate, or each subscription's with ``subscription``."""
-        body = {
-            "dispatchThrottlingRateInMsg": msg_rate,
-            "dispatchThrottlingRateInByte": byte_rate,
-            "ratePeriodInSecond": period_seconds,
-            "relativeToPublishRate": relative_to_publish_rate,
-        }
-        self.set_policy(namespace, "subscriptionDispatchRate" if subscription else "dispatchRate", body)
-
-    def set_compaction_threshold(self, namespace: str, threshold_bytes: int) -> None:
-        self.set_policy(namespace, "compactionThreshold", threshold_bytes)
-
-    def set_inactive_topic_policies(
-        self,
-        namespace: str,
-        delete_while_inactive: bool,
-        max_inactive_duration_seconds: int,
-        delete_mode: str = "delete_when_no_subscriptions",
-    ) -> None:
-        """``delete_mode``: delete_when_no_subscriptions or delete_when_subscriptions_caught_up."""
-        body = {
-            "deleteWhileInactive": delete_while_inactive,
-            "maxInactiveDurationSeconds": max_inactive_duration_seconds,
-            "inactiveTopicDeleteMode": delete_mode,
-        }
-        self.set_policy(namespace, "inactiveTopicPolicies", body)
+    def _policy_path(self, namespace: str, policy: str) -> str:
+        return f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}"
 
 
-class _Topics(_Group):
+class _Topics(_Group, TopicPolicySetters):
     def list(self, namespace: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/persistent/{_ns_path(namespace)}")
 
@@ -333,9 +276,11 @@ class _Topics(_Group):
         body = _message_id(message_id)
         self._a.request("PUT", f"/admin/v2/{_topic_path(topic)}/subscription/{_sub(subscription)}", body)
 
-    def unsubscribe(self, topic: str, subscription: str) -> None:
-        """Deletes a subscription (refused while it has consumers)."""
-        self._a.request("DELETE", f"/admin/v2/{_topic_path(topic)}/subscription/{_sub(subscription)}")
+    def unsubscribe(self, topic: str, subscription: str, force: bool = False) -> None:
+        """Deletes a subscription: refused (412) while it has consumers, unless ``force``, which
+        disconnects them first."""
+        query = "?force=true" if force else ""
+        self._a.request("DELETE", f"/admin/v2/{_topic_path(topic)}/subscription/{_sub(subscription)}{query}")
 
     def skip(self, topic: str, subscription: str, count: int) -> None:
         """Skips (acknowledges) the next ``count`` messages of the subscription's backlog."""
@@ -381,3 +326,56 @@ class _Topics(_Group):
 
     def revoke_permission(self, topic: str, role: str) -> None:
         self._a.request("DELETE", f"/admin/v2/{_topic_path(topic)}/permissions/{role}")
+
+    def _policy_path(self, topic: str, policy: str) -> str:
+        return f"/admin/v2/{_topic_path(topic)}/{policy}"
+
+    def _messages(self, path: str) -> list[dict[str, Any]]:
+        headers, body = self._a.request_raw("GET", f"/admin/v2/{path}")
+        return messages_of(headers, body)
+
+    def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[dict[str, Any]]:
+        """The first ``count`` messages of the subscription's backlog, without consuming them
+        (a batch counts each of its messages); see :mod:`pulsar_rs._admin_messages` for a
+        message's keys. Not on a partitioned topic's base name (405): peek a partition."""
+        out: list[dict[str, Any]] = []
+        sub = _sub(subscription)
+        n = 1
+        while len(out) < count:
+            try:
+                out.extend(self._messages(f"{_topic_path(topic)}/subscription/{sub}/position/{n}"))
+            except AdminError as e:
+                if e.status == 404 and e.reason == "Message not found" and out:
+                    break
+                raise
+            n += 1
+        return out[:count]
+
+    def examine_message(
+        self, topic: str, initial_position: str = "latest", message_position: int = 1
+    ) -> dict[str, Any]:
+        """The ``message_position``-th entry from the ``earliest`` or the ``latest`` end (its
+        first message when it is a batch)."""
+        query = f"initialPosition={initial_position}&messagePosition={int(message_position)}"
+        return self._messages(f"{_topic_path(topic)}/examinemessage?{query}")[0]
+
+    def get_message_by_id(self, topic: str, ledger_id: int, entry_id: int) -> list[dict[str, Any]]:
+        """The messages of entry ``ledger_id:entry_id`` (several for a batch)."""
+        return self._messages(f"{_topic_path(topic)}/ledger/{int(ledger_id)}/entry/{int(entry_id)}")
+
+    def last_message_id(self, topic: str) -> dict[str, Any]:
+        """``{"ledgerId", "entryId", "partitionIndex"}`` of the last message (with ``batchIndex``
+        when it ends a batch; -1:-1 when the topic is empty)."""
+        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/lastMessageId")
+
+    def compact(self, topic: str) -> None:
+        """Starts a compaction run (409 while one runs)."""
+        self._a.request("PUT", f"/admin/v2/{_topic_path(topic)}/compaction")
+
+    def compaction_status(self, topic: str) -> dict[str, Any]:
+        """``{"status": "NOT_RUN" | "RUNNING" | "SUCCESS" | "ERROR", "lastError": ...}``."""
+        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/compaction")
+
+    def lookup(self, topic: str) -> dict[str, Any]:
+        """The broker serving the topic (``brokerUrl``, ``httpUrl``, ...)."""
+        return self._a.request("GET", f"/lookup/v2/topic/{_topic_path(topic)}")

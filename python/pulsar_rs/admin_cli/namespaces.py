@@ -1,4 +1,4 @@
-"""``pulsar-rs admin namespaces``: list, create, delete, policies, permissions,
+"""``pulsar-rs admin namespaces``: list, create, delete, policies, permissions, topics,
 grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
 set-/get-subscription-auth-mode, and ``set-`` / ``get-`` / ``remove-`` for each policy the
 broker applies, with pulsar-admin's names and flags:
@@ -7,6 +7,7 @@ broker applies, with pulsar-admin's names and flags:
 retention                   ``--time/-t`` (e.g. 3h; -1 unlimited), ``--size/-s`` (e.g. 10G)
 message-ttl                 ``--messageTTL/-ttl`` (e.g. 120, 2h)
 backlog-quota(s)            ``--limit/-l``, ``--limitTime/-lt``, ``--policy/-p``, ``--type/-t``
+                            (remove: ``--type/-t``, older ``--backlogQuotaType/-bqt``)
 deduplication               ``--enable/-e`` or ``--disable/-d``
 publish-rate                ``--msg-publish-rate/-m``, ``--byte-publish-rate/-b``
 dispatch-rate               ``--msg-dispatch-rate/-md``, ``--byte-dispatch-rate/-bd``,
@@ -16,6 +17,9 @@ inactive-topic-policies     ``--enable-delete-while-inactive/-e`` or
                             ``--disable-delete-while-inactive/-d``,
                             ``--max-inactive-duration/-t``, ``--delete-mode/-m``
 ==========================  ==============================================================
+
+The same policy commands serve the topic level (:func:`add_policies` with a ``topic``
+positional; the TTL flag is then ``--ttl/-t``), registered by :mod:`.topic_policies`.
 """
 
 from __future__ import annotations
@@ -31,22 +35,35 @@ from .units import csv, seconds, size
 _Call = Callable[[Admin, argparse.Namespace], Any]
 
 
+def scope(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
+    """The group and target a policy command acts on: ``admin.topics`` and the topic for the
+    topic-level commands (:mod:`.topic_policies`), else ``admin.namespaces`` and the namespace."""
+    topic = getattr(a, "topic", None)
+    return (admin.topics, topic) if topic is not None else (admin.namespaces, a.namespace)
+
+
 def _get(policy: str) -> _Call:
     def call(admin: Admin, a: argparse.Namespace) -> Any:
-        v = admin.namespaces.get_policy(a.namespace, policy)
+        group, target = scope(admin, a)
+        v = group.get_policy(target, policy)
         return NOT_SET if v is None else v
 
     return call
 
 
 def _remove(policy: str) -> _Call:
-    return lambda admin, a: admin.namespaces.remove_policy(a.namespace, policy)
+    def call(admin: Admin, a: argparse.Namespace) -> None:
+        group, target = scope(admin, a)
+        group.remove_policy(target, policy)
+
+    return call
 
 
 def _set_retention(admin: Admin, a: argparse.Namespace) -> None:
     minutes = a.time if a.time <= 0 else max(1, a.time // 60)
     mb = a.size if a.size <= 0 else max(1, a.size >> 20)
-    admin.namespaces.set_retention(a.namespace, minutes, mb)
+    group, target = scope(admin, a)
+    group.set_retention(target, minutes, mb)
 
 
 def _set_backlog_quota(admin: Admin, a: argparse.Namespace) -> None:
@@ -56,13 +73,15 @@ def _set_backlog_quota(admin: Admin, a: argparse.Namespace) -> None:
         raise ValueError("a message_age backlog quota needs --limitTime")
     limit = -1 if a.limit is None else a.limit
     limit_time = -1 if a.limitTime is None else a.limitTime
-    admin.namespaces.set_backlog_quota(a.namespace, limit, limit_time, a.policy, a.type)
+    group, target = scope(admin, a)
+    group.set_backlog_quota(target, limit, limit_time, a.policy, a.type)
 
 
 def _set_dispatch_rate(subscription: bool) -> _Call:
     def call(admin: Admin, a: argparse.Namespace) -> None:
-        admin.namespaces.set_dispatch_rate(
-            a.namespace,
+        group, target = scope(admin, a)
+        group.set_dispatch_rate(
+            target,
             a.msg_dispatch_rate,
             a.byte_dispatch_rate,
             a.dispatch_rate_period,
@@ -74,20 +93,24 @@ def _set_dispatch_rate(subscription: bool) -> _Call:
 
 
 def _set_inactive(admin: Admin, a: argparse.Namespace) -> None:
-    admin.namespaces.set_inactive_topic_policies(a.namespace, a.enable, a.max_inactive_duration, a.delete_mode)
+    group, target = scope(admin, a)
+    group.set_inactive_topic_policies(target, a.enable, a.max_inactive_duration, a.delete_mode)
 
 
-def _add_policy(g: Any, name: str, policy: str, set_call: _Call, flags: Callable[[Any], None]) -> None:
-    """``set-NAME`` (with ``flags``), ``get-NAME`` and ``remove-NAME`` for the REST ``policy``."""
+def _add_policy(
+    g: Any, name: str, policy: str, set_call: _Call, flags: Callable[[Any], None], target: str = "namespace"
+) -> None:
+    """``set-NAME`` (with ``flags``), ``get-NAME`` and ``remove-NAME`` for the REST ``policy``,
+    on a ``target`` positional (``namespace``, or ``topic`` for the topic-level commands)."""
     p = g.add_parser(f"set-{name}")
-    p.add_argument("namespace")
+    p.add_argument(target)
     flags(p)
     p.set_defaults(call=set_call)
     p = g.add_parser(f"get-{name}")
-    p.add_argument("namespace")
+    p.add_argument(target)
     p.set_defaults(call=_get(policy))
     p = g.add_parser(f"remove-{name}")
-    p.add_argument("namespace")
+    p.add_argument(target)
     p.set_defaults(call=_remove(policy))
 
 
@@ -140,7 +163,7 @@ def add(groups: Any) -> None:
     p = g.add_parser("list")
     p.add_argument("tenant")
     p.set_defaults(call=lambda admin, a: admin.namespaces.list(a.tenant))
-    for verb in ("create", "delete", "policies", "permissions"):
+    for verb in ("create", "delete", "policies", "permissions", "topics"):
         p = g.add_parser(verb)
         p.add_argument("namespace", help="tenant/name")
         p.set_defaults(call=lambda admin, a: getattr(admin.namespaces, a.action)(a.namespace))
@@ -178,28 +201,49 @@ def add(groups: Any) -> None:
     p.add_argument("namespace")
     p.set_defaults(call=lambda admin, a: admin.namespaces.get_subscription_auth_mode(a.namespace))
 
-    _add_policy(g, "retention", "retention", _set_retention, _retention_flags)
-    ttl: _Call = lambda admin, a: admin.namespaces.set_message_ttl(a.namespace, a.ttl)  # noqa: E731
-    _add_policy(g, "message-ttl", "messageTTL", ttl, _ttl_flags)
-    dedup: _Call = lambda admin, a: admin.namespaces.set_deduplication(a.namespace, a.enabled)  # noqa: E731
-    _add_policy(g, "deduplication", "deduplication", dedup, _dedup_flags)
-    rate: _Call = lambda admin, a: admin.namespaces.set_publish_rate(  # noqa: E731
-        a.namespace, a.msg_publish_rate, a.byte_publish_rate
-    )
-    _add_policy(g, "publish-rate", "publishRate", rate, _publish_rate_flags)
-    _add_policy(g, "dispatch-rate", "dispatchRate", _set_dispatch_rate(False), _dispatch_rate_flags)
+    add_policies(g, "namespace")
+
+
+def _call(method: str, *fields: str) -> _Call:
+    """A setter: ``group.method(target, a.FIELD, ...)`` on the command's scope."""
+
+    def call(admin: Admin, a: argparse.Namespace) -> None:
+        group, target = scope(admin, a)
+        getattr(group, method)(target, *(getattr(a, f) for f in fields))
+
+    return call
+
+
+def _topic_ttl_flags(p: Any) -> None:
+    p.add_argument("--ttl", "-t", dest="ttl", type=seconds, required=True, help="e.g. 120, 2h")
+
+
+def add_policies(g: Any, target: str) -> None:
+    """``set-`` / ``get-`` / ``remove-`` for every policy the broker applies, on a ``namespace``
+    or (topic-level policies, :mod:`.topic_policies`) a ``topic`` positional."""
+    ttl_flags = _ttl_flags if target == "namespace" else _topic_ttl_flags
+    dedup = "deduplication" if target == "namespace" else "deduplicationEnabled"
+    _add_policy(g, "retention", "retention", _set_retention, _retention_flags, target)
+    _add_policy(g, "message-ttl", "messageTTL", _call("set_message_ttl", "ttl"), ttl_flags, target)
+    _add_policy(g, "deduplication", dedup, _call("set_deduplication", "enabled"), _dedup_flags, target)
+    rate = _call("set_publish_rate", "msg_publish_rate", "byte_publish_rate")
+    _add_policy(g, "publish-rate", "publishRate", rate, _publish_rate_flags, target)
+    _add_policy(g, "dispatch-rate", "dispatchRate", _set_dispatch_rate(False), _dispatch_rate_flags, target)
     _add_policy(
-        g, "subscription-dispatch-rate", "subscriptionDispatchRate", _set_dispatch_rate(True), _dispatch_rate_flags
+        g,
+        "subscription-dispatch-rate",
+        "subscriptionDispatchRate",
+        _set_dispatch_rate(True),
+        _dispatch_rate_flags,
+        target,
     )
-    threshold: _Call = lambda admin, a: admin.namespaces.set_compaction_threshold(  # noqa: E731
-        a.namespace, a.threshold
-    )
-    _add_policy(g, "compaction-threshold", "compactionThreshold", threshold, _compaction_flags)
-    _add_policy(g, "inactive-topic-policies", "inactiveTopicPolicies", _set_inactive, _inactive_flags)
+    threshold = _call("set_compaction_threshold", "threshold")
+    _add_policy(g, "compaction-threshold", "compactionThreshold", threshold, _compaction_flags, target)
+    _add_policy(g, "inactive-topic-policies", "inactiveTopicPolicies", _set_inactive, _inactive_flags, target)
 
     # Backlog quotas: pulsar-admin's plural getter, and a type on set/remove.
     p = g.add_parser("set-backlog-quota")
-    p.add_argument("namespace")
+    p.add_argument(target)
     p.add_argument("--limit", "-l", type=size, default=None, help="backlog size, e.g. 10G")
     p.add_argument("--limitTime", "-lt", type=seconds, default=None, help="age of the oldest message, e.g. 3h")
     p.add_argument(
@@ -211,11 +255,18 @@ def add(groups: Any) -> None:
     p.add_argument("--type", "-t", default="destination_storage", choices=["destination_storage", "message_age"])
     p.set_defaults(call=_set_backlog_quota)
     p = g.add_parser("get-backlog-quotas")
-    p.add_argument("namespace")
+    p.add_argument(target)
     p.set_defaults(call=_get("backlogQuotaMap"))
     p = g.add_parser("remove-backlog-quota")
-    p.add_argument("namespace")
+    p.add_argument(target)
+    # pulsar-admin's -t/--type; -bqt/--backlogQuotaType is its older namespace spelling.
     p.add_argument(
-        "--backlogQuotaType", "-bqt", default="destination_storage", choices=["destination_storage", "message_age"]
+        "--type",
+        "-t",
+        "--backlogQuotaType",
+        "-bqt",
+        dest="quota_type",
+        default="destination_storage",
+        choices=["destination_storage", "message_age"],
     )
-    p.set_defaults(call=lambda admin, a: admin.namespaces.remove_backlog_quota(a.namespace, a.backlogQuotaType))
+    p.set_defaults(call=_call("remove_backlog_quota", "quota_type"))

@@ -6,9 +6,12 @@ Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T``,
 ``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``); permissions:
 ``permissions T``, ``grant-permission T --role R --actions a,b``, ``revoke-permission T --role R``;
 subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earliest|L:E]``,
-``unsubscribe T -s S``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
+``unsubscribe T -s S [-f]``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
 ``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S -t TIME``,
 ``expire-messages-all-subscriptions T -t TIME``. TIME is relative (``10m``: ten minutes ago).
+Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
+``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
+``lookup`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import time
 from typing import Any
 
 from ..admin import Admin
+from . import topic_messages, topic_policies, topic_service
 from .units import csv, message_id, seconds
 
 
@@ -36,6 +40,20 @@ def _topic_parser(g: Any, name: str, call: Any, sub: bool = False, **kw: Any) ->
         p.add_argument("--subscription", "-s", required=True, help="the subscription")
     p.set_defaults(call=call)
     return p
+
+
+def _add_unsubscribe(g: Any) -> None:
+    p = _topic_parser(
+        g, "unsubscribe", lambda admin, a: admin.topics.unsubscribe(a.topic, a.subscription, a.force), sub=True
+    )
+    p.add_argument("--force", "-f", action="store_true", help="disconnect its consumers, then delete it")
+
+
+def _add_families(g: Any) -> None:
+    """The topic commands kept in their own modules: messages, topic-level policies, service."""
+    topic_messages.add_to(g)
+    topic_policies.add_to(g)
+    topic_service.add_to(g)
 
 
 def add(groups: Any) -> None:
@@ -71,10 +89,10 @@ def add(groups: Any) -> None:
     p = _topic_parser(
         g, "grant-permission", lambda admin, a: admin.topics.grant_permission(a.topic, a.role, csv(a.actions))
     )
-    p.add_argument("--role", required=True)
-    p.add_argument("--actions", required=True, help="comma-separated: produce,consume")
+    p.add_argument("--role", "-r", required=True)
+    p.add_argument("--actions", "-a", required=True, help="comma-separated: produce,consume")
     p = _topic_parser(g, "revoke-permission", lambda admin, a: admin.topics.revoke_permission(a.topic, a.role))
-    p.add_argument("--role", required=True)
+    p.add_argument("--role", "-r", required=True)
 
     _topic_parser(g, "subscriptions", lambda admin, a: admin.topics.subscriptions(a.topic))
     p = _topic_parser(
@@ -84,7 +102,7 @@ def add(groups: Any) -> None:
         sub=True,
     )
     p.add_argument("--messageId", "-m", type=message_id, default="latest", help="latest (default), earliest or L:E")
-    _topic_parser(g, "unsubscribe", lambda admin, a: admin.topics.unsubscribe(a.topic, a.subscription), sub=True)
+    _add_unsubscribe(g)
     p = _topic_parser(g, "skip", lambda admin, a: admin.topics.skip(a.topic, a.subscription, a.count), sub=True)
     p.add_argument("--count", "-n", type=int, required=True, help="how many messages to skip")
     for verb in ("clear-backlog", "skip-all"):
@@ -104,3 +122,4 @@ def add(groups: Any) -> None:
         lambda admin, a: admin.topics.expire_messages_all_subscriptions(a.topic, a.time),
     )
     p.add_argument("--expireTime", "-t", dest="time", type=seconds, required=True, help="age, e.g. 60s, 10m")
+    _add_families(g)

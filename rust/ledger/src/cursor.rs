@@ -537,6 +537,34 @@ impl Cursor {
         }
     }
 
+    /// The position of the `n`th (1-based) unacknowledged entry after mark-delete, skipping
+    /// individually acknowledged ones (Pulsar's `getNthEntry` with `Exclude`, behind
+    /// peek-messages); `None` when the backlog holds fewer than `n` entries.
+    #[must_use]
+    pub fn nth_unacked_position(&self, n: u64) -> Option<Position> {
+        let st = self.state.lock();
+        let lac = self.ml.last_confirmed();
+        let mut left = n;
+        let mut p = st.mark_delete;
+        while left > 0 && p < lac {
+            let next = self.ml.next_valid_position(p);
+            if next > lac {
+                break;
+            }
+            match st.acked.range_containing(next) {
+                Some((_, end)) => p = end,
+                None => {
+                    left -= 1;
+                    if left == 0 {
+                        return Some(next);
+                    }
+                    p = next;
+                }
+            }
+        }
+        None
+    }
+
     /// Acknowledges everything currently in the ledger (Pulsar's `skip_all` / clear backlog).
     pub fn skip_all(&self) {
         let lac = self.ml.last_confirmed();

@@ -311,6 +311,32 @@ async fn reset_by_time_and_skip() {
 }
 
 #[tokio::test]
+async fn nth_unacked_position_skips_acknowledged_entries_and_ledgers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(dir.path());
+    // `small()` rolls ledgers over, so the walk crosses ledger boundaries.
+    let ml = s.open_ledger("t/peek", small()).unwrap();
+    let c = ml.open_cursor_at("sub", true).unwrap();
+    let mut p = Vec::new();
+    for _ in 0..25u64 {
+        p.push(ml.add_entry(Bytes::from_static(b"x")).await.unwrap());
+    }
+    assert_eq!(c.nth_unacked_position(1), Some(p[0]));
+    c.mark_delete(p[2]).unwrap();
+    c.delete(&[p[4], p[5]]);
+    assert_eq!(c.nth_unacked_position(1), Some(p[3]));
+    assert_eq!(
+        c.nth_unacked_position(2),
+        Some(p[6]),
+        "acked entries are skipped"
+    );
+    assert_eq!(c.nth_unacked_position(20), Some(p[24]));
+    assert_eq!(c.nth_unacked_position(21), None, "past the backlog");
+    assert_eq!(c.nth_unacked_position(0), None);
+    assert_eq!(c.backlog(), 20, "peeking moves nothing");
+}
+
+#[tokio::test]
 async fn non_durable_cursor_starts_after_its_position_and_is_not_persisted() {
     let dir = tempfile::tempdir().unwrap();
     let s = storage(dir.path());

@@ -1,7 +1,7 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
-//! [`topics`], [`stats`], [`compaction`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
+//! [`topics`], [`stats`], [`compaction`], [`policies`], [`subscriptions`], [`messages`] (peek / examine / by id), [`lookup`] (REST lookup) (permissions live in
 //! [`crate::authz`]).
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
@@ -11,6 +11,7 @@
 mod clusters;
 mod compaction;
 mod lookup;
+mod messages;
 pub mod namespaces;
 mod non_persistent;
 mod permissions;
@@ -193,6 +194,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
         .merge(subscriptions::routes())
+        .merge(messages::routes())
         .merge(permissions::routes())
         .merge(lookup::routes())
         .layer(axum::middleware::from_fn_with_state(

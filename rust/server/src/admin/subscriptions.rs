@@ -1,11 +1,13 @@
 //! Subscriptions of a topic (or of every partition of a partitioned topic): list, create (at
-//! latest, earliest or a message id), delete, `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
+//! latest, earliest or a message id), delete (412 while consumers are connected;
+//! `?force=true` disconnects them first), `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
 //! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
 //! `all_subscription`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -366,12 +368,43 @@ async fn create_subscription(
     }
 }
 
+/// `DELETE .../subscription/{sub}[?force=true]` (Pulsar's `deleteSubscription`): 412 while
+/// consumers are connected; with `force`, they are disconnected first (Pulsar's
+/// `deleteForcefully`), then the subscription is deleted.
 async fn delete_subscription(
     State(ctx): Ctx,
     Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    on_subscription(ctx, (tenant, ns, topic, sub.clone()), move |t, s| {
-        if !s.consumers().is_empty() {
+    let force = q.get("force").is_some_and(|v| v == "true");
+    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    if !force {
+        // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
+        // may load the topic: blocking pool).
+        let (c, n, s) = (Arc::clone(&ctx), name.clone(), sub.clone());
+        let busy = tokio::task::spawn_blocking(move || {
+            targets(&c, &n).is_ok_and(|ts| {
+                ts.iter()
+                    .filter_map(|t| t.subscription(&s))
+                    .any(|s| !s.consumers().is_empty())
+            })
+        })
+        .await
+        .unwrap_or(false);
+        if busy {
+            return fail(
+                StatusCode::PRECONDITION_FAILED,
+                "Subscription has active connected consumers",
+            );
+        }
+    }
+    on_subscription(ctx, (tenant, ns, topic, sub), move |t, s| {
+        if force {
+            s.disconnect_all();
+        } else if !s.consumers().is_empty() {
             return Err(BrokerError::NotAllowed(
                 "Subscription has active connected consumers".into(),
             ));

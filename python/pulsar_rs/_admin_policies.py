@@ -1,0 +1,119 @@
+"""The policy calls :class:`pulsar_rs.Admin` offers on a namespace (``admin.namespaces``) and on a
+topic (``admin.topics``, Pulsar's topic-level policies), written once: the group names the REST
+path of a policy (``_policy_path``); the topic level differs from the namespace level only in
+the deduplication path (``deduplicationEnabled``) and in sending the TTL as ``?messageTTL=N``.
+
+Policies go by their REST path names (``retention``, ``messageTTL``, ``backlogQuota`` /
+``backlogQuotaMap``, ``deduplication`` / ``deduplicationEnabled``, ``publishRate``,
+``dispatchRate``, ``subscriptionDispatchRate``, ``compactionThreshold``,
+``inactiveTopicPolicies``); a getter answers ``None`` when the policy is not set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PolicySetters", "TopicPolicySetters"]
+
+
+class PolicySetters:
+    """``get_policy`` / ``set_policy`` / ``remove_policy`` and the typed setters, on a target
+    (a namespace ``tenant/name`` or a topic) the group's ``_policy_path`` turns into a path."""
+
+    _a: Any
+    #: The REST path name of the deduplication flag at this level.
+    DEDUPLICATION = "deduplication"
+
+    def _policy_path(self, target: str, policy: str) -> str:
+        raise NotImplementedError
+
+    def get_policy(self, target: str, policy: str) -> Any:
+        return self._a.request("GET", self._policy_path(target, policy))
+
+    def set_policy(self, target: str, policy: str, value: Any, query: str = "") -> None:
+        self._a.request("POST", self._policy_path(target, policy) + query, value)
+
+    def remove_policy(self, target: str, policy: str, query: str = "") -> None:
+        self._a.request("DELETE", self._policy_path(target, policy) + query)
+
+    def set_retention(self, target: str, time_in_minutes: int, size_in_mb: int) -> None:
+        """-1 is unlimited, 0 no retention (as Pulsar's ``RetentionPolicies``)."""
+        body = {"retentionTimeInMinutes": time_in_minutes, "retentionSizeInMB": size_in_mb}
+        self.set_policy(target, "retention", body)
+
+    def set_message_ttl(self, target: str, seconds: int) -> None:
+        self.set_policy(target, "messageTTL", seconds)
+
+    def set_backlog_quota(
+        self,
+        target: str,
+        limit_size: int = -1,
+        limit_time: int = -1,
+        policy: str = "producer_request_hold",
+        quota_type: str = "destination_storage",
+    ) -> None:
+        """``policy``: producer_request_hold, producer_exception or consumer_backlog_eviction;
+        ``quota_type``: destination_storage (``limit_size`` bytes) or message_age
+        (``limit_time`` seconds)."""
+        body = {"limitSize": limit_size, "limitTime": limit_time, "policy": policy}
+        self.set_policy(target, "backlogQuota", body, f"?backlogQuotaType={quota_type}")
+
+    def get_backlog_quotas(self, target: str) -> dict[str, Any]:
+        """Quota type → ``{"limitSize", "limitTime", "policy"}``."""
+        return self.get_policy(target, "backlogQuotaMap") or {}
+
+    def remove_backlog_quota(self, target: str, quota_type: str = "destination_storage") -> None:
+        self.remove_policy(target, "backlogQuota", f"?backlogQuotaType={quota_type}")
+
+    def set_deduplication(self, target: str, enabled: bool) -> None:
+        self.set_policy(target, self.DEDUPLICATION, enabled)
+
+    def set_publish_rate(self, target: str, msg_rate: int = -1, byte_rate: int = -1) -> None:
+        body = {"publishThrottlingRateInMsg": msg_rate, "publishThrottlingRateInByte": byte_rate}
+        self.set_policy(target, "publishRate", body)
+
+    def set_dispatch_rate(
+        self,
+        target: str,
+        msg_rate: int = -1,
+        byte_rate: int = -1,
+        period_seconds: int = 1,
+        relative_to_publish_rate: bool = False,
+        subscription: bool = False,
+    ) -> None:
+        """The topic-wide dispatch rate, or each subscription's with ``subscription``."""
+        body = {
+            "dispatchThrottlingRateInMsg": msg_rate,
+            "dispatchThrottlingRateInByte": byte_rate,
+            "ratePeriodInSecond": period_seconds,
+            "relativeToPublishRate": relative_to_publish_rate,
+        }
+        self.set_policy(target, "subscriptionDispatchRate" if subscription else "dispatchRate", body)
+
+    def set_compaction_threshold(self, target: str, threshold_bytes: int) -> None:
+        self.set_policy(target, "compactionThreshold", threshold_bytes)
+
+    def set_inactive_topic_policies(
+        self,
+        target: str,
+        delete_while_inactive: bool,
+        max_inactive_duration_seconds: int,
+        delete_mode: str = "delete_when_no_subscriptions",
+    ) -> None:
+        """``delete_mode``: delete_when_no_subscriptions or delete_when_subscriptions_caught_up."""
+        body = {
+            "deleteWhileInactive": delete_while_inactive,
+            "maxInactiveDurationSeconds": max_inactive_duration_seconds,
+            "inactiveTopicDeleteMode": delete_mode,
+        }
+        self.set_policy(target, "inactiveTopicPolicies", body)
+
+
+class TopicPolicySetters(PolicySetters):
+    """Topic-level policies (``/admin/v2/persistent/{t}/{ns}/{topic}/{policy}``)."""
+
+    DEDUPLICATION = "deduplicationEnabled"
+
+    def set_message_ttl(self, target: str, seconds: int) -> None:
+        """Pulsar sends a topic's TTL as ``?messageTTL=N`` (no body)."""
+        self.set_policy(target, "messageTTL", None, f"?messageTTL={int(seconds)}")

@@ -1,0 +1,35 @@
+"""Topic-level policies, with pulsar-admin's names: ``topics set-retention T -t TIME -s SIZE``
+(and ``get-`` / ``remove-``) for retention, message-ttl (``--ttl/-t``), backlog-quota(s),
+deduplication, publish-rate, dispatch-rate, subscription-dispatch-rate, compaction-threshold and
+inactive-topic-policies, plus the older ``enable-deduplication`` / ``disable-deduplication`` /
+``get-deduplication-enabled``. The same commands form pulsar-admin's ``topicPolicies`` group.
+A topic-level policy overrides the namespace's for that topic; a getter shows the topic's own
+setting (``(not set)`` when it follows the namespace)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .namespaces import add_policies
+
+
+def _topic_arg(p: Any) -> None:
+    p.add_argument("topic", help="persistent://tenant/ns/topic (or tenant/ns/topic, or topic)")
+
+
+def add_to(g: Any) -> None:
+    """Registers the topic-level policy commands on a group's sub-parsers ``g``."""
+    add_policies(g, "topic")
+    for verb, enabled in (("enable-deduplication", True), ("disable-deduplication", False)):
+        p = g.add_parser(verb)
+        _topic_arg(p)
+        p.set_defaults(call=lambda admin, a, on=enabled: admin.topics.set_deduplication(a.topic, on))
+    p = g.add_parser("get-deduplication-enabled")
+    _topic_arg(p)
+    p.set_defaults(call=lambda admin, a: admin.topics.get_policy(a.topic, "deduplicationEnabled"))
+
+
+def add(groups: Any) -> None:
+    """pulsar-admin's ``topicPolicies`` group."""
+    g = groups.add_parser("topicPolicies", help="topic-level policies").add_subparsers(dest="action", required=True)
+    add_to(g)
