@@ -1,7 +1,7 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
-//! [`topics`], [`compaction`], [`policies`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
+//! [`topics`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
 //! [`crate::authz`]).
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
@@ -14,6 +14,7 @@ mod lookup;
 pub mod namespaces;
 mod non_persistent;
 mod policies;
+mod schemas;
 mod subscriptions;
 mod tenants;
 mod topics;
@@ -175,6 +176,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
+        .merge(schemas::routes())
         .merge(subscriptions::routes())
         .merge(crate::authz::routes())
         .merge(lookup::routes())
