@@ -1,7 +1,8 @@
 """``pulsar-rs admin``: pulsar-admin's command tree over the admin REST API (:class:`Admin`).
 
 ``pulsar-rs admin [--admin-url URL] [--auth-params token:JWT|file:PATH] [--json] GROUP ACTION ...``
-with the groups ``clusters``, ``tenants``, ``namespaces`` and ``topics``. Lists print one name
+with the groups ``clusters``, ``tenants``, ``namespaces``, ``topics`` and ``schemas``
+(the schema commands are in :mod:`.admin_cli_schema`). Lists print one name
 a line, documents print as indented JSON; a refused call prints the broker's reason and exits 1.
 """
 
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import admin_cli_schema
 from .admin import Admin, AdminError
 
 
@@ -51,6 +53,7 @@ def add_parser(commands: Any) -> None:
     revoke = namespaces.add_parser("revoke-permission")
     revoke.add_argument("namespace")
     revoke.add_argument("--role", required=True)
+    admin_cli_schema.add_namespace_commands(namespaces)
 
     topics = groups.add_parser("topics", help="topics").add_subparsers(dest="action", required=True)
     topics.add_parser("list").add_argument("namespace")
@@ -63,6 +66,7 @@ def add_parser(commands: Any) -> None:
     topics.add_parser("stats").add_argument("topic")
     topics.add_parser("internal-stats").add_argument("topic")
     topics.add_parser("subscriptions").add_argument("topic")
+    admin_cli_schema.add_schema_group(groups)
 
 
 def _token(auth_params: str | None) -> str | None:
@@ -89,7 +93,11 @@ def _call(admin: Admin, args: argparse.Namespace) -> Any:
             clusters = _csv(args.allowed_clusters) if args.allowed_clusters is not None else None
             return getattr(admin.tenants, a)(args.name, _csv(args.admin_roles), clusters)
         return admin.tenants.list() if a == "list" else getattr(admin.tenants, a)(args.name)
+    if g == "schemas":
+        return admin_cli_schema.call_schemas(admin, args)
     if g == "namespaces":
+        if a in admin_cli_schema.NAMESPACE_ACTIONS:
+            return admin_cli_schema.call_namespace(admin, args)
         if a == "list":
             return admin.namespaces.list(args.tenant)
         if a == "grant-permission":
