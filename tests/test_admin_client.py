@@ -50,12 +50,15 @@ def test_cli_tree(pulsar_broker, capsys):
     assert main([*url, "namespaces", "list", "shop"]) == 0
     assert capsys.readouterr().out.split() == ["shop/ns"]
     assert main([*url, "namespaces", "grant-permission", "shop/ns", "--role", "r", "--actions", "produce"]) == 0
-    assert main([*url, "namespaces", "policies", "shop/ns"]) == 0
+    assert main([*url, "--json", "namespaces", "policies", "shop/ns"]) == 0
     assert json.loads(capsys.readouterr().out)["auth_policies"]["namespace_auth"] == {"r": ["produce"]}
+    assert main([*url, "namespaces", "policies", "shop/ns"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["auth_policies.namespace_auth.r", "produce"] in rows
     assert main([*url, "topics", "create", "persistent://shop/ns/t"]) == 0
     assert main([*url, "--json", "topics", "list", "shop/ns"]) == 0
     assert json.loads(capsys.readouterr().out) == ["persistent://shop/ns/t"]
-    assert main([*url, "topics", "stats", "persistent://shop/ns/t"]) == 0
+    assert main([*url, "--json", "topics", "stats", "persistent://shop/ns/t"]) == 0
     assert json.loads(capsys.readouterr().out)["msgInCounter"] == 0
     # Refusals: the broker's status and reason, exit status 1.
     assert main([*url, "tenants", "delete", "shop"]) == 1

@@ -118,12 +118,17 @@ def test_progress_reports_and_throttles() -> None:
 
 
 def test_progress_callback_sees_every_topic_and_can_stop(data_dir: Path) -> None:
+    import pyarrow as pa
+
     seen: list[tuple[int, int, int]] = []
     tables = _native.export_data_dir(data_dir, lambda *a: seen.append(a))
     assert seen[0] == (0, 40, 0)
     assert seen[-1][:2] == (40, 40)
     assert seen[-1][2] == sum(s.num_rows for s in tables.values())
     assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+    # Chunks are built on several threads but concatenated in order: rows stay sorted by topic.
+    names = pa.table(tables["topics"]).column("topic").to_pylist()
+    assert len(names) == 40 and names == sorted(names)
 
     def stop(done: int, total: int, rows: int) -> None:
         if done > 0:

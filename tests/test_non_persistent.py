@@ -112,3 +112,36 @@ def test_seek_is_a_no_op(pulsar_broker, np_topic):
         assert consumer.receive(timeout_millis=5000).data() == b"two"
     finally:
         client.close()
+
+
+def _metric(text, name, **labels):
+    """The value of the first sample of `name` whose labels include `labels`."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_count_messages_in_out_and_dropped(pulsar_broker, np_topic):
+    client = new_client(pulsar_broker.service_url)
+    try:
+        consumer = client.subscribe(np_topic, "slow", receiver_queue_size=10)
+        p = client.create_producer(np_topic, batching_enabled=False)
+        for i in range(100):
+            p.send(f"m{i}".encode())
+        time.sleep(0.2)
+        got = receive_all(consumer, 100, timeout_ms=500)
+        status, stats = _stats(pulsar_broker, np_topic)
+        assert status == 200
+        dropped = stats["subscriptions"]["slow"]["msgDropCounter"]
+        assert dropped > 0 and len(got) + dropped == 100
+        status, text = admin(pulsar_broker.admin_url, "GET", "/metrics")
+        assert status == 200
+        assert _metric(text, "pulsar_in_messages_total", topic=np_topic) == 100
+        assert _metric(text, "pulsar_subscription_msg_drop_total", topic=np_topic, subscription="slow") == dropped
+        assert _metric(text, "pulsar_subscription_msg_drop_rate", topic=np_topic, subscription="slow") is not None
+        assert _metric(text, "pulsar_subscription_consumers_count", topic=np_topic, subscription="slow") == 1
+    finally:
+        client.close()

@@ -45,6 +45,19 @@ ERROR, GET_TOPICS_OF_NAMESPACE = 14, 32
 LOOKUP_FAILED = 2
 
 
+def token_authz_settings(anonymous_role: str) -> dict:
+    """Broker settings for token authentication with authorization on: superuser ``admin``
+    (``ADMIN``'s role), unauthenticated connections get ``anonymous_role``."""
+    return {
+        "authenticationEnabled": True,
+        "authenticationProviders": TOKEN_PROVIDER,
+        "tokenSecretKey": SECRET_URL,
+        "authorizationEnabled": True,
+        "superUserRoles": "admin",
+        "anonymousUserRole": anonymous_role,
+    }
+
+
 def hs_token(sub: str, **claims) -> str:
     return jwt.encode({"sub": sub, **claims}, SECRET, algorithm="HS256")
 

@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from test_security import ADMIN, SECRET_URL, TOKEN_PROVIDER, client_for, http, round_trip
+from test_security import ADMIN, client_for, http, round_trip, token_authz_settings
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
 def broker(pulsar_broker_factory):
-    return pulsar_broker_factory(
-        authenticationEnabled=True,
-        authenticationProviders=TOKEN_PROVIDER,
-        tokenSecretKey=SECRET_URL,
-        authorizationEnabled=True,
-        superUserRoles="admin",
-        anonymousUserRole="anonymous",
-    )
+    return pulsar_broker_factory(**token_authz_settings("anonymous"))
 
 
 def test_user_setup_replaces_the_standalone_defaults(broker):
@@ -70,15 +63,7 @@ def test_a_changed_default_is_not_replaced(broker):
 
 
 def test_defaults_survive_a_restart_as_defaults(pulsar_broker_factory, tmp_path):
-    conf = dict(
-        data_dir=tmp_path / "data",
-        authenticationEnabled=True,
-        authenticationProviders=TOKEN_PROVIDER,
-        tokenSecretKey=SECRET_URL,
-        authorizationEnabled=True,
-        superUserRoles="admin",
-        anonymousUserRole="anonymous",
-    )
+    conf = dict(data_dir=tmp_path / "data", **token_authz_settings("anonymous"))
     b = pulsar_broker_factory(**conf)
     b.stop()
     b = pulsar_broker_factory(**conf)

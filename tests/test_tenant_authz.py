@@ -8,7 +8,7 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from test_security import ADMIN, SECRET_URL, TOKEN_PROVIDER, client_for, hs_token, http, round_trip
+from test_security import ADMIN, client_for, hs_token, http, round_trip, token_authz_settings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,14 +31,7 @@ def clients():
 
 @pytest.fixture
 def broker(pulsar_broker_factory):
-    return pulsar_broker_factory(
-        authenticationEnabled=True,
-        authenticationProviders=TOKEN_PROVIDER,
-        tokenSecretKey=SECRET_URL,
-        authorizationEnabled=True,
-        superUserRoles="admin",
-        anonymousUserRole="anon",
-    )
+    return pulsar_broker_factory(**token_authz_settings("anon"))
 
 
 def make_tenant(broker, name: str, admins: list[str]) -> None:
@@ -110,3 +103,37 @@ def test_missing_tenant_is_topic_not_found_for_every_role(broker, clients):
     make_tenant(broker, "closed", ["acme-admin"])
     with pytest.raises(pulsar.AuthorizationError):
         clients(broker.service_url).create_producer("persistent://closed/ns/t")
+
+
+def test_subscription_roles_and_prefix_mode(broker, clients):
+    """Pulsar's ``canConsume`` with a subscription: roles listed for a subscription
+    (``auth_policies.subscription_auth_roles``) are the only ones that may use it, and under
+    ``subscriptionAuthMode`` ``Prefix`` a subscription name must start with the role; tenant
+    admins and superusers are exempt."""
+    make_tenant(broker, "bank", ["acme-admin"])
+    ns = f"{broker.admin_url}/admin/v2/namespaces/bank/ledger"
+    assert http("PUT", ns, ADMIN)[0] == 204
+    for role in ("carol", "dave"):
+        assert http("POST", f"{ns}/permissions/{role}", ADMIN, ["consume"])[0] == 204
+    assert http("POST", f"{ns}/permissions/subscription/audit", ADMIN, ["dave"])[0] == 204
+    assert http("GET", f"{ns}/permissions/subscription", ADMIN) == (200, {"audit": ["dave"]})
+    assert http("GET", ns, ADMIN)[1]["auth_policies"]["subscription_auth_roles"] == {"audit": ["dave"]}
+    topic = "persistent://bank/ledger/t"
+    carol, dave = clients(broker.service_url, CAROL), clients(broker.service_url, hs_token("dave"))
+    with pytest.raises(pulsar.AuthorizationError):
+        carol.subscribe(topic, "audit")
+    dave.subscribe(topic, "audit").close()
+    carol.subscribe(topic, "reports").close()  # no roles listed for it: the consume grant is enough
+    clients(broker.service_url, TENANT_ADMIN).subscribe(topic, "audit").close()
+    # Revoking dave's entry empties the list: the subscription is open to consumers again.
+    assert http("DELETE", f"{ns}/permissions/audit/dave", ADMIN)[0] == 204
+    carol.subscribe(topic, "audit").close()
+
+    assert http("GET", f"{ns}/subscriptionAuthMode", ADMIN) == (200, b'"None"')
+    assert http("POST", f"{ns}/subscriptionAuthMode", ADMIN, "Prefix")[0] == 204
+    assert http("GET", ns, ADMIN)[1]["subscription_auth_mode"] == "Prefix"
+    with pytest.raises(pulsar.AuthorizationError):
+        carol.subscribe(topic, "reports")
+    carol.subscribe(topic, "carol-reports").close()
+    clients(broker.service_url, ADMIN).subscribe(topic, "anything").close()
+    assert http("POST", f"{ns}/subscriptionAuthMode", ADMIN, "Sideways")[0] == 400

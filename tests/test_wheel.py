@@ -72,7 +72,7 @@ def test_wheel_tags_and_auditwheel(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         entry_points = z.read(f"pulsar_rs-{version}.dist-info/entry_points.txt").decode()
-    package = {"_native.abi3.so", "_native.pyi", "py.typed", "cli.py", "admin_cli.py", "pytest_plugin.py"}
+    package = {"_native.abi3.so", "_native.pyi", "py.typed", "cli.py", "admin_cli/__init__.py", "pytest_plugin.py"}
     assert {f"pulsar_rs/{f}" for f in package} <= names
     lines = set(entry_points.replace(" ", "").splitlines())
     assert {"pulsar-rs=pulsar_rs.cli:main", "pulsar_rs=pulsar_rs.pytest_plugin"} <= lines, entry_points
@@ -141,7 +141,7 @@ def test_standalone_produce_consume_admin_perf(clean_venv: Path, standalone: tup
 
     tenants = run(clean_venv, "admin", "--admin-url", admin_url, "tenants", "list")
     assert tenants.returncode == 0 and tenants.stdout.split() == ["public", "pulsar"], tenants
-    stats = run(clean_venv, "admin", "--admin-url", admin_url, "topics", "stats", topic)
+    stats = run(clean_venv, "admin", "--admin-url", admin_url, "--json", "topics", "stats", topic)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["msgInCounter"] == 10
     refused = run(clean_venv, "admin", "--admin-url", admin_url, "namespaces", "delete", "public/default")

@@ -214,6 +214,31 @@ impl BrokerService {
         Ok(())
     }
 
+    /// Raises the partition count of a partitioned topic to `n` (Pulsar's
+    /// `updatePartitionedTopic`: the count only grows; the new partitions are created on first
+    /// use, as at creation).
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`] when `name` is not partitioned, [`BrokerError::NotAllowed`]
+    /// when `n` is not above the current count, storage failures.
+    pub fn update_partitioned(&self, name: &TopicName, n: u32) -> Result<(), BrokerError> {
+        // Held across the metadata write so two updates cannot interleave.
+        let mut p = self.partitioned.lock();
+        let current = *p
+            .get(name)
+            .ok_or_else(|| BrokerError::TopicNotFound(format!("partitioned topic {name}")))?;
+        if n <= current {
+            return Err(BrokerError::NotAllowed(
+                "Number of new partitions must be greater than existing number of partitions"
+                    .into(),
+            ));
+        }
+        self.meta
+            .put(&partitions_key(name), n.to_string().as_bytes())?;
+        p.insert(name.clone(), n);
+        Ok(())
+    }
+
     /// Partitioned topics of a namespace (`tenant/ns`), with their counts.
     #[must_use]
     pub fn partitioned_topics(&self, namespace: &str) -> Vec<(TopicName, u32)> {

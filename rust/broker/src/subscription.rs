@@ -1,26 +1,27 @@
 //! A subscription: a cursor plus the consumers attached to it, and its dispatcher.
 //!
-//! This module holds the subscription's state and everything the connection calls (consumers
-//! joining and leaving, FLOW, acks, redelivery, seek). The dispatcher task and the routing of
-//! each type live in [`crate::dispatch`]: round-robin for Shared, slot ownership and draining
-//! hashes for Key_Shared, a single active consumer for Exclusive/Failover, and the delayed
-//! delivery tracker. A subscription never waits on another.
+//! This module holds the subscription's consumers, cursor and redelivery counts, and everything
+//! the connection calls (consumers joining and leaving, FLOW, acks, redelivery, seek). Routing
+//! belongs to its dispatcher ([`crate::dispatch::Dispatcher`]: a single active consumer for
+//! Exclusive/Failover, round-robin for Shared, slot ownership and draining hashes for
+//! Key_Shared), which owns its routing state and replay set; the dispatch pass and task live in
+//! [`crate::dispatch`] too. A subscription never waits on another.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use pulsar_rs_ledger::{Cursor, Position};
+use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
+use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::delayed::DelayedTracker;
-use crate::dispatch::failover::pick_active;
-use crate::dispatch::key_shared::{Draining, KeySharedMeta, Selector};
-use crate::dispatch::shared::{ReplaySet, RoundRobin};
+use crate::dispatch::key_shared::KeySharedMeta;
+use crate::dispatch::single_active::FailoverSettings;
+use crate::dispatch::Dispatcher;
 use crate::rate::{Meter, RateLimiter};
 use crate::{BrokerConfig, BrokerError};
 
@@ -35,13 +36,15 @@ pub struct EntryInfo {
     pub deliver_at: Option<i64>,
 }
 
-/// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`). A damaged
-/// entry counts as one message with no key; it is still delivered and the client's checksum
-/// check rejects it.
+/// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
+/// dispatch, so without recomputing its CRC32C: the checksum was verified when the entry was
+/// published and the journal verifies the bytes on every disk read (a damaged entry never gets
+/// here); it travels inside the entry to the consumer unchanged. Unparseable metadata counts as
+/// one message with no key.
 #[must_use]
 pub fn entry_info(data: &Bytes) -> EntryInfo {
-    match pulsar_rs_proto::parse_stored_entry(data) {
-        Ok((md, _)) => EntryInfo {
+    match pulsar_rs_proto::parse_stored_metadata(data) {
+        Ok(md) => EntryInfo {
             messages: md
                 .num_messages_in_batch
                 .map_or(1, |n| u32::try_from(n.max(1)).unwrap_or(1)),
@@ -58,51 +61,14 @@ pub fn entry_info(data: &Bytes) -> EntryInfo {
     }
 }
 
-/// Key_Shared routing state.
-pub(crate) struct KeySharedState {
-    /// Slot → owner.
-    pub(crate) selector: Selector,
-    /// Slot → consumer holding unacknowledged entries of it.
-    pub(crate) draining: Draining,
-    /// From the first consumer's `KeySharedMeta`.
-    pub(crate) allow_out_of_order: bool,
-}
-
-/// Consumers and routing; guarded by [`Subscription::state`].
+/// Consumers and their dispatcher; guarded by [`Subscription::state`].
 pub(crate) struct State {
     /// Type fixed by the first consumer; may change when none is attached.
     pub(crate) sub_type: Option<SubType>,
     /// Attached consumers, sorted by (priority level, name, handle).
-    pub(crate) consumers: Vec<Arc<Consumer>>,
-    /// Consumer handle → index in `consumers`.
-    pub(crate) index: HashMap<u64, usize>,
-    /// Exclusive/Failover: handle of the consumer receiving messages.
-    pub(crate) active: Option<u64>,
-    /// Failover: the active consumer changed; rewind and dispatch to it only after this.
-    pub(crate) hold_until: Option<Instant>,
-    /// Shared: round-robin position.
-    pub(crate) rr: RoundRobin,
-    /// Key_Shared: slots, owners, draining hashes.
-    pub(crate) key_shared: Option<KeySharedState>,
-}
-
-impl State {
-    pub(crate) fn by_handle(&self, handle: u64) -> Option<&Arc<Consumer>> {
-        self.index.get(&handle).map(|&i| &self.consumers[i])
-    }
-
-    fn reindex(&mut self) {
-        self.consumers.sort_by(|a, b| {
-            (a.priority_level, &a.name, a.handle).cmp(&(b.priority_level, &b.name, b.handle))
-        });
-        self.index = self
-            .consumers
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.handle, i))
-            .collect();
-        self.rr.refresh();
-    }
+    pub(crate) consumers: ConsumerList,
+    /// Routing state and replay set of the subscription's type; set by the first consumer.
+    pub(crate) dispatcher: Option<Dispatcher>,
 }
 
 /// (topic-level, subscription-level) dispatch rate limiters.
@@ -110,7 +76,7 @@ type DispatchLimiters = (Option<Arc<RateLimiter>>, Option<Arc<RateLimiter>>);
 
 /// One subscription of a topic.
 ///
-/// Lock order: `state` → `replay` → `redeliveries` → `delayed`; each is short and never held
+/// Lock order: `state` → `redeliveries` → `delayed`; each is short and never held
 /// across `.await` or entry I/O.
 pub struct Subscription {
     /// Subscription name; immutable.
@@ -125,11 +91,9 @@ pub struct Subscription {
     pub durable: bool,
     /// Broker settings; immutable.
     pub(crate) config: Arc<BrokerConfig>,
-    /// Consumers and routing state; written by the connection (join, leave, acks) and read by
-    /// the dispatcher.
+    /// Consumers and the dispatcher (routing state, replay set); written by the connection
+    /// (join, leave, acks, redeliveries) and by the dispatcher task.
     pub(crate) state: Mutex<State>,
-    /// Entries to deliver before reading new ones; written by both sides.
-    pub(crate) replay: Mutex<ReplaySet>,
     /// Redelivery counts (position → times queued for redelivery); removed on ack.
     pub(crate) redeliveries: Mutex<HashMap<Position, u32>>,
     /// Delayed entries (Shared/Key_Shared), owned by the dispatcher; cleared on a rewind.
@@ -155,6 +119,9 @@ pub struct Subscription {
     /// The topic's compaction (its compacted view for `readCompacted` consumers); set once by
     /// the topic when it starts the subscription.
     compaction: std::sync::OnceLock<Arc<crate::compaction::Compaction>>,
+    /// Time for the Failover delay and delayed delivery; the system clock but in tests.
+    /// Immutable after construction.
+    clock: Arc<dyn Clock>,
 }
 
 impl Subscription {
@@ -170,7 +137,7 @@ impl Subscription {
     ) -> Arc<Self> {
         let sub = Arc::new(Self::new(name, topic, partition, cursor, durable, config));
         let weak = Arc::downgrade(&sub);
-        tokio::spawn(async move { crate::dispatch::dispatch_loop(weak).await });
+        tokio::spawn(async move { crate::dispatch::task::dispatch_loop(weak).await });
         sub
     }
 
@@ -195,14 +162,9 @@ impl Subscription {
             config,
             state: Mutex::new(State {
                 sub_type: None,
-                consumers: Vec::new(),
-                index: HashMap::new(),
-                active: None,
-                hold_until: None,
-                rr: RoundRobin::default(),
-                key_shared: None,
+                consumers: ConsumerList::default(),
+                dispatcher: None,
             }),
-            replay: Mutex::new(ReplaySet::default()),
             redeliveries: Mutex::new(HashMap::new()),
             delayed: Mutex::new(DelayedTracker::default()),
             wake: Notify::new(),
@@ -213,7 +175,21 @@ impl Subscription {
             expiry: crate::expiry::ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
             compaction: std::sync::OnceLock::new(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// Replaces the clock (tests: a `ManualClock` drives the Failover delay and delayed
+    /// delivery). Only before the subscription is shared.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The subscription clock's time in ms.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
     }
 
     /// Sets the topic-level and subscription-level dispatch limiters.
@@ -251,24 +227,27 @@ impl Subscription {
     /// Attached consumers.
     #[must_use]
     pub fn consumers(&self) -> Vec<Arc<Consumer>> {
-        self.state.lock().consumers.clone()
+        self.state.lock().consumers.all().to_vec()
     }
 
     /// The active consumer of an Exclusive/Failover subscription.
     #[must_use]
     pub fn active_consumer(&self) -> Option<Arc<Consumer>> {
         let st = self.state.lock();
-        st.active.and_then(|h| st.by_handle(h).cloned())
+        match &st.dispatcher {
+            Some(Dispatcher::SingleActive(single)) => single.target(&st.consumers),
+            _ => None,
+        }
     }
 
     /// The Key_Shared slot ranges (inclusive) owned by a consumer.
     #[must_use]
     pub fn key_shared_ranges(&self, consumer: &Consumer) -> Vec<(u32, u32)> {
         let st = self.state.lock();
-        st.key_shared
-            .as_ref()
-            .map(|ks| ks.selector.ranges_of(consumer.handle))
-            .unwrap_or_default()
+        match &st.dispatcher {
+            Some(Dispatcher::StickyKey(k)) => k.ranges_of(consumer.handle),
+            _ => Vec::new(),
+        }
     }
 
     /// The per-consumer unacked limit in force (0 = none): Shared/Key_Shared durable only.
@@ -324,44 +303,45 @@ impl Subscription {
             }
         }
         let first = st.consumers.is_empty();
-        if consumer.sub_type == SubType::KeyShared {
-            if !self.config.subscription_key_shared_enable {
-                return Err(BrokerError::NotAllowed(
-                    "Key_Shared subscriptions are disabled (subscriptionKeySharedEnable)".into(),
-                ));
-            }
-            let meta = key_shared.unwrap_or_default();
-            if first || st.key_shared.is_none() {
-                st.key_shared = Some(KeySharedState {
-                    selector: Selector::new(
-                        meta.mode,
-                        self.config.subscription_key_shared_use_consistent_hashing,
-                        self.config
-                            .subscription_key_shared_consistent_hashing_replica_points,
-                    ),
-                    draining: Draining::default(),
-                    allow_out_of_order: meta.allow_out_of_order_delivery,
-                });
-            }
-            if let Some(ks) = st.key_shared.as_mut() {
-                ks.selector.add(consumer.handle, &consumer.name, &meta)?;
-            }
+        let State {
+            sub_type,
+            consumers,
+            dispatcher,
+        } = &mut *st;
+        let t = consumer.sub_type;
+        let meta = key_shared.unwrap_or_default();
+        if t == SubType::KeyShared && !self.config.subscription_key_shared_enable {
+            return Err(BrokerError::NotAllowed(
+                "Key_Shared subscriptions are disabled (subscriptionKeySharedEnable)".into(),
+            ));
         }
-        st.sub_type = Some(consumer.sub_type);
-        st.consumers.push(Arc::clone(&consumer));
-        st.reindex();
+        // Key_Shared: the first consumer's settings make the dispatcher; the others keep theirs
+        // (a Shared round-robin position survives the subscription becoming empty, as before).
+        let fresh = t == SubType::KeyShared && first;
+        let d = match dispatcher {
+            Some(d) if d.serves(t) && !fresh => d,
+            other => other.insert(Dispatcher::new(t, &meta, &self.config)),
+        };
+        if let Dispatcher::StickyKey(k) = d {
+            k.add(&consumer, &meta)?;
+        }
+        *sub_type = Some(t);
+        consumers.add(Arc::clone(&consumer));
+        d.consumers_changed();
         if first {
             // As Pulsar: the first consumer starts from the first unacknowledged entry; delayed
             // entries are found again on the way.
-            self.replay.lock().clear();
+            if let Some(replay) = d.replay_mut() {
+                replay.clear();
+            }
             self.delayed.lock().clear();
-            if let Some(ks) = st.key_shared.as_mut() {
-                ks.draining.clear();
+            if let Dispatcher::StickyKey(k) = d {
+                k.clear_draining();
             }
             self.cursor.rewind();
             self.cursor.set_active(true);
         }
-        self.update_active(&mut st, first, Some(&consumer));
+        self.update_active(&mut st, first, Some(consumer.handle));
         drop(st);
         self.poke();
         Ok(())
@@ -370,12 +350,12 @@ impl Subscription {
     /// Detaches a consumer; Shared/Key_Shared: its unacknowledged messages go to the others.
     pub fn remove_consumer(&self, consumer: &Consumer) -> Option<Arc<Consumer>> {
         let mut st = self.state.lock();
-        let idx = *st.index.get(&consumer.handle)?;
-        let c = st.consumers.remove(idx);
-        st.reindex();
+        let c = st.consumers.remove(consumer.handle)?;
         c.close();
-        if let Some(ks) = st.key_shared.as_mut() {
-            ks.selector.remove(c.handle);
+        match st.dispatcher.as_mut() {
+            Some(Dispatcher::StickyKey(k)) => k.remove(c.handle),
+            Some(d) => d.consumers_changed(),
+            None => {}
         }
         if st.consumers.is_empty() {
             self.cursor.set_active(false);
@@ -391,57 +371,25 @@ impl Subscription {
         Some(c)
     }
 
-    /// Recomputes the active consumer for Exclusive/Failover. On a change every consumer is told
-    /// (a newcomer always hears the current state) and the cursor rewinds to mark-delete so the
-    /// new active one receives everything not acknowledged — after
-    /// `activeConsumerFailoverDelayTimeMillis` when more than one consumer is attached, so the
-    /// previous one can acknowledge what it is processing.
-    fn update_active(&self, st: &mut State, first: bool, newcomer: Option<&Arc<Consumer>>) {
-        let Some(t) = st.sub_type else { return };
-        if t.is_multi() {
+    /// Exclusive/Failover: recomputes the active consumer (see
+    /// [`crate::dispatch::single_active`]) and rewinds the cursor when it says so.
+    fn update_active(&self, st: &mut State, first: bool, newcomer: Option<u64>) {
+        let State {
+            consumers,
+            dispatcher,
+            ..
+        } = st;
+        let Some(Dispatcher::SingleActive(single)) = dispatcher else {
             return;
-        }
-        let new = st.consumers.first().and_then(|head| {
-            let top = head.priority_level;
-            let group: Vec<&Arc<Consumer>> = st
-                .consumers
-                .iter()
-                .take_while(|c| c.priority_level == top)
-                .collect();
-            let names: Vec<&str> = group.iter().map(|c| c.name.as_str()).collect();
-            pick_active(
-                &names,
-                &self.topic,
-                self.partition,
-                self.config.active_consumer_failover_consistent_hashing,
-            )
-            .map(|i| group[i].handle)
-        });
-        let changed = new != st.active;
-        st.active = new;
-        for c in &st.consumers {
-            let tell = changed || newcomer.is_some_and(|n| n.handle == c.handle);
-            if tell {
-                c.notify(ConsumerEvent::ActiveConsumerChange {
-                    consumer_id: c.id,
-                    active: Some(c.handle) == new,
-                });
-            }
-        }
-        if changed && !first {
-            // Messages the previous active consumer has not acknowledged go to the new one.
-            for c in &st.consumers {
-                if Some(c.handle) != new {
-                    c.take_pending(None, 0);
-                }
-            }
-            let delay = self.config.active_consumer_failover_delay_time_millis;
-            if st.consumers.len() > 1 && delay > 0 {
-                st.hold_until = Some(Instant::now() + Duration::from_millis(delay));
-            } else {
-                st.hold_until = None;
-                self.cursor.rewind();
-            }
+        };
+        let settings = FailoverSettings {
+            topic: &self.topic,
+            partition: self.partition,
+            consistent: self.config.active_consumer_failover_consistent_hashing,
+            delay_ms: self.config.active_consumer_failover_delay_time_millis,
+        };
+        if single.update(consumers, &settings, self.now_ms(), first, newcomer) {
+            self.cursor.rewind();
         }
     }
 
@@ -491,9 +439,9 @@ impl Subscription {
         }
         {
             let mut st = self.state.lock();
-            if let Some(ks) = st.key_shared.as_mut() {
+            if let Some(Dispatcher::StickyKey(k)) = st.dispatcher.as_mut() {
                 for p in &whole {
-                    if let Some((_, true)) = ks.draining.release(*p) {
+                    if let Some((_, true)) = k.release(*p) {
                         freed = true;
                     }
                 }
@@ -527,19 +475,14 @@ impl Subscription {
         if positions.is_empty() {
             return;
         }
-        let track = self.config.subscription_redelivery_tracker_enabled;
-        let mut replay = self.replay.lock();
-        let mut counts = self.redeliveries.lock();
-        for p in positions {
-            let slot = st
-                .key_shared
-                .as_mut()
-                .and_then(|ks| ks.draining.release(*p))
-                .map(|(s, _)| s);
-            if track {
+        if self.config.subscription_redelivery_tracker_enabled {
+            let mut counts = self.redeliveries.lock();
+            for p in positions {
                 *counts.entry(*p).or_insert(0) += 1;
             }
-            replay.insert(*p, slot);
+        }
+        if let Some(d) = st.dispatcher.as_mut() {
+            d.queue_replay(positions);
         }
     }
 
@@ -553,8 +496,17 @@ impl Subscription {
             self.queue_replay_locked(&mut st, &taken);
         } else {
             consumer.take_pending(None, limit);
-            self.replay.lock().clear();
-            if st.hold_until.is_none() {
+            let holding = match st.dispatcher.as_mut() {
+                Some(Dispatcher::SingleActive(single)) => single.is_holding(),
+                Some(d) => {
+                    if let Some(replay) = d.replay_mut() {
+                        replay.clear();
+                    }
+                    false
+                }
+                None => false,
+            };
+            if !holding {
                 self.cursor.rewind();
             }
         }
@@ -565,18 +517,24 @@ impl Subscription {
     /// Disconnects every consumer (they reconnect), as Pulsar does before a seek or unload.
     pub fn disconnect_all(&self) {
         let mut st = self.state.lock();
-        let consumers: Vec<Arc<Consumer>> = std::mem::take(&mut st.consumers);
-        st.reindex();
-        st.active = None;
-        st.hold_until = None;
-        st.key_shared = None;
+        let consumers: Vec<Arc<Consumer>> = st.consumers.take_all();
+        match st.dispatcher.as_mut() {
+            Some(Dispatcher::SingleActive(single)) => single.reset(),
+            Some(Dispatcher::StickyKey(_)) => st.dispatcher = None,
+            Some(d) => {
+                d.consumers_changed();
+                if let Some(replay) = d.replay_mut() {
+                    replay.clear();
+                }
+            }
+            None => {}
+        }
         drop(st);
         for c in &consumers {
             c.close();
             c.notify(ConsumerEvent::Closed { consumer_id: c.id });
         }
         self.cursor.set_active(false);
-        self.replay.lock().clear();
         self.redeliveries.lock().clear();
         self.delayed.lock().clear();
         self.poke();
@@ -614,7 +572,11 @@ impl Subscription {
     /// Entries waiting for redelivery.
     #[must_use]
     pub fn replay_len(&self) -> usize {
-        self.replay.lock().len()
+        let st = self.state.lock();
+        st.dispatcher
+            .as_ref()
+            .and_then(Dispatcher::replay)
+            .map_or(0, |r| r.len())
     }
 
     /// Entries held by the delayed delivery tracker.

@@ -7,12 +7,11 @@
 
 mod entries;
 mod error;
+mod parallel;
 mod tables;
 
-use std::sync::Arc;
-
 use arrow_array::RecordBatch;
-use pulsar_rs_broker::{BrokerService, Topic, TopicName};
+use pulsar_rs_broker::{BrokerService, TopicName};
 
 pub use error::ExportError;
 pub use tables::SCHEMA_VERSION;
@@ -82,15 +81,18 @@ pub fn snapshot_with_progress(
     if !progress(done) {
         return Err(ExportError::Cancelled);
     }
-    let mut all: Option<Vec<Table>> = None;
-    for chunk in names.chunks(TOPICS_PER_CHUNK) {
-        let topics = chunk
-            .iter()
-            .map(|name| service.topic(name, false))
-            .collect::<Result<Vec<Arc<Topic>>, _>>()?;
-        let part = tables::build(&topics)?;
+    let chunks: Vec<&[TopicName]> = names.chunks(TOPICS_PER_CHUNK).collect();
+    let mut parts: Vec<Option<Vec<Table>>> = Vec::new();
+    parts.resize_with(chunks.len(), || None);
+    parallel::build_chunks(service, &chunks, |index, part| {
         done.rows += part.iter().map(Table::num_rows).sum::<usize>();
-        done.topics_done += chunk.len();
+        done.topics_done += chunks[index].len();
+        parts[index] = Some(part);
+        progress(done)
+    })?;
+    // Concatenated in chunk order, so the rows come out sorted by topic whatever thread built them.
+    let mut all: Option<Vec<Table>> = None;
+    for part in parts.into_iter().flatten() {
         match &mut all {
             None => all = Some(part),
             Some(all) => {
@@ -98,9 +100,6 @@ pub fn snapshot_with_progress(
                     table.batches.extend(more.batches);
                 }
             }
-        }
-        if !progress(done) {
-            return Err(ExportError::Cancelled);
         }
     }
     match all {

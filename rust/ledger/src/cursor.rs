@@ -201,6 +201,33 @@ impl Cursor {
         max_bytes: u64,
         max_position: Position,
     ) -> Result<Vec<Entry>> {
+        self.read_bounded(n, max_bytes, max_position, true)
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Like [`Cursor::read_entries_bounded`] from the entry cache only: `None` (nothing read,
+    /// the read position unchanged) when the next entry needs the disk; a read that misses
+    /// after some entries returns those.
+    ///
+    /// # Errors
+    /// As [`Cursor::read_entries`].
+    pub fn read_entries_cached(
+        &self,
+        n: usize,
+        max_bytes: u64,
+        max_position: Position,
+    ) -> Result<Option<Vec<Entry>>> {
+        self.read_bounded(n, max_bytes, max_position, false)
+    }
+
+    /// Both reads; `disk` false stops at a cache miss.
+    fn read_bounded(
+        &self,
+        n: usize,
+        max_bytes: u64,
+        max_position: Position,
+        disk: bool,
+    ) -> Result<Option<Vec<Entry>>> {
         let mut out: Vec<Entry> = Vec::new();
         let mut bytes = 0u64;
         let mut gathered_in: Option<u64> = None;
@@ -222,25 +249,28 @@ impl Cursor {
             gathered_in = Some(epoch);
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
             let budget = max_bytes.saturating_sub(bytes).max(1);
-            let entries = match self
-                .ml
-                .read_entries(from, n - out.len(), budget, max_position)
-            {
-                Ok(e) => e,
-                Err(LedgerError::CorruptEntry {
-                    ledger_id,
-                    entry_id,
-                    reason,
-                    ..
-                }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
-                    self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
-                    continue;
-                }
-                // Entries gathered from earlier ledgers are handed out (the read position is
-                // past them); the error comes with the next read, which starts at the bad entry.
-                Err(_) if !out.is_empty() => break,
-                Err(e) => return Err(e),
-            };
+            let entries =
+                match self
+                    .ml
+                    .read_entries_from(from, n - out.len(), budget, max_position, disk)
+                {
+                    Ok(Some(e)) => e,
+                    Ok(None) if out.is_empty() => return Ok(None),
+                    Ok(None) => break,
+                    Err(LedgerError::CorruptEntry {
+                        ledger_id,
+                        entry_id,
+                        reason,
+                        ..
+                    }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
+                        self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
+                        continue;
+                    }
+                    // Entries gathered from earlier ledgers are handed out (the read position is
+                    // past them); the error comes with the next read, which starts at the bad entry.
+                    Err(_) if !out.is_empty() => break,
+                    Err(e) => return Err(e),
+                };
             let Some(last) = entries.last().map(|e| e.position) else {
                 break;
             };
@@ -257,7 +287,7 @@ impl Cursor {
                 }
             }
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// `autoSkipNonRecoverableData`: acknowledges a damaged entry and moves the read position
@@ -297,6 +327,37 @@ impl Cursor {
             let entries = self.read_entries_bounded(n, max_bytes, Position::LATEST)?;
             if !entries.is_empty() {
                 return Ok(entries);
+            }
+            if self.ml.is_closed() {
+                return Err(LedgerError::Closed {
+                    what: format!("managed ledger {}", self.ml.name()),
+                });
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until entries are available, then reads them if they are cached: `Some` entries
+    /// (never empty) from the cache, or `None` when the next read needs the disk and nothing
+    /// was read — the caller then reads with [`Cursor::read_entries_bounded`] on a thread that
+    /// may block. Cancelling this future loses nothing: entries are only taken synchronously.
+    ///
+    /// # Errors
+    /// As [`Cursor::read_entries_or_wait`].
+    pub async fn wait_and_read_cached(
+        &self,
+        n: usize,
+        max_bytes: u64,
+    ) -> Result<Option<Vec<Entry>>> {
+        loop {
+            let notified = self.ml.new_entries.notified();
+            tokio::pin!(notified);
+            // Register before checking, so an append between the check and the wait is not lost.
+            notified.as_mut().enable();
+            match self.read_entries_cached(n, max_bytes, Position::LATEST)? {
+                None => return Ok(None),
+                Some(entries) if !entries.is_empty() => return Ok(Some(entries)),
+                Some(_) => {}
             }
             if self.ml.is_closed() {
                 return Err(LedgerError::Closed {

@@ -45,8 +45,20 @@ pub(crate) struct Shared {
     ids: Mutex<(i64, i64)>,
     /// Journal scan results not yet claimed by an opened managed ledger.
     recovered: Mutex<Recovered>,
+    /// Open managed ledgers by name, and names being opened. Short lock: never held across
+    /// the file I/O of an open (see [`Storage::open_ledger`]).
+    open: Mutex<OpenLedgers>,
+    /// Signalled when an open finishes (waited on with `open`), for callers of the same name.
+    opened: Condvar,
+}
+
+/// The open managed ledgers; guarded by [`Shared::open`].
+#[derive(Default)]
+struct OpenLedgers {
     /// Open managed ledgers by name (weak: closing or dropping one removes it).
-    open: Mutex<HashMap<String, Weak<ManagedLedger>>>,
+    by_name: HashMap<String, Weak<ManagedLedger>>,
+    /// Names whose open is in progress on some thread, without the lock.
+    opening: HashSet<String>,
 }
 
 impl Shared {
@@ -70,7 +82,20 @@ impl Shared {
     }
 
     pub(crate) fn forget(&self, name: &str) {
-        self.open.lock().remove(name);
+        self.open.lock().by_name.remove(name);
+    }
+}
+
+/// A name's open in progress; dropping it ends the open and wakes the callers waiting for it.
+struct OpeningMark<'a> {
+    shared: &'a Shared,
+    name: &'a str,
+}
+
+impl Drop for OpeningMark<'_> {
+    fn drop(&mut self) {
+        self.shared.open.lock().opening.remove(self.name);
+        self.shared.opened.notify_all();
     }
 }
 
@@ -222,7 +247,8 @@ impl Storage {
             corrupt_entries: AtomicU64::new(0),
             ids: Mutex::new((next_id, next_id)),
             recovered: Mutex::new(recovered),
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(OpenLedgers::default()),
+            opened: Condvar::new(),
         });
         let stop = Arc::new(Stop {
             flag: Mutex::new(false),
@@ -297,17 +323,42 @@ impl Storage {
     /// # Errors
     /// Invalid settings or name, I/O failures, corrupt metadata.
     pub fn open_ledger(&self, name: &str, config: LedgerConfig) -> Result<Arc<ManagedLedger>> {
+        // The storage-wide lock only guards the map: opening a ledger reads and writes its
+        // metadata (with fsyncs), so that runs unlocked and other topics' opens and lookups
+        // never wait behind it. Callers for the same name wait on the condvar (which releases
+        // the lock) for the one open in progress.
         let mut open = self.shared.open.lock();
-        if let Some(ml) = open
-            .get(name)
-            .and_then(Weak::upgrade)
-            .filter(|m| !m.is_closed())
-        {
-            return Ok(ml);
+        loop {
+            if let Some(ml) = open
+                .by_name
+                .get(name)
+                .and_then(Weak::upgrade)
+                .filter(|m| !m.is_closed())
+            {
+                return Ok(ml);
+            }
+            if !open.opening.contains(name) {
+                break;
+            }
+            self.shared.opened.wait(&mut open);
         }
-        let ml = ManagedLedger::open(name, config, Arc::clone(&self.shared))?;
-        open.insert(name.to_owned(), Arc::downgrade(&ml));
-        Ok(ml)
+        open.opening.insert(name.to_owned());
+        drop(open);
+        // Clears the mark even if the open panics, so later callers do not wait forever.
+        let mark = OpeningMark {
+            shared: &self.shared,
+            name,
+        };
+        let res = ManagedLedger::open(name, config, Arc::clone(&self.shared));
+        if let Ok(ml) = &res {
+            mark.shared
+                .open
+                .lock()
+                .by_name
+                .insert(name.to_owned(), Arc::downgrade(ml));
+        }
+        drop(mark);
+        res
     }
 
     /// Names of every managed ledger stored (open or not).
@@ -330,6 +381,7 @@ impl Storage {
         self.shared
             .open
             .lock()
+            .by_name
             .values()
             .filter_map(Weak::upgrade)
             .collect()
@@ -449,6 +501,7 @@ fn run_housekeeping(shared: &Shared) -> Result<()> {
     let open: Vec<Arc<ManagedLedger>> = shared
         .open
         .lock()
+        .by_name
         .values()
         .filter_map(Weak::upgrade)
         .collect();

@@ -56,6 +56,15 @@ pub enum ProtocolError {
         source: prost::DecodeError,
     },
 
+    /// A compressed payload could not be decoded (or encoded) with its codec.
+    #[error("{codec} payload: {reason}")]
+    Compression {
+        /// The codec's protocol name (`"LZ4"`, `"ZLIB"`, `"ZSTD"`, `"SNAPPY"`, `"UNKNOWN"`).
+        codec: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// The payload section of a frame (or a stored entry) is cut short.
     #[error("payload section truncated while reading {what}")]
     TruncatedPayload {

@@ -288,6 +288,18 @@ pub fn parse_stored_entry(entry: &Bytes) -> Result<(pb::MessageMetadata, Bytes),
     parse_metadata_and_payload(entry)
 }
 
+/// The metadata of a stored entry, without verifying its checksum: for the broker's hot
+/// paths, which read entries whose checksum was verified when they were published (SEND) and
+/// whose bytes the journal's record checksum verifies on every disk read. The stored checksum
+/// stays in the entry and goes to consumers as is.
+pub fn parse_stored_metadata(entry: &Bytes) -> Result<pb::MessageMetadata, ProtocolError> {
+    let magic = peek_u16(entry, 0).ok_or(ProtocolError::TruncatedPayload { what: "magic" })?;
+    if magic != MAGIC_CRC32C {
+        return Err(ProtocolError::BadMagic { found: magic });
+    }
+    parse_metadata_and_payload(entry).map(|(md, _)| md)
+}
+
 /// Builds a stored entry `[0x0e01][crc32c][metadataSize][metadata][payload]`.
 pub fn build_stored_entry(metadata: &pb::MessageMetadata, payload: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(stored_entry_len(metadata, payload.len()));

@@ -8,25 +8,20 @@
 //! Grants live where Pulsar keeps them, in the namespace's `Policies` document
 //! (`auth_policies.namespace_auth` and `.destination_auth`), set in the namespace body or
 //! through Pulsar's admin paths (`/admin/v2/namespaces/{tenant}/{ns}/permissions/{role}`,
-//! `/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}`). Grants of the previous
+//! `/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}`; REST in
+//! `admin::permissions`), with the roles allowed on each subscription
+//! (`auth_policies.subscription_auth_roles`) and `subscription_auth_mode`. Grants of the previous
 //! layout (`metadata_keys::NAMESPACE_PERMISSIONS`, `TOPIC_PERMISSIONS`) are moved there once at
 //! start ([`migrate_legacy_grants`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use pulsar_rs_broker::policies::AuthPolicies;
 use pulsar_rs_broker::{metadata_keys, BrokerConfig, BrokerError, BrokerService, TopicName};
 use serde::{Deserialize, Serialize};
 
-use crate::admin::{blocking, fail, topic_name};
 use crate::resources::Resources;
-use crate::ServerContext;
 
 /// An action a role may be granted (Pulsar's `AuthAction`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -214,6 +209,67 @@ impl Authorizer {
         }
     }
 
+    /// Whether `role` may subscribe to `subscription` on `topic` (Pulsar's `canConsume` with a
+    /// subscription): superusers and tenant admins always; otherwise, when the namespace lists
+    /// roles for this subscription (`auth_policies.subscription_auth_roles`) the role must be
+    /// one of them, under `subscription_auth_mode` `Prefix` the subscription name must start
+    /// with the role, and the role needs the consume permission.
+    ///
+    /// # Errors
+    /// The refusal message.
+    pub fn check_subscribe(
+        &self,
+        role: Option<&str>,
+        topic: &TopicName,
+        subscription: &str,
+    ) -> Result<(), String> {
+        if !self.enabled || self.is_superuser(role) || self.is_tenant_admin(role, &topic.tenant) {
+            return Ok(());
+        }
+        let policies = self.service.policies.namespace(&topic.namespace_name());
+        let who = role.unwrap_or("<none>");
+        if let Some(roles) = policies
+            .auth_policies
+            .subscription_auth_roles
+            .get(subscription)
+            .filter(|r| !r.is_empty())
+        {
+            if !role.is_some_and(|r| roles.contains(r)) {
+                return Err(format!(
+                    "Client with role {who} is not authorized to subscribe with subscription {subscription} on topic {topic}"
+                ));
+            }
+        }
+        if subscription_auth_mode(&policies) == SubscriptionAuthMode::Prefix
+            && !role.is_some_and(|r| subscription.starts_with(r))
+        {
+            return Err(format!(
+                "Failed to create consumer - The subscription name needs to be prefixed by the authentication role, like {who}-xxxx for topic: {topic}"
+            ));
+        }
+        self.check(role, topic, Action::Consume)
+    }
+
+    /// [`Authorizer::check_subscribe`] on a topic given by its wire name (a name that does not
+    /// parse is let through, as in [`Authorizer::check_name`]).
+    ///
+    /// # Errors
+    /// The refusal message.
+    pub fn check_subscribe_name(
+        &self,
+        role: Option<&str>,
+        topic: &str,
+        subscription: &str,
+    ) -> Result<(), String> {
+        if !self.enabled {
+            return Ok(());
+        }
+        match TopicName::parse(topic) {
+            Ok(t) => self.check_subscribe(role, &t, subscription),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Whether `role` may list a namespace's topics (GET_TOPICS_OF_NAMESPACE): a produce or
     /// consume grant on the namespace, or tenant admin.
     ///
@@ -293,6 +349,29 @@ impl Authorizer {
     }
 }
 
+/// Pulsar's `SubscriptionAuthMode`: `None`, or `Prefix` (subscription names must start with
+/// the subscriber's role).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SubscriptionAuthMode {
+    /// No rule on subscription names.
+    None,
+    /// Subscription names must start with the role.
+    Prefix,
+}
+
+/// The namespace's `subscription_auth_mode` (kept in its Policies document under Pulsar's name).
+pub(crate) fn subscription_auth_mode(
+    p: &pulsar_rs_broker::policies::Policies,
+) -> SubscriptionAuthMode {
+    p.other
+        .get(SUBSCRIPTION_AUTH_MODE)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or(SubscriptionAuthMode::None)
+}
+
+/// The Policies document's field for the subscription auth mode.
+pub(crate) const SUBSCRIPTION_AUTH_MODE: &str = "subscription_auth_mode";
+
 /// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...).
 fn topic_read_path(segs: &[&str]) -> Option<TopicName> {
     match segs {
@@ -362,165 +441,6 @@ fn verb(a: Action) -> &'static str {
 // Admin REST: Pulsar's permission paths.
 // ---------------------------------------------------------------------------
 
-type Ctx = State<Arc<ServerContext>>;
-
-/// The permission routes (guarded by [`crate::auth::admin_guard`] with
-/// [`Authorizer::allows_admin`]).
-pub fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
-        .route(
-            "/admin/v2/namespaces/{tenant}/{ns}/permissions",
-            get(get_namespace),
-        )
-        .route(
-            "/admin/v2/namespaces/{tenant}/{ns}/permissions/{role}",
-            post(grant_namespace).delete(revoke_namespace),
-        )
-        .route(
-            "/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions",
-            get(get_topic),
-        )
-        .route(
-            "/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}",
-            post(grant_topic).delete(revoke_topic),
-        )
-}
-
-/// The actions of a grant body; the error is the ready 400 response (boxed: it is large).
-fn actions(body: &[u8]) -> Result<BTreeSet<String>, Box<Response>> {
-    serde_json::from_slice::<BTreeSet<AuthAction>>(body)
-        .map(|a| a.into_iter().map(|a| a.as_str().to_owned()).collect())
-        .map_err(|e| {
-            Box::new(fail(
-                StatusCode::BAD_REQUEST,
-                format!("body must be a JSON list of actions (produce, consume, ...): {e}"),
-            ))
-        })
-}
-
-/// Sets (replaces) a role's actions in `g`; an empty set revokes.
-fn set(g: &mut Grants, role: &str, actions: BTreeSet<String>) {
-    if actions.is_empty() {
-        g.remove(role);
-    } else {
-        g.insert(role.to_owned(), actions);
-    }
-}
-
-/// Changes the auth policies of an existing namespace (404 when missing) on the blocking pool.
-async fn change(
-    ctx: &Arc<ServerContext>,
-    ns: String,
-    f: impl FnOnce(&mut AuthPolicies) + Send + 'static,
-) -> Response {
-    if let Some(r) = crate::admin::namespaces::missing(ctx, &ns) {
-        return r;
-    }
-    blocking(
-        ctx,
-        move |c| {
-            c.service
-                .policies
-                .update_namespace(&ns, |p| f(&mut p.auth_policies))
-        },
-        |()| StatusCode::NO_CONTENT.into_response(),
-    )
-    .await
-}
-
-async fn get_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
-    let ns = format!("{tenant}/{ns}");
-    if let Some(r) = crate::admin::namespaces::missing(&ctx, &ns) {
-        return r;
-    }
-    Json(ctx.authz.namespace_grants(&ns)).into_response()
-}
-
-async fn grant_namespace(
-    State(ctx): Ctx,
-    Path((tenant, ns, role)): Path<(String, String, String)>,
-    body: axum::body::Bytes,
-) -> Response {
-    let acts = match actions(&body) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
-    change(&ctx, format!("{tenant}/{ns}"), move |a| {
-        set(&mut a.namespace_auth, &role, acts);
-    })
-    .await
-}
-
-async fn revoke_namespace(
-    State(ctx): Ctx,
-    Path((tenant, ns, role)): Path<(String, String, String)>,
-) -> Response {
-    change(&ctx, format!("{tenant}/{ns}"), move |a| {
-        set(&mut a.namespace_auth, &role, BTreeSet::new());
-    })
-    .await
-}
-
-/// A topic's permissions: its namespace's grants merged with its own (as Pulsar answers).
-async fn get_topic(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let t = match topic_name(&tenant, &ns, &topic) {
-        Ok(t) => t,
-        Err(r) => return *r,
-    };
-    let mut all = ctx.authz.namespace_grants(&t.namespace_name());
-    for (role, acts) in ctx.authz.topic_grants(&t) {
-        all.entry(role).or_default().extend(acts);
-    }
-    Json(all).into_response()
-}
-
-/// Sets a role's actions on one topic (grant, or revoke with an empty set).
-async fn set_topic(
-    ctx: &Arc<ServerContext>,
-    t: TopicName,
-    role: String,
-    acts: BTreeSet<String>,
-) -> Response {
-    let base = t.base().to_string();
-    change(ctx, t.namespace_name(), move |a| {
-        let g = a.destination_auth.entry(base.clone()).or_default();
-        set(g, &role, acts);
-        if g.is_empty() {
-            a.destination_auth.remove(&base);
-        }
-    })
-    .await
-}
-
-async fn grant_topic(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic, role)): Path<(String, String, String, String)>,
-    body: axum::body::Bytes,
-) -> Response {
-    let t = match topic_name(&tenant, &ns, &topic) {
-        Ok(t) => t,
-        Err(r) => return *r,
-    };
-    let acts = match actions(&body) {
-        Ok(a) => a,
-        Err(r) => return *r,
-    };
-    set_topic(&ctx, t, role, acts).await
-}
-
-async fn revoke_topic(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic, role)): Path<(String, String, String, String)>,
-) -> Response {
-    let t = match topic_name(&tenant, &ns, &topic) {
-        Ok(t) => t,
-        Err(r) => return *r,
-    };
-    set_topic(&ctx, t, role, BTreeSet::new()).await
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,8 @@
 //! Prometheus text exposition at `/metrics`, with Pulsar's metric names and labels
-//! (`cluster`, `namespace`, `topic`, `subscription`).
+//! (`cluster`, `namespace`, `topic`, `subscription`). Non-persistent topics report the same
+//! topic and subscription families (nothing stored: storage and backlog are 0) plus, per
+//! subscription, the messages dropped for want of permits: Pulsar's
+//! `pulsar_subscription_msg_drop_rate` and a `pulsar_subscription_msg_drop_total` counter.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -107,8 +110,13 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             samples.push((labels.clone(), v));
         }
     }
+    let drop_samples = non_persistent(&svc, &cluster, &mut topic_samples, &mut sub_samples);
     let mut f = Families { out: String::new() };
-    for (name, kind, samples) in topic_samples.iter().chain(sub_samples.iter()) {
+    for (name, kind, samples) in topic_samples
+        .iter()
+        .chain(sub_samples.iter())
+        .chain(drop_samples.iter())
+    {
         f.family(name, kind, samples);
     }
     let c = format!("cluster=\"{cluster}\"");
@@ -181,4 +189,64 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         f.family(name, kind, &[(c.clone(), v)]);
     }
     ([("content-type", "text/plain; version=0.0.4")], f.out).into_response()
+}
+
+/// Adds the non-persistent topics' samples to the topic and subscription families (in their
+/// order) and returns the drop families.
+#[allow(clippy::cast_precision_loss)]
+fn non_persistent(
+    svc: &pulsar_rs_broker::BrokerService,
+    cluster: &str,
+    topic_samples: &mut [Family],
+    sub_samples: &mut [Family],
+) -> Vec<Family> {
+    let mut drops: Vec<Family> = vec![
+        ("pulsar_subscription_msg_drop_rate", "gauge", vec![]),
+        ("pulsar_subscription_msg_drop_total", "counter", vec![]),
+    ];
+    for t in svc.non_persistent_topics() {
+        let labels = format!(
+            "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{}\"",
+            t.name.namespace_name(),
+            t.name
+        );
+        let (rate_in, tput_in) = t.msg_in.rates();
+        let subs = t.subscriptions();
+        let (mut rate_out, mut tput_out, mut consumers) = (0.0, 0.0, 0usize);
+        for s in &subs {
+            let sl = format!("{labels},subscription=\"{}\"", s.name);
+            let attached = s.consumers();
+            let (r, tp) = attached
+                .iter()
+                .map(|c| c.out.rates())
+                .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+            rate_out += r;
+            tput_out += tp;
+            consumers += attached.len();
+            let values = [0.0, 0.0, 0.0, r, tp, attached.len() as f64, 0.0, 0.0];
+            for ((_, _, samples), v) in sub_samples.iter_mut().zip(values) {
+                samples.push((sl.clone(), v));
+            }
+            drops[0].2.push((sl.clone(), s.msg_drop.rates().0));
+            drops[1].2.push((sl, s.msg_drop.total() as f64));
+        }
+        let values = [
+            rate_in,
+            rate_out,
+            tput_in,
+            tput_out,
+            t.msg_in.total() as f64,
+            t.msg_in.total_bytes() as f64,
+            0.0,
+            0.0,
+            0.0,
+            t.producers().len() as f64,
+            subs.len() as f64,
+            consumers as f64,
+        ];
+        for ((_, _, samples), v) in topic_samples.iter_mut().zip(values) {
+            samples.push((labels.clone(), v));
+        }
+    }
+    drops
 }

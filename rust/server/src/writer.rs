@@ -1,6 +1,8 @@
 //! The write half of a connection: drains the outbound queue and writes frames with vectored
 //! writes, so a MESSAGE goes out as its small encoded header followed by the stored entry bytes,
-//! which are never copied in user space. Generic over the socket: plain TCP or TLS.
+//! which are never copied in user space. Generic over the socket: plain TCP or TLS. Receipts,
+//! MESSAGE headers and other small frames of one write are encoded or copied into one shared
+//! buffer, so a write carries one `iovec` per stored entry plus one per run of small frames.
 //!
 //! The bytes of MESSAGE frames queued and not yet written are counted ([`Writability`]), with
 //! Netty's water marks as Pulsar's connections have them: over the high mark the connection is
@@ -13,16 +15,31 @@ use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
-use bytes::{Buf, Bytes};
+use bytes::{Buf, Bytes, BytesMut};
 use parking_lot::Mutex;
 use pulsar_rs_broker::Subscription;
+use pulsar_rs_proto::commands;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Queued message bytes over which a connection stops being writable.
+/// Queued message bytes over which a connection stops being writable (Netty's default is
+/// 64 KiB; Pulsar's dispatch reads are larger). The environment variable
+/// `PULSAR_RS_OUTBOUND_HIGH_WATER_MARK` (bytes) overrides it, for benchmarks only.
 pub const HIGH_WATER_MARK: usize = 1 << 20;
-/// Queued message bytes under which it is writable again.
+/// Queued message bytes under which it is writable again (half the high mark).
 pub const LOW_WATER_MARK: usize = 512 << 10;
+
+/// The (high, low) water marks in effect, read once.
+fn water_marks() -> (usize, usize) {
+    static MARKS: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+    *MARKS.get_or_init(|| {
+        std::env::var("PULSAR_RS_OUTBOUND_HIGH_WATER_MARK")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&h| h > 0)
+            .map_or((HIGH_WATER_MARK, LOW_WATER_MARK), |h| (h, h / 2))
+    })
+}
 
 /// Whether a connection can take more messages (Netty's `isWritable()`).
 pub struct Writability {
@@ -67,7 +84,7 @@ impl Writability {
     pub fn add(&self, n: usize) {
         // SeqCst: see `queued`.
         let now = self.queued.fetch_add(n, Ordering::SeqCst) + n;
-        if now > HIGH_WATER_MARK {
+        if now > water_marks().0 {
             self.unwritable.store(true, Ordering::SeqCst);
             // The writer may have drained everything between the add and the store.
             self.check_writable();
@@ -86,7 +103,7 @@ impl Writability {
     /// Clears the flag under the low mark and wakes the dispatchers that stopped on it.
     fn check_writable(&self) {
         // SeqCst: see `queued`.
-        if self.queued.load(Ordering::SeqCst) <= LOW_WATER_MARK
+        if self.queued.load(Ordering::SeqCst) <= water_marks().1
             && self.unwritable.swap(false, Ordering::SeqCst)
         {
             let mut waiters = self.waiters.lock();
@@ -120,12 +137,37 @@ pub enum Outbound {
     Frame(Bytes),
     /// A MESSAGE: encoded header, then the stored entry.
     Message(Bytes, Bytes),
+    /// A SEND_RECEIPT, encoded by the writer into the buffer of the write that carries it.
+    Receipt(Receipt),
     /// Flush what is queued, then close the socket.
     Close,
 }
 
+/// A SEND_RECEIPT not yet encoded: no allocation per receipt, and all the receipts (and other
+/// small frames) of one socket write are encoded into one buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Receipt {
+    /// The producer.
+    pub producer_id: u64,
+    /// The SEND's sequence id.
+    pub sequence_id: u64,
+    /// The SEND's highest sequence id (batches with several ids).
+    pub highest_sequence_id: Option<u64>,
+    /// Where the entry was stored (-1:-1 for a duplicate).
+    pub ledger_id: u64,
+    /// Where the entry was stored.
+    pub entry_id: u64,
+}
+
 /// Most buffers handed to one `writev`.
 const MAX_IOV: usize = 256;
+
+/// Frames up to this size are copied into the write's shared buffer rather than given their
+/// own `iovec`.
+const COALESCE_MAX: usize = 512;
+
+/// Bytes of coalesced frames after which a write goes out.
+const COALESCED_WRITE: usize = 64 << 10;
 
 /// Writes until the queue closes, an `Outbound::Close` arrives, or the socket fails.
 pub async fn run<W: AsyncWrite + Unpin>(
@@ -134,17 +176,21 @@ pub async fn run<W: AsyncWrite + Unpin>(
     writability: Arc<Writability>,
 ) {
     let mut bufs: Vec<Bytes> = Vec::with_capacity(MAX_IOV);
+    // Small frames of the current write; its memory is reused once the previous write's
+    // frozen part is dropped.
+    let mut small = BytesMut::with_capacity(4096);
     let mut closing = false;
     while !closing {
         let Some(first) = rx.recv().await else { break };
         let mut messages = 0;
-        closing = push(&mut bufs, first, &mut messages);
-        while !closing && bufs.len() < MAX_IOV - 1 {
+        closing = push(&mut bufs, &mut small, first, &mut messages);
+        while !closing && bufs.len() < MAX_IOV - 2 && small.len() < COALESCED_WRITE {
             match rx.try_recv() {
-                Ok(item) => closing = push(&mut bufs, item, &mut messages),
+                Ok(item) => closing = push(&mut bufs, &mut small, item, &mut messages),
                 Err(_) => break,
             }
         }
+        flush_small(&mut bufs, &mut small);
         let r = write_all(&mut socket, &mut bufs).await;
         writability.written(messages);
         if let Err(e) = r {
@@ -158,24 +204,48 @@ pub async fn run<W: AsyncWrite + Unpin>(
     let mut rest = 0;
     rx.close();
     while let Ok(item) = rx.try_recv() {
-        let mut scratch = Vec::new();
-        push(&mut scratch, item, &mut rest);
+        let (mut scratch, mut small) = (Vec::new(), BytesMut::new());
+        push(&mut scratch, &mut small, item, &mut rest);
     }
     writability.written(rest);
 }
 
-/// Adds an item's buffers; counts a MESSAGE's stored bytes into `messages`. True on `Close`.
-fn push(bufs: &mut Vec<Bytes>, item: Outbound, messages: &mut usize) -> bool {
+/// Adds an item to the write: small frames, receipts and MESSAGE headers into `small`, stored
+/// entries and large frames as their own buffers (never copied), in queue order. Counts a
+/// MESSAGE's stored bytes into `messages`. True on `Close`.
+fn push(bufs: &mut Vec<Bytes>, small: &mut BytesMut, item: Outbound, messages: &mut usize) -> bool {
     match item {
-        Outbound::Frame(b) => bufs.push(b),
+        Outbound::Frame(b) if b.len() <= COALESCE_MAX => small.extend_from_slice(&b),
+        Outbound::Frame(b) => {
+            flush_small(bufs, small);
+            bufs.push(b);
+        }
+        Outbound::Receipt(r) => {
+            let cmd = commands::send_receipt(
+                r.producer_id,
+                r.sequence_id,
+                r.highest_sequence_id,
+                r.ledger_id,
+                r.entry_id,
+            );
+            pulsar_rs_proto::encode_simple(&cmd, small);
+        }
         Outbound::Message(h, d) => {
             *messages += d.len();
-            bufs.push(h);
+            small.extend_from_slice(&h);
+            flush_small(bufs, small);
             bufs.push(d);
         }
         Outbound::Close => return true,
     }
     false
+}
+
+/// Ends the current run of small frames: it becomes one buffer of the write.
+fn flush_small(bufs: &mut Vec<Bytes>, small: &mut BytesMut) {
+    if !small.is_empty() {
+        bufs.push(small.split().freeze());
+    }
 }
 
 async fn write_all<W: AsyncWrite + Unpin>(

@@ -8,9 +8,11 @@
 //!   it removes its key, so the key vanishes from the compacted view.
 //! * Messages without a key are dropped unless `topicCompactionRetainNullKey`.
 //! * Server-only markers are dropped.
-//! * Batches (uncompressed) are looked at message by message; a batch whose members all lose is
-//!   dropped, one whose members all win is kept unchanged, and otherwise it is rebuilt with only
-//!   the winning members. A compressed batch cannot be looked into here: it is kept whole.
+//! * Batches are looked at message by message (a compressed batch is decompressed first, as
+//!   Pulsar's `RawBatchConverter` does); a batch whose members all lose is dropped, one whose
+//!   members all win is kept unchanged, and otherwise it is rebuilt with only the winning
+//!   members, compressed again with its own codec. A compressed batch that does not decode is
+//!   kept whole (and logged): the compactor never drops what it cannot read.
 
 use std::collections::HashMap;
 
@@ -32,8 +34,8 @@ struct Member {
 enum Parsed {
     /// A marker, or bytes that do not parse: never part of the compacted view.
     Skip,
-    /// A compressed batch: its members cannot be read here.
-    Opaque,
+    /// A compressed batch that does not decode (with its message count): kept whole.
+    Opaque(u64),
     /// Its messages.
     Messages(Box<pb::MessageMetadata>, Vec<Member>),
 }
@@ -85,9 +87,21 @@ fn parse(e: &Entry) -> Parsed {
             }],
         );
     }
-    if md.compression.unwrap_or(0) != pb::CompressionType::None as i32 {
-        return Parsed::Opaque;
-    }
+    let codec = md.compression.unwrap_or(0);
+    let payload = if codec == pb::CompressionType::None as i32 {
+        payload
+    } else {
+        let size = md.uncompressed_size.map_or(0, |s| s as usize);
+        match pulsar_rs_proto::compression::decompress(codec, &payload, size) {
+            Ok(raw) => raw,
+            Err(error) => {
+                tracing::warn!(position = %e.position, %error, "compaction keeps an undecodable compressed batch whole");
+                return Parsed::Opaque(
+                    u64::try_from(md.num_messages_in_batch.unwrap_or(1)).unwrap_or(1),
+                );
+            }
+        }
+    };
     match split_batch(&md, payload) {
         Some(members) => Parsed::Messages(Box::new(md), members),
         None => Parsed::Skip,
@@ -103,6 +117,8 @@ pub struct KeyMap {
     retain_null_key: bool,
     /// Messages seen by phase one.
     pub messages_read: u64,
+    /// Messages phase two kept.
+    pub messages_kept: u64,
 }
 
 impl KeyMap {
@@ -113,6 +129,7 @@ impl KeyMap {
             latest: HashMap::new(),
             retain_null_key,
             messages_read: 0,
+            messages_kept: 0,
         }
     }
 
@@ -147,10 +164,13 @@ impl KeyMap {
 
     /// Phase two: what of `e` goes into the compacted ledger, if anything.
     #[must_use]
-    pub fn rewrite(&self, e: Entry) -> Option<Entry> {
+    pub fn rewrite(&mut self, e: Entry) -> Option<Entry> {
         let (mut md, members) = match parse(&e) {
             Parsed::Skip => return None,
-            Parsed::Opaque => return Some(e),
+            Parsed::Opaque(n) => {
+                self.messages_kept += n;
+                return Some(e);
+            }
             Parsed::Messages(md, members) => (md, members),
         };
         let total = members.len();
@@ -161,6 +181,7 @@ impl KeyMap {
         if winners.is_empty() {
             return None;
         }
+        self.messages_kept += winners.len() as u64;
         if winners.len() == total {
             return Some(e);
         }
@@ -176,9 +197,18 @@ impl KeyMap {
         }
         md.num_messages_in_batch = Some(i32::try_from(winners.len()).unwrap_or(i32::MAX));
         md.uncompressed_size = Some(u32::try_from(payload.len()).unwrap_or(u32::MAX));
+        let codec = md.compression.unwrap_or(0);
+        let body = match pulsar_rs_proto::compression::compress(codec, &payload) {
+            Ok(b) => b,
+            Err(error) => {
+                // Only an unknown codec fails, and such a batch never decoded: keep it whole.
+                tracing::warn!(position = %e.position, %error, "compaction keeps a batch whole");
+                return Some(e);
+            }
+        };
         Some(Entry {
             position: e.position,
-            data: pulsar_rs_proto::build_stored_entry(&md, &payload),
+            data: pulsar_rs_proto::build_stored_entry(&md, &body),
         })
     }
 }
@@ -202,6 +232,15 @@ mod tests {
     }
 
     fn batch(l: i64, e: i64, members: &[(Option<&str>, &[u8])]) -> Entry {
+        compressed_batch(l, e, members, pb::CompressionType::None)
+    }
+
+    fn compressed_batch(
+        l: i64,
+        e: i64,
+        members: &[(Option<&str>, &[u8])],
+        codec: pb::CompressionType,
+    ) -> Entry {
         let mut payload = BytesMut::new();
         for (k, v) in members {
             let smm = pb::SingleMessageMetadata {
@@ -214,17 +253,37 @@ mod tests {
             payload.put_slice(&raw);
             payload.put_slice(v);
         }
+        let compressed = codec != pb::CompressionType::None;
         let md = pb::MessageMetadata {
             producer_name: "p".into(),
             sequence_id: 0,
             publish_time: 1,
             num_messages_in_batch: Some(i32::try_from(members.len()).unwrap()),
+            compression: compressed.then_some(codec as i32),
+            uncompressed_size: compressed.then(|| u32::try_from(payload.len()).unwrap()),
             ..Default::default()
         };
+        let body = pulsar_rs_proto::compression::compress(codec as i32, &payload).unwrap();
         Entry {
             position: Position::new(l, e),
-            data: pulsar_rs_proto::build_stored_entry(&md, &payload),
+            data: pulsar_rs_proto::build_stored_entry(&md, &body),
         }
+    }
+
+    /// The members (key, value) of a stored batch, decompressing it with its codec.
+    fn members_of(e: &Entry) -> Vec<(Option<String>, Bytes)> {
+        let (md, payload) = pulsar_rs_proto::parse_stored_entry(&e.data).unwrap();
+        let raw = pulsar_rs_proto::compression::decompress(
+            md.compression.unwrap_or(0),
+            &payload,
+            md.uncompressed_size.map_or(payload.len(), |s| s as usize),
+        )
+        .unwrap();
+        split_batch(&md, raw)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.key, m.parts.unwrap().1))
+            .collect()
     }
 
     fn compact(entries: &[Entry], retain_null_key: bool) -> Vec<Entry> {
@@ -306,5 +365,45 @@ mod tests {
         assert_eq!(members[0].key.as_deref(), Some("b"));
         // A batch whose members all win is kept byte for byte.
         assert_eq!(out[2].data, entries[2].data);
+    }
+
+    #[test]
+    fn compressed_batches_are_looked_into_and_compressed_again() {
+        use pb::CompressionType as C;
+        for codec in [C::Lz4, C::Zlib, C::Zstd, C::Snappy] {
+            let entries = vec![
+                compressed_batch(1, 0, &[(Some("a"), b"a1"), (Some("b"), b"b1")], codec),
+                compressed_batch(1, 1, &[(Some("a"), b"a2"), (Some("b"), b"")], codec),
+                compressed_batch(1, 2, &[(Some("c"), b"c1")], codec),
+            ];
+            let out = compact(&entries, false);
+            // Entry 0 lost both members (a overwritten, b deleted); entry 1 keeps a2 only.
+            assert_eq!(out.len(), 2, "{codec:?}");
+            assert_eq!(out[0].position, Position::new(1, 1));
+            let (md, _) = pulsar_rs_proto::parse_stored_entry(&out[0].data).unwrap();
+            assert_eq!(md.compression, Some(codec as i32), "{codec:?} codec kept");
+            assert_eq!(md.num_messages_in_batch, Some(1));
+            assert_eq!(
+                members_of(&out[0]),
+                vec![(Some("a".to_owned()), Bytes::from_static(b"a2"))],
+                "{codec:?}"
+            );
+            assert_eq!(
+                out[1].data, entries[2].data,
+                "{codec:?}: all winners, unchanged"
+            );
+        }
+    }
+
+    #[test]
+    fn an_undecodable_compressed_batch_is_kept_whole() {
+        let mut e = compressed_batch(1, 0, &[(Some("a"), b"a1")], pb::CompressionType::Lz4);
+        let (mut md, _) = pulsar_rs_proto::parse_stored_entry(&e.data).unwrap();
+        md.uncompressed_size = Some(1_000_000);
+        e.data = pulsar_rs_proto::build_stored_entry(&md, b"not lz4 at all");
+        let later = message(1, 1, Some("a"), b"a2");
+        let out = compact(&[e.clone(), later], false);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].data, e.data);
     }
 }

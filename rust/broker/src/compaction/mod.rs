@@ -78,6 +78,22 @@ struct RunState {
     status: Status,
     last_error: String,
     last_run_ms: Option<u64>,
+    last: LastRun,
+}
+
+/// Pulsar's `CompactionStats` of a topic (`stats.compaction`): the last run, this process only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastRun {
+    /// Messages the last successful run removed (read minus kept).
+    pub last_compaction_removed_event_count: u64,
+    /// When the last successful run ended (ms since the epoch; 0 if none).
+    pub last_compaction_succeed_timestamp: u64,
+    /// When the last failed run ended (ms since the epoch; 0 if none).
+    pub last_compaction_failed_timestamp: u64,
+    /// How long the last run took, successful or not (Pulsar's spelling of the key).
+    #[serde(rename = "lastCompactionDurationTimeInMills")]
+    pub last_compaction_duration_time_in_mills: u64,
 }
 
 /// One topic's compaction: its compacted view and run state.
@@ -135,6 +151,7 @@ impl Compaction {
                 status: Status::NotRun,
                 last_error: String::new(),
                 last_run_ms: None,
+                last: LastRun::default(),
             }),
         })
     }
@@ -174,6 +191,12 @@ impl Compaction {
         }
     }
 
+    /// `stats.compaction`: the last run's figures.
+    #[must_use]
+    pub fn last_run(&self) -> LastRun {
+        self.run.lock().last
+    }
+
     /// Marks a run as started; `false` if one is already running (Pulsar answers 409).
     #[must_use]
     pub fn try_start(&self) -> bool {
@@ -189,17 +212,23 @@ impl Compaction {
     /// Runs a compaction started with [`Compaction::try_start`] and records its outcome.
     /// Blocking I/O: call from a blocking thread.
     pub fn run_started(&self, ml: &Arc<ManagedLedger>) {
+        let started = now_ms();
         let result = self.compact(ml);
+        let ended = now_ms();
         let mut r = self.run.lock();
+        r.last.last_compaction_duration_time_in_mills = ended.saturating_sub(started);
         match result {
-            Ok(()) => {
+            Ok(removed) => {
                 r.status = Status::Success;
-                r.last_run_ms = Some(now_ms());
+                r.last_run_ms = Some(ended);
+                r.last.last_compaction_succeed_timestamp = ended;
+                r.last.last_compaction_removed_event_count = removed;
             }
             Err(e) => {
                 tracing::warn!(ledger = ml.name(), error = %e, "compaction failed");
                 r.status = Status::Error;
                 r.last_error = e.to_string();
+                r.last.last_compaction_failed_timestamp = ended;
             }
         }
     }
@@ -242,7 +271,8 @@ impl Compaction {
         Ok(())
     }
 
-    fn compact(&self, ml: &Arc<ManagedLedger>) -> Result<(), BrokerError> {
+    /// One run; returns how many messages it removed.
+    fn compact(&self, ml: &Arc<ManagedLedger>) -> Result<u64, BrokerError> {
         let cursor = ml.open_cursor_at(COMPACTION_CURSOR, true)?;
         let old = self.view();
         let upto = ml.last_confirmed();
@@ -252,7 +282,7 @@ impl Compaction {
             .as_ref()
             .map_or(cursor.mark_delete_position(), |o| o.horizon);
         if upto.entry_id < 0 || upto <= after {
-            return Ok(()); // nothing new since the horizon
+            return Ok(0); // nothing new since the horizon
         }
         let mut keys = KeyMap::new(self.retain_null_key);
         Self::scan(ml, old.as_deref(), after, upto, &mut |e| keys.observe(&e))?;
@@ -278,9 +308,10 @@ impl Compaction {
             horizon = %upto,
             keys = keys.keys(),
             messages = keys.messages_read,
+            kept = keys.messages_kept,
             "compaction done"
         );
-        Ok(())
+        Ok(keys.messages_read.saturating_sub(keys.messages_kept))
     }
 }
 

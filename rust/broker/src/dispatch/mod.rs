@@ -1,555 +1,189 @@
-//! The dispatcher (seed 000): one task per subscription.
+//! Dispatchers (seed 000): one type per subscription kind, each owning its routing state and,
+//! for the multiple-consumers kinds, its replay set:
+//! * [`single_active::SingleActiveConsumer`]: Exclusive and Failover (one active consumer);
+//! * [`multiple::MultipleConsumers`]: Shared (round-robin by priority level);
+//! * [`sticky_key::StickyKeyConsumers`]: Key_Shared (slot owners, draining hashes).
 //!
-//! Each pass decides a [`Plan`] under the subscription's lock and carries it out without it:
-//! * wait, when no consumer can take messages, the subscription is blocked on unacked messages
-//!   (`maxUnackedMessagesPerSubscription`, resumed at half), a Failover change is in its delay,
-//!   or the Key_Shared look-ahead is full;
-//! * serve the replay set first (redeliveries, entries nobody could take, Key_Shared entries
-//!   waiting for their key, delayed entries that became due) — unless nothing in it could be
-//!   delivered last time and nothing changed since (for Key_Shared, re-tried at most every
-//!   `keySharedUnblockingIntervalMs`);
-//! * otherwise read from the cursor: at most one read in flight, of min(permits, read batch,
-//!   `dispatcherMaxReadSizeBytes`) entries, parked at the end of the topic until a publish; the
-//!   read batch starts at `dispatcherMaxReadBatchSize`, drops to `dispatcherMinReadBatchSize`
-//!   after a read error and doubles after each good read.
+//! The [`crate::subscription::Subscription`] keeps the consumers ([`consumers::ConsumerList`]),
+//! the cursor, redelivery counts and the delayed tracker, and lends them to its dispatcher
+//! through an [`Env`]. The dispatch pass ([`pass`]) decides what to do under the subscription's
+//! lock (serve the replay set first, else read from the cursor) and the task ([`task`]) runs it.
+//! The non-persistent subscriptions reuse the same routing pieces ([`round_robin`],
+//! [`failover`], [`key_shared`]).
 //!
-//! Entries are then handed out ([`Subscription::dispatch`]): to the active consumer for
-//! Exclusive/Failover, round-robin by priority level for Shared ([`shared`]), to the owner of the
-//! key's slot for Key_Shared ([`key_shared`]). Permits are charged in messages (a batch entry
-//! holds several). Shared/Key_Shared entries with a future `deliver_at_time` go to the
-//! [`delayed`] tracker. What cannot be delivered now goes to the replay set.
+//! Permits are charged in messages (a batch entry holds several). Shared/Key_Shared entries with
+//! a future `deliver_at_time` go to the [`delayed`] tracker. What cannot be delivered now goes to
+//! the replay set (Shared/Key_Shared) or is read again (Exclusive/Failover).
 
+pub(crate) mod consumers;
 pub mod delayed;
 pub mod failover;
 pub mod key_shared;
-pub mod shared;
+pub(crate) mod multiple;
+pub(crate) mod pass;
+pub mod replay;
+pub mod round_robin;
+pub(crate) mod single_active;
+pub(crate) mod sticky_key;
+pub(crate) mod task;
+#[cfg(test)]
+mod tests;
 
-use std::collections::HashSet;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use pulsar_rs_ledger::{Entry, Position};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{Cursor, Position};
 
-use crate::consumer::SubType;
-use crate::subscription::{entry_info, Subscription};
-use crate::BrokerError;
+use self::delayed::DelayedTracker;
+use self::key_shared::KeySharedMeta;
+use self::multiple::MultipleConsumers;
+use self::replay::ReplaySet;
+use self::single_active::SingleActiveConsumer;
+use self::sticky_key::StickyKeyConsumers;
+use crate::consumer::{Consumer, SubType};
+use crate::subscription::EntryInfo;
+use crate::BrokerConfig;
 
-use self::delayed::now_ms;
-use self::key_shared::slot_of;
+pub use self::pass::Outcome;
 
-/// What the dispatcher does next.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Plan {
-    /// Nothing to do until woken (or until the deadline).
-    Wait(Option<Instant>),
-    /// Deliver up to this many entries from the replay set.
-    Replay(usize),
-    /// Read up to this many entries from the cursor; stop waiting at the deadline.
-    Read(usize, Option<Instant>),
+/// The dispatcher of a subscription, by kind.
+pub(crate) enum Dispatcher {
+    /// Exclusive / Failover.
+    SingleActive(SingleActiveConsumer),
+    /// Shared.
+    Multiple(MultipleConsumers),
+    /// Key_Shared.
+    StickyKey(StickyKeyConsumers),
 }
 
-/// A replay pass in which nothing could be delivered.
-#[derive(Clone, Copy)]
-pub(crate) struct Stall {
-    /// [`Subscription::changes`] when it happened.
-    changes: u64,
-    /// When it happened.
-    at: Instant,
+impl Dispatcher {
+    /// A fresh dispatcher for type `t`; `meta` and `config` set a Key_Shared one up (the first
+    /// consumer's `KeySharedMeta`).
+    pub(crate) fn new(t: SubType, meta: &KeySharedMeta, config: &BrokerConfig) -> Self {
+        match t {
+            SubType::Exclusive | SubType::Failover => {
+                Dispatcher::SingleActive(SingleActiveConsumer::default())
+            }
+            SubType::Shared => Dispatcher::Multiple(MultipleConsumers::default()),
+            SubType::KeyShared => Dispatcher::StickyKey(StickyKeyConsumers::new(meta, config)),
+        }
+    }
+
+    /// Whether this dispatcher serves subscriptions of type `t`.
+    pub(crate) fn serves(&self, t: SubType) -> bool {
+        matches!(
+            (self, t),
+            (
+                Dispatcher::SingleActive(_),
+                SubType::Exclusive | SubType::Failover
+            ) | (Dispatcher::Multiple(_), SubType::Shared)
+                | (Dispatcher::StickyKey(_), SubType::KeyShared)
+        )
+    }
+
+    /// The replay set (multiple-consumers kinds only).
+    pub(crate) fn replay(&self) -> Option<&ReplaySet> {
+        match self {
+            Dispatcher::SingleActive(_) => None,
+            Dispatcher::Multiple(m) => Some(&m.replay),
+            Dispatcher::StickyKey(k) => Some(&k.replay),
+        }
+    }
+
+    /// The replay set, to change (multiple-consumers kinds only).
+    pub(crate) fn replay_mut(&mut self) -> Option<&mut ReplaySet> {
+        match self {
+            Dispatcher::SingleActive(_) => None,
+            Dispatcher::Multiple(m) => Some(&mut m.replay),
+            Dispatcher::StickyKey(k) => Some(&mut k.replay),
+        }
+    }
+
+    /// Consumers joined or left.
+    pub(crate) fn consumers_changed(&mut self) {
+        if let Dispatcher::Multiple(m) = self {
+            m.consumers_changed();
+        }
+    }
+
+    /// Queues positions taken from a consumer's pending acks for redelivery, releasing their
+    /// Key_Shared slots.
+    pub(crate) fn queue_replay(&mut self, positions: &[Position]) {
+        match self {
+            Dispatcher::SingleActive(_) => {}
+            Dispatcher::Multiple(m) => {
+                for p in positions {
+                    m.replay.insert(*p, None);
+                }
+            }
+            Dispatcher::StickyKey(k) => {
+                for p in positions {
+                    let slot = k.release(*p).map(|(s, _)| s);
+                    k.replay.insert(*p, slot);
+                }
+            }
+        }
+    }
 }
 
-/// What one dispatch pass did.
-#[derive(Default, Debug, Clone, Copy)]
-pub struct Outcome {
-    /// Messages sent.
-    pub messages: u64,
-    /// Bytes sent.
-    pub bytes: u64,
-    /// Entries sent.
-    pub entries: usize,
-    /// Entries put (back) into the replay set.
-    pub requeued: usize,
+/// What a dispatcher borrows from its subscription for one pass.
+pub(crate) struct Env<'a> {
+    /// The subscription's cursor (acknowledged entries are skipped, batch ack sets read).
+    pub(crate) cursor: &'a Cursor,
+    /// Partition index of the topic, -1 if not partitioned.
+    pub(crate) partition: i32,
+    /// Per-consumer unacked limit in force (0 = none).
+    pub(crate) unacked_limit: u32,
+    /// `dispatcherMaxRoundRobinBatchSize`.
+    pub(crate) rr_chunk: u32,
+    /// Redelivery counts (position → times queued), locked by the pass for its duration.
+    pub(crate) redeliveries: Option<&'a HashMap<Position, u32>>,
+    /// The delayed tracker, when delayed delivery is on, and the due cutoff (ms).
+    pub(crate) delayed: Option<(&'a Mutex<DelayedTracker>, i64)>,
 }
 
-impl Subscription {
-    fn delay_slack_ms(&self) -> i64 {
-        if self.config.delayed_delivery_deliver_at_time_strict {
-            0
-        } else {
-            i64::try_from(self.config.delayed_delivery_tick_time_millis).unwrap_or(0)
+impl Env<'_> {
+    /// Hands an entry with a future `deliver_at_time` to the delayed tracker; true if it took it.
+    pub(crate) fn defer(&self, position: Position, info: &EntryInfo) -> bool {
+        match (self.delayed, info.deliver_at) {
+            (Some((tracker, cutoff)), Some(at)) => tracker.lock().add(position, at, cutoff),
+            _ => false,
         }
     }
 
-    /// Moves delayed entries that are due into the replay set.
-    fn release_due_delayed(&self) {
-        let due = {
-            let mut d = self.delayed.lock();
-            if d.is_empty() {
-                return;
-            }
-            d.take_due(now_ms() + self.delay_slack_ms())
-        };
-        if due.is_empty() {
-            return;
+    /// The redelivery count a (replayed) entry carries.
+    pub(crate) fn redelivery_count(&self, position: Position, replayed: bool) -> u32 {
+        if !replayed {
+            return 0;
         }
-        let mut replay = self.replay.lock();
-        for p in due {
-            replay.insert(p, None);
-        }
-        drop(replay);
-        // Relaxed: a change counter read by this same task.
-        self.changes.fetch_add(1, Ordering::Relaxed);
+        self.redeliveries
+            .and_then(|r| r.get(&position).copied())
+            .unwrap_or(0)
     }
 
-    /// When the next delayed entry is due.
-    fn delayed_deadline(&self) -> Option<Instant> {
-        let d = self.delayed.lock();
-        d.next_due_in(now_ms(), self.delay_slack_ms())
-            .map(|wait| Instant::now() + wait)
-    }
-
-    /// Decides the next step; `cap` bounds the entries (read batch, rate limits).
-    pub(crate) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
-        let now = Instant::now();
-        let mut st = self.state.lock();
-        let Some(t) = st.sub_type else {
-            return Plan::Wait(None);
-        };
-        if st.consumers.is_empty() {
-            return Plan::Wait(None);
-        }
-        let cap = i64::try_from(cap.max(1)).unwrap_or(i64::MAX);
-        if !t.is_multi() {
-            if let Some(until) = st.hold_until {
-                if now < until {
-                    return Plan::Wait(Some(until));
-                }
-                // The Failover delay is over: the new active consumer gets all unacknowledged.
-                st.hold_until = None;
-                self.cursor.rewind();
-            }
-            let permits = st
-                .active
-                .and_then(|a| st.by_handle(a))
-                .filter(|c| !c.is_closed() && c.is_writable())
-                .map_or(0, |c| c.permits.get());
-            return if permits > 0 {
-                Plan::Read(usize::try_from(permits.min(cap)).unwrap_or(1), None)
-            } else {
-                Plan::Wait(None)
-            };
-        }
-        let mut room = i64::MAX;
-        let sub_limit = i64::from(self.config.max_unacked_messages_per_subscription);
-        if self.durable && sub_limit > 0 {
-            let unacked: i64 = st.consumers.iter().map(|c| c.unacked()).sum();
-            // Relaxed: only this task writes the flag; readers use it as a gauge.
-            let blocked = self.blocked_on_unacked.load(Ordering::Relaxed);
-            if blocked && unacked > sub_limit / 2 {
-                return Plan::Wait(None);
-            }
-            if unacked >= sub_limit {
-                self.blocked_on_unacked.store(true, Ordering::Relaxed);
-                return Plan::Wait(None);
-            }
-            if blocked {
-                self.blocked_on_unacked.store(false, Ordering::Relaxed);
-            }
-            room = sub_limit - unacked;
-        }
-        let permits: i64 = st
-            .consumers
-            .iter()
-            .filter(|c| c.can_take())
-            .map(|c| c.permits.get())
-            .sum();
-        if permits <= 0 {
-            return Plan::Wait(None);
-        }
-        let n = usize::try_from(permits.min(room).min(cap)).unwrap_or(1);
-        let key_shared = t == SubType::KeyShared;
-        let consumers = st.consumers.len();
-        drop(st);
-        let replay_len = self.replay.lock().len();
-        let mut deadline = self.delayed_deadline();
-        if replay_len > 0 {
-            match stall {
-                None => return Plan::Replay(n),
-                // Relaxed: a change counter; see `Subscription::changes`.
-                Some(s) if s.changes != self.changes.load(Ordering::Relaxed) => {
-                    let interval = if key_shared {
-                        Duration::from_millis(self.config.key_shared_unblocking_interval_ms)
-                    } else {
-                        Duration::ZERO
-                    };
-                    let retry = s.at + interval;
-                    if now >= retry {
-                        return Plan::Replay(n);
-                    }
-                    deadline = Some(deadline.map_or(retry, |d| d.min(retry)));
-                }
-                Some(_) => {}
-            }
-        }
-        let look_ahead = if key_shared {
-            let per_consumer = self
-                .config
-                .key_shared_look_ahead_msg_in_replay_threshold_per_consumer
-                as usize;
-            let per_sub = self
-                .config
-                .key_shared_look_ahead_msg_in_replay_threshold_per_subscription
-                as usize;
-            (per_consumer.saturating_mul(consumers)).min(per_sub)
-        } else {
-            usize::MAX
-        };
-        if replay_len < look_ahead {
-            Plan::Read(n, deadline)
-        } else {
-            Plan::Wait(deadline)
-        }
-    }
-
-    /// Takes up to `n` replay positions that can be delivered now and reads their entries
-    /// (those acknowledged meanwhile are dropped). Returns the entries and how many positions
-    /// left the replay set.
-    fn read_replay(&self, n: usize) -> Result<(Vec<Entry>, usize), BrokerError> {
-        let positions = {
-            let st = self.state.lock();
-            let mut replay = self.replay.lock();
-            match st.key_shared.as_ref() {
-                Some(ks) if st.sub_type == Some(SubType::KeyShared) => {
-                    replay.take_ready(n, |slot| {
-                        let Some(owner) = ks.selector.owner(slot) else {
-                            return false;
-                        };
-                        st.by_handle(owner).is_some_and(|c| c.can_take())
-                            && (ks.allow_out_of_order
-                                || ks.draining.holder(slot).is_none_or(|h| h == owner))
-                    })
-                }
-                _ => replay.take_ready(n, |_| true),
-            }
-        };
-        let taken = positions.len();
-        let mut out = Vec::with_capacity(taken);
-        let ml = self.cursor.ledger();
-        for (p, _) in positions {
-            if self.cursor.is_acked(p) {
-                continue;
-            }
-            if let Some(e) = ml.read_entries(p, 1, u64::MAX, p)?.into_iter().next() {
-                if e.position == p {
-                    out.push(e);
-                }
-            }
-        }
-        Ok((out, taken))
-    }
-
-    /// Hands entries to consumers; what cannot be delivered now goes to the replay set
-    /// (Shared/Key_Shared) or is read again (Exclusive/Failover).
-    pub(crate) fn dispatch(&self, entries: Vec<Entry>, replayed: bool) -> Outcome {
-        let mut out = Outcome::default();
-        if entries.is_empty() {
-            return out;
-        }
-        let limit = self.unacked_limit();
-        let rr_chunk = self.config.dispatcher_max_round_robin_batch_size;
-        let mut st = self.state.lock();
-        let Some(t) = st.sub_type else {
-            return out;
-        };
-        if !t.is_multi() {
-            // During a Failover delay nothing goes out: the rewind at its end reads it again.
-            if st.hold_until.is_some() {
-                return out;
-            }
-            let target = st.active.and_then(|a| st.by_handle(a)).cloned();
-            drop(st);
-            for entry in entries {
-                if self.cursor.is_acked(entry.position) {
-                    continue;
-                }
-                let info = entry_info(&entry.data);
-                let pos = entry.position;
-                let ack_set = self.batch_ack_set(pos);
-                let len = entry.data.len() as u64;
-                let sent = target.as_ref().is_some_and(|c| {
-                    c.deliver(
-                        pos,
-                        info.messages,
-                        self.partition,
-                        0,
-                        ack_set,
-                        entry.data,
-                        limit,
-                    )
-                });
-                if !sent {
-                    // Read it again when a consumer can take it.
-                    self.cursor.seek_read_position(pos);
-                    break;
-                }
-                out.record(info.messages, len);
-            }
-            self.out.record(out.messages, out.bytes);
-            return out;
-        }
-        let key_shared = t == SubType::KeyShared;
-        let delayed_on = self.config.delayed_delivery_enabled;
-        let cutoff = now_ms() + self.delay_slack_ms();
-        let mut replay = self.replay.lock();
-        let counts = self.redeliveries.lock();
-        let mut blocked: HashSet<u16> = HashSet::new();
-        for entry in entries {
-            let pos = entry.position;
-            if self.cursor.is_acked(pos) {
-                continue;
-            }
-            let info = entry_info(&entry.data);
-            if delayed_on {
-                if let Some(at) = info.deliver_at {
-                    if self.delayed.lock().add(pos, at, cutoff) {
-                        continue;
-                    }
-                }
-            }
-            let (target, slot) = if key_shared {
-                let slot = slot_of(info.key.as_deref());
-                let target = st.key_shared.as_ref().and_then(|ks| {
-                    let owner = ks.selector.owner(slot)?;
-                    if !ks.allow_out_of_order {
-                        // Order: a key with older entries waiting, or still held by another
-                        // consumer (draining), waits too.
-                        let waiting = if replayed {
-                            blocked.contains(&slot)
-                        } else {
-                            replay.has_slot(slot)
-                        };
-                        if waiting || ks.draining.holder(slot).is_some_and(|h| h != owner) {
-                            return None;
-                        }
-                    }
-                    st.by_handle(owner).filter(|c| c.can_take()).cloned()
-                });
-                (target, Some(slot))
-            } else {
-                let crate::subscription::State { rr, consumers, .. } = &mut *st;
-                (rr.pick(consumers, rr_chunk), None)
-            };
-            let len = entry.data.len() as u64;
-            let sent = target.as_ref().is_some_and(|c| {
-                let count = if replayed {
-                    counts.get(&pos).copied().unwrap_or(0)
-                } else {
-                    0
-                };
-                let ack_set = self.batch_ack_set(pos);
-                c.deliver(
-                    pos,
-                    info.messages,
-                    self.partition,
-                    count,
-                    ack_set,
-                    entry.data,
-                    limit,
-                )
-            });
-            if sent {
-                out.record(info.messages, len);
-                if let (Some(s), Some(c), Some(ks)) = (slot, &target, st.key_shared.as_mut()) {
-                    ks.draining.delivered(pos, s, c.handle);
-                }
-            } else {
-                replay.insert(pos, slot);
-                out.requeued += 1;
-                if let Some(s) = slot.filter(|_| replayed) {
-                    blocked.insert(s);
-                }
-            }
-        }
-        drop(counts);
-        drop(replay);
-        drop(st);
-        self.out.record(out.messages, out.bytes);
-        out
-    }
-
-    fn batch_ack_set(&self, position: Position) -> Option<Vec<i64>> {
-        self.cursor
+    /// Delivers one entry to `consumer` (charging its permits); false if it could not take it.
+    pub(crate) fn deliver(
+        &self,
+        consumer: &Arc<Consumer>,
+        position: Position,
+        info: &EntryInfo,
+        redelivery_count: u32,
+        data: Bytes,
+    ) -> bool {
+        let ack_set = self
+            .cursor
             .batch_ack_set(position)
-            .map(|w| w.iter().map(|x| *x as i64).collect())
-    }
-
-    /// One dispatcher pass without waiting: plan, read (replay or cursor, no parking), dispatch.
-    /// For benchmarks and tests that drive a subscription made with [`Subscription::new`].
-    ///
-    /// # Errors
-    /// Storage failures reading entries.
-    pub fn dispatch_once(&self) -> Result<Outcome, BrokerError> {
-        self.release_due_delayed();
-        let cap = self.config.dispatcher_max_read_batch_size as usize;
-        match self.plan(cap, None) {
-            Plan::Wait(_) => Ok(Outcome::default()),
-            Plan::Replay(n) => {
-                let (entries, _) = self.read_replay(n)?;
-                Ok(self.dispatch(entries, true))
-            }
-            Plan::Read(n, _) => {
-                if let Some(r) = crate::compaction::view::read_blocking(self, n) {
-                    return Ok(self.dispatch(r?, false));
-                }
-                let entries = self.cursor.read_entries_bounded(
-                    n,
-                    self.config.dispatcher_max_read_size_bytes,
-                    Position::LATEST,
-                )?;
-                Ok(self.dispatch(entries, false))
-            }
-        }
-    }
-}
-
-impl Outcome {
-    fn record(&mut self, messages: u32, bytes: u64) {
-        self.messages += u64::from(messages);
-        self.bytes += bytes;
-        self.entries += 1;
-    }
-}
-
-/// Waits for a wake-up or the deadline.
-async fn wait(sub: &Subscription, deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => {
-            tokio::select! {
-                () = tokio::time::sleep_until(d.into()) => {}
-                () = sub.wake.notified() => {}
-            }
-        }
-        None => sub.wake.notified().await,
-    }
-}
-
-/// The dispatcher task of one subscription; ends when it is closed or dropped.
-pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
-    let mut backoff = Duration::from_millis(100);
-    let mut stall: Option<Stall> = None;
-    let mut read_batch: usize = 0;
-    // Messages per dispatched entry (batches), smoothed; sizes reads under a dispatch rate limit.
-    let mut avg_per_entry: Option<f64> = None;
-    loop {
-        let Some(sub) = weak.upgrade() else { return };
-        if sub.is_closed() {
-            return;
-        }
-        let (max_batch, min_batch) = (
-            sub.config.dispatcher_max_read_batch_size as usize,
-            sub.config.dispatcher_min_read_batch_size as usize,
-        );
-        if read_batch == 0 {
-            read_batch = max_batch;
-        }
-        sub.release_due_delayed();
-        // Dispatch rate limits: wait for tokens, then read no more messages than they allow.
-        let limiters = sub.dispatch_limiters();
-        let wait_time = limiters
-            .iter()
-            .map(|l| l.wait_time())
-            .max()
-            .unwrap_or_default();
-        if !wait_time.is_zero() {
-            wait(&sub, Some(Instant::now() + wait_time)).await;
-            continue;
-        }
-        let mut cap = read_batch;
-        for l in &limiters {
-            if let (Some(m), _) = l.available() {
-                // Tokens count messages, reads count entries: divide by the messages per entry
-                // seen so far. Until that is known, read one entry, so a batch-heavy topic
-                // cannot overshoot the limit by a whole read batch of batches.
-                let allowed = avg_per_entry.map_or(1.0, |avg| (m / avg).floor());
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let allowed = allowed.max(1.0) as usize;
-                cap = cap.min(allowed);
-            }
-        }
-        let result = match sub.plan(cap, stall) {
-            Plan::Wait(deadline) => {
-                wait(&sub, deadline).await;
-                continue;
-            }
-            Plan::Replay(n) => {
-                // Relaxed: a change counter; see `Subscription::changes`.
-                let changes = sub.changes.load(Ordering::Relaxed);
-                sub.read_replay(n).map(|(entries, taken)| {
-                    let outcome = sub.dispatch(entries, true);
-                    stall =
-                        (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0)).then(|| {
-                            Stall {
-                                changes,
-                                at: Instant::now(),
-                            }
-                        });
-                    outcome
-                })
-            }
-            // readCompacted consumers before the horizon read the compacted view.
-            Plan::Read(n, deadline) => match crate::compaction::view::read(&sub, n).await {
-                Some(r) => r.map(|entries| sub.dispatch(entries, false)),
-                None => {
-                    let cursor = Arc::clone(&sub.cursor);
-                    let max_bytes = sub.config.dispatcher_max_read_size_bytes;
-                    let read = async {
-                        match deadline {
-                            Some(d) => tokio::select! {
-                                r = cursor.read_entries_or_wait_bounded(n, max_bytes) => Some(r),
-                                () = tokio::time::sleep_until(d.into()) => None,
-                            },
-                            None => Some(cursor.read_entries_or_wait_bounded(n, max_bytes).await),
-                        }
-                    };
-                    let outcome = tokio::select! {
-                        r = read => r,
-                        () = sub.wake.notified() => None,
-                    };
-                    match outcome {
-                        None => continue,
-                        Some(r) => r
-                            .map(|entries| sub.dispatch(entries, false))
-                            .map_err(BrokerError::from),
-                    }
-                }
-            },
-        };
-        // A pass can complete without ever waiting (entries cached, consumers with permits):
-        // yield so one busy subscription cannot starve connections and other dispatchers.
-        tokio::task::yield_now().await;
-        match result {
-            Ok(outcome) => {
-                backoff = Duration::from_millis(100);
-                read_batch = (read_batch * 2).min(max_batch);
-                for l in &limiters {
-                    l.consume(outcome.messages, outcome.bytes);
-                }
-                if outcome.entries > 0 {
-                    #[allow(clippy::cast_precision_loss)]
-                    let sample = outcome.messages as f64 / outcome.entries as f64;
-                    avg_per_entry = Some(avg_per_entry.map_or(sample, |a| 0.7 * a + 0.3 * sample));
-                }
-            }
-            Err(e) => {
-                if sub.is_closed() {
-                    return;
-                }
-                tracing::warn!(topic = %sub.topic, subscription = %sub.name, error = %e, "dispatcher read failed; backing off");
-                read_batch = min_batch;
-                drop(sub);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(60));
-            }
-        }
+            .map(|w| w.iter().map(|x| *x as i64).collect());
+        consumer.deliver(
+            position,
+            info.messages,
+            self.partition,
+            redelivery_count,
+            ack_set,
+            data,
+            self.unacked_limit,
+        )
     }
 }

@@ -114,11 +114,12 @@ impl NonPersistentTopic {
         name: &str,
         consumer: Arc<Consumer>,
     ) -> Result<Arc<NonPersistentSubscription>, BrokerError> {
+        let topic = self.name.to_string();
         let sub = {
             let mut subs = self.subscriptions.lock();
             Arc::clone(
                 subs.entry(name.to_owned())
-                    .or_insert_with(|| NonPersistentSubscription::new(name)),
+                    .or_insert_with(|| NonPersistentSubscription::new(name, &topic)),
             )
         };
         sub.add_consumer(consumer)?;

@@ -1,6 +1,12 @@
-//! A non-persistent subscription: its consumers and the routing of one message to one of them
-//! (Exclusive/Failover: the active consumer; Shared: round-robin over consumers with permits;
-//! Key_Shared: the consumer the key hashes to). No permits: the message is dropped.
+//! A non-persistent subscription: its consumers and the routing of one message to one of them,
+//! with the routing pieces of the persistent dispatchers ([`crate::dispatch`]), as Pulsar's
+//! non-persistent dispatchers share theirs with the persistent ones:
+//! * Exclusive/Failover: the active consumer of [`pick_active`] (partition index modulo the
+//!   top-priority group sorted by name, or the failover ring for a non-partitioned topic);
+//! * Shared: [`RoundRobin`] by priority level, one message per turn;
+//! * Key_Shared: the owner of the key's slot in a [`Selector`] (AUTO_SPLIT, consistent hashing).
+//!
+//! No permits: the message is dropped (and counted). Nothing is replayed: there is no storage.
 
 use std::sync::Arc;
 
@@ -9,35 +15,48 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::Position;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
+use crate::dispatch::consumers::ConsumerList;
+use crate::dispatch::failover::pick_active;
+use crate::dispatch::key_shared::{slot_of, KeySharedMeta, Selector};
+use crate::dispatch::round_robin::RoundRobin;
 use crate::rate::Meter;
-use crate::BrokerError;
+use crate::{BrokerConfig, BrokerError};
 
+/// Consumers and routing; guarded by [`NonPersistentSubscription::state`].
 struct State {
+    /// Type fixed by the first consumer; may change when none is attached.
     sub_type: Option<SubType>,
-    /// Sorted by (priority, name): the first is Failover's active consumer.
-    consumers: Vec<Arc<Consumer>>,
-    /// Shared: where the next round-robin turn starts.
-    next: usize,
+    /// Sorted by (priority level, name, handle).
+    consumers: ConsumerList,
+    /// Shared: round-robin position.
+    rr: RoundRobin,
+    /// Key_Shared: slot owners; made by the first consumer.
+    selector: Option<Selector>,
 }
 
 /// One subscription of a non-persistent topic.
 pub struct NonPersistentSubscription {
     /// Subscription name; immutable.
     pub name: String,
-    /// Consumers and routing. Short lock: held while choosing a consumer, not while sending.
+    /// Topic name (the failover ring hashes it); immutable.
+    topic: String,
+    /// Consumers and routing: written by the connection (join, leave), read by publishers
+    /// choosing a consumer. Short lock: held while choosing, not while sending.
     state: Mutex<State>,
     /// Messages dropped for want of permits.
     pub msg_drop: Meter,
 }
 
 impl NonPersistentSubscription {
-    pub(crate) fn new(name: &str) -> Arc<Self> {
+    pub(crate) fn new(name: &str, topic: &str) -> Arc<Self> {
         Arc::new(NonPersistentSubscription {
             name: name.to_owned(),
+            topic: topic.to_owned(),
             state: Mutex::new(State {
                 sub_type: None,
-                consumers: Vec::new(),
-                next: 0,
+                consumers: ConsumerList::default(),
+                rr: RoundRobin::default(),
+                selector: None,
             }),
             msg_drop: Meter::default(),
         })
@@ -52,7 +71,7 @@ impl NonPersistentSubscription {
     /// Attached consumers.
     #[must_use]
     pub fn consumers(&self) -> Vec<Arc<Consumer>> {
-        self.state.lock().consumers.clone()
+        self.state.lock().consumers.all().to_vec()
     }
 
     /// How many consumers are attached.
@@ -76,46 +95,64 @@ impl NonPersistentSubscription {
             }
             _ => {}
         }
+        let empty = st.consumers.is_empty();
+        if consumer.sub_type == SubType::KeyShared {
+            let defaults = BrokerConfig::default();
+            let meta = KeySharedMeta::default();
+            let selector = match &mut st.selector {
+                Some(s) if !empty => s,
+                other => other.insert(Selector::new(
+                    meta.mode,
+                    true,
+                    defaults.subscription_key_shared_consistent_hashing_replica_points,
+                )),
+            };
+            selector.add(consumer.handle, &consumer.name, &meta)?;
+        }
         st.sub_type = Some(consumer.sub_type);
-        st.consumers.push(consumer);
-        st.consumers
-            .sort_by(|a, b| (a.priority_level, &a.name).cmp(&(b.priority_level, &b.name)));
+        st.consumers.add(consumer);
+        st.rr.refresh();
         Ok(())
     }
 
     /// Detaches a consumer; returns how many remain.
     pub(crate) fn remove_consumer(&self, consumer: &Consumer) -> usize {
         let mut st = self.state.lock();
-        st.consumers.retain(|c| c.handle != consumer.handle);
+        st.consumers.remove(consumer.handle);
+        st.rr.refresh();
+        if let Some(s) = st.selector.as_mut() {
+            s.remove(consumer.handle);
+        }
         st.consumers.len()
     }
 
     /// Picks the consumer for one message, if it has permits.
     fn pick(&self, key: Option<&[u8]>, partition: i32) -> Option<Arc<Consumer>> {
         let mut st = self.state.lock();
-        let n = st.consumers.len();
-        if n == 0 {
-            return None;
-        }
-        let chosen = match st.sub_type? {
-            SubType::Exclusive => Arc::clone(&st.consumers[0]),
-            SubType::Failover => {
-                let i = usize::try_from(partition.max(0)).unwrap_or(0) % n;
-                Arc::clone(&st.consumers[i])
+        let State {
+            sub_type,
+            consumers,
+            rr,
+            selector,
+        } = &mut *st;
+        let all = consumers.all();
+        let head = all.first()?;
+        let chosen = match (*sub_type)? {
+            SubType::Exclusive | SubType::Failover => {
+                let group: Vec<&Arc<Consumer>> = all
+                    .iter()
+                    .take_while(|c| c.priority_level == head.priority_level)
+                    .collect();
+                let names: Vec<&str> = group.iter().map(|c| c.name.as_str()).collect();
+                let i = pick_active(&names, &self.topic, partition, false)?;
+                Arc::clone(group[i])
             }
             SubType::KeyShared => {
-                let h = crate::hash::key_hash(key.unwrap_or(b"NONE_KEY"));
-                Arc::clone(&st.consumers[h as usize % n])
+                let owner = selector.as_ref()?.owner(slot_of(key))?;
+                Arc::clone(consumers.by_handle(owner)?)
             }
-            SubType::Shared => {
-                let start = st.next;
-                let found = (0..n)
-                    .map(|k| (start + k) % n)
-                    .find(|&i| st.consumers[i].can_take());
-                let i = found?;
-                st.next = (i + 1) % n;
-                Arc::clone(&st.consumers[i])
-            }
+            // One message per turn, as Pulsar's non-persistent dispatcher.
+            SubType::Shared => rr.pick(all, 1)?,
         };
         chosen.can_take().then_some(chosen)
     }

@@ -86,3 +86,99 @@ fn exclusive_refuses_a_second_consumer_and_empty_subscriptions_go() {
     t.unsubscribe_consumer(&sub, &a);
     assert!(t.subscriptions().is_empty());
 }
+
+fn keyed(key: &str) -> Bytes {
+    let md = pulsar_rs_proto::pb::MessageMetadata {
+        producer_name: "p".into(),
+        publish_time: 1,
+        partition_key: Some(key.into()),
+        ..Default::default()
+    };
+    pulsar_rs_proto::build_stored_entry(&md, b"x")
+}
+
+/// The persistent dispatchers' routing, reused: Shared serves the best priority level first,
+/// Key_Shared sends a key to the owner of its slot, Failover picks by partition index within
+/// the top-priority group.
+#[test]
+fn routing_is_the_persistent_dispatchers() {
+    let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
+    let sink = Arc::new(Recorder::default());
+    let low = Consumer::new(
+        1,
+        "a-low".into(),
+        1,
+        SubType::Shared,
+        String::new(),
+        Arc::clone(&sink) as Arc<dyn ConsumerSink>,
+    );
+    let high = consumer(2, SubType::Shared, &sink);
+    t.subscribe("s", Arc::clone(&low)).unwrap();
+    t.subscribe("s", Arc::clone(&high)).unwrap();
+    low.permits.add(10);
+    high.permits.add(2);
+    for _ in 0..4 {
+        t.publish(&entry(), 1);
+    }
+    assert_eq!(*sink.0.lock(), vec![2, 2, 1, 1]);
+
+    let sink = Arc::new(Recorder::default());
+    let a = consumer(11, SubType::KeyShared, &sink);
+    let b = consumer(12, SubType::KeyShared, &sink);
+    let sub = t.subscribe("k", Arc::clone(&a)).unwrap();
+    t.subscribe("k", Arc::clone(&b)).unwrap();
+    a.permits.add(100);
+    b.permits.add(100);
+    let mut selector = crate::dispatch::key_shared::Selector::new(
+        crate::KeySharedMode::AutoSplit,
+        true,
+        crate::BrokerConfig::default().subscription_key_shared_consistent_hashing_replica_points,
+    );
+    let meta = crate::KeySharedMeta::default();
+    selector.add(a.handle, &a.name, &meta).unwrap();
+    selector.add(b.handle, &b.name, &meta).unwrap();
+    let keys: Vec<String> = (0..20).map(|i| format!("key-{i}")).collect();
+    let expected: Vec<u64> = keys
+        .iter()
+        .map(|k| {
+            let owner = selector.owner(crate::dispatch::key_shared::slot_of(Some(k.as_bytes())));
+            if owner == Some(a.handle) {
+                11
+            } else {
+                12
+            }
+        })
+        .collect();
+    assert!(expected.contains(&11) && expected.contains(&12));
+    for k in &keys {
+        t.publish(&keyed(k), 1);
+    }
+    assert_eq!(*sink.0.lock(), expected);
+    assert_eq!(sub.msg_drop.total(), 0);
+
+    let t =
+        NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t-partition-3").unwrap());
+    let sink = Arc::new(Recorder::default());
+    let names = ["f-c", "f-a", "f-b"];
+    let consumers: Vec<Arc<Consumer>> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            Consumer::new(
+                21 + i as u64,
+                (*n).into(),
+                0,
+                SubType::Failover,
+                String::new(),
+                Arc::clone(&sink) as Arc<dyn ConsumerSink>,
+            )
+        })
+        .collect();
+    for c in &consumers {
+        t.subscribe("f", Arc::clone(c)).unwrap();
+        c.permits.add(10);
+    }
+    t.publish(&entry(), 1);
+    // Sorted f-a, f-b, f-c; partition 3 % 3 = 0 → f-a (id 22).
+    assert_eq!(*sink.0.lock(), vec![22]);
+}

@@ -74,6 +74,9 @@ struct State {
     sealed: Vec<Pending>,
     /// What the flusher is writing right now (readable from memory until written).
     inflight: Vec<Pending>,
+    /// A written round's buffer kept for the next round: its pages are already faulted in, so
+    /// appends copy into warm memory instead of a fresh allocation the kernel must zero.
+    spare: Option<BytesMut>,
     /// Completions of everything in `sealed` and `buf`, in append order.
     completions: Vec<Completion>,
     /// A segment was created since the last directory sync: the next round syncs the directory
@@ -279,6 +282,7 @@ impl Journal {
                 buf_offset: 0,
                 sealed: Vec::new(),
                 inflight: Vec::new(),
+                spare: None,
                 completions: Vec::new(),
                 dir_dirty: false,
                 poisoned: None,
@@ -435,7 +439,7 @@ impl Journal {
 
     fn flush_loop(&self) {
         loop {
-            let (batch, completions, dir_dirty) = {
+            let (mut batch, completions, dir_dirty) = {
                 let mut st = self.state.lock();
                 while st.buf.is_empty() && st.sealed.is_empty() && !st.closed {
                     self.wake.wait(&mut st);
@@ -445,7 +449,11 @@ impl Journal {
                 }
                 let mut batch = std::mem::take(&mut st.sealed);
                 if !st.buf.is_empty() {
-                    let data = st.buf.split().freeze();
+                    let next = st
+                        .spare
+                        .take()
+                        .unwrap_or_else(|| BytesMut::with_capacity(1 << 20));
+                    let data = std::mem::replace(&mut st.buf, next).freeze();
                     let file = Arc::clone(&st.segments[&st.active]);
                     batch.push(Pending {
                         segment: st.active,
@@ -470,6 +478,9 @@ impl Journal {
             let failed_later = {
                 let mut st = self.state.lock();
                 st.inflight.clear();
+                if result.is_ok() {
+                    Self::recycle(&mut st, &mut batch);
+                }
                 if let Err(e) = &result {
                     st.dir_dirty |= dir_dirty;
                     tracing::error!(error = %e, "journal write failed; failing pending appends and rotating");
@@ -490,6 +501,23 @@ impl Journal {
                     for c in completions.into_iter().chain(failed_later) {
                         c(Err(e.duplicate()));
                     }
+                }
+            }
+        }
+    }
+
+    /// Keeps a written buffer of the round as the spare, if no reader still holds a slice of it
+    /// and it is not oversized (after a burst). Caller holds the lock.
+    fn recycle(st: &mut State, batch: &mut Vec<Pending>) {
+        const MAX_SPARE: usize = 8 << 20;
+        for p in batch.drain(..) {
+            if st.spare.is_some() {
+                break;
+            }
+            if let Ok(mut buf) = p.data.try_into_mut() {
+                if buf.capacity() <= MAX_SPARE {
+                    buf.clear();
+                    st.spare = Some(buf);
                 }
             }
         }

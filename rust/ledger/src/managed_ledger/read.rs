@@ -113,13 +113,41 @@ impl ManagedLedger {
         max_bytes: u64,
         max_position: Position,
     ) -> Result<Vec<Entry>> {
+        self.read_entries_from(from, max_entries, max_bytes, max_position, true)
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Like [`ManagedLedger::read_entries`] from the entry cache only: `None` when the read
+    /// needs the disk, so a caller on an async runtime can do it on a blocking thread.
+    ///
+    /// # Errors
+    /// A damaged entry ([`LedgerError::CorruptEntry`]).
+    pub fn read_entries_cached(
+        &self,
+        from: Position,
+        max_entries: usize,
+        max_bytes: u64,
+        max_position: Position,
+    ) -> Result<Option<Vec<Entry>>> {
+        self.read_entries_from(from, max_entries, max_bytes, max_position, false)
+    }
+
+    /// Both reads; `disk` false stops at a cache miss with `None`.
+    pub(crate) fn read_entries_from(
+        &self,
+        from: Position,
+        max_entries: usize,
+        max_bytes: u64,
+        max_position: Position,
+        disk: bool,
+    ) -> Result<Option<Vec<Entry>>> {
         let (start, locs) = {
             let st = self.state.lock();
             let Some(start) = Self::normalize(&st, from) else {
-                return Ok(Vec::new());
+                return Ok(Some(Vec::new()));
             };
             if start > max_position || max_entries == 0 {
-                return Ok(Vec::new());
+                return Ok(Some(Vec::new()));
             }
             let slot = &st.ledgers[&start.ledger_id];
             let mut last = slot.confirmed as i64 - 1;
@@ -154,25 +182,34 @@ impl ManagedLedger {
         };
         let to = Position::new(start.ledger_id, start.entry_id + locs.len() as i64 - 1);
         if let Some(hit) = self.cache.get_range(start, to) {
-            return Ok(hit
-                .into_iter()
-                .map(|(position, data)| Entry { position, data })
-                .collect());
+            return Ok(Some(
+                hit.into_iter()
+                    .map(|(position, data)| Entry { position, data })
+                    .collect(),
+            ));
         }
+        if !disk {
+            return Ok(None);
+        }
+        // Each record's CRC32C (over the whole stored entry, whose own checksum is inside it)
+        // is verified by the journal here, once per disk read: a damaged entry is an error, and
+        // nothing downstream recomputes a checksum.
         let records = self
             .shared
             .journal
             .read(start.ledger_id, start.entry_id, &locs)?;
         let bytes: u64 = records.iter().map(|r| r.payload.len() as u64).sum();
         self.shared.cache.record_miss(records.len() as u64, bytes);
-        Ok(records
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| Entry {
-                position: Position::new(start.ledger_id, start.entry_id + i as i64),
-                data: r.payload,
-            })
-            .collect())
+        Ok(Some(
+            records
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| Entry {
+                    position: Position::new(start.ledger_id, start.entry_id + i as i64),
+                    data: r.payload,
+                })
+                .collect(),
+        ))
     }
 
     /// Entries in `(after, upto]`, counted over the ledgers.

@@ -1,7 +1,7 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
-//! [`topics`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
+//! [`topics`], [`stats`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`lookup`] (REST lookup) (permissions live in
 //! [`crate::authz`]).
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
@@ -13,8 +13,10 @@ mod compaction;
 mod lookup;
 pub mod namespaces;
 mod non_persistent;
+mod permissions;
 mod policies;
 mod schemas;
+mod stats;
 mod subscriptions;
 mod tenants;
 mod topics;
@@ -115,6 +117,20 @@ pub(crate) fn existing_topic(
     }
 }
 
+/// Loads a topic on the blocking pool (a first load reads its ledger metadata); the error is
+/// the ready response.
+pub(crate) async fn load_topic(
+    ctx: &Arc<ServerContext>,
+    name: TopicName,
+) -> Result<Arc<Topic>, Response> {
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || svc.topic(&name, false)).await {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(broker_fail(&e)),
+        Err(e) => Err(fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+    }
+}
+
 /// The loaded topics a path addresses: the topic, or every partition of a partitioned topic.
 pub(crate) fn targets(
     ctx: &ServerContext,
@@ -172,13 +188,14 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(tenants::routes())
         .merge(namespaces::routes())
         .merge(topics::routes())
+        .merge(stats::routes())
         .merge(compaction::routes())
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
         .merge(schemas::routes())
         .merge(subscriptions::routes())
-        .merge(crate::authz::routes())
+        .merge(permissions::routes())
         .merge(lookup::routes())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),

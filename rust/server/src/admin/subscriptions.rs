@@ -1,6 +1,7 @@
-//! Subscriptions of a topic (or of every partition of a partitioned topic): list, create,
-//! delete, `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`, `expireMessages/{seconds}` (one
-//! subscription or `all_subscription`).
+//! Subscriptions of a topic (or of every partition of a partitioned topic): list, create (at
+//! latest, earliest or a message id), delete, `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
+//! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
+//! `all_subscription`).
 
 use std::sync::Arc;
 
@@ -10,6 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use pulsar_rs_broker::{BrokerError, Topic};
+use pulsar_rs_ledger::Position;
+use serde::Deserialize;
 
 use super::{broker_fail, existing_topic, fail, targets, Ctx};
 use crate::ServerContext;
@@ -36,6 +39,10 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/resetcursor/{ts}",
             post(reset_cursor),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/resetcursor",
+            post(reset_cursor_to_id),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages/{secs}",
@@ -117,6 +124,90 @@ async fn reset_cursor(
     };
     on_subscription(ctx, (tenant, ns, topic, sub), move |_, s| {
         s.seek_by_time(ts)
+    })
+    .await
+}
+
+/// A message id in a request body: Pulsar's `ResetCursorData` / `MessageIdImpl` JSON (the
+/// other fields of `ResetCursorData`, such as `batchIndex` and `properties`, are ignored).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageIdBody {
+    ledger_id: i64,
+    entry_id: i64,
+    #[serde(default = "minus_one")]
+    partition_index: i32,
+    #[serde(default)]
+    is_excluded: bool,
+}
+
+fn minus_one() -> i32 {
+    -1
+}
+
+impl MessageIdBody {
+    /// The body of a request, which must be a message id (400 otherwise).
+    fn parse(body: &str) -> Result<Self, Response> {
+        serde_json::from_str(body).map_err(|e| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                format!("the body must be a message id {{\"ledgerId\":L,\"entryId\":E}}: {e}"),
+            )
+        })
+    }
+
+    /// Whether the id is Pulsar's `MessageId.earliest` (-1:-1).
+    fn is_earliest(&self) -> bool {
+        self.ledger_id < 0 && self.entry_id < 0
+    }
+
+    /// Whether the id is Pulsar's `MessageId.latest` (Long.MAX_VALUE:Long.MAX_VALUE).
+    fn is_latest(&self) -> bool {
+        self.ledger_id == i64::MAX && self.entry_id == i64::MAX
+    }
+
+    /// Whether it addresses `topic` (the partition index picks one partition of a partitioned
+    /// topic; -1 addresses them all).
+    fn addresses(&self, topic: &Topic) -> bool {
+        self.partition_index < 0
+            || topic
+                .name
+                .partition_index()
+                .is_none_or(|i| i64::from(i) == i64::from(self.partition_index))
+    }
+
+    /// The position the cursor is reset to: the message itself, or the one after it when
+    /// `isExcluded`.
+    fn position(&self) -> Position {
+        let entry_id = if self.is_excluded {
+            self.entry_id.saturating_add(1)
+        } else {
+            self.entry_id
+        };
+        Position {
+            ledger_id: self.ledger_id,
+            entry_id,
+        }
+    }
+}
+
+/// `POST .../subscription/{sub}/resetcursor` with a message id body (Pulsar's
+/// `resetCursorOnPosition`): the consumers are disconnected and the next message delivered is
+/// the one with that id (or the one after it with `isExcluded`).
+async fn reset_cursor_to_id(
+    State(ctx): Ctx,
+    Path(p): Path<(String, String, String, String)>,
+    body: String,
+) -> Response {
+    let id = match MessageIdBody::parse(&body) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    on_subscription(ctx, p, move |t, s| {
+        if id.addresses(t) {
+            s.seek(id.position());
+        }
+        Ok(())
     })
     .await
 }
@@ -225,10 +316,22 @@ async fn list_subscriptions(
     }
 }
 
+/// `PUT .../subscription/{sub}` (Pulsar's `createSubscription`): at latest without a body,
+/// else at the body's message id (earliest, latest or a position); 409 when it exists.
 async fn create_subscription(
     State(ctx): Ctx,
     Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    body: String,
 ) -> Response {
+    let start = if body.trim().is_empty() {
+        None
+    } else {
+        match MessageIdBody::parse(&body) {
+            Ok(id) if id.is_latest() => None,
+            Ok(id) => Some(id),
+            Err(r) => return r,
+        }
+    };
     let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
         Ok(n) => n,
         Err(r) => return r,
@@ -239,7 +342,13 @@ async fn create_subscription(
         for t in targets(&c, &name)? {
             if t.subscription(&sub).is_none() {
                 // Pulsar's admin default position is latest.
-                t.durable_subscription(&sub, false, true)?;
+                let earliest = start.as_ref().is_some_and(MessageIdBody::is_earliest);
+                let s = t.durable_subscription(&sub, earliest, true)?;
+                if let Some(id) = start.as_ref().filter(|id| !id.is_earliest()) {
+                    if id.addresses(&t) {
+                        s.seek(id.position());
+                    }
+                }
                 created = true;
             }
         }

@@ -1,5 +1,5 @@
-//! Topics: list, create and delete (non-partitioned and partitioned), partition metadata,
-//! `stats` and `internalStats`.
+//! Topics: list, create and delete (non-partitioned and partitioned), partition metadata and
+//! its update, `internalStats` (`stats` and `partitioned-stats` live in [`super::stats`]).
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::{broker_fail, existing_topic, fail, no_content, topic_name, Ctx};
+use super::{broker_fail, existing_topic, fail, load_topic, no_content, topic_name, Ctx};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -25,15 +25,12 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions",
             get(get_partitions)
                 .put(create_partitions)
+                .post(update_partitions)
                 .delete(delete_partitioned),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}",
             axum::routing::put(create_topic).delete(delete_topic),
-        )
-        .route(
-            "/admin/v2/persistent/{tenant}/{ns}/{topic}/stats",
-            get(topic_stats),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
@@ -102,6 +99,42 @@ async fn create_partitions(
     no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
 }
 
+/// `POST .../partitions` (Pulsar's `updatePartitionedTopic`): the body is the new count, which
+/// must be above the current one: 406 for a count under 1, 409 for one not above the current
+/// count, 404 for a topic that is not partitioned.
+async fn update_partitions(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    let n = match body.trim().parse::<i64>() {
+        Ok(n) if n <= 0 => {
+            return fail(
+                StatusCode::NOT_ACCEPTABLE,
+                "Number of partitions should be more than 0",
+            )
+        }
+        Ok(n) => u32::try_from(n).unwrap_or(u32::MAX),
+        Err(_) => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                "body must be the number of partitions",
+            )
+        }
+    };
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || svc.update_partitioned(&name, n)).await {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(pulsar_rs_broker::BrokerError::NotAllowed(why))) => fail(StatusCode::CONFLICT, why),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 async fn delete_partitioned(
     State(ctx): Ctx,
     Path((tenant, ns, topic)): Path<(String, String, String)>,
@@ -146,82 +179,6 @@ async fn delete_topic(
     no_content(&ctx, move |svc| svc.delete_topic(&name)).await
 }
 
-async fn topic_stats(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
-    let topic = match ctx.service.topic(&name, false) {
-        Ok(t) => t,
-        Err(e) => return broker_fail(&e),
-    };
-    let (rate_in, tput_in) = topic.msg_in.rates();
-    let ml = topic.ledger.stats();
-    let mut subs = serde_json::Map::new();
-    let (mut rate_out, mut tput_out) = (0.0, 0.0);
-    for s in topic.subscriptions() {
-        let (r, t) = s.out.rates();
-        rate_out += r;
-        tput_out += t;
-        let consumers: Vec<serde_json::Value> = s
-            .consumers()
-            .iter()
-            .map(|c| {
-                let (cr, ct) = c.out.rates();
-                json!({
-                    "consumerName": c.name,
-                    "msgRateOut": cr,
-                    "msgThroughputOut": ct,
-                    "availablePermits": c.permits.get(),
-                    "unackedMessages": c.unacked(),
-                    "blockedConsumerOnUnackedMsgs": c.is_blocked(),
-                    "address": c.address,
-                })
-            })
-            .collect();
-        subs.insert(
-            s.name.clone(),
-            json!({
-                "msgRateOut": r,
-                "msgThroughputOut": t,
-                "msgBacklog": s.cursor.backlog(),
-                "backlogSize": s.cursor.estimated_backlog_size(),
-                "unackedMessages": s.unacked_messages(),
-                "blockedSubscriptionOnUnackedMsgs": s.is_blocked_on_unacked(),
-                "msgDelayed": s.delayed_len(),
-                "msgRateExpired": s.expiry.rate(),
-                "totalMsgExpired": s.expiry.total(),
-                "lastExpireTimestamp": s.expiry.last_expire_timestamp(),
-                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
-                "type": s.sub_type().map_or("None", |t| t.as_str()),
-                "isDurable": s.durable,
-                "consumers": consumers,
-            }),
-        );
-    }
-    let publishers: Vec<serde_json::Value> = topic
-        .producers()
-        .iter()
-        .map(|p| json!({ "producerName": p.name, "address": p.address }))
-        .collect();
-    Json(json!({
-        "msgRateIn": rate_in,
-        "msgThroughputIn": tput_in,
-        "msgRateOut": rate_out,
-        "msgThroughputOut": tput_out,
-        "msgInCounter": topic.msg_in.total(),
-        "bytesInCounter": topic.msg_in.total_bytes(),
-        "storageSize": ml.total_size,
-        "backlogSize": topic.backlog_size(),
-        "publishers": publishers,
-        "subscriptions": subs,
-    }))
-    .into_response()
-}
-
 async fn internal_stats(
     State(ctx): Ctx,
     Path((tenant, ns, topic)): Path<(String, String, String)>,
@@ -230,9 +187,9 @@ async fn internal_stats(
         Ok(n) => n,
         Err(r) => return r,
     };
-    let t = match ctx.service.topic(&name, false) {
+    let t = match load_topic(&ctx, name).await {
         Ok(t) => t,
-        Err(e) => return broker_fail(&e),
+        Err(r) => return r,
     };
     let st = t.ledger.stats();
     let pos = |p: pulsar_rs_ledger::Position| format!("{}:{}", p.ledger_id, p.entry_id);

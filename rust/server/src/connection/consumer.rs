@@ -15,7 +15,6 @@ use tokio::sync::mpsc;
 
 use super::schema::schema_info;
 use super::{frame, Connection};
-use crate::authz::Action;
 use crate::error::wire_code;
 use crate::writer::{Outbound, Writability};
 
@@ -123,7 +122,7 @@ impl Connection {
             }
             self.consumers.remove(&c.consumer_id);
         }
-        if let Err(msg) = self.authorized(&c.topic, Action::Consume) {
+        if let Err(msg) = self.authorized_subscribe(&c.topic, &c.subscription) {
             self.send(&commands::error(
                 c.request_id,
                 Wire::AuthorizationError,

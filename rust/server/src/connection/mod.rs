@@ -439,6 +439,15 @@ impl Connection {
         self.ctx.authz.check_name(role, topic, action)
     }
 
+    /// Whether this connection's role may subscribe to `subscription` on `topic`: the consume
+    /// permission plus the namespace's subscription roles and `subscription_auth_mode`.
+    fn authorized_subscribe(&self, topic: &str, subscription: &str) -> Result<(), String> {
+        let role = self.role.as_ref().ok().and_then(Option::as_deref);
+        self.ctx
+            .authz
+            .check_subscribe_name(role, topic, subscription)
+    }
+
     /// Replies to a request with the wire error for a broker error.
     fn error(&self, request_id: u64, e: &BrokerError) {
         self.send(&commands::error(request_id, wire_code(e), e.to_string()));

@@ -163,7 +163,7 @@ impl Connection {
             Type::Subscribe => {
                 let c = cmd.subscribe.as_deref()?;
                 let name = non_persistent_name(&c.topic)?;
-                if let Err(msg) = self.authorized(&c.topic, Action::Consume) {
+                if let Err(msg) = self.authorized_subscribe(&c.topic, &c.subscription) {
                     self.send(&commands::error(
                         c.request_id,
                         Wire::AuthorizationError,

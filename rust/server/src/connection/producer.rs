@@ -12,14 +12,14 @@ use pulsar_rs_broker::{
     Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
-use pulsar_rs_proto::{commands, pb, BaseCommand, PayloadFrame, ServerError as Wire};
+use pulsar_rs_proto::{commands, pb, PayloadFrame, ServerError as Wire};
 use tokio::sync::{mpsc, oneshot};
 
 use super::schema::{schema_info, version_bytes};
 use super::{frame, Connection, Inflight};
 use crate::authz::Action;
 use crate::error::{wire_code, ServerError};
-use crate::writer::Outbound;
+use crate::writer::{Outbound, Receipt};
 use crate::ServerContext;
 
 type Completion = Option<oneshot::Receiver<pulsar_rs_ledger::Result<()>>>;
@@ -306,13 +306,13 @@ impl Connection {
         let immediate =
             !matches!(result, Ok((_, Some(_)))) && p.queued.load(Ordering::Acquire) == 0;
         if immediate {
-            let cmd = receipt_command(
+            let item = receipt(
                 s.producer_id,
                 s.sequence_id,
                 s.highest_sequence_id,
                 result.map(|(pos, _)| pos),
             );
-            let _ = self.tx.send(frame(&cmd));
+            let _ = self.tx.send(item);
             return Ok(());
         }
         // Release: pairs with the reader's Acquire load in the backpressure check.
@@ -383,22 +383,22 @@ fn create_producer(
     Ok((topic, pname, handle, schema_version, admission))
 }
 
-/// SEND_RECEIPT for a stored entry, or SEND_ERROR.
-fn receipt_command(
+/// SEND_RECEIPT for a stored entry (encoded by the writer), or SEND_ERROR.
+fn receipt(
     producer_id: u64,
     sequence_id: u64,
     highest_sequence_id: Option<u64>,
     outcome: Result<Position, (Wire, String)>,
-) -> BaseCommand {
+) -> Outbound {
     match outcome {
-        Ok(pos) => commands::send_receipt(
+        Ok(pos) => Outbound::Receipt(Receipt {
             producer_id,
             sequence_id,
             highest_sequence_id,
-            pos.ledger_id as u64,
-            pos.entry_id as u64,
-        ),
-        Err((code, msg)) => commands::send_error(producer_id, sequence_id, code, msg),
+            ledger_id: pos.ledger_id as u64,
+            entry_id: pos.entry_id as u64,
+        }),
+        Err((code, msg)) => frame(&commands::send_error(producer_id, sequence_id, code, msg)),
     }
 }
 
@@ -425,8 +425,12 @@ fn spawn_receipts(
             if let Some(t) = p.ticket {
                 t.persisted(outcome.is_ok());
             }
-            let cmd = receipt_command(producer_id, p.sequence_id, p.highest_sequence_id, outcome);
-            let _ = tx.send(frame(&cmd));
+            let _ = tx.send(receipt(
+                producer_id,
+                p.sequence_id,
+                p.highest_sequence_id,
+                outcome,
+            ));
             // Release (both): the receipt is queued before the counters say so; pairs with the
             // connection's Acquire loads (backpressure check, direct-receipt check).
             queued.fetch_sub(1, Ordering::Release);

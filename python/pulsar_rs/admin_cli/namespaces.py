@@ -1,0 +1,221 @@
+"""``pulsar-rs admin namespaces``: list, create, delete, policies, permissions,
+grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
+set-/get-subscription-auth-mode, and ``set-`` / ``get-`` / ``remove-`` for each policy the
+broker applies, with pulsar-admin's names and flags:
+
+==========================  ==============================================================
+retention                   ``--time/-t`` (e.g. 3h; -1 unlimited), ``--size/-s`` (e.g. 10G)
+message-ttl                 ``--messageTTL/-ttl`` (e.g. 120, 2h)
+backlog-quota(s)            ``--limit/-l``, ``--limitTime/-lt``, ``--policy/-p``, ``--type/-t``
+deduplication               ``--enable/-e`` or ``--disable/-d``
+publish-rate                ``--msg-publish-rate/-m``, ``--byte-publish-rate/-b``
+dispatch-rate               ``--msg-dispatch-rate/-md``, ``--byte-dispatch-rate/-bd``,
+subscription-dispatch-rate  ``--dispatch-rate-period/-dt``, ``--relative-to-publish-rate/-rp``
+compaction-threshold        ``--threshold/-t`` (e.g. 100M)
+inactive-topic-policies     ``--enable-delete-while-inactive/-e`` or
+                            ``--disable-delete-while-inactive/-d``,
+                            ``--max-inactive-duration/-t``, ``--delete-mode/-m``
+==========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ..admin import Admin
+from .output import NOT_SET
+from .units import csv, seconds, size
+
+_Call = Callable[[Admin, argparse.Namespace], Any]
+
+
+def _get(policy: str) -> _Call:
+    def call(admin: Admin, a: argparse.Namespace) -> Any:
+        v = admin.namespaces.get_policy(a.namespace, policy)
+        return NOT_SET if v is None else v
+
+    return call
+
+
+def _remove(policy: str) -> _Call:
+    return lambda admin, a: admin.namespaces.remove_policy(a.namespace, policy)
+
+
+def _set_retention(admin: Admin, a: argparse.Namespace) -> None:
+    minutes = a.time if a.time <= 0 else max(1, a.time // 60)
+    mb = a.size if a.size <= 0 else max(1, a.size >> 20)
+    admin.namespaces.set_retention(a.namespace, minutes, mb)
+
+
+def _set_backlog_quota(admin: Admin, a: argparse.Namespace) -> None:
+    if a.type == "destination_storage" and a.limit is None:
+        raise ValueError("a destination_storage backlog quota needs --limit")
+    if a.type == "message_age" and a.limitTime is None:
+        raise ValueError("a message_age backlog quota needs --limitTime")
+    limit = -1 if a.limit is None else a.limit
+    limit_time = -1 if a.limitTime is None else a.limitTime
+    admin.namespaces.set_backlog_quota(a.namespace, limit, limit_time, a.policy, a.type)
+
+
+def _set_dispatch_rate(subscription: bool) -> _Call:
+    def call(admin: Admin, a: argparse.Namespace) -> None:
+        admin.namespaces.set_dispatch_rate(
+            a.namespace,
+            a.msg_dispatch_rate,
+            a.byte_dispatch_rate,
+            a.dispatch_rate_period,
+            a.relative_to_publish_rate,
+            subscription=subscription,
+        )
+
+    return call
+
+
+def _set_inactive(admin: Admin, a: argparse.Namespace) -> None:
+    admin.namespaces.set_inactive_topic_policies(a.namespace, a.enable, a.max_inactive_duration, a.delete_mode)
+
+
+def _add_policy(g: Any, name: str, policy: str, set_call: _Call, flags: Callable[[Any], None]) -> None:
+    """``set-NAME`` (with ``flags``), ``get-NAME`` and ``remove-NAME`` for the REST ``policy``."""
+    p = g.add_parser(f"set-{name}")
+    p.add_argument("namespace")
+    flags(p)
+    p.set_defaults(call=set_call)
+    p = g.add_parser(f"get-{name}")
+    p.add_argument("namespace")
+    p.set_defaults(call=_get(policy))
+    p = g.add_parser(f"remove-{name}")
+    p.add_argument("namespace")
+    p.set_defaults(call=_remove(policy))
+
+
+def _retention_flags(p: Any) -> None:
+    p.add_argument("--time", "-t", type=seconds, required=True, help="e.g. 100m, 3h, 2d; -1 unlimited, 0 none")
+    p.add_argument("--size", "-s", type=size, required=True, help="e.g. 10M, 16G; -1 unlimited, 0 none")
+
+
+def _ttl_flags(p: Any) -> None:
+    p.add_argument("--messageTTL", "-ttl", dest="ttl", type=seconds, required=True, help="e.g. 120, 2h")
+
+
+def _dedup_flags(p: Any) -> None:
+    on = p.add_mutually_exclusive_group(required=True)
+    on.add_argument("--enable", "-e", dest="enabled", action="store_true")
+    on.add_argument("--disable", "-d", dest="enabled", action="store_false")
+
+
+def _publish_rate_flags(p: Any) -> None:
+    p.add_argument("--msg-publish-rate", "-m", type=int, default=-1, help="messages/s (-1: no limit)")
+    p.add_argument("--byte-publish-rate", "-b", type=int, default=-1, help="bytes/s (-1: no limit)")
+
+
+def _dispatch_rate_flags(p: Any) -> None:
+    p.add_argument("--msg-dispatch-rate", "-md", type=int, default=-1, help="messages a period (-1: no limit)")
+    p.add_argument("--byte-dispatch-rate", "-bd", type=int, default=-1, help="bytes a period (-1: no limit)")
+    p.add_argument("--dispatch-rate-period", "-dt", type=int, default=1, help="the period in seconds")
+    p.add_argument("--relative-to-publish-rate", "-rp", action="store_true")
+
+
+def _compaction_flags(p: Any) -> None:
+    p.add_argument("--threshold", "-t", type=size, required=True, help="backlog bytes that trigger it, e.g. 100M")
+
+
+def _inactive_flags(p: Any) -> None:
+    on = p.add_mutually_exclusive_group(required=True)
+    on.add_argument("--enable-delete-while-inactive", "-e", dest="enable", action="store_true")
+    on.add_argument("--disable-delete-while-inactive", "-d", dest="enable", action="store_false")
+    p.add_argument("--max-inactive-duration", "-t", type=seconds, required=True, help="e.g. 1h")
+    p.add_argument(
+        "--delete-mode",
+        "-m",
+        required=True,
+        choices=["delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"],
+    )
+
+
+def add(groups: Any) -> None:
+    g = groups.add_parser("namespaces", help="namespaces").add_subparsers(dest="action", required=True)
+    p = g.add_parser("list")
+    p.add_argument("tenant")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.list(a.tenant))
+    for verb in ("create", "delete", "policies", "permissions"):
+        p = g.add_parser(verb)
+        p.add_argument("namespace", help="tenant/name")
+        p.set_defaults(call=lambda admin, a: getattr(admin.namespaces, a.action)(a.namespace))
+    p = g.add_parser("grant-permission")
+    p.add_argument("namespace")
+    p.add_argument("--role", required=True)
+    p.add_argument("--actions", required=True, help="comma-separated: produce,consume")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.grant_permission(a.namespace, a.role, csv(a.actions)))
+    p = g.add_parser("revoke-permission")
+    p.add_argument("namespace")
+    p.add_argument("--role", required=True)
+    p.set_defaults(call=lambda admin, a: admin.namespaces.revoke_permission(a.namespace, a.role))
+    p = g.add_parser("subscription-permission")
+    p.add_argument("namespace")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.subscription_permissions(a.namespace))
+    p = g.add_parser("grant-subscription-permission")
+    p.add_argument("namespace")
+    p.add_argument("--subscription", "-s", required=True)
+    p.add_argument("--roles", required=True, help="comma-separated roles")
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.grant_subscription_permission(a.namespace, a.subscription, csv(a.roles))
+    )
+    p = g.add_parser("revoke-subscription-permission")
+    p.add_argument("namespace")
+    p.add_argument("--subscription", "-s", required=True)
+    p.add_argument("--role", required=True)
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.revoke_subscription_permission(a.namespace, a.subscription, a.role)
+    )
+    p = g.add_parser("set-subscription-auth-mode")
+    p.add_argument("namespace")
+    p.add_argument("--subscription-auth-mode", "-m", dest="mode", required=True, choices=["None", "Prefix"])
+    p.set_defaults(call=lambda admin, a: admin.namespaces.set_subscription_auth_mode(a.namespace, a.mode))
+    p = g.add_parser("get-subscription-auth-mode")
+    p.add_argument("namespace")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.get_subscription_auth_mode(a.namespace))
+
+    _add_policy(g, "retention", "retention", _set_retention, _retention_flags)
+    ttl: _Call = lambda admin, a: admin.namespaces.set_message_ttl(a.namespace, a.ttl)  # noqa: E731
+    _add_policy(g, "message-ttl", "messageTTL", ttl, _ttl_flags)
+    dedup: _Call = lambda admin, a: admin.namespaces.set_deduplication(a.namespace, a.enabled)  # noqa: E731
+    _add_policy(g, "deduplication", "deduplication", dedup, _dedup_flags)
+    rate: _Call = lambda admin, a: admin.namespaces.set_publish_rate(  # noqa: E731
+        a.namespace, a.msg_publish_rate, a.byte_publish_rate
+    )
+    _add_policy(g, "publish-rate", "publishRate", rate, _publish_rate_flags)
+    _add_policy(g, "dispatch-rate", "dispatchRate", _set_dispatch_rate(False), _dispatch_rate_flags)
+    _add_policy(
+        g, "subscription-dispatch-rate", "subscriptionDispatchRate", _set_dispatch_rate(True), _dispatch_rate_flags
+    )
+    threshold: _Call = lambda admin, a: admin.namespaces.set_compaction_threshold(  # noqa: E731
+        a.namespace, a.threshold
+    )
+    _add_policy(g, "compaction-threshold", "compactionThreshold", threshold, _compaction_flags)
+    _add_policy(g, "inactive-topic-policies", "inactiveTopicPolicies", _set_inactive, _inactive_flags)
+
+    # Backlog quotas: pulsar-admin's plural getter, and a type on set/remove.
+    p = g.add_parser("set-backlog-quota")
+    p.add_argument("namespace")
+    p.add_argument("--limit", "-l", type=size, default=None, help="backlog size, e.g. 10G")
+    p.add_argument("--limitTime", "-lt", type=seconds, default=None, help="age of the oldest message, e.g. 3h")
+    p.add_argument(
+        "--policy",
+        "-p",
+        required=True,
+        choices=["producer_request_hold", "producer_exception", "consumer_backlog_eviction"],
+    )
+    p.add_argument("--type", "-t", default="destination_storage", choices=["destination_storage", "message_age"])
+    p.set_defaults(call=_set_backlog_quota)
+    p = g.add_parser("get-backlog-quotas")
+    p.add_argument("namespace")
+    p.set_defaults(call=_get("backlogQuotaMap"))
+    p = g.add_parser("remove-backlog-quota")
+    p.add_argument("namespace")
+    p.add_argument(
+        "--backlogQuotaType", "-bqt", default="destination_storage", choices=["destination_storage", "message_age"]
+    )
+    p.set_defaults(call=lambda admin, a: admin.namespaces.remove_backlog_quota(a.namespace, a.backlogQuotaType))

@@ -1,0 +1,106 @@
+"""``pulsar-rs admin topics``: pulsar-admin's topic commands with its names and flags.
+
+Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T``,
+``create-partitioned-topic T -p N``, ``get-partitioned-topic-metadata T``,
+``update-partitioned-topic T -p N``, ``delete-partitioned-topic T``, ``stats T``,
+``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``); permissions:
+``permissions T``, ``grant-permission T --role R --actions a,b``, ``revoke-permission T --role R``;
+subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earliest|L:E]``,
+``unsubscribe T -s S``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
+``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S -t TIME``,
+``expire-messages-all-subscriptions T -t TIME``. TIME is relative (``10m``: ten minutes ago).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ..admin import Admin
+from .units import csv, message_id, seconds
+
+
+def _reset_cursor(admin: Admin, a: argparse.Namespace) -> None:
+    if a.messageId is not None:
+        admin.topics.reset_cursor(a.topic, a.subscription, message_id=a.messageId, excluded=a.exclude_reset_position)
+    else:
+        timestamp_ms = int(time.time() * 1000) - a.time * 1000
+        admin.topics.reset_cursor(a.topic, a.subscription, timestamp_ms=max(0, timestamp_ms))
+
+
+def _topic_parser(g: Any, name: str, call: Any, sub: bool = False, **kw: Any) -> Any:
+    p = g.add_parser(name, **kw)
+    p.add_argument("topic", help="persistent://tenant/ns/topic (or tenant/ns/topic, or topic)")
+    if sub:
+        p.add_argument("--subscription", "-s", required=True, help="the subscription")
+    p.set_defaults(call=call)
+    return p
+
+
+def add(groups: Any) -> None:
+    g = groups.add_parser("topics", help="topics").add_subparsers(dest="action", required=True)
+    for verb, fn in (("list", "list"), ("list-partitioned-topics", "list_partitioned")):
+        p = g.add_parser(verb)
+        p.add_argument("namespace", help="tenant/name")
+        p.set_defaults(call=lambda admin, a, fn=fn: getattr(admin.topics, fn)(a.namespace))
+
+    p = _topic_parser(g, "create", lambda admin, a: admin.topics.create(a.topic, a.partitions))
+    p.add_argument("--partitions", "-p", type=int, default=0, help="create it partitioned (> 0)")
+    p = _topic_parser(g, "delete", lambda admin, a: admin.topics.delete(a.topic, a.partitioned))
+    p.add_argument("--partitioned", action="store_true")
+    p = _topic_parser(
+        g, "create-partitioned-topic", lambda admin, a: admin.topics.create_partitioned_topic(a.topic, a.partitions)
+    )
+    p.add_argument("--partitions", "-p", type=int, required=True)
+    p = _topic_parser(
+        g, "update-partitioned-topic", lambda admin, a: admin.topics.update_partitioned_topic(a.topic, a.partitions)
+    )
+    p.add_argument("--partitions", "-p", type=int, required=True, help="the new count (only grows)")
+    for verb in ("get-partitioned-topic-metadata", "delete-partitioned-topic", "stats"):
+        fn = verb.replace("-", "_")
+        _topic_parser(g, verb, lambda admin, a, fn=fn: getattr(admin.topics, fn)(a.topic))
+    # pulsar-admin's name is stats-internal; internal-stats is this CLI's first name for it.
+    _topic_parser(
+        g, "internal-stats", lambda admin, a: admin.topics.internal_stats(a.topic), aliases=["stats-internal"]
+    )
+    p = _topic_parser(g, "partitioned-stats", lambda admin, a: admin.topics.partitioned_stats(a.topic, a.per_partition))
+    p.add_argument("--per-partition", action="store_true", help="each partition's stats too")
+
+    _topic_parser(g, "permissions", lambda admin, a: admin.topics.permissions(a.topic))
+    p = _topic_parser(
+        g, "grant-permission", lambda admin, a: admin.topics.grant_permission(a.topic, a.role, csv(a.actions))
+    )
+    p.add_argument("--role", required=True)
+    p.add_argument("--actions", required=True, help="comma-separated: produce,consume")
+    p = _topic_parser(g, "revoke-permission", lambda admin, a: admin.topics.revoke_permission(a.topic, a.role))
+    p.add_argument("--role", required=True)
+
+    _topic_parser(g, "subscriptions", lambda admin, a: admin.topics.subscriptions(a.topic))
+    p = _topic_parser(
+        g,
+        "create-subscription",
+        lambda admin, a: admin.topics.create_subscription(a.topic, a.subscription, a.messageId),
+        sub=True,
+    )
+    p.add_argument("--messageId", "-m", type=message_id, default="latest", help="latest (default), earliest or L:E")
+    _topic_parser(g, "unsubscribe", lambda admin, a: admin.topics.unsubscribe(a.topic, a.subscription), sub=True)
+    p = _topic_parser(g, "skip", lambda admin, a: admin.topics.skip(a.topic, a.subscription, a.count), sub=True)
+    p.add_argument("--count", "-n", type=int, required=True, help="how many messages to skip")
+    for verb in ("clear-backlog", "skip-all"):
+        _topic_parser(g, verb, lambda admin, a: admin.topics.clear_backlog(a.topic, a.subscription), sub=True)
+    p = _topic_parser(g, "reset-cursor", _reset_cursor, sub=True)
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--time", "-t", type=seconds, help="how far back, e.g. 10m, 3h (relative to now)")
+    to.add_argument("--messageId", "-m", type=message_id, help="LEDGER:ENTRY (or earliest / latest)")
+    p.add_argument("--exclude-reset-position", "-e", action="store_true", help="start after --messageId")
+    p = _topic_parser(
+        g, "expire-messages", lambda admin, a: admin.topics.expire_messages(a.topic, a.subscription, a.time), sub=True
+    )
+    p.add_argument("--expireTime", "-t", dest="time", type=seconds, required=True, help="age, e.g. 60s, 10m")
+    p = _topic_parser(
+        g,
+        "expire-messages-all-subscriptions",
+        lambda admin, a: admin.topics.expire_messages_all_subscriptions(a.topic, a.time),
+    )
+    p.add_argument("--expireTime", "-t", dest="time", type=seconds, required=True, help="age, e.g. 60s, 10m")

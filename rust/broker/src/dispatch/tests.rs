@@ -1,0 +1,358 @@
+//! Deterministic tests of the three dispatchers, with no server: a real managed ledger in a
+//! temporary directory, a [`Subscription`] made with [`Subscription::new`] (no dispatcher task)
+//! and driven pass by pass with [`Subscription::dispatch_once`], consumers whose connection is a
+//! recording [`ConsumerSink`], and a [`ManualClock`] for the Failover delay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{
+    LedgerConfig, ManagedLedger, ManualClock, Position, Storage, StorageConfig,
+};
+use pulsar_rs_proto::MessageMetadata;
+
+use super::key_shared::slot_of;
+use crate::consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
+use crate::subscription::Subscription;
+use crate::BrokerConfig;
+
+/// What a consumer's connection was asked to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Sent {
+    /// A message: consumer id, entry id, redelivery count.
+    Msg(u64, i64, u32),
+    /// ACTIVE_CONSUMER_CHANGE: consumer id, whether active.
+    Active(u64, bool),
+}
+
+/// A fake connection shared by all consumers of a test: records what it is asked to send.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Sent>>);
+
+impl ConsumerSink for Recorder {
+    fn send(&self, event: ConsumerEvent) -> bool {
+        let e = match event {
+            ConsumerEvent::Message {
+                consumer_id,
+                position,
+                redelivery_count,
+                ..
+            } => Sent::Msg(consumer_id, position.entry_id, redelivery_count),
+            ConsumerEvent::ActiveConsumerChange {
+                consumer_id,
+                active,
+            } => Sent::Active(consumer_id, active),
+            ConsumerEvent::Closed { .. } => return true,
+        };
+        self.0.lock().push(e);
+        true
+    }
+}
+
+impl Recorder {
+    /// Takes the messages sent so far as (consumer id, entry id, redelivery count).
+    fn messages(&self) -> Vec<(u64, i64, u32)> {
+        let mut all = self.0.lock();
+        let out = all
+            .iter()
+            .filter_map(|e| match e {
+                Sent::Msg(c, e, n) => Some((*c, *e, *n)),
+                Sent::Active(..) => None,
+            })
+            .collect();
+        all.retain(|e| matches!(e, Sent::Active(..)));
+        out
+    }
+
+    /// Takes the active-consumer notices sent so far.
+    fn notices(&self) -> Vec<(u64, bool)> {
+        let mut all = self.0.lock();
+        let out = all
+            .iter()
+            .filter_map(|e| match e {
+                Sent::Active(c, a) => Some((*c, *a)),
+                Sent::Msg(..) => None,
+            })
+            .collect();
+        all.retain(|e| matches!(e, Sent::Msg(..)));
+        out
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    _storage: Arc<Storage>,
+    ml: Arc<ManagedLedger>,
+    sub: Subscription,
+    sink: Arc<Recorder>,
+    clock: Arc<ManualClock>,
+}
+
+fn rig(partition: i32, config: BrokerConfig) -> Rig {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = Storage::open(
+        dir.path(),
+        StorageConfig {
+            journal_sync_data: false,
+            cache_eviction_time_threshold: Duration::from_secs(3600),
+            ..StorageConfig::default()
+        },
+    )
+    .expect("storage");
+    let ml = storage
+        .open_ledger("t", LedgerConfig::default())
+        .expect("ledger");
+    let cursor = ml.open_cursor("sub").expect("cursor");
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let sub = Subscription::new(
+        "sub",
+        "persistent://public/default/t",
+        partition,
+        cursor,
+        true,
+        Arc::new(config),
+    )
+    .with_clock(Arc::clone(&clock) as Arc<dyn pulsar_rs_ledger::Clock>);
+    Rig {
+        _dir: dir,
+        _storage: storage,
+        ml,
+        sub,
+        sink: Arc::new(Recorder::default()),
+        clock,
+    }
+}
+
+impl Rig {
+    /// Publishes one entry with an optional key.
+    fn publish(&self, key: Option<&str>) -> Position {
+        let md = MessageMetadata {
+            producer_name: "p".into(),
+            publish_time: 1,
+            partition_key: key.map(str::to_owned),
+            ..Default::default()
+        };
+        let data = pulsar_rs_proto::frame::build_stored_entry(&md, b"x");
+        self.ml.add_entry_blocking(data).expect("append")
+    }
+
+    fn consumer(&self, id: u64, name: &str, priority: i32, t: SubType) -> Arc<Consumer> {
+        let c = Consumer::new(
+            id,
+            name.to_owned(),
+            priority,
+            t,
+            String::new(),
+            Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
+        );
+        self.sub
+            .add_consumer(Arc::clone(&c), None)
+            .expect("add consumer");
+        c
+    }
+
+    /// Runs dispatcher passes until one delivers nothing.
+    fn drain(&self) {
+        for _ in 0..100 {
+            if self.sub.dispatch_once().expect("dispatch").entries == 0 {
+                return;
+            }
+        }
+        panic!("dispatch did not settle");
+    }
+
+    fn ack(&self, c: &Consumer, positions: &[Position]) {
+        let ids: Vec<(Position, Option<Vec<i64>>)> = positions.iter().map(|p| (*p, None)).collect();
+        self.sub.ack_individual(c, &ids);
+    }
+}
+
+/// Seed 000: Shared hands entries out round-robin, in chunks of at most
+/// `dispatcherMaxRoundRobinBatchSize`, within the best priority level that has permits, each
+/// consumer taking no more than its permits; the next level only gets what the best cannot take.
+#[test]
+fn shared_round_robin_follows_permits_and_priority() {
+    let config = BrokerConfig {
+        dispatcher_max_round_robin_batch_size: 2,
+        ..BrokerConfig::default()
+    };
+    let r = rig(-1, config);
+    for _ in 0..12 {
+        r.publish(None);
+    }
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    let c = r.consumer(3, "c", 1, SubType::Shared);
+    r.sub.flow(&c, 10);
+    r.sub.flow(&a, 3);
+    r.sub.flow(&b, 5);
+    r.drain();
+    let order: Vec<u64> = r.sink.messages().iter().map(|m| m.0).collect();
+    assert_eq!(order, vec![1, 1, 2, 2, 1, 2, 2, 2, 3, 3, 3, 3]);
+    assert_eq!(
+        (a.permits.get(), b.permits.get(), c.permits.get()),
+        (0, 0, 6)
+    );
+}
+
+/// Seed 004: the active consumer is `partitionIndex % n` over the top-priority group sorted by
+/// name; a higher-priority newcomer takes over after `activeConsumerFailoverDelayTimeMillis`
+/// (nothing goes out meanwhile) and then receives everything not acknowledged.
+#[test]
+fn failover_picks_by_priority_then_name_and_waits_out_the_delay() {
+    let config = BrokerConfig {
+        active_consumer_failover_delay_time_millis: 1000,
+        ..BrokerConfig::default()
+    };
+    let r = rig(5, config);
+    // Joined out of name order: sorted they are c-a, c-b, c-c; 5 % 3 = 2 → c-c.
+    let cc = r.consumer(3, "c-c", 0, SubType::Failover);
+    let ca = r.consumer(1, "c-a", 0, SubType::Failover);
+    let cb = r.consumer(2, "c-b", 0, SubType::Failover);
+    assert_eq!(r.sub.active_consumer().map(|c| c.id), Some(3));
+    let last: std::collections::BTreeMap<u64, bool> = r.sink.notices().into_iter().collect();
+    assert_eq!(
+        last.into_iter().collect::<Vec<_>>(),
+        vec![(1, false), (2, false), (3, true)]
+    );
+    for c in [&ca, &cb, &cc] {
+        r.sub.flow(c, 10);
+    }
+    let first = r.publish(None);
+    r.publish(None);
+    r.publish(None);
+    // c-c stayed active as the others joined (5 % 2 = 1 and 5 % 3 = 2): no delay.
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(3, 0, 0), (3, 1, 0), (3, 2, 0)],
+        "only the active consumer receives"
+    );
+    r.ack(&cc, &[first]);
+    // A consumer of a better priority level (lower number) takes over, alone in its group (over
+    // all four consumers, 5 % 4 = 1 would pick c-a).
+    let top = r.consumer(9, "z-top", -1, SubType::Failover);
+    r.sub.flow(&top, 10);
+    assert_eq!(r.sub.active_consumer().map(|c| c.id), Some(9));
+    let mut notices = r.sink.notices();
+    notices.sort_unstable();
+    assert_eq!(notices, vec![(1, false), (2, false), (3, false), (9, true)]);
+    r.publish(None);
+    r.drain();
+    assert!(
+        r.sink.messages().is_empty(),
+        "held during the failover delay"
+    );
+    r.clock.advance_ms(999);
+    r.drain();
+    assert!(r.sink.messages().is_empty(), "held until the delay is over");
+    r.clock.advance_ms(1);
+    r.drain();
+    // Rewound to mark-delete: entry 0 was acknowledged, 1 and 2 were not.
+    assert_eq!(r.sink.messages(), vec![(9, 1, 0), (9, 2, 0), (9, 3, 0)]);
+}
+
+/// Key_Shared, PIP-379 draining hashes: when a key's slot moves to a new consumer, new entries of
+/// it wait until the previous consumer acknowledged what it holds of that key; other keys flow.
+#[test]
+fn key_shared_new_owner_waits_for_draining_hash() {
+    let config = BrokerConfig {
+        subscription_key_shared_use_consistent_hashing: false,
+        ..BrokerConfig::default()
+    };
+    let r = rig(-1, config);
+    let a = r.consumer(1, "a", 0, SubType::KeyShared);
+    r.sub.flow(&a, 100);
+    // AUTO_SPLIT without consistent hashing: `b` will take the upper half of the slots.
+    let slot = |k: &str| u32::from(slot_of(Some(k.as_bytes())));
+    let key = |upper: bool| {
+        (0..)
+            .map(|i| format!("key-{i}"))
+            .find(|k| (slot(k) >= 32768) == upper)
+            .unwrap_or_default()
+    };
+    let (moving, staying) = (key(true), key(false));
+    let e0 = r.publish(Some(&moving));
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, e0.entry_id, 0)]);
+    let b = r.consumer(2, "b", 0, SubType::KeyShared);
+    r.sub.flow(&b, 100);
+    let owns = |c: &Consumer, k: &str| {
+        r.sub
+            .key_shared_ranges(c)
+            .iter()
+            .any(|(lo, hi)| (*lo..=*hi).contains(&slot(k)))
+    };
+    assert!(owns(&b, &moving) && owns(&a, &staying));
+    let e1 = r.publish(Some(&moving));
+    let e2 = r.publish(Some(&staying));
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(1, e2.entry_id, 0)],
+        "the moved key waits for a's acknowledgement; the other key does not"
+    );
+    assert_eq!(r.sub.replay_len(), 1);
+    r.ack(&a, &[e0]);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(2, e1.entry_id, 0)]);
+}
+
+/// Shared: a closed consumer's unacknowledged entries are replayed to the others before any new
+/// entry is read. They carry redelivery count 1, as the Python suite expects
+/// (`test_closed_consumer_pending_go_to_others_with_counts`).
+#[test]
+fn shared_replays_before_new_entries() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.sub.flow(&a, 3);
+    for _ in 0..3 {
+        r.publish(None);
+    }
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0), (1, 1, 0), (1, 2, 0)]);
+    r.sub.remove_consumer(&a);
+    r.publish(None);
+    r.publish(None);
+    r.sub.flow(&b, 10);
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(2, 0, 1), (2, 1, 1), (2, 2, 1), (2, 3, 0), (2, 4, 0)],
+        "replayed first, counted once (subscriptionRedeliveryTrackerEnabled)"
+    );
+}
+
+/// Key_Shared: when a consumer closes, the consumer that takes its keys over gets the replayed
+/// entries of a key and then, right after, the new entries of that key, without waiting for the
+/// replayed ones to be acknowledged.
+#[test]
+fn key_shared_replacement_gets_new_entries_right_after_replayed() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::KeyShared);
+    let c = r.consumer(3, "c", 0, SubType::KeyShared);
+    let slot = |k: &str| u32::from(slot_of(Some(k.as_bytes())));
+    let key = (0..)
+        .map(|i| format!("key-{i}"))
+        .find(|k| {
+            r.sub
+                .key_shared_ranges(&a)
+                .iter()
+                .any(|(lo, hi)| (*lo..=*hi).contains(&slot(k)))
+        })
+        .unwrap_or_default();
+    r.sub.flow(&a, 2);
+    r.publish(Some(&key));
+    r.publish(Some(&key));
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0), (1, 1, 0)]);
+    r.sub.remove_consumer(&a);
+    r.publish(Some(&key));
+    r.sub.flow(&c, 10);
+    r.drain();
+    let got: Vec<(u64, i64)> = r.sink.messages().iter().map(|m| (m.0, m.1)).collect();
+    assert_eq!(got, vec![(3, 0), (3, 1), (3, 2)]);
+    assert_eq!(r.sub.replay_len(), 0);
+}
