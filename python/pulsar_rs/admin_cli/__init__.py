@@ -1,7 +1,7 @@
 """``pulsar-rs admin``: pulsar-admin's command tree over the admin REST API (:class:`Admin`).
 
 ``pulsar-rs admin [--admin-url URL] [--auth-params token:JWT|file:PATH] [--json] GROUP ACTION ...``
-with the groups ``clusters``, ``tenants``, ``namespaces`` and ``topics`` (one module each here;
+with the groups ``clusters``, ``tenants``, ``namespaces``, ``topics`` and ``schemas`` (one module each here;
 each registers its actions with a ``call(admin, args)`` default). Output is readable by default
 (:mod:`.output`: lists one item a line, documents as aligned ``key  value`` tables with nested
 keys dotted) and the broker's JSON with ``--json``; a refused call prints one line on stderr,
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..admin import Admin, AdminError
-from . import clusters, namespaces, output, tenants, topics
+from . import clusters, namespaces, output, schemas, tenants, topics
 
 #: The command families, each a module with ``add(groups)``.
-FAMILIES = (clusters, tenants, namespaces, topics)
+FAMILIES = (clusters, tenants, namespaces, topics, schemas)
 
 
 def add_parser(commands: Any) -> None:
