@@ -138,7 +138,13 @@ impl SchemaRegistry {
         strategy: Strategy,
         auto_update: bool,
     ) -> Result<u64, BrokerError> {
-        // Held across the check and the write: versions are decided one at a time.
+        // The common case (a schema already in force) answers from the cache, without waiting
+        // for another topic's registration to reach the disk.
+        if let Some(v) = self.find(base, &schema)? {
+            return Ok(v);
+        }
+        // Held across the check and the write: versions are decided one at a time (as the
+        // policy store's updates; registrations are rare).
         let _update = self.updates.lock();
         let mut all = self.versions(base)?;
         let current = active(&all);
