@@ -60,11 +60,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     ];
     #[allow(clippy::cast_precision_loss)]
     for t in svc.loaded_topics() {
-        let labels = format!(
-            "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{}\"",
-            t.name.namespace_name(),
-            t.name
-        );
+        let labels = topic_labels(&cluster, &t.name);
         let (rate_in, tput_in) = t.msg_in.rates();
         let st = t.ledger.stats();
         let subs = t.subscriptions();
@@ -205,11 +201,7 @@ fn non_persistent(
         ("pulsar_subscription_msg_drop_total", "counter", vec![]),
     ];
     for t in svc.non_persistent_topics() {
-        let labels = format!(
-            "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{}\"",
-            t.name.namespace_name(),
-            t.name
-        );
+        let labels = topic_labels(cluster, &t.name);
         let (rate_in, tput_in) = t.msg_in.rates();
         let subs = t.subscriptions();
         let (mut rate_out, mut tput_out, mut consumers) = (0.0, 0.0, 0usize);
@@ -249,4 +241,12 @@ fn non_persistent(
         }
     }
     drops
+}
+
+/// The Prometheus labels of one topic (`cluster`, `namespace`, `topic`), as Pulsar's.
+fn topic_labels(cluster: &str, name: &pulsar_rs_broker::TopicName) -> String {
+    format!(
+        "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{name}\"",
+        name.namespace_name()
+    )
 }

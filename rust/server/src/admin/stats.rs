@@ -13,7 +13,7 @@ use axum::{Json, Router};
 use pulsar_rs_broker::Topic;
 use serde_json::{json, Map, Value};
 
-use super::{blocking, fail, topic_name, Ctx};
+use super::{blocking, fail, load_topic, topic_name, Ctx};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -37,13 +37,10 @@ async fn topic_stats(
         Ok(n) => n,
         Err(r) => return *r,
     };
-    // Loading a topic reads its ledger metadata: blocking pool, not a runtime thread.
-    blocking(
-        &ctx,
-        move |c| c.service.topic(&name, false),
-        |t| Json(topic_json(&t)).into_response(),
-    )
-    .await
+    match load_topic(&ctx, name).await {
+        Ok(t) => Json(topic_json(&t)).into_response(),
+        Err(r) => r,
+    }
 }
 
 /// Pulsar's `TopicStats` document of one (non-partitioned) topic or partition.
