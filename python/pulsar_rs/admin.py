@@ -1,6 +1,6 @@
 """A client for the broker's admin REST API (Pulsar's ``/admin/v2`` paths), with the standard
 library only: ``Admin(url, token=None)`` with ``clusters``, ``tenants``, ``namespaces`` and
-``topics`` groups named as ``pulsar-admin``'s commands (``topics.skip``, ``topics.reset_cursor``,
+``topics`` and ``schemas`` groups named as ``pulsar-admin``'s commands (``topics.skip``, ``topics.reset_cursor``,
 ``namespaces.set_retention``, ...). A message id is ``"earliest"``, ``"latest"``, ``"L:E"`` or a
 ``(ledger_id, entry_id)`` pair.
 
@@ -88,6 +88,7 @@ class Admin:
         self.namespaces = _Namespaces(self)
         self.topics = _Topics(self)
         self.brokers = _Brokers(self)
+        self.schemas = _Schemas(self)
 
     def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> Any:
         """One call; returns the parsed JSON answer (``None`` when empty). Raises
@@ -194,6 +195,30 @@ class _Namespaces(_Group, PolicySetters):
 
     def revoke_permission(self, namespace: str, role: str) -> None:
         self._a.request("DELETE", f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/{role}")
+
+    def get_schema_compatibility_strategy(self, namespace: str) -> str:
+        """The namespace's strategy (``UNDEFINED``: the broker's ``schemaCompatibilityStrategy``)."""
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/schemaCompatibilityStrategy")
+
+    def set_schema_compatibility_strategy(self, namespace: str, strategy: str) -> None:
+        """``ALWAYS_INCOMPATIBLE``, ``ALWAYS_COMPATIBLE``, ``BACKWARD``, ``FORWARD``, ``FULL`` or a
+        ``*_TRANSITIVE`` one; ``UNDEFINED`` inherits the broker's."""
+        path = f"/admin/v2/namespaces/{_ns_path(namespace)}/schemaCompatibilityStrategy"
+        self._a.request("PUT", path, strategy.upper())
+
+    def get_is_allow_auto_update_schema(self, namespace: str) -> bool | None:
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/isAllowAutoUpdateSchema")
+
+    def set_is_allow_auto_update_schema(self, namespace: str, enabled: bool) -> None:
+        """Whether producers may register new schema versions in this namespace."""
+        self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/isAllowAutoUpdateSchema", enabled)
+
+    def get_schema_validation_enforce(self, namespace: str) -> bool:
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/schemaValidationEnforced")
+
+    def set_schema_validation_enforce(self, namespace: str, enabled: bool) -> None:
+        """Whether producers without a schema are refused on topics that have one."""
+        self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/schemaValidationEnforced", enabled)
 
     def subscription_permissions(self, namespace: str) -> dict[str, list[str]]:
         """Subscription → the only roles that may subscribe with it."""
@@ -379,3 +404,42 @@ class _Topics(_Group, TopicPolicySetters):
     def lookup(self, topic: str) -> dict[str, Any]:
         """The broker serving the topic (``brokerUrl``, ``httpUrl``, ...)."""
         return self._a.request("GET", f"/lookup/v2/topic/{_topic_path(topic)}")
+
+
+def _schema_path(topic: str) -> str:
+    """``persistent://t/ns/x`` → ``/admin/v2/schemas/t/ns/x`` (schemas are per persistent topic)."""
+    return "/admin/v2/schemas/" + _topic_path(topic).split("/", 1)[1]
+
+
+class _Schemas(_Group):
+    def get(self, topic: str, version: int | None = None) -> dict[str, Any]:
+        """The latest schema (or ``version``): ``{"version", "type", "timestamp", "data", "properties"}``."""
+        suffix = "/schema" if version is None else f"/schema/{int(version)}"
+        return self._a.request("GET", _schema_path(topic) + suffix)
+
+    def get_all_versions(self, topic: str) -> list[dict[str, Any]]:
+        """Every version in force, oldest first."""
+        return self._a.request("GET", _schema_path(topic) + "/schemas")["getSchemaResponses"]
+
+    def delete(self, topic: str) -> None:
+        """Deletes the schema: the next producer's schema starts a fresh history."""
+        self._a.request("DELETE", _schema_path(topic) + "/schema")
+
+    @staticmethod
+    def _payload(schema_type: str, schema: str, properties: dict[str, str] | None) -> dict[str, Any]:
+        return {"type": schema_type.upper(), "schema": schema, "properties": properties or {}}
+
+    def upload(self, topic: str, schema_type: str, schema: str, properties: dict[str, str] | None = None) -> int:
+        """Registers a schema version (refused with 409 when the strategy does not allow it);
+        returns its version."""
+        r = self._a.request("POST", _schema_path(topic) + "/schema", self._payload(schema_type, schema, properties))
+        return int(r["version"]["version"])
+
+    def compatibility(self, topic: str, schema_type: str, schema: str) -> dict[str, Any]:
+        """``{"compatibility": bool, "schemaCompatibilityStrategy": ...}`` (and ``reason`` when not)."""
+        return self._a.request("POST", _schema_path(topic) + "/compatibility", self._payload(schema_type, schema, None))
+
+    def version_of(self, topic: str, schema_type: str, schema: str) -> int:
+        """The version of an identical schema in force (404 when there is none)."""
+        r = self._a.request("POST", _schema_path(topic) + "/version", self._payload(schema_type, schema, None))
+        return int(r["version"])

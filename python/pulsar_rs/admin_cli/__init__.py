@@ -1,8 +1,8 @@
 """``pulsar-rs admin``: pulsar-admin's command tree over the admin REST API (:class:`Admin`).
 
 ``pulsar-rs admin [--admin-url URL] [--auth-params token:JWT|file:PATH] [--json] GROUP ACTION ...``
-with the groups ``brokers``, ``clusters``, ``tenants``, ``namespaces``, ``topics`` and
-``topicPolicies`` (one module each here;
+with the groups ``brokers``, ``clusters``, ``tenants``, ``namespaces``, ``topics``,
+``topicPolicies`` and ``schemas`` (one module each here;
 each registers its actions with a ``call(admin, args)`` default). Output is readable by default
 (:mod:`.output`: lists one item a line, documents as aligned ``key  value`` tables with nested
 keys dotted) and the broker's JSON with ``--json``; a refused call prints one line on stderr,
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..admin import Admin, AdminError
-from . import brokers, clusters, namespaces, output, tenants, topic_policies, topics
+from . import brokers, clusters, namespaces, output, schemas, tenants, topic_policies, topics
 
 #: The command families, each a module with ``add(groups)``.
-FAMILIES = (brokers, clusters, tenants, namespaces, topics, topic_policies)
+FAMILIES = (brokers, clusters, tenants, namespaces, topics, topic_policies, schemas)
 
 
 def add_parser(commands: Any) -> None:

@@ -1,7 +1,9 @@
 """``pulsar-rs admin namespaces``: list, create, delete, policies, permissions, topics,
 grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
-set-/get-subscription-auth-mode, and ``set-`` / ``get-`` / ``remove-`` for each policy the
-broker applies, with pulsar-admin's names and flags:
+set-/get-subscription-auth-mode, set-/get-schema-compatibility-strategy (``--compatibility/-c``),
+set-/get-is-allow-auto-update-schema and set-/get-schema-validation-enforce (``--enable/-e`` or
+``--disable/-d``), and ``set-`` / ``get-`` / ``remove-`` for each policy the broker applies,
+with pulsar-admin's names and flags:
 
 ==========================  ==============================================================
 retention                   ``--time/-t`` (e.g. 3h; -1 unlimited), ``--size/-s`` (e.g. 10G)
@@ -123,7 +125,7 @@ def _ttl_flags(p: Any) -> None:
     p.add_argument("--messageTTL", "-ttl", dest="ttl", type=seconds, required=True, help="e.g. 120, 2h")
 
 
-def _dedup_flags(p: Any) -> None:
+def _on_off_flags(p: Any) -> None:
     on = p.add_mutually_exclusive_group(required=True)
     on.add_argument("--enable", "-e", dest="enabled", action="store_true")
     on.add_argument("--disable", "-d", dest="enabled", action="store_false")
@@ -156,6 +158,44 @@ def _inactive_flags(p: Any) -> None:
         required=True,
         choices=["delete_when_no_subscriptions", "delete_when_subscriptions_caught_up"],
     )
+
+
+#: The schema policies: CLI name → ``Admin.namespaces`` method suffix.
+_SCHEMA_SWITCHES = {
+    "is-allow-auto-update-schema": "is_allow_auto_update_schema",
+    "schema-validation-enforce": "schema_validation_enforce",
+}
+_STRATEGIES = [
+    "UNDEFINED",
+    "ALWAYS_INCOMPATIBLE",
+    "ALWAYS_COMPATIBLE",
+    "BACKWARD",
+    "FORWARD",
+    "FULL",
+    "BACKWARD_TRANSITIVE",
+    "FORWARD_TRANSITIVE",
+    "FULL_TRANSITIVE",
+]
+
+
+def _add_schema_policies(g: Any) -> None:
+    p = g.add_parser("set-schema-compatibility-strategy")
+    p.add_argument("namespace")
+    p.add_argument("--compatibility", "-c", required=True, type=str.upper, choices=_STRATEGIES)
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.set_schema_compatibility_strategy(a.namespace, a.compatibility)
+    )
+    p = g.add_parser("get-schema-compatibility-strategy")
+    p.add_argument("namespace")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.get_schema_compatibility_strategy(a.namespace))
+    for name, method in _SCHEMA_SWITCHES.items():
+        p = g.add_parser(f"set-{name}")
+        p.add_argument("namespace")
+        _on_off_flags(p)
+        p.set_defaults(call=lambda admin, a, m=method: getattr(admin.namespaces, f"set_{m}")(a.namespace, a.enabled))
+        p = g.add_parser(f"get-{name}")
+        p.add_argument("namespace")
+        p.set_defaults(call=lambda admin, a, m=method: getattr(admin.namespaces, f"get_{m}")(a.namespace))
 
 
 def add(groups: Any) -> None:
@@ -201,6 +241,7 @@ def add(groups: Any) -> None:
     p.add_argument("namespace")
     p.set_defaults(call=lambda admin, a: admin.namespaces.get_subscription_auth_mode(a.namespace))
 
+    _add_schema_policies(g)
     add_policies(g, "namespace")
 
 
@@ -225,7 +266,7 @@ def add_policies(g: Any, target: str) -> None:
     dedup = "deduplication" if target == "namespace" else "deduplicationEnabled"
     _add_policy(g, "retention", "retention", _set_retention, _retention_flags, target)
     _add_policy(g, "message-ttl", "messageTTL", _call("set_message_ttl", "ttl"), ttl_flags, target)
-    _add_policy(g, "deduplication", dedup, _call("set_deduplication", "enabled"), _dedup_flags, target)
+    _add_policy(g, "deduplication", dedup, _call("set_deduplication", "enabled"), _on_off_flags, target)
     rate = _call("set_publish_rate", "msg_publish_rate", "byte_publish_rate")
     _add_policy(g, "publish-rate", "publishRate", rate, _publish_rate_flags, target)
     _add_policy(g, "dispatch-rate", "dispatchRate", _set_dispatch_rate(False), _dispatch_rate_flags, target)

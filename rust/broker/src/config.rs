@@ -132,6 +132,14 @@ pub struct BrokerConfig {
     /// Keep messages without a key in the compacted view.
     pub topic_compaction_retain_null_key: bool,
 
+    // Schemas (see `crate::schema`).
+    /// Default schema compatibility strategy (`FULL`; `UNDEFINED` means `FULL`).
+    pub schema_compatibility_strategy: String,
+    /// Whether producers may add schema versions unless a namespace or topic says otherwise.
+    pub is_allow_auto_update_schema_enabled: bool,
+    /// Whether producers without a schema are refused on topics with one.
+    pub is_schema_validation_enforced: bool,
+
     // Security: all off by default (the embedded use case). See `security` in the server crate.
     /// Require clients (binary protocol and admin API) to authenticate.
     pub authentication_enabled: bool,
@@ -269,6 +277,9 @@ impl Default for BrokerConfig {
             broker_service_compaction_threshold_in_bytes: 0,
             broker_service_compaction_monitor_interval_in_seconds: 60,
             topic_compaction_retain_null_key: false,
+            schema_compatibility_strategy: "FULL".into(),
+            is_allow_auto_update_schema_enabled: true,
+            is_schema_validation_enforced: false,
             authentication_enabled: false,
             authentication_providers: Vec::new(),
             basic_auth_conf: None,
@@ -345,6 +356,12 @@ impl BrokerConfig {
     pub fn validate(&self) -> Result<(), BrokerError> {
         if self.bind_address.parse::<std::net::IpAddr>().is_err() {
             return Err(bad("bindAddress", "must be an IP address"));
+        }
+        if crate::schema::Strategy::parse(&self.schema_compatibility_strategy).is_none() {
+            return Err(bad(
+                "schemaCompatibilityStrategy",
+                "must be one of UNDEFINED, ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE",
+            ));
         }
         if self.max_message_size < 1024 {
             return Err(bad("maxMessageSize", "must be at least 1024 bytes"));

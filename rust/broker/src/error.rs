@@ -53,6 +53,9 @@ pub enum BrokerError {
     /// A backlog quota is exceeded with a producer-blocking policy.
     #[error("Cannot create producer on topic with backlog quota exceeded ({0:?})")]
     QuotaExceeded(crate::policies::RetentionPolicy),
+    /// A schema is refused (Pulsar's `IncompatibleSchemaException`); the message is Pulsar's.
+    #[error("{0}")]
+    IncompatibleSchema(String),
     /// The broker is shutting down.
     #[error("broker is shutting down")]
     ShuttingDown,

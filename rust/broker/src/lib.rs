@@ -21,6 +21,7 @@ pub mod policies;
 pub mod properties;
 pub mod pulsar_keys;
 pub mod rate;
+pub mod schema;
 pub mod service;
 pub mod subscription;
 pub mod topic;

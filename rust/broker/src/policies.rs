@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metadata_keys;
 use crate::naming::TopicName;
+use crate::schema::Strategy;
 use crate::{BrokerConfig, BrokerError};
 
 /// `PublishRate`: messages and bytes per second a topic accepts (−1 or 0 = unlimited).
@@ -193,6 +194,30 @@ pub struct Policies {
         skip_serializing_if = "Option::is_none"
     )]
     pub compaction_threshold: Option<i64>,
+    /// Schema compatibility strategy (`UNDEFINED`/`None`: inherit; broker
+    /// `schemaCompatibilityStrategy`); Pulsar's `schema_compatibility_strategy`.
+    #[serde(
+        default,
+        rename = "schema_compatibility_strategy",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_compatibility_strategy: Option<Strategy>,
+    /// Whether producers may add schema versions (`None`: inherit; broker
+    /// `isAllowAutoUpdateSchemaEnabled`); Pulsar's `is_allow_auto_update_schema`.
+    #[serde(
+        default,
+        rename = "is_allow_auto_update_schema",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub is_allow_auto_update_schema: Option<bool>,
+    /// Whether producers without a schema are refused on topics with one (`None`: inherit;
+    /// broker `isSchemaValidationEnforced`); Pulsar's `schema_validation_enforced`.
+    #[serde(
+        default,
+        rename = "schema_validation_enforced",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_validation_enforced: Option<bool>,
     /// Permissions (namespace documents only), Pulsar's `auth_policies`.
     #[serde(
         default,
@@ -229,6 +254,12 @@ pub struct Effective {
     pub inactive: InactiveTopicPolicies,
     /// Automatic compaction threshold in bytes (0 = off).
     pub compaction_threshold: i64,
+    /// Schema compatibility strategy (never `UNDEFINED`).
+    pub schema_compatibility_strategy: Strategy,
+    /// Producers may add schema versions.
+    pub allow_auto_update_schema: bool,
+    /// Producers without a schema are refused on topics with one.
+    pub schema_validation_enforced: bool,
 }
 
 fn positive(v: i64) -> f64 {
@@ -603,7 +634,27 @@ impl PolicyStore {
             .compaction_threshold
             .or(np.compaction_threshold)
             .unwrap_or(c.broker_service_compaction_threshold_in_bytes);
+        let schema_compatibility_strategy = [
+            tp.schema_compatibility_strategy,
+            np.schema_compatibility_strategy,
+            Strategy::parse(&c.schema_compatibility_strategy),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|s| *s != Strategy::Undefined)
+        .unwrap_or(Strategy::Full);
+        let allow_auto_update_schema = tp
+            .is_allow_auto_update_schema
+            .or(np.is_allow_auto_update_schema)
+            .unwrap_or(c.is_allow_auto_update_schema_enabled);
+        let schema_validation_enforced = tp
+            .schema_validation_enforced
+            .or(np.schema_validation_enforced)
+            .unwrap_or(c.is_schema_validation_enforced);
         Effective {
+            schema_compatibility_strategy,
+            allow_auto_update_schema,
+            schema_validation_enforced,
             publish,
             dispatch,
             subscription_dispatch,

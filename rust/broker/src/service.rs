@@ -14,15 +14,12 @@ use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
 use crate::policies::{PolicyStore, RetentionPolicy};
-use crate::topic::{SchemaInfo, Topic};
+use crate::schema::SchemaRegistry;
+use crate::topic::Topic;
 use crate::{BrokerConfig, BrokerError};
 
 fn partitions_key(base: &TopicName) -> String {
     metadata_keys::partitioned_topic(&base.to_string())
-}
-
-fn schema_key(base: &TopicName) -> String {
-    metadata_keys::schema(&base.to_string())
 }
 
 /// The broker's topics over one data directory.
@@ -50,6 +47,8 @@ pub struct BrokerService {
     seq: AtomicU64,
     /// Namespace and topic policies.
     pub policies: PolicyStore,
+    /// Schema versions of every topic.
+    pub schemas: SchemaRegistry,
     /// Loaded non-persistent topics (memory only). Short lock.
     non_persistent: Mutex<HashMap<TopicName, Arc<NonPersistentTopic>>>,
 }
@@ -144,7 +143,7 @@ impl BrokerService {
         Ok(Arc::new(BrokerService {
             config,
             storage,
-            meta,
+            meta: Arc::clone(&meta),
             topics: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
             known: Mutex::new(known),
@@ -152,6 +151,7 @@ impl BrokerService {
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
             policies,
+            schemas: SchemaRegistry::new(Arc::clone(&meta)),
             non_persistent: Mutex::new(HashMap::new()),
         }))
     }
@@ -325,18 +325,11 @@ impl BrokerService {
             .storage
             .open_ledger(&name.ledger_name(), self.config.ledger_config())
             .and_then(|ledger| {
-                let schemas = match self.meta.get(&schema_key(&name.base()))? {
-                    Some(raw) => serde_json::from_slice(&raw).map_err(|e| {
-                        pulsar_rs_ledger::LedgerError::CorruptMetadata {
-                            key: schema_key(&name.base()),
-                            reason: e.to_string(),
-                        }
-                    })?,
-                    None => Vec::new(),
-                };
-                Ok((ledger, schemas))
+                // Read now so a corrupt schema record quarantines the topic.
+                self.schemas.versions(&name.base().to_string())?;
+                Ok(ledger)
             });
-        let (ledger, schemas) = match loaded {
+        let ledger = match loaded {
             Ok(l) => l,
             Err(pulsar_rs_ledger::LedgerError::CorruptMetadata { key, reason }) => {
                 let why = format!("topic {name} is quarantined: its metadata record {key:?} is corrupt ({reason})");
@@ -353,13 +346,7 @@ impl BrokerService {
             &ledger,
             self.config.topic_compaction_retain_null_key,
         );
-        let topic = Topic::new(
-            name.clone(),
-            ledger,
-            Arc::clone(&self.config),
-            schemas,
-            compaction,
-        );
+        let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), compaction);
         topic.apply_policy(self.policies.effective(name));
         self.known.lock().insert(name.clone());
         self.topics.lock().insert(name.clone(), Arc::clone(&topic));
@@ -456,20 +443,6 @@ impl BrokerService {
         self.topics.lock().values().cloned().collect()
     }
 
-    /// Stores a schema for the topic (all partitions share it); returns its version.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub fn add_schema(&self, topic: &Topic, schema: SchemaInfo) -> Result<u64, BrokerError> {
-        let (version, new) = topic.add_schema(schema);
-        if new {
-            let all = topic.schemas();
-            let raw = serde_json::to_vec(&all).unwrap_or_default();
-            self.meta.put(&schema_key(&topic.name.base()), &raw)?;
-        }
-        Ok(version)
-    }
-
     /// Deletes a topic (closing it) and its stored data.
     ///
     /// # Errors
@@ -546,7 +519,7 @@ impl BrokerService {
         topic.close();
         topic.ledger.delete()?;
         if name.partition_index().is_none() {
-            self.meta.delete(&schema_key(name))?;
+            self.schemas.remove(&name.to_string())?;
             self.policies.delete_topic(name)?;
         }
         Ok(true)
@@ -591,7 +564,7 @@ impl BrokerService {
             self.meta.delete(&partitions_key(base))?;
             p.remove(base);
         }
-        self.meta.delete(&schema_key(base))?;
+        self.schemas.remove(&base.to_string())?;
         self.policies.delete_topic(base)?;
         Ok(true)
     }

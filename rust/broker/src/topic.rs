@@ -47,7 +47,7 @@ impl AccessMode {
     }
 }
 
-/// A schema stored for a topic (opaque to the broker).
+/// One version of a topic's schema (see [`crate::schema`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchemaInfo {
     /// Pulsar schema type number.
@@ -58,6 +58,12 @@ pub struct SchemaInfo {
     pub data: Vec<u8>,
     /// Properties.
     pub properties: Vec<(String, String)>,
+    /// A deletion marker (Pulsar's deleted `SchemaInfo`): versions before it are out of force.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+    /// When the version was stored (ms since the epoch; 0 for versions stored before it was kept).
+    #[serde(default)]
+    pub timestamp: i64,
 }
 
 /// An attached producer, as the topic sees it.
@@ -106,8 +112,6 @@ pub struct Topic {
     subscriptions: Mutex<HashMap<String, Arc<Subscription>>>,
     /// Connected producers by name. Short lock.
     producers: Mutex<HashMap<String, ProducerInfo>>,
-    /// Schema versions, oldest first. Short lock.
-    schemas: Mutex<Vec<SchemaInfo>>,
     /// Messages and bytes published.
     pub msg_in: Meter,
     /// Producers fenced by an ExclusiveWithFencing producer, drained by the server.
@@ -163,7 +167,6 @@ impl Topic {
         name: TopicName,
         ledger: Arc<ManagedLedger>,
         config: Arc<BrokerConfig>,
-        schemas: Vec<SchemaInfo>,
         compaction: Arc<Compaction>,
     ) -> Arc<Self> {
         let partition = name
@@ -177,7 +180,6 @@ impl Topic {
             config,
             subscriptions: Mutex::new(HashMap::new()),
             producers: Mutex::new(HashMap::new()),
-            schemas: Mutex::new(schemas),
             msg_in: Meter::default(),
             fenced: Mutex::new(Vec::new()),
             waiting: Mutex::new(std::collections::VecDeque::new()),
@@ -626,22 +628,6 @@ impl Topic {
                 -1
             },
         ))
-    }
-
-    /// Stored schema versions.
-    #[must_use]
-    pub fn schemas(&self) -> Vec<SchemaInfo> {
-        self.schemas.lock().clone()
-    }
-
-    /// Adds a schema unless an identical one exists; returns (version, whether it is new).
-    pub(crate) fn add_schema(&self, schema: SchemaInfo) -> (u64, bool) {
-        let mut schemas = self.schemas.lock();
-        if let Some(i) = schemas.iter().position(|s| *s == schema) {
-            return (i as u64, false);
-        }
-        schemas.push(schema);
-        ((schemas.len() - 1) as u64, true)
     }
 
     /// Stops every dispatcher and closes the ledger.

@@ -54,6 +54,7 @@ pub fn wire_code(e: &BrokerError) -> Wire {
         BrokerError::InvalidTopicName { .. } => Wire::InvalidTopicName,
         BrokerError::ConsumerAssign(_) => Wire::ConsumerAssignError,
         BrokerError::ShuttingDown => Wire::ServiceNotReady,
+        BrokerError::IncompatibleSchema(_) => Wire::IncompatibleSchema,
         BrokerError::QuotaExceeded(RetentionPolicy::ProducerException) => {
             Wire::ProducerBlockedQuotaExceededException
         }

@@ -1,7 +1,8 @@
 //! Admin REST API (Pulsar's `/admin/v2/...` paths) and Prometheus metrics: the router, the
 //! server loop and the helpers every resource module shares (error bodies, blocking calls,
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
-//! [`topics`], [`stats`], [`compaction`], [`policies`], [`subscriptions`], [`messages`] (peek / examine / by id), [`lookup`] (REST lookup) (permissions live in
+//! [`topics`], [`stats`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`messages`] (peek /
+//! examine / by id), [`lookup`] (REST lookup) (permissions live in
 //! [`crate::authz`]).
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
@@ -16,6 +17,7 @@ pub mod namespaces;
 mod non_persistent;
 mod permissions;
 mod policies;
+mod schemas;
 mod stats;
 mod subscriptions;
 mod tenants;
@@ -193,6 +195,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
         .merge(policies::routes())
+        .merge(schemas::routes())
         .merge(subscriptions::routes())
         .merge(messages::routes())
         .merge(permissions::routes())

@@ -69,9 +69,9 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
         "subscription_auth_mode": "None",
         "offload_threshold": -1,
         "schema_auto_update_compatibility_strategy": "Full",
-        "schema_compatibility_strategy": "UNDEFINED",
-        "is_allow_auto_update_schema": true,
-        "schema_validation_enforced": false,
+        "schema_compatibility_strategy": p.schema_compatibility_strategy.unwrap_or_default(),
+        "is_allow_auto_update_schema": p.is_allow_auto_update_schema.unwrap_or(true),
+        "schema_validation_enforced": p.schema_validation_enforced.unwrap_or(false),
         "subscription_types_enabled": [],
         "properties": {},
     });
@@ -90,7 +90,10 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
 }
 
 /// Fields the document renders itself (a body's values for them are not kept in `other`).
-const RENDERED: [&str; 11] = [
+const RENDERED: [&str; 14] = [
+    "schema_compatibility_strategy",
+    "is_allow_auto_update_schema",
+    "schema_validation_enforced",
     "message_ttl_in_seconds",
     "inactive_topic_policies",
     "auth_policies",
@@ -147,6 +150,24 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
     }
     if let Some(v) = doc.get("inactive_topic_policies").filter(|v| !v.is_null()) {
         p.inactive_topic_policies = Some(field("inactive_topic_policies", v)?);
+    }
+    if let Some(v) = doc
+        .get("schema_compatibility_strategy")
+        .filter(|v| !v.is_null())
+    {
+        p.schema_compatibility_strategy = Some(field("schema_compatibility_strategy", v)?);
+    }
+    if let Some(v) = doc
+        .get("is_allow_auto_update_schema")
+        .filter(|v| !v.is_null())
+    {
+        p.is_allow_auto_update_schema = Some(field("is_allow_auto_update_schema", v)?);
+    }
+    if let Some(v) = doc
+        .get("schema_validation_enforced")
+        .filter(|v| !v.is_null())
+    {
+        p.schema_validation_enforced = Some(field("schema_validation_enforced", v)?);
     }
     if let Some(Value::Object(m)) = doc.get("backlog_quota_map") {
         for (kind, q) in m {

@@ -1,7 +1,8 @@
 //! Policies with Pulsar's paths and JSON field names: `publishRate`, `dispatchRate`,
 //! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`),
 //! `messageTTL` (namespace: the body; topic: `?messageTTL=N`), `inactiveTopicPolicies`,
-//! `compactionThreshold`, at namespace and topic level.
+//! `compactionThreshold`, `schemaCompatibilityStrategy`, `isAllowAutoUpdateSchema`,
+//! `schemaValidationEnforced`, at namespace and topic level.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
 // `Response` in a `Result` does not matter here.
@@ -18,6 +19,7 @@ use axum::{Json, Router};
 use pulsar_rs_broker::policies::{
     BacklogQuota, DispatchRate, InactiveTopicPolicies, Policies, PublishRate, Retention,
 };
+use pulsar_rs_broker::schema::Strategy;
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
@@ -59,6 +61,9 @@ enum Kind {
     MessageTtl,
     InactiveTopicPolicies,
     CompactionThreshold,
+    SchemaCompatibilityStrategy,
+    IsAllowAutoUpdateSchema,
+    SchemaValidationEnforced,
 }
 
 fn kind(name: &str) -> Result<Kind, Response> {
@@ -74,6 +79,9 @@ fn kind(name: &str) -> Result<Kind, Response> {
         "messageTTL" => Kind::MessageTtl,
         "inactiveTopicPolicies" => Kind::InactiveTopicPolicies,
         "compactionThreshold" => Kind::CompactionThreshold,
+        "schemaCompatibilityStrategy" => Kind::SchemaCompatibilityStrategy,
+        "isAllowAutoUpdateSchema" => Kind::IsAllowAutoUpdateSchema,
+        "schemaValidationEnforced" => Kind::SchemaValidationEnforced,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -108,6 +116,14 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::MessageTtl => serde_json::to_value(p.message_ttl_in_seconds),
         Kind::InactiveTopicPolicies => serde_json::to_value(p.inactive_topic_policies),
         Kind::CompactionThreshold => serde_json::to_value(p.compaction_threshold),
+        // Pulsar answers UNDEFINED when nothing is set here.
+        Kind::SchemaCompatibilityStrategy => {
+            serde_json::to_value(p.schema_compatibility_strategy.unwrap_or_default())
+        }
+        Kind::IsAllowAutoUpdateSchema => serde_json::to_value(p.is_allow_auto_update_schema),
+        Kind::SchemaValidationEnforced => {
+            serde_json::to_value(p.schema_validation_enforced.unwrap_or(false))
+        }
     };
     v.unwrap_or(Value::Null)
 }
@@ -167,6 +183,25 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             let v: i64 = parse(body)?;
             Box::new(move |p| p.compaction_threshold = Some(v))
         }
+        Kind::SchemaCompatibilityStrategy => {
+            // A JSON string (`"FORWARD"`), or the bare name as some clients send it.
+            let name: String = parse(body).unwrap_or_else(|_| body.trim().to_owned());
+            let v = Strategy::parse(&name).ok_or_else(|| {
+                fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("invalid schema compatibility strategy {name:?}"),
+                )
+            })?;
+            Box::new(move |p| p.schema_compatibility_strategy = Some(v))
+        }
+        Kind::IsAllowAutoUpdateSchema => {
+            let v: bool = parse(body)?;
+            Box::new(move |p| p.is_allow_auto_update_schema = Some(v))
+        }
+        Kind::SchemaValidationEnforced => {
+            let v: bool = parse(body)?;
+            Box::new(move |p| p.schema_validation_enforced = Some(v))
+        }
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
@@ -193,6 +228,9 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         Kind::MessageTtl => Box::new(|p| p.message_ttl_in_seconds = None),
         Kind::InactiveTopicPolicies => Box::new(|p| p.inactive_topic_policies = None),
         Kind::CompactionThreshold => Box::new(|p| p.compaction_threshold = None),
+        Kind::SchemaCompatibilityStrategy => Box::new(|p| p.schema_compatibility_strategy = None),
+        Kind::IsAllowAutoUpdateSchema => Box::new(|p| p.is_allow_auto_update_schema = None),
+        Kind::SchemaValidationEnforced => Box::new(|p| p.schema_validation_enforced = None),
 
         Kind::BacklogQuotaMap => {
             return Err(fail(

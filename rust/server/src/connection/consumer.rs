@@ -341,7 +341,7 @@ impl Connection {
 }
 
 /// The storage part of SUBSCRIBE (blocking pool): loads the topic, opens or creates the
-/// cursor, stores the schema and attaches the consumer.
+/// cursor, checks or stores the schema and attaches the consumer.
 fn attach_consumer(
     service: &BrokerService,
     sink: Arc<dyn ConsumerSink>,
@@ -362,6 +362,10 @@ fn attach_consumer(
     }
     pulsar_rs_broker::compaction::view::check_subscribe(sub_type, c.read_compacted())?;
     let topic = service.topic(&name, c.force_topic_creation())?;
+    // Before the subscription exists, as Pulsar checks it before `topic.subscribe`.
+    if let Some(schema) = &c.schema {
+        service.consumer_schema(&topic, &schema_info(schema))?;
+    }
     let sub = if c.durable() {
         let earliest = c.initial_position() == pb::command_subscribe::InitialPosition::Earliest;
         topic.durable_subscription(
@@ -386,9 +390,6 @@ fn attach_consumer(
         sink,
     );
     consumer.set_read_compacted(c.read_compacted());
-    if let Some(schema) = &c.schema {
-        service.add_schema(&topic, schema_info(schema))?;
-    }
     let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
     if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
         if !sub.durable && sub.consumers().is_empty() {

@@ -367,10 +367,9 @@ fn create_producer(
     if let QuotaVerdict::Blocked(policy) = service.check_backlog_quota(&topic, now)? {
         return Err(BrokerError::QuotaExceeded(policy));
     }
-    let schema_version = match schema {
-        Some(s) => Some(version_bytes(service.add_schema(&topic, schema_info(s))?)),
-        None => None,
-    };
+    let schema_version = service
+        .producer_schema(&topic, schema.map(schema_info))?
+        .map(version_bytes);
     let handle = service.next_seq();
     let pname =
         wanted_name.unwrap_or_else(|| format!("{}-{}", service.config.cluster_name, handle));

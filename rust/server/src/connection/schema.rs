@@ -27,29 +27,32 @@ impl Connection {
 
 /// GET_SCHEMA's answer.
 fn get_schema(service: &BrokerService, g: &pb::CommandGetSchema) -> BaseCommand {
-    let topic = TopicName::parse(&g.topic).and_then(|t| service.topic(&t, false));
-    match topic {
-        Ok(topic) => {
-            let schemas = topic.schemas();
-            let wanted = match &g.schema_version {
+    let found = TopicName::parse(&g.topic)
+        .and_then(|t| service.topic(&t, false))
+        .and_then(|topic| {
+            let base = topic.name.base().to_string();
+            Ok(match &g.schema_version {
                 Some(v) if v.len() == 8 => {
-                    usize::try_from(u64::from_be_bytes(v[..8].try_into().unwrap_or([0; 8]))).ok()
+                    let want = u64::from_be_bytes(v[..8].try_into().unwrap_or([0; 8]));
+                    let all = service.schemas.versions(&base)?;
+                    usize::try_from(want)
+                        .ok()
+                        .and_then(|i| all.get(i).cloned())
+                        .filter(|s| !s.deleted)
+                        .map(|s| (want, s))
                 }
-                _ => schemas.len().checked_sub(1),
-            };
-            match wanted.and_then(|i| schemas.get(i).map(|s| (i, s))) {
-                Some((i, s)) => commands::get_schema_response(
-                    g.request_id,
-                    wire_schema(s),
-                    version_bytes(i as u64),
-                ),
-                None => commands::get_schema_response_error(
-                    g.request_id,
-                    Wire::TopicNotFound,
-                    "schema not found",
-                ),
-            }
+                _ => service.schemas.latest(&base)?,
+            })
+        });
+    match found {
+        Ok(Some((v, s))) => {
+            commands::get_schema_response(g.request_id, wire_schema(&s), version_bytes(v))
         }
+        Ok(None) => commands::get_schema_response_error(
+            g.request_id,
+            Wire::TopicNotFound,
+            "schema not found",
+        ),
         Err(e) => commands::get_schema_response_error(g.request_id, wire_code(&e), e.to_string()),
     }
 }
@@ -58,7 +61,8 @@ fn get_schema(service: &BrokerService, g: &pb::CommandGetSchema) -> BaseCommand 
 fn get_or_create_schema(service: &BrokerService, g: &pb::CommandGetOrCreateSchema) -> BaseCommand {
     let result = TopicName::parse(&g.topic)
         .and_then(|t| service.topic(&t, true))
-        .and_then(|topic| service.add_schema(&topic, schema_info(&g.schema)));
+        .and_then(|topic| service.producer_schema(&topic, Some(schema_info(&g.schema))))
+        .map(Option::unwrap_or_default);
     match result {
         Ok(v) => commands::get_or_create_schema_response(g.request_id, version_bytes(v)),
         Err(e) => commands::get_or_create_schema_response_error(
@@ -83,6 +87,8 @@ pub(super) fn schema_info(s: &pb::Schema) -> SchemaInfo {
             .iter()
             .map(|kv| (kv.key.clone(), kv.value.clone()))
             .collect(),
+        deleted: false,
+        timestamp: 0,
     }
 }
 

@@ -1,0 +1,275 @@
+//! Schemas (`/admin/v2/schemas/{tenant}/{ns}/{topic}/...`, Pulsar's `SchemasResource`): get the
+//! latest version, one version or all, upload (`POST .../schema`), delete, look a definition's
+//! version up (`POST .../version`) and test compatibility (`POST .../compatibility`), with
+//! Pulsar's JSON bodies and status codes (409 for an incompatible upload).
+
+// Helpers return the ready 4xx response as their error; the admin path is cold.
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use pulsar_rs_broker::schema::compat::{type_name, type_number};
+use pulsar_rs_broker::{BrokerError, SchemaInfo, TopicName};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{blocking, broker_fail, fail, topic_name, Ctx};
+use crate::ServerContext;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    let base = "/admin/v2/schemas/{tenant}/{ns}/{topic}";
+    Router::new()
+        .route(
+            &format!("{base}/schema"),
+            get(latest).post(upload).delete(delete),
+        )
+        .route(&format!("{base}/schema/{{version}}"), get(one))
+        .route(&format!("{base}/schemas"), get(all))
+        .route(&format!("{base}/version"), post(version_of))
+        .route(&format!("{base}/compatibility"), post(compatibility))
+}
+
+/// Pulsar's `PostSchemaPayload`.
+#[derive(Deserialize)]
+struct Payload {
+    /// Schema type name (`AVRO`, `JSON`, `STRING`, ...).
+    #[serde(rename = "type")]
+    schema_type: String,
+    /// The definition.
+    #[serde(default)]
+    schema: String,
+    /// Properties.
+    #[serde(default)]
+    properties: BTreeMap<String, String>,
+}
+
+fn parse_payload(body: &str) -> Result<SchemaInfo, Response> {
+    let p: Payload = serde_json::from_str(body).map_err(|e| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            format!("invalid schema payload: {e}"),
+        )
+    })?;
+    let schema_type = type_number(&p.schema_type).ok_or_else(|| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            format!("unknown schema type {:?}", p.schema_type),
+        )
+    })?;
+    Ok(SchemaInfo {
+        schema_type,
+        name: String::new(),
+        data: p.schema.into_bytes(),
+        properties: p.properties.into_iter().collect(),
+        deleted: false,
+        timestamp: 0,
+    })
+}
+
+/// The base topic of a path (schemas are kept per base topic).
+fn base(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
+    topic_name(tenant, ns, topic)
+        .map(|t| t.base())
+        .map_err(|r| *r)
+}
+
+/// Pulsar's `GetSchemaResponse`.
+fn schema_json(version: u64, s: &SchemaInfo) -> Value {
+    let props: BTreeMap<&str, &str> = s
+        .properties
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    json!({
+        "version": version,
+        "type": type_name(s.schema_type),
+        "timestamp": s.timestamp,
+        "data": String::from_utf8_lossy(&s.data),
+        "properties": props,
+    })
+}
+
+fn not_found() -> Response {
+    fail(StatusCode::NOT_FOUND, "Schema not found")
+}
+
+async fn latest(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)>) -> Response {
+    let name = match base(&t, &n, &topic) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| c.service.schemas.latest(&name.to_string()),
+        |found| match found {
+            Some((v, s)) => Json(schema_json(v, &s)).into_response(),
+            None => not_found(),
+        },
+    )
+    .await
+}
+
+async fn one(
+    State(ctx): Ctx,
+    Path((t, n, topic, version)): Path<(String, String, String, String)>,
+) -> Response {
+    let name = match base(&t, &n, &topic) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let Ok(version) = version.parse::<u64>() else {
+        return fail(StatusCode::BAD_REQUEST, "the version must be a number");
+    };
+    blocking(
+        &ctx,
+        move |c| Ok(c.service.schemas.versions(&name.to_string())?),
+        move |all| {
+            let found = usize::try_from(version)
+                .ok()
+                .and_then(|i| all.get(i))
+                .filter(|s| !s.deleted);
+            match found {
+                Some(s) => Json(schema_json(version, s)).into_response(),
+                None => not_found(),
+            }
+        },
+    )
+    .await
+}
+
+async fn all(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)>) -> Response {
+    let name = match base(&t, &n, &topic) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| c.service.schemas.active(&name.to_string()),
+        |versions| {
+            let list: Vec<Value> = versions.iter().map(|(v, s)| schema_json(*v, s)).collect();
+            Json(json!({ "getSchemaResponses": list })).into_response()
+        },
+    )
+    .await
+}
+
+async fn delete(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)>) -> Response {
+    let name = match base(&t, &n, &topic) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| c.service.schemas.delete(&name.to_string()),
+        |v| match v {
+            Some(v) => Json(json!({ "version": v })).into_response(),
+            None => not_found(),
+        },
+    )
+    .await
+}
+
+/// Maps an incompatible upload to 409, as Pulsar.
+fn upload_fail(e: &BrokerError) -> Response {
+    match e {
+        BrokerError::IncompatibleSchema(m) => fail(StatusCode::CONFLICT, m.clone()),
+        other => broker_fail(other),
+    }
+}
+
+async fn upload(
+    State(ctx): Ctx,
+    Path((t, n, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let (name, schema) = match (base(&t, &n, &topic), parse_payload(&body)) {
+        (Ok(b), Ok(s)) => (b, s),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || {
+        // Pulsar's upload stores under the strategy; auto update does not apply to admins.
+        let strategy = c
+            .service
+            .policies
+            .effective(&name)
+            .schema_compatibility_strategy;
+        c.service
+            .schemas
+            .put_if_absent(&name.to_string(), schema, strategy, true)
+    })
+    .await;
+    match r {
+        Ok(Ok(v)) => Json(json!({ "version": { "version": v } })).into_response(),
+        Ok(Err(e)) => upload_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn version_of(
+    State(ctx): Ctx,
+    Path((t, n, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let (name, schema) = match (base(&t, &n, &topic), parse_payload(&body)) {
+        (Ok(b), Ok(s)) => (b, s),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| c.service.schemas.find(&name.to_string(), &schema),
+        |v| match v {
+            Some(v) => Json(json!({ "version": v })).into_response(),
+            None => not_found(),
+        },
+    )
+    .await
+}
+
+async fn compatibility(
+    State(ctx): Ctx,
+    Path((t, n, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let (name, schema) = match (base(&t, &n, &topic), parse_payload(&body)) {
+        (Ok(b), Ok(s)) => (b, s),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| {
+            let strategy = c
+                .service
+                .policies
+                .effective(&name)
+                .schema_compatibility_strategy;
+            match c
+                .service
+                .schemas
+                .check(&name.to_string(), &schema, strategy)
+            {
+                Ok(()) => Ok((true, strategy, None)),
+                Err(BrokerError::IncompatibleSchema(m)) => Ok((false, strategy, Some(m))),
+                Err(e) => Err(e),
+            }
+        },
+        |(ok, strategy, why)| {
+            let mut body = json!({
+                "compatibility": ok,
+                "schemaCompatibilityStrategy": strategy.as_str(),
+            });
+            if let (Some(why), Value::Object(m)) = (why, &mut body) {
+                m.insert("reason".into(), why.into());
+            }
+            Json(body).into_response()
+        },
+    )
+    .await
+}
