@@ -180,6 +180,11 @@ fn many_segments_checkpointed_while_writing_reopen_without_scanning() {
         for ledger in 0..50i64 {
             j.append(ledger, e, 0, &[ledger as u8; 300], None).unwrap();
         }
+        if e % 4 == 0 {
+            // Let the checkpointer index what is sealed so far while later segments fill.
+            j.flush();
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
     }
     j.flush();
     stop.store(true, Ordering::SeqCst);
