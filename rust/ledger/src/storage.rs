@@ -294,6 +294,12 @@ impl Storage {
         self.shared.journal.indexed_at_open()
     }
 
+    /// Non-empty journal segments scanned at open, with why their index was not used.
+    #[must_use]
+    pub fn journal_segments_scanned_at_open(&self) -> &[(u32, &'static str)] {
+        self.shared.journal.scanned_at_open()
+    }
+
     /// Writes the journal index of every sealed segment not indexed yet (the housekeeper does
     /// this periodically); returns how many were written.
     pub fn checkpoint_journal(&self) -> usize {

@@ -109,38 +109,82 @@ pub(crate) fn stamp(fs: &dyn Vfs, segment: &Path) -> u128 {
     fs.modified_stamp(segment).ok().flatten().unwrap_or(0)
 }
 
+/// Why a segment's index was not used at open (the segment is then scanned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rejected {
+    /// No index file (never checkpointed: a crash, an empty or a cut-back segment).
+    Missing,
+    /// The index file could not be opened or read.
+    Unreadable,
+    /// Wrong magic, version or segment id.
+    Foreign,
+    /// The segment's length is not the indexed one.
+    Length,
+    /// The segment's modification stamp is not the indexed one.
+    Stamp,
+    /// The header checksum or the file's length does not match.
+    Damaged,
+}
+
+impl Rejected {
+    /// A short name for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rejected::Missing => "missing",
+            Rejected::Unreadable => "unreadable",
+            Rejected::Foreign => "foreign",
+            Rejected::Length => "segment length changed",
+            Rejected::Stamp => "segment modification stamp changed",
+            Rejected::Damaged => "damaged",
+        }
+    }
+}
+
 /// Opens segment `id`'s index if it is valid for a segment of `seg_len` bytes with `stamp`:
-/// returns each ledger's block. `None` means "scan the segment".
+/// returns each ledger's block, or why the segment must be scanned instead.
 pub(crate) fn open(
     fs: &dyn Vfs,
     dir: &Path,
     id: u32,
     seg_len: u64,
     seg_stamp: u128,
-) -> Option<BTreeMap<i64, Block>> {
+) -> std::result::Result<BTreeMap<i64, Block>, Rejected> {
     let path = index_path(dir, id);
-    let file = fs.open_read(&path).ok()?;
+    let file = match fs.open_read(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Rejected::Missing),
+        Err(_) => return Err(Rejected::Unreadable),
+    };
     let mut fixed = [0u8; FIXED];
-    file.read_exact_at(&mut fixed, 0).ok()?;
+    file.read_exact_at(&mut fixed, 0)
+        .map_err(|_| Rejected::Damaged)?;
     let mut h = &fixed[..];
     let (magic, version, segment) = (h.get_u32_le(), h.get_u32_le(), h.get_u32_le());
     let (len, st) = (h.get_u64_le(), h.get_u128_le());
     let n = h.get_u32_le() as usize;
     let records = h.get_u64_le();
-    if magic != MAGIC || version != VERSION || segment != id || len != seg_len || st != seg_stamp {
-        return None;
+    if magic != MAGIC || version != VERSION || segment != id {
+        return Err(Rejected::Foreign);
     }
-    let mut table = vec![0u8; n.checked_mul(ROW)? + 4];
-    file.read_exact_at(&mut table, FIXED as u64).ok()?;
+    if len != seg_len {
+        return Err(Rejected::Length);
+    }
+    if st != seg_stamp {
+        return Err(Rejected::Stamp);
+    }
+    let rows_len = n.checked_mul(ROW).ok_or(Rejected::Damaged)?;
+    let mut table = vec![0u8; rows_len + 4];
+    file.read_exact_at(&mut table, FIXED as u64)
+        .map_err(|_| Rejected::Damaged)?;
     let (rows, crc) = table.split_at(n * ROW);
     let want = crc32c::crc32c_append(crc32c::crc32c(&fixed), rows);
     if want != (&crc[..]).get_u32_le() {
-        return None;
+        return Err(Rejected::Damaged);
     }
-    let file_len = file.len().ok()?;
+    let file_len = file.len().map_err(|_| Rejected::Unreadable)?;
     let data_start = (FIXED + n * ROW + 4) as u64;
     if file_len != data_start + records * REC as u64 {
-        return None;
+        return Err(Rejected::Damaged);
     }
     let mut blocks = BTreeMap::new();
     let mut r = rows;
@@ -150,7 +194,7 @@ pub(crate) fn open(
         let count = r.get_u32_le();
         let crc = r.get_u32_le();
         if first + u64::from(count) > records {
-            return None;
+            return Err(Rejected::Damaged);
         }
         blocks.insert(
             ledger,
@@ -163,7 +207,7 @@ pub(crate) fn open(
             },
         );
     }
-    Some(blocks)
+    Ok(blocks)
 }
 
 /// Source of unique temporary names (a retried checkpoint never reuses a half-written file).

@@ -124,6 +124,8 @@ pub struct Journal {
     checkpointing: Mutex<()>,
     /// Segments found valid-indexed at open (not scanned); immutable. A statistic.
     indexed_at_open: usize,
+    /// Non-empty segments scanned at open, with why their index was not used; immutable.
+    scanned_at_open: Vec<(u32, &'static str)>,
 }
 
 fn segment_path(dir: &Path, id: u32) -> PathBuf {
@@ -188,6 +190,7 @@ impl Journal {
         let mut segment_ledgers = BTreeMap::new();
         let mut damaged_regions = 0;
         let mut indexed_at_open = 0;
+        let mut scanned_at_open = Vec::new();
         for (i, &id) in ids.iter().enumerate() {
             let path = segment_path(&dir, id);
             let file = if read_only {
@@ -200,15 +203,37 @@ impl Journal {
                 .len()
                 .map_err(|e| LedgerError::io(format!("reading {}", path.display()), e))?;
             let seg_stamp = index::stamp(fs.as_ref(), &path);
-            if let Some(blocks) = index::open(fs.as_ref(), &dir, id, seg_len, seg_stamp) {
-                // Checkpointed: only the index header was read; entries load with their ledger.
-                indexed_at_open += 1;
-                segment_ledgers.insert(id, blocks.keys().copied().collect::<HashSet<i64>>());
-                for (ledger, block) in blocks {
-                    recovered.add_block(ledger, block);
+            match index::open(fs.as_ref(), &dir, id, seg_len, seg_stamp) {
+                Ok(blocks) => {
+                    // Checkpointed: only the index header was read; entries load with their
+                    // ledger.
+                    indexed_at_open += 1;
+                    segment_ledgers.insert(id, blocks.keys().copied().collect::<HashSet<i64>>());
+                    for (ledger, block) in blocks {
+                        recovered.add_block(ledger, block);
+                    }
+                    segments.insert(id, file);
+                    continue;
                 }
-                segments.insert(id, file);
-                continue;
+                // An empty segment (the active one of a run that wrote nothing) costs nothing.
+                Err(_) if seg_len == 0 => {}
+                Err(why) => {
+                    if why == index::Rejected::Missing {
+                        tracing::info!(
+                            segment = id,
+                            bytes = seg_len,
+                            "journal segment not indexed; scanning it"
+                        );
+                    } else {
+                        tracing::warn!(
+                            segment = id,
+                            bytes = seg_len,
+                            reason = why.as_str(),
+                            "journal index not usable; scanning the segment"
+                        );
+                    }
+                    scanned_at_open.push((id, why.as_str()));
+                }
             }
             let data = fs
                 .read(&path)
@@ -297,6 +322,7 @@ impl Journal {
             unwritten: std::sync::atomic::AtomicUsize::new(0),
             checkpointing: Mutex::new(()),
             indexed_at_open,
+            scanned_at_open,
         });
         if !read_only {
             let j = Arc::clone(&journal);
@@ -313,6 +339,13 @@ impl Journal {
     #[must_use]
     pub fn indexed_at_open(&self) -> usize {
         self.indexed_at_open
+    }
+
+    /// Non-empty segments recovery had to scan at open, with why their index was not used
+    /// (`"missing"` after a crash; anything else means an index was rejected).
+    #[must_use]
+    pub fn scanned_at_open(&self) -> &[(u32, &'static str)] {
+        &self.scanned_at_open
     }
 
     /// Damaged regions recovery found in the middle of segments (records after them were kept).
