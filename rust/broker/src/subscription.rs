@@ -357,14 +357,22 @@ impl Subscription {
             Some(d) => d.consumers_changed(),
             None => {}
         }
-        if st.consumers.is_empty() {
+        let last = st.consumers.is_empty();
+        if last {
             self.cursor.set_active(false);
         }
         let multi = st.sub_type.is_some_and(SubType::is_multi);
         self.update_active(&mut st, false, None);
         if multi {
+            // As Pulsar 4.x (apache/pulsar#17060): a leaving consumer's pending messages are
+            // replayed without counting a redelivery; only REDELIVER_UNACKNOWLEDGED_MESSAGES
+            // counts. With the last consumer gone, the tracker is cleared
+            // (`clearComponentsAfterRemovedAllConsumers`): the next one re-reads from mark-delete.
             let pending = c.take_pending(None, 0);
-            self.queue_replay_locked(&mut st, &pending);
+            self.queue_replay_locked(&mut st, &pending, false);
+            if last {
+                self.redeliveries.lock().clear();
+            }
         }
         drop(st);
         self.poke();
@@ -469,13 +477,13 @@ impl Subscription {
         Ok(())
     }
 
-    /// Queues positions taken from a consumer's pending acks for redelivery (counting it), and
-    /// releases their Key_Shared slots.
-    fn queue_replay_locked(&self, st: &mut State, positions: &[Position]) {
+    /// Queues positions taken from a consumer's pending acks for redelivery (counting it when
+    /// `count`: the client asked for it), and releases their Key_Shared slots.
+    fn queue_replay_locked(&self, st: &mut State, positions: &[Position], count: bool) {
         if positions.is_empty() {
             return;
         }
-        if self.config.subscription_redelivery_tracker_enabled {
+        if count && self.config.subscription_redelivery_tracker_enabled {
             let mut counts = self.redeliveries.lock();
             for p in positions {
                 *counts.entry(*p).or_insert(0) += 1;
@@ -493,7 +501,7 @@ impl Subscription {
         let mut st = self.state.lock();
         if st.sub_type.is_some_and(SubType::is_multi) {
             let taken = consumer.take_pending(ids, limit);
-            self.queue_replay_locked(&mut st, &taken);
+            self.queue_replay_locked(&mut st, &taken, true);
         } else {
             consumer.take_pending(None, limit);
             let holding = match st.dispatcher.as_mut() {

@@ -300,8 +300,8 @@ fn key_shared_new_owner_waits_for_draining_hash() {
 }
 
 /// Shared: a closed consumer's unacknowledged entries are replayed to the others before any new
-/// entry is read. They carry redelivery count 1, as the Python suite expects
-/// (`test_closed_consumer_pending_go_to_others_with_counts`).
+/// entry is read. As in Pulsar 4.x (apache/pulsar#17060) a close does not count as a redelivery:
+/// they carry redelivery count 0.
 #[test]
 fn shared_replays_before_new_entries() {
     let r = rig(-1, BrokerConfig::default());
@@ -320,9 +320,46 @@ fn shared_replays_before_new_entries() {
     r.drain();
     assert_eq!(
         r.sink.messages(),
-        vec![(2, 0, 1), (2, 1, 1), (2, 2, 1), (2, 3, 0), (2, 4, 0)],
-        "replayed first, counted once (subscriptionRedeliveryTrackerEnabled)"
+        vec![(2, 0, 0), (2, 1, 0), (2, 2, 0), (2, 3, 0), (2, 4, 0)],
+        "replayed first, not counted as redelivered"
     );
+}
+
+/// Shared: only REDELIVER_UNACKNOWLEDGED_MESSAGES counts a redelivery; a count survives a
+/// consumer closing while others remain, and is forgotten when the last consumer leaves
+/// (Pulsar's `clearComponentsAfterRemovedAllConsumers`).
+#[test]
+fn shared_redelivery_counts_only_client_redeliveries() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.sub.flow(&a, 3);
+    let e0 = r.publish(None);
+    r.publish(None);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0), (1, 1, 0)]);
+    r.sub.redeliver(&a, Some(&[e0]));
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 1)], "a negative ack counts");
+    r.sub.remove_consumer(&a);
+    r.sub.flow(&b, 10);
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(2, 0, 1), (2, 1, 0)],
+        "the close adds nothing; the earlier count is kept"
+    );
+    r.sub.remove_consumer(&b);
+    let c = r.consumer(3, "c", 0, SubType::Shared);
+    let d = r.consumer(4, "d", 0, SubType::Shared);
+    r.sub.flow(&c, 10);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(3, 0, 0), (3, 1, 0)]);
+    // Replayed again after c closes: the count from before the subscription emptied is gone.
+    r.sub.remove_consumer(&c);
+    r.sub.flow(&d, 10);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(4, 0, 0), (4, 1, 0)]);
 }
 
 /// Key_Shared: when a consumer closes, the consumer that takes its keys over gets the replayed
@@ -352,7 +389,6 @@ fn key_shared_replacement_gets_new_entries_right_after_replayed() {
     r.publish(Some(&key));
     r.sub.flow(&c, 10);
     r.drain();
-    let got: Vec<(u64, i64)> = r.sink.messages().iter().map(|m| (m.0, m.1)).collect();
-    assert_eq!(got, vec![(3, 0), (3, 1), (3, 2)]);
+    assert_eq!(r.sink.messages(), vec![(3, 0, 0), (3, 1, 0), (3, 2, 0)]);
     assert_eq!(r.sub.replay_len(), 0);
 }
