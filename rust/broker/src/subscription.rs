@@ -17,6 +17,7 @@ use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
+use crate::dispatch::chunks::ChunkInfo;
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::delayed::DelayedTracker;
 use crate::dispatch::key_shared::KeySharedMeta;
@@ -34,6 +35,8 @@ pub struct EntryInfo {
     pub key: Option<Bytes>,
     /// `deliver_at_time` in ms, if set.
     pub deliver_at: Option<i64>,
+    /// The chunk fields, for a chunk of a chunked message.
+    pub chunk: Option<ChunkInfo>,
 }
 
 /// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
@@ -51,12 +54,17 @@ pub fn entry_info(data: &Bytes) -> EntryInfo {
             key: md
                 .ordering_key
                 .or_else(|| md.partition_key.map(Bytes::from)),
+            chunk: match (md.uuid, md.chunk_id, md.num_chunks_from_msg) {
+                (Some(uuid), Some(id), Some(count)) => Some(ChunkInfo { uuid, id, count }),
+                _ => None,
+            },
             deliver_at: md.deliver_at_time,
         },
         Err(_) => EntryInfo {
             messages: 1,
             key: None,
             deliver_at: None,
+            chunk: None,
         },
     }
 }
@@ -354,6 +362,7 @@ impl Subscription {
         c.close();
         match st.dispatcher.as_mut() {
             Some(Dispatcher::StickyKey(k)) => k.remove(c.handle),
+            Some(Dispatcher::Multiple(m)) => m.consumer_removed(c.handle),
             Some(d) => d.consumers_changed(),
             None => {}
         }
@@ -529,12 +538,7 @@ impl Subscription {
         match st.dispatcher.as_mut() {
             Some(Dispatcher::SingleActive(single)) => single.reset(),
             Some(Dispatcher::StickyKey(_)) => st.dispatcher = None,
-            Some(d) => {
-                d.consumers_changed();
-                if let Some(replay) = d.replay_mut() {
-                    replay.clear();
-                }
-            }
+            Some(Dispatcher::Multiple(m)) => m.restart(),
             None => {}
         }
         drop(st);
