@@ -29,6 +29,13 @@ def _reset_cursor(admin: Admin, a: argparse.Namespace) -> None:
         admin.topics.reset_cursor(a.topic, a.subscription, timestamp_ms=max(0, timestamp_ms))
 
 
+def _expire_messages(admin: Admin, a: argparse.Namespace) -> None:
+    if a.position is not None:
+        admin.topics.expire_messages(a.topic, a.subscription, message_id=a.position, excluded=a.exclude_reset_position)
+    else:
+        admin.topics.expire_messages(a.topic, a.subscription, a.time)
+
+
 def _topic_parser(g: Any, name: str, call: Any, sub: bool = False, **kw: Any) -> Any:
     p = g.add_parser(name, **kw)
     p.add_argument("topic", help="persistent://tenant/ns/topic (or tenant/ns/topic, or topic)")
@@ -94,10 +101,11 @@ def add(groups: Any) -> None:
     to.add_argument("--time", "-t", type=seconds, help="how far back, e.g. 10m, 3h (relative to now)")
     to.add_argument("--messageId", "-m", type=message_id, help="LEDGER:ENTRY (or earliest / latest)")
     p.add_argument("--exclude-reset-position", "-e", action="store_true", help="start after --messageId")
-    p = _topic_parser(
-        g, "expire-messages", lambda admin, a: admin.topics.expire_messages(a.topic, a.subscription, a.time), sub=True
-    )
-    p.add_argument("--expireTime", "-t", dest="time", type=seconds, required=True, help="age, e.g. 60s, 10m")
+    p = _topic_parser(g, "expire-messages", _expire_messages, sub=True)
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--expireTime", "-t", dest="time", type=seconds, help="age, e.g. 60s, 10m")
+    to.add_argument("--position", "-p", "--message-id", dest="position", type=message_id, help="LEDGER:ENTRY")
+    p.add_argument("--exclude-reset-position", "-e", action="store_true", help="with --position: expire after it")
     p = _topic_parser(
         g,
         "expire-messages-all-subscriptions",
