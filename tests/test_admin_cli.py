@@ -149,6 +149,19 @@ def test_expire_messages(cli, client, topic):
     assert caught_up.stderr.count("\n") == 1
 
 
+def test_expire_messages_to_a_position(cli, client, topic):
+    cli("topics", "create", topic)
+    cli("topics", "create-subscription", topic, "-s", "one", "-m", "earliest")
+    cli("topics", "create-subscription", topic, "-s", "two", "-m", "earliest")
+    ids = produce(client, topic, ["m0", "m1", "m2", "m3"])
+    at = f"{ids[1].ledger_id()}:{ids[1].entry_id()}"
+    cli("topics", "expire-messages", topic, "-s", "one", "--position", at)
+    cli("topics", "expire-messages", topic, "-s", "two", "-p", at, "-e")
+    assert [backlog(cli, topic, s) for s in ("one", "two")] == [2, 1]
+    both = cli("topics", "expire-messages", topic, "-s", "one", "-p", at, "-t", "1s", ok=False)
+    assert both.returncode == 2
+
+
 def test_subscriptions_and_unsubscribe(cli, client, topic):
     cli("topics", "create", topic)
     produce(client, topic, ["before"])

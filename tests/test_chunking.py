@@ -1,9 +1,11 @@
 """Chunked messages with the official ``pulsar-client``: a message larger than ``maxMessageSize``
 is sent as chunks (one entry each, the limit applying per chunk) and reassembled by the client;
 backlog counts the chunk entries and an acknowledgement clears them all; unacknowledged chunked
-messages are redelivered whole."""
+messages are redelivered whole; on Shared subscriptions all chunks of a message go to one consumer."""
 
 from __future__ import annotations
+
+import hashlib
 
 import pulsar
 import pytest
@@ -95,5 +97,52 @@ def test_twelve_mib_with_default_max_message_size(pulsar_broker, topic):
         # 12 MiB in chunks of just under 5 MiB: three entries, all acknowledged.
         assert _stats(pulsar_broker, topic)["subscriptions"]["s"]["msgBacklog"] == 0
         assert _stats(pulsar_broker, topic)["msgInCounter"] == 3
+    finally:
+        client.close()
+
+
+def test_shared_subscription_gets_each_chunked_message_whole_once(pulsar_broker_factory, topic):
+    """Two Shared consumers: every chunk of a message goes to one consumer (Pulsar's
+    SharedConsumerAssignor), so each big message is reassembled exactly once across them, with
+    the small messages between them spread round-robin."""
+    mib = 1 << 20
+    broker = pulsar_broker_factory(maxMessageSize=mib, dispatcherMaxRoundRobinBatchSize=1)
+    client = new_client(broker.service_url)
+    try:
+        consumers = [
+            client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared, consumer_name=n) for n in "ab"
+        ]
+        p = _producer(client, topic)
+        bigs = [_payload(3 * mib + 1000 * i, seed=i) for i in range(4)]
+        expected = []
+        for i, big in enumerate(bigs):
+            for j in range(2):
+                p.send(f"small-{i}-{j}".encode())
+                expected.append(f"small-{i}-{j}".encode())
+            p.send(big)
+            expected.append(big)
+        got: dict[str, list[bytes]] = {"a": [], "b": []}
+        idle = 0
+        while idle < 3 and sum(len(v) for v in got.values()) < len(expected):
+            idle += 1
+            for name, c in zip("ab", consumers, strict=True):
+                try:
+                    m = c.receive(timeout_millis=1000)
+                except pulsar.Timeout:
+                    continue
+                got[name].append(m.data())
+                c.acknowledge(m)
+                idle = 0
+
+        def digest(msgs):
+            return sorted((len(d), hashlib.sha1(d).hexdigest()) for d in msgs)
+
+        assert digest(got["a"] + got["b"]) == digest(expected), "each message exactly once, whole"
+        assert got["a"] and got["b"], "both consumers served"
+        for c in consumers:
+            assert_no_more(c)
+        for c in consumers:
+            c.close()
+        assert _stats(broker, topic)["subscriptions"]["s"]["msgBacklog"] == 0
     finally:
         client.close()

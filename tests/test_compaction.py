@@ -223,3 +223,41 @@ def test_bad_threshold_is_refused(pulsar_broker):
         -5,
     )
     assert code == 412
+
+
+def _compact(url: str, topic: str) -> None:
+    assert admin(url, "PUT", _path(topic) + "/compaction")[0] == 204
+    assert _wait_status(url, topic) == {"status": "SUCCESS", "lastError": ""}
+
+
+def test_read_compacted_last_message_id_is_the_views_last(pulsar_broker, topic):
+    """As Pulsar 4.x (ServerCnx.getLargestBatchIndexWhenPossible with readCompacted): when the
+    topic is compacted up to its last entry, GET_LAST_MESSAGE_ID answers the compacted view's last
+    message, so a reader whose last key was deleted has nothing more available."""
+    client = new_client(pulsar_broker.service_url)
+    url = pulsar_broker.admin_url
+    _produce(client, topic, [("a", b"a1"), ("b", b"b1"), ("b", b"")])
+    _compact(url, topic)
+    r = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert r.has_message_available()
+    m = r.read_next(timeout_millis=3000)
+    assert (m.partition_key(), m.data()) == ("a", b"a1")
+    assert not r.has_message_available(), "the tombstone of b is not in the view"
+    # A plain reader still sees the whole topic, the tombstone last.
+    plain = client.create_reader(topic, pulsar.MessageId.earliest)
+    assert [plain.read_next(timeout_millis=3000).data() for _ in range(3)][-1] == b""
+    assert not plain.has_message_available()
+    plain.close()
+    # Past the horizon the live topic counts again.
+    _produce(client, topic, [("c", b"c1")])
+    assert r.has_message_available()
+    assert r.read_next(timeout_millis=3000).data() == b"c1"
+    assert not r.has_message_available()
+    r.close()
+    # Every key deleted: the view is empty and so is the compacted reader's topic.
+    _produce(client, topic, [("a", b""), ("c", b"")])
+    _compact(url, topic)
+    r = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    assert not r.has_message_available()
+    r.close()
+    client.close()

@@ -117,17 +117,62 @@ def test_redeliver_without_ids_replays_only_that_consumers_pending(client, topic
     assert all(m.redelivery_count() == 1 for m in again)
 
 
-def test_closed_consumer_pending_go_to_others_with_counts(client, topic):
-    a = client.subscribe(topic, "sub", consumer_type=SHARED, consumer_name="a", receiver_queue_size=4)
+def test_closed_consumer_pending_go_to_others_uncounted(client, topic):
+    """As Pulsar 4.x (apache/pulsar#17060): a closed consumer's unacked messages are replayed to
+    the others with redelivery count 0; only a redelivery the client asks for counts."""
+    a = client.subscribe(
+        topic,
+        "sub",
+        consumer_type=SHARED,
+        consumer_name="a",
+        receiver_queue_size=4,
+        negative_ack_redelivery_delay_ms=100,
+    )
     produce(client, topic, 8)
     held = receive_all(a, 4, ack=False)
+    assert len(held) == 4
+    # m0 is negatively acked first: that redelivery counts, and the count survives the close.
+    a.negative_acknowledge(held[0])
+    while True:
+        m = a.receive(timeout_millis=5000)
+        if m.data() == b"m0":
+            assert m.redelivery_count() == 1
+            break
     b = client.subscribe(topic, "sub", consumer_type=SHARED, consumer_name="b")
     a.close()
     got = receive_all(b, 8)
     assert sorted(m.data() for m in got) == sorted(f"m{i}".encode() for i in range(8))
     counts = {m.data(): m.redelivery_count() for m in got}
-    for m in held:
-        assert counts[m.data()] == 1
+    assert counts.pop(b"m0") == 1, "the close adds nothing to the count"
+    assert set(counts.values()) == {0}
+
+
+def test_closed_consumer_pending_replayed_with_count_zero(client, topic):
+    a = client.subscribe(topic, "sub", consumer_type=SHARED, consumer_name="a", receiver_queue_size=4)
+    produce(client, topic, 6)
+    held = receive_all(a, 4, ack=False)
+    assert len(held) == 4
+    b = client.subscribe(topic, "sub", consumer_type=SHARED, consumer_name="b")
+    a.close()
+    got = receive_all(b, 6)
+    assert sorted(m.data() for m in got) == sorted(f"m{i}".encode() for i in range(6))
+    assert [m.redelivery_count() for m in got] == [0] * 6
+
+
+def test_key_shared_replacement_gets_new_messages_of_a_replayed_key_at_once(client, topic):
+    """Key_Shared (PIP-379): a's unacked messages of a key are replayed to b (count 0), and b
+    gets the key's new messages right after them, without acknowledging the replayed ones."""
+    a = client.subscribe(topic, "sub", consumer_type=KEY_SHARED, consumer_name="a", initial_position=EARLIEST)
+    produce(client, topic, 3, prefix="old", key=lambda i: "k")
+    held = receive_all(a, 3, ack=False)
+    assert [m.data() for m in held] == [b"old0", b"old1", b"old2"]
+    b = client.subscribe(topic, "sub", consumer_type=KEY_SHARED, consumer_name="b", initial_position=EARLIEST)
+    a.close()
+    produce(client, topic, 2, prefix="new", key=lambda i: "k")
+    got = receive_all(b, 5, ack=False)
+    assert [m.data() for m in got] == [b"old0", b"old1", b"old2", b"new0", b"new1"]
+    assert [m.redelivery_count() for m in got] == [0] * 5
+    assert_no_more(b)
 
 
 def test_consumer_blocked_at_max_unacked_and_unblocked_at_half(pulsar_broker_factory, client_factory, topic):

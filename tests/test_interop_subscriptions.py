@@ -263,7 +263,8 @@ def test_shared_closed_consumer_unacked_go_to_others(client, topic):
     c1.close()
     got2 = receive_all(c2, 10)
     assert sorted(datas(got2)) == sorted(names("m", range(10)))
-    assert all(m.redelivery_count() >= 1 for m in got2)
+    # Pulsar 4.x (apache/pulsar#17060): a close is not counted as a redelivery.
+    assert all(m.redelivery_count() == 0 for m in got2)
 
 
 def test_failover_second_consumer_takes_over(client, topic):

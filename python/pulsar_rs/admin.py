@@ -335,10 +335,27 @@ class _Topics(_Group, TopicPolicySetters):
         else:
             self._a.request("POST", path, _message_id(message_id, excluded))  # type: ignore[arg-type]
 
-    def expire_messages(self, topic: str, subscription: str, seconds: int) -> None:
-        """Acknowledges the subscription's messages published more than ``seconds`` ago."""
-        sub = _sub(subscription)
-        self._a.request("POST", f"/admin/v2/{_topic_path(topic)}/subscription/{sub}/expireMessages/{seconds}")
+    def expire_messages(
+        self,
+        topic: str,
+        subscription: str,
+        seconds: int | None = None,
+        *,
+        message_id: str | tuple[int, int] | None = None,
+        excluded: bool = False,
+        batch_index: int = -1,
+    ) -> None:
+        """Acknowledges the subscription's messages published more than ``seconds`` ago, or those
+        up to ``message_id`` (``LEDGER:ENTRY``; Pulsar's ``expireMessages`` by position, with its
+        ``isExcluded`` and ``batchIndex``). Not issued (409): a position past the last message."""
+        if (seconds is None) == (message_id is None):
+            raise ValueError("expire_messages takes one of seconds and message_id")
+        path = f"/admin/v2/{_topic_path(topic)}/subscription/{_sub(subscription)}/expireMessages"
+        if seconds is not None:
+            self._a.request("POST", f"{path}/{seconds}")
+        else:
+            body = _message_id(message_id, excluded)  # type: ignore[arg-type]
+            self._a.request("POST", path, {**body, "batchIndex": batch_index})
 
     def expire_messages_all_subscriptions(self, topic: str, seconds: int) -> None:
         self._a.request("POST", f"/admin/v2/{_topic_path(topic)}/all_subscription/expireMessages/{seconds}")

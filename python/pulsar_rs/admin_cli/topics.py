@@ -7,7 +7,7 @@ Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T``,
 ``permissions T``, ``grant-permission T --role R --actions a,b``, ``revoke-permission T --role R``;
 subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earliest|L:E]``,
 ``unsubscribe T -s S [-f]``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
-``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S -t TIME``,
+``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S (-t TIME | -p L:E [-e])``,
 ``expire-messages-all-subscriptions T -t TIME``. TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
@@ -31,6 +31,13 @@ def _reset_cursor(admin: Admin, a: argparse.Namespace) -> None:
     else:
         timestamp_ms = int(time.time() * 1000) - a.time * 1000
         admin.topics.reset_cursor(a.topic, a.subscription, timestamp_ms=max(0, timestamp_ms))
+
+
+def _expire_messages(admin: Admin, a: argparse.Namespace) -> None:
+    if a.position is not None:
+        admin.topics.expire_messages(a.topic, a.subscription, message_id=a.position, excluded=a.exclude_reset_position)
+    else:
+        admin.topics.expire_messages(a.topic, a.subscription, a.time)
 
 
 def _topic_parser(g: Any, name: str, call: Any, sub: bool = False, **kw: Any) -> Any:
@@ -112,10 +119,11 @@ def add(groups: Any) -> None:
     to.add_argument("--time", "-t", type=seconds, help="how far back, e.g. 10m, 3h (relative to now)")
     to.add_argument("--messageId", "-m", type=message_id, help="LEDGER:ENTRY (or earliest / latest)")
     p.add_argument("--exclude-reset-position", "-e", action="store_true", help="start after --messageId")
-    p = _topic_parser(
-        g, "expire-messages", lambda admin, a: admin.topics.expire_messages(a.topic, a.subscription, a.time), sub=True
-    )
-    p.add_argument("--expireTime", "-t", dest="time", type=seconds, required=True, help="age, e.g. 60s, 10m")
+    p = _topic_parser(g, "expire-messages", _expire_messages, sub=True)
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--expireTime", "-t", dest="time", type=seconds, help="age, e.g. 60s, 10m")
+    to.add_argument("--position", "-p", "--message-id", dest="position", type=message_id, help="LEDGER:ENTRY")
+    p.add_argument("--exclude-reset-position", "-e", action="store_true", help="with --position: expire after it")
     p = _topic_parser(
         g,
         "expire-messages-all-subscriptions",

@@ -163,6 +163,106 @@ pub fn expire_messages(
     Ok(true)
 }
 
+/// Pulsar's admin `expireMessages` with a message id (`internalExpireMessagesByPosition`): the
+/// position and batch ack set are worked out as Pulsar's `calculatePositionAckSet` does, then
+/// [`expire_to_position`]. Without a batch index the message itself expires, and with
+/// `excluded` the entry after it too (Pulsar expires up to `position.getNext()`); with a batch
+/// index of a batch entry, the messages before it expire (through it with `excluded`; the whole
+/// entry when that leaves none, or when the index is 0 and not excluded). Blocking I/O.
+///
+/// # Errors
+/// Storage failures reading the entry or persisting the cursor.
+pub fn expire_to_message_id(
+    topic: &Topic,
+    sub: &Subscription,
+    id: Position,
+    batch_index: i32,
+    excluded: bool,
+) -> Result<bool, BrokerError> {
+    let batch_size = if batch_index >= 0 && topic.ledger.is_valid_position(id) {
+        topic
+            .ledger
+            .read_entries(id, 1, u64::MAX, id)?
+            .first()
+            .and_then(|e| pulsar_rs_proto::parse_stored_metadata(&e.data).ok())
+            .and_then(|md| md.num_messages_in_batch)
+            .map_or(0, |n| usize::try_from(n).unwrap_or(0))
+    } else {
+        0
+    };
+    let next = Position::new(id.ledger_id, id.entry_id.saturating_add(1));
+    if batch_size == 0 {
+        let p = if excluded { next } else { id };
+        return expire_to_position(topic, sub, p, None);
+    }
+    let bi = usize::try_from(batch_index).unwrap_or(0);
+    // Messages `first_kept..batch_size` stay; 1 = not expired, as Pulsar's ack sets.
+    let first_kept = if excluded { bi + 1 } else { bi };
+    if first_kept >= batch_size {
+        return expire_to_position(topic, sub, next, None);
+    }
+    if first_kept == 0 {
+        return expire_to_position(topic, sub, id, None);
+    }
+    let mut words = vec![0u64; batch_size.div_ceil(64)];
+    for i in first_kept..batch_size {
+        words[i / 64] |= 1 << (i % 64);
+    }
+    expire_to_position(topic, sub, id, Some(&words))
+}
+
+/// Pulsar's `PersistentMessageExpiryMonitor.expireMessages(Position)` (admin expire by message
+/// id): the subscription's mark-delete moves to the newest entry at or before `position`; with
+/// `ack_set` (Pulsar's bitset, 1 = not expired) `position` is a batch whose leading messages
+/// expire, so the mark-delete moves to the entry before it and those batch indexes are
+/// acknowledged. Returns false (not issued) for a position past the topic's last entry or while
+/// another check runs.
+///
+/// # Errors
+/// Storage failures persisting the cursor.
+pub fn expire_to_position(
+    topic: &Topic,
+    sub: &Subscription,
+    position: Position,
+    ack_set: Option<&[u64]>,
+) -> Result<bool, BrokerError> {
+    let ml = &topic.ledger;
+    let target = if ml.is_valid_position(position) {
+        position
+    } else if position > ml.last_confirmed() || position.entry_id < 0 {
+        return Ok(false);
+    } else {
+        // Between entries (e.g. after a ledger's last one): the newest entry before it.
+        ml.previous_position(ml.next_valid_position(position))
+    };
+    let monitor = &sub.expiry;
+    // Acquire: pairs with the Release of the previous check's end.
+    if monitor
+        .in_progress
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Ok(false);
+    }
+    let _running = Running(&monitor.in_progress);
+    let before = sub.cursor.backlog();
+    let upto = match ack_set {
+        Some(_) => ml.previous_position(target),
+        None => target,
+    };
+    if upto.entry_id >= 0 && upto > sub.cursor.mark_delete_position() {
+        sub.cursor.mark_delete(upto)?;
+    }
+    if let Some(words) = ack_set {
+        sub.cursor.ack_batch_index(target, words);
+    }
+    let expired = before.saturating_sub(sub.cursor.backlog());
+    monitor.expired.record(expired, 0);
+    tracing::info!(topic = %topic.name, subscription = %sub.name, position = %format!("{}:{}", target.ledger_id, target.entry_id), expired, "expired messages up to a position");
+    sub.poke();
+    Ok(true)
+}
+
 /// Whether the first unacknowledged entry of `sub` is older than the TTL (Pulsar's
 /// `isOldestMessageExpired`).
 fn oldest_expired(

@@ -17,6 +17,7 @@ use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
+use crate::dispatch::chunks::ChunkInfo;
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::delayed::DelayedTracker;
 use crate::dispatch::key_shared::KeySharedMeta;
@@ -34,6 +35,8 @@ pub struct EntryInfo {
     pub key: Option<Bytes>,
     /// `deliver_at_time` in ms, if set.
     pub deliver_at: Option<i64>,
+    /// The chunk fields, for a chunk of a chunked message.
+    pub chunk: Option<ChunkInfo>,
 }
 
 /// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
@@ -51,12 +54,17 @@ pub fn entry_info(data: &Bytes) -> EntryInfo {
             key: md
                 .ordering_key
                 .or_else(|| md.partition_key.map(Bytes::from)),
+            chunk: match (md.uuid, md.chunk_id, md.num_chunks_from_msg) {
+                (Some(uuid), Some(id), Some(count)) => Some(ChunkInfo { uuid, id, count }),
+                _ => None,
+            },
             deliver_at: md.deliver_at_time,
         },
         Err(_) => EntryInfo {
             messages: 1,
             key: None,
             deliver_at: None,
+            chunk: None,
         },
     }
 }
@@ -354,17 +362,26 @@ impl Subscription {
         c.close();
         match st.dispatcher.as_mut() {
             Some(Dispatcher::StickyKey(k)) => k.remove(c.handle),
+            Some(Dispatcher::Multiple(m)) => m.consumer_removed(c.handle),
             Some(d) => d.consumers_changed(),
             None => {}
         }
-        if st.consumers.is_empty() {
+        let last = st.consumers.is_empty();
+        if last {
             self.cursor.set_active(false);
         }
         let multi = st.sub_type.is_some_and(SubType::is_multi);
         self.update_active(&mut st, false, None);
         if multi {
+            // As Pulsar 4.x (apache/pulsar#17060): a leaving consumer's pending messages are
+            // replayed without counting a redelivery; only REDELIVER_UNACKNOWLEDGED_MESSAGES
+            // counts. With the last consumer gone, the tracker is cleared
+            // (`clearComponentsAfterRemovedAllConsumers`): the next one re-reads from mark-delete.
             let pending = c.take_pending(None, 0);
-            self.queue_replay_locked(&mut st, &pending);
+            self.queue_replay_locked(&mut st, &pending, false);
+            if last {
+                self.redeliveries.lock().clear();
+            }
         }
         drop(st);
         self.poke();
@@ -469,13 +486,13 @@ impl Subscription {
         Ok(())
     }
 
-    /// Queues positions taken from a consumer's pending acks for redelivery (counting it), and
-    /// releases their Key_Shared slots.
-    fn queue_replay_locked(&self, st: &mut State, positions: &[Position]) {
+    /// Queues positions taken from a consumer's pending acks for redelivery (counting it when
+    /// `count`: the client asked for it), and releases their Key_Shared slots.
+    fn queue_replay_locked(&self, st: &mut State, positions: &[Position], count: bool) {
         if positions.is_empty() {
             return;
         }
-        if self.config.subscription_redelivery_tracker_enabled {
+        if count && self.config.subscription_redelivery_tracker_enabled {
             let mut counts = self.redeliveries.lock();
             for p in positions {
                 *counts.entry(*p).or_insert(0) += 1;
@@ -493,7 +510,7 @@ impl Subscription {
         let mut st = self.state.lock();
         if st.sub_type.is_some_and(SubType::is_multi) {
             let taken = consumer.take_pending(ids, limit);
-            self.queue_replay_locked(&mut st, &taken);
+            self.queue_replay_locked(&mut st, &taken, true);
         } else {
             consumer.take_pending(None, limit);
             let holding = match st.dispatcher.as_mut() {
@@ -521,12 +538,7 @@ impl Subscription {
         match st.dispatcher.as_mut() {
             Some(Dispatcher::SingleActive(single)) => single.reset(),
             Some(Dispatcher::StickyKey(_)) => st.dispatcher = None,
-            Some(d) => {
-                d.consumers_changed();
-                if let Some(replay) = d.replay_mut() {
-                    replay.clear();
-                }
-            }
+            Some(Dispatcher::Multiple(m)) => m.restart(),
             None => {}
         }
         drop(st);

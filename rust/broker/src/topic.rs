@@ -615,19 +615,27 @@ impl Topic {
             return Ok((Position::new(-1, -1), -1));
         }
         let entries = self.ledger.read_entries(lac, 1, u64::MAX, lac)?;
-        let batch = entries.first().map_or(1, |e| entry_info(&e.data).messages);
-        let is_batch = entries.first().is_some_and(|e| {
-            pulsar_rs_proto::parse_stored_entry(&e.data)
-                .is_ok_and(|(md, _)| md.num_messages_in_batch.is_some())
-        });
-        Ok((
-            lac,
-            if is_batch {
-                i32::try_from(batch).unwrap_or(1) - 1
-            } else {
-                -1
-            },
-        ))
+        Ok((lac, entries.first().map_or(-1, last_batch_index)))
+    }
+
+    /// The last message id a `readCompacted` consumer is told (Pulsar 4.x
+    /// `ServerCnx.getLargestBatchIndexWhenPossible` with `readCompacted`): when the topic is
+    /// compacted up to its last entry (or has none left), the last message of the compacted
+    /// view — (-1,-1) if the view is empty, e.g. its last key was deleted — otherwise the
+    /// topic's last message. Blocking I/O.
+    ///
+    /// # Errors
+    /// Storage failures reading the last entry.
+    pub fn last_message_id_compacted(&self) -> Result<(Position, i32), BrokerError> {
+        let lac = self.ledger.last_confirmed();
+        match self.compaction.view() {
+            Some(view) if lac.entry_id < 0 || lac <= view.horizon => {
+                Ok(view.last_entry()?.map_or((Position::new(-1, -1), -1), |e| {
+                    (e.position, last_batch_index(&e))
+                }))
+            }
+            _ => self.last_message_id(),
+        }
     }
 
     /// Stops every dispatcher and closes the ledger.
@@ -639,5 +647,15 @@ impl Topic {
         if let Err(e) = self.ledger.close() {
             tracing::warn!(topic = %self.name, error = %e, "closing topic ledger");
         }
+    }
+}
+
+/// The batch index of an entry's last message: -1 unless it is a batch.
+fn last_batch_index(e: &pulsar_rs_ledger::Entry) -> i32 {
+    match pulsar_rs_proto::parse_stored_entry(&e.data) {
+        Ok((md, _)) if md.num_messages_in_batch.is_some() => {
+            i32::try_from(entry_info(&e.data).messages).unwrap_or(1) - 1
+        }
+        _ => -1,
     }
 }

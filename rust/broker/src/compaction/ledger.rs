@@ -282,6 +282,17 @@ impl CompactedLedger {
         Ok(out)
     }
 
+    /// The last entry of the view, if any. Blocking I/O.
+    ///
+    /// # Errors
+    /// I/O failures, a CRC mismatch.
+    pub fn last_entry(&self) -> Result<Option<Entry>, BrokerError> {
+        match self.slots.last() {
+            Some(s) => Ok(self.read_from(s.position, 1)?.pop()),
+            None => Ok(None),
+        }
+    }
+
     /// Every entry, in order (for the next compaction run and the export). Blocking I/O.
     ///
     /// # Errors

@@ -1,7 +1,8 @@
 //! Dispatchers (seed 000): one type per subscription kind, each owning its routing state and,
 //! for the multiple-consumers kinds, its replay set:
 //! * [`single_active::SingleActiveConsumer`]: Exclusive and Failover (one active consumer);
-//! * [`multiple::MultipleConsumers`]: Shared (round-robin by priority level);
+//! * [`multiple::MultipleConsumers`]: Shared (round-robin by priority level; all chunks of a
+//!   chunked message to one consumer, [`chunks`]);
 //! * [`sticky_key::StickyKeyConsumers`]: Key_Shared (slot owners, draining hashes).
 //!
 //! The [`crate::subscription::Subscription`] keeps the consumers ([`consumers::ConsumerList`]),
@@ -15,6 +16,7 @@
 //! a future `deliver_at_time` go to the [`delayed`] tracker. What cannot be delivered now goes to
 //! the replay set (Shared/Key_Shared) or is read again (Exclusive/Failover).
 
+pub mod chunks;
 pub(crate) mod consumers;
 pub mod delayed;
 pub mod failover;

@@ -137,6 +137,20 @@ impl Rig {
         self.ml.add_entry_blocking(data).expect("append")
     }
 
+    /// Publishes chunk `id` of `count` of the chunked message `uuid`.
+    fn publish_chunk(&self, uuid: &str, id: i32, count: i32) -> Position {
+        let md = MessageMetadata {
+            producer_name: "p".into(),
+            publish_time: 1,
+            uuid: Some(uuid.to_owned()),
+            chunk_id: Some(id),
+            num_chunks_from_msg: Some(count),
+            ..Default::default()
+        };
+        let data = pulsar_rs_proto::frame::build_stored_entry(&md, b"x");
+        self.ml.add_entry_blocking(data).expect("append")
+    }
+
     fn consumer(&self, id: u64, name: &str, priority: i32, t: SubType) -> Arc<Consumer> {
         let c = Consumer::new(
             id,
@@ -300,8 +314,8 @@ fn key_shared_new_owner_waits_for_draining_hash() {
 }
 
 /// Shared: a closed consumer's unacknowledged entries are replayed to the others before any new
-/// entry is read. They carry redelivery count 1, as the Python suite expects
-/// (`test_closed_consumer_pending_go_to_others_with_counts`).
+/// entry is read. As in Pulsar 4.x (apache/pulsar#17060) a close does not count as a redelivery:
+/// they carry redelivery count 0.
 #[test]
 fn shared_replays_before_new_entries() {
     let r = rig(-1, BrokerConfig::default());
@@ -320,9 +334,46 @@ fn shared_replays_before_new_entries() {
     r.drain();
     assert_eq!(
         r.sink.messages(),
-        vec![(2, 0, 1), (2, 1, 1), (2, 2, 1), (2, 3, 0), (2, 4, 0)],
-        "replayed first, counted once (subscriptionRedeliveryTrackerEnabled)"
+        vec![(2, 0, 0), (2, 1, 0), (2, 2, 0), (2, 3, 0), (2, 4, 0)],
+        "replayed first, not counted as redelivered"
     );
+}
+
+/// Shared: only REDELIVER_UNACKNOWLEDGED_MESSAGES counts a redelivery; a count survives a
+/// consumer closing while others remain, and is forgotten when the last consumer leaves
+/// (Pulsar's `clearComponentsAfterRemovedAllConsumers`).
+#[test]
+fn shared_redelivery_counts_only_client_redeliveries() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.sub.flow(&a, 3);
+    let e0 = r.publish(None);
+    r.publish(None);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0), (1, 1, 0)]);
+    r.sub.redeliver(&a, Some(&[e0]));
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 1)], "a negative ack counts");
+    r.sub.remove_consumer(&a);
+    r.sub.flow(&b, 10);
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(2, 0, 1), (2, 1, 0)],
+        "the close adds nothing; the earlier count is kept"
+    );
+    r.sub.remove_consumer(&b);
+    let c = r.consumer(3, "c", 0, SubType::Shared);
+    let d = r.consumer(4, "d", 0, SubType::Shared);
+    r.sub.flow(&c, 10);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(3, 0, 0), (3, 1, 0)]);
+    // Replayed again after c closes: the count from before the subscription emptied is gone.
+    r.sub.remove_consumer(&c);
+    r.sub.flow(&d, 10);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(4, 0, 0), (4, 1, 0)]);
 }
 
 /// Key_Shared: when a consumer closes, the consumer that takes its keys over gets the replayed
@@ -352,7 +403,97 @@ fn key_shared_replacement_gets_new_entries_right_after_replayed() {
     r.publish(Some(&key));
     r.sub.flow(&c, 10);
     r.drain();
-    let got: Vec<(u64, i64)> = r.sink.messages().iter().map(|m| (m.0, m.1)).collect();
-    assert_eq!(got, vec![(3, 0), (3, 1), (3, 2)]);
+    assert_eq!(r.sink.messages(), vec![(3, 0, 0), (3, 1, 0), (3, 2, 0)]);
     assert_eq!(r.sub.replay_len(), 0);
+}
+
+/// Shared (Pulsar's `SharedConsumerAssignor`): every chunk of a chunked message goes, in order, to
+/// the consumer that got its first chunk, while other entries keep going round-robin; a chunk its
+/// consumer has no permits for waits (with the message's later chunks) in the replay set.
+#[test]
+fn shared_sends_all_chunks_of_a_message_to_one_consumer() {
+    let r = rig(
+        -1,
+        BrokerConfig {
+            dispatcher_max_round_robin_batch_size: 1,
+            ..BrokerConfig::default()
+        },
+    );
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.publish_chunk("u1", 0, 3); // 0
+    r.publish_chunk("u2", 0, 2); // 1
+    r.publish(None); // 2
+    r.publish_chunk("u1", 1, 3); // 3
+    r.publish_chunk("u2", 1, 2); // 4
+    r.publish_chunk("u1", 2, 3); // 5
+    r.publish(None); // 6
+    r.sub.flow(&a, 100);
+    r.sub.flow(&b, 3);
+    r.drain();
+    let got = r.sink.messages();
+    let to = |c: u64| -> Vec<i64> { got.iter().filter(|m| m.0 == c).map(|m| m.1).collect() };
+    // u1 (0, 3, 5) to a, u2 (1, 4) to b, the plain entries round-robin in between.
+    assert_eq!(to(1), vec![0, 2, 3, 5]);
+    assert_eq!(to(2), vec![1, 4, 6]);
+    // b has no permits left: u3's first chunk goes to a, and its next chunk too, though b has
+    // permits again by then.
+    r.publish_chunk("u3", 0, 2); // 7
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 7, 0)]);
+    r.sub.flow(&b, 5);
+    r.publish_chunk("u3", 1, 2); // 8
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 8, 0)]);
+}
+
+/// Shared: a chunk whose consumer has no permits waits in the replay set, and the message's
+/// later chunks wait behind it, while other consumers could take them.
+#[test]
+fn shared_chunk_waits_for_its_consumer() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.sub.flow(&a, 1);
+    r.publish_chunk("u", 0, 3);
+    r.publish_chunk("u", 1, 3);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0)]);
+    r.sub.flow(&b, 10);
+    r.publish_chunk("u", 2, 3);
+    r.publish(None);
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(2, 3, 0)],
+        "only the plain entry goes to b"
+    );
+    assert_eq!(r.sub.replay_len(), 2);
+    r.sub.flow(&a, 5);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 1, 0), (1, 2, 0)]);
+}
+
+/// Shared: when the consumer of a chunked message leaves before its last chunk, its chunks are
+/// replayed from the first one to another consumer, followed by the rest of the message.
+#[test]
+fn shared_chunks_of_a_closed_consumer_move_whole() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.sub.flow(&a, 2);
+    r.publish_chunk("u", 0, 3);
+    r.publish_chunk("u", 1, 3);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0), (1, 1, 0)]);
+    r.sub.remove_consumer(&a);
+    r.publish_chunk("u", 2, 3);
+    r.sub.flow(&b, 10);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(2, 0, 0), (2, 1, 0), (2, 2, 0)]);
+    // A later chunk with no first chunk delivered (an orphan) is acknowledged, not delivered.
+    let e = r.publish_chunk("v", 1, 2);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![]);
+    assert!(r.sub.cursor.is_acked(e));
 }

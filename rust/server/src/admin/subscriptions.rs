@@ -2,7 +2,7 @@
 //! latest, earliest or a message id), delete (412 while consumers are connected;
 //! `?force=true` disconnects them first), `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
 //! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
-//! `all_subscription`).
+//! `all_subscription`), `expireMessages` to a message id.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -49,6 +49,10 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages/{secs}",
             post(expire_messages),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages",
+            post(expire_messages_to_id),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{secs}",
@@ -131,7 +135,8 @@ async fn reset_cursor(
 }
 
 /// A message id in a request body: Pulsar's `ResetCursorData` / `MessageIdImpl` JSON (the
-/// other fields of `ResetCursorData`, such as `batchIndex` and `properties`, are ignored).
+/// other fields of `ResetCursorData`, such as `properties`, are ignored; `batchIndex` is used
+/// by `expireMessages`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct MessageIdBody {
@@ -139,6 +144,8 @@ struct MessageIdBody {
     entry_id: i64,
     #[serde(default = "minus_one")]
     partition_index: i32,
+    #[serde(default = "minus_one")]
+    batch_index: i32,
     #[serde(default)]
     is_excluded: bool,
 }
@@ -292,6 +299,62 @@ async fn expire_messages_all(
     Path((tenant, ns, topic, secs)): Path<(String, String, String, String)>,
 ) -> Response {
     expire(ctx, (tenant, ns, topic), None, &secs).await
+}
+
+/// `POST .../subscription/{sub}/expireMessages` with a message id body (Pulsar's
+/// `internalExpireMessagesByPosition`): 204 when issued; 405 on a partitioned topic (name one
+/// partition); 404 for a missing subscription; 409 when not issued (a position past the last
+/// entry, or a check running).
+async fn expire_messages_to_id(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    body: String,
+) -> Response {
+    let id = match MessageIdBody::parse(&body) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || -> Result<Result<(), Response>, BrokerError> {
+        let ts = targets(&c, &name)?;
+        let [t] = ts.as_slice() else {
+            return Ok(Err(fail(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Expire message at position is not supported for partitioned-topic",
+            )));
+        };
+        let Some(s) = t.subscription(&sub) else {
+            return Err(BrokerError::SubscriptionNotFound(sub));
+        };
+        let at = Position::new(id.ledger_id, id.entry_id);
+        pulsar_rs_broker::expiry::expire_to_message_id(t, &s, at, id.batch_index, id.is_excluded)
+            .map(|issued| {
+                if issued {
+                    Ok(())
+                } else {
+                    Err(fail(
+                        StatusCode::CONFLICT,
+                        format!(
+                            "Expire message by position not issued on topic {} for subscription \
+                             {} due to ongoing message expiration not finished or invalid \
+                             message position provided.",
+                            t.name, s.name
+                        ),
+                    ))
+                }
+            })
+    })
+    .await;
+    match r {
+        Ok(Ok(Ok(()))) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(Err(resp))) => resp,
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 async fn list_subscriptions(

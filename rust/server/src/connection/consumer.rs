@@ -292,19 +292,27 @@ impl Connection {
         };
         let (topic, sub, request_id) =
             (Arc::clone(&slot.topic), Arc::clone(&slot.sub), g.request_id);
+        let compacted = slot.consumer.reads_compacted();
         // The last entry is read for its batch size: blocking pool.
-        self.offload_reply(move || match topic.last_message_id() {
-            Ok((p, batch_index)) => {
-                let id = pb::MessageIdData {
-                    partition: Some(topic.partition),
-                    batch_index: Some(batch_index),
-                    ..commands::message_id(p.ledger_id as u64, p.entry_id as u64)
-                };
-                let md = sub.cursor.mark_delete_position();
-                let md = commands::message_id(md.ledger_id as u64, md.entry_id as u64);
-                commands::get_last_message_id_response(request_id, id, Some(md))
+        self.offload_reply(move || {
+            let last = if compacted {
+                topic.last_message_id_compacted()
+            } else {
+                topic.last_message_id()
+            };
+            match last {
+                Ok((p, batch_index)) => {
+                    let id = pb::MessageIdData {
+                        partition: Some(topic.partition),
+                        batch_index: Some(batch_index),
+                        ..commands::message_id(p.ledger_id as u64, p.entry_id as u64)
+                    };
+                    let md = sub.cursor.mark_delete_position();
+                    let md = commands::message_id(md.ledger_id as u64, md.entry_id as u64);
+                    commands::get_last_message_id_response(request_id, id, Some(md))
+                }
+                Err(e) => commands::error(request_id, wire_code(&e), e.to_string()),
             }
-            Err(e) => commands::error(request_id, wire_code(&e), e.to_string()),
         });
     }
 
