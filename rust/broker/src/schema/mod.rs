@@ -31,9 +31,11 @@ pub struct SchemaRegistry {
     /// Base topic name → every version, oldest first (deleted markers included). Short lock:
     /// never held across storage I/O.
     cache: Mutex<HashMap<String, Vec<SchemaInfo>>>,
-    /// Serializes changes (read, check, persist, publish); held across the metadata write so
-    /// two producers cannot both add a version from the same history. Readers never take it.
-    updates: Mutex<()>,
+    /// Base topic name → the lock that serializes that topic's changes (read, check, persist,
+    /// publish), so two producers cannot both add a version from the same history. A topic's
+    /// lock is held across its metadata write (the next version depends on the durable one);
+    /// other topics' registrations and every reader go on meanwhile. The map's own lock is short.
+    updates: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 /// Why a consumer's schema was refused.
@@ -64,7 +66,7 @@ impl SchemaRegistry {
         SchemaRegistry {
             meta,
             cache: Mutex::new(HashMap::new()),
-            updates: Mutex::new(()),
+            updates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -118,6 +120,12 @@ impl SchemaRegistry {
             .map(|(v, _)| v))
     }
 
+    /// The lock serializing changes of `base`'s schema (created on first use).
+    fn topic_lock(&self, base: &str) -> Arc<Mutex<()>> {
+        // Short lock: a map lookup.
+        Arc::clone(self.updates.lock().entry(base.to_owned()).or_default())
+    }
+
     fn store(&self, base: &str, all: Vec<SchemaInfo>) -> Result<(), BrokerError> {
         let raw = serde_json::to_vec(&all).unwrap_or_default();
         self.meta.put(&metadata_keys::schema(base), &raw)?;
@@ -143,9 +151,10 @@ impl SchemaRegistry {
         if let Some(v) = self.find(base, &schema)? {
             return Ok(v);
         }
-        // Held across the check and the write: versions are decided one at a time (as the
-        // policy store's updates; registrations are rare).
-        let _update = self.updates.lock();
+        // This topic's lock, held across the check and the write: its versions are decided one
+        // at a time; other topics do not wait (registrations run on the blocking pool).
+        let lock = self.topic_lock(base);
+        let _update = lock.lock();
         let mut all = self.versions(base)?;
         let current = active(&all);
         if let Some((v, _)) = current
@@ -215,7 +224,9 @@ impl SchemaRegistry {
     /// # Errors
     /// Storage failures.
     pub fn delete(&self, base: &str) -> Result<Option<u64>, BrokerError> {
-        let _update = self.updates.lock();
+        // This topic's lock across the write, as in `add`.
+        let lock = self.topic_lock(base);
+        let _update = lock.lock();
         let mut all = self.versions(base)?;
         if active(&all).is_empty() {
             return Ok(None);
@@ -238,9 +249,13 @@ impl SchemaRegistry {
     /// # Errors
     /// Metadata I/O.
     pub fn remove(&self, base: &str) -> Result<(), BrokerError> {
-        let _update = self.updates.lock();
+        // This topic's lock across the delete, as in `add`.
+        let lock = self.topic_lock(base);
+        let _update = lock.lock();
         self.meta.delete(&metadata_keys::schema(base))?;
         self.cache.lock().remove(base);
+        // The topic's lock stays in `updates`: a registration waiting on it must keep
+        // excluding one that starts after this.
         Ok(())
     }
 }

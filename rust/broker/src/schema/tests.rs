@@ -268,3 +268,28 @@ fn strategy_names() {
     assert_eq!(compat::type_name(types::AVRO), "AVRO");
     assert_eq!(compat::type_number("json"), Some(types::JSON));
 }
+
+#[test]
+fn one_topics_registration_does_not_wait_for_another_topics() {
+    let (_dir, reg) = registry();
+    let reg = Arc::new(reg);
+    // Topic b's registration is in progress (its lock held, as across its metadata write).
+    let b = reg.topic_lock("persistent://a/b/busy");
+    let _held = b.lock();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let other = Arc::clone(&reg);
+    std::thread::spawn(move || {
+        let v = other.put_if_absent(
+            "persistent://a/b/free",
+            avro(&record(A_INT)),
+            Strategy::Full,
+            true,
+        );
+        let _ = tx.send(v.is_ok());
+    });
+    assert_eq!(
+        rx.recv_timeout(std::time::Duration::from_secs(10)),
+        Ok(true),
+        "a registration on another topic waited for the busy topic's lock"
+    );
+}
