@@ -300,6 +300,13 @@ impl Storage {
         self.shared.journal.scanned_at_open()
     }
 
+    /// Journal segments read through a memory mapping instead of `pread` (read-only opens of a
+    /// real directory map every segment; read-write opens none).
+    #[must_use]
+    pub fn journal_segments_mapped(&self) -> usize {
+        self.shared.journal.mapped_segments()
+    }
+
     /// Writes the journal index of every sealed segment not indexed yet (the housekeeper does
     /// this periodically); returns how many were written.
     pub fn checkpoint_journal(&self) -> usize {

@@ -16,6 +16,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 /// An open file.
 pub trait VFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`.
@@ -43,10 +45,20 @@ pub trait VFile: Send + Sync {
     /// # Errors
     /// I/O failure.
     fn len(&self) -> io::Result<u64>;
+    /// The whole file mapped read-only into memory as of now, when the file system can do that
+    /// (`None` otherwise: callers fall back to [`VFile::read_exact_at`]). Only for files nothing
+    /// will shorten while the mapping lives: reading a page past a shrunken end is fatal
+    /// (`SIGBUS`), so the journal maps segments only when opened read-only.
+    ///
+    /// # Errors
+    /// The mapping failed.
+    fn map_read_only(&self) -> io::Result<Option<Bytes>> {
+        Ok(None)
+    }
     /// Whether the file is empty.
     ///
     /// # Errors
-    /// I/O failure.
+    /// As [`VFile::len`].
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -171,6 +183,16 @@ impl VFile for RealFile {
     }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
+    }
+    fn map_read_only(&self) -> io::Result<Option<Bytes>> {
+        if self.0.metadata()?.len() == 0 {
+            return Ok(Some(Bytes::new()));
+        }
+        // SAFETY: the mapping is read-only and private to this process; the journal maps only
+        // segments of a read-only open, whose valid records no writer rewrites or cuts off (a
+        // broker truncates a torn tail only at its own open, and only past its last valid record).
+        let map = unsafe { memmap2::Mmap::map(&self.0)? };
+        Ok(Some(Bytes::from_owner(map)))
     }
 }
 

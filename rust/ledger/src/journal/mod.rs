@@ -126,6 +126,10 @@ pub struct Journal {
     indexed_at_open: usize,
     /// Non-empty segments scanned at open, with why their index was not used; immutable.
     scanned_at_open: Vec<(u32, &'static str)>,
+    /// Read-only opens: each segment mapped into memory, so reads slice it without a system call,
+    /// an allocation or a copy (topics interleave in segments, so an export would otherwise
+    /// `pread` every entry on its own); empty when read-write. Immutable.
+    maps: BTreeMap<u32, Bytes>,
 }
 
 fn segment_path(dir: &Path, id: u32) -> PathBuf {
@@ -283,6 +287,11 @@ impl Journal {
             segments.insert(id, file);
             segment_ledgers.insert(id, scan.ledgers);
         }
+        let maps = if read_only {
+            Self::map_segments(&segments)
+        } else {
+            BTreeMap::new()
+        };
         // Appends always go to a fresh segment: recovered segments stay read-only.
         let active = ids.last().map_or(0, |l| l + 1);
         if !read_only {
@@ -323,6 +332,7 @@ impl Journal {
             checkpointing: Mutex::new(()),
             indexed_at_open,
             scanned_at_open,
+            maps,
         });
         if !read_only {
             let j = Arc::clone(&journal);

@@ -1,12 +1,14 @@
 //! Reading records back: from the segment files, or from memory while they wait to be
 //! written; every record's checksum and identity are verified.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
 use super::record::{self, corrupt, Loc, Record, RECORD_HEADER};
 use super::Journal;
+use crate::vfs::VFile;
 use crate::{LedgerError, Result};
 
 impl Journal {
@@ -67,10 +69,43 @@ impl Journal {
         Ok(out)
     }
 
+    /// Maps every segment of a read-only open (see [`Journal`]'s `maps`); a segment the file
+    /// system cannot map is read with `pread` as before.
+    pub(super) fn map_segments(segments: &BTreeMap<u32, Arc<dyn VFile>>) -> BTreeMap<u32, Bytes> {
+        let mut maps = BTreeMap::new();
+        for (&id, file) in segments {
+            match file.map_read_only() {
+                Ok(Some(map)) => {
+                    maps.insert(id, map);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(segment = id, error = %e, "segment not mapped; using reads")
+                }
+            }
+        }
+        maps
+    }
+
+    /// Segments read through a memory mapping (read-only opens).
+    #[must_use]
+    pub fn mapped_segments(&self) -> usize {
+        self.maps.len()
+    }
+
     /// Bytes `[from, to)` of a segment, from memory when not yet written, else from the file.
     fn read_span(&self, segment: u32, from: u64, to: u64) -> Result<Bytes> {
         if from == to {
             return Ok(Bytes::new());
+        }
+        if let Some(map) = self.maps.get(&segment) {
+            // Read-only opens only: nothing is buffered, and the mapping holds the file as it
+            // was at open, so any recovered record lies inside it.
+            if let (Ok(f), Ok(t)) = (usize::try_from(from), usize::try_from(to)) {
+                if t <= map.len() {
+                    return Ok(map.slice(f..t));
+                }
+            }
         }
         let file = {
             let st = self.state.lock();
