@@ -75,7 +75,9 @@ def start(kind: str, bin_dir: Path) -> Broker:
     if kind == "rs-hwm4m":
         os.environ["PULSAR_RS_OUTBOUND_HIGH_WATER_MARK"] = str(4 << 20)
     try:
-        return Broker("lite" if kind == "lite" else "rs-durable", bin_dir)
+        if kind in ("lite", "rs-nondurable"):
+            return Broker(kind, bin_dir)
+        return Broker("rs-durable", bin_dir)
     finally:
         os.environ.pop("PULSAR_RS_OUTBOUND_HIGH_WATER_MARK", None)
 
@@ -86,6 +88,7 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=3)
     ap.add_argument("--brokers", default="rs,rs-hwm4m,lite")
     ap.add_argument("--workloads", default="W1,W2,W3")
+    ap.add_argument("--tools", default="perf,loadgen", help="pulsar-rs-perf (perf) and/or loadgen")
     ap.add_argument("--loadgen", required=True)
     ap.add_argument("--bin-dir", default=str(HERE.parent / "target" / "release"))
     ap.add_argument("--steady-rate", type=int, default=10_000, help="W1 loadgen --rate run (0: skip)")
@@ -97,7 +100,7 @@ def main() -> None:
         for kind in a.brokers.split(","):
             for wl in a.workloads.split(","):
                 w = WORKLOADS[wl]
-                for tool in ("perf", "loadgen"):
+                for tool in a.tools.split(","):
                     b = start(kind, bin_dir)
                     try:
                         name = f"{wl.lower()}-{tool}-{i}"
