@@ -229,11 +229,12 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--backlog", type=int, default=2_000_000, help="entries in the catch-up backlog")
     ap.add_argument("--idle-topics", type=int, default=10_000)
+    ap.add_argument("--catchup-cases", default="", help="comma list of catch-up cases to run (default: all)")
     ap.add_argument("--only", default="", help="comma list of sections: limits,perf,half,python,idle,catchup")
     ap.add_argument("--brokers", default=",".join(BROKERS), help="comma list of brokers to run")
     ap.add_argument("--out", default=str(HERE / "out" / "compare.json"))
     args = ap.parse_args()
-    bin_dir = Path(args.bin_dir)
+    bin_dir = Path(args.bin_dir).resolve()
     brokers = [b for b in args.brokers.split(",") if b]
     only = set(filter(None, args.only.split(",")))
     want = lambda s: not only or s in only  # noqa: E731
@@ -384,9 +385,12 @@ def main() -> None:
             "c1_100B_entries": dict(size=100, batch=1, entries=args.backlog, recvq=5000),
             "c2_1KiB_x100_batched": dict(size=1024, batch=100, entries=10_000, recvq=50_000),
         }
+        cases = set(filter(None, args.catchup_cases.split(",")))
         for cname, s in specs.items():
+            if cases and cname not in cases:
+                continue
             results["catchup"][cname] = {}
-            for kind in [b for b in brokers if b != "rs-durable"]:
+            for kind in brokers:
                 log(f"== catch-up {cname} {kind}")
                 # Pulsar's 10-minute minimum rollover would keep millions of entries in one
                 # ledger; a 0 minimum lets it roll over every 50000 entries as intended.
