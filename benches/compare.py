@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -404,6 +405,7 @@ def main() -> None:
                     fill_s = time.time() - t
                     st_fill = b.stats()
                     disk = b.disk_mb()
+                    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     r = perf(
                         bin_dir,
                         b.url,
@@ -419,9 +421,14 @@ def main() -> None:
                         timeout=900,
                     )
                     st = b.stats()
+                    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 finally:
                     b.stop()
                 results["catchup"][cname][kind] = {
+                    # CPU seconds of the reading phase: the broker's, and the load generator's
+                    # (the only child that exited during it).
+                    "read_broker_cpu_s": st["cpu_s"] - st_fill["cpu_s"],
+                    "read_client_cpu_s": (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
                     "backlog_messages": fill.get("published"),
                     "entries": (fill.get("published") or 0) // s["batch"],
                     "fill_s": fill_s,

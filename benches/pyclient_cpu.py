@@ -75,7 +75,12 @@ def main() -> None:
                 "median_client_us_per_msg": statistics.median(r["client_us_per_msg"] for r in runs),
                 "median_broker_over_client": statistics.median(r["broker_over_client"] for r in runs),
             }
-            print(json.dumps({k: v for k, v in results[f"{kind}/{name}"].items() if k != "runs"} | {"case": f"{kind}/{name}"}), flush=True)
+            print(
+                json.dumps(
+                    {k: v for k, v in results[f"{kind}/{name}"].items() if k != "runs"} | {"case": f"{kind}/{name}"}
+                ),
+                flush=True,
+            )
     print(json.dumps(results, indent=1))
 
 
