@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -229,11 +230,12 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--backlog", type=int, default=2_000_000, help="entries in the catch-up backlog")
     ap.add_argument("--idle-topics", type=int, default=10_000)
+    ap.add_argument("--catchup-cases", default="", help="comma list of catch-up cases to run (default: all)")
     ap.add_argument("--only", default="", help="comma list of sections: limits,perf,half,python,idle,catchup")
     ap.add_argument("--brokers", default=",".join(BROKERS), help="comma list of brokers to run")
     ap.add_argument("--out", default=str(HERE / "out" / "compare.json"))
     args = ap.parse_args()
-    bin_dir = Path(args.bin_dir)
+    bin_dir = Path(args.bin_dir).resolve()
     brokers = [b for b in args.brokers.split(",") if b]
     only = set(filter(None, args.only.split(",")))
     want = lambda s: not only or s in only  # noqa: E731
@@ -384,9 +386,12 @@ def main() -> None:
             "c1_100B_entries": dict(size=100, batch=1, entries=args.backlog, recvq=5000),
             "c2_1KiB_x100_batched": dict(size=1024, batch=100, entries=10_000, recvq=50_000),
         }
+        cases = set(filter(None, args.catchup_cases.split(",")))
         for cname, s in specs.items():
+            if cases and cname not in cases:
+                continue
             results["catchup"][cname] = {}
-            for kind in [b for b in brokers if b != "rs-durable"]:
+            for kind in brokers:
                 log(f"== catch-up {cname} {kind}")
                 # Pulsar's 10-minute minimum rollover would keep millions of entries in one
                 # ledger; a 0 minimum lets it roll over every 50000 entries as intended.
@@ -400,6 +405,7 @@ def main() -> None:
                     fill_s = time.time() - t
                     st_fill = b.stats()
                     disk = b.disk_mb()
+                    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     r = perf(
                         bin_dir,
                         b.url,
@@ -415,9 +421,14 @@ def main() -> None:
                         timeout=900,
                     )
                     st = b.stats()
+                    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 finally:
                     b.stop()
                 results["catchup"][cname][kind] = {
+                    # CPU seconds of the reading phase: the broker's, and the load generator's
+                    # (the only child that exited during it).
+                    "read_broker_cpu_s": st["cpu_s"] - st_fill["cpu_s"],
+                    "read_client_cpu_s": (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime),
                     "backlog_messages": fill.get("published"),
                     "entries": (fill.get("published") or 0) // s["batch"],
                     "fill_s": fill_s,
