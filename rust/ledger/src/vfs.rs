@@ -188,9 +188,10 @@ impl VFile for RealFile {
         if self.0.metadata()?.len() == 0 {
             return Ok(Some(Bytes::new()));
         }
-        // SAFETY: the mapping is read-only and private to this process; the journal maps only
-        // segments of a read-only open, whose valid records no writer rewrites or cuts off (a
-        // broker truncates a torn tail only at its own open, and only past its last valid record).
+        // SAFETY: the mapping is read-only; the journal maps only segments of a read-only open,
+        // meant for a copy or a stopped broker's directory (README, storage). A broker running on
+        // the same directory may cut a segment back (torn tail at its open, a failed write's
+        // records): a page past the new end then faults with SIGBUS, the documented limit.
         let map = unsafe { memmap2::Mmap::map(&self.0)? };
         Ok(Some(Bytes::from_owner(map)))
     }
