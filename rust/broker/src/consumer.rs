@@ -2,7 +2,7 @@
 //! yet acknowledged (pending acks), and the sink through which the dispatcher reaches its
 //! connection. The broker knows nothing of sockets: the server implements [`ConsumerSink`].
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -128,8 +128,9 @@ pub struct Consumer {
     unacked: AtomicI64,
     /// Set when `unacked` reached `maxUnackedMessagesPerConsumer`; cleared at half.
     blocked: AtomicBool,
-    /// Delivered, unacknowledged entries → messages in them. Short lock, by dispatcher and acks.
-    pending: Mutex<HashMap<Position, u32>>,
+    /// Delivered, unacknowledged entries → messages in them, in position order (so a
+    /// cumulative ack settles only what it covers). Short lock, by dispatcher and acks.
+    pending: Mutex<BTreeMap<Position, u32>>,
     /// Where events go; owned by the connection.
     sink: Arc<dyn ConsumerSink>,
     /// Messages and bytes sent.
@@ -168,7 +169,7 @@ impl Consumer {
             permits: PermitCounter::new(),
             unacked: AtomicI64::new(0),
             blocked: AtomicBool::new(false),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(BTreeMap::new()),
             sink,
             out: Meter::default(),
             acks: Meter::default(),
@@ -292,14 +293,14 @@ impl Consumer {
 
     /// Drops every pending position at or before `upto` (cumulative ack).
     pub(crate) fn settle_upto(&self, upto: Position, unacked_limit: u32) {
-        let mut total = 0i64;
-        self.pending.lock().retain(|p, n| {
-            let keep = *p > upto;
-            if !keep {
-                total += i64::from(*n);
-            }
-            keep
-        });
+        let mut pending = self.pending.lock();
+        let covered: Vec<Position> = pending.range(..=upto).map(|(p, _)| *p).collect();
+        let total: i64 = covered
+            .iter()
+            .filter_map(|p| pending.remove(p))
+            .map(i64::from)
+            .sum();
+        drop(pending);
         self.after_settle(total, unacked_limit);
     }
 
@@ -325,7 +326,7 @@ impl Consumer {
                 .iter()
                 .filter_map(|p| pending.remove(p).map(|n| (*p, n)))
                 .collect(),
-            None => pending.drain().collect(),
+            None => std::mem::take(&mut *pending).into_iter().collect(),
         };
         drop(pending);
         let n: i64 = taken.iter().map(|(_, n)| i64::from(*n)).sum();
@@ -340,8 +341,6 @@ impl Consumer {
     /// Pending positions (for stats and tests).
     #[must_use]
     pub fn pending_positions(&self) -> Vec<Position> {
-        let mut v: Vec<Position> = self.pending.lock().keys().copied().collect();
-        v.sort();
-        v
+        self.pending.lock().keys().copied().collect()
     }
 }

@@ -18,8 +18,7 @@ use crate::rate::RateLimiter;
 use crate::subscription::{entry_info, Subscription};
 use crate::{BrokerConfig, BrokerError};
 
-/// Resolves when an appended entry is durable (durable mode only).
-pub type AddCompletion = oneshot::Receiver<pulsar_rs_ledger::Result<()>>;
+pub use pulsar_rs_ledger::AddCompletion;
 
 /// Producer access modes, as numbered on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

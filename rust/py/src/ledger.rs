@@ -182,11 +182,7 @@ impl PyManagedLedger {
             let mut out = Vec::with_capacity(pending.len());
             for (pos, rx) in pending {
                 if let Some(rx) = rx {
-                    let res = rx.blocking_recv().unwrap_or_else(|_| {
-                        Err(LedgerError::Closed {
-                            what: "journal".into(),
-                        })
-                    });
+                    let res = rx.wait();
                     if let Err(e) = res {
                         first_err.get_or_insert(e);
                     }

@@ -4,12 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use tokio::sync::oneshot;
-
+use super::completion::{pending, AddCompletion};
 use super::{ManagedLedger, Slot, State};
 use crate::journal::Completion;
 use crate::{LedgerError, Position, Result};
+use bytes::Bytes;
 
 impl ManagedLedger {
     fn needs_rollover(&self, slot: &Slot, now: u64) -> bool {
@@ -113,10 +112,8 @@ impl ManagedLedger {
     ) -> Result<Position> {
         match self.start_add(data, timestamp)? {
             (pos, None) => Ok(pos),
-            (pos, Some(rx)) => {
-                rx.await.map_err(|_| LedgerError::Closed {
-                    what: "journal".into(),
-                })??;
+            (pos, Some(done)) => {
+                done.await?;
                 Ok(pos)
             }
         }
@@ -130,10 +127,8 @@ impl ManagedLedger {
         let ts = self.shared.clock.now_ms();
         match self.start_add(data, ts)? {
             (pos, None) => Ok(pos),
-            (pos, Some(rx)) => {
-                rx.blocking_recv().map_err(|_| LedgerError::Closed {
-                    what: "journal".into(),
-                })??;
+            (pos, Some(done)) => {
+                done.wait()?;
                 Ok(pos)
             }
         }
@@ -147,7 +142,7 @@ impl ManagedLedger {
         self: &Arc<Self>,
         data: Bytes,
         timestamp: u64,
-    ) -> Result<(Position, Option<oneshot::Receiver<Result<()>>>)> {
+    ) -> Result<(Position, Option<AddCompletion>)> {
         let now = self.shared.clock.now_ms();
         let durable = self.shared.journal.is_durable();
         let mut st = loop {
@@ -187,16 +182,16 @@ impl ManagedLedger {
         // bytes they wait for the write like durable ones, so memory stays bounded.
         let wait_for_write = durable || self.shared.journal.backlogged();
         let (completion, rx): (Option<Completion>, _) = if wait_for_write {
-            let (tx, rx) = oneshot::channel();
+            let (completer, done) = pending();
             let ml = Arc::clone(self);
             let cb: Completion = Box::new(move |res| {
                 let res = res.and_then(|()| ml.confirm(pos, len));
                 if let Err(e) = &res {
                     ml.fail(pos, e);
                 }
-                let _ = tx.send(res);
+                completer.complete(res);
             });
-            (Some(cb), Some(rx))
+            (Some(cb), Some(done))
         } else {
             (None, None)
         };

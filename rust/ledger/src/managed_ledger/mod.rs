@@ -11,6 +11,7 @@
 //! Entries recovery found damaged are listed by [`ManagedLedger::corrupt_entries`].
 
 mod append;
+mod completion;
 mod read;
 mod recovery;
 mod trim;
@@ -30,6 +31,7 @@ use crate::journal::Loc;
 use crate::storage::Shared;
 use crate::{LedgerConfig, LedgerError, Position, Result};
 
+pub use completion::AddCompletion;
 use recovery::recover_slot;
 
 /// Persisted description of one ledger.

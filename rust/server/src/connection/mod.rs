@@ -15,6 +15,7 @@ mod lookup;
 mod non_persistent;
 mod offload;
 mod producer;
+mod receipts;
 mod schema;
 
 use std::collections::HashMap;
@@ -47,7 +48,7 @@ fn frame(cmd: &BaseCommand) -> Outbound {
 /// Largest frame accepted before CONNECT (a CONNECT with its authentication data).
 const PRE_CONNECT_MAX_FRAME: usize = 64 * 1024;
 
-/// Shared between the reader and receipt tasks: SENDs accepted and not yet answered.
+/// Shared between the reader and the receipt queues: SENDs accepted and not yet answered.
 struct Inflight {
     count: AtomicUsize,
     drained: Notify,

@@ -1,50 +1,32 @@
 //! Producers: PRODUCER (creation with access mode, schema and backlog-quota checks), SEND
 //! (publish with rate limiting and ordered, durable receipts) and CLOSE_PRODUCER.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use pulsar_rs_broker::dedup::{SendIds, Ticket};
+use pulsar_rs_broker::dedup::SendIds;
 use pulsar_rs_broker::{
     AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, Published, QuotaVerdict,
     Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, PayloadFrame, ServerError as Wire};
-use tokio::sync::{mpsc, oneshot};
 
+use super::frame;
+use super::receipts::{self, Outcome, Receipts};
 use super::schema::{schema_info, version_bytes};
-use super::{frame, Connection, Inflight};
+use super::Connection;
 use crate::authz::Action;
 use crate::error::{wire_code, ServerError};
-use crate::writer::{Outbound, Receipt};
-use crate::ServerContext;
-
-type Completion = Option<oneshot::Receiver<pulsar_rs_ledger::Result<()>>>;
-
-/// A SEND waiting for its receipt.
-pub(super) struct PendingSend {
-    sequence_id: u64,
-    highest_sequence_id: Option<u64>,
-    result: Result<(Position, Completion), (Wire, String)>,
-    /// Bytes held in the broker-wide publish buffer until the receipt goes out.
-    bytes: usize,
-    /// Deduplication's record of the write, told the outcome before the receipt goes out.
-    ticket: Option<Ticket>,
-}
 
 /// A producer of this connection; owned by the connection task.
 pub(super) struct Producer {
     pub(super) topic: Arc<Topic>,
     pub(super) name: String,
     pub(super) handle: u64,
-    /// Ordered queue to this producer's receipt task.
-    receipts: mpsc::UnboundedSender<PendingSend>,
-    /// Receipts queued to that task and not yet sent. While zero, an append that completed at
-    /// once is answered directly, saving a task hop per SEND.
-    queued: Arc<AtomicUsize>,
+    /// This producer's receipts, answered in SEND order.
+    receipts: Arc<Receipts>,
 }
 
 impl Connection {
@@ -155,12 +137,10 @@ impl Connection {
                 for fenced in topic.take_fenced() {
                     self.ctx.fence_producer(fenced);
                 }
-                let queued = Arc::new(AtomicUsize::new(0));
-                let receipts = spawn_receipts(
+                let receipts = Receipts::new(
                     c.producer_id,
                     self.tx.clone(),
                     Arc::clone(&self.inflight),
-                    Arc::clone(&queued),
                     Arc::clone(&self.ctx),
                 );
                 self.ctx
@@ -172,7 +152,6 @@ impl Connection {
                         name: name.clone(),
                         handle,
                         receipts,
-                        queued,
                     },
                 );
                 let exclusive = AccessMode::from_wire(c.producer_access_mode) != AccessMode::Shared;
@@ -245,8 +224,8 @@ impl Connection {
         let payload =
             payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
         let stored_len = payload.stored.len();
-        let mut ticket = None;
-        let result = if !payload.checksum_valid {
+        let mut stored_at = None;
+        let outcome: Outcome = if !payload.checksum_valid {
             Err((
                 Wire::ChecksumError,
                 "Checksum failed on the broker".to_owned(),
@@ -274,13 +253,17 @@ impl Connection {
                 Ok(Published::Stored {
                     position,
                     completion,
-                    ticket: t,
+                    ticket,
                 }) => {
-                    ticket = t;
-                    Ok((position, completion))
+                    if let Some(done) = completion {
+                        stored_at = Some((position, done, ticket));
+                    } else if let Some(t) = ticket {
+                        t.persisted(true);
+                    }
+                    Ok(position)
                 }
                 // Already persisted: Pulsar answers a receipt with message id -1:-1.
-                Ok(Published::Duplicate) => Ok((Position::new(-1, -1), None)),
+                Ok(Published::Duplicate) => Ok(Position::new(-1, -1)),
                 Ok(Published::DuplicateUnknown) => Err((
                     Wire::PersistenceError,
                     "Cannot determine whether the message is a duplicate at this time".to_owned(),
@@ -301,40 +284,18 @@ impl Connection {
             }
             r
         };
-        // Acquire: pairs with the receipt task's Release decrement, which follows its last
-        // send; seeing zero means every earlier receipt of this producer is already queued.
-        let immediate =
-            !matches!(result, Ok((_, Some(_)))) && p.queued.load(Ordering::Acquire) == 0;
-        if immediate {
-            let item = receipt(
-                s.producer_id,
-                s.sequence_id,
-                s.highest_sequence_id,
-                result.map(|(pos, _)| pos),
-            );
-            let _ = self.tx.send(item);
-            return Ok(());
-        }
-        // Release: pairs with the reader's Acquire load in the backpressure check.
-        self.inflight.count.fetch_add(1, Ordering::Release);
-        // Relaxed: only this task increments; the task's decrement is the synchronising one.
-        p.queued.fetch_add(1, Ordering::Relaxed);
-        // Release: pairs with the reader's Acquire load in the buffer check.
-        self.ctx
-            .publish_buffer
-            .bytes
-            .fetch_add(stored_len, Ordering::Release);
-        let pending = PendingSend {
+        let mut send = receipts::Send {
             sequence_id: s.sequence_id,
             highest_sequence_id: s.highest_sequence_id,
-            result,
             bytes: stored_len,
-            ticket,
+            ticket: None,
         };
-        if p.receipts.send(pending).is_err() {
-            self.inflight.count.fetch_sub(1, Ordering::Release);
-            p.queued.fetch_sub(1, Ordering::Relaxed);
-            self.ctx.publish_buffer.release(stored_len);
+        match stored_at {
+            Some((position, done, ticket)) => {
+                send.ticket = ticket;
+                p.receipts.answer_when_durable(send, position, done);
+            }
+            None => p.receipts.answer(send, outcome),
         }
         Ok(())
     }
@@ -381,63 +342,4 @@ fn create_producer(
     };
     let admission = topic.add_producer(info, topic_epoch)?;
     Ok((topic, pname, handle, schema_version, admission))
-}
-
-/// SEND_RECEIPT for a stored entry (encoded by the writer), or SEND_ERROR.
-fn receipt(
-    producer_id: u64,
-    sequence_id: u64,
-    highest_sequence_id: Option<u64>,
-    outcome: Result<Position, (Wire, String)>,
-) -> Outbound {
-    match outcome {
-        Ok(pos) => Outbound::Receipt(Receipt {
-            producer_id,
-            sequence_id,
-            highest_sequence_id,
-            ledger_id: pos.ledger_id as u64,
-            entry_id: pos.entry_id as u64,
-        }),
-        Err((code, msg)) => frame(&commands::send_error(producer_id, sequence_id, code, msg)),
-    }
-}
-
-/// Starts the task that answers one producer's SENDs in order once they are durable.
-fn spawn_receipts(
-    producer_id: u64,
-    tx: mpsc::UnboundedSender<Outbound>,
-    inflight: Arc<Inflight>,
-    queued: Arc<AtomicUsize>,
-    ctx: Arc<ServerContext>,
-) -> mpsc::UnboundedSender<PendingSend> {
-    let (rtx, mut rrx) = mpsc::unbounded_channel::<PendingSend>();
-    tokio::spawn(async move {
-        while let Some(p) = rrx.recv().await {
-            let outcome = match p.result {
-                Ok((pos, None)) => Ok(pos),
-                Ok((pos, Some(done))) => match done.await {
-                    Ok(Ok(())) => Ok(pos),
-                    Ok(Err(e)) => Err((Wire::PersistenceError, e.to_string())),
-                    Err(_) => Err((Wire::PersistenceError, "storage closed".to_owned())),
-                },
-                Err(e) => Err(e),
-            };
-            if let Some(t) = p.ticket {
-                t.persisted(outcome.is_ok());
-            }
-            let _ = tx.send(receipt(
-                producer_id,
-                p.sequence_id,
-                p.highest_sequence_id,
-                outcome,
-            ));
-            // Release (both): the receipt is queued before the counters say so; pairs with the
-            // connection's Acquire loads (backpressure check, direct-receipt check).
-            queued.fetch_sub(1, Ordering::Release);
-            ctx.publish_buffer.release(p.bytes);
-            inflight.count.fetch_sub(1, Ordering::Release);
-            inflight.drained.notify_one();
-        }
-    });
-    rtx
 }
