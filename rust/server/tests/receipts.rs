@@ -43,5 +43,5 @@ async fn refusals_queue_behind_durable_writes() {
     }
     let expected: Vec<(u64, bool)> = (0..n).map(|s| (s, !refused(s))).collect();
     assert_eq!(answers, expected, "receipts out of SEND order");
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
