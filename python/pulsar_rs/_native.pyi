@@ -103,6 +103,8 @@ class ManagedLedger:
         *,
         journalSyncData: bool = ...,
         journalMaxSizeMB: float = ...,
+        journalMaxGroupWaitMSec: float = ...,
+        journalBufferedWritesThreshold: int = ...,
         managedLedgerCacheSizeMB: float = ...,
         managedLedgerCacheEvictionWatermark: float = ...,
         managedLedgerCacheEvictionTimeThresholdMillis: float = ...,

@@ -36,6 +36,9 @@ pub struct BrokerConfig {
     pub auto_skip_non_recoverable_data: bool,
     #[serde(rename = "journalMaxSizeMB")]
     pub journal_max_size_mb: u64,
+    #[serde(rename = "journalMaxGroupWaitMSec")]
+    pub journal_max_group_wait_msec: u64,
+    pub journal_buffered_writes_threshold: u64,
     #[serde(rename = "managedLedgerCacheSizeMB")]
     pub managed_ledger_cache_size_mb: u64,
     pub managed_ledger_cache_eviction_watermark: f64,
@@ -208,6 +211,8 @@ impl Default for BrokerConfig {
             journal_sync_data: true,
             auto_skip_non_recoverable_data: false,
             journal_max_size_mb: 256,
+            journal_max_group_wait_msec: 0,
+            journal_buffered_writes_threshold: 512 * 1024,
             managed_ledger_cache_size_mb: 64,
             managed_ledger_cache_eviction_watermark: 0.9,
             managed_ledger_cache_eviction_time_threshold_millis: 1000,
@@ -549,6 +554,8 @@ impl BrokerConfig {
         StorageConfig {
             journal_sync_data: self.journal_sync_data,
             journal_max_segment_bytes: self.journal_max_size_mb.saturating_mul(1 << 20),
+            journal_max_group_wait: Duration::from_millis(self.journal_max_group_wait_msec),
+            journal_buffered_writes_threshold: self.journal_buffered_writes_threshold,
             cache_size_bytes: self.managed_ledger_cache_size_mb.saturating_mul(1 << 20),
             cache_eviction_watermark: self.managed_ledger_cache_eviction_watermark,
             cache_eviction_time_threshold: Duration::from_millis(

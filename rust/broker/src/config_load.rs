@@ -334,6 +334,34 @@ mod tests {
     }
 
     #[test]
+    fn group_commit_keys() {
+        let c = BrokerConfig::from_properties(
+            "journalMaxGroupWaitMSec=1\njournalBufferedWritesThreshold=65536\n",
+        )
+        .unwrap();
+        let s = c.storage_config();
+        assert_eq!(
+            s.journal_max_group_wait,
+            std::time::Duration::from_millis(1)
+        );
+        assert_eq!(s.journal_buffered_writes_threshold, 65536);
+        let d = BrokerConfig::default().storage_config();
+        assert!(d.journal_max_group_wait.is_zero());
+        assert_eq!(d.journal_buffered_writes_threshold, 512 * 1024);
+        for (text, key) in [
+            ("journalMaxGroupWaitMSec=5000", "journalMaxGroupWaitMSec"),
+            ("journalMaxGroupWaitMSec=-1", "journalMaxGroupWaitMSec"),
+            (
+                "journalBufferedWritesThreshold=0",
+                "journalBufferedWritesThreshold",
+            ),
+        ] {
+            let e = BrokerConfig::from_properties(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+    }
+
+    #[test]
     fn format_detection() {
         let p = Path::new;
         assert_eq!(

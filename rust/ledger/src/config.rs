@@ -14,6 +14,13 @@ pub struct StorageConfig {
     pub journal_sync_data: bool,
     /// `journalMaxSizeMB`: size at which the journal starts a new segment file. Default 256 MiB.
     pub journal_max_segment_bytes: u64,
+    /// `journalMaxGroupWaitMSec`: how long a durable write round may wait for more records
+    /// before it is written and synced, trading publish latency for fewer `fdatasync` calls.
+    /// Default zero: a round is written as soon as the flusher is free (BookKeeper ships 1 ms).
+    pub journal_max_group_wait: Duration,
+    /// `journalBufferedWritesThreshold`: a waiting round is written at once when it holds this
+    /// many bytes. Default 512 KiB, as BookKeeper.
+    pub journal_buffered_writes_threshold: u64,
     /// `managedLedgerCacheSizeMB`: the broker-wide entry cache budget in bytes; 0 disables caching.
     pub cache_size_bytes: u64,
     /// `managedLedgerCacheEvictionWatermark`: size eviction goes down to this fraction of the budget.
@@ -32,6 +39,8 @@ impl Default for StorageConfig {
         StorageConfig {
             journal_sync_data: true,
             journal_max_segment_bytes: 256 << 20,
+            journal_max_group_wait: Duration::ZERO,
+            journal_buffered_writes_threshold: 512 << 10,
             cache_size_bytes: 64 << 20,
             cache_eviction_watermark: 0.9,
             cache_eviction_time_threshold: Duration::from_millis(1000),
@@ -49,6 +58,18 @@ impl StorageConfig {
     pub fn validate(&self) -> Result<()> {
         if self.journal_max_segment_bytes < 4096 {
             return Err(invalid("journalMaxSizeMB", "must be at least 4 KiB"));
+        }
+        if self.journal_max_group_wait > Duration::from_secs(1) {
+            return Err(invalid(
+                "journalMaxGroupWaitMSec",
+                "must be at most 1000 (every durable publish waits up to this long)",
+            ));
+        }
+        if self.journal_buffered_writes_threshold == 0 {
+            return Err(invalid(
+                "journalBufferedWritesThreshold",
+                "must be positive",
+            ));
         }
         if !(self.cache_eviction_watermark > 0.0 && self.cache_eviction_watermark <= 1.0) {
             return Err(invalid(

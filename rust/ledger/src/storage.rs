@@ -196,6 +196,10 @@ impl Storage {
             config.journal_max_segment_bytes,
             read_only,
         )?;
+        journal.set_group_commit(
+            config.journal_max_group_wait,
+            config.journal_buffered_writes_threshold,
+        );
         let (live, unreadable) = live_ledger_ids(meta.as_ref())?;
         let in_journal = recovered.ledger_ids();
         let max_seen = in_journal.iter().chain(live.iter()).copied().max();

@@ -17,6 +17,8 @@ use crate::error::invalid_config;
 pub(crate) const KEYS: &[&str] = &[
     "journalSyncData",
     "journalMaxSizeMB",
+    "journalMaxGroupWaitMSec",
+    "journalBufferedWritesThreshold",
     "managedLedgerCacheSizeMB",
     "managedLedgerCacheEvictionWatermark",
     "managedLedgerCacheEvictionTimeThresholdMillis",
@@ -52,6 +54,12 @@ pub(crate) fn parse(
             "journalSyncData" => sc.journal_sync_data = boolean(py, key, &v)?,
             "journalMaxSizeMB" => {
                 sc.journal_max_segment_bytes = bytes(py, key, &v, MIB)?;
+            }
+            "journalMaxGroupWaitMSec" => {
+                sc.journal_max_group_wait = duration(py, key, &v, 1e-3)?;
+            }
+            "journalBufferedWritesThreshold" => {
+                sc.journal_buffered_writes_threshold = integer(py, key, &v)?;
             }
             "managedLedgerCacheSizeMB" => sc.cache_size_bytes = bytes(py, key, &v, MIB)?,
             "managedLedgerCacheEvictionWatermark" => {

@@ -18,6 +18,7 @@
 //! segment, starts no flusher and refuses appends.
 
 mod checkpoint;
+mod group;
 mod index;
 mod read;
 pub mod record;
@@ -92,6 +93,10 @@ struct State {
     active_indexable: bool,
     /// Sealed segments whose index is not written yet, with their records.
     unindexed: Vec<(u32, Vec<IndexRecord>)>,
+    /// When the first record of the next round was buffered (group commit's wait starts there).
+    gathering_since: Option<std::time::Instant>,
+    /// Set by [`Journal::flush`]: the next round is written without a group wait.
+    flush_requested: bool,
 }
 
 /// The shared append log. See the module docs.
@@ -119,6 +124,8 @@ pub struct Journal {
     unwritten: std::sync::atomic::AtomicUsize,
     /// Completed write rounds (each is one `fdatasync` per touched segment in durable mode).
     rounds: std::sync::atomic::AtomicU64,
+    /// Group commit settings (see [`group`]).
+    group: group::GroupCommit,
     /// Serialises checkpoints (housekeeper and close). Held across the index writes' fsyncs on
     /// purpose: nothing but another checkpoint ever waits for it.
     checkpointing: Mutex<()>,
@@ -324,10 +331,13 @@ impl Journal {
                 active_records: Vec::new(),
                 active_indexable: true,
                 unindexed: Vec::new(),
+                gathering_since: None,
+                flush_requested: false,
             }),
             wake: Condvar::new(),
             flusher: Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
+            group: group::GroupCommit::new(),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
             checkpointing: Mutex::new(()),
             indexed_at_open,
@@ -422,7 +432,12 @@ impl Journal {
             offset: st.active_len,
             len: u32::try_from(payload.len()).unwrap_or(CORRUPT_LEN - 1),
         };
+        let before = st.buf.len();
         record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
+        if was_idle {
+            st.gathering_since = Some(std::time::Instant::now());
+        }
+        let filled = self.group.fills(before, st.buf.len());
         st.active_len += record_len;
         st.active_records.push(IndexRecord {
             ledger: ledger_id,
@@ -446,7 +461,7 @@ impl Journal {
         self.unwritten
             .store(unwritten, std::sync::atomic::Ordering::Relaxed);
         drop(st);
-        if was_idle {
+        if was_idle || filled {
             self.wake.notify_one();
         }
         Ok(loc)
@@ -490,6 +505,9 @@ impl Journal {
                 if st.buf.is_empty() && st.sealed.is_empty() && st.completions.is_empty() {
                     return; // closed and drained
                 }
+                self.gather(&mut st);
+                st.gathering_since = None;
+                st.flush_requested = false;
                 let mut batch = std::mem::take(&mut st.sealed);
                 if !st.buf.is_empty() {
                     let next = st
@@ -735,6 +753,7 @@ impl Journal {
             st.completions.push(Box::new(move |_| {
                 let _ = tx.send(());
             }));
+            st.flush_requested = true;
             // An empty buffer with pending completions still needs one round to run them.
             if st.buf.is_empty() && st.sealed.is_empty() {
                 let empty = Pending {

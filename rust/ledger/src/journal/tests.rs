@@ -221,3 +221,72 @@ fn many_segments_checkpointed_while_writing_reopen_without_scanning() {
     let (j, _) = Journal::open(dir.path(), false, 16 << 10).unwrap();
     assert_eq!(j.scanned_at_open(), &[]);
 }
+
+/// A durable append whose completion reports on a channel.
+fn append_signalled(j: &Journal, entry: i64, payload: &[u8]) -> std::sync::mpsc::Receiver<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cb: Completion = Box::new(move |r| {
+        r.unwrap();
+        let _ = tx.send(());
+    });
+    j.append(1, entry, 0, payload, Some(cb)).unwrap();
+    rx
+}
+
+#[test]
+fn group_wait_gathers_later_appends_into_one_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    j.set_group_commit(std::time::Duration::from_millis(1500), 512 << 10);
+    let rounds = j.rounds();
+    let first = append_signalled(&j, 0, b"first");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        first.try_recv().is_err(),
+        "written before the group wait ended"
+    );
+    let second = append_signalled(&j, 1, b"second");
+    first.recv().unwrap();
+    second.recv().unwrap();
+    assert_eq!(
+        j.rounds() - rounds,
+        1,
+        "both appends share one write and sync"
+    );
+
+    // Without a wait, an append 300 ms after another is its own round.
+    j.set_group_commit(std::time::Duration::ZERO, 512 << 10);
+    let rounds = j.rounds();
+    let a = append_signalled(&j, 2, b"a");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let b = append_signalled(&j, 3, b"b");
+    a.recv().unwrap();
+    b.recv().unwrap();
+    assert_eq!(j.rounds() - rounds, 2);
+    j.close();
+}
+
+#[test]
+fn buffered_bytes_threshold_ends_the_group_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    // A wait far longer than the test may take: only the threshold can end it.
+    j.set_group_commit(std::time::Duration::from_secs(600), 4096);
+    let small = append_signalled(&j, 0, b"small");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        small.try_recv().is_err(),
+        "written before the wait or threshold"
+    );
+    let big = append_signalled(&j, 1, &[7u8; 8192]);
+    small
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the threshold ended the wait");
+    big.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap();
+    // Closing ends a wait too.
+    let last = append_signalled(&j, 2, b"last");
+    j.close();
+    last.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("close wrote the waiting round");
+}
