@@ -100,6 +100,8 @@ class Broker:
                 toml = "journalSyncData = false\n" + toml
             if kind.endswith("-roll0"):
                 toml += "managedLedgerMinLedgerRolloverTimeMinutes = 0\n"
+            if kind.endswith("-gw1"):
+                toml += "journalMaxGroupWaitMSec = 1\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
             cmd = [

@@ -6,8 +6,9 @@ run of ``pulsar-rs-perf`` and then a fresh one serves one run of the independent
 msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU time per message
 (published + received), from /proc/<pid>/stat over the run. Medians over the rounds.
 
-Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-hwm4m`` (the
-same with a 4 MiB outbound high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
+Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
+same with ``journalMaxGroupWaitMSec = 1``), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
+high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
 
     python benches/indep.py --runs 3 --duration 3 --loadgen /tmp/loadgen/release/pulsar-loadgen \\
         --out benches/out/indep.json
@@ -77,6 +78,8 @@ def start(kind: str, bin_dir: Path) -> Broker:
     try:
         if kind in ("lite", "rs-nondurable"):
             return Broker(kind, bin_dir)
+        if kind == "rs-gw1":
+            return Broker("rs-durable-gw1", bin_dir)
         return Broker("rs-durable", bin_dir)
     finally:
         os.environ.pop("PULSAR_RS_OUTBOUND_HIGH_WATER_MARK", None)

@@ -43,7 +43,7 @@ pub use error::ServerError;
 /// The broker-wide publish buffer: connections stop reading while it is over its limit and
 /// resume once it is back under half (seed 001).
 pub struct PublishBuffer {
-    /// Bytes held; added by connections, removed by receipt tasks. Acquire/Release pairs make
+    /// Bytes held; added by connections, removed by receipt queues. Acquire/Release pairs make
     /// a paused reader see the decrement that should resume it.
     pub bytes: std::sync::atomic::AtomicUsize,
     /// Limit in bytes; 0 = off. Immutable.

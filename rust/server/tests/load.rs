@@ -1,5 +1,5 @@
 //! Load: 1 000 concurrent connections and 10 000 producers over 1 000 topics, publishing for a
-//! while; afterwards no connection task, receipt task or socket is left behind and memory is
+//! while; afterwards no connection task or socket is left behind and memory is
 //! bounded. (`PULSAR_RS_LOAD_SECS` sets the publishing time; the figure is 60 s.)
 
 mod support;

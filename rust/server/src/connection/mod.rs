@@ -176,7 +176,7 @@ pub async fn serve_io<R, W>(
                 .fetch_sub(1, Ordering::Relaxed);
         }
         // Backpressure: stop reading while too many SENDs are in flight; resume at half.
-        // Acquire: pairs with the receipt task's Release decrement, so its writes are visible.
+        // Acquire: pairs with the receipt queue's Release decrement, so its writes are visible.
         if conn.inflight.count.load(Ordering::Acquire) >= max_pending {
             conn.ctx
                 .throttled_connections
