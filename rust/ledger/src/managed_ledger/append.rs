@@ -4,11 +4,12 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::completion::{pending, AddCompletion};
 use super::{ManagedLedger, Slot, State};
 use crate::journal::Completion;
 use crate::{LedgerError, Position, Result};
-use bytes::Bytes;
 
 impl ManagedLedger {
     fn needs_rollover(&self, slot: &Slot, now: u64) -> bool {

@@ -85,15 +85,7 @@ impl Receipts {
         let mut q = self.queue.lock();
         if q.slots.is_empty() {
             drop(q);
-            if let Some(t) = send.ticket {
-                t.persisted(outcome.is_ok());
-            }
-            let _ = self.tx.send(receipt(
-                self.producer_id,
-                send.sequence_id,
-                send.highest_sequence_id,
-                outcome,
-            ));
+            self.send_receipt(send, outcome);
             return;
         }
         self.hold(&send);
@@ -140,6 +132,19 @@ impl Receipts {
             .fetch_add(send.bytes, Ordering::Release);
     }
 
+    /// Tells deduplication the outcome, then queues the receipt to the writer.
+    fn send_receipt(&self, send: Send, outcome: Outcome) {
+        if let Some(t) = send.ticket {
+            t.persisted(outcome.is_ok());
+        }
+        let _ = self.tx.send(receipt(
+            self.producer_id,
+            send.sequence_id,
+            send.highest_sequence_id,
+            outcome,
+        ));
+    }
+
     /// Records the outcome of queued SEND `seq` and sends every receipt now at the front.
     fn settle(&self, seq: u64, outcome: Outcome) {
         let mut q = self.queue.lock();
@@ -153,25 +158,15 @@ impl Receipts {
             slot.outcome = Some(outcome);
         }
         let mut answered = 0;
-        while q.slots.front().is_some_and(|s| s.outcome.is_some()) {
-            let Some(Slot {
-                send,
-                outcome: Some(outcome),
-            }) = q.slots.pop_front()
-            else {
-                break;
-            };
+        while let Some(Slot {
+            send,
+            outcome: Some(outcome),
+        }) = q.slots.pop_front_if(|s| s.outcome.is_some())
+        {
             q.front += 1;
-            if let Some(t) = send.ticket {
-                t.persisted(outcome.is_ok());
-            }
-            let _ = self.tx.send(receipt(
-                self.producer_id,
-                send.sequence_id,
-                send.highest_sequence_id,
-                outcome,
-            ));
-            self.ctx.publish_buffer.release(send.bytes);
+            let bytes = send.bytes;
+            self.send_receipt(send, outcome);
+            self.ctx.publish_buffer.release(bytes);
             answered += 1;
         }
         drop(q);
