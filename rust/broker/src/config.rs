@@ -39,6 +39,8 @@ pub struct BrokerConfig {
     #[serde(rename = "journalMaxGroupWaitMSec")]
     pub journal_max_group_wait_msec: u64,
     pub journal_buffered_writes_threshold: u64,
+    #[serde(rename = "journalPreAllocSizeMB")]
+    pub journal_pre_alloc_size_mb: u64,
     #[serde(rename = "managedLedgerCacheSizeMB")]
     pub managed_ledger_cache_size_mb: u64,
     pub managed_ledger_cache_eviction_watermark: f64,
@@ -213,6 +215,7 @@ impl Default for BrokerConfig {
             journal_max_size_mb: 256,
             journal_max_group_wait_msec: 0,
             journal_buffered_writes_threshold: 512 * 1024,
+            journal_pre_alloc_size_mb: 16,
             managed_ledger_cache_size_mb: 64,
             managed_ledger_cache_eviction_watermark: 0.9,
             managed_ledger_cache_eviction_time_threshold_millis: 1000,
@@ -556,6 +559,7 @@ impl BrokerConfig {
             journal_max_segment_bytes: self.journal_max_size_mb.saturating_mul(1 << 20),
             journal_max_group_wait: Duration::from_millis(self.journal_max_group_wait_msec),
             journal_buffered_writes_threshold: self.journal_buffered_writes_threshold,
+            journal_prealloc_bytes: self.journal_pre_alloc_size_mb.saturating_mul(1 << 20),
             cache_size_bytes: self.managed_ledger_cache_size_mb.saturating_mul(1 << 20),
             cache_eviction_watermark: self.managed_ledger_cache_eviction_watermark,
             cache_eviction_time_threshold: Duration::from_millis(

@@ -348,7 +348,16 @@ mod tests {
         let d = BrokerConfig::default().storage_config();
         assert!(d.journal_max_group_wait.is_zero());
         assert_eq!(d.journal_buffered_writes_threshold, 512 * 1024);
+        assert_eq!(
+            d.journal_prealloc_bytes,
+            16 << 20,
+            "BookKeeper's journalPreAllocSizeMB"
+        );
+        let p = BrokerConfig::from_properties("journalPreAllocSizeMB=0\n").unwrap();
+        assert_eq!(p.storage_config().journal_prealloc_bytes, 0);
         for (text, key) in [
+            ("journalPreAllocSizeMB=2048", "journalPreAllocSizeMB"),
+            ("journalPreAllocSizeMB=-1", "journalPreAllocSizeMB"),
             ("journalMaxGroupWaitMSec=5000", "journalMaxGroupWaitMSec"),
             ("journalMaxGroupWaitMSec=-1", "journalMaxGroupWaitMSec"),
             (

@@ -200,6 +200,7 @@ impl Storage {
             config.journal_max_group_wait,
             config.journal_buffered_writes_threshold,
         );
+        journal.set_prealloc(config.journal_prealloc_bytes);
         let (live, unreadable) = live_ledger_ids(meta.as_ref())?;
         let in_journal = recovered.ledger_ids();
         let max_seen = in_journal.iter().chain(live.iter()).copied().max();

@@ -19,6 +19,7 @@ pub(crate) const KEYS: &[&str] = &[
     "journalMaxSizeMB",
     "journalMaxGroupWaitMSec",
     "journalBufferedWritesThreshold",
+    "journalPreAllocSizeMB",
     "managedLedgerCacheSizeMB",
     "managedLedgerCacheEvictionWatermark",
     "managedLedgerCacheEvictionTimeThresholdMillis",
@@ -60,6 +61,9 @@ pub(crate) fn parse(
             }
             "journalBufferedWritesThreshold" => {
                 sc.journal_buffered_writes_threshold = integer(py, key, &v)?;
+            }
+            "journalPreAllocSizeMB" => {
+                sc.journal_prealloc_bytes = bytes(py, key, &v, MIB)?;
             }
             "managedLedgerCacheSizeMB" => sc.cache_size_bytes = bytes(py, key, &v, MIB)?,
             "managedLedgerCacheEvictionWatermark" => {

@@ -20,6 +20,7 @@
 mod checkpoint;
 mod group;
 mod index;
+mod prealloc;
 mod read;
 pub mod record;
 mod recovered;
@@ -31,7 +32,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use bytes::{Bytes, BytesMut};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::vfs::{ensure_dir, VFile, Vfs};
 use crate::{LedgerError, Result};
@@ -54,6 +55,8 @@ struct Pending {
     offset: u64,
     data: Bytes,
     file: Arc<dyn VFile>,
+    /// The last bytes of a sealed segment: once written, preallocated zeros past them are cut.
+    seals: bool,
 }
 
 struct State {
@@ -126,6 +129,8 @@ pub struct Journal {
     rounds: std::sync::atomic::AtomicU64,
     /// Group commit settings (see [`group`]).
     group: group::GroupCommit,
+    /// Preallocation setting (see [`prealloc`]).
+    prealloc: prealloc::PreAlloc,
     /// Serialises checkpoints (housekeeper and close). Held across the index writes' fsyncs on
     /// purpose: nothing but another checkpoint ever waits for it.
     checkpointing: Mutex<()>,
@@ -257,7 +262,23 @@ impl Journal {
             }
             damaged_regions += scan.damaged.len();
             let torn = data_len - scan.valid_len;
-            if torn > 0 {
+            if torn > 0 && scan.preallocated {
+                // Zeros written ahead by preallocation: nothing was lost. Cut them (read-write)
+                // so the segment can be indexed at its records' length.
+                if !read_only {
+                    tracing::debug!(
+                        segment = id,
+                        zeros = torn,
+                        "cutting preallocated journal tail"
+                    );
+                    file.set_len(scan.valid_len)
+                        .and_then(|()| file.sync_data())
+                        .map_err(|e| {
+                            LedgerError::io(format!("truncating {}", path.display()), e)
+                        })?;
+                    Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
+                }
+            } else if torn > 0 {
                 let last = i + 1 == ids.len();
                 if last && !read_only {
                     tracing::warn!(
@@ -338,6 +359,7 @@ impl Journal {
             flusher: Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
             group: group::GroupCommit::new(),
+            prealloc: prealloc::PreAlloc::new(),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
             checkpointing: Mutex::new(()),
             indexed_at_open,
@@ -472,16 +494,16 @@ impl Journal {
         let next = st.active + 1;
         let file = open_segment(self.fs.as_ref(), &self.dir, next, true)?;
         st.dir_dirty = true;
-        if !st.buf.is_empty() {
-            let data = st.buf.split().freeze();
-            let old = Arc::clone(&st.segments[&st.active]);
-            st.sealed.push(Pending {
-                segment: st.active,
-                offset: st.buf_offset,
-                data,
-                file: old,
-            });
-        }
+        // Pushed even when empty: the flusher cuts the sealed segment's preallocated tail.
+        let data = st.buf.split().freeze();
+        let old = Arc::clone(&st.segments[&st.active]);
+        st.sealed.push(Pending {
+            segment: st.active,
+            offset: st.buf_offset,
+            data,
+            file: old,
+            seals: true,
+        });
         st.segments.insert(next, file);
         st.segment_ledgers.insert(next, HashSet::new());
         let records = std::mem::take(&mut st.active_records);
@@ -496,10 +518,21 @@ impl Journal {
     }
 
     fn flush_loop(&self) {
+        let mut prefilled = prealloc::Prefilled::default();
         loop {
             let (mut batch, completions, dir_dirty) = {
                 let mut st = self.state.lock();
                 while st.buf.is_empty() && st.sealed.is_empty() && !st.closed {
+                    // Idle: preallocate a step ahead (unlocked), then look for work again.
+                    if let Some(step) = self
+                        .sync
+                        .then(|| self.prealloc.next_step(&prefilled, self.max_segment))
+                        .flatten()
+                    {
+                        let ok = MutexGuard::unlocked(&mut st, || prealloc::PreAlloc::fill(&step));
+                        prefilled.filled(&step, ok);
+                        continue;
+                    }
                     self.wake.wait(&mut st);
                 }
                 if st.buf.is_empty() && st.sealed.is_empty() && st.completions.is_empty() {
@@ -521,6 +554,7 @@ impl Journal {
                         offset: st.buf_offset,
                         data,
                         file,
+                        seals: false,
                     });
                     st.buf_offset = st.active_len;
                 }
@@ -529,8 +563,9 @@ impl Journal {
                 (batch, std::mem::take(&mut st.completions), dir_dirty)
             };
             // The I/O runs without the lock so appenders keep filling the next round.
-            let result = self.write_batch(&batch, dir_dirty);
+            let result = self.write_batch(&batch, dir_dirty, &mut prefilled);
             let cut_back = if result.is_err() {
+                prefilled.reset();
                 // Unlocked too: cut the damaged segments back durably before anything else.
                 self.cut_back(&batch)
             } else {
@@ -584,6 +619,11 @@ impl Journal {
         }
     }
 
+    /// Sets `journalPreAllocSizeMB` in bytes (0 = off; durable mode only). See [`prealloc`].
+    pub fn set_prealloc(&self, bytes: u64) {
+        self.prealloc.set(bytes);
+    }
+
     /// Write rounds completed so far: group commit shows as far fewer rounds than appends.
     #[must_use]
     pub fn rounds(&self) -> u64 {
@@ -591,7 +631,12 @@ impl Journal {
         self.rounds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn write_batch(&self, batch: &[Pending], dir_dirty: bool) -> Result<()> {
+    fn write_batch(
+        &self,
+        batch: &[Pending],
+        dir_dirty: bool,
+        prefilled: &mut prealloc::Prefilled,
+    ) -> Result<()> {
         // Relaxed: a statistic.
         self.rounds
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -599,6 +644,15 @@ impl Journal {
             p.file.write_all_at(&p.data, p.offset).map_err(|e| {
                 LedgerError::io(format!("writing journal segment {}", p.segment), e)
             })?;
+            let end = p.offset + p.data.len() as u64;
+            if p.seals {
+                prefilled.reset();
+                prealloc::trim(&p.file, end).map_err(|e| {
+                    LedgerError::io(format!("sealing journal segment {}", p.segment), e)
+                })?;
+            } else if !p.data.is_empty() {
+                prefilled.wrote(p.segment, &p.file, end);
+            }
         }
         if self.sync {
             let mut synced = HashSet::new();
@@ -761,6 +815,7 @@ impl Journal {
                     offset: st.buf_offset,
                     data: Bytes::new(),
                     file: Arc::clone(&st.segments[&st.active]),
+                    seals: false,
                 };
                 st.sealed.push(empty);
             }
@@ -779,6 +834,18 @@ impl Journal {
             let _ = h.join();
         }
         if !self.read_only {
+            // The flusher is gone: cut the active segment's preallocated zeros (unlocked) so a
+            // clean restart finds it indexed at its records' length.
+            let (active, len, healthy) = {
+                let st = self.state.lock();
+                let file = Arc::clone(&st.segments[&st.active]);
+                (file, st.active_len, st.poisoned.is_none())
+            };
+            if healthy {
+                if let Err(e) = prealloc::trim(&active, len).and_then(|()| active.sync_data()) {
+                    tracing::warn!(error = %e, "could not cut the journal's preallocated tail at close");
+                }
+            }
             {
                 let mut st = self.state.lock();
                 let records = std::mem::take(&mut st.active_records);
@@ -801,3 +868,6 @@ impl Drop for Journal {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod prealloc_tests;

@@ -5,7 +5,8 @@
 //! skipped and reported, and every record after it is kept; the entries it held show up as
 //! missing in their ledgers, where reading them fails (see `recover_slot`). A damaged region with
 //! nothing valid after it is a torn tail; only the last segment's is truncated (in read-write
-//! mode): that is where an interrupted write leaves one.
+//! mode): that is where an interrupted write leaves one. All-zero bytes after the last record are
+//! preallocation (see `prealloc`): cut off quietly, in any segment, and never counted as damage.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -26,6 +27,8 @@ pub(crate) struct SegmentScan {
     pub damaged: Vec<(u64, u64)>,
     /// Every record found (damaged ones whose header names them included), in segment order.
     pub records: Vec<IndexRecord>,
+    /// Everything after `valid_len` is zeros: preallocation, not a torn write.
+    pub preallocated: bool,
 }
 
 /// Finds the first offset at or after `from` where a valid record starts.
@@ -50,6 +53,10 @@ pub(crate) fn scan_segment(path: &Path, id: u32, data: &[u8]) -> SegmentScan {
             off += RECORD_HEADER + len as usize;
             scan.valid_len = off as u64;
             continue;
+        }
+        if super::prealloc::is_zero_tail(&data[off..]) {
+            scan.preallocated = true;
+            break;
         }
         match next_valid(data, off + 1) {
             Some(next) => {

@@ -1,0 +1,158 @@
+//! Journal preallocation (`journalPreAllocSizeMB`, as BookKeeper's journal): while it has
+//! nothing to write, the flusher writes and syncs zeros ahead of the active segment's end, so
+//! later rounds overwrite blocks that already exist in a file whose length does not change.
+//!
+//! Why: `fdatasync` of an append that grows the file must also write the file's new length and
+//! its block allocation, a metadata write on every round. Over blocks written earlier it writes
+//! the data alone. Measured here with Python's `os.pwrite` + `os.fdatasync`: 4 KiB appends
+//! 3 666/s growing the file, 6 591/s over zeros written earlier; 40 KiB 1 820/s vs 4 751/s.
+//! Unwritten extents from `fallocate` do not help: their first write converts them, which is
+//! metadata again.
+//!
+//! The zeros are written in small steps only while the flusher is idle, so a busy journal
+//! (whose rounds are large and pay the metadata write over many records) is never slowed, and
+//! an append arriving during a step waits for one small write and sync at most.
+//!
+//! A zero tail is not damage: recovery recognises the all-zero bytes after a segment's last
+//! record and cuts them (see `recovery`), and the flusher cuts a segment back to its records when
+//! it is sealed, and `close` the active one, so indexes and exports only ever see records.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::vfs::VFile;
+
+/// Bytes of zeros written (and synced) per idle step, and the size of the static zero buffer.
+/// Small, so an append that arrives during a step waits a fraction of a millisecond.
+const STEP: u64 = 256 << 10;
+
+/// The setting; written once by the storage after open, read by the flusher when idle.
+pub(super) struct PreAlloc {
+    /// Bytes to keep zero-filled ahead of the written end (0 = off). Relaxed loads and stores:
+    /// a tuning value; a stale read changes only how far one step reaches.
+    ahead: AtomicU64,
+}
+
+/// Flusher-owned: the segment being written and how far its zeros reach. Only the flusher
+/// thread reads or writes it, so it lives on that thread's stack.
+#[derive(Default)]
+pub(super) struct Prefilled {
+    /// The active segment as last written: id, file, end of its records, end of its zeros.
+    at: Option<Written>,
+}
+
+struct Written {
+    segment: u32,
+    file: Arc<dyn VFile>,
+    end: u64,
+    zeros_to: u64,
+}
+
+/// One step of zeros to write: `[from, to)` of `file`.
+pub(super) struct Step {
+    file: Arc<dyn VFile>,
+    segment: u32,
+    from: u64,
+    to: u64,
+}
+
+impl Prefilled {
+    /// After a round wrote a segment's bytes up to `end`.
+    pub(super) fn wrote(&mut self, segment: u32, file: &Arc<dyn VFile>, end: u64) {
+        match &mut self.at {
+            Some(w) if w.segment == segment => w.end = w.end.max(end),
+            _ => {
+                self.at = Some(Written {
+                    segment,
+                    file: Arc::clone(file),
+                    end,
+                    zeros_to: end,
+                });
+            }
+        }
+    }
+
+    /// A segment was sealed (its zeros cut) or a failed round cut segments back: forget it.
+    pub(super) fn reset(&mut self) {
+        self.at = None;
+    }
+
+    /// After a step: how far the zeros reach now (a failed step stops preallocating there).
+    pub(super) fn filled(&mut self, step: &Step, ok: bool) {
+        if let Some(w) = &mut self.at {
+            if w.segment == step.segment {
+                w.zeros_to = if ok { step.to } else { u64::MAX };
+            }
+        }
+    }
+}
+
+impl PreAlloc {
+    pub(super) fn new() -> Self {
+        PreAlloc {
+            ahead: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn set(&self, bytes: u64) {
+        self.ahead.store(bytes, Ordering::Relaxed);
+    }
+
+    /// With the flusher idle: the next step of zeros, if they reach less than the setting past
+    /// the written end (never past `limit`, the segment size).
+    pub(super) fn next_step(&self, state: &Prefilled, limit: u64) -> Option<Step> {
+        let ahead = self.ahead.load(Ordering::Relaxed);
+        let w = state.at.as_ref()?;
+        if ahead == 0 || w.zeros_to == u64::MAX {
+            return None;
+        }
+        let from = w.zeros_to.max(w.end);
+        if from - w.end >= ahead {
+            return None;
+        }
+        let to = (from + STEP).min(w.end + ahead).min(limit);
+        (to > from).then(|| Step {
+            file: Arc::clone(&w.file),
+            segment: w.segment,
+            from,
+            to,
+        })
+    }
+
+    /// Writes and syncs one step of zeros (unlocked, on the flusher). Returns whether it
+    /// worked; a failure (a full disk) is logged and only means no more preallocation in this
+    /// segment: the zeros are never records, and nothing waits for them.
+    pub(super) fn fill(step: &Step) -> bool {
+        let n = usize::try_from(step.to - step.from).unwrap_or(0);
+        let res = step
+            .file
+            .write_all_at(&zeros()[..n], step.from)
+            .and_then(|()| step.file.sync_data());
+        if let Err(e) = &res {
+            tracing::warn!(segment = step.segment, offset = step.from, error = %e, "could not preallocate the journal; continuing without");
+        }
+        res.is_ok()
+    }
+}
+
+/// Cuts a segment back to `len` if preallocation left zeros past it (sealing, closing).
+pub(super) fn trim(file: &Arc<dyn VFile>, len: u64) -> std::io::Result<()> {
+    if file.len()? > len {
+        file.set_len(len)?;
+    }
+    Ok(())
+}
+
+fn zeros() -> &'static [u8] {
+    static Z: std::sync::OnceLock<Box<[u8]>> = std::sync::OnceLock::new();
+    // STEP is 256 KiB: the cast cannot truncate.
+    Z.get_or_init(|| vec![0u8; STEP as usize].into_boxed_slice())
+}
+
+/// Whether `data` is all zeros: the preallocated tail after a segment's last record.
+pub(crate) fn is_zero_tail(data: &[u8]) -> bool {
+    // OR-folding fixed 64-byte blocks lets the compiler use vector instructions.
+    let mut blocks = data.chunks_exact(64);
+    blocks.all(|b| b.iter().fold(0u8, |a, x| a | x) == 0)
+        && blocks.remainder().iter().all(|b| *b == 0)
+}

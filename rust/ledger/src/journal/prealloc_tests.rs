@@ -1,0 +1,162 @@
+//! Tests of journal preallocation: zeros ahead while idle, cut at seal and close, and recovery
+//! that tells a preallocated tail from damage.
+use super::*;
+
+fn seg_len(dir: &Path, id: u32) -> u64 {
+    std::fs::metadata(segment_path(dir, id)).unwrap().len()
+}
+
+/// Waits (up to 10 s) until segment `id` is at least `len` bytes long.
+fn wait_for_len(dir: &Path, id: u32, len: u64) -> u64 {
+    let start = std::time::Instant::now();
+    loop {
+        let l = seg_len(dir, id);
+        if l >= len || start.elapsed() > std::time::Duration::from_secs(10) {
+            return l;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+fn append_n(j: &Journal, ledger: i64, from: i64, n: i64) -> Vec<Loc> {
+    (from..from + n)
+        .map(|i| j.append(ledger, i, 0, &[i as u8; 100], None).unwrap())
+        .collect()
+}
+
+#[test]
+fn zeros_are_written_ahead_when_idle_and_cut_at_seal_and_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    j.set_prealloc(256 << 10);
+    let first = append_n(&j, 1, 0, 10);
+    j.flush();
+    let end = first.last().unwrap().end();
+    let len = wait_for_len(dir.path(), 0, end + (256 << 10));
+    assert_eq!(
+        len,
+        end + (256 << 10),
+        "256 KiB of zeros ahead of the records"
+    );
+    let raw = std::fs::read(segment_path(dir.path(), 0)).unwrap();
+    assert!(raw[end as usize..].iter().all(|b| *b == 0));
+    // Up to ~700 KiB, wait for the zeros past it, then a record too large for the rest of the
+    // 1 MiB segment: the sealed segment is cut back to its records, zeros gone.
+    let mid = append_n(&j, 1, 10, 5300);
+    j.flush();
+    let mid_end = mid.last().unwrap().end();
+    assert!(mid_end + (256 << 10) < 1 << 20);
+    assert_eq!(
+        wait_for_len(dir.path(), 0, mid_end + (256 << 10)),
+        mid_end + (256 << 10)
+    );
+    let big = j.append(1, 5310, 0, &[9u8; 400 << 10], None).unwrap();
+    assert_eq!(big.segment, 1, "rotated");
+    let more = append_n(&j, 1, 5311, 100);
+    j.flush();
+    assert_eq!(
+        seg_len(dir.path(), 0),
+        mid_end,
+        "sealed segment cut to its records"
+    );
+    let active = more.last().unwrap();
+    wait_for_len(dir.path(), active.segment, active.end() + 1);
+    j.close();
+    assert_eq!(
+        seg_len(dir.path(), active.segment),
+        active.end(),
+        "close cuts the active one"
+    );
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.damaged_regions(), 0);
+    assert!(
+        j.scanned_at_open().is_empty(),
+        "every segment indexed: {:?}",
+        j.scanned_at_open()
+    );
+    assert_eq!(rec.take(1).len(), 5411);
+}
+
+#[test]
+fn no_preallocation_without_journal_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), false, 1 << 20).unwrap();
+    j.set_prealloc(256 << 10);
+    let locs = append_n(&j, 1, 0, 10);
+    j.flush();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(seg_len(dir.path(), 0), locs.last().unwrap().end());
+}
+
+/// A crash image: the segment as it is on disk while the broker runs, zeros ahead included.
+fn crashed_image(n: i64) -> (tempfile::TempDir, u64) {
+    let live = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(live.path(), true, 1 << 20).unwrap();
+    j.set_prealloc(128 << 10);
+    let locs = append_n(&j, 1, 0, n);
+    j.flush();
+    let end = locs.last().unwrap().end();
+    assert_eq!(
+        wait_for_len(live.path(), 0, end + (128 << 10)),
+        end + (128 << 10)
+    );
+    let image = tempfile::tempdir().unwrap();
+    std::fs::copy(segment_path(live.path(), 0), segment_path(image.path(), 0)).unwrap();
+    j.close();
+    (image, end)
+}
+
+#[test]
+fn after_a_crash_the_zero_tail_of_the_last_segment_is_cut_not_reported() {
+    let (image, end) = crashed_image(100);
+    let (j, mut rec) = Journal::open(image.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.damaged_regions(), 0);
+    assert_eq!(rec.take(1).len(), 100);
+    assert_eq!(seg_len(image.path(), 0), end, "zeros cut");
+    j.close();
+}
+
+#[test]
+fn a_zero_tail_in_an_older_segment_is_not_damage() {
+    // A crash between a rotation and the round that cuts the sealed segment's zeros.
+    let (image, end) = crashed_image(100);
+    std::fs::write(segment_path(image.path(), 1), b"").unwrap();
+    let (j, mut rec) = Journal::open(image.path(), true, 1 << 20).unwrap();
+    assert_eq!(
+        j.damaged_regions(),
+        0,
+        "zeros after the last record are preallocation"
+    );
+    assert_eq!(rec.take(1).len(), 100);
+    assert_eq!(seg_len(image.path(), 0), end, "zeros cut");
+    j.close();
+    // Read-only opens change nothing and report nothing either.
+    let (image, end) = crashed_image(50);
+    std::fs::write(segment_path(image.path(), 1), b"").unwrap();
+    let fs: Arc<dyn Vfs> = Arc::new(crate::vfs::RealFs);
+    let (j, mut rec) = Journal::open_with(fs, image.path(), true, 1 << 20, true).unwrap();
+    assert_eq!(j.damaged_regions(), 0);
+    assert_eq!(rec.take(1).len(), 50);
+    assert_eq!(seg_len(image.path(), 0), end + (128 << 10));
+}
+
+#[test]
+fn zeros_followed_by_anything_else_are_still_damage() {
+    let (image, end) = crashed_image(100);
+    let seg = segment_path(image.path(), 0);
+    let mut raw = std::fs::read(&seg).unwrap();
+    let n = raw.len();
+    raw[n - 3..].copy_from_slice(&[1, 2, 3]);
+    std::fs::write(&seg, &raw).unwrap();
+    std::fs::write(segment_path(image.path(), 1), b"").unwrap();
+    let (j, mut rec) = Journal::open(image.path(), true, 1 << 20).unwrap();
+    assert_eq!(
+        j.damaged_regions(),
+        1,
+        "not all zeros: damage in an older segment"
+    );
+    assert_eq!(rec.take(1).len(), 100);
+    assert_eq!(seg_len(image.path(), 0), n as u64, "kept as it is");
+    assert!(end < n as u64);
+    j.close();
+}
