@@ -102,6 +102,8 @@ class Broker:
                 toml += "managedLedgerMinLedgerRolloverTimeMinutes = 0\n"
             if kind.endswith("-gw1"):
                 toml += "journalMaxGroupWaitMSec = 1\n"
+            if kind.endswith("-nopre"):
+                toml += "journalPreAllocSizeMB = 0\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
             cmd = [

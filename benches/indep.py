@@ -7,7 +7,8 @@ msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU t
 (published + received), from /proc/<pid>/stat over the run. Medians over the rounds.
 
 Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
-same with ``journalMaxGroupWaitMSec = 1``), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
+same with ``journalMaxGroupWaitMSec = 1``), ``rs-nopre`` (``journalPreAllocSizeMB = 0``: no
+journal preallocation), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
 high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
 
     python benches/indep.py --runs 3 --duration 3 --loadgen /tmp/loadgen/release/pulsar-loadgen \\
@@ -29,6 +30,9 @@ sys.path.insert(0, str(HERE))
 from compare import Broker, brief, log, perf  # noqa: E402
 
 WORKLOADS = {
+    # W0: one producer waiting for each receipt before the next send: the publish latency of a
+    # durable round, nothing else (journal preallocation, issue 14).
+    "W0": dict(topics=1, size=100, batch=1, max_inflight=1),
     "W1": dict(topics=1, size=100, batch=1),
     "W2": dict(topics=1, size=100, batch=100),
     "W3": dict(topics=4, size=1024, batch=100),
@@ -38,7 +42,7 @@ WORKLOADS = {
 def loadgen(binary: str, b: Broker, name: str, duration: int, w: dict, rate: int = 0) -> dict:
     cmd = [binary, "--url", b.url, "--topic-prefix", name, "--topics", str(w["topics"])]
     cmd += ["--size", str(max(w["size"], 32)), "--batch", str(w["batch"])]
-    cmd += ["--duration", str(duration), "--max-pending", "1000", "--drain", "15"]
+    cmd += ["--duration", str(duration), "--max-pending", str(w.get("max_inflight", 1000)), "--drain", "15"]
     cmd += ["--broker-pid", str(b.proc.pid), "--rate", str(rate), "--consume"]
     log("   $", " ".join(cmd))
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -80,6 +84,8 @@ def start(kind: str, bin_dir: Path) -> Broker:
             return Broker(kind, bin_dir)
         if kind == "rs-gw1":
             return Broker("rs-durable-gw1", bin_dir)
+        if kind == "rs-nopre":
+            return Broker("rs-durable-nopre", bin_dir)
         return Broker("rs-durable", bin_dir)
     finally:
         os.environ.pop("PULSAR_RS_OUTBOUND_HIGH_WATER_MARK", None)

@@ -284,6 +284,10 @@ def test_reset_and_reset_by_time(tmp_path: Path) -> None:
         ("journalSyncData", 1),
         ("journalSyncData", "yes"),
         ("journalMaxSizeMB", 0.001),
+        ("journalMaxGroupWaitMSec", 5000),
+        ("journalBufferedWritesThreshold", 0),
+        ("journalPreAllocSizeMB", 2048),
+        ("journalPreAllocSizeMB", -1),
         ("managedLedgerCacheSizeMB", -1),
         ("managedLedgerCacheSizeMB", "64"),
         ("managedLedgerCacheEvictionWatermark", 1.5),
@@ -316,11 +320,14 @@ def test_min_rollover_above_max_is_refused(tmp_path: Path) -> None:
 
 
 def test_every_documented_setting_is_accepted(tmp_path: Path) -> None:
-    assert len(ManagedLedger.SETTINGS) == len(set(ManagedLedger.SETTINGS)) >= 11
+    assert len(ManagedLedger.SETTINGS) == len(set(ManagedLedger.SETTINGS)) >= 15
     with ManagedLedger(
         tmp_path,
         journalSyncData=True,
         journalMaxSizeMB=1,
+        journalMaxGroupWaitMSec=0,
+        journalBufferedWritesThreshold=65536,
+        journalPreAllocSizeMB=0.25,
         managedLedgerCacheSizeMB=0.5,
         managedLedgerCacheEvictionWatermark=0.8,
         managedLedgerCacheEvictionTimeThresholdMillis=500,
