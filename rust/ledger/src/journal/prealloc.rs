@@ -98,8 +98,10 @@ impl PreAlloc {
         self.ahead.store(bytes, Ordering::Relaxed);
     }
 
-    /// With the flusher idle: the next step of zeros, if they reach less than the setting past
-    /// the written end (never past `limit`, the segment size).
+    /// With the flusher idle: the next step of zeros, once they reach less than half the
+    /// setting past the written end. Steps are whole (never past `limit`, the segment size): a
+    /// step clipped to the setting would follow every small round with a small write that grows
+    /// the file, which is the metadata write preallocation exists to avoid.
     pub(super) fn next_step(&self, state: &Prefilled, limit: u64) -> Option<Step> {
         let ahead = self.ahead.load(Ordering::Relaxed);
         let w = state.at.as_ref()?;
@@ -107,10 +109,10 @@ impl PreAlloc {
             return None;
         }
         let from = w.zeros_to.max(w.end);
-        if from - w.end >= ahead {
+        if from - w.end >= ahead / 2 {
             return None;
         }
-        let to = (from + STEP).min(w.end + ahead).min(limit);
+        let to = (from + STEP).min(limit);
         (to > from).then(|| Step {
             file: Arc::clone(&w.file),
             segment: w.segment,
