@@ -25,8 +25,14 @@ impl Journal {
                         .then(|| self.prealloc.next_step(&prefilled, self.max_segment))
                         .flatten()
                     {
-                        let ok = MutexGuard::unlocked(&mut st, || prealloc::PreAlloc::fill(&step));
-                        prefilled.filled(&step, ok);
+                        // Only once the journal has stayed idle a moment: under load rounds
+                        // follow each other closely, and a step would delay the next one.
+                        let quiet = self.wake.wait_for(&mut st, prealloc::QUIET).timed_out();
+                        if quiet && st.buf.is_empty() && st.sealed.is_empty() && !st.closed {
+                            let ok =
+                                MutexGuard::unlocked(&mut st, || prealloc::PreAlloc::fill(&step));
+                            prefilled.filled(&step, ok);
+                        }
                         continue;
                     }
                     self.wake.wait(&mut st);
