@@ -162,6 +162,25 @@ fn sync_dir(fs: &dyn Vfs, dir: &Path) -> Result<()> {
 }
 
 impl Journal {
+    /// Cuts a recovered segment back to its last valid record, durably, then indexes it (a torn
+    /// tail, or preallocated zeros).
+    fn cut_tail(
+        fs: &dyn Vfs,
+        dir: &Path,
+        id: u32,
+        file: &Arc<dyn VFile>,
+        scan: &recovery::SegmentScan,
+    ) -> Result<()> {
+        file.set_len(scan.valid_len)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| {
+                let path = segment_path(dir, id);
+                LedgerError::io(format!("truncating {}", path.display()), e)
+            })?;
+        Self::index_scanned(fs, dir, id, file, scan);
+        Ok(())
+    }
+
     /// Opens the journal in `dir` on the real file system, recovering what the segments hold.
     ///
     /// # Errors
@@ -273,12 +292,7 @@ impl Journal {
                         zeros = torn,
                         "cutting preallocated journal tail"
                     );
-                    file.set_len(scan.valid_len)
-                        .and_then(|()| file.sync_data())
-                        .map_err(|e| {
-                            LedgerError::io(format!("truncating {}", path.display()), e)
-                        })?;
-                    Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
+                    Self::cut_tail(fs.as_ref(), &dir, id, &file, &scan)?;
                 }
             } else if torn > 0 {
                 let last = i + 1 == ids.len();
@@ -289,12 +303,7 @@ impl Journal {
                         dropped = torn,
                         "truncating torn journal tail"
                     );
-                    file.set_len(scan.valid_len)
-                        .and_then(|()| file.sync_data())
-                        .map_err(|e| {
-                            LedgerError::io(format!("truncating {}", path.display()), e)
-                        })?;
-                    Self::index_scanned(fs.as_ref(), &dir, id, &file, &scan);
+                    Self::cut_tail(fs.as_ref(), &dir, id, &file, &scan)?;
                 } else if last {
                     tracing::warn!(
                         segment = id,
