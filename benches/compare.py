@@ -104,6 +104,8 @@ class Broker:
                 toml += "journalMaxGroupWaitMSec = 1\n"
             if kind.endswith("-nopre"):
                 toml += "journalPreAllocSizeMB = 0\n"
+            if kind.endswith("-agw0"):
+                toml += "journalAdaptiveGroupWaitMicros = 0\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
             cmd = [

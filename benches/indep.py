@@ -8,7 +8,8 @@ msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU t
 
 Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
 same with ``journalMaxGroupWaitMSec = 1``), ``rs-nopre`` (``journalPreAllocSizeMB = 0``: no
-journal preallocation), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
+journal preallocation), ``rs-agw0`` (``journalAdaptiveGroupWaitMicros = 0``: no adaptive group
+wait), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
 high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
 
     python benches/indep.py --runs 3 --duration 3 --loadgen /tmp/loadgen/release/pulsar-loadgen \\
@@ -86,6 +87,8 @@ def start(kind: str, bin_dir: Path) -> Broker:
             return Broker("rs-durable-gw1", bin_dir)
         if kind == "rs-nopre":
             return Broker("rs-durable-nopre", bin_dir)
+        if kind == "rs-agw0":
+            return Broker("rs-durable-agw0", bin_dir)
         return Broker("rs-durable", bin_dir)
     finally:
         os.environ.pop("PULSAR_RS_OUTBOUND_HIGH_WATER_MARK", None)

@@ -105,6 +105,7 @@ class ManagedLedger:
         journalMaxSizeMB: float = ...,
         journalMaxGroupWaitMSec: float = ...,
         journalBufferedWritesThreshold: int = ...,
+        journalAdaptiveGroupWaitMicros: float = ...,
         journalPreAllocSizeMB: float = ...,
         managedLedgerCacheSizeMB: float = ...,
         managedLedgerCacheEvictionWatermark: float = ...,

@@ -39,6 +39,7 @@ pub struct BrokerConfig {
     #[serde(rename = "journalMaxGroupWaitMSec")]
     pub journal_max_group_wait_msec: u64,
     pub journal_buffered_writes_threshold: u64,
+    pub journal_adaptive_group_wait_micros: u64,
     #[serde(rename = "journalPreAllocSizeMB")]
     pub journal_pre_alloc_size_mb: u64,
     #[serde(rename = "managedLedgerCacheSizeMB")]
@@ -215,6 +216,7 @@ impl Default for BrokerConfig {
             journal_max_size_mb: 256,
             journal_max_group_wait_msec: 0,
             journal_buffered_writes_threshold: 512 * 1024,
+            journal_adaptive_group_wait_micros: 1000,
             journal_pre_alloc_size_mb: 16,
             managed_ledger_cache_size_mb: 64,
             managed_ledger_cache_eviction_watermark: 0.9,
@@ -559,6 +561,9 @@ impl BrokerConfig {
             journal_max_segment_bytes: self.journal_max_size_mb.saturating_mul(1 << 20),
             journal_max_group_wait: Duration::from_millis(self.journal_max_group_wait_msec),
             journal_buffered_writes_threshold: self.journal_buffered_writes_threshold,
+            journal_adaptive_group_wait: Duration::from_micros(
+                self.journal_adaptive_group_wait_micros,
+            ),
             journal_prealloc_bytes: self.journal_pre_alloc_size_mb.saturating_mul(1 << 20),
             cache_size_bytes: self.managed_ledger_cache_size_mb.saturating_mul(1 << 20),
             cache_eviction_watermark: self.managed_ledger_cache_eviction_watermark,

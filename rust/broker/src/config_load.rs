@@ -353,12 +353,29 @@ mod tests {
             16 << 20,
             "BookKeeper's journalPreAllocSizeMB"
         );
+        assert_eq!(
+            d.journal_adaptive_group_wait,
+            std::time::Duration::from_millis(1)
+        );
+        let a = BrokerConfig::from_properties("journalAdaptiveGroupWaitMicros=250\n").unwrap();
+        assert_eq!(
+            a.storage_config().journal_adaptive_group_wait,
+            std::time::Duration::from_micros(250)
+        );
         let p = BrokerConfig::from_properties("journalPreAllocSizeMB=0\n").unwrap();
         assert_eq!(p.storage_config().journal_prealloc_bytes, 0);
         for (text, key) in [
             ("journalPreAllocSizeMB=2048", "journalPreAllocSizeMB"),
             ("journalPreAllocSizeMB=-1", "journalPreAllocSizeMB"),
             ("journalMaxGroupWaitMSec=5000", "journalMaxGroupWaitMSec"),
+            (
+                "journalAdaptiveGroupWaitMicros=2000000",
+                "journalAdaptiveGroupWaitMicros",
+            ),
+            (
+                "journalAdaptiveGroupWaitMicros=-1",
+                "journalAdaptiveGroupWaitMicros",
+            ),
             ("journalMaxGroupWaitMSec=-1", "journalMaxGroupWaitMSec"),
             (
                 "journalBufferedWritesThreshold=0",

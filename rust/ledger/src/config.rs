@@ -18,6 +18,10 @@ pub struct StorageConfig {
     /// before it is written and synced, trading publish latency for fewer `fdatasync` calls.
     /// Default zero: a round is written as soon as the flusher is free (BookKeeper ships 1 ms).
     pub journal_max_group_wait: Duration,
+    /// `journalAdaptiveGroupWaitMicros`: with no fixed wait, the longest a durable round may
+    /// gather more records while the journal is under continuous load and records keep
+    /// arriving (see `journal::group`). Default 1 ms; zero turns it off.
+    pub journal_adaptive_group_wait: Duration,
     /// `journalBufferedWritesThreshold`: a waiting round is written at once when it holds this
     /// many bytes. Default 512 KiB, as BookKeeper.
     pub journal_buffered_writes_threshold: u64,
@@ -44,6 +48,7 @@ impl Default for StorageConfig {
             journal_sync_data: true,
             journal_max_segment_bytes: 256 << 20,
             journal_max_group_wait: Duration::ZERO,
+            journal_adaptive_group_wait: Duration::from_millis(1),
             journal_buffered_writes_threshold: 512 << 10,
             journal_prealloc_bytes: 16 << 20,
             cache_size_bytes: 64 << 20,
@@ -68,6 +73,12 @@ impl StorageConfig {
             return Err(invalid(
                 "journalMaxGroupWaitMSec",
                 "must be at most 1000 (every durable publish waits up to this long)",
+            ));
+        }
+        if self.journal_adaptive_group_wait > Duration::from_secs(1) {
+            return Err(invalid(
+                "journalAdaptiveGroupWaitMicros",
+                "must be at most 1000000 (a durable publish may wait up to this long)",
             ));
         }
         if self.journal_buffered_writes_threshold == 0 {

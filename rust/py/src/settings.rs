@@ -19,6 +19,7 @@ pub(crate) const KEYS: &[&str] = &[
     "journalMaxSizeMB",
     "journalMaxGroupWaitMSec",
     "journalBufferedWritesThreshold",
+    "journalAdaptiveGroupWaitMicros",
     "journalPreAllocSizeMB",
     "managedLedgerCacheSizeMB",
     "managedLedgerCacheEvictionWatermark",
@@ -61,6 +62,9 @@ pub(crate) fn parse(
             }
             "journalBufferedWritesThreshold" => {
                 sc.journal_buffered_writes_threshold = integer(py, key, &v)?;
+            }
+            "journalAdaptiveGroupWaitMicros" => {
+                sc.journal_adaptive_group_wait = duration(py, key, &v, 1e-6)?;
             }
             "journalPreAllocSizeMB" => {
                 sc.journal_prealloc_bytes = bytes(py, key, &v, MIB)?;

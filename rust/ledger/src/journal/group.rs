@@ -2,9 +2,20 @@
 //! writes and syncs it (`journalMaxGroupWaitMSec`), and how many buffered bytes end the wait
 //! early (`journalBufferedWritesThreshold`), as in BookKeeper's journal.
 //!
-//! With no wait (the default) a round is written as soon as the flusher is free; records that
-//! arrive during a write and sync still share the next round. A wait makes each `fdatasync`
-//! cover more records, which saves CPU under load and adds up to the wait to publish latency.
+//! With no fixed wait (the default) a round is written as soon as the flusher is free; records
+//! that arrive during a write and sync still share the next round. A wait makes each
+//! `fdatasync` cover more records, which saves CPU under load and adds up to the wait to publish
+//! latency.
+//!
+//! Without a fixed wait, the **adaptive wait** (`journalAdaptiveGroupWaitMicros`, default 1000)
+//! gathers a round only while that costs nothing but the wait:
+//! * only under continuous load: the round's first record arrived while the flusher was
+//!   writing the previous round (a producer that waits for each receipt never waits here);
+//! * only while records keep coming: the wait ends once no record arrived for four times the
+//!   recent mean gap between arrivals (a windowed producer whose whole window is already buffered
+//!   sends nothing more until its receipts, so its round is written at once);
+//! * at most the setting, counted from the round's first record, and never past the threshold
+//!   bytes, a flush or close.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,13 +24,67 @@ use parking_lot::MutexGuard;
 
 use super::{Journal, State};
 
-/// The two settings; written once by the storage after open, read by the flusher each round.
+/// The settings; written once by the storage after open, read by the flusher each round.
 pub(super) struct GroupCommit {
     /// Longest wait in microseconds (0 = none). Relaxed loads and stores: a tuning value; a
     /// stale read changes only how one round is grouped.
     wait_us: AtomicU64,
     /// Bytes at which a waiting round is written at once. Relaxed: as `wait_us`.
     threshold: AtomicUsize,
+    /// Longest adaptive wait in microseconds (0 = off); used only while `wait_us` is 0.
+    /// Relaxed: as `wait_us`.
+    adaptive_us: AtomicU64,
+}
+
+/// An adaptive wait ends once no record arrived for this many mean gaps between arrivals.
+/// Measured (`benches/RESULTS.md`): 2 ended too many waits between records of a steady stream
+/// (W2 under the independent load generator); 8 delayed a windowed producer's rounds (W2 under
+/// `pulsar-rs-perf`, 1.25-1.43 M msg/s against 1.80 M at 4).
+const QUIET_GAPS: u64 = 4;
+
+/// The shortest quiet gap that ends an adaptive wait: below this, timer and wake-up jitter
+/// would end waits between records of one burst.
+const MIN_QUIET: Duration = Duration::from_micros(20);
+
+/// When records arrive, kept under the journal's lock by `append` and read by the flusher.
+#[derive(Default)]
+pub(super) struct Arrivals {
+    /// The last append.
+    last: Option<Instant>,
+    /// Moving mean of the gap between appends, in nanoseconds (weight 1/8 per append).
+    mean_gap_ns: u64,
+    /// The round being gathered began while the flusher was writing the previous one.
+    busy_round: bool,
+}
+
+impl Arrivals {
+    /// Records an append at `now`; `first` if it began a round, `busy` if the flusher was
+    /// writing meanwhile.
+    pub(super) fn arrived(&mut self, now: Instant, first: bool, busy: bool) {
+        if let Some(last) = self.last {
+            // Gaps over 10 ms are idle time, not a rate: counted as 10 ms.
+            let gap = u64::try_from(now.saturating_duration_since(last).as_nanos())
+                .unwrap_or(u64::MAX)
+                .min(10_000_000);
+            self.mean_gap_ns = (self.mean_gap_ns * 7 + gap) / 8;
+        }
+        self.last = Some(now);
+        if first {
+            self.busy_round = busy;
+        }
+    }
+
+    /// When an adaptive wait started at `first` ends: `max` after it, or earlier once no record
+    /// arrived for [`QUIET_GAPS`] mean gaps. `None`: this round does not wait.
+    fn deadline(&self, first: Instant, max: Duration) -> Option<Instant> {
+        if !self.busy_round || max.is_zero() {
+            return None;
+        }
+        let last = self.last?;
+        let quiet =
+            Duration::from_nanos(self.mean_gap_ns.saturating_mul(QUIET_GAPS)).max(MIN_QUIET);
+        Some((first + max).min(last + quiet))
+    }
 }
 
 impl GroupCommit {
@@ -27,11 +92,16 @@ impl GroupCommit {
         GroupCommit {
             wait_us: AtomicU64::new(0),
             threshold: AtomicUsize::new(512 << 10),
+            adaptive_us: AtomicU64::new(0),
         }
     }
 
     fn wait(&self) -> Duration {
         Duration::from_micros(self.wait_us.load(Ordering::Relaxed))
+    }
+
+    fn adaptive(&self) -> Duration {
+        Duration::from_micros(self.adaptive_us.load(Ordering::Relaxed))
     }
 
     fn threshold(&self) -> usize {
@@ -42,7 +112,7 @@ impl GroupCommit {
     /// a waiting round, so the flusher must be woken before its wait ends.
     pub(super) fn fills(&self, before: usize, after: usize) -> bool {
         let t = self.threshold();
-        !self.wait().is_zero() && before < t && after >= t
+        (!self.wait().is_zero() || !self.adaptive().is_zero()) && before < t && after >= t
     }
 }
 
@@ -56,12 +126,23 @@ impl Journal {
         self.group.threshold.store(t, Ordering::Relaxed);
     }
 
-    /// On the flusher, with records buffered: waits until the oldest has waited the group wait,
-    /// the round holds the threshold's bytes, a flush is requested, or the journal closes. Appenders keep appending
-    /// meanwhile (the condition variable releases the lock while waiting).
+    /// Sets `journalAdaptiveGroupWaitMicros`, the longest adaptive wait (zero turns it off).
+    pub fn set_adaptive_group_wait(&self, max: Duration) {
+        let us = u64::try_from(max.as_micros()).unwrap_or(u64::MAX);
+        self.group.adaptive_us.store(us, Ordering::Relaxed);
+    }
+
+    /// On the flusher, with records buffered: waits until the oldest has waited the group wait
+    /// (or, without one, while the adaptive wait lasts), the round holds the threshold's bytes,
+    /// a flush is requested, or the journal closes. Appenders keep appending meanwhile (the
+    /// condition variable releases the lock while waiting).
     pub(super) fn gather(&self, st: &mut MutexGuard<'_, State>) {
         let wait = self.group.wait();
-        if !self.sync || wait.is_zero() {
+        if !self.sync {
+            return;
+        }
+        if wait.is_zero() {
+            self.gather_adaptive(st);
             return;
         }
         let Some(first) = st.gathering_since else {
@@ -77,6 +158,25 @@ impl Journal {
             if self.wake.wait_until(st, deadline).timed_out() {
                 break;
             }
+        }
+    }
+
+    /// The adaptive wait (see the module docs). Re-reads the arrivals after each sleep: appends
+    /// during the wait move its quiet end without waking the flusher.
+    fn gather_adaptive(&self, st: &mut MutexGuard<'_, State>) {
+        let max = self.group.adaptive();
+        let Some(first) = st.gathering_since else {
+            return;
+        };
+        let threshold = self.group.threshold();
+        while !st.closed && !st.flush_requested && st.buf.len() < threshold {
+            let Some(until) = st.arrivals.deadline(first, max) else {
+                return;
+            };
+            if Instant::now() >= until {
+                return;
+            }
+            let _ = self.wake.wait_until(st, until);
         }
     }
 }

@@ -100,6 +100,8 @@ struct State {
     unindexed: Vec<(u32, Vec<IndexRecord>)>,
     /// When the first record of the next round was buffered (group commit's wait starts there).
     gathering_since: Option<std::time::Instant>,
+    /// Arrival statistics for the adaptive group wait (see [`group::Arrivals`]).
+    arrivals: group::Arrivals,
     /// Set by [`Journal::flush`]: the next round is written without a group wait.
     flush_requested: bool,
 }
@@ -364,6 +366,7 @@ impl Journal {
                 active_indexable: true,
                 unindexed: Vec::new(),
                 gathering_since: None,
+                arrivals: group::Arrivals::default(),
                 flush_requested: false,
             }),
             wake: Condvar::new(),
@@ -467,9 +470,14 @@ impl Journal {
         };
         let before = st.buf.len();
         record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
+        let now = std::time::Instant::now();
         if was_idle {
-            st.gathering_since = Some(std::time::Instant::now());
+            st.gathering_since = Some(now);
         }
+        // A round whose first record came while the flusher was writing the previous one: the
+        // journal is under continuous load (the adaptive wait's precondition).
+        let busy = !st.inflight.is_empty();
+        st.arrivals.arrived(now, was_idle, busy);
         let filled = self.group.fills(before, st.buf.len());
         st.active_len += record_len;
         st.active_records.push(IndexRecord {
@@ -683,5 +691,7 @@ impl Drop for Journal {
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod group_tests;
 #[cfg(test)]
 mod prealloc_tests;
