@@ -127,18 +127,28 @@ fn a_steady_stream_under_load_shares_fewer_syncs() {
 
 #[test]
 fn a_producer_that_waits_for_each_receipt_never_waits_for_the_group() {
-    // One record at a time, each sent when the previous is durable: every record finds the
-    // flusher idle, so no round waits, even with a 2 s adaptive wait.
+    // First a stream with 10 ms between records, so the mean gap is ~10 ms and a waiting round
+    // would end only after ~40 ms without a record. Then one record at a time, each sent when
+    // the previous is durable: every record finds the flusher idle, so no round waits, even
+    // with a 2 s adaptive wait.
     let dir = tempfile::tempdir().unwrap();
     let j = journal(dir.path(), Duration::from_secs(2));
+    let stream: Vec<_> = (0..30)
+        .map(|i| {
+            std::thread::sleep(Duration::from_millis(10));
+            append(&j, i)
+        })
+        .collect();
+    for rx in stream {
+        rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    }
     let t0 = Instant::now();
-    for i in 0..40 {
+    for i in 30..70 {
         append(&j, i).recv_timeout(Duration::from_secs(60)).unwrap();
     }
     let took = t0.elapsed();
     j.close();
-    // 40 syncs of 20 ms: 0.8 s. Rounds that waited for more (a quiet end of 4 mean gaps,
-    // which grow with each wait) took 2.1 s here.
+    // 40 syncs of 20 ms: 0.8 s; rounds that waited ~40 ms each: 2.4 s.
     assert!(
         took < Duration::from_millis(1500),
         "40 sequential appends took {took:?}"
