@@ -104,6 +104,7 @@ def main() -> None:
     ap.add_argument("--loadgen", required=True)
     ap.add_argument("--bin-dir", default=str(HERE.parent / "target" / "release"))
     ap.add_argument("--steady-rate", type=int, default=10_000, help="W1 loadgen --rate run (0: skip)")
+    ap.add_argument("--steady-duration", type=int, default=0, help="seconds of the steady run (0: --duration)")
     ap.add_argument("--out", default=str(HERE / "out" / "indep.json"))
     a = ap.parse_args()
     bin_dir = Path(a.bin_dir)
@@ -128,7 +129,8 @@ def main() -> None:
             if a.steady_rate and kind != "lite":
                 b = start(kind, bin_dir)
                 try:
-                    r = loadgen(a.loadgen, b, f"steady-{i}", a.duration, WORKLOADS["W1"], a.steady_rate)
+                    secs = a.steady_duration or a.duration
+                    r = loadgen(a.loadgen, b, f"steady-{i}", secs, WORKLOADS["W1"], a.steady_rate)
                 finally:
                     b.stop()
                 log(kind, "W1@rate", json.dumps(r))
