@@ -261,3 +261,87 @@ impl Vfs for RealFs {
         }
     }
 }
+
+/// The operating system's file system, calling a hook with a file's path before every
+/// [`VFile::sync_data`] of a file opened for writing: the seam tests use to slow down or hold
+/// an `fdatasync` (group commit timing, a slow rollover). Everything else is [`RealFs`].
+pub struct SyncHookFs<H>(Arc<H>);
+
+impl<H: Fn(&Path) + Send + Sync + 'static> SyncHookFs<H> {
+    /// The real file system with `hook` run before each sync.
+    pub fn new(hook: H) -> Self {
+        SyncHookFs(Arc::new(hook))
+    }
+
+    fn wrap(&self, path: &Path, inner: Arc<dyn VFile>) -> Arc<dyn VFile> {
+        Arc::new(HookedFile {
+            inner,
+            path: path.to_path_buf(),
+            hook: Arc::clone(&self.0),
+        })
+    }
+}
+
+struct HookedFile<H> {
+    inner: Arc<dyn VFile>,
+    path: PathBuf,
+    hook: Arc<H>,
+}
+
+impl<H: Fn(&Path) + Send + Sync> VFile for HookedFile<H> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_all_at(buf, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        (self.hook)(&self.path);
+        self.inner.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+}
+
+impl<H: Fn(&Path) + Send + Sync + 'static> Vfs for SyncHookFs<H> {
+    fn create_dir(&self, path: &Path) -> io::Result<bool> {
+        RealFs.create_dir(path)
+    }
+    fn dir_exists(&self, path: &Path) -> bool {
+        RealFs.dir_exists(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        RealFs.list(dir)
+    }
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
+        Ok(self.wrap(path, RealFs.open(path, create)?))
+    }
+    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
+        RealFs.open_read(path)
+    }
+    fn create(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
+        Ok(self.wrap(path, RealFs.create(path)?))
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        RealFs.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove_file(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        RealFs.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Option<DirLock>> {
+        RealFs.lock(path)
+    }
+    fn modified_stamp(&self, path: &Path) -> io::Result<Option<u128>> {
+        RealFs.modified_stamp(path)
+    }
+}

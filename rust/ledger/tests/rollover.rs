@@ -4,7 +4,6 @@
 //! The storage runs on the real file system behind a gate injected through the file-system seam
 //! (`Vfs`): `fdatasync` of a chosen path blocks until the test opens the gate.
 
-use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
-use pulsar_rs_ledger::vfs::{DirLock, RealFs, VFile, Vfs};
+use pulsar_rs_ledger::vfs::SyncHookFs;
 use pulsar_rs_ledger::{LedgerConfig, Storage, StorageConfig, SystemClock};
 
 /// One gate: `sync_data` of files whose path contains `pattern` waits while it is closed.
@@ -67,84 +66,13 @@ impl Gate {
     }
 }
 
-struct GatedFs {
-    gates: Vec<Arc<Gate>>,
-}
-
-struct GatedFile {
-    inner: Arc<dyn VFile>,
-    path: std::path::PathBuf,
-    gates: Vec<Arc<Gate>>,
-}
-
-impl VFile for GatedFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_all_at(buf, offset)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        for g in &self.gates {
-            g.pass(&self.path);
+/// The real file system; every `fdatasync` passes the gates first.
+fn gated_fs(gates: Vec<Arc<Gate>>) -> Arc<SyncHookFs<impl Fn(&Path) + Send + Sync + 'static>> {
+    Arc::new(SyncHookFs::new(move |path: &Path| {
+        for g in &gates {
+            g.pass(path);
         }
-        self.inner.sync_data()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.inner.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-}
-
-impl GatedFs {
-    fn wrap(&self, path: &Path, f: Arc<dyn VFile>) -> Arc<dyn VFile> {
-        Arc::new(GatedFile {
-            inner: f,
-            path: path.to_path_buf(),
-            gates: self.gates.clone(),
-        })
-    }
-}
-
-impl Vfs for GatedFs {
-    fn create_dir(&self, path: &Path) -> io::Result<bool> {
-        RealFs.create_dir(path)
-    }
-    fn dir_exists(&self, path: &Path) -> bool {
-        RealFs.dir_exists(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
-        Ok(self.wrap(path, RealFs.open(path, create)?))
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
-        RealFs.open_read(path)
-    }
-    fn create(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
-        Ok(self.wrap(path, RealFs.create(path)?))
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        RealFs.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        RealFs.remove_file(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Option<DirLock>> {
-        RealFs.lock(path)
-    }
-    fn modified_stamp(&self, path: &Path) -> io::Result<Option<u128>> {
-        RealFs.modified_stamp(path)
-    }
+    }))
 }
 
 #[test]
@@ -152,9 +80,7 @@ fn a_slow_rollover_metadata_write_does_not_delay_another_topics_confirmations() 
     let dir = tempfile::tempdir().unwrap();
     let journal_gate = Gate::new("/journal/");
     let meta_gate = Gate::new("slow-topic");
-    let fs = Arc::new(GatedFs {
-        gates: vec![Arc::clone(&journal_gate), Arc::clone(&meta_gate)],
-    });
+    let fs = gated_fs(vec![Arc::clone(&journal_gate), Arc::clone(&meta_gate)]);
     let storage = Storage::open_on(
         fs,
         dir.path(),

@@ -5,77 +5,17 @@
 //! disk under the test.
 
 use super::*;
-use crate::vfs::{DirLock, RealFs};
-use std::io;
+use crate::vfs::SyncHookFs;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const SYNC: Duration = Duration::from_millis(20);
 
-/// The real file system; every file's `sync_data` takes at least [`SYNC`].
-struct SlowSyncFs;
-
-struct SlowSyncFile(Arc<dyn VFile>);
-
-impl VFile for SlowSyncFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.0.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.0.write_all_at(buf, offset)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        std::thread::sleep(SYNC);
-        self.0.sync_data()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.0.len()
-    }
-}
-
-impl Vfs for SlowSyncFs {
-    fn create_dir(&self, path: &Path) -> io::Result<bool> {
-        RealFs.create_dir(path)
-    }
-    fn dir_exists(&self, path: &Path) -> bool {
-        RealFs.dir_exists(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
-        Ok(Arc::new(SlowSyncFile(RealFs.open(path, create)?)))
-    }
-    fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
-        RealFs.open_read(path)
-    }
-    fn create(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
-        Ok(Arc::new(SlowSyncFile(RealFs.create(path)?)))
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        RealFs.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        RealFs.remove_file(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Option<DirLock>> {
-        RealFs.lock(path)
-    }
-}
-
-/// A durable journal on [`SlowSyncFs`] with the given adaptive wait and no preallocation (its
-/// zero steps would take slow syncs of their own).
+/// A durable journal whose every `fdatasync` takes at least [`SYNC`], with the given adaptive
+/// wait and no preallocation (its zero steps would take slow syncs of their own).
 fn journal(dir: &Path, adaptive: Duration) -> Arc<Journal> {
-    let (j, _) = Journal::open_with(Arc::new(SlowSyncFs), dir, true, 1 << 20, false).unwrap();
+    let fs = SyncHookFs::new(|_: &Path| std::thread::sleep(SYNC));
+    let (j, _) = Journal::open_with(Arc::new(fs), dir, true, 1 << 20, false).unwrap();
     j.set_prealloc(0);
     j.set_adaptive_group_wait(adaptive);
     j
@@ -92,6 +32,13 @@ fn append(j: &Journal, entry: i64) -> mpsc::Receiver<()> {
     rx
 }
 
+/// Waits until every one of `appends` is durable.
+fn all_durable(appends: impl IntoIterator<Item = mpsc::Receiver<()>>) {
+    for rx in appends {
+        rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    }
+}
+
 /// Rounds taken by a steady stream of 100 appends, one every 5 ms.
 fn rounds_for_a_steady_stream(adaptive: Duration) -> u64 {
     let dir = tempfile::tempdir().unwrap();
@@ -103,9 +50,7 @@ fn rounds_for_a_steady_stream(adaptive: Duration) -> u64 {
             append(&j, i)
         })
         .collect();
-    for rx in done {
-        rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    }
+    all_durable(done);
     let rounds = j.rounds() - before;
     j.close();
     rounds
@@ -139,12 +84,10 @@ fn a_producer_that_waits_for_each_receipt_never_waits_for_the_group() {
             append(&j, i)
         })
         .collect();
-    for rx in stream {
-        rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    }
+    all_durable(stream);
     let t0 = Instant::now();
     for i in 30..70 {
-        append(&j, i).recv_timeout(Duration::from_secs(60)).unwrap();
+        all_durable([append(&j, i)]);
     }
     let took = t0.elapsed();
     j.close();
@@ -166,10 +109,7 @@ fn a_round_is_written_once_a_windowed_burst_is_all_in() {
     std::thread::sleep(Duration::from_millis(2));
     let t0 = Instant::now();
     let burst: Vec<_> = (1..=10).map(|i| append(&j, i)).collect();
-    first.recv_timeout(Duration::from_secs(60)).unwrap();
-    for rx in burst {
-        rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    }
+    all_durable(std::iter::once(first).chain(burst));
     let took = t0.elapsed();
     j.close();
     assert!(
