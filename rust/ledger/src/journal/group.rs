@@ -140,43 +140,26 @@ impl Journal {
     /// On the flusher, with records buffered: waits until the oldest has waited the group wait
     /// (or, without one, while the adaptive wait lasts), the round holds the threshold's bytes,
     /// a flush is requested, or the journal closes. Appenders keep appending meanwhile (the
-    /// condition variable releases the lock while waiting).
+    /// condition variable releases the lock while waiting); the deadline is re-read after each
+    /// sleep, so appends move an adaptive wait's quiet end without waking the flusher.
     pub(super) fn gather(&self, st: &mut MutexGuard<'_, State>) {
-        let wait = self.group.wait();
         if !self.sync {
             return;
         }
-        if wait.is_zero() {
-            self.gather_adaptive(st);
-            return;
-        }
         let Some(first) = st.gathering_since else {
             return;
         };
-        let deadline = first + wait;
-        let threshold = self.group.threshold();
-        while !st.closed
-            && !st.flush_requested
-            && st.buf.len() < threshold
-            && Instant::now() < deadline
-        {
-            if self.wake.wait_until(st, deadline).timed_out() {
-                break;
-            }
-        }
-    }
-
-    /// The adaptive wait (see the module docs). Re-reads the arrivals after each sleep: appends
-    /// during the wait move its quiet end without waking the flusher.
-    fn gather_adaptive(&self, st: &mut MutexGuard<'_, State>) {
-        let max = self.group.adaptive();
-        let Some(first) = st.gathering_since else {
-            return;
-        };
+        let wait = self.group.wait();
+        let adaptive = self.group.adaptive();
         let threshold = self.group.threshold();
         while !st.closed && !st.flush_requested && st.buf.len() < threshold {
-            let Some(until) = st.arrivals.deadline(first, max) else {
-                return;
+            let until = if wait.is_zero() {
+                match st.arrivals.deadline(first, adaptive) {
+                    Some(until) => until,
+                    None => return,
+                }
+            } else {
+                first + wait
             };
             if Instant::now() >= until {
                 return;

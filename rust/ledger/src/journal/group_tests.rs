@@ -39,18 +39,22 @@ fn all_durable(appends: impl IntoIterator<Item = mpsc::Receiver<()>>) {
     }
 }
 
+/// Appends `entries` one by one, `gap` apart, without waiting for any to be durable.
+fn stream(j: &Journal, entries: std::ops::Range<i64>, gap: Duration) -> Vec<mpsc::Receiver<()>> {
+    entries
+        .map(|i| {
+            std::thread::sleep(gap);
+            append(j, i)
+        })
+        .collect()
+}
+
 /// Rounds taken by a steady stream of 100 appends, one every 5 ms.
 fn rounds_for_a_steady_stream(adaptive: Duration) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let j = journal(dir.path(), adaptive);
     let before = j.rounds();
-    let done: Vec<_> = (0..100)
-        .map(|i| {
-            std::thread::sleep(Duration::from_millis(5));
-            append(&j, i)
-        })
-        .collect();
-    all_durable(done);
+    all_durable(stream(&j, 0..100, Duration::from_millis(5)));
     let rounds = j.rounds() - before;
     j.close();
     rounds
@@ -78,13 +82,7 @@ fn a_producer_that_waits_for_each_receipt_never_waits_for_the_group() {
     // with a 2 s adaptive wait.
     let dir = tempfile::tempdir().unwrap();
     let j = journal(dir.path(), Duration::from_secs(2));
-    let stream: Vec<_> = (0..30)
-        .map(|i| {
-            std::thread::sleep(Duration::from_millis(10));
-            append(&j, i)
-        })
-        .collect();
-    all_durable(stream);
+    all_durable(stream(&j, 0..30, Duration::from_millis(10)));
     let t0 = Instant::now();
     for i in 30..70 {
         all_durable([append(&j, i)]);

@@ -470,14 +470,17 @@ impl Journal {
         };
         let before = st.buf.len();
         record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
-        let now = std::time::Instant::now();
-        if was_idle {
-            st.gathering_since = Some(now);
+        if self.sync {
+            // Group commit timing (only durable rounds wait). A round whose first record came
+            // while the flusher was writing the previous one: the journal is under continuous
+            // load (the adaptive wait's precondition).
+            let now = std::time::Instant::now();
+            if was_idle {
+                st.gathering_since = Some(now);
+            }
+            let busy = !st.inflight.is_empty();
+            st.arrivals.arrived(now, was_idle, busy);
         }
-        // A round whose first record came while the flusher was writing the previous one: the
-        // journal is under continuous load (the adaptive wait's precondition).
-        let busy = !st.inflight.is_empty();
-        st.arrivals.arrived(now, was_idle, busy);
         let filled = self.group.fills(before, st.buf.len());
         st.active_len += record_len;
         st.active_records.push(IndexRecord {
