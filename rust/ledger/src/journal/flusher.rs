@@ -1,6 +1,7 @@
 //! The flusher thread: takes each round of buffered records, writes and syncs it, runs its
-//! completions in append order, preallocates while idle, and handles a failed round (cut the
-//! segments back durably, fail the round's appends, move to a new segment).
+//! completions in append order, preallocates (while idle, and under load within a round), and
+//! handles a failed round (cut the segments back durably, fail the round's appends, move to a
+//! new segment).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -145,6 +146,16 @@ impl Journal {
             }
         }
         if self.sync {
+            // Under load: zeros after this round's records, covered by its sync (`prealloc`).
+            if let Some(step) = self.prealloc.load_step(prefilled, self.max_segment) {
+                if batch
+                    .iter()
+                    .any(|p| p.segment == step.segment() && !p.seals)
+                {
+                    let ok = prealloc::PreAlloc::write(&step, false);
+                    prefilled.filled(&step, ok);
+                }
+            }
             let mut synced = HashSet::new();
             for p in batch {
                 if synced.insert(p.segment) {
