@@ -9,7 +9,8 @@ msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU t
 Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
 same with ``journalMaxGroupWaitMSec = 1``), ``rs-nopre`` (``journalPreAllocSizeMB = 0``: no
 journal preallocation), ``rs-agw0`` (``journalAdaptiveGroupWaitMicros = 0``: no adaptive group
-wait), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
+wait), ``rs-base`` (the default config, run from the build in ``--base-bin-dir``: an A/B of two
+builds in one run), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
 high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
 
     python benches/indep.py --runs 3 --duration 3 --loadgen /tmp/loadgen/release/pulsar-loadgen \\
@@ -77,7 +78,7 @@ def own(bin_dir: Path, b: Broker, name: str, duration: int, w: dict) -> dict:
     return r
 
 
-def start(kind: str, bin_dir: Path) -> Broker:
+def start(kind: str, bin_dir: Path, base_dir: Path | None = None) -> Broker:
     if kind == "rs-hwm4m":
         os.environ["PULSAR_RS_OUTBOUND_HIGH_WATER_MARK"] = str(4 << 20)
     try:
@@ -89,6 +90,10 @@ def start(kind: str, bin_dir: Path) -> Broker:
             return Broker("rs-durable-nopre", bin_dir)
         if kind == "rs-agw0":
             return Broker("rs-durable-agw0", bin_dir)
+        if kind == "rs-base":
+            if base_dir is None:
+                raise SystemExit("broker rs-base needs --base-bin-dir")
+            return Broker("rs-durable", base_dir)
         return Broker("rs-durable", bin_dir)
     finally:
         os.environ.pop("PULSAR_RS_OUTBOUND_HIGH_WATER_MARK", None)
@@ -103,18 +108,20 @@ def main() -> None:
     ap.add_argument("--tools", default="perf,loadgen", help="pulsar-rs-perf (perf) and/or loadgen")
     ap.add_argument("--loadgen", required=True)
     ap.add_argument("--bin-dir", default=str(HERE.parent / "target" / "release"))
+    ap.add_argument("--base-bin-dir", help="the other build, for broker rs-base")
     ap.add_argument("--steady-rate", type=int, default=10_000, help="W1 loadgen --rate run (0: skip)")
     ap.add_argument("--steady-duration", type=int, default=0, help="seconds of the steady run (0: --duration)")
     ap.add_argument("--out", default=str(HERE / "out" / "indep.json"))
     a = ap.parse_args()
     bin_dir = Path(a.bin_dir)
+    base_dir = Path(a.base_bin_dir) if a.base_bin_dir else None
     rows: dict = {}
     for i in range(a.runs):
         for kind in a.brokers.split(","):
             for wl in a.workloads.split(","):
                 w = WORKLOADS[wl]
                 for tool in a.tools.split(","):
-                    b = start(kind, bin_dir)
+                    b = start(kind, bin_dir, base_dir)
                     try:
                         name = f"{wl.lower()}-{tool}-{i}"
                         r = (
@@ -127,7 +134,7 @@ def main() -> None:
                     log(kind, wl, tool, json.dumps(r))
                     rows.setdefault(f"{kind}/{wl}/{tool}", []).append(r)
             if a.steady_rate and kind != "lite":
-                b = start(kind, bin_dir)
+                b = start(kind, bin_dir, base_dir)
                 try:
                     secs = a.steady_duration or a.duration
                     r = loadgen(a.loadgen, b, f"steady-{i}", secs, WORKLOADS["W1"], a.steady_rate)

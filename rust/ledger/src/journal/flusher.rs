@@ -147,7 +147,8 @@ impl Journal {
         }
         if self.sync {
             // Under load: zeros after this round's records, covered by its sync (`prealloc`).
-            if let Some(step) = self.prealloc.load_step(prefilled, self.max_segment) {
+            let round = batch.iter().map(|p| p.data.len() as u64).sum();
+            if let Some(step) = self.prealloc.load_step(prefilled, self.max_segment, round) {
                 if batch
                     .iter()
                     .any(|p| p.segment == step.segment() && !p.seals)

@@ -14,9 +14,9 @@
 //!   and synced on its own) until half the setting is zero-filled, so an append arriving during a
 //!   step waits for one small write and sync at most;
 //! * **under load**: the flusher is never idle that long, so without this rule every round would
-//!   grow the file. A round that leaves fewer than [`LOAD_LOW`] bytes of zeros past its records
-//!   also writes the next [`LOAD_STEP`] of zeros, after its records and before its sync: the
-//!   round's one sync covers both (as BookKeeper's journal preallocates inline). Measured here
+//!   grow the file. A round that leaves fewer than half a step of zeros past its records also
+//!   writes the next step, after its records and before its sync (a step is 8 times the round's
+//!   bytes, 64 KiB to 1 MiB, see [`LOAD_STEP_ROUNDS`]): the round's one sync covers both (as BookKeeper's journal preallocates inline). Measured here
 //!   (W3, the independent load generator, 3 alternating pairs): broker CPU per message 0.977 →
 //!   0.881 µs (medians); with a separate sync per step instead, publish p99 at saturation rose
 //!   from 12.7 to 17–19 ms, folded into the round 13.4–14.2 ms.
@@ -40,14 +40,18 @@ pub(super) const QUIET: std::time::Duration = std::time::Duration::from_micros(2
 /// Small, so an append that arrives during a step waits a fraction of a millisecond.
 const STEP: u64 = 256 << 10;
 
-/// Under load: fewer zeros than this past a round's records, and the round writes a step.
-/// Rounds are about `journalBufferedWritesThreshold` (512 KiB) at most, usually far less.
-const LOAD_LOW: u64 = 256 << 10;
+/// Under load, a round's step of zeros is this many times the round's own bytes, between
+/// [`LOAD_STEP_MIN`] and [`LOAD_STEP_MAX`]: proportional, so a slow stream of small rounds pays a
+/// small write now and then rather than a mebibyte at once (its publish p99 at 10 000 msg/s
+/// showed 1 MiB steps: 4 of 10 runs over 1.5 ms against 1 of 10 without them).
+const LOAD_STEP_ROUNDS: u64 = 8;
 
-/// Bytes of zeros a round writes under load. Larger than [`STEP`]: zeros cost less CPU per byte
-/// in larger writes (here 0.42 µs/KiB in 256 KiB writes, 0.24 µs/KiB in 1 MiB ones), and a
-/// round pays for one step per mebibyte of records.
-const LOAD_STEP: u64 = 1 << 20;
+/// The smallest step under load.
+const LOAD_STEP_MIN: u64 = 64 << 10;
+
+/// The largest step under load. Zeros cost less CPU per byte in larger writes (0.42 µs/KiB in
+/// 256 KiB writes, 0.24 µs/KiB in 1 MiB ones, each synced: `benches/zero_fill_cost.py`).
+const LOAD_STEP_MAX: u64 = 1 << 20;
 
 /// The setting; written once by the storage after open, read by the flusher when idle.
 pub(super) struct PreAlloc {
@@ -151,21 +155,26 @@ impl PreAlloc {
         })
     }
 
-    /// After a round wrote its records, with the flusher busy: the step of zeros that round
-    /// writes too (see the module header), once fewer than [`LOAD_LOW`] bytes of zeros (half
-    /// the setting, if less) are left past the written end. At most [`LOAD_STEP`] (the setting,
-    /// if less), never past `limit`.
-    pub(super) fn load_step(&self, state: &Prefilled, limit: u64) -> Option<Step> {
+    /// After a round wrote `round` bytes of records: the step of zeros it writes too (see the
+    /// module header), once fewer than half a step of zeros is left past the written end. The
+    /// step is [`LOAD_STEP_ROUNDS`] times the round (at least [`LOAD_STEP_MIN`], at most
+    /// [`LOAD_STEP_MAX`] and the setting), whole 4 KiB blocks, never past `limit`.
+    pub(super) fn load_step(&self, state: &Prefilled, limit: u64, round: u64) -> Option<Step> {
         let ahead = self.ahead.load(Ordering::Relaxed);
         let w = state.at.as_ref()?;
         if ahead == 0 || w.zeros_to == u64::MAX {
             return None;
         }
+        let size = round
+            .saturating_mul(LOAD_STEP_ROUNDS)
+            .clamp(LOAD_STEP_MIN, LOAD_STEP_MAX)
+            .min(ahead)
+            .next_multiple_of(4096);
         let from = w.zeros_to.max(w.end);
-        if from - w.end >= LOAD_LOW.min(ahead / 2) {
+        if from - w.end >= size / 2 {
             return None;
         }
-        let to = (from + LOAD_STEP.min(ahead)).min(limit);
+        let to = (from + size).min(limit);
         (to > from).then(|| Step {
             file: Arc::clone(&w.file),
             segment: w.segment,

@@ -18,6 +18,21 @@ fn wait_for_len(dir: &Path, id: u32, len: u64) -> u64 {
     }
 }
 
+/// Waits (up to 10 s) until segment `id` is at least `len` bytes long and its length has not
+/// changed for 100 ms (the flusher's steps of zeros are done); returns that length.
+fn settled_len(dir: &Path, id: u32, len: u64) -> u64 {
+    let start = std::time::Instant::now();
+    let mut last = wait_for_len(dir, id, len);
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let l = seg_len(dir, id);
+        if l == last || start.elapsed() > std::time::Duration::from_secs(10) {
+            return l;
+        }
+        last = l;
+    }
+}
+
 fn append_n(j: &Journal, ledger: i64, from: i64, n: i64) -> Vec<Loc> {
     (from..from + n)
         .map(|i| j.append(ledger, i, 0, &[i as u8; 100], None).unwrap())
@@ -32,8 +47,14 @@ fn zeros_are_written_ahead_when_idle_and_cut_at_seal_and_close() {
     let first = append_n(&j, 1, 0, 10);
     j.flush();
     let end = first.last().unwrap().end();
-    let len = wait_for_len(dir.path(), 0, end + (256 << 10));
-    assert_eq!(len, end + (256 << 10), "one 256 KiB step of zeros ahead");
+    // The round's own step under load (64 KiB), then idle steps of 256 KiB until at least half
+    // the setting is zeros.
+    let len = settled_len(dir.path(), 0, end + (128 << 10));
+    assert!(
+        (end + (128 << 10)..=end + (64 << 10) + (256 << 10)).contains(&len),
+        "zeros ahead: {}",
+        len - end
+    );
     let raw = std::fs::read(segment_path(dir.path(), 0)).unwrap();
     assert!(raw[end as usize..].iter().all(|b| *b == 0));
     // Small rounds into the zeros leave the file's length alone: no step follows each round
@@ -114,9 +135,10 @@ fn under_continuous_load_rounds_overwrite_zeros() {
     j.close();
     let grew = lengths.windows(2).filter(|w| w[1] > w[0]).count() + 1;
     assert!(rounds >= 30, "the test needs many rounds: {rounds}");
-    // One step per MiB of records (and the first round), never one per round.
+    // A step of 8 rounds' bytes once half of the last one is used: at most one sync in 3 grows
+    // the file, never each one.
     assert!(
-        grew <= 6,
+        grew * 3 <= lengths.len(),
         "the segment grew at {grew} of {} syncs ({rounds} rounds): {lengths:?}",
         lengths.len()
     );
@@ -134,26 +156,25 @@ fn no_preallocation_without_journal_sync() {
 }
 
 /// A crash image: the segment as it is on disk while the broker runs, zeros ahead included.
-fn crashed_image(n: i64) -> (tempfile::TempDir, u64) {
+/// Returns the image, the end of the records and the image's length.
+fn crashed_image(n: i64) -> (tempfile::TempDir, u64, u64) {
     let live = tempfile::tempdir().unwrap();
     let (j, _) = Journal::open(live.path(), true, 1 << 20).unwrap();
     j.set_prealloc(256 << 10);
     let locs = append_n(&j, 1, 0, n);
     j.flush();
     let end = locs.last().unwrap().end();
-    assert_eq!(
-        wait_for_len(live.path(), 0, end + (256 << 10)),
-        end + (256 << 10)
-    );
+    let len = settled_len(live.path(), 0, end + (128 << 10));
+    assert!(len >= end + (128 << 10));
     let image = tempfile::tempdir().unwrap();
     std::fs::copy(segment_path(live.path(), 0), segment_path(image.path(), 0)).unwrap();
     j.close();
-    (image, end)
+    (image, end, len)
 }
 
 #[test]
 fn after_a_crash_the_zero_tail_of_the_last_segment_is_cut_not_reported() {
-    let (image, end) = crashed_image(100);
+    let (image, end, _) = crashed_image(100);
     let (j, mut rec) = Journal::open(image.path(), true, 1 << 20).unwrap();
     assert_eq!(j.damaged_regions(), 0);
     assert_eq!(rec.take(1).len(), 100);
@@ -164,7 +185,7 @@ fn after_a_crash_the_zero_tail_of_the_last_segment_is_cut_not_reported() {
 #[test]
 fn a_zero_tail_in_an_older_segment_is_not_damage() {
     // A crash between a rotation and the round that cuts the sealed segment's zeros.
-    let (image, end) = crashed_image(100);
+    let (image, end, _) = crashed_image(100);
     std::fs::write(segment_path(image.path(), 1), b"").unwrap();
     let (j, mut rec) = Journal::open(image.path(), true, 1 << 20).unwrap();
     assert_eq!(
@@ -176,18 +197,18 @@ fn a_zero_tail_in_an_older_segment_is_not_damage() {
     assert_eq!(seg_len(image.path(), 0), end, "zeros cut");
     j.close();
     // Read-only opens change nothing and report nothing either.
-    let (image, end) = crashed_image(50);
+    let (image, _, len) = crashed_image(50);
     std::fs::write(segment_path(image.path(), 1), b"").unwrap();
     let fs: Arc<dyn Vfs> = Arc::new(crate::vfs::RealFs);
     let (j, mut rec) = Journal::open_with(fs, image.path(), true, 1 << 20, true).unwrap();
     assert_eq!(j.damaged_regions(), 0);
     assert_eq!(rec.take(1).len(), 50);
-    assert_eq!(seg_len(image.path(), 0), end + (256 << 10));
+    assert_eq!(seg_len(image.path(), 0), len);
 }
 
 #[test]
 fn zeros_followed_by_anything_else_are_still_damage() {
-    let (image, end) = crashed_image(100);
+    let (image, end, _) = crashed_image(100);
     let seg = segment_path(image.path(), 0);
     let mut raw = std::fs::read(&seg).unwrap();
     let n = raw.len();
