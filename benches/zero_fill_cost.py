@@ -28,6 +28,16 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def timed_writes(fd: int, data: bytes, n: int) -> tuple[float, float]:
+    """CPU and wall seconds of `n` writes of `data`, one after the other, each followed by
+    `fdatasync`."""
+    c0, t0 = cpu(), time.perf_counter()
+    for i in range(n):
+        os.pwrite(fd, data, i * len(data))
+        os.fdatasync(fd)
+    return cpu() - c0, time.perf_counter() - t0
+
+
 def rounds(d: str, size: int, n: int, prezero: bool) -> tuple[float, float]:
     """CPU and wall µs per round of `size` bytes: pwrite + fdatasync."""
     path = os.path.join(d, "rounds.bin")
@@ -38,16 +48,11 @@ def rounds(d: str, size: int, n: int, prezero: bool) -> tuple[float, float]:
             for i in range(size * n // len(zeros) + 1):
                 os.pwrite(fd, zeros, i * len(zeros))
             os.fdatasync(fd)
-        data = os.urandom(size)
-        c0, t0 = cpu(), time.perf_counter()
-        for i in range(n):
-            os.pwrite(fd, data, i * size)
-            os.fdatasync(fd)
-        c1, t1 = cpu(), time.perf_counter()
+        c, w = timed_writes(fd, os.urandom(size), n)
     finally:
         os.close(fd)
         os.unlink(path)
-    return 1e6 * (c1 - c0) / n, 1e6 * (t1 - t0) / n
+    return 1e6 * c / n, 1e6 * w / n
 
 
 def zero_fill(d: str, step: int, total: int) -> tuple[float, float]:
@@ -55,16 +60,11 @@ def zero_fill(d: str, step: int, total: int) -> tuple[float, float]:
     path = os.path.join(d, "zeros.bin")
     fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
     try:
-        zeros = bytes(step)
-        c0, t0 = cpu(), time.perf_counter()
-        for i in range(total // step):
-            os.pwrite(fd, zeros, i * step)
-            os.fdatasync(fd)
-        c1, t1 = cpu(), time.perf_counter()
+        c, w = timed_writes(fd, bytes(step), total // step)
     finally:
         os.close(fd)
         os.unlink(path)
-    return 1e6 * (c1 - c0) / (total >> 10), 1e3 * (t1 - t0) / (total >> 20)
+    return 1e6 * c / (total >> 10), 1e3 * w / (total >> 20)
 
 
 def main() -> None:

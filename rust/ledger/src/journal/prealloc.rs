@@ -137,22 +137,7 @@ impl PreAlloc {
     /// step clipped to the setting would follow every small round with a small write that grows
     /// the file, which is the metadata write preallocation exists to avoid.
     pub(super) fn next_step(&self, state: &Prefilled, limit: u64) -> Option<Step> {
-        let ahead = self.ahead.load(Ordering::Relaxed);
-        let w = state.at.as_ref()?;
-        if ahead == 0 || w.zeros_to == u64::MAX {
-            return None;
-        }
-        let from = w.zeros_to.max(w.end);
-        if from - w.end >= ahead / 2 {
-            return None;
-        }
-        let to = (from + STEP).min(limit);
-        (to > from).then(|| Step {
-            file: Arc::clone(&w.file),
-            segment: w.segment,
-            from,
-            to,
-        })
+        self.step_ahead(state, limit, |ahead| (ahead / 2, STEP))
     }
 
     /// After a round wrote `round` bytes of records: the step of zeros it writes too (see the
@@ -160,18 +145,33 @@ impl PreAlloc {
     /// step is [`LOAD_STEP_ROUNDS`] times the round (at least [`LOAD_STEP_MIN`], at most
     /// [`LOAD_STEP_MAX`] and the setting), whole 4 KiB blocks, never past `limit`.
     pub(super) fn load_step(&self, state: &Prefilled, limit: u64, round: u64) -> Option<Step> {
+        self.step_ahead(state, limit, |ahead| {
+            let size = round
+                .saturating_mul(LOAD_STEP_ROUNDS)
+                .clamp(LOAD_STEP_MIN, LOAD_STEP_MAX)
+                .min(ahead)
+                .next_multiple_of(4096);
+            (size / 2, size)
+        })
+    }
+
+    /// The step of zeros past the active segment's written end, when preallocation is on and
+    /// has not failed there: `rule(setting)` gives (fewer zeros ahead than this take a step,
+    /// the step's size).
+    fn step_ahead(
+        &self,
+        state: &Prefilled,
+        limit: u64,
+        rule: impl FnOnce(u64) -> (u64, u64),
+    ) -> Option<Step> {
         let ahead = self.ahead.load(Ordering::Relaxed);
         let w = state.at.as_ref()?;
         if ahead == 0 || w.zeros_to == u64::MAX {
             return None;
         }
-        let size = round
-            .saturating_mul(LOAD_STEP_ROUNDS)
-            .clamp(LOAD_STEP_MIN, LOAD_STEP_MAX)
-            .min(ahead)
-            .next_multiple_of(4096);
+        let (low, size) = rule(ahead);
         let from = w.zeros_to.max(w.end);
-        if from - w.end >= size / 2 {
+        if from - w.end >= low {
             return None;
         }
         let to = (from + size).min(limit);
