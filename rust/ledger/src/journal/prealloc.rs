@@ -15,11 +15,11 @@
 //!   step waits for one small write and sync at most;
 //! * **under load**: the flusher is never idle that long, so without this rule every round would
 //!   grow the file. A round that leaves fewer than half a step of zeros past its records also
-//!   writes the next step, after its records and before its sync (a step is 8 times the round's
-//!   bytes, 64 KiB to 1 MiB, see [`LOAD_STEP_ROUNDS`]): the round's one sync covers both (as BookKeeper's journal preallocates inline). Measured here
-//!   (W3, the independent load generator, 3 alternating pairs): broker CPU per message 0.977 →
-//!   0.881 µs (medians); with a separate sync per step instead, publish p99 at saturation rose
-//!   from 12.7 to 17–19 ms, folded into the round 13.4–14.2 ms.
+//!   writes the next step, after its records and before its sync, so the round's one sync covers
+//!   both (BookKeeper's journal also preallocates inline). A step is 8 times the round's bytes,
+//!   64 KiB to 1 MiB (see [`LOAD_STEP_ROUNDS`]). Measured (`benches/RESULTS.md`): W3 under
+//!   `pulsar-rs-perf` +17 % throughput and 17 % less broker CPU per message; a separate sync per
+//!   step instead cost ~7 ms of publish p99 at saturation.
 //!
 //! A zero tail is not damage: recovery recognises the all-zero bytes after a segment's last
 //! record and cuts them (see `recovery`), and the flusher cuts a segment back to its records when
@@ -49,11 +49,12 @@ const LOAD_STEP_ROUNDS: u64 = 8;
 /// The smallest step under load.
 const LOAD_STEP_MIN: u64 = 64 << 10;
 
-/// The largest step under load. Zeros cost less CPU per byte in larger writes (0.42 µs/KiB in
-/// 256 KiB writes, 0.24 µs/KiB in 1 MiB ones, each synced: `benches/zero_fill_cost.py`).
+/// The largest step under load. Zeros cost less CPU per byte in larger writes (0.39–0.42 µs/KiB
+/// in 256 KiB writes, 0.24 µs/KiB in 1 MiB ones, each synced: `benches/zero_fill_cost.py`).
 const LOAD_STEP_MAX: u64 = 1 << 20;
 
-/// The setting; written once by the storage after open, read by the flusher when idle.
+/// The setting; written once by the storage after open, read by the flusher when idle and after
+/// each round.
 pub(super) struct PreAlloc {
     /// Bytes to keep zero-filled ahead of the written end (0 = off). Relaxed loads and stores:
     /// a tuning value; a stale read changes only how far one step reaches.
