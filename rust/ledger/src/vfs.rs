@@ -25,17 +25,6 @@ pub trait VFile: Send + Sync {
     /// # Errors
     /// I/O failure, or `UnexpectedEof` past the end.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
-    /// Reads exactly `len` bytes at `offset` into a new buffer. The default zero-fills the
-    /// buffer first; the real file reads into fresh memory without that `memset` (a catch-up
-    /// read's spans are megabytes).
-    ///
-    /// # Errors
-    /// As [`VFile::read_exact_at`].
-    fn read_vec_at(&self, len: usize, offset: u64) -> io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        self.read_exact_at(&mut buf, offset)?;
-        Ok(buf)
-    }
     /// Writes all of `buf` at `offset` (into the page cache: not durable yet).
     ///
     /// # Errors
@@ -183,38 +172,6 @@ impl VFile for RealFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.0.read_exact_at(buf, offset)
     }
-    fn read_vec_at(&self, len: usize, offset: u64) -> io::Result<Vec<u8>> {
-        use std::os::fd::AsRawFd;
-        let mut buf: Vec<u8> = Vec::with_capacity(len);
-        while buf.len() < len {
-            let done = buf.len();
-            let at = libc::off_t::try_from(offset + done as u64)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
-            let spare = buf.spare_capacity_mut();
-            // SAFETY: `spare` is the unused capacity of `buf`, at least `len - done` bytes long;
-            // `pread` writes at most that many bytes there and returns how many it wrote.
-            let n = unsafe {
-                libc::pread(
-                    self.0.as_raw_fd(),
-                    spare.as_mut_ptr().cast(),
-                    len - done,
-                    at,
-                )
-            };
-            match n {
-                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                n if n < 0 => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(e);
-                    }
-                }
-                // SAFETY: `pread` initialised the next `n` bytes (`0 < n <= len - done`).
-                n => unsafe { buf.set_len(done + n.unsigned_abs()) },
-            }
-        }
-        Ok(buf)
-    }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.0.write_all_at(buf, offset)
     }
@@ -335,9 +292,6 @@ impl<H: Fn(&Path) + Send + Sync> VFile for HookedFile<H> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.inner.read_exact_at(buf, offset)
     }
-    fn read_vec_at(&self, len: usize, offset: u64) -> io::Result<Vec<u8>> {
-        self.inner.read_vec_at(len, offset)
-    }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.inner.write_all_at(buf, offset)
     }
@@ -389,30 +343,5 @@ impl<H: Fn(&Path) + Send + Sync + 'static> Vfs for SyncHookFs<H> {
     }
     fn modified_stamp(&self, path: &Path) -> io::Result<Option<u128>> {
         RealFs.modified_stamp(path)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The real file's `read_vec_at` (a `pread` into fresh memory) returns the same bytes as the
-    /// zero-filling default, in the middle and up to the end, and fails past the end.
-    #[test]
-    fn read_vec_at_matches_read_exact_at() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
-        let f = RealFs.open_read(&path).unwrap();
-        for (len, at) in [(0, 0), (1, 7), (1 << 20, 12_345), (3_000_000 - 99, 99)] {
-            let got = f.read_vec_at(len, at as u64).unwrap();
-            let mut want = vec![0u8; len];
-            f.read_exact_at(&mut want, at as u64).unwrap();
-            assert_eq!(got, want);
-            assert_eq!(got, &data[at..at + len]);
-        }
-        let err = f.read_vec_at(10, 3_000_000 - 5).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 }

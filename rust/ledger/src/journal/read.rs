@@ -151,8 +151,8 @@ impl Journal {
                     })?,
             )
         };
-        let len = usize::try_from(to - from).unwrap_or(usize::MAX);
-        let buf = file.read_vec_at(len, from).map_err(|e| {
+        let mut buf = vec![0u8; (to - from) as usize];
+        file.read_exact_at(&mut buf, from).map_err(|e| {
             LedgerError::io(format!("reading journal segment {segment} at {from}"), e)
         })?;
         Ok(Bytes::from(buf))
