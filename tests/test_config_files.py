@@ -8,6 +8,7 @@ in Rust).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -53,6 +54,7 @@ superUserRoles=localhost,\\
     superUser,admin
 tlsCertificateFilePath=
 brokerServicePortTls=
+numIOThreads=
 authenticationEnabled=false
 authenticationProviders=
 maxMessageSize=1024000
@@ -274,3 +276,21 @@ def test_standalone_conf_bookie_and_stale_keys_accepted(tmp_path):
         assert key in w
     # The embedded bookie's group wait is applied (as journalSyncData is), not ignored.
     assert "journalMaxGroupWaitMSec" not in w
+
+
+def test_num_io_threads_sizes_the_connection_threads():
+    # Pulsar's key for its Netty IO threads sizes the runtime serving the connections.
+    with pulsar_rs.Broker(numIOThreads=3) as b:
+        assert b.io_threads == 3
+        client = new_client(b.service_url)
+        try:
+            producer = client.create_producer("io-threads")
+            consumer = client.subscribe("io-threads", "s")
+            producer.send(b"x")
+            assert consumer.receive(timeout_millis=10_000).data() == b"x"
+        finally:
+            client.close()
+    with pulsar_rs.Broker() as b:
+        assert b.io_threads == max(1, len(os.sched_getaffinity(0)) - 1)
+    with pytest.raises(pulsar_rs.InvalidConfigError, match="numIOThreads"):
+        pulsar_rs.Broker(numIOThreads=0)

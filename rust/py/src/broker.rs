@@ -15,7 +15,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
 use crate::error::{self, BrokerError as PyBrokerError, ServerError as PyServerError};
 
-/// The one runtime every in-process broker of this interpreter runs on.
+/// The runtime of work that belongs to no broker (offline exports).
 pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
@@ -153,6 +153,8 @@ pub fn read_config<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, P
 pub struct PyBroker {
     /// The server while running; taken by `stop`. Locked only to take it.
     server: Mutex<Option<Server>>,
+    /// This broker's own runtime, `numIOThreads` workers; `None` only once dropped.
+    rt: Option<Arc<tokio::runtime::Runtime>>,
     service_url: String,
     admin_url: String,
     /// `pulsar+ssl://host:port` when `brokerServicePortTls` is set.
@@ -165,6 +167,15 @@ pub struct PyBroker {
 }
 
 impl PyBroker {
+    /// This broker's runtime.
+    fn rt(&self) -> Arc<tokio::runtime::Runtime> {
+        Arc::clone(
+            self.rt
+                .as_ref()
+                .expect("the runtime lives as long as the broker"),
+        )
+    }
+
     /// The running broker's service.
     fn service(&self) -> PyResult<Arc<pulsar_rs_broker::BrokerService>> {
         self.server
@@ -202,9 +213,17 @@ impl PyBroker {
                 (t.path().to_path_buf(), Some(t))
             }
         };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.io_threads())
+            .thread_name("pulsar-io")
+            .enable_all()
+            .build()
+            .map_err(|e| PyServerError::new_err(format!("starting the broker's threads: {e}")))?;
+        let rt = Arc::new(rt);
         let d = dir.clone();
+        let r = Arc::clone(&rt);
         let server = py
-            .detach(move || runtime().block_on(Server::start(cfg, d)))
+            .detach(move || r.block_on(Server::start(cfg, d)))
             .map_err(|e| server_err(py, e))?;
         Ok(PyBroker {
             service_url: server.service_url().to_owned(),
@@ -213,6 +232,7 @@ impl PyBroker {
             admin_url_tls: server.admin_url_tls().map(str::to_owned),
             data_dir: dir,
             server: Mutex::new(Some(server)),
+            rt: Some(rt),
             temp: Mutex::new(temp),
         })
     }
@@ -257,6 +277,12 @@ impl PyBroker {
             .unwrap_or(0)
     }
 
+    /// How many threads serve its connections (`numIOThreads`), as its runtime reports.
+    #[getter]
+    fn io_threads(&self) -> usize {
+        self.rt().metrics().num_workers()
+    }
+
     /// Whether it is serving.
     #[getter]
     fn running(&self) -> bool {
@@ -271,7 +297,8 @@ impl PyBroker {
             .map_err(|_| PyRuntimeError::new_err("broker lock poisoned"))?
             .take();
         if let Some(server) = server {
-            py.detach(move || runtime().block_on(server.shutdown()))
+            let rt = self.rt();
+            py.detach(move || rt.block_on(server.shutdown()))
                 .map_err(|e| server_err(py, e))?;
         }
         Ok(())
@@ -311,7 +338,7 @@ impl PyBroker {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let service = self.service()?;
-        crate::export::export_service(py, service, progress)
+        crate::export::export_service(py, service, progress, self.rt().handle())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -336,12 +363,22 @@ impl PyBroker {
 
 impl Drop for PyBroker {
     fn drop(&mut self) {
-        if let Ok(mut s) = self.server.lock() {
-            if let Some(server) = s.take() {
-                let _ =
-                    Python::attach(|py| py.detach(move || runtime().block_on(server.shutdown())));
-            }
-        }
+        let server = self.server.lock().ok().and_then(|mut s| s.take());
+        let Some(rt) = self.rt.take() else {
+            return;
+        };
+        Python::attach(|py| {
+            py.detach(move || {
+                if let Some(server) = server {
+                    let _ = rt.block_on(server.shutdown());
+                }
+                // The last holder stops the threads; a task still running after the server's
+                // shutdown (none is expected) is abandoned rather than waited on forever.
+                if let Ok(rt) = Arc::try_unwrap(rt) {
+                    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+                }
+            });
+        });
     }
 }
 

@@ -142,11 +142,12 @@ pub(crate) fn export_service<'py>(
     py: Python<'py>,
     service: Arc<BrokerService>,
     progress: Option<Py<PyAny>>,
+    rt: &tokio::runtime::Handle,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut reporter = Reporter::new(progress);
     let result = py.detach(|| {
-        // Loading topics starts their dispatchers, which need the runtime.
-        let _guard = runtime().enter();
+        // Loading topics starts their dispatchers, which need the broker's runtime.
+        let _guard = rt.enter();
         pulsar_rs_export::snapshot_with_progress(&service, &mut |p| reporter.report(p))
     });
     reporter.finish(py, result)
