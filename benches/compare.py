@@ -106,6 +106,8 @@ class Broker:
                 toml += "journalPreAllocSizeMB = 0\n"
             if kind.endswith("-agw0"):
                 toml += "journalAdaptiveGroupWaitMicros = 0\n"
+            if kind.endswith("-io2"):
+                toml += "numIOThreads = 2\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
             cmd = [
