@@ -7,16 +7,22 @@
 //! tested at thousands of cut points in seconds.
 //!
 //! Durability rules the callers follow (and the simulation enforces):
-//! * file data and size are durable only after [`VFile::sync_data`];
+//! * file data and size are durable only after [`VFile::sync_data`], also data written with
+//!   [`VFile::write_direct`] (past the page cache, but not past the device's own cache);
 //! * a created, renamed or removed directory entry is durable only after [`Vfs::sync_dir`] of
 //!   its parent directory ([`ensure_dir`] does this for directories it creates).
 
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+
+/// Alignment of [`VFile::write_direct`]: its memory, offset and length are multiples of this.
+/// 4 KiB suits devices with 512-byte and with 4 KiB logical blocks.
+pub const DIRECT_BLOCK: u64 = 4096;
 
 /// An open file.
 pub trait VFile: Send + Sync {
@@ -30,6 +36,17 @@ pub trait VFile: Send + Sync {
     /// # Errors
     /// I/O failure (a full disk is `StorageFull`).
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Writes `blocks` at `offset` past the page cache (`O_DIRECT`), when the file was opened
+    /// with [`Vfs::open_direct`] and its file system takes direct writes. The memory of
+    /// `blocks`, its length and `offset` are multiples of [`DIRECT_BLOCK`]. Durable only after
+    /// [`VFile::sync_data`], like any write. `Ok(false)`: nothing was written, the caller writes
+    /// through the page cache instead.
+    ///
+    /// # Errors
+    /// I/O failure (a full disk is `StorageFull`).
+    fn write_direct(&self, _blocks: &[u8], _offset: u64) -> io::Result<bool> {
+        Ok(false)
+    }
     /// `fdatasync`: makes written data and the file size durable.
     ///
     /// # Errors
@@ -87,6 +104,14 @@ pub trait Vfs: Send + Sync + 'static {
     /// # Errors
     /// I/O failure; `NotFound` without `create`.
     fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>>;
+    /// As [`Vfs::open`], and ready for [`VFile::write_direct`] where the file system supports
+    /// it (the default: it does not).
+    ///
+    /// # Errors
+    /// As [`Vfs::open`].
+    fn open_direct(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
+        self.open(path, create)
+    }
     /// Opens an existing file for reading only.
     ///
     /// # Errors
@@ -166,7 +191,23 @@ pub fn ensure_dir(fs: &dyn Vfs, dir: &Path) -> io::Result<()> {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
 
-struct RealFile(std::fs::File);
+struct RealFile(std::fs::File, Option<DirectHandle>);
+
+/// A second descriptor of a file, opened with `O_DIRECT` (reads keep to the first one: direct
+/// reads would have to be aligned too).
+struct DirectHandle {
+    file: std::fs::File,
+    /// Set once the file system refused a direct write (`EINVAL`): later ones go through the
+    /// page cache. Relaxed: only the journal's flusher writes a segment; a stale read costs one
+    /// more refused attempt.
+    refused: AtomicBool,
+}
+
+impl RealFile {
+    fn plain(f: std::fs::File) -> Self {
+        RealFile(f, None)
+    }
+}
 
 impl VFile for RealFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -174,6 +215,25 @@ impl VFile for RealFile {
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.0.write_all_at(buf, offset)
+    }
+    fn write_direct(&self, blocks: &[u8], offset: u64) -> io::Result<bool> {
+        let Some(d) = &self.1 else {
+            return Ok(false);
+        };
+        if d.refused.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        match d.file.write_all_at(blocks, offset) {
+            Ok(()) => Ok(true),
+            // The file system opened the file for direct I/O but takes no such writes (or not
+            // with this alignment): the caller rewrites the same bytes through the page cache.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                tracing::info!(error = %e, "direct writes refused; writing through the page cache");
+                d.refused.store(true, Ordering::Relaxed);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
@@ -222,13 +282,35 @@ impl Vfs for RealFs {
             .create(create)
             .truncate(false)
             .open(path)?;
-        Ok(Arc::new(RealFile(f)))
+        Ok(Arc::new(RealFile::plain(f)))
+    }
+    fn open_direct(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)?;
+        // tmpfs and some FUSE file systems refuse O_DIRECT (EINVAL): then the page cache only.
+        let direct = match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+        {
+            Ok(file) => Some(DirectHandle {
+                file,
+                refused: AtomicBool::new(false),
+            }),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Arc::new(RealFile(f, direct)))
     }
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
-        Ok(Arc::new(RealFile(std::fs::File::open(path)?)))
+        Ok(Arc::new(RealFile::plain(std::fs::File::open(path)?)))
     }
     fn create(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
-        Ok(Arc::new(RealFile(std::fs::File::create(path)?)))
+        Ok(Arc::new(RealFile::plain(std::fs::File::create(path)?)))
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
@@ -295,6 +377,9 @@ impl<H: Fn(&Path) + Send + Sync> VFile for HookedFile<H> {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.inner.write_all_at(buf, offset)
     }
+    fn write_direct(&self, blocks: &[u8], offset: u64) -> io::Result<bool> {
+        self.inner.write_direct(blocks, offset)
+    }
     fn sync_data(&self) -> io::Result<()> {
         (self.hook)(&self.path);
         self.inner.sync_data()
@@ -319,6 +404,9 @@ impl<H: Fn(&Path) + Send + Sync + 'static> Vfs for SyncHookFs<H> {
     }
     fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
         Ok(self.wrap(path, RealFs.open(path, create)?))
+    }
+    fn open_direct(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
+        Ok(self.wrap(path, RealFs.open_direct(path, create)?))
     }
     fn open_read(&self, path: &Path) -> io::Result<Arc<dyn VFile>> {
         RealFs.open_read(path)

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use parking_lot::MutexGuard;
 
-use super::{open_segment, prealloc, sync_dir, Journal, Pending, State};
+use super::{direct, open_segment, prealloc, sync_dir, Journal, Pending, State};
 use crate::vfs::VFile;
 use crate::{LedgerError, Result};
 
 impl Journal {
     pub(super) fn flush_loop(&self) {
         let mut prefilled = prealloc::Prefilled::default();
+        let mut direct = direct::DirectWriter::default();
         loop {
             let (mut batch, completions, dir_dirty) = {
                 let mut st = self.state.lock();
@@ -66,9 +67,10 @@ impl Journal {
                 (batch, std::mem::take(&mut st.completions), dir_dirty)
             };
             // The I/O runs without the lock so appenders keep filling the next round.
-            let result = self.write_batch(&batch, dir_dirty, &mut prefilled);
+            let result = self.write_batch(&batch, dir_dirty, &mut prefilled, &mut direct);
             let cut_back = if result.is_err() {
                 prefilled.reset();
+                direct.reset();
                 // Unlocked too: cut the damaged segments back durably before anything else.
                 self.cut_back(&batch)
             } else {
@@ -127,14 +129,25 @@ impl Journal {
         batch: &[Pending],
         dir_dirty: bool,
         prefilled: &mut prealloc::Prefilled,
+        direct: &mut direct::DirectWriter,
     ) -> Result<()> {
         // Relaxed: a statistic.
         self.rounds
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         for p in batch {
-            p.file.write_all_at(&p.data, p.offset).map_err(|e| {
-                LedgerError::io(format!("writing journal segment {}", p.segment), e)
-            })?;
+            // Durable rounds past the page cache where the segment takes it (`direct`).
+            let written = self.sync
+                && !p.data.is_empty()
+                && direct
+                    .write(p.segment, p.file.as_ref(), &p.data, p.offset)
+                    .map_err(|e| {
+                        LedgerError::io(format!("writing journal segment {}", p.segment), e)
+                    })?;
+            if !written {
+                p.file.write_all_at(&p.data, p.offset).map_err(|e| {
+                    LedgerError::io(format!("writing journal segment {}", p.segment), e)
+                })?;
+            }
             let end = p.offset + p.data.len() as u64;
             if p.seals {
                 prefilled.reset();
@@ -207,7 +220,7 @@ impl Journal {
         let cut: HashSet<u32> = batch.iter().map(|p| p.segment).collect();
         st.unindexed.retain(|(id, _)| !cut.contains(id));
         let next = st.active + 1;
-        match open_segment(self.fs.as_ref(), &self.dir, next, true) {
+        match open_segment(self.fs.as_ref(), &self.dir, next, true, self.sync) {
             Ok(file) => {
                 st.segments.insert(next, file);
                 st.segment_ledgers.insert(next, HashSet::new());

@@ -19,6 +19,7 @@
 //! segment, starts no flusher and refuses appends.
 
 mod checkpoint;
+mod direct;
 mod flusher;
 mod group;
 mod index;
@@ -152,10 +153,22 @@ fn segment_path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("{id:010}.log"))
 }
 
-fn open_segment(fs: &dyn Vfs, dir: &Path, id: u32, create: bool) -> Result<Arc<dyn VFile>> {
+/// Opens segment `id`; `create` makes a new one for appends, ready for direct writes when the
+/// journal is durable (`sync`, see [`direct`]).
+fn open_segment(
+    fs: &dyn Vfs,
+    dir: &Path,
+    id: u32,
+    create: bool,
+    sync: bool,
+) -> Result<Arc<dyn VFile>> {
     let path = segment_path(dir, id);
-    fs.open(&path, create)
-        .map_err(|e| LedgerError::io(format!("opening journal segment {}", path.display()), e))
+    let file = if create && sync {
+        fs.open_direct(&path, true)
+    } else {
+        fs.open(&path, create)
+    };
+    file.map_err(|e| LedgerError::io(format!("opening journal segment {}", path.display()), e))
 }
 
 fn sync_dir(fs: &dyn Vfs, dir: &Path) -> Result<()> {
@@ -236,7 +249,7 @@ impl Journal {
                 fs.open_read(&path)
                     .map_err(|e| LedgerError::io(format!("opening {}", path.display()), e))?
             } else {
-                open_segment(fs.as_ref(), &dir, id, false)?
+                open_segment(fs.as_ref(), &dir, id, false, false)?
             };
             let seg_len = file
                 .len()
@@ -336,7 +349,7 @@ impl Journal {
         // Appends always go to a fresh segment: recovered segments stay read-only.
         let active = ids.last().map_or(0, |l| l + 1);
         if !read_only {
-            segments.insert(active, open_segment(fs.as_ref(), &dir, active, true)?);
+            segments.insert(active, open_segment(fs.as_ref(), &dir, active, true, sync)?);
             segment_ledgers.insert(active, HashSet::new());
             sync_dir(fs.as_ref(), &dir)?;
         }
@@ -514,7 +527,7 @@ impl Journal {
     /// Seals the active segment's buffer and opens the next segment. Caller holds the lock.
     fn rotate(&self, st: &mut State) -> Result<()> {
         let next = st.active + 1;
-        let file = open_segment(self.fs.as_ref(), &self.dir, next, true)?;
+        let file = open_segment(self.fs.as_ref(), &self.dir, next, true, self.sync)?;
         st.dir_dirty = true;
         // Pushed even when empty: the flusher cuts the sealed segment's preallocated tail.
         let data = st.buf.split().freeze();

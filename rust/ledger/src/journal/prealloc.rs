@@ -195,7 +195,13 @@ impl PreAlloc {
     /// nothing waits for them.
     pub(super) fn write(step: &Step, sync: bool) -> bool {
         let mut at = step.from;
-        let mut res = Ok(());
+        // Past the page cache where the segment takes it (`direct`), else in the page cache.
+        let mut res =
+            super::direct::write_zeros(step.file.as_ref(), step.from, step.to).map(|direct| {
+                if direct {
+                    at = step.to;
+                }
+            });
         while at < step.to && res.is_ok() {
             let piece = (step.to - at).min(STEP);
             // `piece` ≤ STEP (256 KiB): the cast cannot truncate.

@@ -1,0 +1,204 @@
+//! Durable rounds written past the page cache (`O_DIRECT`), where the file system takes it.
+//!
+//! Why: a buffered round copies its records into the page cache, and its `fdatasync` then walks
+//! the dirty pages, builds and submits their writes and waits for them; a direct write hands the
+//! aligned buffer to the device at once, and the sync is left with the device's cache flush.
+//! Measured here (Python `os.pwrite` + `os.fdatasync` over preallocated zeros, CPU per round):
+//! 6 KiB 48.2 vs 24.8 µs, 30 KiB 56.0 vs 29.0 µs, 150 KiB 68.2 vs 35.9 µs buffered vs direct,
+//! and each round's wall time 25–34 % shorter. Preallocated zeros cost far less too: no page
+//! cache pages to allocate and fill for blocks that records overwrite moments later.
+//!
+//! A direct write covers whole blocks ([`DIRECT_BLOCK`]) from aligned memory, while records
+//! are packed end to end with no padding (the on-disk format is unchanged). So a round writes
+//! from the start of the block holding its first byte: that block's earlier bytes are the
+//! previous round's last ones, which this writer keeps (or reads back from the file, after an
+//! open); the round's last block is padded with zeros. Zeros past the records are what a
+//! preallocated segment holds anyway, and recovery and sealing already cut them.
+//!
+//! `fdatasync` still makes each round durable: direct writes bypass the page cache, not the
+//! device's volatile cache. A file system that refuses direct writes (tmpfs, FUSE) gets the
+//! page cache path, as does the non-durable mode (nothing waits for its writes there).
+
+use crate::vfs::{VFile, DIRECT_BLOCK};
+
+/// `DIRECT_BLOCK` as a length (4 096 fits every `usize`).
+const BLOCK: usize = DIRECT_BLOCK as usize;
+
+/// Flusher-owned staging memory and the last, partly filled block of the segment it writes.
+/// Only the flusher thread uses it, so it lives on that thread's stack.
+#[derive(Default)]
+pub(super) struct DirectWriter {
+    /// Staging memory; the aligned part of it is filled and written each round.
+    buf: Vec<u8>,
+    /// The last written block that records fill only partly: its segment, its offset and the
+    /// record bytes at its start.
+    tail: Option<Tail>,
+}
+
+struct Tail {
+    segment: u32,
+    at: u64,
+    bytes: Vec<u8>,
+}
+
+impl DirectWriter {
+    /// Writes `data` at `offset` of segment `segment` as whole blocks past the page cache (the
+    /// last one padded with zeros). `Ok(false)`: the file takes no direct writes; nothing was
+    /// written.
+    pub(super) fn write(
+        &mut self,
+        segment: u32,
+        file: &dyn VFile,
+        data: &[u8],
+        offset: u64,
+    ) -> std::io::Result<bool> {
+        let start = offset - offset % DIRECT_BLOCK;
+        let end = offset + data.len() as u64;
+        // Both are below one block or the round's own length: the casts cannot truncate.
+        let head = (offset - start) as usize;
+        let len = (end.next_multiple_of(DIRECT_BLOCK) - start) as usize;
+        if self.buf.len() < len + BLOCK {
+            self.buf.resize(len + BLOCK, 0);
+        }
+        let skip = self.buf.as_ptr().align_offset(BLOCK);
+        let blocks = &mut self.buf[skip..skip + len];
+        if head > 0 {
+            match &self.tail {
+                Some(t) if t.segment == segment && t.at == start && t.bytes.len() == head => {
+                    blocks[..head].copy_from_slice(&t.bytes);
+                }
+                // First round after the writer lost track (an open, a failed round): the bytes
+                // are on disk, read them back.
+                _ => file.read_exact_at(&mut blocks[..head], start)?,
+            }
+        }
+        blocks[head..head + data.len()].copy_from_slice(data);
+        blocks[head + data.len()..].fill(0);
+        if !file.write_direct(blocks, start)? {
+            return Ok(false);
+        }
+        let last = end - end % DIRECT_BLOCK;
+        // Within this round's blocks: the casts cannot truncate.
+        let kept = &blocks[(last - start) as usize..(end - start) as usize];
+        match &mut self.tail {
+            Some(t) => {
+                t.segment = segment;
+                t.at = last;
+                t.bytes.clear();
+                t.bytes.extend_from_slice(kept);
+            }
+            None => {
+                self.tail = Some(Tail {
+                    segment,
+                    at: last,
+                    bytes: kept.to_vec(),
+                });
+            }
+        }
+        Ok(true)
+    }
+
+    /// A failed round cut segments back: forget the kept block.
+    pub(super) fn reset(&mut self) {
+        self.tail = None;
+    }
+}
+
+/// Writes zeros over `[from, to)` of `file` past the page cache, widened to whole blocks: from
+/// the block after the one holding `from` (its bytes past the records are the zero padding of
+/// the last direct round) up to the end of the block holding `to - 1`. `Ok(false)`: the file
+/// takes no direct writes (or the range holds no whole block); nothing was written.
+pub(super) fn write_zeros(file: &dyn VFile, from: u64, to: u64) -> std::io::Result<bool> {
+    let mut at = from.next_multiple_of(DIRECT_BLOCK);
+    let end = to.next_multiple_of(DIRECT_BLOCK);
+    if at >= end {
+        return Ok(false);
+    }
+    let zeros = zero_blocks();
+    while at < end {
+        // At most the buffer's length: the cast cannot truncate.
+        let piece = (end - at).min(zeros.len() as u64) as usize;
+        if !file.write_direct(&zeros[..piece], at)? {
+            return Ok(false);
+        }
+        at += piece as u64;
+    }
+    Ok(true)
+}
+
+/// 256 KiB of zeros at an aligned address.
+fn zero_blocks() -> &'static [u8] {
+    const LEN: usize = 256 << 10;
+    static Z: std::sync::OnceLock<Box<[u8]>> = std::sync::OnceLock::new();
+    let raw = Z.get_or_init(|| vec![0u8; LEN + BLOCK].into_boxed_slice());
+    let skip = raw.as_ptr().align_offset(BLOCK);
+    &raw[skip..skip + LEN]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::{RealFs, Vfs};
+
+    /// Whether the test directory's file system takes direct writes.
+    fn takes_direct(dir: &std::path::Path) -> bool {
+        let f = RealFs.open_direct(&dir.join("probe"), true).unwrap();
+        let z = zero_blocks();
+        f.write_direct(&z[..BLOCK], 0).unwrap()
+    }
+
+    #[test]
+    fn rounds_of_any_size_land_end_to_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let direct = takes_direct(dir.path());
+        let path = dir.path().join("seg");
+        let file = RealFs.open_direct(&path, true).unwrap();
+        let mut w = DirectWriter::default();
+        let mut expect = Vec::new();
+        // Sizes that start and end mid-block, fill a block exactly, and span several.
+        for (i, n) in [100usize, 5000, 3, 8189, 4096, 1, 12_000, 4095]
+            .iter()
+            .enumerate()
+        {
+            let data: Vec<u8> = (0..*n).map(|k| (k * 7 + i * 31 + 1) as u8 | 1).collect();
+            let at = expect.len() as u64;
+            assert_eq!(w.write(0, file.as_ref(), &data, at).unwrap(), direct);
+            if !direct {
+                file.write_all_at(&data, at).unwrap();
+            }
+            expect.extend_from_slice(&data);
+            let raw = std::fs::read(&path).unwrap();
+            assert_eq!(&raw[..expect.len()], &expect[..], "round {i}");
+            assert!(
+                raw[expect.len()..].iter().all(|b| *b == 0),
+                "round {i}: padding"
+            );
+        }
+        // A writer that lost track of the last block (after an open) reads it back.
+        let mut fresh = DirectWriter::default();
+        let at = expect.len() as u64;
+        assert_eq!(fresh.write(0, file.as_ref(), b"tail", at).unwrap(), direct);
+        if direct {
+            expect.extend_from_slice(b"tail");
+            let raw = std::fs::read(&path).unwrap();
+            assert_eq!(&raw[..expect.len()], &expect[..]);
+        }
+    }
+
+    #[test]
+    fn zeros_cover_whole_blocks_after_the_records() {
+        let dir = tempfile::tempdir().unwrap();
+        if !takes_direct(dir.path()) {
+            return; // tmpfs: the page cache path, covered by the preallocation tests
+        }
+        let path = dir.path().join("seg");
+        let file = RealFs.open_direct(&path, true).unwrap();
+        let mut w = DirectWriter::default();
+        assert!(w.write(0, file.as_ref(), &[7u8; 5000], 0).unwrap());
+        assert!(write_zeros(file.as_ref(), 5000, 70_000).unwrap());
+        let raw = std::fs::read(&path).unwrap();
+        assert_eq!(raw.len() as u64, 70_000u64.next_multiple_of(DIRECT_BLOCK));
+        assert!(raw[..5000].iter().all(|b| *b == 7), "records kept");
+        assert!(raw[5000..].iter().all(|b| *b == 0));
+    }
+}
