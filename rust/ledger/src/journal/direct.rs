@@ -24,11 +24,16 @@ use crate::vfs::{VFile, DIRECT_BLOCK};
 /// `DIRECT_BLOCK` as a length (4 096 fits every `usize`).
 const BLOCK: usize = DIRECT_BLOCK as usize;
 
+/// The most one direct write carries, and the size of the staging memory: a larger round is
+/// written in several, so the memory stays bounded whatever the round's size.
+const CHUNK: usize = 1 << 20;
+
 /// Flusher-owned staging memory and the last, partly filled block of the segment it writes.
 /// Only the flusher thread uses it, so it lives on that thread's stack.
 #[derive(Default)]
 pub(super) struct DirectWriter {
-    /// Staging memory; the aligned part of it is filled and written each round.
+    /// Staging memory: [`CHUNK`] bytes at an aligned address inside it, filled and written for
+    /// each chunk of a round.
     buf: Vec<u8>,
     /// The last written block that records fill only partly: its segment, its offset and the
     /// record bytes at its start.
@@ -43,8 +48,9 @@ struct Tail {
 
 impl DirectWriter {
     /// Writes `data` at `offset` of segment `segment` as whole blocks past the page cache (the
-    /// last one padded with zeros). `Ok(false)`: the file takes no direct writes; nothing was
-    /// written.
+    /// last one padded with zeros), [`CHUNK`] bytes per write at most. `Ok(false)`: the file
+    /// takes no direct writes; the caller writes `data` through the page cache (any chunk
+    /// written already holds the same bytes).
     pub(super) fn write(
         &mut self,
         segment: u32,
@@ -52,50 +58,55 @@ impl DirectWriter {
         data: &[u8],
         offset: u64,
     ) -> std::io::Result<bool> {
-        let start = offset - offset % DIRECT_BLOCK;
-        let end = offset + data.len() as u64;
-        // Both are below one block or the round's own length: the casts cannot truncate.
-        let head = (offset - start) as usize;
-        let len = (end.next_multiple_of(DIRECT_BLOCK) - start) as usize;
-        if self.buf.len() < len + BLOCK {
-            self.buf.resize(len + BLOCK, 0);
+        if self.buf.len() < CHUNK + BLOCK {
+            self.buf.resize(CHUNK + BLOCK, 0);
         }
         let skip = self.buf.as_ptr().align_offset(BLOCK);
-        let blocks = &mut self.buf[skip..skip + len];
+        let staging = &mut self.buf[skip..skip + CHUNK];
+        let mut start = offset - offset % DIRECT_BLOCK;
+        // Below one block: the cast cannot truncate.
+        let mut head = (offset - start) as usize;
         if head > 0 {
             match &self.tail {
                 Some(t) if t.segment == segment && t.at == start && t.bytes.len() == head => {
-                    blocks[..head].copy_from_slice(&t.bytes);
+                    staging[..head].copy_from_slice(&t.bytes);
                 }
                 // First round after the writer lost track (an open, a failed round): the bytes
                 // are on disk, read them back.
-                _ => file.read_exact_at(&mut blocks[..head], start)?,
+                _ => file.read_exact_at(&mut staging[..head], start)?,
             }
         }
-        blocks[head..head + data.len()].copy_from_slice(data);
-        blocks[head + data.len()..].fill(0);
-        if !file.write_direct(blocks, start)? {
-            return Ok(false);
-        }
-        let last = end - end % DIRECT_BLOCK;
-        // Within this round's blocks: the casts cannot truncate.
-        let kept = &blocks[(last - start) as usize..(end - start) as usize];
-        match &mut self.tail {
-            Some(t) => {
+        let mut rest = data;
+        loop {
+            // A chunk that does not take the rest ends on a block boundary (CHUNK is whole
+            // blocks), so the next one starts on one with nothing before it.
+            let n = rest.len().min(CHUNK - head);
+            staging[head..head + n].copy_from_slice(&rest[..n]);
+            let filled = head + n;
+            let len = filled.next_multiple_of(BLOCK);
+            staging[filled..len].fill(0);
+            if !file.write_direct(&staging[..len], start)? {
+                return Ok(false);
+            }
+            rest = &rest[n..];
+            if rest.is_empty() {
+                // The last block's record bytes start the next round's first write.
+                let last = filled - filled % BLOCK;
+                let kept = &staging[last..filled];
+                let t = self.tail.get_or_insert_with(|| Tail {
+                    segment,
+                    at: 0,
+                    bytes: Vec::with_capacity(BLOCK),
+                });
                 t.segment = segment;
-                t.at = last;
+                t.at = start + last as u64;
                 t.bytes.clear();
                 t.bytes.extend_from_slice(kept);
+                return Ok(true);
             }
-            None => {
-                self.tail = Some(Tail {
-                    segment,
-                    at: last,
-                    bytes: kept.to_vec(),
-                });
-            }
+            start += CHUNK as u64;
+            head = 0;
         }
-        Ok(true)
     }
 
     /// A failed round cut segments back: forget the kept block.
@@ -155,10 +166,13 @@ mod tests {
         let file = RealFs.open_direct(&path, true).unwrap();
         let mut w = DirectWriter::default();
         let mut expect = Vec::new();
-        // Sizes that start and end mid-block, fill a block exactly, and span several.
-        for (i, n) in [100usize, 5000, 3, 8189, 4096, 1, 12_000, 4095]
-            .iter()
-            .enumerate()
+        // Sizes that start and end mid-block, fill a block exactly, span several, and rounds
+        // larger than one write (CHUNK).
+        for (i, n) in [
+            100usize, 5000, 3, 8189, 4096, 1, 12_000, 2_100_017, 4095, CHUNK,
+        ]
+        .iter()
+        .enumerate()
         {
             let data: Vec<u8> = (0..*n).map(|k| (k * 7 + i * 31 + 1) as u8 | 1).collect();
             let at = expect.len() as u64;
