@@ -107,6 +107,7 @@ class ManagedLedger:
         journalBufferedWritesThreshold: int = ...,
         journalAdaptiveGroupWaitMicros: float = ...,
         journalPreAllocSizeMB: float = ...,
+        journalDirectWrites: bool = ...,
         managedLedgerCacheSizeMB: float = ...,
         managedLedgerCacheEvictionWatermark: float = ...,
         managedLedgerCacheEvictionTimeThresholdMillis: float = ...,

@@ -46,6 +46,8 @@ pub struct BrokerConfig {
     pub journal_adaptive_group_wait_micros: u64,
     #[serde(rename = "journalPreAllocSizeMB")]
     pub journal_pre_alloc_size_mb: u64,
+    /// Ours: durable journal rounds written past the page cache where the file system takes it.
+    pub journal_direct_writes: bool,
     #[serde(rename = "managedLedgerCacheSizeMB")]
     pub managed_ledger_cache_size_mb: u64,
     pub managed_ledger_cache_eviction_watermark: f64,
@@ -223,6 +225,7 @@ impl Default for BrokerConfig {
             journal_buffered_writes_threshold: 512 * 1024,
             journal_adaptive_group_wait_micros: 1000,
             journal_pre_alloc_size_mb: 16,
+            journal_direct_writes: true,
             managed_ledger_cache_size_mb: 64,
             managed_ledger_cache_eviction_watermark: 0.9,
             managed_ledger_cache_eviction_time_threshold_millis: 1000,
@@ -592,6 +595,7 @@ impl BrokerConfig {
                 self.journal_adaptive_group_wait_micros,
             ),
             journal_prealloc_bytes: self.journal_pre_alloc_size_mb.saturating_mul(1 << 20),
+            journal_direct_writes: self.journal_direct_writes,
             cache_size_bytes: self.managed_ledger_cache_size_mb.saturating_mul(1 << 20),
             cache_eviction_watermark: self.managed_ledger_cache_eviction_watermark,
             cache_eviction_time_threshold: Duration::from_millis(

@@ -29,6 +29,10 @@ pub struct StorageConfig {
     /// durable round's `fdatasync` writes no file-size or allocation metadata (see
     /// `journal::prealloc`). Default 16 MiB, as BookKeeper; 0 disables it.
     pub journal_prealloc_bytes: u64,
+    /// `journalDirectWrites` (ours): durable rounds and preallocated zeros are written past the
+    /// page cache (`O_DIRECT`) where the file system takes it (see `journal::direct`). Default
+    /// true; false keeps recently written entries in the page cache for readers.
+    pub journal_direct_writes: bool,
     /// `managedLedgerCacheSizeMB`: the broker-wide entry cache budget in bytes; 0 disables caching.
     pub cache_size_bytes: u64,
     /// `managedLedgerCacheEvictionWatermark`: size eviction goes down to this fraction of the budget.
@@ -51,6 +55,7 @@ impl Default for StorageConfig {
             journal_adaptive_group_wait: Duration::from_millis(1),
             journal_buffered_writes_threshold: 512 << 10,
             journal_prealloc_bytes: 16 << 20,
+            journal_direct_writes: true,
             cache_size_bytes: 64 << 20,
             cache_eviction_watermark: 0.9,
             cache_eviction_time_threshold: Duration::from_millis(1000),

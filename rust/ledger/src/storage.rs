@@ -201,6 +201,7 @@ impl Storage {
             config.journal_buffered_writes_threshold,
         );
         journal.set_prealloc(config.journal_prealloc_bytes);
+        journal.set_direct_writes(config.journal_direct_writes);
         journal.set_adaptive_group_wait(config.journal_adaptive_group_wait);
         let (live, unreadable) = live_ledger_ids(meta.as_ref())?;
         let in_journal = recovered.ledger_ids();

@@ -21,6 +21,7 @@ pub(crate) const KEYS: &[&str] = &[
     "journalBufferedWritesThreshold",
     "journalAdaptiveGroupWaitMicros",
     "journalPreAllocSizeMB",
+    "journalDirectWrites",
     "managedLedgerCacheSizeMB",
     "managedLedgerCacheEvictionWatermark",
     "managedLedgerCacheEvictionTimeThresholdMillis",
@@ -69,6 +70,7 @@ pub(crate) fn parse(
             "journalPreAllocSizeMB" => {
                 sc.journal_prealloc_bytes = bytes(py, key, &v, MIB)?;
             }
+            "journalDirectWrites" => sc.journal_direct_writes = boolean(py, key, &v)?,
             "managedLedgerCacheSizeMB" => sc.cache_size_bytes = bytes(py, key, &v, MIB)?,
             "managedLedgerCacheEvictionWatermark" => {
                 sc.cache_eviction_watermark = number(py, key, &v)?;

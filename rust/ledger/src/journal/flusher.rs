@@ -31,8 +31,9 @@ impl Journal {
                         // follow each other closely, and a step would delay the next one.
                         let quiet = self.wake.wait_for(&mut st, prealloc::QUIET).timed_out();
                         if quiet && st.buf.is_empty() && st.sealed.is_empty() && !st.closed {
-                            let ok =
-                                MutexGuard::unlocked(&mut st, || prealloc::PreAlloc::fill(&step));
+                            let ok = MutexGuard::unlocked(&mut st, || {
+                                prealloc::PreAlloc::fill(&step, self.direct_round())
+                            });
                             prefilled.filled(&step, ok);
                         }
                         continue;
@@ -134,9 +135,10 @@ impl Journal {
         // Relaxed: a statistic.
         self.rounds
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let direct_round = self.direct_round();
         for p in batch {
             // Durable rounds past the page cache where the segment takes it (`direct`).
-            let written = self.sync
+            let written = direct_round
                 && !p.data.is_empty()
                 && direct
                     .write(p.segment, p.file.as_ref(), &p.data, p.offset)
@@ -166,7 +168,7 @@ impl Journal {
                     .iter()
                     .any(|p| p.segment == step.segment() && !p.seals)
                 {
-                    let ok = prealloc::PreAlloc::write(&step, false);
+                    let ok = prealloc::PreAlloc::write(&step, false, self.direct_round());
                     prefilled.filled(&step, ok);
                 }
             }

@@ -136,6 +136,10 @@ pub struct Journal {
     group: group::GroupCommit,
     /// Preallocation setting (see [`prealloc`]).
     prealloc: prealloc::PreAlloc,
+    /// `journalDirectWrites` (see [`direct`]). Relaxed loads and stores: written once by the
+    /// storage after open, read by the flusher each round; a stale read writes one round through
+    /// the page cache, which is as durable.
+    direct_writes: std::sync::atomic::AtomicBool,
     /// Serialises checkpoints (housekeeper and close). Held across the index writes' fsyncs on
     /// purpose: nothing but another checkpoint ever waits for it.
     checkpointing: Mutex<()>,
@@ -387,6 +391,7 @@ impl Journal {
             rounds: std::sync::atomic::AtomicU64::new(0),
             group: group::GroupCommit::new(),
             prealloc: prealloc::PreAlloc::new(),
+            direct_writes: std::sync::atomic::AtomicBool::new(true),
             unwritten: std::sync::atomic::AtomicUsize::new(0),
             checkpointing: Mutex::new(()),
             indexed_at_open,
@@ -555,6 +560,21 @@ impl Journal {
     /// Sets `journalPreAllocSizeMB` in bytes (0 = off; durable mode only). See [`prealloc`].
     pub fn set_prealloc(&self, bytes: u64) {
         self.prealloc.set(bytes);
+    }
+
+    /// Sets `journalDirectWrites` (durable mode only). See [`direct`].
+    pub fn set_direct_writes(&self, on: bool) {
+        self.direct_writes
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this round is written past the page cache: durable and `journalDirectWrites`.
+    fn direct_round(&self) -> bool {
+        // Relaxed: see the field.
+        self.sync
+            && self
+                .direct_writes
+                .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Write rounds completed so far: group commit shows as far fewer rounds than appends.

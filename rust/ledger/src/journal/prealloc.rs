@@ -185,23 +185,27 @@ impl PreAlloc {
     }
 
     /// Writes and syncs one step of zeros (unlocked, on the flusher, while idle).
-    pub(super) fn fill(step: &Step) -> bool {
-        Self::write(step, true)
+    pub(super) fn fill(step: &Step, direct: bool) -> bool {
+        Self::write(step, true, direct)
     }
 
-    /// Writes one step of zeros in [`STEP`] pieces, then syncs it if `sync` (a round's step is
+    /// Writes one step of zeros in [`STEP`] pieces (past the page cache if `direct`: see
+    /// `direct`), then syncs it if `sync` (a round's step is
     /// synced by the round). Returns whether it worked; a failure (a full disk) is logged and
     /// only means no more preallocation in this segment: the zeros are never records, and
     /// nothing waits for them.
-    pub(super) fn write(step: &Step, sync: bool) -> bool {
+    pub(super) fn write(step: &Step, sync: bool, direct: bool) -> bool {
         let mut at = step.from;
-        // Past the page cache where the segment takes it (`direct`), else in the page cache.
-        let mut res =
-            super::direct::write_zeros(step.file.as_ref(), step.from, step.to).map(|direct| {
-                if direct {
+        // Past the page cache when `direct` and the segment takes it, else in the page cache.
+        let mut res = if direct {
+            super::direct::write_zeros(step.file.as_ref(), step.from, step.to).map(|written| {
+                if written {
                     at = step.to;
                 }
-            });
+            })
+        } else {
+            Ok(())
+        };
         while at < step.to && res.is_ok() {
             let piece = (step.to - at).min(STEP);
             // `piece` ≤ STEP (256 KiB): the cast cannot truncate.
