@@ -108,6 +108,8 @@ class Broker:
                 toml += "journalAdaptiveGroupWaitMicros = 0\n"
             if kind.endswith("-io2"):
                 toml += "numIOThreads = 2\n"
+            if kind.endswith("-buffered"):
+                toml += "journalDirectWrites = false\n"
             conf = self.dir / "broker.toml"
             conf.write_text(toml)
             cmd = [

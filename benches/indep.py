@@ -9,7 +9,7 @@ msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU t
 Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
 same with ``journalMaxGroupWaitMSec = 1``), ``rs-nopre`` (``journalPreAllocSizeMB = 0``: no
 journal preallocation), ``rs-agw0`` (``journalAdaptiveGroupWaitMicros = 0``: no adaptive group
-wait), ``rs-io2`` (``numIOThreads = 2``), ``rs-base`` (the default config, run from the build in ``--base-bin-dir``: an A/B of two
+wait), ``rs-io2`` (``numIOThreads = 2``), ``rs-buffered`` (``journalDirectWrites = false``), ``rs-base`` (the default config, run from the build in ``--base-bin-dir``: an A/B of two
 builds in one run), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
 high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
 
@@ -92,6 +92,8 @@ def start(kind: str, bin_dir: Path, base_dir: Path | None = None) -> Broker:
             return Broker("rs-durable-agw0", bin_dir)
         if kind == "rs-io2":
             return Broker("rs-durable-io2", bin_dir)
+        if kind == "rs-buffered":
+            return Broker("rs-durable-buffered", bin_dir)
         if kind == "rs-base":
             if base_dir is None:
                 raise SystemExit("broker rs-base needs --base-bin-dir")

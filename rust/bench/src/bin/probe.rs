@@ -2,7 +2,10 @@
 //!
 //! * `tcp`: loopback TCP throughput, one writer thread and one reader thread, 64 KiB writes.
 //! * `disk`: `write()+fdatasync` latency (4 KiB appends, and 4 KiB overwrites of a preallocated
-//!   file), `write()+fdatasync` bandwidth for several chunk sizes, and plain `write()` bandwidth.
+//!   file), `write()+fdatasync` bandwidth for several chunk sizes, plain `write()` bandwidth,
+//!   the same with `O_DIRECT` writes (as the journal's durable rounds), and reading each file
+//!   back sequentially once it is not in the page cache (the read limit of a backlog that is
+//!   not cached).
 //!
 //! Output: one JSON object on stdout.
 
@@ -156,6 +159,7 @@ fn plain_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
     let t = Instant::now();
     f.sync_data()?;
     let flush = t.elapsed().as_secs_f64();
+    let cold_read = cold_read(&f, n * chunk as u64)?;
     drop(f);
     std::fs::remove_file(path)?;
     Ok(json!({
@@ -164,7 +168,76 @@ fn plain_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
         "mb_per_s": (n * chunk as u64) as f64 / secs / 1e6,
         "final_fdatasync_s": flush,
         "mb_per_s_including_final_sync": (n * chunk as u64) as f64 / (secs + flush) / 1e6,
+        "cold_read_mb_per_s": cold_read,
     }))
+}
+
+/// `plain_writes` with `O_DIRECT` 1 MiB writes from aligned memory (`null` where the file
+/// system refuses them).
+fn direct_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("probe-direct.dat");
+    let f = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(Value::Null),
+        Err(e) => return Err(e),
+    };
+    let chunk = 1usize << 20;
+    let mut raw = vec![0x3cu8; chunk + 4096];
+    let skip = raw.as_ptr().align_offset(4096);
+    let buf = &mut raw[skip..skip + chunk];
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let mut n = 0u64;
+    while Instant::now() < end && n < 1024 {
+        std::os::unix::fs::FileExt::write_all_at(&f, buf, n * chunk as u64)?;
+        n += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let t = Instant::now();
+    f.sync_data()?;
+    let flush = t.elapsed().as_secs_f64();
+    // Read through a second, buffered descriptor: direct reads would need aligned memory.
+    let cold_read = cold_read(&File::open(&path)?, n * chunk as u64)?;
+    drop(f);
+    std::fs::remove_file(path)?;
+    Ok(json!({
+        "chunk_bytes": chunk,
+        "bytes": n * chunk as u64,
+        "mb_per_s": (n * chunk as u64) as f64 / secs / 1e6,
+        "mb_per_s_including_final_sync": (n * chunk as u64) as f64 / (secs + flush) / 1e6,
+        "cold_read_mb_per_s": cold_read,
+    }))
+}
+
+/// Drops the synced `file` from the page cache, then reads its `len` bytes in 1 MiB reads:
+/// MB/s from the disk through the page cache.
+fn cold_read(file: &File, len: u64) -> std::io::Result<f64> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    // SAFETY: a plain system call on a descriptor `file` keeps open; it changes no memory.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let start = Instant::now();
+    let mut at = 0;
+    while at < len {
+        let n = file.read_at(&mut buf, at)?;
+        if n == 0 {
+            break;
+        }
+        at += n as u64;
+    }
+    Ok(at as f64 / start.elapsed().as_secs_f64() / 1e6)
 }
 
 fn disk(dir: &Path, seconds: f64) -> std::io::Result<Value> {
@@ -178,6 +251,7 @@ fn disk(dir: &Path, seconds: f64) -> std::io::Result<Value> {
         "fdatasync_overwrite_4k": sync_writes(dir, 4096, seconds, true)?,
         "write_fdatasync_bandwidth": bw,
         "plain_write": plain_writes(dir, seconds)?,
+        "direct_write": direct_writes(dir, seconds)?,
     }))
 }
 
