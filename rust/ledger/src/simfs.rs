@@ -400,6 +400,20 @@ impl VFile for SimFile {
         })
     }
 
+    /// Direct writes as a disk file system takes them: refused (`EINVAL`, as Linux) unless
+    /// memory, offset and length are whole blocks; then a write like any other, volatile until
+    /// the next sync (a direct write bypasses the page cache, not the device's cache).
+    fn write_direct(&self, blocks: &[u8], offset: u64) -> io::Result<bool> {
+        let block = crate::vfs::DIRECT_BLOCK;
+        let aligned = (blocks.as_ptr() as usize).is_multiple_of(block as usize)
+            && offset.is_multiple_of(block)
+            && (blocks.len() as u64).is_multiple_of(block);
+        if !aligned {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        self.write_all_at(blocks, offset).map(|()| true)
+    }
+
     fn sync_data(&self) -> io::Result<()> {
         self.with(Some(Op::SyncData), |s| {
             if s.sync_data_noop {
