@@ -3,7 +3,8 @@
 //! Why: a buffered round copies its records into the page cache, and its `fdatasync` then walks
 //! the dirty pages, builds and submits their writes and waits for them; a direct write hands the
 //! aligned buffer to the device at once, and the sync is left with the device's cache flush.
-//! Measured here (Python `os.pwrite` + `os.fdatasync` over preallocated zeros, CPU per round):
+//! Measured here (`benches/direct_round_cost.py`: `os.pwrite` + `os.fdatasync` over
+//! preallocated zeros, CPU per round):
 //! 6 KiB 48.2 vs 24.8 µs, 30 KiB 56.0 vs 29.0 µs, 150 KiB 68.2 vs 35.9 µs buffered vs direct,
 //! and each round's wall time 25–34 % shorter. Preallocated zeros cost far less too: no page
 //! cache pages to allocate and fill for blocks that records overwrite moments later.
@@ -16,8 +17,15 @@
 //! preallocated segment holds anyway, and recovery and sealing already cut them.
 //!
 //! `fdatasync` still makes each round durable: direct writes bypass the page cache, not the
-//! device's volatile cache. A file system that refuses direct writes (tmpfs, FUSE) gets the
-//! page cache path, as does the non-durable mode (nothing waits for its writes there).
+//! device's volatile cache. A file system that refuses direct writes (tmpfs, some FUSE file
+//! systems) gets the page cache path, as do the non-durable mode (nothing waits for its writes
+//! there) and `journalDirectWrites = false`.
+//!
+//! Measured in the broker (`benches/RESULTS.md`): W3 under `pulsar-rs-perf` 1.09 M against
+//! 0.49 M msg/s with the page cache, broker CPU per message 22 % (W3) and 25 % (W2) lower under
+//! the independent load generator. The cost: a backlog is no longer in the page cache, so a
+//! consumer catching up on what the entry cache does not hold reads it from the disk (1.4 against
+//! 2.8 GB/s here).
 
 use crate::vfs::{VFile, DIRECT_BLOCK};
 
