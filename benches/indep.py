@@ -9,9 +9,10 @@ msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU t
 Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
 same with ``journalMaxGroupWaitMSec = 1``), ``rs-nopre`` (``journalPreAllocSizeMB = 0``: no
 journal preallocation), ``rs-agw0`` (``journalAdaptiveGroupWaitMicros = 0``: no adaptive group
-wait), ``rs-io2`` (``numIOThreads = 2``), ``rs-buffered`` (``journalDirectWrites = false``), ``rs-base`` (the default config, run from the build in ``--base-bin-dir``: an A/B of two
-builds in one run), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound
-high water mark, PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
+wait), ``rs-io2`` (``numIOThreads = 2``), ``rs-buffered`` (``journalDirectWrites = false``),
+``rs-base`` (the default config, run from the build in ``--base-bin-dir``: an A/B of two builds
+in one run), ``rs-nondurable``, ``rs-hwm4m`` (a 4 MiB outbound high water mark,
+PULSAR_RS_OUTBOUND_HIGH_WATER_MARK), ``lite``.
 
     python benches/indep.py --runs 3 --duration 3 --loadgen /tmp/loadgen/release/pulsar-loadgen \\
         --out benches/out/indep.json
