@@ -257,6 +257,16 @@ impl VFile for RealFile {
     }
 }
 
+/// Opens `path` for reading and writing, creating it if `create`, never truncating.
+fn open_rw(path: &Path, create: bool) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)
+}
+
 impl Vfs for RealFs {
     fn create_dir(&self, path: &Path) -> io::Result<bool> {
         match std::fs::create_dir(path) {
@@ -276,21 +286,10 @@ impl Vfs for RealFs {
         Ok(out)
     }
     fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .open(path)?;
-        Ok(Arc::new(RealFile::plain(f)))
+        Ok(Arc::new(RealFile::plain(open_rw(path, create)?)))
     }
     fn open_direct(&self, path: &Path, create: bool) -> io::Result<Arc<dyn VFile>> {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .open(path)?;
+        let f = open_rw(path, create)?;
         // tmpfs and some FUSE file systems refuse O_DIRECT (EINVAL): then the page cache only.
         let direct = match std::fs::OpenOptions::new()
             .write(true)

@@ -144,32 +144,8 @@ fn sync_writes(dir: &Path, chunk: usize, seconds: f64, prealloc: bool) -> std::i
 
 /// Plain sequential write() of 1 MiB chunks (page cache), one fdatasync at the end excluded.
 fn plain_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
-    let (path, mut f) = scratch(dir, "probe-plain.dat")?;
-    let chunk = 1 << 20;
-    let buf = vec![0x3cu8; chunk];
-    let start = Instant::now();
-    let end = start + Duration::from_secs_f64(seconds);
-    let mut n = 0u64;
-    // Cap the file at 1 GiB so the probe never fills the disk.
-    while Instant::now() < end && n < 1024 {
-        f.write_all(&buf)?;
-        n += 1;
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let t = Instant::now();
-    f.sync_data()?;
-    let flush = t.elapsed().as_secs_f64();
-    let cold_read = cold_read(&f, n * chunk as u64)?;
-    drop(f);
-    std::fs::remove_file(path)?;
-    Ok(json!({
-        "chunk_bytes": chunk,
-        "bytes": n * chunk as u64,
-        "mb_per_s": (n * chunk as u64) as f64 / secs / 1e6,
-        "final_fdatasync_s": flush,
-        "mb_per_s_including_final_sync": (n * chunk as u64) as f64 / (secs + flush) / 1e6,
-        "cold_read_mb_per_s": cold_read,
-    }))
+    let (path, f) = scratch(dir, "probe-plain.dat")?;
+    timed_writes(&path, &f, &vec![0x3cu8; 1 << 20], seconds)
 }
 
 /// `plain_writes` with `O_DIRECT` 1 MiB writes from aligned memory (`null` where the file
@@ -189,15 +165,21 @@ fn direct_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(Value::Null),
         Err(e) => return Err(e),
     };
-    let chunk = 1usize << 20;
-    let mut raw = vec![0x3cu8; chunk + 4096];
+    let raw = vec![0x3cu8; (1 << 20) + 4096];
     let skip = raw.as_ptr().align_offset(4096);
-    let buf = &mut raw[skip..skip + chunk];
+    timed_writes(&path, &f, &raw[skip..skip + (1 << 20)], seconds)
+}
+
+/// Writes `buf` again and again to `f` (at `path`) for `seconds` (1 GiB at most, so the probe
+/// never fills the disk), syncs once (timed apart), reads the file back cold and removes it.
+fn timed_writes(path: &Path, f: &File, buf: &[u8], seconds: f64) -> std::io::Result<Value> {
+    use std::os::unix::fs::FileExt;
+    let chunk = buf.len() as u64;
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     let mut n = 0u64;
-    while Instant::now() < end && n < 1024 {
-        std::os::unix::fs::FileExt::write_all_at(&f, buf, n * chunk as u64)?;
+    while Instant::now() < end && n * chunk < 1 << 30 {
+        f.write_all_at(buf, n * chunk)?;
         n += 1;
     }
     let secs = start.elapsed().as_secs_f64();
@@ -205,14 +187,14 @@ fn direct_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
     f.sync_data()?;
     let flush = t.elapsed().as_secs_f64();
     // Read through a second, buffered descriptor: direct reads would need aligned memory.
-    let cold_read = cold_read(&File::open(&path)?, n * chunk as u64)?;
-    drop(f);
+    let cold_read = cold_read(&File::open(path)?, n * chunk)?;
     std::fs::remove_file(path)?;
     Ok(json!({
         "chunk_bytes": chunk,
-        "bytes": n * chunk as u64,
-        "mb_per_s": (n * chunk as u64) as f64 / secs / 1e6,
-        "mb_per_s_including_final_sync": (n * chunk as u64) as f64 / (secs + flush) / 1e6,
+        "bytes": n * chunk,
+        "mb_per_s": (n * chunk) as f64 / secs / 1e6,
+        "final_fdatasync_s": flush,
+        "mb_per_s_including_final_sync": (n * chunk) as f64 / (secs + flush) / 1e6,
         "cold_read_mb_per_s": cold_read,
     }))
 }
