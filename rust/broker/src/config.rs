@@ -370,9 +370,9 @@ impl BrokerConfig {
     /// How many threads serve connections: `numIOThreads`, or by default one per core less
     /// one (at least one). Pulsar's default is two per core, for Netty threads that also do
     /// its storage client's work; here the journal flusher and the storage pool have their own
-    /// threads, and they need a core under load. On this project's 2-core box one worker
-    /// against two gave 15 % less broker CPU per message on W3 and 6 % on W2 under the
-    /// independent load generator, and +10 % (W1) and +25 % (W3) throughput under
+    /// threads, and they need a core under load. On this project's 2-core box, in one run, one
+    /// worker against two used 13 % (W2) and 8 % (W3) less broker CPU per message under the
+    /// independent load generator, with +21 % (W1) and +10 % (W3) throughput under
     /// `pulsar-rs-perf` (`benches/RESULTS.md`).
     #[must_use]
     pub fn io_threads(&self) -> usize {

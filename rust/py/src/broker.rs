@@ -213,13 +213,9 @@ impl PyBroker {
                 (t.path().to_path_buf(), Some(t))
             }
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cfg.io_threads())
-            .thread_name("pulsar-io")
-            .enable_all()
-            .build()
+        let rt = pulsar_rs_server::io_runtime(&cfg)
+            .map(Arc::new)
             .map_err(|e| PyServerError::new_err(format!("starting the broker's threads: {e}")))?;
-        let rt = Arc::new(rt);
         let d = dir.clone();
         let r = Arc::clone(&rt);
         let server = py

@@ -181,6 +181,20 @@ pub struct Server {
     tasks: JoinSet<()>,
 }
 
+/// The runtime a broker serves its connections on: `numIOThreads` workers
+/// ([`BrokerConfig::io_threads`]), named as Pulsar's Netty IO threads. The binary and each
+/// in-process Python broker build theirs here.
+///
+/// # Errors
+/// The threads could not be started.
+pub fn io_runtime(config: &BrokerConfig) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.io_threads())
+        .thread_name("pulsar-io")
+        .enable_all()
+        .build()
+}
+
 impl Server {
     /// Opens the data directory, binds the ports and starts serving on the current runtime.
     ///

@@ -70,12 +70,7 @@ fn main() -> anyhow_free::Result<()> {
         .data_dir
         .or_else(|| cfg.data_dir.clone().map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("data"));
-    // The connection threads (`numIOThreads`), named as Pulsar's Netty IO threads.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.io_threads())
-        .thread_name("pulsar-io")
-        .enable_all()
-        .build()?;
+    let rt = pulsar_rs_server::io_runtime(&cfg)?;
     let io_threads = rt.metrics().num_workers();
     rt.block_on(async move {
         tracing::info!(io_threads, "starting the broker");

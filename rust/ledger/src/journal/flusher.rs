@@ -138,18 +138,18 @@ impl Journal {
         let direct_round = self.direct_round();
         for p in batch {
             // Durable rounds past the page cache where the segment takes it (`direct`).
-            let written = direct_round
-                && !p.data.is_empty()
-                && direct
-                    .write(p.segment, p.file.as_ref(), &p.data, p.offset)
-                    .map_err(|e| {
-                        LedgerError::io(format!("writing journal segment {}", p.segment), e)
-                    })?;
-            if !written {
-                p.file.write_all_at(&p.data, p.offset).map_err(|e| {
-                    LedgerError::io(format!("writing journal segment {}", p.segment), e)
-                })?;
-            }
+            let mut write = || -> std::io::Result<()> {
+                let written = direct_round
+                    && !p.data.is_empty()
+                    && direct.write(p.segment, p.file.as_ref(), &p.data, p.offset)?;
+                if !written {
+                    p.file.write_all_at(&p.data, p.offset)?;
+                }
+                Ok(())
+            };
+            write().map_err(|e| {
+                LedgerError::io(format!("writing journal segment {}", p.segment), e)
+            })?;
             let end = p.offset + p.data.len() as u64;
             if p.seals {
                 prefilled.reset();
@@ -168,7 +168,7 @@ impl Journal {
                     .iter()
                     .any(|p| p.segment == step.segment() && !p.seals)
                 {
-                    let ok = prealloc::PreAlloc::write(&step, false, self.direct_round());
+                    let ok = prealloc::PreAlloc::write(&step, false, direct_round);
                     prefilled.filled(&step, ok);
                 }
             }

@@ -36,8 +36,8 @@ use crate::vfs::VFile;
 /// between rounds are longer than this, and a step is needed once per 256 KiB of records.
 pub(super) const QUIET: std::time::Duration = std::time::Duration::from_micros(200);
 
-/// Bytes of zeros written (and synced) per idle step, and the size of the static zero buffer.
-/// Small, so an append that arrives during a step waits a fraction of a millisecond.
+/// Bytes of zeros written (and synced) per idle step, and per write of a step. Small, so an
+/// append that arrives during a step waits a fraction of a millisecond.
 const STEP: u64 = 256 << 10;
 
 /// Under load, a round's step of zeros is this many times the round's own bytes, between
@@ -151,7 +151,7 @@ impl PreAlloc {
                 .saturating_mul(LOAD_STEP_ROUNDS)
                 .clamp(LOAD_STEP_MIN, LOAD_STEP_MAX)
                 .min(ahead)
-                .next_multiple_of(4096);
+                .next_multiple_of(crate::vfs::DIRECT_BLOCK);
             (size / 2, size)
         })
     }
@@ -206,10 +206,11 @@ impl PreAlloc {
         } else {
             Ok(())
         };
+        let zeros = super::direct::zero_blocks();
         while at < step.to && res.is_ok() {
-            let piece = (step.to - at).min(STEP);
-            // `piece` ≤ STEP (256 KiB): the cast cannot truncate.
-            res = step.file.write_all_at(&zeros()[..piece as usize], at);
+            let piece = (step.to - at).min(STEP).min(zeros.len() as u64);
+            // `piece` ≤ the zeros' length: the cast cannot truncate.
+            res = step.file.write_all_at(&zeros[..piece as usize], at);
             at += piece;
         }
         if sync {
@@ -228,12 +229,6 @@ pub(super) fn trim(file: &Arc<dyn VFile>, len: u64) -> std::io::Result<()> {
         file.set_len(len)?;
     }
     Ok(())
-}
-
-fn zeros() -> &'static [u8] {
-    static Z: std::sync::OnceLock<Box<[u8]>> = std::sync::OnceLock::new();
-    // STEP is 256 KiB: the cast cannot truncate.
-    Z.get_or_init(|| vec![0u8; STEP as usize].into_boxed_slice())
 }
 
 /// Whether `data` is all zeros: the preallocated tail after a segment's last record.
