@@ -145,7 +145,11 @@ impl Subscription {
     ) -> Arc<Self> {
         let sub = Arc::new(Self::new(name, topic, partition, cursor, durable, config));
         let weak = Arc::downgrade(&sub);
-        tokio::spawn(async move { crate::dispatch::task::dispatch_loop(weak).await });
+        // Woken by the journal flusher as entries become readable: one wake-up per completion
+        // pass (see `wake_batch`).
+        tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(
+            crate::dispatch::task::dispatch_loop(weak),
+        ));
         sub
     }
 

@@ -21,6 +21,7 @@ pub mod position;
 pub mod simfs;
 pub mod storage;
 pub mod vfs;
+pub mod wake_batch;
 
 pub use ack_set::AckSet;
 pub use cache::CacheStats;

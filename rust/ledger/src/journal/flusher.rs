@@ -97,14 +97,15 @@ impl Journal {
                     Vec::new()
                 }
             };
-            match result {
+            // One wake-up per task for the whole pass (see `wake_batch`).
+            crate::wake_batch::batch(|| match result {
                 Ok(()) => completions.into_iter().for_each(|c| c(Ok(()))),
                 Err(e) => {
                     for c in completions.into_iter().chain(failed_later) {
                         c(Err(e.duplicate()));
                     }
                 }
-            }
+            });
         }
     }
 

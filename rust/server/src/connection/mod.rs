@@ -119,7 +119,13 @@ pub async fn serve_io<R, W>(
 {
     let (tx, rx) = mpsc::unbounded_channel();
     let writability = Arc::new(writer::Writability::default());
-    let writer = tokio::spawn(writer::run(rx, wr, Arc::clone(&writability)));
+    // Receipts reach the writer from the journal flusher's completion pass: one wake-up per
+    // pass (see `wake_batch`).
+    let writer = tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(writer::run(
+        rx,
+        wr,
+        Arc::clone(&writability),
+    )));
     let (completions, mut completed) = mpsc::unbounded_channel::<Box<dyn offload::Completion>>();
     let mut conn = Connection {
         completions,
