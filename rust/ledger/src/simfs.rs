@@ -414,6 +414,21 @@ impl VFile for SimFile {
         self.write_all_at(blocks, offset).map(|()| true)
     }
 
+    fn read_direct(&self, blocks: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
+        let block = crate::vfs::DIRECT_BLOCK;
+        let aligned = (blocks.as_ptr() as usize).is_multiple_of(block as usize)
+            && offset.is_multiple_of(block)
+            && (blocks.len() as u64).is_multiple_of(block);
+        if !aligned {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // What a read sees, as through the page cache: direct reads bypass only the cache.
+        let avail = usize::try_from(self.len()?.saturating_sub(offset)).unwrap_or(usize::MAX);
+        let n = blocks.len().min(avail);
+        self.read_exact_at(&mut blocks[..n], offset)?;
+        Ok(Some(n))
+    }
+
     fn sync_data(&self) -> io::Result<()> {
         self.with(Some(Op::SyncData), |s| {
             if s.sync_data_noop {

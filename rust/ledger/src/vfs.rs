@@ -47,6 +47,16 @@ pub trait VFile: Send + Sync {
     fn write_direct(&self, _blocks: &[u8], _offset: u64) -> io::Result<bool> {
         Ok(false)
     }
+    /// Reads into `blocks` at `offset` past the page cache (`O_DIRECT`), with the alignment of
+    /// [`VFile::write_direct`], when the file was opened with [`Vfs::open_direct`] and its file
+    /// system takes direct reads. Returns the bytes read, fewer only at the end of the file;
+    /// `Ok(None)`: nothing was read, the caller reads through the page cache instead.
+    ///
+    /// # Errors
+    /// I/O failure.
+    fn read_direct(&self, _blocks: &mut [u8], _offset: u64) -> io::Result<Option<usize>> {
+        Ok(None)
+    }
     /// `fdatasync`: makes written data and the file size durable.
     ///
     /// # Errors
@@ -193,8 +203,8 @@ pub struct RealFs;
 
 struct RealFile(std::fs::File, Option<DirectHandle>);
 
-/// A second descriptor of a file, opened with `O_DIRECT` (reads keep to the first one: direct
-/// reads would have to be aligned too).
+/// A second descriptor of a file, opened with `O_DIRECT`, for aligned writes and large aligned
+/// reads (other reads keep to the first one).
 struct DirectHandle {
     file: std::fs::File,
     /// Set once the file system refused a direct write (`EINVAL`): later ones go through the
@@ -234,6 +244,23 @@ impl VFile for RealFile {
             }
             Err(e) => Err(e),
         }
+    }
+    fn read_direct(&self, blocks: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
+        let Some(d) = &self.1 else {
+            return Ok(None);
+        };
+        let mut got = 0;
+        while got < blocks.len() {
+            match d.file.read_at(&mut blocks[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Not on this file system, or not with this alignment: the page cache it is.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && got == 0 => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Some(got))
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
@@ -292,6 +319,7 @@ impl Vfs for RealFs {
         let f = open_rw(path, create)?;
         // tmpfs and some FUSE file systems refuse O_DIRECT (EINVAL): then the page cache only.
         let direct = match std::fs::OpenOptions::new()
+            .read(true)
             .write(true)
             .custom_flags(libc::O_DIRECT)
             .open(path)
@@ -378,6 +406,9 @@ impl<H: Fn(&Path) + Send + Sync> VFile for HookedFile<H> {
     }
     fn write_direct(&self, blocks: &[u8], offset: u64) -> io::Result<bool> {
         self.inner.write_direct(blocks, offset)
+    }
+    fn read_direct(&self, blocks: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
+        self.inner.read_direct(blocks, offset)
     }
     fn sync_data(&self) -> io::Result<()> {
         (self.hook)(&self.path);

@@ -20,6 +20,7 @@
 
 mod checkpoint;
 mod direct;
+mod direct_read;
 mod flusher;
 mod group;
 mod index;
@@ -151,6 +152,9 @@ pub struct Journal {
     /// an allocation or a copy (topics interleave in segments, so an export would otherwise
     /// `pread` every entry on its own); empty when read-write. Immutable.
     maps: BTreeMap<u32, Bytes>,
+    /// Reused memory of reads past the page cache (see [`direct_read`]); shared by readers,
+    /// with its own lock.
+    read_buffers: Arc<direct_read::ReadBuffers>,
 }
 
 fn segment_path(dir: &Path, id: u32) -> PathBuf {
@@ -397,6 +401,7 @@ impl Journal {
             indexed_at_open,
             scanned_at_open,
             maps,
+            read_buffers: Arc::default(),
         });
         if !read_only {
             let j = Arc::clone(&journal);

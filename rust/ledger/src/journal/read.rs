@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use super::direct_read;
 use super::record::{self, corrupt, Loc, Record, RECORD_HEADER};
 use super::Journal;
 use crate::vfs::VFile;
@@ -151,10 +152,20 @@ impl Journal {
                     })?,
             )
         };
+        let failed = |e| LedgerError::io(format!("reading journal segment {segment} at {from}"), e);
+        // Large spans of a journal written past the page cache are read past it too (see
+        // `direct_read`); small ones, and any file that takes no direct reads, through it.
+        if to - from >= direct_read::MIN_SPAN && self.direct_round() {
+            if let Some(data) = self
+                .read_buffers
+                .read(file.as_ref(), from, to)
+                .map_err(failed)?
+            {
+                return Ok(data);
+            }
+        }
         let mut buf = vec![0u8; (to - from) as usize];
-        file.read_exact_at(&mut buf, from).map_err(|e| {
-            LedgerError::io(format!("reading journal segment {segment} at {from}"), e)
-        })?;
+        file.read_exact_at(&mut buf, from).map_err(failed)?;
         Ok(Bytes::from(buf))
     }
 

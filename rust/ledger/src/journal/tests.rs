@@ -290,3 +290,51 @@ fn buffered_bytes_threshold_ends_the_group_wait() {
     last.recv_timeout(std::time::Duration::from_secs(60))
         .expect("close wrote the waiting round");
 }
+
+#[test]
+fn large_spans_are_read_past_the_page_cache_while_rounds_keep_landing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 64 << 20).unwrap();
+    let payload = |i: i64| vec![(i % 251) as u8; 1 + (i as usize * 7919) % 9000];
+    let locs: Vec<Loc> = (0..300)
+        .map(|i| j.append(3, i, i as u64, &payload(i), None).unwrap())
+        .collect();
+    j.flush();
+    // Another writer keeps appending meanwhile: each of its rounds rewrites the block holding
+    // the write frontier, which the reads below also read (past their own last byte).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (j, stop) = (Arc::clone(&j), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut e = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let done = append_signalled(&j, e, &[7; 333]);
+                done.recv().unwrap();
+                e += 1;
+            }
+        })
+    };
+    for round in 0..20 {
+        let from = (round * 13) % 40;
+        let recs = j.read(3, from as i64, &locs[from..]).unwrap();
+        for (k, r) in recs.iter().enumerate() {
+            let i = (from + k) as i64;
+            assert_eq!(r.payload, payload(i), "entry {i}, round {round}");
+            assert_eq!(r.timestamp, i as u64);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let direct = crate::vfs::RealFs
+        .open_direct(&dir.path().join("probe"), true)
+        .unwrap()
+        .write_direct(&crate::journal::direct::zero_blocks()[..4096], 0)
+        .unwrap();
+    if direct {
+        assert!(
+            j.read_buffers.free_buffers() > 0,
+            "the spans were read into the pool's buffers"
+        );
+    }
+    j.close();
+}
