@@ -25,7 +25,7 @@
 //! 0.49 M msg/s with the page cache, broker CPU per message 22 % (W3) and 25 % (W2) lower under
 //! the independent load generator. The cost: a backlog is no longer in the page cache, so a
 //! consumer catching up on what the entry cache does not hold reads it from the disk (1.4 against
-//! 2.8 GB/s here).
+//! 2.8 GB/s here); large spans are read past the page cache too (see [`super::direct_read`]).
 
 use crate::vfs::{VFile, DIRECT_BLOCK};
 

@@ -11,7 +11,7 @@
 //! gathers a round only while that costs nothing but the wait:
 //! * only under continuous load: the round's first record arrived while the flusher was
 //!   writing the previous round (a producer that waits for each receipt never waits here);
-//! * only while records keep coming: the wait ends once no record arrived for eight times the
+//! * only while records keep coming: the wait ends once no record arrived for four times the
 //!   recent mean gap between records of a round (a windowed producer whose whole window is
 //!   already buffered sends nothing more until its receipts, so its round is written soon after
 //!   its burst: the gaps within a burst are short);
@@ -38,12 +38,14 @@ pub(super) struct GroupCommit {
 }
 
 /// An adaptive wait ends once no record arrived for this many mean gaps between the records of
-/// a round. Chosen with direct journal writes (`benches/RESULTS.md`, 3 alternating runs each,
-/// 4 against 8 against 16): W2 broker CPU per message under the independent load generator
-/// 0.274 / 0.246 / 0.246 µs; W2 under `pulsar-rs-perf`, a windowed producer that pays the quiet
-/// gap after each burst, 2.35 M against 2.25 M msg/s at 8 (within the runs' spread); W1 at
-/// 10 000 msg/s publish p99 0.80 against 1.00 ms at 8.
-const QUIET_GAPS: u64 = 8;
+/// a round. Measured (`benches/RESULTS.md`, 2 runs each): W2 broker CPU per message under the
+/// independent load generator 0.336 / 0.300 / 0.284 µs at 2 / 4 / 8 (0.37-0.42 without the
+/// wait), W1 publish p50 at 10 000 msg/s 0.41 / 0.425 / 0.48 ms. A windowed producer (W2
+/// under `pulsar-rs-perf`) pays the quiet gap after each burst: ~8 % of its rate at 4. With
+/// direct writes, 8 took W2 to 0.246 from 0.274 µs (3 alternating runs) but, in three same-run
+/// tables, W1's p99 at a steady 10 000 msg/s to 1.57-2.31 ms against 0.86-1.04 ms at 4: a busy
+/// round may wait twice as long. 4 keeps the tail under the 1.5 ms goal.
+const QUIET_GAPS: u64 = 4;
 
 /// The shortest quiet gap that ends an adaptive wait: below this, timer and wake-up jitter
 /// would end waits between records of one burst.

@@ -64,7 +64,7 @@ fn rounds_for_a_steady_stream(adaptive: Duration) -> u64 {
 fn a_steady_stream_under_load_shares_fewer_syncs() {
     // Without the wait each round holds what arrived during the previous 20 ms sync (~4
     // records): ~25 rounds over the 500 ms stream. With a 300 ms wait a round gathers until
-    // the wait ends, since records never stop for `QUIET_GAPS` mean gaps (40 ms): ~2-3 rounds.
+    // the wait ends, since records never stop for 4 mean gaps (20 ms): ~2-3 rounds.
     let off = rounds_for_a_steady_stream(Duration::ZERO);
     let on = rounds_for_a_steady_stream(Duration::from_millis(300));
     assert!(off >= 12, "the premise: without a wait, {off} rounds");
@@ -100,7 +100,7 @@ fn a_producer_that_waits_for_each_receipt_never_waits_for_the_group() {
 fn a_round_is_written_once_a_windowed_burst_is_all_in() {
     // A windowed producer: its whole window arrives in a burst while the flusher writes the
     // previous round, then nothing until receipts come back. The round must not wait for the
-    // 2 s maximum: it ends once no record arrived for `QUIET_GAPS` mean gaps of the burst.
+    // 2 s maximum: it ends once no record arrived for 4 mean gaps of the burst.
     let dir = tempfile::tempdir().unwrap();
     let j = journal(dir.path(), Duration::from_secs(2));
     let first = append(&j, 0); // the flusher is idle: written at once, syncing for 20 ms
