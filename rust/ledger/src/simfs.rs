@@ -374,6 +374,20 @@ impl SimFile {
     }
 }
 
+/// `EINVAL`, as Linux answers, unless the memory, offset and length of a direct transfer are
+/// whole blocks.
+fn direct_aligned(blocks: &[u8], offset: u64) -> io::Result<()> {
+    let block = crate::vfs::DIRECT_BLOCK;
+    let aligned = (blocks.as_ptr() as usize).is_multiple_of(block as usize)
+        && offset.is_multiple_of(block)
+        && (blocks.len() as u64).is_multiple_of(block);
+    if aligned {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(libc::EINVAL))
+    }
+}
+
 impl VFile for SimFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.with(None, |s| {
@@ -404,24 +418,13 @@ impl VFile for SimFile {
     /// memory, offset and length are whole blocks; then a write like any other, volatile until
     /// the next sync (a direct write bypasses the page cache, not the device's cache).
     fn write_direct(&self, blocks: &[u8], offset: u64) -> io::Result<bool> {
-        let block = crate::vfs::DIRECT_BLOCK;
-        let aligned = (blocks.as_ptr() as usize).is_multiple_of(block as usize)
-            && offset.is_multiple_of(block)
-            && (blocks.len() as u64).is_multiple_of(block);
-        if !aligned {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
+        direct_aligned(blocks, offset)?;
         self.write_all_at(blocks, offset).map(|()| true)
     }
 
+    /// Direct reads likewise: refused unless whole blocks, then what any read sees.
     fn read_direct(&self, blocks: &mut [u8], offset: u64) -> io::Result<Option<usize>> {
-        let block = crate::vfs::DIRECT_BLOCK;
-        let aligned = (blocks.as_ptr() as usize).is_multiple_of(block as usize)
-            && offset.is_multiple_of(block)
-            && (blocks.len() as u64).is_multiple_of(block);
-        if !aligned {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
+        direct_aligned(blocks, offset)?;
         // What a read sees, as through the page cache: direct reads bypass only the cache.
         let avail = usize::try_from(self.len()?.saturating_sub(offset)).unwrap_or(usize::MAX);
         let n = blocks.len().min(avail);
