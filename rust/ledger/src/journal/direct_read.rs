@@ -39,6 +39,8 @@ pub(super) struct ReadBuffers {
     /// Free buffers, each `BLOCK` bytes longer than its usable aligned part. A
     /// `parking_lot::Mutex` held only to push or pop one.
     free: Mutex<Vec<Vec<u8>>>,
+    /// Spans read past the page cache so far. Relaxed: a statistic.
+    reads: std::sync::atomic::AtomicU64,
 }
 
 /// A buffer on loan: the entries sliced from a read share it, and the last one to go returns
@@ -115,6 +117,9 @@ impl ReadBuffers {
                 format!("direct read of {want} bytes at {from} ended after {got}"),
             ));
         }
+        // Relaxed: a statistic.
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Some(Bytes::from_owner(Loan {
             buf,
             start: skip + head,
@@ -130,6 +135,13 @@ impl ReadBuffers {
             len: 0,
             pool: Arc::clone(self),
         });
+    }
+
+    /// Spans read past the page cache so far.
+    #[cfg(test)]
+    pub(super) fn direct_reads(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     #[cfg(test)]

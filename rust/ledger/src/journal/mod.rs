@@ -161,8 +161,9 @@ fn segment_path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("{id:010}.log"))
 }
 
-/// Opens segment `id`; `create` makes a new one for appends, ready for direct writes when the
-/// journal is durable (`sync`, see [`direct`]).
+/// Opens segment `id`; `create` makes a new one for appends. When the journal is durable
+/// (`sync`) the segment is ready for direct writes (see [`direct`]) and for large direct reads
+/// (see [`direct_read`]), recovered segments too (they are only read).
 fn open_segment(
     fs: &dyn Vfs,
     dir: &Path,
@@ -171,8 +172,8 @@ fn open_segment(
     sync: bool,
 ) -> Result<Arc<dyn VFile>> {
     let path = segment_path(dir, id);
-    let file = if create && sync {
-        fs.open_direct(&path, true)
+    let file = if sync {
+        fs.open_direct(&path, create)
     } else {
         fs.open(&path, create)
     };
@@ -257,7 +258,7 @@ impl Journal {
                 fs.open_read(&path)
                     .map_err(|e| LedgerError::io(format!("opening {}", path.display()), e))?
             } else {
-                open_segment(fs.as_ref(), &dir, id, false, false)?
+                open_segment(fs.as_ref(), &dir, id, false, sync)?
             };
             let seg_len = file
                 .len()

@@ -332,8 +332,39 @@ fn large_spans_are_read_past_the_page_cache_while_rounds_keep_landing() {
         .unwrap();
     if direct {
         assert!(
-            j.read_buffers.free_buffers() > 0,
-            "the spans were read into the pool's buffers"
+            j.read_buffers.direct_reads() >= 20,
+            "the spans were read past the page cache"
+        );
+    }
+    j.close();
+}
+
+#[test]
+fn recovered_segments_are_read_past_the_page_cache_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 64 << 20).unwrap();
+    let payload = |i: i64| vec![(i % 251) as u8; 4000 + (i as usize * 31) % 3000];
+    let locs: Vec<Loc> = (0..100)
+        .map(|i| j.append(9, i, i as u64, &payload(i), None).unwrap())
+        .collect();
+    j.close();
+    let (j, mut rec) = Journal::open(dir.path(), true, 64 << 20).unwrap();
+    assert_eq!(rec.take(9).len(), 100);
+    let recs = j.read(9, 0, &locs).unwrap();
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!(r.payload, payload(i as i64), "entry {i}");
+    }
+    drop(recs);
+    let direct = crate::vfs::RealFs
+        .open_direct(&dir.path().join("probe"), true)
+        .unwrap()
+        .write_direct(&crate::journal::direct::zero_blocks()[..4096], 0)
+        .unwrap();
+    if direct {
+        assert_eq!(
+            j.read_buffers.direct_reads(),
+            1,
+            "the recovered segment's span was read past the page cache"
         );
     }
     j.close();
