@@ -291,15 +291,35 @@ fn buffered_bytes_threshold_ends_the_group_wait() {
         .expect("close wrote the waiting round");
 }
 
+/// A durable journal in `dir` holding `n` entries of ledger `ledger` with `payload(i)`.
+fn durable_with(
+    dir: &Path,
+    ledger: i64,
+    n: i64,
+    payload: impl Fn(i64) -> Vec<u8>,
+) -> (Arc<Journal>, Vec<Loc>) {
+    let (j, _) = Journal::open(dir, true, 64 << 20).unwrap();
+    let locs = (0..n)
+        .map(|i| j.append(ledger, i, i as u64, &payload(i), None).unwrap())
+        .collect();
+    j.flush();
+    (j, locs)
+}
+
+/// Whether the file system of `dir` takes direct writes (and so direct reads).
+fn takes_direct(dir: &Path) -> bool {
+    crate::vfs::RealFs
+        .open_direct(&dir.join("probe"), true)
+        .unwrap()
+        .write_direct(&crate::journal::direct::zero_blocks()[..4096], 0)
+        .unwrap()
+}
+
 #[test]
 fn large_spans_are_read_past_the_page_cache_while_rounds_keep_landing() {
     let dir = tempfile::tempdir().unwrap();
-    let (j, _) = Journal::open(dir.path(), true, 64 << 20).unwrap();
     let payload = |i: i64| vec![(i % 251) as u8; 1 + (i as usize * 7919) % 9000];
-    let locs: Vec<Loc> = (0..300)
-        .map(|i| j.append(3, i, i as u64, &payload(i), None).unwrap())
-        .collect();
-    j.flush();
+    let (j, locs) = durable_with(dir.path(), 3, 300, payload);
     // Another writer keeps appending meanwhile: each of its rounds rewrites the block holding
     // the write frontier, which the reads below also read (past their own last byte).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -325,12 +345,7 @@ fn large_spans_are_read_past_the_page_cache_while_rounds_keep_landing() {
     }
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
-    let direct = crate::vfs::RealFs
-        .open_direct(&dir.path().join("probe"), true)
-        .unwrap()
-        .write_direct(&crate::journal::direct::zero_blocks()[..4096], 0)
-        .unwrap();
-    if direct {
+    if takes_direct(dir.path()) {
         assert!(
             j.read_buffers.direct_reads() >= 20,
             "the spans were read past the page cache"
@@ -342,11 +357,8 @@ fn large_spans_are_read_past_the_page_cache_while_rounds_keep_landing() {
 #[test]
 fn recovered_segments_are_read_past_the_page_cache_too() {
     let dir = tempfile::tempdir().unwrap();
-    let (j, _) = Journal::open(dir.path(), true, 64 << 20).unwrap();
     let payload = |i: i64| vec![(i % 251) as u8; 4000 + (i as usize * 31) % 3000];
-    let locs: Vec<Loc> = (0..100)
-        .map(|i| j.append(9, i, i as u64, &payload(i), None).unwrap())
-        .collect();
+    let (j, locs) = durable_with(dir.path(), 9, 100, payload);
     j.close();
     let (j, mut rec) = Journal::open(dir.path(), true, 64 << 20).unwrap();
     assert_eq!(rec.take(9).len(), 100);
@@ -354,13 +366,7 @@ fn recovered_segments_are_read_past_the_page_cache_too() {
     for (i, r) in recs.iter().enumerate() {
         assert_eq!(r.payload, payload(i as i64), "entry {i}");
     }
-    drop(recs);
-    let direct = crate::vfs::RealFs
-        .open_direct(&dir.path().join("probe"), true)
-        .unwrap()
-        .write_direct(&crate::journal::direct::zero_blocks()[..4096], 0)
-        .unwrap();
-    if direct {
+    if takes_direct(dir.path()) {
         assert_eq!(
             j.read_buffers.direct_reads(),
             1,
