@@ -658,4 +658,21 @@ mod tests {
         }
         assert!(seen.len() >= 5, "cuts land in many places: {seen:?}");
     }
+
+    #[test]
+    fn direct_reads_need_whole_blocks_and_end_at_the_file_end() {
+        let fs = SimFs::new();
+        let f = fs.open_direct(Path::new("/f"), true).unwrap();
+        f.write_all_at(&[5; 6000], 0).unwrap();
+        // A `Vec` is not block-aligned in general: read into an aligned window of a larger one.
+        let mut big = vec![0u8; 4 * 4096];
+        let skip = big.as_ptr().align_offset(4096);
+        let window = &mut big[skip..skip + 2 * 4096];
+        assert_eq!(f.read_direct(window, 0).unwrap(), Some(6000));
+        assert!(window[..6000].iter().all(|&b| b == 5));
+        let e = f.read_direct(&mut window[..100], 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "a partial block");
+        let e = f.read_direct(&mut window[..4096], 512).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "an unaligned offset");
+    }
 }

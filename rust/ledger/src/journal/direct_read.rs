@@ -61,13 +61,7 @@ impl AsRef<[u8]> for Loan {
 
 impl Drop for Loan {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
-        if buf.len() <= MAX_KEPT_BUFFER + BLOCK {
-            let mut free = self.pool.free.lock();
-            if free.len() < MAX_KEPT {
-                free.push(buf);
-            }
-        }
+        self.pool.give_back(std::mem::take(&mut self.buf));
     }
 }
 
@@ -128,13 +122,14 @@ impl ReadBuffers {
         })))
     }
 
-    fn give_back(self: &Arc<Self>, buf: Vec<u8>) {
-        drop(Loan {
-            buf,
-            start: 0,
-            len: 0,
-            pool: Arc::clone(self),
-        });
+    /// Keeps `buf` for reuse, unless it is oversized or enough are kept.
+    fn give_back(&self, buf: Vec<u8>) {
+        if buf.len() <= MAX_KEPT_BUFFER + BLOCK {
+            let mut free = self.free.lock();
+            if free.len() < MAX_KEPT {
+                free.push(buf);
+            }
+        }
     }
 
     /// Spans read past the page cache so far.
