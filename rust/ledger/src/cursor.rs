@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use crate::cursor_codec::CursorSnapshot;
 use crate::managed_ledger::{Entry, ManagedLedger};
 use crate::metastore::{child_key, CURSORS_PREFIX};
+use crate::read_ahead::{self, CursorReadAhead, Take};
 use crate::{AckSet, LedgerError, Position, Result};
 
 pub(crate) fn cursor_prefix(ledger: &str) -> String {
@@ -55,6 +56,9 @@ pub struct Cursor {
     /// older snapshot can never be written after a newer one. Only flushers of this cursor wait
     /// on it (acks take `state` only); taken before `state`.
     flushing: Mutex<()>,
+    /// The read queued after this cursor's last large read from disk (see
+    /// [`crate::read_ahead`]); used by this cursor's reads only. Never locked with `state` held.
+    ahead: CursorReadAhead,
 }
 
 impl Cursor {
@@ -124,6 +128,7 @@ impl Cursor {
                 epoch: 0,
             }),
             flushing: Mutex::new(()),
+            ahead: CursorReadAhead::default(),
         });
         cursor.state.lock().advance(&cursor.ml);
         cursor
@@ -164,6 +169,10 @@ impl Cursor {
             } else {
                 self.ml.active_cursors.fetch_sub(1, Ordering::Relaxed);
             }
+        }
+        drop(st);
+        if !active {
+            self.ahead.clear();
         }
     }
 
@@ -249,42 +258,67 @@ impl Cursor {
             gathered_in = Some(epoch);
             // The entry I/O runs without the cursor lock, so acks are not blocked by it.
             let budget = max_bytes.saturating_sub(bytes).max(1);
-            let entries =
-                match self
-                    .ml
-                    .read_entries_from(from, n - out.len(), budget, max_position, disk)
-                {
-                    Ok(Some(e)) => e,
-                    Ok(None) if out.is_empty() => return Ok(None),
-                    Ok(None) => break,
-                    Err(LedgerError::CorruptEntry {
-                        ledger_id,
-                        entry_id,
-                        reason,
-                        ..
-                    }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
-                        self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
-                        continue;
+            let want = n - out.len();
+            // Read ahead only for unbounded reads (dispatchers); a bounded one reads itself.
+            let ahead = if max_position == Position::LATEST {
+                self.ahead.take(&self.ml, from, want, budget, disk)
+            } else {
+                Take::Miss
+            };
+            let (entries, from_disk, served_ahead) = match ahead {
+                Take::Entries(e) => (e, false, true),
+                Take::Pending if out.is_empty() => return Ok(None),
+                Take::Pending => break,
+                Take::Miss => {
+                    match self
+                        .ml
+                        .read_entries_traced(from, want, budget, max_position, disk)
+                    {
+                        Ok(Some((e, from_disk))) => (e, from_disk, false),
+                        Ok(None) if out.is_empty() => return Ok(None),
+                        Ok(None) => break,
+                        Err(LedgerError::CorruptEntry {
+                            ledger_id,
+                            entry_id,
+                            reason,
+                            ..
+                        }) if self.ml.config().auto_skip_non_recoverable_data && ledger_id >= 0 => {
+                            self.skip_damaged(Position::new(ledger_id, entry_id), epoch, &reason);
+                            continue;
+                        }
+                        // Entries gathered from earlier ledgers are handed out (the read position is
+                        // past them); the error comes with the next read, which starts at the bad entry.
+                        Err(_) if !out.is_empty() => break,
+                        Err(e) => return Err(e),
                     }
-                    // Entries gathered from earlier ledgers are handed out (the read position is
-                    // past them); the error comes with the next read, which starts at the bad entry.
-                    Err(_) if !out.is_empty() => break,
-                    Err(e) => return Err(e),
-                };
+                }
+            };
             let Some(last) = entries.last().map(|e| e.position) else {
                 break;
             };
+            let read_bytes: u64 = entries.iter().map(|e| e.data.len() as u64).sum();
             let mut st = self.state.lock();
             if st.epoch != epoch || st.read_position != from {
                 continue; // rewound or reset meanwhile: read again from the new place
             }
-            st.read_position = self.ml.next_valid_position(last);
+            let next = self.ml.next_valid_position(last);
+            st.read_position = next;
             let mdp = st.mark_delete;
             for e in entries {
                 if e.position > mdp && !st.acked.contains(e.position) {
                     bytes += e.data.len() as u64;
                     out.push(e);
                 }
+            }
+            drop(st);
+            if from_disk && read_bytes >= read_ahead::MIN_BYTES && max_position == Position::LATEST
+            {
+                // A large read from disk: the next one like it is queued now (see `read_ahead`).
+                self.ahead.start(&self.ml, next, want, budget);
+            }
+            if served_ahead && !out.is_empty() {
+                // The next read-ahead is queued; reading on here would wait for the disk.
+                break;
             }
         }
         Ok(Some(out))
@@ -300,6 +334,12 @@ impl Cursor {
         if st.epoch == epoch && st.read_position <= p {
             st.read_position = next;
         }
+    }
+
+    /// Waits for the read-ahead queued by the last read, if any, to end.
+    #[cfg(test)]
+    pub(crate) fn settle_read_ahead(&self) {
+        self.ahead.settle();
     }
 
     /// Reads like [`Cursor::read_entries`], but if nothing is there, waits until an entry is added.
@@ -586,6 +626,8 @@ impl Cursor {
         st.read_position = self.ml.next_valid_position(prev);
         st.epoch += 1;
         st.dirty = true;
+        drop(st);
+        self.ahead.clear();
     }
 
     /// Resets to the first entry stamped at or after `timestamp_ms`.
@@ -603,6 +645,8 @@ impl Cursor {
         let mut st = self.state.lock();
         st.read_position = self.ml.next_valid_position(st.mark_delete);
         st.epoch += 1;
+        drop(st);
+        self.ahead.clear();
     }
 
     /// Moves the read position to `position` without touching acknowledgements.
@@ -610,6 +654,8 @@ impl Cursor {
         let mut st = self.state.lock();
         st.read_position = position.max(self.ml.next_valid_position(st.mark_delete));
         st.epoch += 1;
+        drop(st);
+        self.ahead.clear();
     }
 
     /// Sets a property (persisted with the cursor).
@@ -683,6 +729,8 @@ impl Cursor {
                 self.ml.active_cursors.fetch_sub(1, Ordering::Relaxed);
             }
         }
+        drop(st);
+        self.ahead.clear();
     }
 
     /// Persists and detaches the cursor from its ledger (a durable cursor's state is kept).

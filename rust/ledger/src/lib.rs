@@ -18,6 +18,7 @@ pub mod journal;
 pub mod managed_ledger;
 pub mod metastore;
 pub mod position;
+pub(crate) mod read_ahead;
 pub mod simfs;
 pub mod storage;
 pub mod vfs;

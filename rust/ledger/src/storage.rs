@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     open: Mutex<OpenLedgers>,
     /// Signalled when an open finishes (waited on with `open`), for callers of the same name.
     opened: Condvar,
+    /// Cursors' read-ahead: its thread and memory budget.
+    pub read_ahead: crate::read_ahead::ReadAheads,
 }
 
 /// The open managed ledgers; guarded by [`Shared::open`].
@@ -256,6 +258,7 @@ impl Storage {
             recovered: Mutex::new(recovered),
             open: Mutex::new(OpenLedgers::default()),
             opened: Condvar::new(),
+            read_ahead: crate::read_ahead::ReadAheads::default(),
         });
         let stop = Arc::new(Stop {
             flag: Mutex::new(false),
@@ -417,6 +420,12 @@ impl Storage {
     #[must_use]
     pub fn cache_stats(&self) -> CacheStats {
         self.shared.cache.stats()
+    }
+
+    /// Entries cursors took from their read-ahead (read while the previous read was sent).
+    #[must_use]
+    pub fn read_ahead_entries(&self) -> u64 {
+        self.shared.read_ahead.served()
     }
 
     /// Bytes used by journal segment files.

@@ -141,13 +141,26 @@ impl ManagedLedger {
         max_position: Position,
         disk: bool,
     ) -> Result<Option<Vec<Entry>>> {
+        self.read_entries_traced(from, max_entries, max_bytes, max_position, disk)
+            .map(|r| r.map(|(entries, _)| entries))
+    }
+
+    /// [`ManagedLedger::read_entries_from`], also saying whether the entries came from disk.
+    pub(crate) fn read_entries_traced(
+        &self,
+        from: Position,
+        max_entries: usize,
+        max_bytes: u64,
+        max_position: Position,
+        disk: bool,
+    ) -> Result<Option<(Vec<Entry>, bool)>> {
         let (start, locs) = {
             let st = self.state.lock();
             let Some(start) = Self::normalize(&st, from) else {
-                return Ok(Some(Vec::new()));
+                return Ok(Some((Vec::new(), false)));
             };
             if start > max_position || max_entries == 0 {
-                return Ok(Some(Vec::new()));
+                return Ok(Some((Vec::new(), false)));
             }
             let slot = &st.ledgers[&start.ledger_id];
             let mut last = slot.confirmed as i64 - 1;
@@ -182,11 +195,12 @@ impl ManagedLedger {
         };
         let to = Position::new(start.ledger_id, start.entry_id + locs.len() as i64 - 1);
         if let Some(hit) = self.cache.get_range(start, to) {
-            return Ok(Some(
+            return Ok(Some((
                 hit.into_iter()
                     .map(|(position, data)| Entry { position, data })
                     .collect(),
-            ));
+                false,
+            )));
         }
         if !disk {
             return Ok(None);
@@ -200,7 +214,7 @@ impl ManagedLedger {
             .read(start.ledger_id, start.entry_id, &locs)?;
         let bytes: u64 = records.iter().map(|r| r.payload.len() as u64).sum();
         self.shared.cache.record_miss(records.len() as u64, bytes);
-        Ok(Some(
+        Ok(Some((
             records
                 .into_iter()
                 .enumerate()
@@ -209,7 +223,8 @@ impl ManagedLedger {
                     data: r.payload,
                 })
                 .collect(),
-        ))
+            true,
+        )))
     }
 
     /// Entries in `(after, upto]`, counted over the ledgers.
