@@ -123,7 +123,7 @@ async fn rewinds_and_acknowledgements_are_respected_by_what_was_read_ahead() {
 #[tokio::test]
 async fn read_ahead_memory_stays_within_the_budget_and_is_given_back() {
     let dir = tempfile::tempdir().unwrap();
-    let (s, ml) = backlog(dir.path(), 200).await;
+    let (_s, ml) = backlog(dir.path(), 200).await;
     // Each cursor's read without a byte bound queues a slot of MAX_SLOT_BYTES after it: twelve
     // would reserve 96 MiB.
     let cursors: Vec<_> = (0..12)
