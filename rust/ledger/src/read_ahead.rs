@@ -1,20 +1,22 @@
 //! Read-ahead for cursors catching up from disk: while a dispatcher sends what it read, the
-//! next read of its cursor is already running on a read-ahead thread.
+//! next reads of its cursor are already running on the read-ahead threads.
 //!
 //! A consumer catching up on a backlog the entry cache no longer holds is fed one cursor read at a
 //! time: the dispatcher reads (waiting for the device), hands the entries to the connection, and
 //! reads again once the connection is writable. Done in turn, the device idles while the socket
-//! drains and the socket idles while the device reads. BookKeeper hides this with its bookies'
-//! read-ahead cache (`dbStorage_readAheadCacheBatchSize`); here the cursor does it itself:
-//! after a large read from disk it queues the next read of the same size from where it stopped,
-//! and its next read at that position takes the entries from there.
+//! drains and the socket idles while the device reads; and one read at a time leaves most of a
+//! virtual disk's bandwidth unused. BookKeeper hides this with its bookies' read-ahead cache
+//! (`dbStorage_readAheadCacheBatchSize`); here the cursor does it itself: after a large read
+//! from disk it queues the next [`DEPTH`] reads of the same bounds, each planned from the ledger's
+//! index to start right after the one before, and its next read at that position takes the
+//! entries from the first.
 //!
-//! * A slot belongs to one cursor and is keyed by the position it starts at. A read elsewhere
-//!   (a rewind, a reset, a seek) drops it; entries are immutable once confirmed, so a slot is
+//! * Slots belong to one cursor and are keyed by the position they start at. A read elsewhere
+//!   (a rewind, a reset, a seek) drops them; entries are immutable once confirmed, so a slot is
 //!   never stale for its position, and acknowledged entries are filtered when it is taken.
 //! * Memory is bounded by one budget per storage ([`BUDGET`]): each slot reserves the bytes it
-//!   may read (at most [`MAX_SLOT_BYTES`]; one entry larger than that can still exceed it), a
-//!   read that does not fit is not read ahead, and a slot gives its reservation back when dropped.
+//!   will read (at most [`MAX_SLOT_BYTES`], or one entry larger than that), a read that does
+//!   not fit is not read ahead, and a slot gives its reservation back when dropped.
 //! * A slot still queued when its cursor wants it is cancelled and the cursor reads itself; one
 //!   whose read is running is waited for, on threads that may block only.
 //! * A read-ahead that fails is forgotten: the cursor's own read meets the error again.
@@ -29,8 +31,14 @@ use crate::managed_ledger::{Entry, ManagedLedger};
 use crate::Position;
 
 /// Reads smaller than this are not followed by a read-ahead: small catch-up reads gain little,
-/// and a one-off read should not trigger a second one.
+/// and a one-off read should not trigger more.
 pub(crate) const MIN_BYTES: u64 = 128 << 10;
+
+/// Reads queued ahead of one cursor at most.
+pub(crate) const DEPTH: usize = 2;
+
+/// Threads running the reads queued ahead, per storage.
+const THREADS: usize = 2;
 
 /// Bytes all read-ahead slots of one storage may reserve together.
 pub(crate) const BUDGET: u64 = 64 << 20;
@@ -39,15 +47,15 @@ pub(crate) const BUDGET: u64 = 64 << 20;
 /// bound are read ahead this far.
 pub(crate) const MAX_SLOT_BYTES: u64 = 8 << 20;
 
-/// The read-ahead thread and budget of one storage. Owned by its `Shared`.
+/// The read-ahead threads and budget of one storage. Owned by its `Shared`.
 #[derive(Default)]
 pub(crate) struct ReadAheads {
     /// Bytes reserved by live slots. Relaxed: a budget, no memory is published through it.
     reserved: Arc<AtomicU64>,
     /// Entries handed to cursors from read-ahead slots. Relaxed: a statistic.
     served: AtomicU64,
-    /// The queue to the read-ahead thread, started by the first read-ahead. Held only to send
-    /// or to start it.
+    /// The queue to the read-ahead threads, started by the first read-ahead. Held only to send
+    /// or to start them.
     queue: Mutex<Option<mpsc::Sender<Job>>>,
 }
 
@@ -59,7 +67,7 @@ struct Job {
 
 /// What a slot holds.
 enum Phase {
-    /// Waiting for the read-ahead thread.
+    /// Waiting for a read-ahead thread.
     Queued,
     /// Being read.
     Running,
@@ -69,16 +77,19 @@ enum Phase {
     Gone,
 }
 
-/// A read ahead of one cursor.
+/// One read ahead of a cursor.
 pub(crate) struct Slot {
-    /// The read's entry and byte bounds; immutable.
-    max_entries: usize,
-    max_bytes: u64,
+    /// The last entry it reads (the next slot starts after it); immutable.
+    last: Position,
+    /// Entries and bytes it reads, as planned from the index; immutable. The bytes are its
+    /// reservation.
+    entries: usize,
+    bytes: u64,
     /// Where it starts and what it holds. Held briefly: never across the read.
     state: Mutex<SlotState>,
     /// Signalled when the read ends (ready or gone).
     done: Condvar,
-    /// The budget its reservation of `max_bytes` returns to when dropped.
+    /// The budget its reservation returns to when dropped.
     budget: Arc<AtomicU64>,
 }
 
@@ -91,7 +102,7 @@ struct SlotState {
 impl Drop for Slot {
     fn drop(&mut self) {
         // Relaxed: see `ReadAheads::reserved`.
-        self.budget.fetch_sub(self.max_bytes, Ordering::Relaxed);
+        self.budget.fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
@@ -105,17 +116,18 @@ pub(crate) enum Take {
     Miss,
 }
 
-/// A cursor's read-ahead: at most one slot. Owned by the cursor.
+/// A cursor's read-ahead. Owned by the cursor.
 #[derive(Default)]
 pub(crate) struct CursorReadAhead {
-    /// The slot. Held briefly, never across a read or a wait; taken before a slot's lock.
-    slot: Mutex<Option<Arc<Slot>>>,
+    /// The queued slots, in position order, each starting right after the one before. Held
+    /// briefly, never across a read or a wait; taken before a slot's lock, never after it.
+    slots: Mutex<VecDeque<Arc<Slot>>>,
 }
 
 impl CursorReadAhead {
     /// Entries read ahead from `from`: at most `max_entries`, and at most `max_bytes` after the
     /// first. Waits for a running read only if `block`. The rest of a slot stays for the next
-    /// read; a slot emptied here queues the next read-ahead after it.
+    /// read; a slot emptied here is replaced by one more at the end of the queue.
     pub(crate) fn take(
         &self,
         ml: &Arc<ManagedLedger>,
@@ -124,11 +136,13 @@ impl CursorReadAhead {
         max_bytes: u64,
         block: bool,
     ) -> Take {
-        let Some(slot) = self.slot.lock().take() else {
+        let Some(slot) = self.slots.lock().front().cloned() else {
             return Take::Miss;
         };
         let mut st = slot.state.lock();
         if st.start != from {
+            drop(st);
+            self.clear();
             return Take::Miss;
         }
         while block && matches!(st.phase, Phase::Running) {
@@ -136,11 +150,7 @@ impl CursorReadAhead {
         }
         let mut out = Vec::new();
         match &mut st.phase {
-            Phase::Queued | Phase::Running if !block => {
-                drop(st);
-                *self.slot.lock() = Some(slot);
-                return Take::Pending;
-            }
+            Phase::Queued | Phase::Running if !block => return Take::Pending,
             Phase::Ready(ready) => {
                 let mut bytes = 0u64;
                 while let Some(e) = ready.front() {
@@ -155,76 +165,107 @@ impl CursorReadAhead {
             // Queued (cancelled: the caller reads it sooner itself), or gone.
             _ => {}
         }
-        let Some(last) = out.last().map(|e| e.position) else {
-            st.phase = Phase::Gone;
-            return Take::Miss;
+        // One slot's read stays within one ledger, so what is left starts right after `out`.
+        let rest = match &st.phase {
+            Phase::Ready(ready) => ready.front().map(|e| e.position),
+            _ => None,
         };
+        if out.is_empty() {
+            st.phase = Phase::Gone;
+        }
+        match rest {
+            Some(next) => st.start = next,
+            None => {
+                drop(st);
+                self.pop(&slot);
+            }
+        }
+        if out.is_empty() {
+            return Take::Miss;
+        }
         // Relaxed: a statistic.
         ml.shared
             .read_ahead
             .served
             .fetch_add(out.len() as u64, Ordering::Relaxed);
-        // One slot's read stays within one ledger, so what is left starts right after `last`.
-        let rest = match &st.phase {
-            Phase::Ready(ready) => ready.front().map(|e| e.position),
-            _ => None,
-        };
-        if let Some(next) = rest {
-            st.start = next;
-            drop(st);
-            *self.slot.lock() = Some(slot);
-        } else {
-            drop(st);
-            self.start(ml, ml.next_valid_position(last), max_entries, max_bytes);
+        if rest.is_none() {
+            let next = ml.next_valid_position(out[out.len() - 1].position);
+            self.start(ml, next, max_entries, max_bytes);
         }
         Take::Entries(out)
     }
 
-    /// Queues a read of up to `max_entries` entries (about `max_bytes`, at most
-    /// [`MAX_SLOT_BYTES`]) from `start`, replacing any slot; nothing is queued when the
-    /// storage's budget cannot take it or nothing is there.
+    /// Removes `slot` from the front of the queue, if it is still there.
+    fn pop(&self, slot: &Arc<Slot>) {
+        let mut slots = self.slots.lock();
+        if slots.front().is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            let popped = slots.pop_front();
+            drop(slots);
+            drop(popped);
+        }
+    }
+
+    /// Reads ahead from `from`: keeps the queued slots if the first starts there (else drops
+    /// them), then queues more, each of up to `max_entries` entries and about `max_bytes` (at
+    /// most [`MAX_SLOT_BYTES`]), until [`DEPTH`] are queued, the ledger's confirmed entries run
+    /// out, or the storage's budget cannot take one more.
     pub(crate) fn start(
         &self,
         ml: &Arc<ManagedLedger>,
-        start: Position,
+        from: Position,
         max_entries: usize,
         max_bytes: u64,
     ) {
-        // A replaced slot gives its reservation back when dropped (now, or when its running
-        // read ends), so the budget below counts it no more.
-        self.clear();
-        if start > ml.last_confirmed() {
-            return;
-        }
-        let ra = &ml.shared.read_ahead;
         let max_bytes = max_bytes.min(MAX_SLOT_BYTES);
-        // Relaxed: see `ReadAheads::reserved`.
-        let before = ra.reserved.fetch_add(max_bytes, Ordering::Relaxed);
-        let slot = Arc::new(Slot {
-            max_entries,
-            max_bytes,
-            state: Mutex::new(SlotState {
-                start,
-                phase: Phase::Queued,
-            }),
-            done: Condvar::new(),
-            budget: Arc::clone(&ra.reserved),
-        });
-        if before + max_bytes > BUDGET {
-            return; // dropping `slot` gives the reservation back
+        let ra = &ml.shared.read_ahead;
+        let mut slots = self.slots.lock();
+        let keep = slots.front().is_some_and(|s| s.state.lock().start == from);
+        let dropped = if keep {
+            VecDeque::new()
+        } else {
+            std::mem::take(&mut *slots)
+        };
+        // Lock order: the slots, then the ledger's state (planning) — never the reverse.
+        while slots.len() < DEPTH {
+            let next = slots
+                .back()
+                .map_or(from, |s| ml.next_valid_position(s.last));
+            let Some((start, entries, bytes)) = ml.plan_read(next, max_entries, max_bytes) else {
+                break;
+            };
+            // Relaxed: see `ReadAheads::reserved`.
+            let before = ra.reserved.fetch_add(bytes, Ordering::Relaxed);
+            let slot = Arc::new(Slot {
+                last: Position::new(start.ledger_id, start.entry_id + entries as i64 - 1),
+                entries,
+                bytes,
+                state: Mutex::new(SlotState {
+                    start,
+                    phase: Phase::Queued,
+                }),
+                done: Condvar::new(),
+                budget: Arc::clone(&ra.reserved),
+            });
+            // Slots replaced above are still counted until dropped below: the budget is
+            // checked against the worst case.
+            if before + bytes > BUDGET {
+                break; // dropping `slot` gives the reservation back
+            }
+            slots.push_back(Arc::clone(&slot));
+            ra.send(Job {
+                ml: Arc::downgrade(ml),
+                slot,
+            });
         }
-        *self.slot.lock() = Some(Arc::clone(&slot));
-        ra.send(Job {
-            ml: Arc::downgrade(ml),
-            slot,
-        });
+        drop(slots);
+        drop(dropped);
     }
 
-    /// Waits until the slot's read, if any, has ended (tests: a dispatcher sending meanwhile).
+    /// Waits until the queued reads have ended (tests: a dispatcher sending meanwhile).
     #[cfg(test)]
     pub(crate) fn settle(&self) {
-        let slot = self.slot.lock().clone();
-        if let Some(slot) = slot {
+        let slots: Vec<_> = self.slots.lock().iter().cloned().collect();
+        for slot in slots {
             let mut st = slot.state.lock();
             while matches!(st.phase, Phase::Queued | Phase::Running) {
                 slot.done
@@ -233,9 +274,9 @@ impl CursorReadAhead {
         }
     }
 
-    /// Drops the slot (the cursor closed, or its read is replaced).
+    /// Drops the slots (the cursor closed or moved).
     pub(crate) fn clear(&self) {
-        let old = self.slot.lock().take();
+        let old = std::mem::take(&mut *self.slots.lock());
         drop(old);
     }
 }
@@ -254,8 +295,8 @@ impl ReadAheads {
         self.reserved.load(Ordering::Relaxed)
     }
 
-    /// Hands `job` to the read-ahead thread, starting it if needed. If it cannot be started, the
-    /// job is dropped (its cursor reads for itself).
+    /// Hands `job` to the read-ahead threads, starting them if needed. If they cannot be
+    /// started, the job is dropped (its cursor reads for itself).
     fn send(&self, job: Job) {
         let mut queue = self.queue.lock();
         let job = match queue.as_ref() {
@@ -266,22 +307,30 @@ impl ReadAheads {
             None => job,
         };
         let (tx, rx) = mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("pulsar-rs-read-ahead".into())
-            .spawn(move || run(&rx));
-        match spawned {
-            Ok(_) => {
-                let _ = tx.send(job);
-                *queue = Some(tx);
+        // The threads share the receiver; whoever holds its lock waits in `recv` for the next job.
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..THREADS {
+            let rx = Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name(format!("pulsar-rs-read-ahead-{i}"))
+                .spawn(move || run(&rx));
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot start a read-ahead thread");
+                if i == 0 {
+                    return;
+                }
             }
-            Err(e) => tracing::warn!(error = %e, "cannot start the read-ahead thread"),
         }
+        let _ = tx.send(job);
+        *queue = Some(tx);
     }
 }
 
-/// The read-ahead thread: runs queued reads until its storage is dropped.
-fn run(rx: &mpsc::Receiver<Job>) {
-    while let Ok(job) = rx.recv() {
+/// A read-ahead thread: runs queued reads until its storage is dropped.
+fn run(rx: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        // Lock: held only while waiting for the next job (see `ReadAheads::send`).
+        let Ok(job) = rx.lock().recv() else { return };
         let start = {
             let mut st = job.slot.state.lock();
             // Only the job holds a slot its cursor dropped: not worth reading.
@@ -294,8 +343,8 @@ fn run(rx: &mpsc::Receiver<Job>) {
         let read = job.ml.upgrade().map(|ml| {
             ml.read_entries_from(
                 start,
-                job.slot.max_entries,
-                job.slot.max_bytes,
+                job.slot.entries,
+                job.slot.bytes,
                 Position::LATEST,
                 true,
             )

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::{BUDGET, MAX_SLOT_BYTES};
+use super::BUDGET;
 use crate::{LedgerConfig, ManagedLedger, Position, Storage, StorageConfig};
 
 /// 64 KiB entries, so four make a read large enough to be read ahead.
@@ -123,9 +123,10 @@ async fn rewinds_and_acknowledgements_are_respected_by_what_was_read_ahead() {
 #[tokio::test]
 async fn read_ahead_memory_stays_within_the_budget_and_is_given_back() {
     let dir = tempfile::tempdir().unwrap();
-    let (_s, ml) = backlog(dir.path(), 200).await;
-    // Each cursor's read without a byte bound queues a slot of MAX_SLOT_BYTES after it: twelve
-    // would reserve 96 MiB.
+    let (_s, ml) = backlog(dir.path(), 400).await;
+    // Each cursor's first read (150 entries, no byte bound) reads one ledger of 50 entries from
+    // disk and one from its read-ahead, leaving the next two ledgers (6.4 MiB) queued: twelve
+    // cursors would hold 77 MiB.
     let cursors: Vec<_> = (0..12)
         .map(|i| ml.open_cursor_at(&format!("c{i}"), true).unwrap())
         .collect();
@@ -139,7 +140,7 @@ async fn read_ahead_memory_stays_within_the_budget_and_is_given_back() {
         );
     }
     assert!(
-        budget.reserved() >= MAX_SLOT_BYTES,
+        budget.reserved() >= 2 * 50 * ENTRY as u64,
         "some cursors read ahead"
     );
     for c in &cursors {

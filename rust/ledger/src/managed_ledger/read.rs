@@ -156,42 +156,12 @@ impl ManagedLedger {
     ) -> Result<Option<(Vec<Entry>, bool)>> {
         let (start, locs) = {
             let st = self.state.lock();
-            let Some(start) = Self::normalize(&st, from) else {
+            let Some((start, locs)) =
+                Self::span_locked(&st, from, max_entries, max_bytes, max_position)
+            else {
                 return Ok(Some((Vec::new(), false)));
             };
-            if start > max_position || max_entries == 0 {
-                return Ok(Some((Vec::new(), false)));
-            }
-            let slot = &st.ledgers[&start.ledger_id];
-            let mut last = slot.confirmed as i64 - 1;
-            if max_position.ledger_id == start.ledger_id {
-                last = last.min(max_position.entry_id);
-            }
-            last = last.min(start.entry_id + max_entries as i64 - 1);
-            let mut bytes = 0u64;
-            let mut end = start.entry_id;
-            while end <= last {
-                let loc = slot.locs[end as usize];
-                // A damaged entry is read alone, so the entries before it are still served
-                // and its error names exactly it.
-                if end > start.entry_id && loc.is_corrupt() {
-                    break;
-                }
-                let l = if loc.is_corrupt() {
-                    0
-                } else {
-                    u64::from(loc.len)
-                };
-                if end > start.entry_id && bytes + l > max_bytes {
-                    break;
-                }
-                bytes += l;
-                end += 1;
-            }
-            (
-                start,
-                slot.locs[start.entry_id as usize..end as usize].to_vec(),
-            )
+            (start, locs.to_vec())
         };
         let to = Position::new(start.ledger_id, start.entry_id + locs.len() as i64 - 1);
         if let Some(hit) = self.cache.get_range(start, to) {
@@ -225,6 +195,68 @@ impl ManagedLedger {
                 .collect(),
             true,
         )))
+    }
+
+    /// What a read from `from` covers: its first entry and the locations of up to
+    /// `max_entries` entries of that ledger (about `max_bytes`, at least one), never past the
+    /// last confirmed entry nor `max_position`; `None` when there is nothing to read.
+    fn span_locked(
+        st: &State,
+        from: Position,
+        max_entries: usize,
+        max_bytes: u64,
+        max_position: Position,
+    ) -> Option<(Position, &[Loc])> {
+        let start = Self::normalize(st, from)?;
+        if start > max_position || max_entries == 0 {
+            return None;
+        }
+        let slot = &st.ledgers[&start.ledger_id];
+        let mut last = slot.confirmed as i64 - 1;
+        if max_position.ledger_id == start.ledger_id {
+            last = last.min(max_position.entry_id);
+        }
+        last = last.min(start.entry_id + max_entries as i64 - 1);
+        let mut bytes = 0u64;
+        let mut end = start.entry_id;
+        while end <= last {
+            let loc = slot.locs[end as usize];
+            // A damaged entry is read alone, so the entries before it are still served
+            // and its error names exactly it.
+            if end > start.entry_id && loc.is_corrupt() {
+                break;
+            }
+            let l = if loc.is_corrupt() {
+                0
+            } else {
+                u64::from(loc.len)
+            };
+            if end > start.entry_id && bytes + l > max_bytes {
+                break;
+            }
+            bytes += l;
+            end += 1;
+        }
+        Some((start, &slot.locs[start.entry_id as usize..end as usize]))
+    }
+
+    /// The read [`ManagedLedger::read_entries_from`] would do from `from` (without a maximum
+    /// position): its first entry, how many entries and how many bytes; `None` when nothing is
+    /// there. For read-ahead, which plans several reads in a row.
+    pub(crate) fn plan_read(
+        &self,
+        from: Position,
+        max_entries: usize,
+        max_bytes: u64,
+    ) -> Option<(Position, usize, u64)> {
+        let st = self.state.lock();
+        let (start, locs) = Self::span_locked(&st, from, max_entries, max_bytes, Position::LATEST)?;
+        let bytes = locs
+            .iter()
+            .filter(|l| !l.is_corrupt())
+            .map(|l| u64::from(l.len))
+            .sum();
+        Some((start, locs.len(), bytes))
     }
 
     /// Entries in `(after, upto]`, counted over the ledgers.
