@@ -118,7 +118,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     let c = format!("cluster=\"{cluster}\"");
     let cache = svc.storage.cache_stats();
     #[allow(clippy::cast_precision_loss)]
-    let broker: [(&str, &str, f64); 12] = [
+    let broker: [(&str, &str, f64); 13] = [
         (
             "pulsar_ml_cache_used_size",
             "gauge",
@@ -143,6 +143,12 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             "pulsar_ml_cache_evictions_total",
             "counter",
             cache.evicted_entries as f64,
+        ),
+        // Not Pulsar's: entries cursors took from their read-ahead (see the ledger's `read_ahead`).
+        (
+            "pulsar_ml_read_ahead_entries_total",
+            "counter",
+            svc.storage.read_ahead_entries() as f64,
         ),
         // Relaxed: metric reads.
         (
