@@ -272,7 +272,7 @@ impl Cursor {
                 Take::Miss => {
                     match self
                         .ml
-                        .read_entries_traced(from, want, budget, max_position, disk)
+                        .read_entries_from(from, want, budget, max_position, disk)
                     {
                         Ok(Some((e, from_disk))) => (e, from_disk, false),
                         Ok(None) if out.is_empty() => return Ok(None),

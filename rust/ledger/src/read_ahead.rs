@@ -350,7 +350,7 @@ fn run(rx: &Mutex<mpsc::Receiver<Job>>) {
             )
         });
         let next = match read {
-            Some(Ok(Some(entries))) if !entries.is_empty() => Phase::Ready(entries.into()),
+            Some(Ok(Some((entries, _)))) if !entries.is_empty() => Phase::Ready(entries.into()),
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "read-ahead failed; the cursor will read itself");
                 Phase::Gone

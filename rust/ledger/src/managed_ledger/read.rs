@@ -114,7 +114,7 @@ impl ManagedLedger {
         max_position: Position,
     ) -> Result<Vec<Entry>> {
         self.read_entries_from(from, max_entries, max_bytes, max_position, true)
-            .map(Option::unwrap_or_default)
+            .map(|r| r.map(|(entries, _)| entries).unwrap_or_default())
     }
 
     /// Like [`ManagedLedger::read_entries`] from the entry cache only: `None` when the read
@@ -130,23 +130,12 @@ impl ManagedLedger {
         max_position: Position,
     ) -> Result<Option<Vec<Entry>>> {
         self.read_entries_from(from, max_entries, max_bytes, max_position, false)
-    }
-
-    /// Both reads; `disk` false stops at a cache miss with `None`.
-    pub(crate) fn read_entries_from(
-        &self,
-        from: Position,
-        max_entries: usize,
-        max_bytes: u64,
-        max_position: Position,
-        disk: bool,
-    ) -> Result<Option<Vec<Entry>>> {
-        self.read_entries_traced(from, max_entries, max_bytes, max_position, disk)
             .map(|r| r.map(|(entries, _)| entries))
     }
 
-    /// [`ManagedLedger::read_entries_from`], also saying whether the entries came from disk.
-    pub(crate) fn read_entries_traced(
+    /// Both reads; `disk` false stops at a cache miss with `None`. With the entries comes
+    /// whether they were read from disk.
+    pub(crate) fn read_entries_from(
         &self,
         from: Position,
         max_entries: usize,
