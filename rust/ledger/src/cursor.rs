@@ -56,7 +56,7 @@ pub struct Cursor {
     /// older snapshot can never be written after a newer one. Only flushers of this cursor wait
     /// on it (acks take `state` only); taken before `state`.
     flushing: Mutex<()>,
-    /// The read queued after this cursor's last large read from disk (see
+    /// The reads queued after this cursor's last large read from disk (see
     /// [`crate::read_ahead`]); used by this cursor's reads only. Never locked with `state` held.
     ahead: CursorReadAhead,
 }
