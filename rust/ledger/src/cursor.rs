@@ -296,7 +296,11 @@ impl Cursor {
             let Some(last) = entries.last().map(|e| e.position) else {
                 break;
             };
-            let read_bytes: u64 = entries.iter().map(|e| e.data.len() as u64).sum();
+            // Only a read from disk may start a read-ahead; cache hits skip the sum.
+            let large_from_disk = from_disk
+                && max_position == Position::LATEST
+                && entries.iter().map(|e| e.data.len() as u64).sum::<u64>()
+                    >= read_ahead::MIN_BYTES;
             let mut st = self.state.lock();
             if st.epoch != epoch || st.read_position != from {
                 continue; // rewound or reset meanwhile: read again from the new place
@@ -311,9 +315,8 @@ impl Cursor {
                 }
             }
             drop(st);
-            if from_disk && read_bytes >= read_ahead::MIN_BYTES && max_position == Position::LATEST
-            {
-                // A large read from disk: the next one like it is queued now (see `read_ahead`).
+            if large_from_disk {
+                // A large read from disk: the next ones like it are queued now (see `read_ahead`).
                 self.ahead.start(&self.ml, next, want, budget);
             }
             if served_ahead && !out.is_empty() {

@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     open: Mutex<OpenLedgers>,
     /// Signalled when an open finishes (waited on with `open`), for callers of the same name.
     opened: Condvar,
-    /// Cursors' read-ahead: its thread and memory budget.
+    /// Cursors' read-ahead: its threads and memory budget.
     pub read_ahead: crate::read_ahead::ReadAheads,
 }
 
