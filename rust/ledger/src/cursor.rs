@@ -265,8 +265,8 @@ impl Cursor {
             } else {
                 Take::Miss
             };
-            let (entries, from_disk, served_ahead) = match ahead {
-                Take::Entries(e) => (e, false, true),
+            let (entries, disk_bytes, served_ahead) = match ahead {
+                Take::Entries(e) => (e, 0, true),
                 Take::Pending if out.is_empty() => return Ok(None),
                 Take::Pending => break,
                 Take::Miss => {
@@ -274,7 +274,7 @@ impl Cursor {
                         .ml
                         .read_entries_from(from, want, budget, max_position, disk)
                     {
-                        Ok(Some((e, from_disk))) => (e, from_disk, false),
+                        Ok(Some((e, disk_bytes))) => (e, disk_bytes, false),
                         Ok(None) if out.is_empty() => return Ok(None),
                         Ok(None) => break,
                         Err(LedgerError::CorruptEntry {
@@ -296,11 +296,9 @@ impl Cursor {
             let Some(last) = entries.last().map(|e| e.position) else {
                 break;
             };
-            // Only a read from disk may start a read-ahead; cache hits skip the sum.
-            let large_from_disk = from_disk
-                && max_position == Position::LATEST
-                && entries.iter().map(|e| e.data.len() as u64).sum::<u64>()
-                    >= read_ahead::MIN_BYTES;
+            // Only a large unbounded read from disk starts a read-ahead.
+            let large_from_disk =
+                max_position == Position::LATEST && disk_bytes >= read_ahead::MIN_BYTES;
             let mut st = self.state.lock();
             if st.epoch != epoch || st.read_position != from {
                 continue; // rewound or reset meanwhile: read again from the new place

@@ -133,8 +133,8 @@ impl ManagedLedger {
             .map(|r| r.map(|(entries, _)| entries))
     }
 
-    /// Both reads; `disk` false stops at a cache miss with `None`. With the entries comes
-    /// whether they were read from disk.
+    /// Both reads; `disk` false stops at a cache miss with `None`. With the entries come the
+    /// bytes read from disk for them (0: from the entry cache).
     pub(crate) fn read_entries_from(
         &self,
         from: Position,
@@ -142,13 +142,13 @@ impl ManagedLedger {
         max_bytes: u64,
         max_position: Position,
         disk: bool,
-    ) -> Result<Option<(Vec<Entry>, bool)>> {
+    ) -> Result<Option<(Vec<Entry>, u64)>> {
         let (start, locs) = {
             let st = self.state.lock();
-            let Some((start, locs)) =
+            let Some((start, locs, _)) =
                 Self::span_locked(&st, from, max_entries, max_bytes, max_position)
             else {
-                return Ok(Some((Vec::new(), false)));
+                return Ok(Some((Vec::new(), 0)));
             };
             (start, locs.to_vec())
         };
@@ -158,7 +158,7 @@ impl ManagedLedger {
                 hit.into_iter()
                     .map(|(position, data)| Entry { position, data })
                     .collect(),
-                false,
+                0,
             )));
         }
         if !disk {
@@ -182,12 +182,12 @@ impl ManagedLedger {
                     data: r.payload,
                 })
                 .collect(),
-            true,
+            bytes,
         )))
     }
 
-    /// What a read from `from` covers: its first entry and the locations of up to
-    /// `max_entries` entries of that ledger (about `max_bytes`, at least one), never past the
+    /// What a read from `from` covers: its first entry, the locations of up to `max_entries`
+    /// entries of that ledger (about `max_bytes`, at least one) and their bytes, never past the
     /// last confirmed entry nor `max_position`; `None` when there is nothing to read.
     fn span_locked(
         st: &State,
@@ -195,7 +195,7 @@ impl ManagedLedger {
         max_entries: usize,
         max_bytes: u64,
         max_position: Position,
-    ) -> Option<(Position, &[Loc])> {
+    ) -> Option<(Position, &[Loc], u64)> {
         let start = Self::normalize(st, from)?;
         if start > max_position || max_entries == 0 {
             return None;
@@ -226,7 +226,11 @@ impl ManagedLedger {
             bytes += l;
             end += 1;
         }
-        Some((start, &slot.locs[start.entry_id as usize..end as usize]))
+        Some((
+            start,
+            &slot.locs[start.entry_id as usize..end as usize],
+            bytes,
+        ))
     }
 
     /// The read [`ManagedLedger::read_entries_from`] would do from `from` (without a maximum
@@ -239,12 +243,8 @@ impl ManagedLedger {
         max_bytes: u64,
     ) -> Option<(Position, usize, u64)> {
         let st = self.state.lock();
-        let (start, locs) = Self::span_locked(&st, from, max_entries, max_bytes, Position::LATEST)?;
-        let bytes = locs
-            .iter()
-            .filter(|l| !l.is_corrupt())
-            .map(|l| u64::from(l.len))
-            .sum();
+        let (start, locs, bytes) =
+            Self::span_locked(&st, from, max_entries, max_bytes, Position::LATEST)?;
         Some((start, locs.len(), bytes))
     }
 
