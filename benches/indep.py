@@ -6,6 +6,12 @@ run of ``pulsar-rs-perf`` and then a fresh one serves one run of the independent
 msg/s (loadgen counts unique messages only), publish p99, and the broker's CPU time per message
 (published + received), from /proc/<pid>/stat over the run. Medians over the rounds.
 
+Each loadgen run also counts the broker's **wake-ups** (voluntary context switches, summed over
+its threads from /proc/<pid>/task/*/status across the load generator's whole run), per message.
+``pulsar-rs-probe wake`` measures, once at the start, the CPU time one wake-up across CPUs costs
+on this machine; ``wake_floor_us_per_msg`` is the product, the part of the broker's CPU per
+message that its wake-ups alone account for (issue 14).
+
 Brokers: ``rs`` (target/release/pulsar-rs-server, default config: durable), ``rs-gw1`` (the
 same with ``journalMaxGroupWaitMSec = 1``), ``rs-nopre`` (``journalPreAllocSizeMB = 0``: no
 journal preallocation), ``rs-agw0`` (``journalAdaptiveGroupWaitMicros = 0``: no adaptive group
@@ -48,7 +54,9 @@ def loadgen(binary: str, b: Broker, name: str, duration: int, w: dict, rate: int
     cmd += ["--duration", str(duration), "--max-pending", str(w.get("max_inflight", 1000)), "--drain", "15"]
     cmd += ["--broker-pid", str(b.proc.pid), "--rate", str(rate), "--consume"]
     log("   $", " ".join(cmd))
+    wakes0 = wake_ups(b.proc.pid)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    wakes = wake_ups(b.proc.pid) - wakes0
     try:
         r = json.loads(p.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
@@ -65,7 +73,22 @@ def loadgen(binary: str, b: Broker, name: str, duration: int, w: dict, rate: int
         "broker_cpu_s": r.get("broker_cpu_s"),
         "client_cpu_s": r.get("client_cpu_s"),
         "broker_us_per_msg": 1e6 * r["broker_cpu_s"] / msgs if msgs and r.get("broker_cpu_s") else None,
+        "wakes_per_msg": wakes / msgs if msgs else None,
     }
+
+
+def wake_ups(pid: int) -> int:
+    """Voluntary context switches of every thread of `pid` so far (threads that ended are lost:
+    a broker's threads live as long as it does)."""
+    total = 0
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (t / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue  # the thread ended meanwhile
+    return total
 
 
 def own(bin_dir: Path, b: Broker, name: str, duration: int, w: dict) -> dict:
@@ -121,6 +144,13 @@ def main() -> None:
     bin_dir = Path(a.bin_dir)
     base_dir = Path(a.base_bin_dir) if a.base_bin_dir else None
     rows: dict = {}
+    probe = json.loads(
+        subprocess.run(
+            [str(bin_dir / "pulsar-rs-probe"), "wake"], capture_output=True, text=True, check=True, timeout=300
+        ).stdout
+    )
+    wake_us = (probe.get("wake_across_cpus") or probe["wake_on_one_cpu"])["cpu_us_per_wake"]
+    log("wake-up cost", json.dumps(probe))
     for i in range(a.runs):
         for kind in a.brokers.split(","):
             for wl in a.workloads.split(","):
@@ -136,6 +166,8 @@ def main() -> None:
                         )
                     finally:
                         b.stop()
+                    if r.get("wakes_per_msg") is not None:
+                        r["wake_floor_us_per_msg"] = wake_us * r["wakes_per_msg"]
                     log(kind, wl, tool, json.dumps(r))
                     rows.setdefault(f"{kind}/{wl}/{tool}", []).append(r)
             if a.steady_rate and kind != "lite":
@@ -145,6 +177,8 @@ def main() -> None:
                     r = loadgen(a.loadgen, b, f"steady-{i}", secs, WORKLOADS["W1"], a.steady_rate)
                 finally:
                     b.stop()
+                if r.get("wakes_per_msg") is not None:
+                    r["wake_floor_us_per_msg"] = wake_us * r["wakes_per_msg"]
                 log(kind, "W1@rate", json.dumps(r))
                 rows.setdefault(f"{kind}/W1@{a.steady_rate}/loadgen", []).append(r)
     med = {}
@@ -157,7 +191,7 @@ def main() -> None:
         }
         med[k]["runs"] = len(ok)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps({"runs": rows, "medians": med}, indent=1))
+    Path(a.out).write_text(json.dumps({"wake_probe": probe, "runs": rows, "medians": med}, indent=1))
     for k, m in med.items():
         print(k, json.dumps({f: (round(v, 3) if isinstance(v, float) else v) for f, v in m.items()}))
 

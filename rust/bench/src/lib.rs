@@ -7,11 +7,13 @@
 //! * [`stats`]: HdrHistogram summaries as JSON.
 //! * [`batch`]: building and parsing batch payloads (`SingleMessageMetadata` + message bytes) and
 //!   the timestamp the load generator puts at the front of every message.
+//! * [`wake`]: what a sleep and a wake-up cost in CPU time (`pulsar-rs-probe wake`).
 //!
 //! The binaries are `pulsar-rs-perf` (load generator) and `pulsar-rs-probe` (machine limits:
-//! loopback TCP throughput, `write`/`fdatasync` bandwidth and latency).
+//! loopback TCP throughput, `write`/`fdatasync` bandwidth and latency, the cost of a wake-up).
 
 pub mod batch;
 pub mod client;
 pub mod perf;
 pub mod stats;
+pub mod wake;

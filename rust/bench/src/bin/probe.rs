@@ -6,6 +6,7 @@
 //!   the same with `O_DIRECT` writes (as the journal's durable rounds), and reading each file
 //!   back sequentially once it is not in the page cache (the read limit of a backlog that is
 //!   not cached).
+//! * `wake`: the CPU time a sleep and a wake-up cost (see `pulsar_rs_bench::wake`).
 //!
 //! Output: one JSON object on stdout.
 
@@ -20,7 +21,10 @@ use pulsar_rs_bench::stats::{new_histogram, record, summary_ms};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug)]
-#[command(name = "pulsar-rs-probe", about = "Measure loopback and disk limits")]
+#[command(
+    name = "pulsar-rs-probe",
+    about = "Measure loopback, disk and wake-up limits"
+)]
 struct Args {
     #[command(subcommand)]
     cmd: Cmd,
@@ -45,6 +49,12 @@ enum Cmd {
         /// Seconds per measurement.
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+    },
+    /// CPU time per sleep and per wake-up (across CPUs and on one).
+    Wake {
+        /// Sleeps and hand-overs per measurement.
+        #[arg(long, default_value_t = 20_000)]
+        count: u32,
     },
 }
 
@@ -242,6 +252,7 @@ fn main() {
     let out = match args.cmd {
         Cmd::Tcp { seconds, chunk } => tcp(seconds, chunk),
         Cmd::Disk { dir, seconds } => disk(&dir, seconds),
+        Cmd::Wake { count } => Ok(pulsar_rs_bench::wake::probe(count)),
     };
     match out {
         Ok(v) => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
