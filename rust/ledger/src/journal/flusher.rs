@@ -164,6 +164,7 @@ impl Journal {
         if self.sync {
             // Under load: zeros after this round's records, covered by its sync (`prealloc`).
             let round = batch.iter().map(|p| p.data.len() as u64).sum();
+            prefilled.round(round);
             if let Some(step) = self.prealloc.load_step(prefilled, self.max_segment, round) {
                 if batch
                     .iter()

@@ -21,6 +21,12 @@
 //!   `pulsar-rs-perf` +17 % throughput and 17 % less broker CPU per message; a separate sync per
 //!   step instead cost ~7 ms of publish p99 at saturation.
 //!
+//! **Only for small rounds.** Zeros cost per byte (every byte of the journal is written twice),
+//! the metadata write they avoid costs per round. Once rounds average [`LARGE_ROUND`] or more,
+//! neither rule writes zeros and rounds grow the file: W3 (rounds of ~400–600 KiB) under the
+//! independent load generator 25 % less broker CPU per message, under `pulsar-rs-perf` +20 %
+//! throughput (`benches/RESULTS.md`).
+//!
 //! A zero tail is not damage: recovery recognises the all-zero bytes after a segment's last
 //! record and cuts them (see `recovery`), and the flusher cuts a segment back to its records when
 //! it is sealed, and `close` the active one, so indexes and exports only ever see records.
@@ -53,6 +59,12 @@ const LOAD_STEP_MIN: u64 = 64 << 10;
 /// in 256 KiB writes, 0.24 µs/KiB in 1 MiB ones, each synced: `benches/zero_fill_cost.py`).
 const LOAD_STEP_MAX: u64 = 1 << 20;
 
+/// Rounds of this many bytes or more (moving mean) are written without zeros ahead: a 256 KiB
+/// step costs ~0.4 µs/KiB of CPU (`benches/zero_fill_cost.py`) plus a second write of every
+/// byte, more than one inode write per round. W2 (rounds of 60–95 KiB) still gains from zeros:
+/// without them its broker CPU per message under `pulsar-rs-perf` was 0.156 against 0.126 µs.
+pub(super) const LARGE_ROUND: u64 = 256 << 10;
+
 /// The setting; written once by the storage after open, read by the flusher when idle and after
 /// each round.
 pub(super) struct PreAlloc {
@@ -67,6 +79,8 @@ pub(super) struct PreAlloc {
 pub(super) struct Prefilled {
     /// The active segment as last written: id, file, end of its records, end of its zeros.
     at: Option<Written>,
+    /// Moving mean of a durable round's bytes of records (weight 1/8 per round).
+    mean_round: u64,
 }
 
 struct Written {
@@ -105,6 +119,12 @@ impl Prefilled {
                 });
             }
         }
+    }
+
+    /// After a durable round of `bytes` of records: updates the mean that decides whether
+    /// zeros are worth writing ([`LARGE_ROUND`]).
+    pub(super) fn round(&mut self, bytes: u64) {
+        self.mean_round = (self.mean_round.saturating_mul(7).saturating_add(bytes)) / 8;
     }
 
     /// A segment was sealed (its zeros cut) or a failed round cut segments back: forget it.
@@ -156,8 +176,8 @@ impl PreAlloc {
         })
     }
 
-    /// The step of zeros past the active segment's written end, when preallocation is on and
-    /// has not failed there: `rule(setting)` gives (fewer zeros ahead than this take a step,
+    /// The step of zeros past the active segment's written end, when preallocation is on, has
+    /// not failed there and rounds are small ([`LARGE_ROUND`]): `rule(setting)` gives (fewer zeros ahead than this take a step,
     /// the step's size).
     fn step_ahead(
         &self,
@@ -167,7 +187,7 @@ impl PreAlloc {
     ) -> Option<Step> {
         let ahead = self.ahead.load(Ordering::Relaxed);
         let w = state.at.as_ref()?;
-        if ahead == 0 || w.zeros_to == u64::MAX {
+        if ahead == 0 || w.zeros_to == u64::MAX || state.mean_round >= LARGE_ROUND {
             return None;
         }
         let (low, size) = rule(ahead);

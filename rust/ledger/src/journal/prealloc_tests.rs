@@ -145,6 +145,39 @@ fn under_continuous_load_rounds_overwrite_zeros() {
     );
 }
 
+/// Large rounds are written without zeros ahead: once rounds average `LARGE_ROUND` or more,
+/// neither a round's own step nor idle steps follow, so after 32 rounds of 512 KiB and an idle
+/// moment the segment ends at its records (zeros written while the mean was still small lie
+/// behind them by then).
+#[test]
+fn large_rounds_leave_no_zeros_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 64 << 20).unwrap();
+    j.set_prealloc(4 << 20);
+    j.set_adaptive_group_wait(std::time::Duration::ZERO);
+    let mut end = 0;
+    for i in 0..32 {
+        end = j.append(1, i, 0, &[5u8; 512 << 10], None).unwrap().end();
+        j.flush();
+    }
+    // Idle long enough for idle steps (`QUIET`) to have run many times over.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let len = seg_len(dir.path(), 0);
+    assert!(
+        len < end + crate::vfs::DIRECT_BLOCK,
+        "{} bytes of zeros after 32 rounds of 512 KiB",
+        len - end
+    );
+    // Small rounds after them bring the zeros back.
+    for i in 32..64 {
+        end = j.append(1, i, 0, &[6u8; 100], None).unwrap().end();
+        j.flush();
+    }
+    let len = settled_len(dir.path(), 0, end + (64 << 10));
+    assert!(len >= end + (64 << 10), "zeros ahead again: {}", len - end);
+    j.close();
+}
+
 #[test]
 fn no_preallocation_without_journal_sync() {
     let dir = tempfile::tempdir().unwrap();
