@@ -72,7 +72,7 @@ pub fn timed_sleep(us: u64, n: u32) -> Value {
     for _ in 0..n {
         std::thread::sleep(pause);
     }
-    let (cpu, wall) = (process_cpu() - cpu0, t0.elapsed());
+    let (cpu, wall) = (process_cpu().saturating_sub(cpu0), t0.elapsed());
     let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(n.max(1));
     json!({
         "sleep_us": us,
@@ -86,9 +86,9 @@ pub fn timed_sleep(us: u64, n: u32) -> Value {
 /// time per wake-up (2 `n` wake-ups). `None` if a thread could not be pinned.
 #[must_use]
 pub fn ping_pong(cpus: [usize; 2], n: u32) -> Option<Value> {
-    // Whose turn it is: even for the main thread, odd for the other. SeqCst is not needed:
-    // Release on each hand-over publishes nothing but the counter itself, and Acquire on the
-    // waiting side pairs with it, so a thread never runs ahead of its turn.
+    // Whose turn it is: even for the main thread, odd for the other; `u64::MAX` stops both.
+    // Release on each hand-over pairs with the other side's Acquire load; the counter is the
+    // only data handed over, so nothing stronger is needed.
     let turn = Arc::new(AtomicU64::new(0));
     let main = std::thread::current();
     let other_turn = Arc::clone(&turn);
@@ -100,8 +100,12 @@ pub fn ping_pong(cpus: [usize; 2], n: u32) -> Option<Value> {
             return false;
         }
         for i in 0..rounds {
-            while other_turn.load(Ordering::Acquire) != 2 * i + 1 {
-                std::thread::park();
+            loop {
+                match other_turn.load(Ordering::Acquire) {
+                    t if t == 2 * i + 1 => break,
+                    u64::MAX => return false,
+                    _ => std::thread::park(),
+                }
             }
             other_turn.store(2 * i + 2, Ordering::Release);
             main.unpark();
@@ -109,6 +113,10 @@ pub fn ping_pong(cpus: [usize; 2], n: u32) -> Option<Value> {
         true
     });
     if !pin(cpus[0]) {
+        // Release the other thread (it stops at the sentinel) before giving up.
+        turn.store(u64::MAX, Ordering::Release);
+        other.thread().unpark();
+        let _ = other.join();
         return None;
     }
     let waiter = other.thread().clone();
@@ -128,7 +136,7 @@ pub fn ping_pong(cpus: [usize; 2], n: u32) -> Option<Value> {
             std::thread::park();
         }
     }
-    let (cpu, wall) = (process_cpu() - cpu0, t0.elapsed());
+    let (cpu, wall) = (process_cpu().saturating_sub(cpu0), t0.elapsed());
     if !other.join().unwrap_or(false) {
         return None;
     }
