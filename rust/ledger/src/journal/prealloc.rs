@@ -24,7 +24,7 @@
 //! **Only for small rounds.** Zeros cost per byte (every byte of the journal is written twice),
 //! the metadata write they avoid costs per round. Once rounds average [`LARGE_ROUND`] or more,
 //! neither rule writes zeros and rounds grow the file: W3 (rounds of ~400–600 KiB) under the
-//! independent load generator 25 % less broker CPU per message, under `pulsar-rs-perf` +20 %
+//! independent load generator 20–22 % less broker CPU per message, under `pulsar-rs-perf` +17–18 %
 //! throughput (`benches/RESULTS.md`).
 //!
 //! A zero tail is not damage: recovery recognises the all-zero bytes after a segment's last
