@@ -48,7 +48,9 @@ WORKLOADS = {
 }
 
 
-def loadgen(binary: str, b: Broker, name: str, duration: int, w: dict, rate: int = 0) -> dict:
+def loadgen(binary: str, b: Broker, name: str, duration: int, w: dict, rate: int = 0, wake_us: float = 0.0) -> dict:
+    """One loadgen run; `wake_us` (CPU µs per wake-up, `pulsar-rs-probe wake`) adds the CPU the
+    broker's wake-ups account for, `wake_floor_us_per_msg`."""
     cmd = [binary, "--url", b.url, "--topic-prefix", name, "--topics", str(w["topics"])]
     cmd += ["--size", str(max(w["size"], 32)), "--batch", str(w["batch"])]
     cmd += ["--duration", str(duration), "--max-pending", str(w.get("max_inflight", 1000)), "--drain", "15"]
@@ -74,6 +76,7 @@ def loadgen(binary: str, b: Broker, name: str, duration: int, w: dict, rate: int
         "client_cpu_s": r.get("client_cpu_s"),
         "broker_us_per_msg": 1e6 * r["broker_cpu_s"] / msgs if msgs and r.get("broker_cpu_s") else None,
         "wakes_per_msg": wakes / msgs if msgs else None,
+        "wake_floor_us_per_msg": wake_us * wakes / msgs if msgs and wake_us else None,
     }
 
 
@@ -162,23 +165,19 @@ def main() -> None:
                         r = (
                             own(bin_dir, b, name, a.duration, w)
                             if tool == "perf"
-                            else loadgen(a.loadgen, b, name, a.duration, w)
+                            else loadgen(a.loadgen, b, name, a.duration, w, wake_us=wake_us)
                         )
                     finally:
                         b.stop()
-                    if r.get("wakes_per_msg") is not None:
-                        r["wake_floor_us_per_msg"] = wake_us * r["wakes_per_msg"]
                     log(kind, wl, tool, json.dumps(r))
                     rows.setdefault(f"{kind}/{wl}/{tool}", []).append(r)
             if a.steady_rate and kind != "lite":
                 b = start(kind, bin_dir, base_dir)
                 try:
                     secs = a.steady_duration or a.duration
-                    r = loadgen(a.loadgen, b, f"steady-{i}", secs, WORKLOADS["W1"], a.steady_rate)
+                    r = loadgen(a.loadgen, b, f"steady-{i}", secs, WORKLOADS["W1"], a.steady_rate, wake_us)
                 finally:
                     b.stop()
-                if r.get("wakes_per_msg") is not None:
-                    r["wake_floor_us_per_msg"] = wake_us * r["wakes_per_msg"]
                 log(kind, "W1@rate", json.dumps(r))
                 rows.setdefault(f"{kind}/W1@{a.steady_rate}/loadgen", []).append(r)
     med = {}

@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 /// CPU time of the whole process (every thread), from `CLOCK_PROCESS_CPUTIME_ID`.
-#[must_use]
-pub fn process_cpu() -> Duration {
+fn process_cpu() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -177,18 +176,20 @@ pub fn probe(n: u32) -> Value {
 mod tests {
     use super::*;
 
+    /// Both threads pinned to one CPU still hand the turn over to the end (no lost wake-up
+    /// leaves one parked for ever) and report per wake-up.
     #[test]
-    fn a_hand_over_on_one_cpu_counts_every_wake_up() {
+    fn a_hand_over_on_one_cpu_completes() {
         let cpu = allowed_cpus()[0];
         let v = ping_pong([cpu, cpu], 200).expect("a CPU this thread may run on");
         assert_eq!(v["wake_ups"], 400);
         assert!(v["wall_us_per_wake"].as_f64().unwrap() > 0.0);
     }
 
+    /// Figures are per sleep: ten sleeps of 200 µs give at least 200 µs each, not in total.
     #[test]
     fn a_sleep_lasts_at_least_what_was_asked() {
         let v = timed_sleep(200, 10);
         assert!(v["wall_us_per_sleep"].as_f64().unwrap() >= 200.0, "{v}");
-        assert!(v["cpu_us_per_sleep"].as_f64().unwrap() >= 0.0);
     }
 }

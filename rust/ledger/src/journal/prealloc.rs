@@ -63,7 +63,7 @@ const LOAD_STEP_MAX: u64 = 1 << 20;
 /// step costs ~0.4 µs/KiB of CPU (`benches/zero_fill_cost.py`) plus a second write of every
 /// byte, more than one inode write per round. W2 (rounds of 60–95 KiB) still gains from zeros:
 /// without them its broker CPU per message under `pulsar-rs-perf` was 0.156 against 0.126 µs.
-pub(super) const LARGE_ROUND: u64 = 256 << 10;
+const LARGE_ROUND: u64 = 256 << 10;
 
 /// The setting; written once by the storage after open, read by the flusher when idle and after
 /// each round.
@@ -177,8 +177,8 @@ impl PreAlloc {
     }
 
     /// The step of zeros past the active segment's written end, when preallocation is on, has
-    /// not failed there and rounds are small ([`LARGE_ROUND`]): `rule(setting)` gives (fewer zeros ahead than this take a step,
-    /// the step's size).
+    /// not failed there and rounds are small ([`LARGE_ROUND`]): `rule(setting)` gives (fewer
+    /// zeros ahead than this take a step, the step's size).
     fn step_ahead(
         &self,
         state: &Prefilled,
