@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use pulsar_rs_ledger::{ManagedLedger, Position};
+use pulsar_rs_ledger::{AddWaiter, Added, ManagedLedger, Position};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -147,10 +147,29 @@ pub enum Published {
         /// Deduplication's record of the write, when deduplication is on and it is not durable yet.
         ticket: Option<Ticket>,
     },
+    /// Written at `position` and waiting for the journal: the waiter given to
+    /// [`Topic::publish_message_then`] is told when it is durable; then report the outcome to
+    /// `ticket` before answering.
+    Queued {
+        /// Where it was written.
+        position: Position,
+        /// As for `Stored`.
+        ticket: Option<Ticket>,
+    },
     /// A duplicate of a persisted message: answer SEND_RECEIPT −1:−1.
     Duplicate,
     /// A duplicate of a message still being written: answer SEND_ERROR PersistenceError.
     DuplicateUnknown,
+}
+
+/// Whether a write waits for the journal, and who hears when it is durable.
+enum Queued {
+    /// Stored already (non-durable mode).
+    No,
+    /// The returned completion resolves.
+    Completion(AddCompletion),
+    /// The caller's waiter is told.
+    Waiter,
 }
 
 /// What the effective policy turns into at runtime.
@@ -477,12 +496,55 @@ impl Topic {
         stored: Bytes,
         messages: u32,
     ) -> Result<Published, BrokerError> {
+        self.deduplicated(ids, md, || {
+            let (position, completion) = self.publish(stored, md.publish_time, messages)?;
+            Ok(match completion {
+                Some(c) => (position, Queued::Completion(c)),
+                None => (position, Queued::No),
+            })
+        })
+    }
+
+    /// Like [`Topic::publish_message`], but a durable write tells `waiter` (with `token`) when
+    /// it completes instead of returning a completion: no allocation per message.
+    ///
+    /// # Errors
+    /// Storage failures (disk full, closed ledger).
+    pub fn publish_message_then(
+        &self,
+        ids: SendIds<'_>,
+        md: &pulsar_rs_proto::pb::MessageMetadata,
+        stored: Bytes,
+        messages: u32,
+        waiter: &Arc<dyn AddWaiter>,
+        token: u64,
+    ) -> Result<Published, BrokerError> {
+        self.deduplicated(ids, md, || {
+            let len = stored.len() as u64;
+            let added = self
+                .ledger
+                .start_add_then(stored, md.publish_time, waiter, token)?;
+            self.msg_in.record(u64::from(messages), len);
+            Ok(match added {
+                Added::Confirmed(position) => (position, Queued::No),
+                Added::Queued(position) => (position, Queued::Waiter),
+            })
+        })
+    }
+
+    /// Runs `write` unless deduplication finds the SEND a duplicate, and records the write.
+    fn deduplicated(
+        &self,
+        ids: SendIds<'_>,
+        md: &pulsar_rs_proto::pb::MessageMetadata,
+        write: impl FnOnce() -> Result<(Position, Queued), BrokerError>,
+    ) -> Result<Published, BrokerError> {
         match self.dedup.check(ids, md) {
             Verdict::Dup => return Ok(Published::Duplicate),
             Verdict::Unknown => return Ok(Published::DuplicateUnknown),
             Verdict::NotDup => {}
         }
-        let (position, completion) = match self.publish(stored, md.publish_time, messages) {
+        let (position, queued) = match write() {
             Ok(r) => r,
             Err(e) => {
                 self.dedup.failed(ids.producer);
@@ -490,15 +552,23 @@ impl Topic {
             }
         };
         let mut ticket = self.dedup.written(ids, md, position);
-        if completion.is_none() {
-            if let Some(t) = ticket.take() {
-                t.persisted(true);
+        Ok(match queued {
+            Queued::No => {
+                if let Some(t) = ticket.take() {
+                    t.persisted(true);
+                }
+                Published::Stored {
+                    position,
+                    completion: None,
+                    ticket,
+                }
             }
-        }
-        Ok(Published::Stored {
-            position,
-            completion,
-            ticket,
+            Queued::Completion(completion) => Published::Stored {
+                position,
+                completion: Some(completion),
+                ticket,
+            },
+            Queued::Waiter => Published::Queued { position, ticket },
         })
     }
 

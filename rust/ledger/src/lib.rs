@@ -31,7 +31,9 @@ pub use config::{LedgerConfig, StorageConfig};
 pub use cursor::Cursor;
 pub use cursor_codec::CursorSnapshot;
 pub use error::{LedgerError, Result};
-pub use managed_ledger::{AddCompletion, Entry, LedgerInfo, LedgerStats, ManagedLedger};
+pub use managed_ledger::{
+    AddCompletion, AddWaiter, Added, Entry, LedgerInfo, LedgerStats, ManagedLedger,
+};
 pub use metastore::{FileMetaStore, MetaStore};
 pub use position::Position;
 pub use storage::Storage;

@@ -4,76 +4,15 @@
 //! The storage runs on the real file system behind a gate injected through the file-system seam
 //! (`Vfs`): `fdatasync` of a chosen path blocks until the test opens the gate.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
-use pulsar_rs_ledger::vfs::SyncHookFs;
 use pulsar_rs_ledger::{LedgerConfig, Storage, StorageConfig, SystemClock};
 
-/// One gate: `sync_data` of files whose path contains `pattern` waits while it is closed.
-struct Gate {
-    pattern: &'static str,
-    /// Closed = `true`; with `entered` (how many syncs are waiting).
-    state: Mutex<(bool, usize)>,
-    cond: Condvar,
-}
-
-impl Gate {
-    fn new(pattern: &'static str) -> Arc<Gate> {
-        Arc::new(Gate {
-            pattern,
-            state: Mutex::new((false, 0)),
-            cond: Condvar::new(),
-        })
-    }
-    fn close(&self) {
-        self.state.lock().0 = true;
-    }
-    fn open(&self) {
-        self.state.lock().0 = false;
-        self.cond.notify_all();
-    }
-    fn pass(&self, path: &Path) {
-        if !path.to_string_lossy().contains(self.pattern) {
-            return;
-        }
-        let mut st = self.state.lock();
-        st.1 += 1;
-        self.cond.notify_all();
-        // Bounded so a broken test cannot hang the suite.
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while st.0 && std::time::Instant::now() < deadline {
-            self.cond.wait_until(&mut st, deadline);
-        }
-        st.1 -= 1;
-    }
-    fn wait_entered(&self) {
-        let mut st = self.state.lock();
-        while st.1 == 0 {
-            assert!(
-                !self
-                    .cond
-                    .wait_for(&mut st, Duration::from_secs(10))
-                    .timed_out(),
-                "nothing reached the gate for {}",
-                self.pattern
-            );
-        }
-    }
-}
-
-/// The real file system; every `fdatasync` passes the gates first.
-fn gated_fs(gates: Vec<Arc<Gate>>) -> Arc<SyncHookFs<impl Fn(&Path) + Send + Sync + 'static>> {
-    Arc::new(SyncHookFs::new(move |path: &Path| {
-        for g in &gates {
-            g.pass(path);
-        }
-    }))
-}
+mod common;
+use common::{gated_fs, Gate};
 
 #[test]
 fn a_slow_rollover_metadata_write_does_not_delay_another_topics_confirmations() {

@@ -99,10 +99,10 @@ impl Journal {
             };
             // One wake-up per task for the whole pass (see `wake_batch`).
             crate::wake_batch::batch(|| match result {
-                Ok(()) => completions.into_iter().for_each(|c| c(Ok(()))),
+                Ok(()) => completions.into_iter().for_each(|c| c.run(Ok(()))),
                 Err(e) => {
                     for c in completions.into_iter().chain(failed_later) {
-                        c(Err(e.duplicate()));
+                        c.run(Err(e.duplicate()));
                     }
                 }
             });

@@ -24,7 +24,7 @@ fn journal(dir: &Path, adaptive: Duration) -> Arc<Journal> {
 /// Appends one record whose completion reports on the returned channel.
 fn append(j: &Journal, entry: i64) -> mpsc::Receiver<()> {
     let (tx, rx) = mpsc::channel();
-    let cb: Completion = Box::new(move |r| {
+    let cb = Completion::once(move |r| {
         r.unwrap();
         let _ = tx.send(());
     });

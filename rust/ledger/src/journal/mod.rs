@@ -19,6 +19,7 @@
 //! segment, starts no flusher and refuses appends.
 
 mod checkpoint;
+mod completion;
 mod direct;
 mod direct_read;
 mod flusher;
@@ -49,8 +50,7 @@ use index::IndexRecord;
 /// Unwritten bytes above which non-durable appends wait for the write (memory bound).
 pub const MAX_UNWRITTEN_BYTES: usize = 64 << 20;
 
-/// Called once per durable append, on the flusher thread, in append order.
-pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
+pub use completion::{Completion, DurableThrough};
 
 /// A region of bytes waiting for, or undergoing, a write.
 #[derive(Clone)]
@@ -448,8 +448,9 @@ impl Journal {
         self.sync
     }
 
-    /// Appends one record and returns where it will live. With `completion`, it is called once
-    /// the record is durable (or failed). Without, the record is written in the background.
+    /// Appends one record and returns where it will live. With `completion`, it is run once
+    /// the record is durable (or failed); an append refused here never runs nor reports it.
+    /// Without, the record is written in the background.
     ///
     /// # Errors
     /// The journal is closed, or opening a new segment failed.
@@ -466,26 +467,13 @@ impl Journal {
         // The flusher only sleeps when nothing is queued; wake it only on that transition, so a
         // burst of appends costs one wake-up, not one per record.
         let was_idle = st.buf.is_empty() && st.sealed.is_empty();
-        if st.closed {
-            return Err(LedgerError::Closed {
-                what: "journal".into(),
-            });
-        }
-        if self.read_only {
-            return Err(LedgerError::ReadOnly {
-                what: "the journal".into(),
-            });
-        }
-        if let Some(why) = &st.poisoned {
-            return Err(LedgerError::io(
-                "appending to the journal",
-                std::io::Error::other(format!(
-                    "the journal refuses appends after an unrecoverable write failure ({why}); restart the broker"
-                )),
-            ));
-        }
-        if st.active_len > 0 && st.active_len + record_len > self.max_segment {
-            self.rotate(&mut st)?;
+        if let Err(e) = self.admit(&mut st, record_len) {
+            drop(st);
+            // Refused: its owner (who may hold its own lock now) is not told anything.
+            if let Some(c) = completion {
+                c.disarm();
+            }
+            return Err(e);
         }
         let loc = Loc {
             segment: st.active,
@@ -517,7 +505,7 @@ impl Journal {
             set.insert(ledger_id);
         }
         if let Some(c) = completion {
-            st.completions.push(c);
+            completion::push(&mut st.completions, c);
         }
         let unwritten = st.buf.len()
             + st.sealed
@@ -533,6 +521,33 @@ impl Journal {
             self.wake.notify_one();
         }
         Ok(loc)
+    }
+
+    /// Whether an append of `record_len` bytes may go ahead; rotates to a new segment if the
+    /// active one is full. Caller holds the lock.
+    fn admit(&self, st: &mut State, record_len: u64) -> Result<()> {
+        if st.closed {
+            return Err(LedgerError::Closed {
+                what: "journal".into(),
+            });
+        }
+        if self.read_only {
+            return Err(LedgerError::ReadOnly {
+                what: "the journal".into(),
+            });
+        }
+        if let Some(why) = &st.poisoned {
+            return Err(LedgerError::io(
+                "appending to the journal",
+                std::io::Error::other(format!(
+                    "the journal refuses appends after an unrecoverable write failure ({why}); restart the broker"
+                )),
+            ));
+        }
+        if st.active_len > 0 && st.active_len + record_len > self.max_segment {
+            self.rotate(st)?;
+        }
+        Ok(())
     }
 
     /// Seals the active segment's buffer and opens the next segment. Caller holds the lock.
@@ -668,7 +683,7 @@ impl Journal {
             if st.buf.is_empty() && st.sealed.is_empty() && st.inflight.is_empty() {
                 return;
             }
-            st.completions.push(Box::new(move |_| {
+            st.completions.push(Completion::once(move |_| {
                 let _ = tx.send(());
             }));
             st.flush_requested = true;

@@ -12,7 +12,7 @@ fn append_read_back_from_memory_and_disk() {
     for i in 0..100i64 {
         let d = Arc::clone(&done);
         let payload = format!("entry-{i}");
-        let cb: Completion = Box::new(move |r| {
+        let cb = Completion::once(move |r| {
             r.unwrap();
             d.fetch_add(1, Ordering::SeqCst);
         });
@@ -225,7 +225,7 @@ fn many_segments_checkpointed_while_writing_reopen_without_scanning() {
 /// A durable append whose completion reports on a channel.
 fn append_signalled(j: &Journal, entry: i64, payload: &[u8]) -> std::sync::mpsc::Receiver<()> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let cb: Completion = Box::new(move |r| {
+    let cb = Completion::once(move |r| {
         r.unwrap();
         let _ = tx.send(());
     });

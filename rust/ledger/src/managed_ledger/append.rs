@@ -1,15 +1,29 @@
 //! Appending to a managed ledger: rollover, queueing a record in the journal, and confirming it
 //! (or fencing the ledger) when the journal reports the write.
+//!
+//! Durable appends wait in [`State::unconfirmed`] in append order. The journal reports them by
+//! mark (the append's index in that queue since the ledger opened), once per run of this
+//! ledger's appends in a round, and the report confirms every append up to the mark and tells
+//! their waiters, one call per run of each waiter's appends.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::completion::{pending, AddCompletion};
-use super::{ManagedLedger, Slot, State};
-use crate::journal::Completion;
+use super::completion::{pending, AddCompletion, AddWaiter};
+use super::{ManagedLedger, Slot, State, Unconfirmed};
+use crate::journal::{Completion, DurableThrough};
 use crate::{LedgerError, Position, Result};
+
+/// How [`ManagedLedger::start_add_then`] queued an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// Confirmed at once (non-durable mode, journal not backlogged): the waiter is not told.
+    Confirmed(Position),
+    /// Waiting for the journal: the waiter is told, on the flusher, when it completes.
+    Queued(Position),
+}
 
 impl ManagedLedger {
     fn needs_rollover(&self, slot: &Slot, now: u64) -> bool {
@@ -138,12 +152,46 @@ impl ManagedLedger {
     /// Queues an append; returns its position and, in durable mode, the completion to wait for.
     ///
     /// # Errors
-    /// As [`ManagedLedger::add_entry`].
+    /// The ledger is closed, metadata could not be written, or the journal refused the append.
     pub fn start_add(
         self: &Arc<Self>,
         data: Bytes,
         timestamp: u64,
     ) -> Result<(Position, Option<AddCompletion>)> {
+        let mut done = None;
+        let added = self.add(data, timestamp, || {
+            let (waiter, completion) = pending();
+            done = Some(completion);
+            (waiter, 0)
+        })?;
+        Ok(match added {
+            Added::Confirmed(pos) => (pos, None),
+            Added::Queued(pos) => (pos, done),
+        })
+    }
+
+    /// Queues an append; if it has to wait for the journal, `waiter` is told with `token` when it
+    /// completes (see [`AddWaiter`]). No allocation per append.
+    ///
+    /// # Errors
+    /// As [`ManagedLedger::start_add`]; the waiter is then not told.
+    pub fn start_add_then(
+        self: &Arc<Self>,
+        data: Bytes,
+        timestamp: u64,
+        waiter: &Arc<dyn AddWaiter>,
+        token: u64,
+    ) -> Result<Added> {
+        self.add(data, timestamp, || (Arc::clone(waiter), token))
+    }
+
+    /// Queues an append; `waiter` is asked for the append's waiter only if it has to wait.
+    fn add(
+        self: &Arc<Self>,
+        data: Bytes,
+        timestamp: u64,
+        waiter: impl FnOnce() -> (Arc<dyn AddWaiter>, u64),
+    ) -> Result<Added> {
         let now = self.shared.clock.now_ms();
         let durable = self.shared.journal.is_durable();
         let mut st = loop {
@@ -171,6 +219,7 @@ impl ManagedLedger {
             self.roll_over(now)?;
         };
         let ledger = st.current;
+        let mark = st.unconfirmed_front + st.unconfirmed.len() as u64;
         let slot = st
             .ledgers
             .get_mut(&ledger)
@@ -182,20 +231,12 @@ impl ManagedLedger {
         // Non-durable appends normally complete at once; when the journal has too many unwritten
         // bytes they wait for the write like durable ones, so memory stays bounded.
         let wait_for_write = durable || self.shared.journal.backlogged();
-        let (completion, rx): (Option<Completion>, _) = if wait_for_write {
-            let (completer, done) = pending();
-            let ml = Arc::clone(self);
-            let cb: Completion = Box::new(move |res| {
-                let res = res.and_then(|()| ml.confirm(pos, len));
-                if let Err(e) = &res {
-                    ml.fail(pos, e);
-                }
-                completer.complete(res);
-            });
-            (Some(cb), Some(done))
-        } else {
-            (None, None)
-        };
+        let completion = wait_for_write.then(|| {
+            let owner: Arc<dyn DurableThrough> = Arc::clone(self) as _;
+            Completion::through(owner, mark)
+        });
+        // The journal cannot report this append before `unconfirmed` holds it: the report takes
+        // `state`, which this thread holds until then.
         let loc = self
             .shared
             .journal
@@ -206,12 +247,18 @@ impl ManagedLedger {
             // Relaxed: a stale count only costs one cache insert or miss.
             self.cache.insert(pos, data, now);
         }
-        if !wait_for_write {
-            Self::confirm_locked(&mut st, pos, len);
-            drop(st);
-            self.new_entries.notify_waiters();
+        if wait_for_write {
+            st.unconfirmed.push_back(Unconfirmed {
+                pos,
+                len,
+                waiter: waiter(),
+            });
+            return Ok(Added::Queued(pos));
         }
-        Ok((pos, rx))
+        Self::confirm_locked(&mut st, pos, len);
+        drop(st);
+        self.new_entries.notify_waiters();
+        Ok(Added::Confirmed(pos))
     }
 
     fn confirm_locked(st: &mut State, pos: Position, len: u64) {
@@ -227,9 +274,9 @@ impl ManagedLedger {
         st.entries_added += 1;
     }
 
-    /// Runs on the journal flusher once `pos` is durable.
-    fn confirm(&self, pos: Position, len: u64) -> Result<()> {
-        let mut st = self.state.lock();
+    /// Confirms the durable append at `pos`, unless its ledger was fenced at or before it by an
+    /// earlier failed write. Caller holds the lock.
+    fn confirm_unless_fenced(st: &mut State, pos: Position, len: u64) -> Result<()> {
         let fenced = st
             .ledgers
             .get(&pos.ledger_id)
@@ -240,15 +287,12 @@ impl ManagedLedger {
                 what: format!("ledger {} (fenced after a failed write)", pos.ledger_id),
             });
         }
-        Self::confirm_locked(&mut st, pos, len);
-        drop(st);
-        self.new_entries.notify_waiters();
+        Self::confirm_locked(st, pos, len);
         Ok(())
     }
 
-    /// Runs on the journal flusher when `pos` could not be made durable: fence its ledger there.
-    fn fail(&self, pos: Position, err: &LedgerError) {
-        let mut st = self.state.lock();
+    /// `pos` could not be made durable: fence its ledger there. Caller holds the lock.
+    fn fail_locked(&self, st: &mut State, pos: Position, err: &LedgerError) {
         if let Some(slot) = st.ledgers.get_mut(&pos.ledger_id) {
             let at = pos.entry_id as u64;
             if slot.failed_at.is_none_or(|f| at < f) {
@@ -260,4 +304,53 @@ impl ManagedLedger {
             }
         }
     }
+}
+
+/// Waiters to tell after a report, one entry per run of one waiter's appends with one outcome.
+type Told = Vec<(Arc<dyn AddWaiter>, u64, Result<()>)>;
+
+impl DurableThrough for ManagedLedger {
+    /// Runs on the journal flusher: confirms (or fails) every queued append up to `mark`, wakes
+    /// readers once, then tells the waiters, outside the lock.
+    fn durable_through(&self, mark: u64, result: Result<()>) {
+        let mut told: Told = Vec::new();
+        let mut confirmed = false;
+        let mut st = self.state.lock();
+        while st.unconfirmed_front <= mark {
+            let Some(u) = st.unconfirmed.pop_front() else {
+                break;
+            };
+            st.unconfirmed_front += 1;
+            let r = match &result {
+                Ok(()) => Self::confirm_unless_fenced(&mut st, u.pos, u.len),
+                Err(e) => Err(e.duplicate()),
+            };
+            match &r {
+                Ok(()) => confirmed = true,
+                Err(e) => self.fail_locked(&mut st, u.pos, e),
+            }
+            let (waiter, token) = u.waiter;
+            tell(&mut told, waiter, token, r);
+        }
+        drop(st);
+        if confirmed {
+            self.new_entries.notify_waiters();
+        }
+        for (waiter, token, r) in told {
+            waiter.added_through(token, r);
+        }
+    }
+}
+
+/// Adds one append's outcome to `told`, extending the last run if it has the same waiter and
+/// the same kind of outcome (the first error of a run is the one reported).
+fn tell(told: &mut Told, waiter: Arc<dyn AddWaiter>, token: u64, r: Result<()>) {
+    if let Some((last, last_token, last_r)) = told.last_mut() {
+        if std::ptr::addr_eq(Arc::as_ptr(last), Arc::as_ptr(&waiter)) && last_r.is_ok() == r.is_ok()
+        {
+            *last_token = token;
+            return;
+        }
+    }
+    told.push((waiter, token, r));
 }

@@ -1,8 +1,10 @@
-//! The completion of one queued durable append ([`AddCompletion`]): awaited as a future, waited
-//! for from a plain thread, or handed a callback that runs where the append completes.
+//! Who hears that a queued durable append completed: an [`AddWaiter`] (told on the journal
+//! flusher, once per run of its appends in a round), or an [`AddCompletion`] for one append,
+//! awaited as a future, waited for from a plain thread, or handed a callback.
 //!
-//! The callback form lets the broker answer a SEND from the journal flusher itself: the receipt
-//! goes straight to the connection's writer, with no task in between to wake and schedule.
+//! The waiter form lets the broker answer SENDs from the journal flusher itself: the receipts go
+//! straight to the connection's writer, with no task in between to wake and schedule and no
+//! allocation per append.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,6 +17,15 @@ use crate::{LedgerError, Result};
 
 type Then = Box<dyn FnOnce(Result<()>) + Send>;
 
+/// Told when the appends it waits for complete. Each append names the waiter and a token; the
+/// tokens one waiter gives must grow with its appends to one managed ledger.
+pub trait AddWaiter: Send + Sync {
+    /// Every append of this waiter with a token up to `token` (inclusive) that was not reported
+    /// before completed with `result`. Runs on the journal flusher, in append order: it must only
+    /// hand the outcome on.
+    fn added_through(&self, token: u64, result: Result<()>);
+}
+
 enum State {
     /// Not completed; the waker of the task awaiting it, if polled.
     Waiting(Option<Waker>),
@@ -26,7 +37,7 @@ enum State {
     Taken,
 }
 
-/// Shared by the [`Completer`] (journal side) and the [`AddCompletion`] (caller side).
+/// Shared by the managed ledger (as the append's [`AddWaiter`]) and the [`AddCompletion`].
 struct Cell {
     /// Lock: taken by both sides only to swap the state; the callback runs and the waker is
     /// woken after it is released.
@@ -39,45 +50,17 @@ pub struct AddCompletion {
     cell: Arc<Cell>,
 }
 
-/// The journal's half: completes the [`AddCompletion`] exactly once. Dropped without
-/// completing (journal gone), it completes with [`LedgerError::Closed`].
-pub(crate) struct Completer {
-    cell: Option<Arc<Cell>>,
-}
-
-/// A new pending completion and the half that completes it.
-pub(crate) fn pending() -> (Completer, AddCompletion) {
+/// A new pending completion and the waiter that completes it (its token is not used).
+pub(crate) fn pending() -> (Arc<dyn AddWaiter>, AddCompletion) {
     let cell = Arc::new(Cell {
         state: Mutex::new(State::Waiting(None)),
     });
-    (
-        Completer {
-            cell: Some(Arc::clone(&cell)),
-        },
-        AddCompletion { cell },
-    )
+    (cell.clone(), AddCompletion { cell })
 }
 
-impl Completer {
-    /// Completes with `result`: runs the callback here, or stores the outcome and wakes the
-    /// awaiting task.
-    pub(crate) fn complete(mut self, result: Result<()>) {
-        if let Some(cell) = self.cell.take() {
-            settle(&cell, result);
-        }
-    }
-}
-
-impl Drop for Completer {
-    fn drop(&mut self) {
-        if let Some(cell) = self.cell.take() {
-            settle(
-                &cell,
-                Err(LedgerError::Closed {
-                    what: "journal".into(),
-                }),
-            );
-        }
+impl AddWaiter for Cell {
+    fn added_through(&self, _token: u64, result: Result<()>) {
+        settle(self, result);
     }
 }
 
@@ -95,7 +78,7 @@ fn settle(cell: &Cell, result: Result<()>) {
             drop(st);
             f(result);
         }
-        // Completed once already (the completer is consumed by `complete`): keep the first.
+        // Completed once already (a managed ledger reports each append once): keep the first.
         done @ (State::Done(_) | State::Taken) => *st = done,
     }
 }
@@ -161,11 +144,11 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         c.then(move |r| tx.send(r.is_ok()).unwrap());
         assert!(rx.try_recv().is_err(), "ran before completion");
-        done.complete(Ok(()));
+        done.added_through(0, Ok(()));
         assert!(rx.try_recv().unwrap());
 
         let (done, c) = pending();
-        done.complete(Ok(()));
+        done.added_through(0, Ok(()));
         let (tx, rx) = std::sync::mpsc::channel();
         c.then(move |r| tx.send(r.is_ok()).unwrap());
         assert!(
@@ -175,15 +158,12 @@ mod tests {
     }
 
     #[test]
-    fn dropped_completer_reports_closed() {
-        let (done, c) = pending();
-        drop(done);
-        assert!(matches!(c.wait(), Err(LedgerError::Closed { .. })));
+    fn a_failure_reaches_a_blocked_waiter() {
         let (done, c) = pending();
         let t = std::thread::spawn(move || c.wait());
         std::thread::sleep(std::time::Duration::from_millis(20));
-        done.complete(Err(LedgerError::Closed { what: "x".into() }));
-        assert!(t.join().unwrap().is_err());
+        done.added_through(0, Err(LedgerError::Closed { what: "x".into() }));
+        assert!(matches!(t.join().unwrap(), Err(LedgerError::Closed { .. })));
     }
 
     #[tokio::test]
@@ -191,7 +171,7 @@ mod tests {
         let (done, c) = pending();
         let h = tokio::spawn(c);
         tokio::task::yield_now().await;
-        done.complete(Ok(()));
+        done.added_through(0, Ok(()));
         assert!(h.await.unwrap().is_ok());
     }
 }

@@ -16,7 +16,7 @@ mod read;
 mod recovery;
 mod trim;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -31,7 +31,8 @@ use crate::journal::Loc;
 use crate::storage::Shared;
 use crate::{LedgerConfig, LedgerError, Position, Result};
 
-pub use completion::AddCompletion;
+pub use append::Added;
+pub use completion::{AddCompletion, AddWaiter};
 use recovery::recover_slot;
 
 /// Persisted description of one ledger.
@@ -137,6 +138,19 @@ pub(crate) struct State {
     /// The ledger a rollover in progress is recording; part of every metadata snapshot taken
     /// meanwhile, so no concurrent write of the record can drop it.
     pub pending_ledger: Option<LedgerInfo>,
+    /// Durable appends queued in the journal and not reported yet, in append order.
+    pub unconfirmed: VecDeque<Unconfirmed>,
+    /// The journal's mark for `unconfirmed[0]` (marks count this ledger's durable appends).
+    pub unconfirmed_front: u64,
+}
+
+/// A durable append waiting for the journal's report.
+pub(crate) struct Unconfirmed {
+    pub pos: Position,
+    /// Stored bytes.
+    pub len: u64,
+    /// Who to tell, with the token it gave.
+    pub waiter: (Arc<dyn AddWaiter>, u64),
 }
 
 /// A managed ledger. Obtain one from [`crate::Storage::open_ledger`].
@@ -238,6 +252,8 @@ impl ManagedLedger {
                 roll_before_append: false,
                 rolling: false,
                 pending_ledger: None,
+                unconfirmed: VecDeque::new(),
+                unconfirmed_front: 0,
             }),
             cursors: Mutex::new(BTreeMap::new()),
             roll_gate: Mutex::new(()),

@@ -10,7 +10,7 @@ use pulsar_rs_broker::{
     AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, Published, QuotaVerdict,
     Topic, TopicName,
 };
-use pulsar_rs_ledger::Position;
+use pulsar_rs_ledger::{AddWaiter, Position};
 use pulsar_rs_proto::{commands, pb, PayloadFrame, ServerError as Wire};
 
 use super::frame;
@@ -27,6 +27,8 @@ pub(super) struct Producer {
     pub(super) handle: u64,
     /// This producer's receipts, answered in SEND order.
     receipts: Arc<Receipts>,
+    /// The same queue as the waiter its durable writes name (made once, not per SEND).
+    waiter: Arc<dyn AddWaiter>,
 }
 
 impl Connection {
@@ -151,6 +153,7 @@ impl Connection {
                         topic,
                         name: name.clone(),
                         handle,
+                        waiter: Arc::clone(&receipts) as _,
                         receipts,
                     },
                 );
@@ -246,18 +249,23 @@ impl Connection {
                 sequence_id: s.sequence_id,
                 highest_sequence_id: s.highest_sequence_id,
             };
-            let r = match p
-                .topic
-                .publish_message(ids, &payload.metadata, payload.stored, messages)
-            {
+            let token = p.receipts.next_token();
+            let r = match p.topic.publish_message_then(
+                ids,
+                &payload.metadata,
+                payload.stored,
+                messages,
+                &p.waiter,
+                token,
+            ) {
+                Ok(Published::Queued { position, ticket }) => {
+                    stored_at = Some((position, token, ticket));
+                    Ok(position)
+                }
                 Ok(Published::Stored {
-                    position,
-                    completion,
-                    ticket,
+                    position, ticket, ..
                 }) => {
-                    if let Some(done) = completion {
-                        stored_at = Some((position, done, ticket));
-                    } else if let Some(t) = ticket {
+                    if let Some(t) = ticket {
                         t.persisted(true);
                     }
                     Ok(position)
@@ -291,9 +299,9 @@ impl Connection {
             ticket: None,
         };
         match stored_at {
-            Some((position, done, ticket)) => {
+            Some((position, token, ticket)) => {
                 send.ticket = ticket;
-                p.receipts.answer_when_durable(send, position, done);
+                p.receipts.answer_when_durable(send, position, token);
             }
             None => p.receipts.answer(send, outcome),
         }

@@ -1,9 +1,11 @@
 //! One producer's receipts, answered in SEND order as soon as each write is durable.
 //!
-//! The connection task queues every SEND it could not answer at once; the thread that completes
-//! the write (the journal flusher, through [`pulsar_rs_ledger::AddCompletion::then`]) settles it
-//! and hands every receipt that is now at the front straight to the connection's writer. No task
-//! sits in between, so a durable SEND costs one wake-up (the writer's) instead of two.
+//! The connection task queues every SEND it could not answer at once. The queue is the SENDs'
+//! [`AddWaiter`]: each durable write names it with the SEND's sequence number in the queue, and
+//! the journal flusher tells it, once per round, that every write up to a number is durable. It
+//! settles those SENDs and hands every receipt now at the front straight to the connection's
+//! writer. No task sits in between, so a durable SEND costs one wake-up (the writer's) instead
+//! of two, and no allocation.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -11,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pulsar_rs_broker::dedup::Ticket;
-use pulsar_rs_ledger::{AddCompletion, Position};
+use pulsar_rs_ledger::{AddWaiter, LedgerError, Position};
 use pulsar_rs_proto::{commands, ServerError as Wire};
 use tokio::sync::mpsc;
 
@@ -34,16 +36,27 @@ pub(super) struct Send {
 
 struct Slot {
     send: Send,
-    /// `None` while the write is in flight.
-    outcome: Option<Outcome>,
+    answer: Answer,
+}
+
+enum Answer {
+    /// Stored here; the write is in flight.
+    Waiting(Position),
+    /// Ready to go out once every earlier SEND has.
+    Ready(Outcome),
 }
 
 #[derive(Default)]
 struct Queue {
-    /// Sequence number (in this queue) of `slots[0]`.
+    /// Sequence number (in this queue) of `slots[0]`. Only popping advances it, so `front +
+    /// slots.len()` (the next SEND's number) changes only when the connection task queues one.
     front: u64,
     /// SENDs not answered yet, oldest first.
     slots: VecDeque<Slot>,
+    /// A report that came before its SEND was queued (the write completed while the connection
+    /// task was still between the append and [`Receipts::answer_when_durable`]): through which
+    /// number, and the outcome.
+    early: Option<(u64, Result<(), String>)>,
 }
 
 /// The ordered receipt queue of one producer; shared by the connection task and the
@@ -79,6 +92,11 @@ impl Receipts {
         })
     }
 
+    /// The number the next queued SEND gets: the token its durable write names this queue with.
+    pub(super) fn next_token(&self) -> u64 {
+        self.queue.lock().next_token()
+    }
+
     /// Answers a SEND whose outcome is known now (stored without waiting, duplicate, refused):
     /// at once if nothing of this producer is waiting, else behind the earlier SENDs.
     pub(super) fn answer(self: &Arc<Self>, send: Send, outcome: Outcome) {
@@ -91,34 +109,18 @@ impl Receipts {
         self.hold(&send);
         q.slots.push_back(Slot {
             send,
-            outcome: Some(outcome),
+            answer: Answer::Ready(outcome),
         });
     }
 
-    /// Queues a SEND stored at `position` and answers it when `done` resolves.
-    pub(super) fn answer_when_durable(
-        self: &Arc<Self>,
-        send: Send,
-        position: Position,
-        done: AddCompletion,
-    ) {
+    /// Queues a SEND stored at `position` whose write named this queue with `token` (from
+    /// [`Receipts::next_token`], no SEND queued since); answered once the write is durable.
+    pub(super) fn answer_when_durable(&self, send: Send, position: Position, token: u64) {
         self.hold(&send);
-        let seq = {
-            let mut q = self.queue.lock();
-            q.slots.push_back(Slot {
-                send,
-                outcome: None,
-            });
-            q.front + q.slots.len() as u64 - 1
-        };
-        // Not under the lock: an append that already completed runs this here, at once.
-        let me = Arc::clone(self);
-        done.then(move |r| {
-            let outcome = r
-                .map(|()| position)
-                .map_err(|e| (Wire::PersistenceError, e.to_string()));
-            me.settle(seq, outcome);
-        });
+        let mut q = self.queue.lock();
+        if q.push_durable(send, position, token) {
+            self.drain(q);
+        }
     }
 
     /// Counts a queued SEND against the connection and the broker-wide publish buffer.
@@ -145,25 +147,10 @@ impl Receipts {
         ));
     }
 
-    /// Records the outcome of queued SEND `seq` and sends every receipt now at the front.
-    fn settle(&self, seq: u64, outcome: Outcome) {
-        let mut q = self.queue.lock();
-        let Some(i) = seq
-            .checked_sub(q.front)
-            .and_then(|i| usize::try_from(i).ok())
-        else {
-            return;
-        };
-        if let Some(slot) = q.slots.get_mut(i) {
-            slot.outcome = Some(outcome);
-        }
+    /// Sends every receipt now at the front, then releases the lock.
+    fn drain(&self, mut q: parking_lot::MutexGuard<'_, Queue>) {
         let mut answered = 0;
-        while let Some(Slot {
-            send,
-            outcome: Some(outcome),
-        }) = q.slots.pop_front_if(|s| s.outcome.is_some())
-        {
-            q.front += 1;
+        while let Some((send, outcome)) = q.pop_ready() {
             let bytes = send.bytes;
             self.send_receipt(send, outcome);
             self.ctx.publish_buffer.release(bytes);
@@ -177,6 +164,68 @@ impl Receipts {
             self.inflight.drained.notify_one();
         }
     }
+}
+
+impl AddWaiter for Receipts {
+    /// Every SEND numbered up to `token` still waiting for its write is settled with `result`.
+    /// Runs on the journal flusher.
+    fn added_through(&self, token: u64, result: Result<(), LedgerError>) {
+        let mut q = self.queue.lock();
+        q.settle_through(token, result.map_err(|e| e.to_string()));
+        self.drain(q);
+    }
+}
+
+impl Queue {
+    /// The number of the next SEND queued.
+    fn next_token(&self) -> u64 {
+        self.front + self.slots.len() as u64
+    }
+
+    /// Queues SEND `token` stored at `position`, waiting for its write unless that was already
+    /// reported; returns whether it is ready.
+    fn push_durable(&mut self, send: Send, position: Position, token: u64) -> bool {
+        debug_assert_eq!(token, self.next_token(), "a SEND queued meanwhile");
+        let answer = match self.early.take() {
+            Some((through, r)) if through >= token => Answer::Ready(outcome(r, position)),
+            _ => Answer::Waiting(position),
+        };
+        let ready = matches!(answer, Answer::Ready(_));
+        self.slots.push_back(Slot { send, answer });
+        ready
+    }
+
+    /// Settles every SEND numbered up to `token` still waiting for its write.
+    fn settle_through(&mut self, token: u64, result: Result<(), String>) {
+        let covered = usize::try_from((token + 1).saturating_sub(self.front)).unwrap_or(usize::MAX);
+        for slot in self.slots.iter_mut().take(covered) {
+            if let Answer::Waiting(position) = slot.answer {
+                slot.answer = Answer::Ready(outcome(result.clone(), position));
+            }
+        }
+        if token >= self.next_token() {
+            // The SEND numbered `token` is not queued yet: it takes the outcome when it is.
+            self.early = Some((token, result));
+        }
+    }
+
+    /// The front SEND, if its answer is ready.
+    fn pop_ready(&mut self) -> Option<(Send, Outcome)> {
+        let slot = self
+            .slots
+            .pop_front_if(|s| matches!(s.answer, Answer::Ready(_)))?;
+        self.front += 1;
+        match slot.answer {
+            Answer::Ready(outcome) => Some((slot.send, outcome)),
+            Answer::Waiting(_) => unreachable!("popped only when ready"),
+        }
+    }
+}
+
+/// A write's outcome as the receipt answers it.
+fn outcome(r: Result<(), String>, position: Position) -> Outcome {
+    r.map(|()| position)
+        .map_err(|e| (Wire::PersistenceError, e))
 }
 
 /// SEND_RECEIPT for a stored entry (encoded by the writer), or SEND_ERROR.
@@ -195,5 +244,63 @@ fn receipt(
             entry_id: pos.entry_id as u64,
         }),
         Err((code, msg)) => frame(&commands::send_error(producer_id, sequence_id, code, msg)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send(sequence_id: u64) -> Send {
+        Send {
+            sequence_id,
+            highest_sequence_id: None,
+            bytes: 1,
+            ticket: None,
+        }
+    }
+
+    fn answered(q: &mut Queue) -> Vec<(u64, Outcome)> {
+        std::iter::from_fn(|| q.pop_ready())
+            .map(|(s, o)| (s.sequence_id, o))
+            .collect()
+    }
+
+    #[test]
+    fn one_report_settles_every_write_up_to_it_in_send_order() {
+        let mut q = Queue::default();
+        for seq in 0..3 {
+            let token = q.next_token();
+            assert!(!q.push_durable(send(seq), Position::new(5, seq as i64), token));
+        }
+        q.settle_through(1, Ok(()));
+        assert_eq!(
+            answered(&mut q),
+            vec![(0, Ok(Position::new(5, 0))), (1, Ok(Position::new(5, 1)))]
+        );
+        q.settle_through(2, Err("disk full".into()));
+        let rest = answered(&mut q);
+        assert_eq!(rest.len(), 1);
+        assert!(matches!(&rest[0], (2, Err((Wire::PersistenceError, m))) if m == "disk full"));
+        assert_eq!(q.next_token(), 3);
+    }
+
+    #[test]
+    fn a_report_before_its_send_is_queued_is_kept_for_it() {
+        let mut q = Queue::default();
+        let token = q.next_token();
+        // The flusher reports the write while the connection task is between the append and
+        // queueing the SEND.
+        q.settle_through(token, Ok(()));
+        assert!(answered(&mut q).is_empty());
+        assert!(
+            q.push_durable(send(7), Position::new(3, 9), token),
+            "the SEND waits for a report that already came"
+        );
+        assert_eq!(answered(&mut q), vec![(7, Ok(Position::new(3, 9)))]);
+        // The kept report is used once: the next SEND waits for its own.
+        let token = q.next_token();
+        assert!(!q.push_durable(send(8), Position::new(3, 10), token));
+        assert!(answered(&mut q).is_empty());
     }
 }
