@@ -9,8 +9,13 @@
 //! * entries before the slowest active cursor's read position ([`LedgerEntries::evict_before`]);
 //! * entries older than `managedLedgerCacheEvictionTimeThresholdMillis` ([`EntryCache::evict_expired`]);
 //! * above the budget, down to `managedLedgerCacheEvictionWatermark` × budget.
+//!
+//! A ledger's entries are written in position order, so each ledger keeps them in a deque sorted
+//! by position (appends go to the back, eviction takes from the front), and one FIFO item stands
+//! for a run of one ledger's entries inserted in the same millisecond: a cached entry costs no
+//! allocation of its own and no tree insert.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -36,9 +41,10 @@ pub struct CacheStats {
     pub evicted_entries: u64,
 }
 
+/// The entries of `owner` up to `through` (those not evicted yet) were inserted by `inserted_ms`.
 struct FifoItem {
     owner: Weak<LedgerEntries>,
-    position: Position,
+    through: Position,
     inserted_ms: u64,
 }
 
@@ -58,8 +64,9 @@ pub struct EntryCache {
     misses_entries: AtomicU64,
     misses_bytes: AtomicU64,
     evicted_entries: AtomicU64,
-    /// Insertion order across all ledgers. Items whose entry is already gone are skipped.
-    /// Lock order: `fifo` may be held while taking a `LedgerEntries::map` lock, never the reverse.
+    /// Insertion order across all ledgers, a run of one ledger's entries per item. Entries
+    /// already gone are skipped. Lock order: `fifo` may be held while taking a
+    /// `LedgerEntries::map` lock, never the reverse.
     fifo: Mutex<VecDeque<FifoItem>>,
 }
 
@@ -67,8 +74,9 @@ pub struct EntryCache {
 pub struct LedgerEntries {
     /// The shared cache this belongs to.
     cache: Arc<EntryCache>,
-    /// Cached payloads. Guarded by a short-lived lock: lookups clone `Bytes` handles only.
-    map: Mutex<BTreeMap<Position, Bytes>>,
+    /// Cached payloads, ascending by position. Guarded by a short-lived lock: lookups clone
+    /// `Bytes` handles only.
+    map: Mutex<VecDeque<(Position, Bytes)>>,
 }
 
 impl EntryCache {
@@ -100,7 +108,7 @@ impl EntryCache {
     pub fn ledger(self: &Arc<Self>) -> Arc<LedgerEntries> {
         Arc::new(LedgerEntries {
             cache: Arc::clone(self),
-            map: Mutex::new(BTreeMap::new()),
+            map: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -148,6 +156,8 @@ impl EntryCache {
         self.evict_while(|item, _| item.inserted_ms <= limit);
     }
 
+    /// Evicts from the oldest run on while `more` (given the run and the cache's size) holds,
+    /// entry by entry.
     fn evict_while(&self, mut more: impl FnMut(&FifoItem, u64) -> bool) {
         let mut fifo = self.fifo.lock();
         while let Some(item) = fifo.front() {
@@ -155,35 +165,81 @@ impl EntryCache {
             if !more(item, self.size.load(Ordering::Relaxed)) {
                 break;
             }
-            let Some(item) = fifo.pop_front() else { break };
-            if let Some(owner) = item.owner.upgrade() {
-                if let Some(b) = owner.map.lock().remove(&item.position) {
-                    self.removed(1, b.len() as u64);
+            let Some(owner) = item.owner.upgrade() else {
+                fifo.pop_front();
+                continue;
+            };
+            let mut map = owner.map.lock();
+            let (mut count, mut bytes, mut whole_run) = (0, 0, true);
+            while let Some((position, data)) = map.front() {
+                if *position > item.through {
+                    break;
                 }
+                // Relaxed: see `removed`.
+                if count > 0
+                    && !more(
+                        item,
+                        self.size.load(Ordering::Relaxed).saturating_sub(bytes),
+                    )
+                {
+                    whole_run = false;
+                    break;
+                }
+                count += 1;
+                bytes += data.len() as u64;
+                map.pop_front();
             }
+            drop(map);
+            self.removed(count, bytes);
+            if !whole_run {
+                break;
+            }
+            fifo.pop_front();
         }
     }
 }
 
 impl LedgerEntries {
-    /// Caches one written entry.
+    /// Caches one written entry (an entry already cached is kept as it is).
     pub fn insert(self: &Arc<Self>, position: Position, data: Bytes, now_ms: u64) {
         let cache = &self.cache;
         if !cache.enabled() {
             return;
         }
         let len = data.len() as u64;
-        if self.map.lock().insert(position, data).is_none() {
-            // Relaxed: budget gauge.
-            let size = cache.size.fetch_add(len, Ordering::Relaxed) + len;
-            cache.fifo.lock().push_back(FifoItem {
-                owner: Arc::downgrade(self),
-                position,
-                inserted_ms: now_ms,
-            });
-            if size > cache.budget {
-                cache.evict_to_watermark();
+        {
+            let mut map = self.map.lock();
+            match map.back() {
+                Some((last, _)) if *last >= position => {
+                    // Out of order (not how appends come): keep the order.
+                    let Err(i) = map.binary_search_by_key(&position, |(p, _)| *p) else {
+                        return;
+                    };
+                    map.insert(i, (position, data));
+                }
+                _ => map.push_back((position, data)),
             }
+        }
+        // Relaxed: budget gauge.
+        let size = cache.size.fetch_add(len, Ordering::Relaxed) + len;
+        {
+            let mut fifo = cache.fifo.lock();
+            match fifo.back_mut() {
+                Some(run)
+                    if run.inserted_ms == now_ms
+                        && std::ptr::eq(run.owner.as_ptr(), Arc::as_ptr(self)) =>
+                {
+                    run.through = run.through.max(position);
+                }
+                _ => fifo.push_back(FifoItem {
+                    owner: Arc::downgrade(self),
+                    through: position,
+                    inserted_ms: now_ms,
+                }),
+            }
+        }
+        if size > cache.budget {
+            cache.evict_to_watermark();
         }
     }
 
@@ -196,8 +252,12 @@ impl LedgerEntries {
         }
         let want = usize::try_from(to.entry_id - from.entry_id + 1).ok()?;
         let map = self.map.lock();
-        let found: Vec<(Position, Bytes)> =
-            map.range(from..=to).map(|(p, b)| (*p, b.clone())).collect();
+        let first = map.partition_point(|(p, _)| *p < from);
+        let found: Vec<(Position, Bytes)> = map
+            .range(first..)
+            .take_while(|(p, _)| *p <= to)
+            .map(|(p, b)| (*p, b.clone()))
+            .collect();
         drop(map);
         if found.len() != want {
             return None;
@@ -214,14 +274,11 @@ impl LedgerEntries {
     /// Drops every cached entry before `position` (the slowest active reader has passed them).
     pub fn evict_before(&self, position: Position) {
         let mut map = self.map.lock();
-        let keep = map.split_off(&position);
-        let gone = std::mem::replace(&mut *map, keep);
+        let n = map.partition_point(|(p, _)| *p < position);
+        let bytes: u64 = map.drain(..n).map(|(_, b)| b.len() as u64).sum();
         drop(map);
-        if !gone.is_empty() {
-            self.cache.removed(
-                gone.len() as u64,
-                gone.values().map(|b| b.len() as u64).sum(),
-            );
+        if n > 0 {
+            self.cache.removed(n as u64, bytes);
         }
     }
 
@@ -231,7 +288,7 @@ impl LedgerEntries {
         if !gone.is_empty() {
             self.cache.removed(
                 gone.len() as u64,
-                gone.values().map(|b| b.len() as u64).sum(),
+                gone.iter().map(|(_, b)| b.len() as u64).sum(),
             );
         }
     }
@@ -310,6 +367,45 @@ mod tests {
         assert_eq!(b.len(), 1);
         drop(b);
         assert_eq!(cache.stats().size_bytes, 0);
+    }
+
+    #[test]
+    fn a_run_takes_one_fifo_item_and_size_eviction_stops_inside_it() {
+        let cache = EntryCache::new(1000, 0.5, 100);
+        let a = cache.ledger();
+        for e in 0..10 {
+            a.insert(p(e), Bytes::from(vec![0u8; 100]), 7);
+        }
+        assert_eq!(cache.fifo.lock().len(), 1, "one run, one item");
+        // 1100 > 1000: down to 500, which ends six entries into the first run.
+        a.insert(p(10), Bytes::from(vec![0u8; 100]), 8);
+        assert_eq!(cache.stats().size_bytes, 500);
+        assert_eq!(cache.stats().evicted_entries, 6);
+        assert!(a.get_range(p(5), p(5)).is_none());
+        assert!(a.get_range(p(6), p(10)).is_some());
+        assert_eq!(
+            cache.fifo.lock().len(),
+            2,
+            "the partly evicted run stays queued"
+        );
+        // The rest of the first run expires; the second run does not.
+        cache.evict_expired(107);
+        assert_eq!(a.len(), 1);
+        assert!(a.get_range(p(10), p(10)).is_some());
+    }
+
+    #[test]
+    fn out_of_order_inserts_keep_positions_sorted() {
+        let cache = EntryCache::new(1 << 20, 0.9, 1000);
+        let l = cache.ledger();
+        for e in [0, 1, 3, 2, 3] {
+            l.insert(p(e), Bytes::from(vec![e as u8; 10]), 0);
+        }
+        assert_eq!(l.len(), 4, "a position already cached is not added twice");
+        assert_eq!(cache.stats().size_bytes, 40);
+        let hit = l.get_range(p(0), p(3)).unwrap();
+        let order: Vec<i64> = hit.iter().map(|(q, _)| q.entry_id).collect();
+        assert_eq!(order, vec![0, 1, 2, 3]);
     }
 
     #[test]
