@@ -46,7 +46,7 @@ pub struct EntryInfo {
 /// one message with no key.
 #[must_use]
 pub fn entry_info(data: &Bytes) -> EntryInfo {
-    match pulsar_rs_proto::parse_stored_metadata(data) {
+    match pulsar_rs_proto::parse_dispatch_metadata(data) {
         Ok(md) => EntryInfo {
             messages: md
                 .num_messages_in_batch

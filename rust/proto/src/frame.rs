@@ -257,18 +257,24 @@ fn decode_payload_section(mut rest: Bytes) -> Result<PayloadFrame, ProtocolError
 fn parse_metadata_and_payload(
     stored: &Bytes,
 ) -> Result<(pb::MessageMetadata, Bytes), ProtocolError> {
+    let span = metadata_span(stored)?;
+    let end = span.end;
+    let metadata = pb::MessageMetadata::decode(stored.slice(span))
+        .map_err(|e| ProtocolError::decode("MessageMetadata", e))?;
+    Ok((metadata, stored.slice(end..)))
+}
+
+/// Where a stored entry's metadata lies (after its `metadataSize`).
+pub(crate) fn metadata_span(stored: &Bytes) -> Result<std::ops::Range<usize>, ProtocolError> {
     let size = peek_u32(stored, 6).ok_or(ProtocolError::TruncatedPayload {
         what: "metadataSize",
     })?;
     let available = stored.len() - STORED_ENTRY_HEADER_LEN;
-    let end = usize::try_from(size)
+    let len = usize::try_from(size)
         .ok()
         .filter(|&n| n <= available)
-        .ok_or(ProtocolError::BadMetadataSize { size, available })?
-        + STORED_ENTRY_HEADER_LEN;
-    let metadata = pb::MessageMetadata::decode(stored.slice(STORED_ENTRY_HEADER_LEN..end))
-        .map_err(|e| ProtocolError::decode("MessageMetadata", e))?;
-    Ok((metadata, stored.slice(end..)))
+        .ok_or(ProtocolError::BadMetadataSize { size, available })?;
+    Ok(STORED_ENTRY_HEADER_LEN..STORED_ENTRY_HEADER_LEN + len)
 }
 
 /// Parses a stored entry (`[0x0e01][crc32c][metadataSize][metadata][payload]`)
@@ -431,7 +437,7 @@ fn len_u32(n: usize) -> u32 {
     u32::try_from(n).expect("Pulsar frame section exceeds u32::MAX bytes")
 }
 
-fn peek_u16(buf: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn peek_u16(buf: &[u8], at: usize) -> Option<u16> {
     let b = buf.get(at..at.checked_add(2)?)?;
     Some(u16::from_be_bytes([b[0], b[1]]))
 }

@@ -31,6 +31,7 @@
 
 pub mod commands;
 pub mod compression;
+pub mod dispatch_metadata;
 pub mod error;
 pub mod frame;
 pub mod required;
@@ -47,6 +48,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/pulsar.proto.rs"));
 }
 
+pub use dispatch_metadata::{parse_dispatch_metadata, DispatchMetadata};
 pub use error::ProtocolError;
 pub use frame::{
     build_stored_entry, command_type_name, decode_exact, decode_frame, encode_message,
