@@ -293,14 +293,13 @@ impl Consumer {
 
     /// Drops every pending position at or before `upto` (cumulative ack).
     pub(crate) fn settle_upto(&self, upto: Position, unacked_limit: u32) {
+        // Everything after `upto` stays: one split, not a removal per acknowledged entry.
+        let after = Position::new(upto.ledger_id, upto.entry_id.saturating_add(1));
         let mut pending = self.pending.lock();
-        let covered: Vec<Position> = pending.range(..=upto).map(|(p, _)| *p).collect();
-        let total: i64 = covered
-            .iter()
-            .filter_map(|p| pending.remove(p))
-            .map(i64::from)
-            .sum();
+        let rest = pending.split_off(&after);
+        let covered = std::mem::replace(&mut *pending, rest);
         drop(pending);
+        let total: i64 = covered.values().copied().map(i64::from).sum();
         self.after_settle(total, unacked_limit);
     }
 
@@ -342,5 +341,43 @@ impl Consumer {
     #[must_use]
     pub fn pending_positions(&self) -> Vec<Position> {
         self.pending.lock().keys().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Open;
+    impl ConsumerSink for Open {
+        fn send(&self, _: ConsumerEvent) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_cumulative_ack_settles_exactly_what_is_at_or_before_it() {
+        let c = Consumer::new(
+            1,
+            "c".into(),
+            0,
+            SubType::Exclusive,
+            String::new(),
+            Arc::new(Open),
+        );
+        let at = |l, e| Position::new(l, e);
+        for (pos, n) in [(at(3, 7), 2), (at(3, 8), 1), (at(4, 0), 5), (at(4, 1), 1)] {
+            assert!(c.deliver(pos, n, -1, 0, None, Bytes::new(), 0));
+        }
+        assert_eq!(c.unacked(), 9);
+        c.settle_upto(at(3, 8), 0);
+        assert_eq!(c.pending_positions(), vec![at(4, 0), at(4, 1)]);
+        assert_eq!(c.unacked(), 6);
+        // An ack past the last entry of a ledger covers that ledger only up to it.
+        c.settle_upto(at(3, i64::MAX), 0);
+        assert_eq!(c.unacked(), 6);
+        c.settle_upto(at(4, 0), 0);
+        assert_eq!(c.pending_positions(), vec![at(4, 1)]);
+        assert_eq!(c.unacked(), 1);
     }
 }

@@ -139,6 +139,9 @@ pub enum Outbound {
     Message(Bytes, Bytes),
     /// A SEND_RECEIPT, encoded by the writer into the buffer of the write that carries it.
     Receipt(Receipt),
+    /// Several SEND_RECEIPTs in order (one producer's receipts settled together): one queue
+    /// item for a whole journal round.
+    Receipts(Vec<Receipt>),
     /// Flush what is queued, then close the socket.
     Close,
 }
@@ -157,6 +160,17 @@ pub struct Receipt {
     pub ledger_id: u64,
     /// Where the entry was stored.
     pub entry_id: u64,
+}
+
+fn encode_receipt(r: &Receipt, small: &mut BytesMut) {
+    let cmd = commands::send_receipt(
+        r.producer_id,
+        r.sequence_id,
+        r.highest_sequence_id,
+        r.ledger_id,
+        r.entry_id,
+    );
+    pulsar_rs_proto::encode_simple(&cmd, small);
 }
 
 /// Most buffers handed to one `writev`.
@@ -220,16 +234,8 @@ fn push(bufs: &mut Vec<Bytes>, small: &mut BytesMut, item: Outbound, messages: &
             flush_small(bufs, small);
             bufs.push(b);
         }
-        Outbound::Receipt(r) => {
-            let cmd = commands::send_receipt(
-                r.producer_id,
-                r.sequence_id,
-                r.highest_sequence_id,
-                r.ledger_id,
-                r.entry_id,
-            );
-            pulsar_rs_proto::encode_simple(&cmd, small);
-        }
+        Outbound::Receipt(r) => encode_receipt(&r, small),
+        Outbound::Receipts(rs) => rs.iter().for_each(|r| encode_receipt(r, small)),
         Outbound::Message(h, d) => {
             *messages += d.len();
             small.extend_from_slice(&h);

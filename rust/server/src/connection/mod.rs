@@ -259,7 +259,7 @@ pub async fn serve_io<R, W>(
             match pulsar_rs_proto::decode_frame(&mut buf, limit) {
                 Ok(None) => break,
                 Ok(Some(f)) => {
-                    if let Err(e) = conn.handle(f).await {
+                    if let Err(e) = conn.handle(f) {
                         tracing::warn!(peer = %conn.peer, error = %e, "closing connection");
                         break 'outer;
                     }
@@ -299,7 +299,7 @@ impl Connection {
         }
     }
 
-    async fn handle(&mut self, f: Frame) -> Result<(), ServerError> {
+    fn handle(&mut self, f: Frame) -> Result<(), ServerError> {
         let (cmd, payload) = f.into_parts();
         let ty = Type::try_from(cmd.r#type)
             .map_err(|_| ServerError::BadRequest(format!("unknown command type {}", cmd.r#type)))?;

@@ -136,32 +136,60 @@ impl Receipts {
 
     /// Tells deduplication the outcome, then queues the receipt to the writer.
     fn send_receipt(&self, send: Send, outcome: Outcome) {
+        let _ = self.tx.send(self.settled(send, outcome));
+    }
+
+    /// Tells deduplication the outcome; returns the receipt.
+    fn settled(&self, send: Send, outcome: Outcome) -> Outbound {
         if let Some(t) = send.ticket {
             t.persisted(outcome.is_ok());
         }
-        let _ = self.tx.send(receipt(
+        receipt(
             self.producer_id,
             send.sequence_id,
             send.highest_sequence_id,
             outcome,
-        ));
+        )
     }
 
-    /// Sends every receipt now at the front, then releases the lock.
+    /// Sends every receipt now at the front, then releases the lock. Receipts go to the writer
+    /// as one queue item (errors, rare, each in its own, in order).
     fn drain(&self, mut q: parking_lot::MutexGuard<'_, Queue>) {
         let mut answered = 0;
+        let mut stored: Vec<Receipt> = Vec::new();
         while let Some((send, outcome)) = q.pop_ready() {
             let bytes = send.bytes;
-            self.send_receipt(send, outcome);
+            match self.settled(send, outcome) {
+                Outbound::Receipt(r) => stored.push(r),
+                other => {
+                    self.hand_on(&mut stored);
+                    let _ = self.tx.send(other);
+                }
+            }
             self.ctx.publish_buffer.release(bytes);
             answered += 1;
         }
+        self.hand_on(&mut stored);
         drop(q);
         if answered > 0 {
             // Release: the receipts are queued before the count says so; pairs with the
             // connection's Acquire load in its backpressure check.
             self.inflight.count.fetch_sub(answered, Ordering::Release);
             self.inflight.drained.notify_one();
+        }
+    }
+
+    /// Queues `stored` receipts to the writer, as one item.
+    fn hand_on(&self, stored: &mut Vec<Receipt>) {
+        match stored.len() {
+            0 => {}
+            1 => {
+                let _ = self.tx.send(Outbound::Receipt(stored[0]));
+                stored.clear();
+            }
+            _ => {
+                let _ = self.tx.send(Outbound::Receipts(std::mem::take(stored)));
+            }
         }
     }
 }
