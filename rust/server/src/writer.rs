@@ -135,8 +135,9 @@ impl Writability {
 pub enum Outbound {
     /// An encoded frame.
     Frame(Bytes),
-    /// A MESSAGE: encoded header, then the stored entry.
-    Message(Bytes, Bytes),
+    /// A MESSAGE: its header, encoded by the writer into the buffer of the write that carries
+    /// it, then the stored entry as its own buffer.
+    Message(Delivery, Bytes),
     /// A SEND_RECEIPT, encoded by the writer into the buffer of the write that carries it.
     Receipt(Receipt),
     /// Several SEND_RECEIPTs in order (one producer's receipts settled together): one queue
@@ -171,6 +172,23 @@ fn encode_receipt(r: &Receipt, small: &mut BytesMut) {
         r.entry_id,
     );
     pulsar_rs_proto::encode_simple(&cmd, small);
+}
+
+/// A MESSAGE's command not yet encoded: no allocation per delivered entry.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// The consumer.
+    pub consumer_id: u64,
+    /// The entry's ledger.
+    pub ledger_id: u64,
+    /// The entry's id.
+    pub entry_id: u64,
+    /// The topic partition (−1 when not partitioned).
+    pub partition: i32,
+    /// Times delivered before.
+    pub redelivery_count: u32,
+    /// Messages of the batch still to acknowledge, when some are.
+    pub ack_set: Option<Vec<i64>>,
 }
 
 /// Most buffers handed to one `writev`.
@@ -236,9 +254,17 @@ fn push(bufs: &mut Vec<Bytes>, small: &mut BytesMut, item: Outbound, messages: &
         }
         Outbound::Receipt(r) => encode_receipt(&r, small),
         Outbound::Receipts(rs) => rs.iter().for_each(|r| encode_receipt(r, small)),
-        Outbound::Message(h, d) => {
+        Outbound::Message(m, d) => {
             *messages += d.len();
-            small.extend_from_slice(&h);
+            let cmd = commands::message(
+                m.consumer_id,
+                m.ledger_id,
+                m.entry_id,
+                m.partition,
+                m.redelivery_count,
+                m.ack_set,
+            );
+            pulsar_rs_proto::encode_message_header(&cmd, d.len(), small);
             flush_small(bufs, small);
             bufs.push(d);
         }

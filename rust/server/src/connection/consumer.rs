@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use pulsar_rs_broker::{
     BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
     KeySharedMode, SubType, Subscription, Topic, TopicName,
@@ -16,7 +15,7 @@ use tokio::sync::mpsc;
 use super::schema::schema_info;
 use super::{frame, Connection};
 use crate::error::wire_code;
-use crate::writer::{Outbound, Writability};
+use crate::writer::{Delivery, Outbound, Writability};
 
 /// The consumer sink of a connection: encodes events into frames for the writer.
 pub(super) struct Sink {
@@ -37,24 +36,18 @@ impl ConsumerSink for Sink {
                 ack_set,
                 data,
             } => {
-                let cmd = commands::message(
+                let message = Delivery {
                     consumer_id,
-                    position.ledger_id as u64,
-                    position.entry_id as u64,
+                    ledger_id: position.ledger_id as u64,
+                    entry_id: position.entry_id as u64,
                     partition,
                     redelivery_count,
                     ack_set,
-                );
-                let mut head = BytesMut::with_capacity(48);
-                pulsar_rs_proto::encode_message_header(&cmd, data.len(), &mut head);
+                };
                 // Counted before it is queued, so the writer never subtracts it first.
                 let len = data.len();
                 self.writability.add(len);
-                if self
-                    .tx
-                    .send(Outbound::Message(head.freeze(), data))
-                    .is_err()
-                {
+                if self.tx.send(Outbound::Message(message, data)).is_err() {
                     self.writability.written(len);
                     return false;
                 }
