@@ -68,6 +68,9 @@ struct State {
     segments: BTreeMap<u32, Arc<dyn VFile>>,
     /// Ledgers with records in each segment, for garbage collection.
     segment_ledgers: BTreeMap<u32, HashSet<i64>>,
+    /// The (segment, ledger) last added to `segment_ledgers`: the next append of the same
+    /// ledger to the same segment has nothing to add (segment ids are never reused).
+    last_noted: Option<(u32, i64)>,
     /// Ledgers deleted since start; their segments may be removed once nothing else lives there.
     deleted_ledgers: HashSet<i64>,
     /// Segment receiving appends.
@@ -372,6 +375,7 @@ impl Journal {
             state: Mutex::new(State {
                 segments,
                 segment_ledgers,
+                last_noted: None,
                 deleted_ledgers: HashSet::new(),
                 active,
                 active_len: 0,
@@ -501,8 +505,11 @@ impl Journal {
             loc,
         });
         let active = st.active;
-        if let Some(set) = st.segment_ledgers.get_mut(&active) {
-            set.insert(ledger_id);
+        if st.last_noted != Some((active, ledger_id)) {
+            if let Some(set) = st.segment_ledgers.get_mut(&active) {
+                set.insert(ledger_id);
+            }
+            st.last_noted = Some((active, ledger_id));
         }
         if let Some(c) = completion {
             completion::push(&mut st.completions, c);

@@ -119,6 +119,29 @@ fn rotation_and_segment_release() {
 }
 
 #[test]
+fn each_segment_records_the_ledger_that_fills_it() {
+    // One ledger appending across many segments: every segment must still list it, or releasing
+    // any other ledger would take its segments for empty and remove them.
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 4096).unwrap();
+    let locs: Vec<Loc> = (0..100)
+        .map(|i| j.append(1, i, 0, &[i as u8; 200], None).unwrap())
+        .collect();
+    j.flush();
+    let before = j.segment_count();
+    assert!(before > 3);
+    j.release_ledger(2);
+    assert_eq!(
+        j.segment_count(),
+        before,
+        "a segment of ledger 1 was removed"
+    );
+    let recs = j.read(1, 0, &locs).unwrap();
+    assert_eq!(recs.len(), 100);
+    assert_eq!(recs[99].payload, Bytes::from(vec![99u8; 200]));
+}
+
+#[test]
 fn a_damaged_index_falls_back_to_scanning() {
     let dir = tempfile::tempdir().unwrap();
     let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
