@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use pulsar_rs_ledger::{AddWaiter, Added, ManagedLedger, Position};
+use pulsar_rs_ledger::{AddWaiter, Added, KnownCrc, ManagedLedger, Position};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -160,6 +160,16 @@ pub enum Published {
     Duplicate,
     /// A duplicate of a message still being written: answer SEND_ERROR PersistenceError.
     DuplicateUnknown,
+}
+
+/// The CRC32C a stored entry `[0x0e01][crc32c][metadataSize][metadata][payload]` carries of its
+/// bytes from offset 6.
+fn verified_checksum(stored: &Bytes) -> Option<KnownCrc> {
+    let head = stored.get(..6)?;
+    (u16::from_be_bytes([head[0], head[1]]) == pulsar_rs_proto::MAGIC_CRC32C).then(|| KnownCrc {
+        from: 6,
+        crc: u32::from_be_bytes([head[2], head[3], head[4], head[5]]),
+    })
 }
 
 /// Whether a write waits for the journal, and who hears when it is durable.
@@ -506,7 +516,9 @@ impl Topic {
     }
 
     /// Like [`Topic::publish_message`], but a durable write tells `waiter` (with `token`) when
-    /// it completes instead of returning a completion: no allocation per message.
+    /// it completes instead of returning a completion: no allocation per message. `stored` must
+    /// be an entry whose checksum was verified (a SEND's, `checksum_valid`): the journal reuses
+    /// it instead of reading the entry again.
     ///
     /// # Errors
     /// Storage failures (disk full, closed ledger).
@@ -521,9 +533,10 @@ impl Topic {
     ) -> Result<Published, BrokerError> {
         self.deduplicated(ids, md, || {
             let len = stored.len() as u64;
-            let added = self
-                .ledger
-                .start_add_then(stored, md.publish_time, waiter, token)?;
+            let known = verified_checksum(&stored);
+            let added =
+                self.ledger
+                    .start_add_then(stored, md.publish_time, known, waiter, token)?;
             self.msg_in.record(u64::from(messages), len);
             Ok(match added {
                 Added::Confirmed(position) => (position, Queued::No),

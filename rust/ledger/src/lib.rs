@@ -31,6 +31,7 @@ pub use config::{LedgerConfig, StorageConfig};
 pub use cursor::Cursor;
 pub use cursor_codec::CursorSnapshot;
 pub use error::{LedgerError, Result};
+pub use journal::KnownCrc;
 pub use managed_ledger::{
     AddCompletion, AddWaiter, Added, Entry, LedgerInfo, LedgerStats, ManagedLedger,
 };

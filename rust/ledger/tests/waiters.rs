@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{
-    AddWaiter, Added, LedgerConfig, LedgerError, Storage, StorageConfig, SystemClock,
+    AddWaiter, Added, KnownCrc, LedgerConfig, LedgerError, Position, Storage, StorageConfig,
+    SystemClock,
 };
 
 mod common;
@@ -62,7 +63,15 @@ fn a_round_tells_each_waiter_once_per_run_of_its_appends() {
         (Arc::clone(&a) as _, Arc::clone(&b) as _);
     let add = |waiter: &Arc<dyn AddWaiter>, token: u64| {
         let data = Bytes::from(format!("m{token}"));
-        match ml.start_add_then(data, 0, waiter, token).unwrap() {
+        // The checksum of the bytes after the first, as a caller that verified them has it.
+        let known = KnownCrc {
+            from: 1,
+            crc: crc32c::crc32c(&data[1..]),
+        };
+        match ml
+            .start_add_then(data, 0, Some(known), waiter, token)
+            .unwrap()
+        {
             Added::Queued(pos) => pos,
             Added::Confirmed(_) => panic!("a durable append confirmed before its write"),
         }
@@ -96,5 +105,16 @@ fn a_round_tells_each_waiter_once_per_run_of_its_appends() {
     assert_eq!(a_reports.last(), Some(&(25, true)));
     assert!(a_reports.windows(2).all(|w| w[0].0 < w[1].0));
     assert_eq!(ml.stats().entries_added, 51);
+    let first = ml.ledgers()[0].ledger_id;
+    storage.close().unwrap();
+
+    // The records written with the caller's checksum read back from the disk.
+    let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+    let ml = storage.open_ledger("t", LedgerConfig::default()).unwrap();
+    let back = ml
+        .read_entries(Position::new(first, 0), 100, u64::MAX, Position::LATEST)
+        .unwrap();
+    assert_eq!(back.len(), 51);
+    assert_eq!(back[50].data, Bytes::from("m24"));
     storage.close().unwrap();
 }

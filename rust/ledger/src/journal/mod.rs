@@ -20,6 +20,7 @@
 
 mod checkpoint;
 mod completion;
+mod crc;
 mod direct;
 mod direct_read;
 mod flusher;
@@ -42,7 +43,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::vfs::{ensure_dir, VFile, Vfs};
 use crate::{LedgerError, Result};
 
-pub use record::{Loc, Record, CORRUPT_LEN, RECORD_HEADER};
+pub use record::{KnownCrc, Loc, Record, CORRUPT_LEN, RECORD_HEADER};
 pub use recovered::{Pending as PendingRecovered, Recovered};
 
 use index::IndexRecord;
@@ -466,6 +467,23 @@ impl Journal {
         payload: &[u8],
         completion: Option<Completion>,
     ) -> Result<Loc> {
+        self.append_known(ledger_id, entry_id, timestamp, payload, completion, None)
+    }
+
+    /// Like [`Journal::append`], with a checksum of part of the payload that the appender
+    /// already holds (it must be right: the record would not read back otherwise).
+    ///
+    /// # Errors
+    /// As [`Journal::append`].
+    pub fn append_known(
+        &self,
+        ledger_id: i64,
+        entry_id: i64,
+        timestamp: u64,
+        payload: &[u8],
+        completion: Option<Completion>,
+        known: Option<KnownCrc>,
+    ) -> Result<Loc> {
         let record_len = (RECORD_HEADER + payload.len()) as u64;
         let mut st = self.state.lock();
         // The flusher only sleeps when nothing is queued; wake it only on that transition, so a
@@ -485,7 +503,7 @@ impl Journal {
             len: u32::try_from(payload.len()).unwrap_or(CORRUPT_LEN - 1),
         };
         let before = st.buf.len();
-        record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload);
+        record::encode(&mut st.buf, ledger_id, entry_id, timestamp, payload, known);
         if self.sync {
             // Group commit timing (only durable rounds wait). A round whose first record came
             // while the flusher was writing the previous one: the journal is under continuous

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::completion::{pending, AddCompletion, AddWaiter};
 use super::{ManagedLedger, Slot, State, Unconfirmed};
-use crate::journal::{Completion, DurableThrough};
+use crate::journal::{Completion, DurableThrough, KnownCrc};
 use crate::{LedgerError, Position, Result};
 
 /// How [`ManagedLedger::start_add_then`] queued an append.
@@ -159,7 +159,7 @@ impl ManagedLedger {
         timestamp: u64,
     ) -> Result<(Position, Option<AddCompletion>)> {
         let mut done = None;
-        let added = self.add(data, timestamp, || {
+        let added = self.add(data, timestamp, None, || {
             let (waiter, completion) = pending();
             done = Some(completion);
             (waiter, 0)
@@ -171,7 +171,8 @@ impl ManagedLedger {
     }
 
     /// Queues an append; if it has to wait for the journal, `waiter` is told with `token` when it
-    /// completes (see [`AddWaiter`]). No allocation per append.
+    /// completes (see [`AddWaiter`]). No allocation per append. `known`: a checksum of part of
+    /// `data` the caller already verified, which spares the journal reading those bytes again.
     ///
     /// # Errors
     /// As [`ManagedLedger::start_add`]; the waiter is then not told.
@@ -179,10 +180,11 @@ impl ManagedLedger {
         self: &Arc<Self>,
         data: Bytes,
         timestamp: u64,
+        known: Option<KnownCrc>,
         waiter: &Arc<dyn AddWaiter>,
         token: u64,
     ) -> Result<Added> {
-        self.add(data, timestamp, || (Arc::clone(waiter), token))
+        self.add(data, timestamp, known, || (Arc::clone(waiter), token))
     }
 
     /// Queues an append; `waiter` is asked for the append's waiter only if it has to wait.
@@ -190,6 +192,7 @@ impl ManagedLedger {
         self: &Arc<Self>,
         data: Bytes,
         timestamp: u64,
+        known: Option<KnownCrc>,
         waiter: impl FnOnce() -> (Arc<dyn AddWaiter>, u64),
     ) -> Result<Added> {
         let now = self.shared.clock.now_ms();
@@ -237,10 +240,14 @@ impl ManagedLedger {
         });
         // The journal cannot report this append before `unconfirmed` holds it: the report takes
         // `state`, which this thread holds until then.
-        let loc = self
-            .shared
-            .journal
-            .append(ledger, pos.entry_id, timestamp, &data, completion)?;
+        let loc = self.shared.journal.append_known(
+            ledger,
+            pos.entry_id,
+            timestamp,
+            &data,
+            completion,
+            known,
+        )?;
         slot.locs.push(loc);
         slot.appended_size += len;
         if self.active_cursors.load(Ordering::Relaxed) > 0 {
