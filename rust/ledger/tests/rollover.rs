@@ -9,28 +9,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use pulsar_rs_ledger::{LedgerConfig, Storage, StorageConfig, SystemClock};
+use pulsar_rs_ledger::{LedgerConfig, Storage, StorageConfig};
 
 mod common;
-use common::{gated_fs, Gate};
+use common::{gated_storage, Gate};
 
 #[test]
 fn a_slow_rollover_metadata_write_does_not_delay_another_topics_confirmations() {
     let dir = tempfile::tempdir().unwrap();
     let journal_gate = Gate::new("/journal/");
     let meta_gate = Gate::new("slow-topic");
-    let fs = gated_fs(vec![Arc::clone(&journal_gate), Arc::clone(&meta_gate)]);
-    let storage = Storage::open_on(
-        fs,
+    let storage = gated_storage(
         dir.path(),
-        StorageConfig {
-            journal_sync_data: true,
-            ..StorageConfig::default()
-        },
-        Arc::new(SystemClock),
-        false,
-    )
-    .unwrap();
+        vec![Arc::clone(&journal_gate), Arc::clone(&meta_gate)],
+    );
     let rolling = LedgerConfig {
         max_entries_per_ledger: 2,
         min_rollover_time: Duration::ZERO,

@@ -11,11 +11,10 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{
     AddWaiter, Added, KnownCrc, LedgerConfig, LedgerError, Position, Storage, StorageConfig,
-    SystemClock,
 };
 
 mod common;
-use common::{gated_fs, Gate};
+use common::{gated_storage, Gate};
 
 /// Every report a waiter got: (token, succeeded).
 #[derive(Default)]
@@ -46,17 +45,7 @@ impl Log {
 fn a_round_tells_each_waiter_once_per_run_of_its_appends() {
     let dir = tempfile::tempdir().unwrap();
     let gate = Gate::new("/journal/");
-    let storage = Storage::open_on(
-        gated_fs(vec![Arc::clone(&gate)]),
-        dir.path(),
-        StorageConfig {
-            journal_sync_data: true,
-            ..StorageConfig::default()
-        },
-        Arc::new(SystemClock),
-        false,
-    )
-    .unwrap();
+    let storage = gated_storage(dir.path(), vec![Arc::clone(&gate)]);
     let ml = storage.open_ledger("t", LedgerConfig::default()).unwrap();
     let (a, b) = (Arc::new(Log::default()), Arc::new(Log::default()));
     let (a_waiter, b_waiter): (Arc<dyn AddWaiter>, Arc<dyn AddWaiter>) =

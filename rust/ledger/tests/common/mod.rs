@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 use pulsar_rs_ledger::vfs::SyncHookFs;
+use pulsar_rs_ledger::{Storage, StorageConfig, SystemClock};
 
 /// One gate: `sync_data` of files whose path contains `pattern` waits while it is closed.
 pub struct Gate {
@@ -67,4 +68,19 @@ pub fn gated_fs(gates: Vec<Arc<Gate>>) -> Arc<SyncHookFs<impl Fn(&Path) + Send +
             g.pass(path);
         }
     }))
+}
+
+/// Durable storage in `dir` on the real file system, its syncs passing `gates`.
+pub fn gated_storage(dir: &Path, gates: Vec<Arc<Gate>>) -> Arc<Storage> {
+    Storage::open_on(
+        gated_fs(gates),
+        dir,
+        StorageConfig {
+            journal_sync_data: true,
+            ..StorageConfig::default()
+        },
+        Arc::new(SystemClock),
+        false,
+    )
+    .unwrap()
 }
