@@ -44,6 +44,9 @@ pub struct SendIds<'a> {
     pub sequence_id: u64,
     /// `highest_sequence_id` of the SEND (batches), if any.
     pub highest_sequence_id: Option<u64>,
+    /// The SEND carries a chunk other than the last of its message: deduplication neither
+    /// checks nor records it ([`pulsar_rs_proto::is_non_last_chunk`] of its metadata).
+    pub non_last_chunk: bool,
 }
 
 impl SendIds<'_> {
@@ -62,9 +65,7 @@ impl SendIds<'_> {
 /// Whether a stored message is a chunk other than the last one (never checked nor recorded).
 #[must_use]
 pub fn is_non_last_chunk(md: &MessageMetadata) -> bool {
-    md.chunk_id.is_some()
-        && md.num_chunks_from_msg.is_some()
-        && md.chunk_id() != md.num_chunks_from_msg() - 1
+    pulsar_rs_proto::is_non_last_chunk(md.chunk_id, md.num_chunks_from_msg)
 }
 
 #[derive(Default)]
@@ -193,9 +194,9 @@ impl Deduplication {
     /// Checks a SEND before it is written (Pulsar's `isDuplicate`); a `NotDup` raises the pushed
     /// sequence id.
     #[must_use]
-    pub fn check(&self, ids: SendIds<'_>, md: &MessageMetadata) -> Verdict {
+    pub fn check(&self, ids: SendIds<'_>) -> Verdict {
         let mut st = self.state.lock();
-        if !st.enabled || is_non_last_chunk(md) {
+        if !st.enabled || ids.non_last_chunk {
             return Verdict::NotDup;
         }
         let seq = ids.seq();
@@ -215,12 +216,7 @@ impl Deduplication {
 
     /// Notes an entry written at `position`; its [`Ticket`] reports its persistence.
     #[must_use]
-    pub fn written(
-        self: &Arc<Self>,
-        ids: SendIds<'_>,
-        md: &MessageMetadata,
-        position: Position,
-    ) -> Option<Ticket> {
+    pub fn written(self: &Arc<Self>, ids: SendIds<'_>, position: Position) -> Option<Ticket> {
         let mut st = self.state.lock();
         if !st.enabled {
             return None;
@@ -230,7 +226,7 @@ impl Deduplication {
             dedup: Arc::clone(self),
             producer: ids.producer.to_owned(),
             highest: ids.highest(),
-            record: !is_non_last_chunk(md),
+            record: !ids.non_last_chunk,
             position,
         })
     }

@@ -38,9 +38,10 @@ fn send_md(t: &Topic, m: &MessageMetadata, highest: Option<u64>) -> Published {
         producer: &m.producer_name,
         sequence_id: m.sequence_id,
         highest_sequence_id: highest,
+        non_last_chunk: is_non_last_chunk(m),
     };
     let stored = pulsar_rs_proto::build_stored_entry(m, b"x");
-    t.publish_message(ids, m, stored, 1).unwrap()
+    t.publish_message(ids, m.publish_time, stored, 1).unwrap()
 }
 
 fn is_dup(p: &Published) -> bool {

@@ -502,12 +502,12 @@ impl Topic {
     pub fn publish_message(
         &self,
         ids: SendIds<'_>,
-        md: &pulsar_rs_proto::pb::MessageMetadata,
+        publish_time: u64,
         stored: Bytes,
         messages: u32,
     ) -> Result<Published, BrokerError> {
-        self.deduplicated(ids, md, || {
-            let (position, completion) = self.publish(stored, md.publish_time, messages)?;
+        self.deduplicated(ids, || {
+            let (position, completion) = self.publish(stored, publish_time, messages)?;
             Ok(match completion {
                 Some(c) => (position, Queued::Completion(c)),
                 None => (position, Queued::No),
@@ -525,18 +525,18 @@ impl Topic {
     pub fn publish_message_then(
         &self,
         ids: SendIds<'_>,
-        md: &pulsar_rs_proto::pb::MessageMetadata,
+        publish_time: u64,
         stored: Bytes,
         messages: u32,
         waiter: &Arc<dyn AddWaiter>,
         token: u64,
     ) -> Result<Published, BrokerError> {
-        self.deduplicated(ids, md, || {
+        self.deduplicated(ids, || {
             let len = stored.len() as u64;
             let known = verified_checksum(&stored);
-            let added =
-                self.ledger
-                    .start_add_then(stored, md.publish_time, known, waiter, token)?;
+            let added = self
+                .ledger
+                .start_add_then(stored, publish_time, known, waiter, token)?;
             self.msg_in.record(u64::from(messages), len);
             Ok(match added {
                 Added::Confirmed(position) => (position, Queued::No),
@@ -549,10 +549,9 @@ impl Topic {
     fn deduplicated(
         &self,
         ids: SendIds<'_>,
-        md: &pulsar_rs_proto::pb::MessageMetadata,
         write: impl FnOnce() -> Result<(Position, Queued), BrokerError>,
     ) -> Result<Published, BrokerError> {
-        match self.dedup.check(ids, md) {
+        match self.dedup.check(ids) {
             Verdict::Dup => return Ok(Published::Duplicate),
             Verdict::Unknown => return Ok(Published::DuplicateUnknown),
             Verdict::NotDup => {}
@@ -564,7 +563,7 @@ impl Topic {
                 return Err(e);
             }
         };
-        let mut ticket = self.dedup.written(ids, md, position);
+        let mut ticket = self.dedup.written(ids, position);
         Ok(match queued {
             Queued::No => {
                 if let Some(t) = ticket.take() {

@@ -23,6 +23,7 @@ use prost::Message;
 
 use crate::commands::has_command_field;
 use crate::error::ProtocolError;
+use crate::frame_metadata::FrameMetadata;
 use crate::pb::{self, base_command::Type};
 
 /// Magic number that precedes the CRC32C checksum of a payload.
@@ -84,14 +85,25 @@ pub struct PayloadFrame {
     /// `Default`/empty if the corrupted section cannot be parsed) and must not
     /// be trusted; a broker answers SEND_ERROR(ChecksumError).
     pub checksum_valid: bool,
-    /// The decoded `MessageMetadata`.
-    pub metadata: pb::MessageMetadata,
+    /// The fields of `MessageMetadata` read for every message (the whole metadata was
+    /// walked, so it is well-formed); [`PayloadFrame::full_metadata`] decodes all of it.
+    pub metadata: FrameMetadata,
     /// `[0x0e01][crc32c][metadataSize][metadata][payload]`: what the broker
     /// stores. A zero-copy slice of the wire buffer when the peer sent a
     /// checksum; a normalized copy with a computed checksum otherwise.
     pub stored: Bytes,
     /// The message payload after the metadata (a slice of `stored`).
     pub payload: Bytes,
+}
+
+impl PayloadFrame {
+    /// The whole `MessageMetadata`, decoded from [`PayloadFrame::stored`].
+    ///
+    /// # Errors
+    /// Metadata that cannot be decoded (only possible when `checksum_valid` is `false`).
+    pub fn full_metadata(&self) -> Result<pb::MessageMetadata, ProtocolError> {
+        parse_metadata_and_payload(&self.stored).map(|(metadata, _)| metadata)
+    }
 }
 
 /// Decodes one frame from the front of `buf`.
@@ -238,9 +250,9 @@ fn decode_payload_section(mut rest: Bytes) -> Result<PayloadFrame, ProtocolError
         (None, true, normalized.freeze())
     };
 
-    let (metadata, payload) = match parse_metadata_and_payload(&stored) {
+    let (metadata, payload) = match parse_frame_metadata(&stored) {
         Ok(parsed) => parsed,
-        Err(_) if !checksum_valid => (pb::MessageMetadata::default(), Bytes::new()),
+        Err(_) if !checksum_valid => (FrameMetadata::default(), Bytes::new()),
         Err(e) => return Err(e),
     };
     Ok(PayloadFrame {
@@ -251,6 +263,15 @@ fn decode_payload_section(mut rest: Bytes) -> Result<PayloadFrame, ProtocolError
         stored,
         payload,
     })
+}
+
+/// Like [`parse_metadata_and_payload`], decoding only the [`FrameMetadata`] fields.
+fn parse_frame_metadata(stored: &Bytes) -> Result<(FrameMetadata, Bytes), ProtocolError> {
+    let span = metadata_span(stored)?;
+    let end = span.end;
+    let metadata = FrameMetadata::decode(&stored[span])
+        .map_err(|e| ProtocolError::decode("MessageMetadata", e))?;
+    Ok((metadata, stored.slice(end..)))
 }
 
 /// Parses `[metadataSize][metadata][payload]` at offset 6 of a stored entry.

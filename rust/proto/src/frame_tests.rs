@@ -258,7 +258,11 @@ fn every_command_type_round_trips() {
         if let Frame::Payload { payload, .. } = frame {
             assert!(matches!(ty, Type::Send | Type::Message));
             assert!(payload.checksum_valid);
-            assert_eq!(payload.metadata, sample_metadata());
+            assert_eq!(payload.full_metadata().unwrap(), sample_metadata());
+            assert_eq!(
+                payload.metadata.publish_time,
+                sample_metadata().publish_time
+            );
             assert_eq!(&payload.payload[..], b"hello payload");
         }
     }
@@ -370,7 +374,7 @@ fn corrupted_checksum_is_reported_not_fatal() {
     let (_, p) = decode_frame(&mut buf, MAX).unwrap().unwrap().into_parts();
     let p = p.unwrap();
     assert!(!p.checksum_valid);
-    assert_eq!(p.metadata, sample_metadata());
+    assert_eq!(p.full_metadata().unwrap(), sample_metadata());
     assert!(matches!(
         parse_stored_entry(&p.stored),
         Err(ProtocolError::ChecksumMismatch { .. })
@@ -383,7 +387,8 @@ fn corrupted_checksum_is_reported_not_fatal() {
     let (_, p) = decode_frame(&mut buf, MAX).unwrap().unwrap().into_parts();
     let p = p.unwrap();
     assert!(!p.checksum_valid);
-    assert_eq!(p.metadata, pb::MessageMetadata::default());
+    assert_eq!(p.metadata, FrameMetadata::default());
+    assert!(p.full_metadata().is_err());
 }
 
 #[test]
@@ -451,7 +456,7 @@ fn broker_entry_metadata_is_decoded() {
     assert!(buf.is_empty());
     assert_eq!(p.broker_entry_metadata, Some(bem));
     assert_eq!(p.stored, stored);
-    assert_eq!(p.metadata, md);
+    assert_eq!(p.full_metadata().unwrap(), md);
 }
 
 #[test]

@@ -34,6 +34,7 @@ pub mod compression;
 pub mod dispatch_metadata;
 pub mod error;
 pub mod frame;
+pub mod frame_metadata;
 pub mod required;
 
 /// Generated protobuf types of package `pulsar.proto`.
@@ -58,6 +59,7 @@ pub use frame::{
     PayloadFrame, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE, MAGIC_BROKER_ENTRY_METADATA,
     MAGIC_CRC32C, MESSAGE_SIZE_FRAME_PADDING, STORED_ENTRY_HEADER_LEN,
 };
+pub use frame_metadata::{is_non_last_chunk, FrameMetadata};
 pub use pb::base_command::Type as CommandType;
 pub use pb::{BaseCommand, MessageIdData, MessageMetadata, ServerError};
 pub use required::check_required_fields;

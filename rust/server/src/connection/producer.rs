@@ -248,11 +248,12 @@ impl Connection {
                 producer: &p.name,
                 sequence_id: s.sequence_id,
                 highest_sequence_id: s.highest_sequence_id,
+                non_last_chunk: payload.metadata.is_non_last_chunk(),
             };
             let token = p.receipts.next_token();
             let r = match p.topic.publish_message_then(
                 ids,
-                &payload.metadata,
+                payload.metadata.publish_time,
                 payload.stored,
                 messages,
                 &p.waiter,
