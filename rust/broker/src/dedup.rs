@@ -13,6 +13,7 @@
 //! entry still in flight, so a replay from it covers everything not in its map.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -93,6 +94,11 @@ pub struct Deduplication {
     /// Everything else. A short lock: never held across I/O on entries nor `.await` (cursor
     /// calls under it only touch the cursor's in-memory state).
     state: Mutex<State>,
+    /// `State::enabled`, stored under the lock by `set_enabled`: lets every SEND of a topic
+    /// without deduplication (the default) skip the lock. Relaxed: the lock orders the state
+    /// itself, and a SEND racing a policy change may see either value, as it could have taken
+    /// the lock before or after the change.
+    on: AtomicBool,
 }
 
 /// A written entry whose persistence must be reported back ([`Ticket::persisted`]).
@@ -126,6 +132,7 @@ impl Deduplication {
         Arc::new(Deduplication {
             config,
             state: Mutex::new(State::default()),
+            on: AtomicBool::new(false),
         })
     }
 
@@ -158,6 +165,7 @@ impl Deduplication {
                 initialised: true,
                 ..State::default()
             };
+            self.on.store(false, Ordering::Relaxed);
             drop(st);
             if had_cursor {
                 ml.delete_cursor(DEDUP_CURSOR)?;
@@ -179,6 +187,7 @@ impl Deduplication {
             last_snapshot_ms: now_ms(),
             ..State::default()
         };
+        self.on.store(true, Ordering::Relaxed);
         if replayed >= self.config.broker_deduplication_entries_interval.max(1) {
             self.snapshot_locked(&mut st, ml.last_confirmed());
         }
@@ -195,6 +204,10 @@ impl Deduplication {
     /// sequence id.
     #[must_use]
     pub fn check(&self, ids: SendIds<'_>) -> Verdict {
+        // Relaxed: see `on`.
+        if !self.on.load(Ordering::Relaxed) {
+            return Verdict::NotDup;
+        }
         let mut st = self.state.lock();
         if !st.enabled || ids.non_last_chunk {
             return Verdict::NotDup;
@@ -217,6 +230,10 @@ impl Deduplication {
     /// Notes an entry written at `position`; its [`Ticket`] reports its persistence.
     #[must_use]
     pub fn written(self: &Arc<Self>, ids: SendIds<'_>, position: Position) -> Option<Ticket> {
+        // Relaxed: see `on`.
+        if !self.on.load(Ordering::Relaxed) {
+            return None;
+        }
         let mut st = self.state.lock();
         if !st.enabled {
             return None;

@@ -174,9 +174,11 @@ impl Env<'_> {
         redelivery_count: u32,
         data: Bytes,
     ) -> bool {
-        let ack_set = self
-            .cursor
-            .batch_ack_set(position)
+        // Only a batch of several messages can be partly acknowledged: acknowledging the one
+        // message of a batch acknowledges its entry. So the cursor's lock is skipped for the rest.
+        let ack_set = (info.messages > 1)
+            .then(|| self.cursor.batch_ack_set(position))
+            .flatten()
             .map(|w| w.iter().map(|x| *x as i64).collect());
         consumer.deliver(
             position,
