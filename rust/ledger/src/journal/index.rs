@@ -19,14 +19,21 @@
 //! after indexing (same length, same stamp): such a record fails its checksum when read, as any
 //! damaged record does.
 //!
-//! Layout (little endian):
+//! Layout (little endian; version 2):
 //!
 //! ```text
-//! magic u32 | version u32 | segment u32 | seg_len u64 | stamp u128 | n_ledgers u32 | records u64
-//! n_ledgers × (ledger i64 | first record u64 | count u32 | block crc u32)
+//! magic u32 | version u32 | segment u32 | seg_len u64 | stamp u128 | n_ledgers u32 | body_len u64
+//! n_ledgers × (ledger i64 | block offset in body u64 | count u32 | block bytes u32 | block crc u32)
 //! header crc u32 (covers everything above)
-//! records × (entry i64 | offset u64 | len u32), grouped by ledger, in segment order
+//! body: one block per ledger, each its records in segment order, a record as three varints:
+//!   zigzag(entry − (previous entry + 1)) | zigzag(offset − previous record's end) | len
 //! ```
+//!
+//! A ledger appending alone writes consecutive entries end to end, so its records take about 4
+//! bytes each (version 1 stored 20: entry, offset and length in full). The checkpoint writes
+//! and syncs the index while the journal is under load, so its size is CPU and disk time taken
+//! from the broker. An index of another version is not used: the segment is scanned once and
+//! indexed again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,10 +47,9 @@ use crate::vfs::{VFile, Vfs};
 use crate::{LedgerError, Result};
 
 const MAGIC: u32 = 0x5849_4A50; // "PJIX"
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const FIXED: usize = 4 + 4 + 4 + 8 + 16 + 4 + 8;
-const ROW: usize = 8 + 8 + 4 + 4;
-const REC: usize = 8 + 8 + 4;
+const ROW: usize = 8 + 8 + 4 + 4 + 4;
 
 /// One record of a segment, as the journal appended or recovery found it.
 #[derive(Clone, Copy, Debug)]
@@ -67,35 +73,103 @@ pub(crate) struct Block {
     pos: u64,
     /// Number of records.
     count: u32,
+    /// Length of the block in bytes.
+    len: u32,
     /// CRC32C of the block's bytes.
     crc: u32,
 }
 
 impl Block {
-    /// Reads the block's `(entry, loc)` pairs; `None` if it cannot be read or fails its checksum.
+    /// Reads the block's `(entry, loc)` pairs; `None` if it cannot be read, fails its checksum
+    /// or does not decode into exactly `count` records.
     pub fn read(&self) -> Option<Vec<(i64, Loc)>> {
-        let mut raw = vec![0u8; self.count as usize * REC];
+        let mut raw = vec![0u8; self.len as usize];
         self.file.read_exact_at(&mut raw, self.pos).ok()?;
         if crc32c::crc32c(&raw) != self.crc {
             return None;
         }
         let mut b = &raw[..];
-        let mut out = Vec::with_capacity(self.count as usize);
+        // At most one record per byte: a damaged count cannot make this allocate much.
+        let mut out = Vec::with_capacity((self.count as usize).min(raw.len()));
+        let mut prev = Prev::default();
         for _ in 0..self.count {
-            let entry = b.get_i64_le();
-            let offset = b.get_u64_le();
-            let len = b.get_u32_le();
-            out.push((
-                entry,
-                Loc {
-                    segment: self.segment,
-                    offset,
-                    len,
-                },
-            ));
+            let entry = prev
+                .next_entry()
+                .wrapping_add(unzigzag(get_varint(&mut b)?));
+            let offset = prev.end.wrapping_add(unzigzag(get_varint(&mut b)?) as u64);
+            let len = u32::try_from(get_varint(&mut b)?).ok()?;
+            let loc = Loc {
+                segment: self.segment,
+                offset,
+                len,
+            };
+            prev = Prev::after(entry, &loc);
+            out.push((entry, loc));
         }
-        Some(out)
+        b.is_empty().then_some(out)
     }
+}
+
+/// The record before the next one in a ledger's block: what its record is encoded against.
+#[derive(Default)]
+struct Prev {
+    /// Its entry id (`None` before the first record).
+    entry: Option<i64>,
+    /// Where it ends in the segment (its offset plus its length; 0 before the first record).
+    end: u64,
+}
+
+impl Prev {
+    fn after(entry: i64, loc: &Loc) -> Self {
+        Prev {
+            entry: Some(entry),
+            end: loc.offset.wrapping_add(u64::from(loc.len)),
+        }
+    }
+
+    /// The entry id a record would have if it followed this one directly.
+    fn next_entry(&self) -> i64 {
+        self.entry.map_or(0, |e| e.wrapping_add(1))
+    }
+}
+
+/// Appends the record `entry` at `loc` to a block whose last record is `prev`.
+fn put_record(out: &mut Vec<u8>, prev: &Prev, entry: i64, loc: &Loc) {
+    put_varint(out, zigzag(entry.wrapping_sub(prev.next_entry())));
+    // Two's complement: a record before the previous one's end (never written so) still
+    // round-trips.
+    put_varint(out, zigzag(loc.offset.wrapping_sub(prev.end) as i64));
+    put_varint(out, u64::from(loc.len));
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        // Truncation intended: the low seven bits, with the continuation bit.
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a varint from the front of `b`; `None` if it is cut short or longer than ten bytes.
+fn get_varint(b: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7F) << (7 * i);
+        if byte & 0x80 == 0 {
+            *b = &b[i + 1..];
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// Path of a segment's index file.
@@ -162,7 +236,7 @@ pub(crate) fn open(
     let (magic, version, segment) = (h.get_u32_le(), h.get_u32_le(), h.get_u32_le());
     let (len, st) = (h.get_u64_le(), h.get_u128_le());
     let n = h.get_u32_le() as usize;
-    let records = h.get_u64_le();
+    let body_len = h.get_u64_le();
     if magic != MAGIC || version != VERSION || segment != id {
         return Err(Rejected::Foreign);
     }
@@ -183,17 +257,21 @@ pub(crate) fn open(
     }
     let file_len = file.len().map_err(|_| Rejected::Unreadable)?;
     let data_start = (FIXED + n * ROW + 4) as u64;
-    if file_len != data_start + records * REC as u64 {
+    if data_start.checked_add(body_len) != Some(file_len) {
         return Err(Rejected::Damaged);
     }
     let mut blocks = BTreeMap::new();
     let mut r = rows;
     for _ in 0..n {
         let ledger = r.get_i64_le();
-        let first = r.get_u64_le();
+        let at = r.get_u64_le();
         let count = r.get_u32_le();
+        let len = r.get_u32_le();
         let crc = r.get_u32_le();
-        if first + u64::from(count) > records {
+        if at
+            .checked_add(u64::from(len))
+            .is_none_or(|end| end > body_len)
+        {
             return Err(Rejected::Damaged);
         }
         blocks.insert(
@@ -201,8 +279,9 @@ pub(crate) fn open(
             Block {
                 segment: id,
                 file: Arc::clone(&file),
-                pos: data_start + first * REC as u64,
+                pos: data_start + at,
                 count,
+                len,
                 crc,
             },
         );
@@ -225,36 +304,45 @@ pub(crate) fn write(
     seg_stamp: u128,
     records: &[IndexRecord],
 ) -> Result<()> {
-    let mut by_ledger: BTreeMap<i64, Vec<&IndexRecord>> = BTreeMap::new();
+    // Each ledger's block, encoded in one pass over the records.
+    let mut blocks: BTreeMap<i64, (Vec<u8>, u32, Prev)> = BTreeMap::new();
     for r in records {
-        by_ledger.entry(r.ledger).or_default().push(r);
+        let (bytes, count, prev) = blocks.entry(r.ledger).or_default();
+        put_record(bytes, prev, r.entry, &r.loc);
+        *prev = Prev::after(r.entry, &r.loc);
+        *count += 1;
     }
-    let mut head = Vec::with_capacity(FIXED + by_ledger.len() * ROW + 4);
+    let body_len: usize = blocks.values().map(|(b, ..)| b.len()).sum();
+    let mut head = Vec::with_capacity(FIXED + blocks.len() * ROW + 4 + body_len);
     head.put_u32_le(MAGIC);
     head.put_u32_le(VERSION);
     head.put_u32_le(id);
     head.put_u64_le(seg_len);
     head.put_u128_le(seg_stamp);
-    head.put_u32_le(u32::try_from(by_ledger.len()).unwrap_or(u32::MAX));
-    head.put_u64_le(records.len() as u64);
-    let mut body = Vec::with_capacity(records.len() * REC);
-    let mut first = 0u64;
-    for (ledger, recs) in &by_ledger {
-        let start = body.len();
-        for r in recs {
-            body.put_i64_le(r.entry);
-            body.put_u64_le(r.loc.offset);
-            body.put_u32_le(r.loc.len);
-        }
+    head.put_u32_le(u32::try_from(blocks.len()).unwrap_or(u32::MAX));
+    head.put_u64_le(body_len as u64);
+    let mut at = 0u64;
+    for (ledger, (bytes, count, _)) in &blocks {
         head.put_i64_le(*ledger);
-        head.put_u64_le(first);
-        head.put_u32_le(u32::try_from(recs.len()).unwrap_or(u32::MAX));
-        head.put_u32_le(crc32c::crc32c(&body[start..]));
-        first += recs.len() as u64;
+        head.put_u64_le(at);
+        head.put_u32_le(*count);
+        // A block takes a few bytes per record of a segment: far below 4 GiB for any segment
+        // size the broker writes. Past it, no index (the segment is scanned at open).
+        let len = u32::try_from(bytes.len()).map_err(|_| {
+            LedgerError::io(
+                format!("indexing journal segment {id}"),
+                std::io::Error::other("a ledger's index block exceeds 4 GiB"),
+            )
+        })?;
+        head.put_u32_le(len);
+        head.put_u32_le(crc32c::crc32c(bytes));
+        at += bytes.len() as u64;
     }
     let crc = crc32c::crc32c(&head);
     head.put_u32_le(crc);
-    head.extend_from_slice(&body);
+    for (bytes, ..) in blocks.values() {
+        head.extend_from_slice(bytes);
+    }
     // Relaxed: only uniqueness matters.
     let seq = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!("{id:010}.idx.{seq}.tmp~"));
@@ -285,5 +373,119 @@ pub(crate) fn remove_leftovers(fs: &dyn Vfs, dir: &Path, names: &[String], segme
     }
     if removed {
         let _ = fs.sync_dir(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vfs::RealFs;
+
+    fn rec(ledger: i64, entry: i64, offset: u64, len: u32) -> IndexRecord {
+        IndexRecord {
+            ledger,
+            entry,
+            loc: Loc {
+                segment: 7,
+                offset,
+                len,
+            },
+        }
+    }
+
+    /// Writes `records` as segment 7's index and reads every block back, by ledger.
+    fn round_trip(records: &[IndexRecord]) -> BTreeMap<i64, Vec<(i64, Loc)>> {
+        let dir = tempfile::tempdir().unwrap();
+        write(&RealFs, dir.path(), 7, 1 << 40, 99, records).unwrap();
+        let blocks = open(&RealFs, dir.path(), 7, 1 << 40, 99).unwrap();
+        blocks
+            .into_iter()
+            .map(|(ledger, b)| (ledger, b.read().expect("a written block reads back")))
+            .collect()
+    }
+
+    fn by_ledger(records: &[IndexRecord]) -> BTreeMap<i64, Vec<(i64, Loc)>> {
+        let mut m: BTreeMap<i64, Vec<(i64, Loc)>> = BTreeMap::new();
+        for r in records {
+            m.entry(r.ledger).or_default().push((r.entry, r.loc));
+        }
+        m
+    }
+
+    #[test]
+    fn records_read_back_as_written_whatever_their_shape() {
+        let records = vec![
+            // One ledger appending alone: consecutive entries end to end.
+            rec(3, 0, 0, 150),
+            rec(3, 1, 170, 150),
+            rec(3, 2, 340, 151),
+            // Another ledger interleaved, starting at a high entry id.
+            rec(-1, 1 << 40, 511, 7),
+            rec(3, 3, 538, 0),
+            // Gaps in entry ids, a record before the previous one's end, extreme values.
+            rec(3, 10, 100, u32::MAX),
+            rec(-1, i64::MIN, u64::MAX - 5, 5),
+            rec(-1, i64::MAX, 0, 1),
+            rec(9, -5, 1 << 35, 1 << 20),
+        ];
+        assert_eq!(round_trip(&records), by_ledger(&records));
+    }
+
+    #[test]
+    fn a_ledger_appending_alone_takes_a_few_bytes_per_record() {
+        let mut records = Vec::new();
+        let mut offset = 0;
+        for entry in 0..10_000 {
+            records.push(rec(5, entry, offset, 160));
+            offset += 180;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        write(&RealFs, dir.path(), 7, 1 << 40, 99, &records).unwrap();
+        let size = std::fs::metadata(index_path(dir.path(), 7)).unwrap().len();
+        // Three varints of one, one and two bytes, plus the fixed header and one row.
+        assert_eq!(size, (FIXED + ROW + 4) as u64 + 4 * 10_000);
+        assert_eq!(round_trip(&records), by_ledger(&records));
+    }
+
+    #[test]
+    fn a_block_that_does_not_decode_into_its_count_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            &RealFs,
+            dir.path(),
+            7,
+            10,
+            0,
+            &[rec(1, 0, 0, 5), rec(1, 1, 5, 5)],
+        )
+        .unwrap();
+        let mut b = open(&RealFs, dir.path(), 7, 10, 0)
+            .unwrap()
+            .remove(&1)
+            .unwrap();
+        assert_eq!(b.read().unwrap().len(), 2);
+        // The bytes are intact (checksum fine) but hold two records, not one or three.
+        b.count = 1;
+        assert!(b.read().is_none());
+        b.count = 3;
+        assert!(b.read().is_none());
+    }
+
+    #[test]
+    fn varints_refuse_truncated_or_overlong_input() {
+        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            let mut b = &out[..];
+            assert_eq!(get_varint(&mut b), Some(v));
+            assert!(b.is_empty());
+            let mut cut = &out[..out.len() - 1];
+            assert_eq!(get_varint(&mut cut), None, "{v} cut short");
+        }
+        let mut long = &[0x80u8; 11][..];
+        assert_eq!(get_varint(&mut long), None);
+        for v in [0, 1, -1, i64::MIN, i64::MAX] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
     }
 }
