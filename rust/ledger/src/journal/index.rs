@@ -48,8 +48,10 @@ use crate::{LedgerError, Result};
 
 const MAGIC: u32 = 0x5849_4A50; // "PJIX"
 const VERSION: u32 = 2;
-const FIXED: usize = 4 + 4 + 4 + 8 + 16 + 4 + 8;
-const ROW: usize = 8 + 8 + 4 + 4 + 4;
+/// Bytes of the header's fixed part (before the rows).
+pub(super) const FIXED: usize = 4 + 4 + 4 + 8 + 16 + 4 + 8;
+/// Bytes of one ledger's row in the header.
+pub(super) const ROW: usize = 8 + 8 + 4 + 4 + 4;
 
 /// One record of a segment, as the journal appended or recovery found it.
 #[derive(Clone, Copy, Debug)]

@@ -398,3 +398,41 @@ fn recovered_segments_are_read_past_the_page_cache_too() {
     }
     j.close();
 }
+
+#[test]
+fn an_index_of_another_version_is_scanned_then_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    let locs: Vec<Loc> = (0..20)
+        .map(|i| j.append(4, i, 0, &[i as u8; 30], None).unwrap())
+        .collect();
+    j.close();
+    let idx = index::index_path(dir.path(), 0);
+    // The version field follows the magic number. Version 1 stored 20 bytes per record.
+    let mut raw = std::fs::read(&idx).unwrap();
+    assert_eq!(raw[4..8], 2u32.to_le_bytes());
+    raw[4..8].copy_from_slice(&1u32.to_le_bytes());
+    // With its header checksum made right again, only the version tells the layouts apart.
+    let crc_at = index::FIXED + index::ROW;
+    let crc = crc32c::crc32c(&raw[..crc_at]);
+    raw[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&idx, &raw).unwrap();
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(
+        j.indexed_at_open(),
+        0,
+        "an older index is not read as the new layout"
+    );
+    assert_eq!(
+        rec.take(4).iter().map(|(_, l)| *l).collect::<Vec<_>>(),
+        locs
+    );
+    j.close();
+    assert_eq!(std::fs::read(&idx).unwrap()[4..8], 2u32.to_le_bytes());
+    let (j, mut rec) = Journal::open(dir.path(), true, 1 << 20).unwrap();
+    assert_eq!(j.indexed_at_open(), 1);
+    assert_eq!(
+        rec.take(4).iter().map(|(_, l)| *l).collect::<Vec<_>>(),
+        locs
+    );
+}
