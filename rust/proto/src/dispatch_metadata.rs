@@ -53,13 +53,14 @@ pub fn parse_dispatch_metadata(entry: &Bytes) -> Result<DispatchMetadata, Protoc
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::pb;
 
-    #[test]
-    fn every_field_reads_as_the_generated_message_reads_it() {
-        let md = pb::MessageMetadata {
+    /// Metadata with every field the lean views read set (and two they skip), for the tests
+    /// that tie a lean view to the generated message.
+    pub(crate) fn every_lean_field() -> pb::MessageMetadata {
+        pb::MessageMetadata {
             producer_name: "a-producer-name".into(),
             sequence_id: 7,
             publish_time: 1_700_000_000_000,
@@ -75,7 +76,12 @@ mod tests {
                 value: "v".into(),
             }],
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn every_field_reads_as_the_generated_message_reads_it() {
+        let md = every_lean_field();
         let entry = crate::build_stored_entry(&md, b"payload");
         let full = crate::parse_stored_metadata(&entry).unwrap();
         let lean = parse_dispatch_metadata(&entry).unwrap();

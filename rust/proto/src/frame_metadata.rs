@@ -47,28 +47,11 @@ pub fn is_non_last_chunk(chunk_id: Option<i32>, num_chunks_from_msg: Option<i32>
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
-
     use super::*;
-    use crate::pb;
 
     #[test]
     fn every_field_reads_as_the_generated_message_reads_it() {
-        let md = pb::MessageMetadata {
-            producer_name: "a-producer-name".into(),
-            sequence_id: 7,
-            publish_time: 1_700_000_000_000,
-            num_messages_in_batch: Some(42),
-            uuid: Some("a-producer-name-7".into()),
-            num_chunks_from_msg: Some(3),
-            chunk_id: Some(2),
-            properties: vec![pb::KeyValue {
-                key: "k".into(),
-                value: "v".into(),
-            }],
-            ordering_key: Some(Bytes::from_static(b"ok")),
-            ..Default::default()
-        };
+        let md = crate::dispatch_metadata::tests::every_lean_field();
         let lean = FrameMetadata::decode(md.encode_to_vec().as_slice()).unwrap();
         assert_eq!(lean.publish_time, md.publish_time);
         assert_eq!(lean.num_messages_in_batch, md.num_messages_in_batch);

@@ -141,15 +141,21 @@ fn each_segment_records_the_ledger_that_fills_it() {
     assert_eq!(recs[99].payload, Bytes::from(vec![99u8; 200]));
 }
 
+/// A journal in `dir` with `entries` entries of `ledger` in segment 0, closed (so indexed):
+/// the entries' locations and the index's path.
+fn indexed_segment(dir: &Path, ledger: i64, entries: i64) -> (Vec<Loc>, PathBuf) {
+    let (j, _) = Journal::open(dir, true, 1 << 20).unwrap();
+    let locs = (0..entries)
+        .map(|i| j.append(ledger, i, 0, &[i as u8; 40], None).unwrap())
+        .collect();
+    j.close();
+    (locs, index::index_path(dir, 0))
+}
+
 #[test]
 fn a_damaged_index_falls_back_to_scanning() {
     let dir = tempfile::tempdir().unwrap();
-    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
-    let locs: Vec<Loc> = (0..50)
-        .map(|i| j.append(3, i, 0, &[i as u8; 40], None).unwrap())
-        .collect();
-    j.close();
-    let idx = index::index_path(dir.path(), 0);
+    let (locs, idx) = indexed_segment(dir.path(), 3, 50);
     // A damaged ledger block: the header is fine, so the index is used, but that ledger's
     // entries are found by scanning the segment.
     let mut raw = std::fs::read(&idx).unwrap();
@@ -402,12 +408,7 @@ fn recovered_segments_are_read_past_the_page_cache_too() {
 #[test]
 fn an_index_of_another_version_is_scanned_then_written_again() {
     let dir = tempfile::tempdir().unwrap();
-    let (j, _) = Journal::open(dir.path(), true, 1 << 20).unwrap();
-    let locs: Vec<Loc> = (0..20)
-        .map(|i| j.append(4, i, 0, &[i as u8; 30], None).unwrap())
-        .collect();
-    j.close();
-    let idx = index::index_path(dir.path(), 0);
+    let (locs, idx) = indexed_segment(dir.path(), 4, 20);
     // The version field follows the magic number. Version 1 stored 20 bytes per record.
     let mut raw = std::fs::read(&idx).unwrap();
     assert_eq!(raw[4..8], 2u32.to_le_bytes());
