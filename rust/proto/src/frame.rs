@@ -85,8 +85,9 @@ pub struct PayloadFrame {
     /// `Default`/empty if the corrupted section cannot be parsed) and must not
     /// be trusted; a broker answers SEND_ERROR(ChecksumError).
     pub checksum_valid: bool,
-    /// The fields of `MessageMetadata` read for every message (the whole metadata was
-    /// walked, so it is well-formed); [`PayloadFrame::full_metadata`] decodes all of it.
+    /// The fields of `MessageMetadata` read for every message. Decoding them walks the
+    /// whole metadata, so its wire structure is valid; [`PayloadFrame::full_metadata`] decodes
+    /// all of it.
     pub metadata: FrameMetadata,
     /// `[0x0e01][crc32c][metadataSize][metadata][payload]`: what the broker
     /// stores. A zero-copy slice of the wire buffer when the peer sent a
@@ -100,7 +101,9 @@ impl PayloadFrame {
     /// The whole `MessageMetadata`, decoded from [`PayloadFrame::stored`].
     ///
     /// # Errors
-    /// Metadata that cannot be decoded (only possible when `checksum_valid` is `false`).
+    /// Metadata that cannot be decoded: a section whose checksum did not match, or a string
+    /// field that is not UTF-8 (the lean decode does not look inside the fields it skips, and
+    /// neither does Pulsar's broker).
     pub fn full_metadata(&self) -> Result<pb::MessageMetadata, ProtocolError> {
         parse_metadata_and_payload(&self.stored).map(|(metadata, _)| metadata)
     }

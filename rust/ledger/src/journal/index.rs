@@ -27,6 +27,7 @@
 //! header crc u32 (covers everything above)
 //! body: one block per ledger, each its records in segment order, a record as three varints:
 //!   zigzag(entry − (previous entry + 1)) | zigzag(offset − previous record's end) | len
+//!   (for a block's first record, "previous entry + 1" and "previous record's end" are 0)
 //! ```
 //!
 //! A ledger appending alone writes consecutive entries end to end, so its records take about 4
