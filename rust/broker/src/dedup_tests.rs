@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use pulsar_rs_ledger::AddWaiter;
 use pulsar_rs_proto::pb::MessageMetadata;
 
 use super::*;
@@ -41,7 +42,16 @@ fn send_md(t: &Topic, m: &MessageMetadata, highest: Option<u64>) -> Published {
         non_last_chunk: is_non_last_chunk(m),
     };
     let stored = pulsar_rs_proto::build_stored_entry(m, b"x");
-    t.publish_message(ids, m.publish_time, stored, 1).unwrap()
+    let waiter: Arc<dyn AddWaiter> = Arc::new(Unheard);
+    t.publish_message_then(ids, m.publish_time, stored, 1, &waiter, 0)
+        .unwrap()
+}
+
+/// A waiter for appends whose outcome the tests take from deduplication's ticket instead.
+struct Unheard;
+
+impl AddWaiter for Unheard {
+    fn added_through(&self, _token: u64, _result: pulsar_rs_ledger::Result<()>) {}
 }
 
 fn is_dup(p: &Published) -> bool {
@@ -75,7 +85,7 @@ fn in_flight_duplicate_is_unknown_until_persisted() {
     };
     let svc = BrokerService::open(cfg, dir.path()).unwrap();
     let t = topic(&svc);
-    let Published::Stored {
+    let Published::Queued {
         ticket: Some(ticket),
         ..
     } = send(&t, "p", 5, None)
@@ -100,7 +110,7 @@ fn failed_write_lets_the_resend_through() {
     let svc = BrokerService::open(cfg, dir.path()).unwrap();
     let t = topic(&svc);
     assert!(!is_dup(&send(&t, "p", 1, None)));
-    let Published::Stored {
+    let Published::Queued {
         ticket: Some(ticket),
         ..
     } = send(&t, "p", 2, None)

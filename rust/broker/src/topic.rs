@@ -137,15 +137,10 @@ pub struct Topic {
 
 /// What became of a published message.
 pub enum Published {
-    /// Written at `position`. In durable mode await `completion`; then report the outcome to
-    /// `ticket` (deduplication) before answering.
+    /// Written at `position` and already stored (non-durable mode): answer at once.
     Stored {
         /// Where it was written.
         position: Position,
-        /// Resolves when durable (durable mode only).
-        completion: Option<AddCompletion>,
-        /// Deduplication's record of the write, when deduplication is on and it is not durable yet.
-        ticket: Option<Ticket>,
     },
     /// Written at `position` and waiting for the journal: the waiter given to
     /// [`Topic::publish_message_then`] is told when it is durable; then report the outcome to
@@ -153,7 +148,7 @@ pub enum Published {
     Queued {
         /// Where it was written.
         position: Position,
-        /// As for `Stored`.
+        /// Deduplication's record of the write, when deduplication is on.
         ticket: Option<Ticket>,
     },
     /// A duplicate of a persisted message: answer SEND_RECEIPT −1:−1.
@@ -170,16 +165,6 @@ fn verified_checksum(stored: &Bytes) -> Option<KnownCrc> {
         from: 6,
         crc: u32::from_be_bytes([head[2], head[3], head[4], head[5]]),
     })
-}
-
-/// Whether a write waits for the journal, and who hears when it is durable.
-enum Queued {
-    /// Stored already (non-durable mode).
-    No,
-    /// The returned completion resolves.
-    Completion(AddCompletion),
-    /// The caller's waiter is told.
-    Waiter,
 }
 
 /// What the effective policy turns into at runtime.
@@ -495,28 +480,8 @@ impl Topic {
         Ok(r)
     }
 
-    /// Publishes one SEND through deduplication: a duplicate is not written.
-    ///
-    /// # Errors
-    /// Storage failures (disk full, closed ledger).
-    pub fn publish_message(
-        &self,
-        ids: SendIds<'_>,
-        publish_time: u64,
-        stored: Bytes,
-        messages: u32,
-    ) -> Result<Published, BrokerError> {
-        self.deduplicated(ids, || {
-            let (position, completion) = self.publish(stored, publish_time, messages)?;
-            Ok(match completion {
-                Some(c) => (position, Queued::Completion(c)),
-                None => (position, Queued::No),
-            })
-        })
-    }
-
-    /// Like [`Topic::publish_message`], but a durable write tells `waiter` (with `token`) when
-    /// it completes instead of returning a completion: no allocation per message. `stored` must
+    /// Publishes one SEND through deduplication (a duplicate is not written). A durable write
+    /// tells `waiter` (with `token`) when it completes: no allocation per message. `stored` must
     /// be an entry whose checksum was verified (a SEND's, `checksum_valid`): the journal reuses
     /// it instead of reading the entry again.
     ///
@@ -531,56 +496,35 @@ impl Topic {
         waiter: &Arc<dyn AddWaiter>,
         token: u64,
     ) -> Result<Published, BrokerError> {
-        self.deduplicated(ids, || {
-            let len = stored.len() as u64;
-            let known = verified_checksum(&stored);
-            let added = self
-                .ledger
-                .start_add_then(stored, publish_time, known, waiter, token)?;
-            self.msg_in.record(u64::from(messages), len);
-            Ok(match added {
-                Added::Confirmed(position) => (position, Queued::No),
-                Added::Queued(position) => (position, Queued::Waiter),
-            })
-        })
-    }
-
-    /// Runs `write` unless deduplication finds the SEND a duplicate, and records the write.
-    fn deduplicated(
-        &self,
-        ids: SendIds<'_>,
-        write: impl FnOnce() -> Result<(Position, Queued), BrokerError>,
-    ) -> Result<Published, BrokerError> {
         match self.dedup.check(ids) {
             Verdict::Dup => return Ok(Published::Duplicate),
             Verdict::Unknown => return Ok(Published::DuplicateUnknown),
             Verdict::NotDup => {}
         }
-        let (position, queued) = match write() {
-            Ok(r) => r,
+        let len = stored.len() as u64;
+        let known = verified_checksum(&stored);
+        let added = match self
+            .ledger
+            .start_add_then(stored, publish_time, known, waiter, token)
+        {
+            Ok(added) => added,
             Err(e) => {
                 self.dedup.failed(ids.producer);
-                return Err(e);
+                return Err(e.into());
             }
         };
-        let mut ticket = self.dedup.written(ids, position);
-        Ok(match queued {
-            Queued::No => {
-                if let Some(t) = ticket.take() {
+        self.msg_in.record(u64::from(messages), len);
+        Ok(match added {
+            Added::Confirmed(position) => {
+                if let Some(t) = self.dedup.written(ids, position) {
                     t.persisted(true);
                 }
-                Published::Stored {
-                    position,
-                    completion: None,
-                    ticket,
-                }
+                Published::Stored { position }
             }
-            Queued::Completion(completion) => Published::Stored {
+            Added::Queued(position) => Published::Queued {
                 position,
-                completion: Some(completion),
-                ticket,
+                ticket: self.dedup.written(ids, position),
             },
-            Queued::Waiter => Published::Queued { position, ticket },
         })
     }
 

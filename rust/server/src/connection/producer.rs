@@ -263,14 +263,7 @@ impl Connection {
                     stored_at = Some((position, token, ticket));
                     Ok(position)
                 }
-                Ok(Published::Stored {
-                    position, ticket, ..
-                }) => {
-                    if let Some(t) = ticket {
-                        t.persisted(true);
-                    }
-                    Ok(position)
-                }
+                Ok(Published::Stored { position }) => Ok(position),
                 // Already persisted: Pulsar answers a receipt with message id -1:-1.
                 Ok(Published::Duplicate) => Ok(Position::new(-1, -1)),
                 Ok(Published::DuplicateUnknown) => Err((
