@@ -60,6 +60,7 @@ def ports_busy() -> list[int]:
     busy = []
     for p in PORTS:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the broker binds: TIME-WAIT is no user
         try:
             s.bind(("127.0.0.1", p))
         except OSError:
