@@ -297,6 +297,15 @@ def run_round(pkg: Package, names: list[str], a, src: str, env: dict, jsonl) -> 
     return [n for n in names if n not in pkg.results]
 
 
+def penv(tenv: dict, pkg: str) -> dict:
+    """oauth2 runs without the proxy guard: its one real request (TestAuth, "errors when the get
+    errors") goes to https://.well-known/..., which the Go resolver refuses locally (not a domain
+    name: no DNS query), and the spec compares the exact dial error; everything else there is mocked."""
+    if pkg != "oauth2":
+        return tenv
+    return {k: v for k, v in tenv.items() if k not in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")}
+
+
 def list_tests(pkg: str, src: str, env: dict) -> list[str] | None:
     r = subprocess.run(["go", "test", "-list", ".", "./" + pkg], cwd=src, env=env, capture_output=True, text=True)
     if r.returncode != 0:
@@ -343,6 +352,7 @@ def main() -> None:
         HTTPS_PROXY="http://127.0.0.1:9",
         NO_PROXY="localhost,127.0.0.1",
         PULSAR_IMAGE="none",
+        GODEBUG="netdns=go",  # Go's own resolver: names that are not domain names fail without a query
     )
     conf = broker_conf(src, out)
     it = os.path.join(src, "integration-tests")
@@ -418,7 +428,7 @@ def main() -> None:
             while names and rounds < 20:
                 rounds += 1
                 before = len(names)
-                names = run_round(pkg, names, a, src, tenv, jsonl)
+                names = run_round(pkg, names, a, src, penv(tenv, p), jsonl)
                 jsonl.flush()
                 if len(names) == before:  # no progress: the binary does not run
                     break
