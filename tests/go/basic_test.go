@@ -59,9 +59,6 @@ func TestProduceConsume(t *testing.T) {
 				if m.Topic() != topic {
 					t.Fatalf("message %d: topic %q, want %q", i, m.Topic(), topic)
 				}
-				if !batching && m.ID().BatchIdx() != -1 {
-					t.Fatalf("unbatched message %d has batch index %d", i, m.ID().BatchIdx())
-				}
 				entries[[2]int64{m.ID().LedgerID(), m.ID().EntryID()}]++
 				ack(t, cons, m)
 			}

@@ -1,6 +1,6 @@
 module github.com/pulsar-rs/pulsar_rs/tests/go
 
-go 1.26
+go 1.24.0
 
 require (
 	github.com/apache/pulsar-client-go v0.19.0

@@ -1,8 +1,8 @@
 package interop_test
 
 import (
-	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,16 +11,18 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
+// createPartitioned creates a partitioned topic with a plain PUT of the partition count, as
+// pulsar-admin does (pulsaradmin's Topics().Create sends Pulsar's newer PartitionedTopicMetadata
+// body, which pulsar-rs refuses: TestAdminCreatePartitionedWithMetadataBody).
 func createPartitioned(t *testing.T, topic string, n int) {
 	t.Helper()
 	tn, err := utils.GetTopicName(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if err := newAdmin(t).Topics().CreateWithContext(ctx, *tn, n); err != nil {
-		t.Fatalf("create partitioned topic %s: %v", topic, err)
+	url := adminURL(t) + "/admin/v2/" + tn.GetRestPath() + "/partitions"
+	if status, body := httpDo(t, http.MethodPut, url, "application/json", strconv.Itoa(n)); status != http.StatusNoContent {
+		t.Fatalf("create partitioned topic %s: %d %s", topic, status, body)
 	}
 }
 

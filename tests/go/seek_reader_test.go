@@ -16,11 +16,13 @@ func expectPayload(t *testing.T, m pulsar.Message, want string) {
 	}
 }
 
-// Seek by message id rewinds the subscription to that message (inclusive) even after acks.
+// Seek by message id rewinds the subscription to that message even after acks. The broker resets
+// the cursor to the message; since pulsar-client-go v0.17 the client then drops the message itself
+// unless StartMessageIDInclusive is set (as Java's consumer does; pulsar-client-go issue 919).
 func TestSeekByID(t *testing.T) {
 	c := newClient(t)
 	topic := uniqueTopic(t)
-	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	cons := subscribe(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", StartMessageIDInclusive: true})
 	p := newProducer(t, c, pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	ids := sendN(t, p, "m", 6)
 	for i := range 6 {
@@ -36,10 +38,21 @@ func TestSeekByID(t *testing.T) {
 		expectPayload(t, m, fmt.Sprintf("m-%d", i))
 		ack(t, cons, m)
 	}
-	if err := cons.Seek(pulsar.EarliestMessageID()); err != nil {
-		t.Fatalf("Seek earliest: %v", err)
+	// (Seek(EarliestMessageID()) is refused by the Go client itself: partition index -1.)
+	if err := cons.Seek(ids[0]); err != nil {
+		t.Fatalf("Seek: %v", err)
 	}
 	expectPayload(t, receive(t, cons), "m-0")
+
+	// The default (exclusive) consumer resumes after the message.
+	excl := subscribe(t, c, pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "excl",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	expectPayload(t, receive(t, excl), "m-0")
+	if err := excl.Seek(ids[4]); err != nil {
+		t.Fatalf("Seek: %v", err)
+	}
+	expectPayload(t, receive(t, excl), "m-5")
+	expectNothing(t, excl)
 }
 
 // Seek by time rewinds to the first message published at or after that time.

@@ -1,8 +1,8 @@
 package interop_test
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -33,8 +33,7 @@ func TestExclusiveSubscription(t *testing.T) {
 		second.Close()
 		t.Fatal("a second Exclusive consumer on the same subscription was accepted")
 	}
-	var perr *pulsar.Error
-	if !errors.As(err, &perr) || perr.Result() != pulsar.ConsumerBusy {
+	if !strings.Contains(err.Error(), "ConsumerBusy") {
 		t.Fatalf("second Exclusive consumer: %v, want a ConsumerBusy error", err)
 	}
 	// A Shared consumer on an Exclusive subscription is refused too (type mismatch).
@@ -61,17 +60,14 @@ func TestSharedSubscription(t *testing.T) {
 	sendN(t, p, "m", n)
 	seen := map[string]int{}
 	gotA, gotB := 0, 0
-	type res struct {
-		msgs []pulsar.Message
-	}
-	ra, rb := make(chan res), make(chan res)
-	go func() { ra <- res{drainQuiet(a)} }()
-	go func() { rb <- res{drainQuiet(b)} }()
-	for _, m := range (<-ra).msgs {
+	ra, rb := make(chan []pulsar.Message), make(chan []pulsar.Message)
+	go func() { ra <- drainQuiet(a) }()
+	go func() { rb <- drainQuiet(b) }()
+	for _, m := range <-ra {
 		seen[string(m.Payload())]++
 		gotA++
 	}
-	for _, m := range (<-rb).msgs {
+	for _, m := range <-rb {
 		seen[string(m.Payload())]++
 		gotB++
 	}
