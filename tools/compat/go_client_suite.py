@@ -207,11 +207,15 @@ def fetch_suite(version: str, out: str, env: dict) -> str:
 
 
 def children(pid: int) -> list[int]:
+    """Child processes of `pid` (any of its threads may have started them)."""
+    kids = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(x) for x in fh.read().split()]
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                kids += [int(x) for x in fh.read().split()]
     except OSError:
-        return []
+        pass
+    return kids
 
 
 class Package:
@@ -244,7 +248,7 @@ def run_round(pkg: Package, names: list[str], a, src: str, env: dict, jsonl) -> 
 
     threading.Thread(target=reader, daemon=True).start()
     running: dict[str, float] = {}
-    killed = None
+    killed, killed_at = None, 0.0
     while True:
         try:
             line = lines.get(timeout=1)
@@ -281,10 +285,14 @@ def run_round(pkg: Package, names: list[str], a, src: str, env: dict, jsonl) -> 
         now = time.time()
         for t, t0 in list(running.items()):
             if killed is None and now - t0 > a.test_timeout:
-                killed = t
+                killed, killed_at = t, now
                 for c in children(proc.pid):
                     os.kill(c, signal.SIGQUIT)
                 log(f"  {t}: still running after {a.test_timeout}s, stopped (SIGQUIT)")
+        if killed is not None and now - killed_at > 20:  # SIGQUIT ignored: make sure
+            for c in children(proc.pid):
+                os.kill(c, signal.SIGKILL)
+            killed_at = now
     proc.wait()
     for t in running:  # started, never finished: the hung one, or killed by -timeout / a crash
         if t == killed:
