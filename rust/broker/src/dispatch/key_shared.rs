@@ -1,12 +1,16 @@
 //! Key_Shared routing: which consumer owns a key, and when an entry of that key may go to it.
 //!
-//! A key (ordering key, else partition key, else `NONE_KEY`) maps to a *slot* in 1..=65535:
-//! `(Murmur3_x86_32(key) & 0x7fffffff) % 65536`, with 0 remapped to 1, as Pulsar 4.x does.
+//! A key (ordering key, else partition key, else `NONE_KEY`) maps to a *slot* within the
+//! selector's key hash range, as Pulsar 4.x's `StickyKeyConsumerSelectorUtils.makeStickyKeyHash`
+//! computes it: `(Murmur3_x86_32(key) & 0x7fffffff) % size + start`, with 0 remapped to 1. The
+//! consistent-hash ring's range is 1..=65535 (`% 65535 + 1`); the others' is 0..=65535 (`% 65536`).
 //! Ownership of slots comes from a [`Selector`]:
 //! * AUTO_SPLIT with consistent hashing (`subscriptionKeySharedUseConsistentHashing`, the
 //!   default): a ring with `subscriptionKeySharedConsistentHashingReplicaPoints` points per
-//!   consumer at `slot(name + "\0" + i)`; a slot belongs to the first point at or after it,
-//!   wrapping around;
+//!   consumer at `slot(name + "\0" + nameIndex + "\0" + i)`, where `nameIndex` is the lowest index
+//!   not held by a live consumer of the same name (Pulsar's `ConsumerNameIndexTracker`); a slot
+//!   belongs to the first point at or after it, wrapping around; on a point both consumers hash to,
+//!   the one added first keeps it;
 //! * AUTO_SPLIT without it: the first consumer owns every slot, each new one takes the upper half
 //!   of the largest range, and a leaving consumer's range merges into a neighbour's;
 //! * STICKY: the ranges the client gave (inclusive); overlapping ranges are refused.
@@ -63,7 +67,52 @@ impl Default for KeySharedMeta {
     }
 }
 
-/// The slot of a key (`None` = no key).
+impl KeySharedMode {
+    /// The mode's name on the wire and in Pulsar's messages.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeySharedMode::AutoSplit => "AUTO_SPLIT",
+            KeySharedMode::Sticky => "STICKY",
+        }
+    }
+}
+
+/// Whether a consumer may join a Key_Shared subscription whose consumers joined with `active`'s
+/// mode and out-of-order setting (Pulsar ≥ 4.0.1, `checkForConsumerCompatibilityErrorWithDispatcher`,
+/// on persistent and non-persistent topics alike).
+///
+/// # Errors
+/// [`BrokerError::ConsumerBusy`] (Pulsar's `SubscriptionBusyException`) with Pulsar's message.
+pub fn check_compatible(
+    active: &KeySharedMeta,
+    connecting: &KeySharedMeta,
+) -> Result<(), BrokerError> {
+    if active.mode != connecting.mode {
+        return Err(BrokerError::ConsumerBusy(format!(
+            "Subscription is of different type. Active subscription key_shared mode of '{}' is \
+             different than the connecting consumer's key_shared mode '{}'.",
+            active.mode.as_str(),
+            connecting.mode.as_str()
+        )));
+    }
+    if active.allow_out_of_order_delivery != connecting.allow_out_of_order_delivery {
+        return Err(BrokerError::ConsumerBusy(
+            if active.allow_out_of_order_delivery {
+                "Subscription is of different type. Active subscription allows out of order \
+                 delivery while the connecting consumer does not allow it."
+            } else {
+                "Subscription is of different type. Active subscription does not allow out of \
+                 order delivery while the connecting consumer allows it."
+            }
+            .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The slot of a key (`None` = no key) in the 0..=65535 range of the STICKY and the split
+/// AUTO_SPLIT selectors. A subscription routes with [`Selector::slot_of`], which knows its range.
 #[must_use]
 pub fn slot_of(key: Option<&[u8]>) -> u16 {
     slot_of_hash(key_hash(key.unwrap_or(NONE_KEY)))
@@ -75,6 +124,12 @@ fn slot_of_hash(h: u32) -> u16 {
     s.max(1)
 }
 
+/// The slot of a hash in the consistent-hash ring's range 1..=65535 (`% 65535 + 1`, never 0).
+fn ring_slot_of_hash(h: u32) -> u16 {
+    // `% 65535` is at most 65534, so `+ 1` fits in u16.
+    (h % (SLOTS as u32 - 1)) as u16 + 1
+}
+
 /// Marks a slot with no owner in the table.
 const NOBODY: u16 = u16::MAX;
 
@@ -83,6 +138,8 @@ const NOBODY: u16 = u16::MAX;
 struct Member {
     handle: u64,
     name: String,
+    /// The lowest index no live member of the same name held when this one joined.
+    name_index: u32,
     ranges: Vec<(u32, u32)>,
 }
 
@@ -119,6 +176,17 @@ impl Selector {
         self.mode
     }
 
+    /// The slot of a key (`None` = no key) in this selector's key hash range.
+    #[must_use]
+    pub fn slot_of(&self, key: Option<&[u8]>) -> u16 {
+        let h = key_hash(key.unwrap_or(NONE_KEY));
+        if self.mode == KeySharedMode::AutoSplit && self.consistent {
+            ring_slot_of_hash(h)
+        } else {
+            slot_of_hash(h)
+        }
+    }
+
     /// Adds a consumer.
     ///
     /// # Errors
@@ -131,10 +199,11 @@ impl Selector {
         meta: &KeySharedMeta,
     ) -> Result<(), BrokerError> {
         if meta.mode != self.mode {
-            return Err(BrokerError::ConsumerBusy(format!(
-                "Subscription is of Key_Shared mode {:?}, cannot attach a {:?} consumer",
-                self.mode, meta.mode
-            )));
+            let active = KeySharedMeta {
+                mode: self.mode,
+                ..meta.clone()
+            };
+            check_compatible(&active, meta)?;
         }
         if self.members.len() >= usize::from(NOBODY) {
             return Err(BrokerError::ConsumerAssign(
@@ -147,9 +216,18 @@ impl Selector {
                 self.members.iter().flat_map(|m| m.ranges.iter()),
             )?;
         }
+        let name_index = (0u32..)
+            .find(|i| {
+                !self
+                    .members
+                    .iter()
+                    .any(|m| m.name == name && m.name_index == *i)
+            })
+            .unwrap_or(0);
         self.members.push(Member {
             handle,
             name: name.to_owned(),
+            name_index,
             ranges: meta.ranges.clone(),
         });
         if self.mode == KeySharedMode::AutoSplit && !self.consistent {
@@ -280,7 +358,8 @@ impl Selector {
                 let Some((_, &first)) = ring.iter().next() else {
                     return;
                 };
-                let mut slot = 0usize;
+                // The ring's key hash range starts at 1: slot 0 is never a key's.
+                let mut slot = 1usize;
                 for (&point, &member) in &ring {
                     let upto = usize::from(point);
                     if slot <= upto {
@@ -296,33 +375,16 @@ impl Selector {
         }
     }
 
-    /// The consistent-hash ring: point → member index. Points are `slot(name + "\0" + i)`;
-    /// members with the same name get their ordinal among them mixed in, so they do not
-    /// coincide. On a collision the member sorted first by (name, handle) keeps the point.
+    /// The consistent-hash ring: point → member index. Points are
+    /// `ring_slot(name + "\0" + nameIndex + "\0" + i)`. Members are placed in join order, so on
+    /// a point two members share the one that joined first keeps it, and when it leaves the next
+    /// one in join order takes it (Pulsar's colliding-consumers list).
     fn ring(&self) -> BTreeMap<u16, u16> {
-        let mut order: Vec<usize> = (0..self.members.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (ma, mb) = (&self.members[a], &self.members[b]);
-            (&ma.name, ma.handle).cmp(&(&mb.name, mb.handle))
-        });
         let mut ring = BTreeMap::new();
-        let mut prev: Option<&str> = None;
-        let mut dup = 0u32;
-        for &i in &order {
-            let m = &self.members[i];
-            dup = if prev == Some(m.name.as_str()) {
-                dup + 1
-            } else {
-                0
-            };
-            prev = Some(m.name.as_str());
+        for (i, m) in self.members.iter().enumerate() {
             for p in 0..self.replica_points {
-                let key = if dup == 0 {
-                    format!("{}\0{p}", m.name)
-                } else {
-                    format!("{}\0{dup}\0{p}", m.name)
-                };
-                let point = slot_of_hash(key_hash(key.as_bytes()));
+                let key = format!("{}\0{}\0{p}", m.name, m.name_index);
+                let point = ring_slot_of_hash(key_hash(key.as_bytes()));
                 ring.entry(point)
                     .or_insert_with(|| u16::try_from(i).unwrap_or(NOBODY));
             }
@@ -451,6 +513,82 @@ mod tests {
             .collect()
     }
 
+    /// Pulsar 4.x's own vectors (`ConsistentHashingStickyKeyConsumerSelectorTest`, three points
+    /// per consumer): consumer1 at 18366/39817/60442, consumer2 at 6668/52979/63679, consumer3 at
+    /// 14358/29990/65183, each owning the slots up to its points.
+    #[test]
+    fn consistent_ring_matches_pulsar_vectors() {
+        let mut sel = Selector::new(KeySharedMode::AutoSplit, true, 3);
+        for (h, name) in [(1, "consumer1"), (2, "consumer2"), (3, "consumer3")] {
+            sel.add(h, name, &KeySharedMeta::default()).unwrap();
+        }
+        assert_eq!(
+            sel.ranges_of(1),
+            vec![(14359, 18366), (29991, 39817), (52980, 60442)]
+        );
+        assert_eq!(
+            sel.ranges_of(2),
+            vec![(1, 6668), (39818, 52979), (60443, 63679), (65184, 65535)]
+        );
+        assert_eq!(
+            sel.ranges_of(3),
+            vec![(6669, 14358), (18367, 29990), (63680, 65183)]
+        );
+        assert_eq!(sel.owner(0), None, "slot 0 is outside the ring's range");
+    }
+
+    /// A second consumer of the same name takes name index 1 (its own points); when the first
+    /// leaves and another joins, that one reuses index 0 and so the first one's points.
+    #[test]
+    fn same_name_consumers_get_the_lowest_free_name_index() {
+        let mut sel = Selector::new(KeySharedMode::AutoSplit, true, 3);
+        let meta = KeySharedMeta::default();
+        sel.add(1, "c", &meta).unwrap();
+        let first = sel.ranges_of(1);
+        sel.add(2, "c", &meta).unwrap();
+        assert_ne!(sel.ranges_of(2), Vec::new());
+        sel.remove(1);
+        sel.add(3, "c", &meta).unwrap();
+        let mut alone = Selector::new(KeySharedMode::AutoSplit, true, 3);
+        alone.add(9, "c", &meta).unwrap();
+        assert_eq!(alone.ranges_of(9), first);
+        // Handle 3 holds index 0 again: its points are the first consumer's.
+        let mut pair = Selector::new(KeySharedMode::AutoSplit, true, 3);
+        pair.add(1, "c", &meta).unwrap();
+        pair.add(2, "c", &meta).unwrap();
+        assert_eq!(sel.ranges_of(3), pair.ranges_of(1));
+        assert_eq!(sel.ranges_of(2), pair.ranges_of(2));
+    }
+
+    #[test]
+    fn incompatible_key_shared_policies_are_refused_with_pulsars_message() {
+        let auto = KeySharedMeta::default();
+        let ooo = KeySharedMeta {
+            allow_out_of_order_delivery: true,
+            ..KeySharedMeta::default()
+        };
+        let sticky = KeySharedMeta {
+            mode: KeySharedMode::Sticky,
+            ranges: vec![(0, 9)],
+            allow_out_of_order_delivery: false,
+        };
+        assert!(check_compatible(&auto, &auto).is_ok());
+        let e = check_compatible(&auto, &sticky).unwrap_err().to_string();
+        assert!(e.contains("key_shared mode of 'AUTO_SPLIT' is different than the connecting consumer's key_shared mode 'STICKY'"), "{e}");
+        let e = check_compatible(&auto, &ooo).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "does not allow out of order delivery while the connecting consumer allows it"
+            ),
+            "{e}"
+        );
+        let e = check_compatible(&ooo, &auto).unwrap_err().to_string();
+        assert!(
+            e.contains("allows out of order delivery while the connecting consumer does not"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn slots_follow_pulsar() {
         assert_eq!(slot_of_hash(0), 1, "0 is remapped to 1");
@@ -469,7 +607,12 @@ mod tests {
             sel.add(*h, &format!("consumer-{h}"), &auto()).unwrap();
         }
         let c = counts(&sel, &handles);
-        assert_eq!(c.iter().sum::<usize>(), SLOTS, "every slot has an owner");
+        // The ring's range is 1..=65535: every slot of it has an owner, slot 0 none.
+        assert_eq!(
+            c.iter().sum::<usize>(),
+            SLOTS - 1,
+            "every slot has an owner"
+        );
         for n in &c {
             assert!(*n > SLOTS / 4 / 3, "roughly balanced: {c:?}");
         }

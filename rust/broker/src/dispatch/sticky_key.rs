@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use pulsar_rs_ledger::{Entry, Position};
 
 use super::consumers::ConsumerList;
-use super::key_shared::{slot_of, Draining, KeySharedMeta, Selector};
+use super::key_shared::{check_compatible, Draining, KeySharedMeta, Selector};
 use super::replay::ReplaySet;
 use super::{Env, Outcome};
 use crate::consumer::Consumer;
@@ -54,6 +54,12 @@ impl StickyKeyConsumers {
         consumer: &Consumer,
         meta: &KeySharedMeta,
     ) -> Result<(), BrokerError> {
+        let active = KeySharedMeta {
+            mode: self.selector.mode(),
+            ranges: Vec::new(),
+            allow_out_of_order_delivery: self.allow_out_of_order,
+        };
+        check_compatible(&active, meta)?;
         self.selector.add(consumer.handle, &consumer.name, meta)
     }
 
@@ -142,7 +148,7 @@ impl StickyKeyConsumers {
             if env.defer(pos, &info) {
                 continue;
             }
-            let slot = slot_of(info.key.as_deref());
+            let slot = self.selector.slot_of(info.key.as_deref());
             let target = self.route(slot, replayed, &blocked, consumers);
             let len = entry.data.len() as u64;
             let count = env.redelivery_count(pos, replayed);

@@ -14,9 +14,10 @@ use parking_lot::Mutex;
 pub use subscription::NonPersistentSubscription;
 
 use crate::consumer::{Consumer, SubType};
+use crate::dispatch::key_shared::KeySharedMeta;
 use crate::naming::TopicName;
 use crate::rate::Meter;
-use crate::BrokerError;
+use crate::{BrokerConfig, BrokerError};
 
 /// One (partition of a) non-persistent topic.
 pub struct NonPersistentTopic {
@@ -113,6 +114,8 @@ impl NonPersistentTopic {
         &self,
         name: &str,
         consumer: Arc<Consumer>,
+        key_shared: &KeySharedMeta,
+        config: &BrokerConfig,
     ) -> Result<Arc<NonPersistentSubscription>, BrokerError> {
         let topic = self.name.to_string();
         let sub = {
@@ -122,7 +125,7 @@ impl NonPersistentTopic {
                     .or_insert_with(|| NonPersistentSubscription::new(name, &topic)),
             )
         };
-        sub.add_consumer(consumer)?;
+        sub.add_consumer(consumer, key_shared, config)?;
         Ok(sub)
     }
 

@@ -2,9 +2,12 @@
 //! with the routing pieces of the persistent dispatchers ([`crate::dispatch`]), as Pulsar's
 //! non-persistent dispatchers share theirs with the persistent ones:
 //! * Exclusive/Failover: the active consumer of [`pick_active`] (partition index modulo the
-//!   top-priority group sorted by name, or the failover ring for a non-partitioned topic);
+//!   top-priority group sorted by name; a non-partitioned topic counts as partition 0, as
+//!   Pulsar's `NonPersistentSubscription` does "to pick a predictable consumer");
 //! * Shared: [`RoundRobin`] by priority level, one message per turn;
-//! * Key_Shared: the owner of the key's slot in a [`Selector`] (AUTO_SPLIT, consistent hashing).
+//! * Key_Shared: the owner of the key's slot in a [`Selector`] made from the first consumer's
+//!   `KeySharedMeta` and the broker's settings (AUTO_SPLIT or STICKY ranges); a consumer whose
+//!   mode or out-of-order setting differs is refused ([`check_compatible`]).
 //!
 //! No permits: the message is dropped (and counted). Nothing is replayed: there is no storage.
 
@@ -17,7 +20,7 @@ use pulsar_rs_ledger::Position;
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::failover::pick_active;
-use crate::dispatch::key_shared::{slot_of, KeySharedMeta, Selector};
+use crate::dispatch::key_shared::{check_compatible, KeySharedMeta, Selector};
 use crate::dispatch::round_robin::RoundRobin;
 use crate::rate::Meter;
 use crate::{BrokerConfig, BrokerError};
@@ -32,6 +35,8 @@ struct State {
     rr: RoundRobin,
     /// Key_Shared: slot owners; made by the first consumer.
     selector: Option<Selector>,
+    /// Key_Shared: the first consumer's settings, which every joining consumer must share.
+    key_shared: KeySharedMeta,
 }
 
 /// One subscription of a non-persistent topic.
@@ -57,6 +62,7 @@ impl NonPersistentSubscription {
                 consumers: ConsumerList::default(),
                 rr: RoundRobin::default(),
                 selector: None,
+                key_shared: KeySharedMeta::default(),
             }),
             msg_drop: Meter::default(),
         })
@@ -80,7 +86,12 @@ impl NonPersistentSubscription {
         self.state.lock().consumers.len()
     }
 
-    pub(crate) fn add_consumer(&self, consumer: Arc<Consumer>) -> Result<(), BrokerError> {
+    pub(crate) fn add_consumer(
+        &self,
+        consumer: Arc<Consumer>,
+        meta: &KeySharedMeta,
+        config: &BrokerConfig,
+    ) -> Result<(), BrokerError> {
         let mut st = self.state.lock();
         match st.sub_type {
             Some(t) if !st.consumers.is_empty() && t != consumer.sub_type => {
@@ -97,17 +108,20 @@ impl NonPersistentSubscription {
         }
         let empty = st.consumers.is_empty();
         if consumer.sub_type == SubType::KeyShared {
-            let defaults = BrokerConfig::default();
-            let meta = KeySharedMeta::default();
+            if empty {
+                st.key_shared = meta.clone();
+            } else {
+                check_compatible(&st.key_shared, meta)?;
+            }
             let selector = match &mut st.selector {
                 Some(s) if !empty => s,
                 other => other.insert(Selector::new(
                     meta.mode,
-                    true,
-                    defaults.subscription_key_shared_consistent_hashing_replica_points,
+                    config.subscription_key_shared_use_consistent_hashing,
+                    config.subscription_key_shared_consistent_hashing_replica_points,
                 )),
             };
-            selector.add(consumer.handle, &consumer.name, &meta)?;
+            selector.add(consumer.handle, &consumer.name, meta)?;
         }
         st.sub_type = Some(consumer.sub_type);
         st.consumers.add(consumer);
@@ -134,6 +148,7 @@ impl NonPersistentSubscription {
             consumers,
             rr,
             selector,
+            ..
         } = &mut *st;
         let all = consumers.all();
         let head = all.first()?;
@@ -144,11 +159,13 @@ impl NonPersistentSubscription {
                     .take_while(|c| c.priority_level == head.priority_level)
                     .collect();
                 let names: Vec<&str> = group.iter().map(|c| c.name.as_str()).collect();
-                let i = pick_active(&names, &self.topic, partition, false)?;
+                // A non-partitioned topic counts as partition 0 (Pulsar's non-persistent rule).
+                let i = pick_active(&names, &self.topic, partition.max(0), false)?;
                 Arc::clone(group[i])
             }
             SubType::KeyShared => {
-                let owner = selector.as_ref()?.owner(slot_of(key))?;
+                let selector = selector.as_ref()?;
+                let owner = selector.owner(selector.slot_of(key))?;
                 Arc::clone(consumers.by_handle(owner)?)
             }
             // One message per turn, as Pulsar's non-persistent dispatcher.

@@ -6,6 +6,8 @@ use parking_lot::Mutex;
 
 use super::*;
 use crate::consumer::{ConsumerEvent, ConsumerSink};
+use crate::dispatch::key_shared::KeySharedMeta;
+use crate::BrokerConfig;
 
 #[derive(Default)]
 struct Recorder(Mutex<Vec<u64>>);
@@ -44,7 +46,14 @@ fn no_permits_means_dropped_and_counted() {
     let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
     let sink = Arc::new(Recorder::default());
     let c = consumer(1, SubType::Exclusive, &sink);
-    let sub = t.subscribe("s", Arc::clone(&c)).unwrap();
+    let sub = t
+        .subscribe(
+            "s",
+            Arc::clone(&c),
+            &KeySharedMeta::default(),
+            &BrokerConfig::default(),
+        )
+        .unwrap();
     c.permits.add(2);
     for _ in 0..5 {
         t.publish(&entry(), 1);
@@ -61,8 +70,20 @@ fn shared_round_robins_over_consumers_with_permits() {
     let sink = Arc::new(Recorder::default());
     let a = consumer(1, SubType::Shared, &sink);
     let b = consumer(2, SubType::Shared, &sink);
-    t.subscribe("s", Arc::clone(&a)).unwrap();
-    t.subscribe("s", Arc::clone(&b)).unwrap();
+    t.subscribe(
+        "s",
+        Arc::clone(&a),
+        &KeySharedMeta::default(),
+        &BrokerConfig::default(),
+    )
+    .unwrap();
+    t.subscribe(
+        "s",
+        Arc::clone(&b),
+        &KeySharedMeta::default(),
+        &BrokerConfig::default(),
+    )
+    .unwrap();
     a.permits.add(10);
     b.permits.add(1);
     for _ in 0..4 {
@@ -70,7 +91,12 @@ fn shared_round_robins_over_consumers_with_permits() {
     }
     assert_eq!(*sink.0.lock(), vec![1, 2, 1, 1]);
     assert!(t
-        .subscribe("s", consumer(3, SubType::Exclusive, &sink))
+        .subscribe(
+            "s",
+            consumer(3, SubType::Exclusive, &sink),
+            &KeySharedMeta::default(),
+            &BrokerConfig::default()
+        )
         .is_err());
 }
 
@@ -79,9 +105,21 @@ fn exclusive_refuses_a_second_consumer_and_empty_subscriptions_go() {
     let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
     let sink = Arc::new(Recorder::default());
     let a = consumer(1, SubType::Exclusive, &sink);
-    let sub = t.subscribe("s", Arc::clone(&a)).unwrap();
+    let sub = t
+        .subscribe(
+            "s",
+            Arc::clone(&a),
+            &KeySharedMeta::default(),
+            &BrokerConfig::default(),
+        )
+        .unwrap();
     assert!(t
-        .subscribe("s", consumer(2, SubType::Exclusive, &sink))
+        .subscribe(
+            "s",
+            consumer(2, SubType::Exclusive, &sink),
+            &KeySharedMeta::default(),
+            &BrokerConfig::default()
+        )
         .is_err());
     t.unsubscribe_consumer(&sub, &a);
     assert!(t.subscriptions().is_empty());
@@ -113,8 +151,20 @@ fn routing_is_the_persistent_dispatchers() {
         Arc::clone(&sink) as Arc<dyn ConsumerSink>,
     );
     let high = consumer(2, SubType::Shared, &sink);
-    t.subscribe("s", Arc::clone(&low)).unwrap();
-    t.subscribe("s", Arc::clone(&high)).unwrap();
+    t.subscribe(
+        "s",
+        Arc::clone(&low),
+        &KeySharedMeta::default(),
+        &BrokerConfig::default(),
+    )
+    .unwrap();
+    t.subscribe(
+        "s",
+        Arc::clone(&high),
+        &KeySharedMeta::default(),
+        &BrokerConfig::default(),
+    )
+    .unwrap();
     low.permits.add(10);
     high.permits.add(2);
     for _ in 0..4 {
@@ -125,8 +175,21 @@ fn routing_is_the_persistent_dispatchers() {
     let sink = Arc::new(Recorder::default());
     let a = consumer(11, SubType::KeyShared, &sink);
     let b = consumer(12, SubType::KeyShared, &sink);
-    let sub = t.subscribe("k", Arc::clone(&a)).unwrap();
-    t.subscribe("k", Arc::clone(&b)).unwrap();
+    let sub = t
+        .subscribe(
+            "k",
+            Arc::clone(&a),
+            &KeySharedMeta::default(),
+            &BrokerConfig::default(),
+        )
+        .unwrap();
+    t.subscribe(
+        "k",
+        Arc::clone(&b),
+        &KeySharedMeta::default(),
+        &BrokerConfig::default(),
+    )
+    .unwrap();
     a.permits.add(100);
     b.permits.add(100);
     let mut selector = crate::dispatch::key_shared::Selector::new(
@@ -141,7 +204,7 @@ fn routing_is_the_persistent_dispatchers() {
     let expected: Vec<u64> = keys
         .iter()
         .map(|k| {
-            let owner = selector.owner(crate::dispatch::key_shared::slot_of(Some(k.as_bytes())));
+            let owner = selector.owner(selector.slot_of(Some(k.as_bytes())));
             if owner == Some(a.handle) {
                 11
             } else {
@@ -175,7 +238,13 @@ fn routing_is_the_persistent_dispatchers() {
         })
         .collect();
     for c in &consumers {
-        t.subscribe("f", Arc::clone(c)).unwrap();
+        t.subscribe(
+            "f",
+            Arc::clone(c),
+            &KeySharedMeta::default(),
+            &BrokerConfig::default(),
+        )
+        .unwrap();
         c.permits.add(10);
     }
     t.publish(&entry(), 1);

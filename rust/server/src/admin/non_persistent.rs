@@ -104,7 +104,7 @@ async fn get_partitions(
     Path((tenant, ns, topic)): Path<(String, String, String)>,
 ) -> Response {
     match name(&tenant, &ns, &topic).map(|n| ctx.service.partitions(&n, false)) {
-        Ok(Ok(n)) => Json(json!({ "partitions": n })).into_response(),
+        Ok(Ok(n)) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
         Ok(Err(e)) => broker_fail(&e),
         Err(r) => r,
     }

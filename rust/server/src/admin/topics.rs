@@ -73,9 +73,29 @@ async fn get_partitions(
     // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
     let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
     match ctx.service.partitions(&name, auto_create) {
-        Ok(n) => Json(json!({ "partitions": n })).into_response(),
+        // As Pulsar: without auto-creation, a topic that is neither partitioned nor stored (nor a
+        // partition within its topic's count) is 404.
+        Ok(0) if !auto_create && !topic_exists(&ctx, &name) => {
+            fail(StatusCode::NOT_FOUND, format!("Topic {name} not found"))
+        }
+        Ok(n) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
         Err(e) => broker_fail(&e),
     }
+}
+
+/// Whether `name` is a stored or loaded topic, or a partition within its partitioned topic's count.
+fn topic_exists(ctx: &ServerContext, name: &pulsar_rs_broker::TopicName) -> bool {
+    if let Some(i) = name.partition_index() {
+        let n = ctx.service.partitions(&name.base(), false).unwrap_or(0);
+        if i < n {
+            return true;
+        }
+    }
+    ctx.service.loaded_topic(name).is_some()
+        || ctx
+            .service
+            .topics_of_namespace(&name.namespace_name())
+            .contains(name)
 }
 
 async fn create_partitions(
@@ -90,27 +110,6 @@ async fn create_partitions(
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
     }
-    let Ok(n) = body.trim().parse::<u32>() else {
-        return fail(
-            StatusCode::BAD_REQUEST,
-            "body must be the number of partitions",
-        );
-    };
-    no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
-}
-
-/// `POST .../partitions` (Pulsar's `updatePartitionedTopic`): the body is the new count, which
-/// must be above the current one: 406 for a count under 1, 409 for one not above the current
-/// count, 404 for a topic that is not partitioned.
-async fn update_partitions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
     let n = match body.trim().parse::<i64>() {
         Ok(n) if n <= 0 => {
             return fail(
@@ -126,6 +125,44 @@ async fn update_partitions(
             )
         }
     };
+    no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
+}
+
+/// `POST .../partitions` (Pulsar's `updatePartitionedTopic`): the body is the new count. As Pulsar
+/// answers: 409 for a topic that is not partitioned, 422 for a count below the current one (0 and
+/// negative counts included), 204 and nothing changed for the current count.
+async fn update_partitions(
+    State(ctx): Ctx,
+    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    body: String,
+) -> Response {
+    let name = match topic_name(&tenant, &ns, &topic) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    let Ok(n) = body.trim().parse::<i64>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "body must be the number of partitions",
+        );
+    };
+    let current = ctx.service.partitions(&name, false).unwrap_or(0);
+    if current == 0 {
+        return fail(
+            StatusCode::CONFLICT,
+            format!("Topic {name} is not the partitioned topic."),
+        );
+    }
+    if n < i64::from(current) {
+        return fail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Desired partitions {n} can't be less than the current partitions {current}."),
+        );
+    }
+    if n == i64::from(current) {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
     let svc = Arc::clone(&ctx.service);
     match tokio::task::spawn_blocking(move || svc.update_partitioned(&name, n)).await {
         Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),

@@ -434,7 +434,7 @@ fn reader_start(topic: &Topic, id: Option<&pb::MessageIdData>) -> Position {
 
 /// The broker's view of SUBSCRIBE's `KeySharedMeta` (ranges are inclusive; negative bounds
 /// are passed on as out of range so the broker refuses them).
-fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
+pub(super) fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
     let bound = |v: i32| u32::try_from(v).unwrap_or(u32::MAX);
     KeySharedMeta {
         mode: if m.key_shared_mode == pb::KeySharedMode::Sticky as i32 {

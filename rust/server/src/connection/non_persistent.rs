@@ -205,7 +205,17 @@ impl Connection {
                         self.peer.clone(),
                         Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
                     );
-                    let sub = topic.subscribe(&c.subscription, Arc::clone(&consumer))?;
+                    let key_shared = c
+                        .key_shared_meta
+                        .as_ref()
+                        .map(super::consumer::key_shared_meta)
+                        .unwrap_or_default();
+                    let sub = topic.subscribe(
+                        &c.subscription,
+                        Arc::clone(&consumer),
+                        &key_shared,
+                        &self.service.config,
+                    )?;
                     Ok(NpConsumer {
                         topic,
                         sub,
