@@ -19,6 +19,7 @@ import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
 import org.apache.pulsar.client.api.ConsumerBuilder;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.Test;
 class AckTest extends PulsarTestBase {
 
   private void sendN(String t, String prefix, int n) throws PulsarClientException {
-    try (Producer<byte[]> p = client.newProducer().topic(t).enableBatching(false).create()) {
+    try (Producer<byte[]> p = newProducer().topic(t).enableBatching(false).create()) {
       for (int i = 0; i < n; i++) {
         p.send((prefix + i).getBytes(StandardCharsets.UTF_8));
       }
@@ -120,13 +121,19 @@ class AckTest extends PulsarTestBase {
 
   @Test
   void deadLetterPolicyMovesMessagesAfterMaxRedeliveries() throws Exception {
+    // A typed consumer: the client's dead letter producer takes the consumer's schema, and a
+    // producer without one is not created on pulsar-rs (ProduceConsumeTest#producerWithoutSchema).
     String t = topic("dlq");
     String dlq = t + "-my-dlq";
-    Consumer<byte[]> dead =
-        client.newConsumer().topic(dlq).subscriptionName("dlq-reader")
+    Consumer<String> dead =
+        client.newConsumer(Schema.STRING).topic(dlq).subscriptionName("dlq-reader")
             .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
-    Consumer<byte[]> c =
-        shared(t)
+    Consumer<String> c =
+        client
+            .newConsumer(Schema.STRING)
+            .topic(t)
+            .subscriptionName("s")
+            .subscriptionType(SubscriptionType.Shared)
             .negativeAckRedeliveryDelay(100, TimeUnit.MILLISECONDS)
             .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(2).deadLetterTopic(dlq).build())
             .subscribe();
@@ -134,23 +141,22 @@ class AckTest extends PulsarTestBase {
     Map<String, List<Integer>> seen = new HashMap<>();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     while (System.nanoTime() < deadline) {
-      Message<byte[]> m = c.receive(1, TimeUnit.SECONDS);
+      Message<String> m = c.receive(1, TimeUnit.SECONDS);
       if (m == null) {
         if (seen.values().stream().mapToInt(List::size).sum() >= 9) {
           break;
         }
         continue;
       }
-      seen.computeIfAbsent(new String(m.getData(), StandardCharsets.UTF_8), k -> new ArrayList<>())
-          .add(m.getRedeliveryCount());
+      seen.computeIfAbsent(m.getValue(), k -> new ArrayList<>()).add(m.getRedeliveryCount());
       c.negativeAcknowledge(m);
     }
     for (String k : range("m", 0, 3)) {
       assertEquals(List.of(0, 1, 2), seen.get(k), "deliveries of " + k + ": " + seen);
     }
-    List<Message<byte[]>> dl = receiveAndAck(dead, 3);
+    List<Message<String>> dl = receiveAndAck(dead, 3);
     assertEquals(List.of("m0", "m1", "m2"), strings(dl).stream().sorted().toList());
-    for (Message<byte[]> m : dl) {
+    for (Message<String> m : dl) {
       assertEquals(t, m.getProperty("REAL_TOPIC"), "DLQ message properties: " + m.getProperties());
     }
     assertNoMore(c, 500);
@@ -196,7 +202,7 @@ class AckTest extends PulsarTestBase {
         shared(t).enableBatchIndexAcknowledgment(true).acknowledgmentGroupTime(0, TimeUnit.MILLISECONDS);
     Consumer<byte[]> c = builder.clone().subscribe();
     Producer<byte[]> p =
-        client.newProducer().topic(t).batchingMaxMessages(10).batchingMaxPublishDelay(5, TimeUnit.SECONDS).create();
+        newProducer().topic(t).batchingMaxMessages(10).batchingMaxPublishDelay(5, TimeUnit.SECONDS).create();
     List<CompletableFuture<MessageId>> sent = new ArrayList<>();
     for (int i = 0; i < 10; i++) {
       sent.add(p.sendAsync(("m" + i).getBytes(StandardCharsets.UTF_8)));

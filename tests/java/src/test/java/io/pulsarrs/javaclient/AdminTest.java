@@ -41,7 +41,7 @@ class AdminTest extends PulsarTestBase {
 
   private List<MessageId> sendN(String t, int n) throws Exception {
     List<MessageId> ids = new ArrayList<>();
-    try (Producer<byte[]> p = client.newProducer().topic(t).enableBatching(false).create()) {
+    try (Producer<byte[]> p = newProducer().topic(t).enableBatching(false).create()) {
       for (int i = 0; i < n; i++) {
         ids.add(p.send(("m" + i).getBytes(StandardCharsets.UTF_8)));
       }
@@ -199,7 +199,7 @@ class AdminTest extends PulsarTestBase {
     assertEquals(3, admin.topics().getPartitionedTopicMetadata(t).partitions);
     assertThrows(PulsarAdminException.class, () -> admin.topics().updatePartitionedTopic(t, 2));
     try (Producer<byte[]> p =
-        client.newProducer().topic(t).enableBatching(false)
+        newProducer().topic(t).enableBatching(false)
             .messageRoutingMode(org.apache.pulsar.client.api.MessageRoutingMode.RoundRobinPartition).create()) {
       for (int i = 0; i < 6; i++) {
         p.send(("m" + i).getBytes(StandardCharsets.UTF_8));

@@ -32,7 +32,7 @@ class JavaClientFeaturesTest extends PulsarTestBase {
   @Test
   void patternConsumerPicksUpATopicCreatedAfterSubscribe() throws Exception {
     String base = "persistent://public/default/pat-" + UUID.randomUUID().toString().substring(0, 8);
-    Producer<byte[]> first = client.newProducer().topic(base + "-a").enableBatching(false).create();
+    Producer<byte[]> first = newProducer().topic(base + "-a").enableBatching(false).create();
     Consumer<byte[]> c =
         client
             .newConsumer()
@@ -49,7 +49,7 @@ class JavaClientFeaturesTest extends PulsarTestBase {
     c.acknowledge(m);
     // A topic that matches, created after subscribe: the consumer subscribes to it by itself
     // (topic-list watch, or the client's periodic namespace listing).
-    Producer<byte[]> second = client.newProducer().topic(base + "-b").enableBatching(false).create();
+    Producer<byte[]> second = newProducer().topic(base + "-b").enableBatching(false).create();
     second.send("b0".getBytes(StandardCharsets.UTF_8));
     Message<byte[]> fromNew = c.receive(20, TimeUnit.SECONDS);
     assertNotNull(fromNew, "the pattern consumer never picked up " + base + "-b");
@@ -58,7 +58,7 @@ class JavaClientFeaturesTest extends PulsarTestBase {
     c.acknowledge(fromNew);
     // A topic that does not match is not picked up.
     Producer<byte[]> other =
-        client.newProducer().topic(base.replace("pat-", "nomatch-") + "-c").enableBatching(false).create();
+        newProducer().topic(base.replace("pat-", "nomatch-") + "-c").enableBatching(false).create();
     other.send("c0".getBytes(StandardCharsets.UTF_8));
     second.send("b1".getBytes(StandardCharsets.UTF_8));
     assertEquals(List.of("b1"), strings(receive(c, 2, Duration.ofSeconds(3), true)));
@@ -73,8 +73,8 @@ class JavaClientFeaturesTest extends PulsarTestBase {
     String a = topic("multi-a");
     String b = topic("multi-b");
     Consumer<byte[]> c = client.newConsumer().topics(List.of(a, b)).subscriptionName("s").subscribe();
-    client.newProducer().topic(a).create().send("x".getBytes(StandardCharsets.UTF_8));
-    client.newProducer().topic(b).create().send("y".getBytes(StandardCharsets.UTF_8));
+    newProducer().topic(a).create().send("x".getBytes(StandardCharsets.UTF_8));
+    newProducer().topic(b).create().send("y".getBytes(StandardCharsets.UTF_8));
     Map<String, String> got = new HashMap<>();
     for (Message<byte[]> m : receiveAndAck(c, 2)) {
       got.put(m.getTopicName(), new String(m.getData(), StandardCharsets.UTF_8));

@@ -34,7 +34,7 @@ class PartitionedDedupTest extends PulsarTestBase {
     Consumer<byte[]> c =
         client.newConsumer().topic(t).subscriptionName("s").subscriptionType(SubscriptionType.Shared).subscribe();
     Producer<byte[]> rr =
-        client.newProducer().topic(t).enableBatching(false)
+        newProducer().topic(t).enableBatching(false)
             .messageRoutingMode(MessageRoutingMode.RoundRobinPartition).create();
     for (int i = 0; i < 30; i++) {
       rr.send(("m" + i).getBytes(StandardCharsets.UTF_8));
@@ -48,7 +48,7 @@ class PartitionedDedupTest extends PulsarTestBase {
     }
     assertEquals(Map.of(t + "-partition-0", 10, t + "-partition-1", 10, t + "-partition-2", 10), perPartition);
     // Messages with a key all go to one partition (the key's hash decides), in order.
-    Producer<byte[]> keyed = client.newProducer().topic(t).enableBatching(false).create();
+    Producer<byte[]> keyed = newProducer().topic(t).enableBatching(false).create();
     for (int i = 0; i < 10; i++) {
       keyed.newMessage().key("same-key").value(("k" + i).getBytes(StandardCharsets.UTF_8)).send();
     }
@@ -75,7 +75,7 @@ class PartitionedDedupTest extends PulsarTestBase {
     admin.topics().createPartitionedTopic(t, 2);
     Consumer<byte[]> p1 = client.newConsumer().topic(t + "-partition-1").subscriptionName("s").subscribe();
     Producer<byte[]> producer =
-        client.newProducer().topic(t).enableBatching(false)
+        newProducer().topic(t).enableBatching(false)
             .messageRoutingMode(MessageRoutingMode.RoundRobinPartition).create();
     for (int i = 0; i < 6; i++) {
       producer.send(("m" + i).getBytes(StandardCharsets.UTF_8));
@@ -94,14 +94,14 @@ class PartitionedDedupTest extends PulsarTestBase {
     admin.namespaces().setDeduplicationStatus(ns, true);
     String t = "persistent://" + ns + "/t";
     Consumer<byte[]> c = client.newConsumer().topic(t).subscriptionName("s").subscribe();
-    Producer<byte[]> p = client.newProducer().topic(t).producerName("p1").enableBatching(false).create();
+    Producer<byte[]> p = newProducer().topic(t).producerName("p1").enableBatching(false).create();
     assertEquals(-1, p.getLastSequenceId());
     for (long i = 0; i < 5; i++) {
       p.newMessage().sequenceId(i).value(("m" + i).getBytes(StandardCharsets.UTF_8)).send();
     }
     assertEquals(4, p.getLastSequenceId());
     p.close();
-    p = client.newProducer().topic(t).producerName("p1").enableBatching(false).create();
+    p = newProducer().topic(t).producerName("p1").enableBatching(false).create();
     assertEquals(4, p.getLastSequenceId(), "the broker's last sequence id for p1");
     List<MessageId> resent = new ArrayList<>();
     for (long i = 3; i < 7; i++) {
@@ -115,7 +115,7 @@ class PartitionedDedupTest extends PulsarTestBase {
     assertNoMore(c, 300);
     assertEquals(7, admin.topics().getStats(t).getMsgInCounter());
     // Another producer name has its own sequence.
-    Producer<byte[]> other = client.newProducer().topic(t).producerName("p2").enableBatching(false).create();
+    Producer<byte[]> other = newProducer().topic(t).producerName("p2").enableBatching(false).create();
     assertEquals(-1, other.getLastSequenceId());
     other.newMessage().sequenceId(0).value("x".getBytes(StandardCharsets.UTF_8)).send();
     assertEquals(List.of("x"), strings(receiveAndAck(c, 1)));
@@ -125,7 +125,7 @@ class PartitionedDedupTest extends PulsarTestBase {
   void withoutDeduplicationResentSequenceIdsAreStored() throws Exception {
     String t = topic("no-dedup");
     Consumer<byte[]> c = client.newConsumer().topic(t).subscriptionName("s").subscribe();
-    Producer<byte[]> p = client.newProducer().topic(t).producerName("p1").enableBatching(false).create();
+    Producer<byte[]> p = newProducer().topic(t).producerName("p1").enableBatching(false).create();
     p.newMessage().sequenceId(0).value("a".getBytes(StandardCharsets.UTF_8)).send();
     p.newMessage().sequenceId(0).value("b".getBytes(StandardCharsets.UTF_8)).send();
     assertEquals(List.of("a", "b"), strings(receiveAndAck(c, 2)));

@@ -13,7 +13,9 @@ import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.ProducerBuilder;
 import org.apache.pulsar.client.api.PulsarClientException;
+import org.apache.pulsar.client.api.Schema;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Timeout;
@@ -76,6 +78,16 @@ public abstract class PulsarTestBase {
             .build();
     closeables.add(c);
     return c;
+  }
+
+  /**
+   * A {@code byte[]} producer that declares a STRING schema. A producer without a schema
+   * ({@code client.newProducer()}) never gets created on pulsar-rs: its PRODUCER_SUCCESS has no
+   * {@code schema_version}, which the Java client reads unconditionally (see
+   * {@link ProduceConsumeTest#producerWithoutSchema}).
+   */
+  protected ProducerBuilder<byte[]> newProducer() {
+    return client.newProducer(Schema.AUTO_PRODUCE_BYTES(Schema.STRING));
   }
 
   /** A topic name unique to this run. */

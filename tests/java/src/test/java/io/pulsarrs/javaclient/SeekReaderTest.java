@@ -23,7 +23,7 @@ class SeekReaderTest extends PulsarTestBase {
 
   private List<MessageId> sendN(String t, int n) throws Exception {
     List<MessageId> ids = new ArrayList<>();
-    try (Producer<byte[]> p = client.newProducer().topic(t).enableBatching(false).create()) {
+    try (Producer<byte[]> p = newProducer().topic(t).enableBatching(false).create()) {
       for (int i = 0; i < n; i++) {
         ids.add(p.send(("m" + i).getBytes(StandardCharsets.UTF_8)));
       }
@@ -87,7 +87,7 @@ class SeekReaderTest extends PulsarTestBase {
     List<MessageId> ids = sendN(t, 5);
     long afterFirst = System.currentTimeMillis();
     Thread.sleep(50);
-    try (Producer<byte[]> p = client.newProducer().topic(t).enableBatching(false).create()) {
+    try (Producer<byte[]> p = newProducer().topic(t).enableBatching(false).create()) {
       for (int i = 5; i < 8; i++) {
         p.send(("m" + i).getBytes(StandardCharsets.UTF_8));
       }
@@ -139,7 +139,7 @@ class SeekReaderTest extends PulsarTestBase {
     String t = topic("last-ids-batch");
     Consumer<byte[]> c = client.newConsumer().topic(t).subscriptionName("s").subscribe();
     Producer<byte[]> p =
-        client.newProducer().topic(t).batchingMaxMessages(3).batchingMaxPublishDelay(5, TimeUnit.SECONDS).create();
+        newProducer().topic(t).batchingMaxMessages(3).batchingMaxPublishDelay(5, TimeUnit.SECONDS).create();
     List<java.util.concurrent.CompletableFuture<MessageId>> fs = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       fs.add(p.sendAsync(("m" + i).getBytes(StandardCharsets.UTF_8)));

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
 class SubscriptionTypesTest extends PulsarTestBase {
 
   private Producer<byte[]> unbatched(String t) throws PulsarClientException {
-    return client.newProducer().topic(t).enableBatching(false).create();
+    return newProducer().topic(t).enableBatching(false).create();
   }
 
   private static void sendN(Producer<byte[]> p, String prefix, int n) throws PulsarClientException {
