@@ -139,11 +139,26 @@ pub struct Consumer {
     pub acks: Meter,
     /// Messages redelivered.
     pub redelivered: Meter,
+    /// Chunks of chunked messages delivered; recorded by the dispatcher (`dispatch::Env`).
+    pub chunked: Meter,
     /// Set when detached; further deliveries are refused.
     closed: AtomicBool,
     /// Subscribed with `readCompacted`: served the compacted view up to the horizon. Set by the
     /// connection before the consumer is attached; read by the dispatcher.
     read_compacted: AtomicBool,
+    /// Entries delivered (`out` counts messages): for the admin stats' `avgMessagesPerEntry`.
+    /// Updated by the dispatcher in [`Consumer::deliver`].
+    pub entries_out: AtomicU64,
+    /// When an entry was last delivered (ms since the epoch, 0 = never). Updated by the
+    /// dispatcher in [`Consumer::deliver`]; read by the admin stats.
+    pub last_consumed_ms: AtomicU64,
+    /// When an ack last settled messages of this consumer (ms, 0 = never). Updated by acks.
+    pub last_acked_ms: AtomicU64,
+    /// When the consumer last sent FLOW (ms, 0 = never). Updated by [`crate::Subscription::flow`].
+    pub last_flow_ms: AtomicU64,
+    /// The client's version string and the consumer's metadata (SUBSCRIBE's `metadata`), for
+    /// the admin stats; set once by the connection before the consumer is attached.
+    client: std::sync::OnceLock<(String, Vec<(String, String)>)>,
 }
 
 impl Consumer {
@@ -174,9 +189,32 @@ impl Consumer {
             out: Meter::default(),
             acks: Meter::default(),
             redelivered: Meter::default(),
+            chunked: Meter::default(),
             closed: AtomicBool::new(false),
             read_compacted: AtomicBool::new(false),
+            entries_out: AtomicU64::new(0),
+            last_consumed_ms: AtomicU64::new(0),
+            last_acked_ms: AtomicU64::new(0),
+            last_flow_ms: AtomicU64::new(0),
+            client: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Records the client's version and the consumer's metadata (once; later calls are ignored).
+    pub fn set_client(&self, version: String, metadata: Vec<(String, String)>) {
+        let _ = self.client.set((version, metadata));
+    }
+
+    /// The client's version string ("" when not recorded).
+    #[must_use]
+    pub fn client_version(&self) -> &str {
+        self.client.get().map_or("", |c| c.0.as_str())
+    }
+
+    /// The consumer's metadata, as given at SUBSCRIBE.
+    #[must_use]
+    pub fn metadata(&self) -> &[(String, String)] {
+        self.client.get().map_or(&[], |c| c.1.as_slice())
     }
 
     /// Marks the consumer as reading the compacted view (before it is attached).
@@ -268,6 +306,10 @@ impl Consumer {
         }
         self.permits.charge(i64::from(messages));
         self.out.record(u64::from(messages), len);
+        // Relaxed: statistics read by the admin API; nothing is published through them.
+        self.entries_out.fetch_add(1, Ordering::Relaxed);
+        self.last_consumed_ms
+            .store(crate::expiry::now_ms(), Ordering::Relaxed);
         if redelivery_count > 0 {
             self.redelivered.record(u64::from(messages), len);
         }
@@ -307,6 +349,9 @@ impl Consumer {
         // Relaxed: gauges; see `unacked` and `is_blocked`.
         let now = self.unacked.fetch_sub(n, Ordering::Relaxed) - n;
         self.acks.record(u64::try_from(n).unwrap_or(0), 0);
+        // Relaxed: a statistic for the admin API.
+        self.last_acked_ms
+            .store(crate::expiry::now_ms(), Ordering::Relaxed);
         if self.is_blocked() && now <= i64::from(unacked_limit / 2) {
             self.blocked.store(false, Ordering::Relaxed);
         }

@@ -193,6 +193,11 @@ fn inactive_producers_are_forgotten() {
         name: name.into(),
         access_mode: AccessMode::Shared,
         address: String::new(),
+        producer_id: 0,
+        connected_since: std::time::SystemTime::now(),
+        client_version: String::new(),
+        metadata: Vec::new(),
+        meters: std::sync::Arc::default(),
     };
     t.add_producer(info("gone"), None).unwrap();
     t.add_producer(info("here"), None).unwrap();

@@ -34,5 +34,7 @@ pub use naming::TopicName;
 pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
 pub use service::{BrokerService, QuotaVerdict};
-pub use subscription::{entry_info, EntryInfo, Subscription};
-pub use topic::{AccessMode, Admission, ProducerInfo, Published, SchemaInfo, Topic};
+pub use subscription::{entry_info, EntryInfo, Subscription, SubscriptionStats};
+pub use topic::{
+    AccessMode, Admission, ProducerInfo, ProducerMeters, Published, SchemaInfo, Topic,
+};

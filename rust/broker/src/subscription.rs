@@ -130,6 +130,34 @@ pub struct Subscription {
     /// Time for the Failover delay and delayed delivery; the system clock but in tests.
     /// Immutable after construction.
     clock: Arc<dyn Clock>,
+    /// Timestamps and throttling counts for the admin `stats` (Pulsar's `SubscriptionStats`).
+    pub stats: SubscriptionStats,
+}
+
+/// A subscription's statistics beyond its meters, kept for the admin `stats`. Every field is a
+/// Relaxed atomic: each is an independent statistic, read without publishing other memory.
+#[derive(Debug, Default)]
+pub struct SubscriptionStats {
+    /// When the subscription was opened in this process (ms since the epoch); set at creation.
+    pub opened_ms: AtomicU64,
+    /// Last FLOW from any of its consumers (ms, 0 = never); updated by [`Subscription::flow`].
+    pub last_flow_ms: AtomicU64,
+    /// Last dispatch of entries (ms, 0 = never); updated by the dispatcher.
+    pub last_consumed_ms: AtomicU64,
+    /// Last ack received (ms, 0 = never); updated by the ack methods.
+    pub last_acked_ms: AtomicU64,
+    /// Last time an ack moved the mark-delete position forward (ms, 0 = never); updated by the
+    /// ack methods.
+    pub last_mark_delete_advanced_ms: AtomicU64,
+    /// Dispatch passes held back by the subscription's message-rate limit; updated by the
+    /// dispatcher task.
+    pub throttled_msgs_by_subscription: AtomicU64,
+    /// Same, by the subscription's byte-rate limit.
+    pub throttled_bytes_by_subscription: AtomicU64,
+    /// Same, by the topic's message-rate dispatch limit.
+    pub throttled_msgs_by_topic: AtomicU64,
+    /// Same, by the topic's byte-rate dispatch limit.
+    pub throttled_bytes_by_topic: AtomicU64,
 }
 
 impl Subscription {
@@ -188,6 +216,10 @@ impl Subscription {
             limiters: Mutex::new((None, None)),
             compaction: std::sync::OnceLock::new(),
             clock: Arc::new(SystemClock),
+            stats: SubscriptionStats {
+                opened_ms: AtomicU64::new(crate::expiry::now_ms()),
+                ..SubscriptionStats::default()
+            },
         }
     }
 
@@ -217,6 +249,34 @@ impl Subscription {
     pub(crate) fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
         let l = self.limiters.lock();
         l.0.iter().chain(l.1.iter()).cloned().collect()
+    }
+
+    /// Counts a dispatch pass held back by rate limits, by the limits that had no token left.
+    pub(crate) fn note_dispatch_throttled(&self) {
+        let l = self.limiters.lock();
+        let st = &self.stats;
+        let count = |limiter: &Option<Arc<RateLimiter>>, msgs: &AtomicU64, bytes: &AtomicU64| {
+            if let Some(limiter) = limiter {
+                let (m, b) = limiter.available();
+                // Relaxed: statistics for the admin API.
+                if m.is_some_and(|m| m < 1.0) {
+                    msgs.fetch_add(1, Ordering::Relaxed);
+                }
+                if b.is_some_and(|b| b < 1.0) {
+                    bytes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        };
+        count(
+            &l.0,
+            &st.throttled_msgs_by_topic,
+            &st.throttled_bytes_by_topic,
+        );
+        count(
+            &l.1,
+            &st.throttled_msgs_by_subscription,
+            &st.throttled_bytes_by_subscription,
+        );
     }
 
     /// Gives the subscription its topic's compaction (once; later calls are ignored).
@@ -417,6 +477,10 @@ impl Subscription {
     /// FLOW: the consumer grants `n` more permits.
     pub fn flow(&self, consumer: &Consumer, n: u32) {
         consumer.permits.add(i64::from(n));
+        let now = crate::expiry::now_ms();
+        // Relaxed: statistics for the admin API.
+        consumer.last_flow_ms.store(now, Ordering::Relaxed);
+        self.stats.last_flow_ms.store(now, Ordering::Relaxed);
         self.poke();
     }
 
@@ -436,7 +500,9 @@ impl Subscription {
                 _ => whole.push(*p),
             }
         }
+        let mark_delete = self.cursor.mark_delete_position();
         self.cursor.delete(&whole);
+        self.note_ack(mark_delete);
         {
             let mut redeliveries = self.redeliveries.lock();
             if !redeliveries.is_empty() {
@@ -475,6 +541,18 @@ impl Subscription {
         }
     }
 
+    /// Stats: an ack arrived; the mark-delete position was `before` it.
+    fn note_ack(&self, before: Position) {
+        let now = crate::expiry::now_ms();
+        // Relaxed: statistics for the admin API.
+        self.stats.last_acked_ms.store(now, Ordering::Relaxed);
+        if self.cursor.mark_delete_position() > before {
+            self.stats
+                .last_mark_delete_advanced_ms
+                .store(now, Ordering::Relaxed);
+        }
+    }
+
     /// Cumulative ack (Exclusive/Failover): everything up to `position`.
     ///
     /// # Errors
@@ -484,7 +562,9 @@ impl Subscription {
         consumer: &Consumer,
         position: Position,
     ) -> Result<(), BrokerError> {
+        let mark_delete = self.cursor.mark_delete_position();
         self.cursor.mark_delete(position)?;
+        self.note_ack(mark_delete);
         consumer.settle_upto(position, self.unacked_limit());
         self.redeliveries.lock().retain(|p, _| *p > position);
         Ok(())

@@ -76,6 +76,25 @@ pub struct ProducerInfo {
     pub access_mode: AccessMode,
     /// Client address.
     pub address: String,
+    /// The client's id for it on its connection (PRODUCER's `producer_id`).
+    pub producer_id: u64,
+    /// When it was created.
+    pub connected_since: std::time::SystemTime,
+    /// The client's version string (CONNECT's `client_version`).
+    pub client_version: String,
+    /// The producer's metadata (PRODUCER's `metadata`).
+    pub metadata: Vec<(String, String)>,
+    /// Its publish counters: recorded by its connection on each SEND, read by the admin stats.
+    pub meters: Arc<ProducerMeters>,
+}
+
+/// One producer's publish counters (each [`Meter`] has its own Relaxed atomics).
+#[derive(Debug, Default)]
+pub struct ProducerMeters {
+    /// Messages and bytes published.
+    pub msg_in: Meter,
+    /// Chunks of chunked messages published.
+    pub chunked: Meter,
 }
 
 /// A WaitForExclusive producer queued for its turn.
@@ -133,6 +152,15 @@ pub struct Topic {
     pub(crate) last_active: Mutex<std::time::Instant>,
     /// Compaction: the compacted view and run state (its own locks inside).
     pub compaction: Arc<Compaction>,
+    /// When this process loaded the topic (ms since the epoch; its cursors were opened then).
+    /// Immutable.
+    pub loaded_ms: u64,
+    /// SENDs that found the topic's publish rate limit exhausted (Pulsar's
+    /// `publishRateLimitedTimes`). Incremented by the connection; Relaxed: a statistic.
+    pub publish_rate_limited: std::sync::atomic::AtomicU64,
+    /// Set by the connection when a chunk of a chunked message is published (Pulsar's
+    /// `msgChunkPublished`); Relaxed: a statistic.
+    pub chunk_published: std::sync::atomic::AtomicBool,
 }
 
 /// What became of a published message.
@@ -202,6 +230,9 @@ impl Topic {
             dedup: Deduplication::new(Arc::clone(&dedup_config)),
             last_active: Mutex::new(std::time::Instant::now()),
             compaction,
+            loaded_ms: crate::expiry::now_ms(),
+            publish_rate_limited: std::sync::atomic::AtomicU64::new(0),
+            chunk_published: std::sync::atomic::AtomicBool::new(false),
         });
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
         for cursor in
@@ -456,6 +487,12 @@ impl Topic {
                 producers.insert(info.name.clone(), info);
             }
         }
+    }
+
+    /// WaitForExclusive producers queued for the topic.
+    #[must_use]
+    pub fn waiting_producers(&self) -> usize {
+        self.waiting.lock().len()
     }
 
     /// Connected producers.

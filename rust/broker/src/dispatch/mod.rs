@@ -180,7 +180,8 @@ impl Env<'_> {
             .then(|| self.cursor.batch_ack_set(position))
             .flatten()
             .map(|w| w.iter().map(|x| *x as i64).collect());
-        consumer.deliver(
+        let len = data.len() as u64;
+        let sent = consumer.deliver(
             position,
             info.messages,
             self.partition,
@@ -188,6 +189,10 @@ impl Env<'_> {
             ack_set,
             data,
             self.unacked_limit,
-        )
+        );
+        if sent && info.chunk.is_some() {
+            consumer.chunked.record(1, len);
+        }
+        sent
     }
 }

@@ -296,6 +296,13 @@ impl Subscription {
             }
         };
         self.out.record(out.messages, out.bytes);
+        if out.messages > 0 {
+            // Relaxed: a statistic for the admin API.
+            self.stats.last_consumed_ms.store(
+                crate::expiry::now_ms(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         out
     }
 

@@ -77,6 +77,7 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
             .max()
             .unwrap_or_default();
         if !wait_time.is_zero() {
+            sub.note_dispatch_throttled();
             wait(&sub, Some(Instant::now() + wait_time)).await;
             continue;
         }

@@ -138,9 +138,10 @@ impl Connection {
         let service = Arc::clone(&self.service);
         let sink = Arc::clone(&self.sink) as Arc<dyn ConsumerSink>;
         let peer = self.peer.clone();
+        let client_version = self.client_version.clone();
         self.offload(
             move || {
-                let r = attach_consumer(&service, sink, peer, &c);
+                let r = attach_consumer(&service, sink, peer, client_version, &c);
                 (c, r)
             },
             |conn, (c, result)| conn.subscribed(&c, result),
@@ -347,6 +348,7 @@ fn attach_consumer(
     service: &BrokerService,
     sink: Arc<dyn ConsumerSink>,
     peer: String,
+    client_version: String,
     c: &pb::CommandSubscribe,
 ) -> Result<ConsumerSlot, BrokerError> {
     let name = TopicName::parse(&c.topic)?;
@@ -391,6 +393,13 @@ fn attach_consumer(
         sink,
     );
     consumer.set_read_compacted(c.read_compacted());
+    consumer.set_client(
+        client_version,
+        c.metadata
+            .iter()
+            .map(|kv| (kv.key.clone(), kv.value.clone()))
+            .collect(),
+    );
     let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
     if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
         if !sub.durable && sub.consumers().is_empty() {

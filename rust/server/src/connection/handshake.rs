@@ -31,6 +31,7 @@ impl Connection {
         self.auth.method = c.auth_method_name.clone().unwrap_or_default();
         self.auth.identity = identity.ok().flatten();
         tracing::debug!(peer = %self.peer, client = %c.client_version, version, "connected");
+        self.client_version.clone_from(&c.client_version);
         let max = i32::try_from(self.service.config.max_message_size).unwrap_or(i32::MAX);
         self.send(&commands::connected(
             &format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION")),

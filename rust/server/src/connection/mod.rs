@@ -68,6 +68,9 @@ struct Connection {
     consumers: HashMap<u64, ConsumerSlot>,
     inflight: Arc<Inflight>,
     connected: bool,
+    /// CONNECT's `client_version`, for the admin stats of this connection's producers and
+    /// consumers.
+    client_version: String,
     /// Set by a SEND that exhausted a publish rate limit: stop reading until then.
     throttled_until: Option<tokio::time::Instant>,
     /// Producers closed on this connection, with when (late SENDs for them are dropped).
@@ -145,6 +148,7 @@ pub async fn serve_io<R, W>(
             drained: Notify::new(),
         }),
         connected: false,
+        client_version: String::new(),
         throttled_until: None,
         closed_producers: HashMap::new(),
         creating_producers: HashMap::new(),

@@ -1,14 +1,15 @@
 //! Producers: PRODUCER (creation with access mode, schema and backlog-quota checks), SEND
 //! (publish with rate limiting and ordered, durable receipts) and CLOSE_PRODUCER.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pulsar_rs_broker::dedup::SendIds;
 use pulsar_rs_broker::{
-    AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, Published, QuotaVerdict,
-    Topic, TopicName,
+    AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, ProducerMeters, Published,
+    QuotaVerdict, Topic, TopicName,
 };
 use pulsar_rs_ledger::{AddWaiter, Position};
 use pulsar_rs_proto::{commands, pb, PayloadFrame, ServerError as Wire};
@@ -29,6 +30,8 @@ pub(super) struct Producer {
     receipts: Arc<Receipts>,
     /// The same queue as the waiter its durable writes name (made once, not per SEND).
     waiter: Arc<dyn AddWaiter>,
+    /// Its publish counters, shared with the topic's `ProducerInfo` (admin stats).
+    meters: Arc<ProducerMeters>,
 }
 
 impl Connection {
@@ -99,6 +102,23 @@ impl Connection {
         let (topic_name, access_mode, epoch) =
             (c.topic.clone(), c.producer_access_mode, c.topic_epoch);
         let (wanted_name, schema) = (c.producer_name.clone(), c.schema.clone());
+        // What the admin stats show of it; handle and name are set once the topic is loaded.
+        let info = ProducerInfo {
+            handle: 0,
+            name: String::new(),
+            access_mode: AccessMode::from_wire(access_mode),
+            address: peer,
+            producer_id: c.producer_id,
+            connected_since: std::time::SystemTime::now(),
+            client_version: self.client_version.clone(),
+            metadata: c
+                .metadata
+                .iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone()))
+                .collect(),
+            meters: Arc::default(),
+        };
+        let meters = Arc::clone(&info.meters);
         self.offload(
             move || {
                 create_producer(
@@ -106,12 +126,11 @@ impl Connection {
                     &topic_name,
                     wanted_name,
                     schema.as_ref(),
-                    access_mode,
                     epoch,
-                    peer,
+                    info,
                 )
             },
-            move |conn, result| conn.producer_created(c, result),
+            move |conn, result| conn.producer_created(c, result, meters),
             |result| {
                 if let Ok((topic, name, handle, _, _)) = result {
                     topic.remove_producer(&name, handle);
@@ -121,7 +140,12 @@ impl Connection {
     }
 
     /// The second half of PRODUCER, on the connection task once the topic work is done.
-    fn producer_created(&mut self, c: pb::CommandProducer, result: Result<Created, BrokerError>) {
+    fn producer_created(
+        &mut self,
+        c: pb::CommandProducer,
+        result: Result<Created, BrokerError>,
+        meters: Arc<ProducerMeters>,
+    ) {
         let cancelled = self
             .creating_producers
             .remove(&c.producer_id)
@@ -155,6 +179,7 @@ impl Connection {
                         handle,
                         waiter: Arc::clone(&receipts) as _,
                         receipts,
+                        meters,
                     },
                 );
                 let exclusive = AccessMode::from_wire(c.producer_access_mode) != AccessMode::Shared;
@@ -251,6 +276,16 @@ impl Connection {
                 non_last_chunk: payload.metadata.is_non_last_chunk(),
             };
             let token = p.receipts.next_token();
+            let chunk = payload.metadata.num_chunks_from_msg.is_some_and(|n| n > 1);
+            // Admin stats: what this producer published.
+            let record = || {
+                p.meters.msg_in.record(u64::from(messages), bytes);
+                if chunk {
+                    p.meters.chunked.record(1, bytes);
+                    // Relaxed: a statistic for the admin API.
+                    p.topic.chunk_published.store(true, Ordering::Relaxed);
+                }
+            };
             let r = match p.topic.publish_message_then(
                 ids,
                 payload.metadata.publish_time,
@@ -260,10 +295,14 @@ impl Connection {
                 token,
             ) {
                 Ok(Published::Queued { position, ticket }) => {
+                    record();
                     stored_at = Some((position, token, ticket));
                     Ok(position)
                 }
-                Ok(Published::Stored { position }) => Ok(position),
+                Ok(Published::Stored { position }) => {
+                    record();
+                    Ok(position)
+                }
                 // Already persisted: Pulsar answers a receipt with message id -1:-1.
                 Ok(Published::Duplicate) => Ok(Position::new(-1, -1)),
                 Ok(Published::DuplicateUnknown) => Err((
@@ -273,12 +312,14 @@ impl Connection {
                 Err(e) => Err((wire_code(&e), e.to_string())),
             };
             let mut wait = Duration::ZERO;
-            let topic_limiter = p.topic.publish_limiter();
-            let limiters = topic_limiter
-                .as_deref()
-                .into_iter()
-                .chain(self.ctx.broker_publish_limiter.as_ref());
-            for limiter in limiters {
+            if let Some(limiter) = p.topic.publish_limiter() {
+                wait = limiter.consume(u64::from(messages), bytes);
+                if !wait.is_zero() {
+                    // Relaxed: a statistic for the admin API.
+                    p.topic.publish_rate_limited.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            if let Some(limiter) = &self.ctx.broker_publish_limiter {
                 wait = wait.max(limiter.consume(u64::from(messages), bytes));
             }
             if !wait.is_zero() {
@@ -313,9 +354,8 @@ fn create_producer(
     topic: &str,
     wanted_name: Option<String>,
     schema: Option<&pb::Schema>,
-    access_mode: Option<i32>,
     topic_epoch: Option<u64>,
-    peer: String,
+    mut info: ProducerInfo,
 ) -> Result<Created, BrokerError> {
     let name = TopicName::parse(topic)?;
     if name.partition_index().is_none() && service.partitions(&name, false)? > 0 {
@@ -336,12 +376,8 @@ fn create_producer(
     let handle = service.next_seq();
     let pname =
         wanted_name.unwrap_or_else(|| format!("{}-{}", service.config.cluster_name, handle));
-    let info = ProducerInfo {
-        handle,
-        name: pname.clone(),
-        access_mode: AccessMode::from_wire(access_mode),
-        address: peer,
-    };
+    info.handle = handle;
+    info.name.clone_from(&pname);
     let admission = topic.add_producer(info, topic_epoch)?;
     Ok((topic, pname, handle, schema_version, admission))
 }
