@@ -185,13 +185,14 @@ def test_subscriptions_and_unsubscribe(cli, client, topic):
 
 def test_partitioned_topics(cli, client, topic):
     cli("topics", "create-partitioned-topic", topic, "-p", "2")
-    assert rows(cli("topics", "get-partitioned-topic-metadata", topic).stdout) == {"partitions": "2"}
+    assert rows(cli("topics", "get-partitioned-topic-metadata", topic).stdout) == {"partitions": "2", "deleted": "false"}
     cli("topics", "update-partitioned-topic", topic, "-p", "3")
-    assert json.loads(cli("--json", "topics", "get-partitioned-topic-metadata", topic).stdout) == {"partitions": 3}
+    meta = json.loads(cli("--json", "topics", "get-partitioned-topic-metadata", topic).stdout)
+    assert meta == {"partitions": 3, "deleted": False}
     shrink = cli("topics", "update-partitioned-topic", topic, "-p", "2", ok=False)
     assert shrink.returncode == 1
     assert shrink.stderr == (
-        "pulsar-rs admin: 409 Number of new partitions must be greater than existing number of partitions\n"
+        "pulsar-rs admin: 422 Desired partitions 2 can't be less than the current partitions 3.\n"
     )
     consumer = client.subscribe(topic, "sub")
     producer = client.create_producer(topic, batching_enabled=False)
@@ -200,7 +201,7 @@ def test_partitioned_topics(cli, client, topic):
     producer.close()
 
     stats = json.loads(cli("--json", "topics", "partitioned-stats", topic, "--per-partition").stdout)
-    assert stats["metadata"] == {"partitions": 3}
+    assert stats["metadata"] == {"partitions": 3, "deleted": False}
     assert stats["msgInCounter"] == 9
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 9
     assert set(stats["partitions"]) == {f"{topic}-partition-{i}" for i in range(3)}

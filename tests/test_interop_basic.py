@@ -196,7 +196,7 @@ def test_partitioned_topic_via_admin(pulsar_broker, client, topic):
     status, meta = admin(
         pulsar_broker.admin_url, "GET", f"/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}/partitions"
     )
-    assert status == 200 and meta == {"partitions": 3}
+    assert status == 200 and meta == {"partitions": 3, "deleted": False}
     _roundtrip_partitioned(client, topic, 3)
 
 

@@ -99,7 +99,7 @@ def test_restart_keeps_batched_messages_and_metadata(tmp_path):
 
     with pulsar_rs.Broker(data_dir=data) as broker:
         status, meta = admin(broker.admin_url, "GET", "/admin/v2/persistent/public/default/parted/partitions")
-        assert status == 200 and meta == {"partitions": 2}
+        assert status == 200 and meta == {"partitions": 2, "deleted": False}
         client = new_client(broker.service_url)
         try:
             assert len(client.get_topic_partitions("persistent://public/default/parted")) == 2

@@ -85,7 +85,7 @@ def test_messages_without_permits_are_dropped_and_counted(pulsar_broker, np_topi
 def test_partitioned_non_persistent_topic(pulsar_broker, np_topic):
     path = "/admin/v2/non-persistent/" + np_topic.split("://", 1)[1] + "/partitions"
     assert admin(pulsar_broker.admin_url, "PUT", path, 3)[0] == 204
-    assert admin(pulsar_broker.admin_url, "GET", path) == (200, {"partitions": 3})
+    assert admin(pulsar_broker.admin_url, "GET", path) == (200, {"partitions": 3, "deleted": False})
     client = new_client(pulsar_broker.service_url)
     try:
         assert len(client.get_topic_partitions(np_topic)) == 3

@@ -214,9 +214,6 @@ func TestAdminTopicsAndStats(t *testing.T) {
 // pulsaradmin's Topics().Create(topic, n > 0) PUTs {"partitions": n, "properties": ...} as
 // application/vnd.partitioned-topic-metadata+json, which Pulsar accepts since 2.10 (PR 14117).
 func TestAdminCreatePartitionedWithMetadataBody(t *testing.T) {
-	t.Skip("pulsar-rs: PUT .../partitions with Content-Type application/vnd.partitioned-topic-metadata+json " +
-		"and a PartitionedTopicMetadata body ({\"partitions\":3}) answers 400 \"body must be the number of partitions\"; " +
-		"Pulsar accepts it (PartitionedTopicMetadata.MEDIA_TYPE), so pulsaradmin cannot create partitioned topics")
 	admin := newAdmin(t)
 	ctx := adminCtx(t)
 	topic := uniqueTopic(t)
@@ -232,9 +229,6 @@ func TestAdminCreatePartitionedWithMetadataBody(t *testing.T) {
 
 // pulsaradmin's Topics().List reads the persistent and the non-persistent lists of the namespace.
 func TestAdminListTopicsWithPulsarAdmin(t *testing.T) {
-	t.Skip("pulsar-rs: GET /admin/v2/non-persistent/{tenant}/{namespace} and .../partitioned answer 404; " +
-		"Pulsar's NonPersistentTopics serves both (getList, getPartitionedTopicList), and pulsaradmin's " +
-		"Topics().List fails on the 404")
 	admin := newAdmin(t)
 	ctx := adminCtx(t)
 	c := newClient(t)
@@ -250,9 +244,6 @@ func TestAdminListTopicsWithPulsarAdmin(t *testing.T) {
 // Creating (and growing) a partitioned topic creates its persistent partitions, so the
 // namespace's topic list names them before anything was published.
 func TestAdminPartitionsListedAfterCreate(t *testing.T) {
-	t.Skip("pulsar-rs: after PUT .../partitions (3) GET /admin/v2/persistent/{tenant}/{namespace} lists no " +
-		"-partition-N topics until they are used; Pulsar creates them at once (PersistentTopicsBase." +
-		"tryCreatePartitionsAsync, and tryCreateExtendedPartitionsAsync on update) and lists them")
 	topic := uniqueTopic(t)
 	createPartitioned(t, topic, 3)
 	var all []string

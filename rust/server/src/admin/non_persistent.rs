@@ -1,5 +1,6 @@
-//! Admin REST for `non-persistent://` topics: `stats` (with `msgDropRate` on the topic, its
-//! publishers' side and each subscription) and partitioned-topic metadata.
+//! Admin REST for `non-persistent://` topics: the namespace's topic lists, `stats` (with
+//! `msgDropRate` on the topic, its publishers' side and each subscription) and partitioned-topic
+//! metadata.
 
 use std::sync::Arc;
 
@@ -17,6 +18,11 @@ use crate::ServerContext;
 /// The routes of this module.
 pub(super) fn routes() -> Router<Arc<ServerContext>> {
     Router::new()
+        .route("/admin/v2/non-persistent/{tenant}/{ns}", get(list_topics))
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}/partitioned",
+            get(list_partitioned),
+        )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/stats",
             get(stats),
@@ -25,6 +31,35 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/partitions",
             get(get_partitions).put(create_partitions),
         )
+}
+
+/// `GET /admin/v2/non-persistent/{tenant}/{ns}`: the namespace's live non-persistent topics and
+/// the partitions of its non-persistent partitioned topics (Pulsar's `NonPersistentTopics`).
+async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    let namespace = format!("{tenant}/{ns}");
+    if let Some(r) = super::namespaces::missing(&ctx, &namespace) {
+        return r;
+    }
+    let live: Vec<TopicName> = ctx
+        .service
+        .non_persistent_topics()
+        .iter()
+        .filter(|t| t.name.namespace_name() == namespace)
+        .map(|t| t.name.clone())
+        .collect();
+    Json(super::topics::with_partitions(
+        &ctx, &namespace, false, live,
+    ))
+    .into_response()
+}
+
+/// `GET /admin/v2/non-persistent/{tenant}/{ns}/partitioned`.
+async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    let namespace = format!("{tenant}/{ns}");
+    if let Some(r) = super::namespaces::missing(&ctx, &namespace) {
+        return r;
+    }
+    Json(super::topics::partitioned_names(&ctx, &namespace, false)).into_response()
 }
 
 #[allow(clippy::result_large_err)] // cold path; the error is the ready response
@@ -119,11 +154,20 @@ async fn create_partitions(
         Ok(n) => n,
         Err(r) => return r,
     };
-    let Ok(n) = body.trim().parse::<u32>() else {
-        return fail(
-            StatusCode::BAD_REQUEST,
-            "body must be the number of partitions",
-        );
+    let n = match super::topics::partition_count(&body) {
+        Some(n) if n <= 0 => {
+            return fail(
+                StatusCode::NOT_ACCEPTABLE,
+                "Number of partitions should be more than 0",
+            )
+        }
+        Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
+        None => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                "body must be the number of partitions",
+            )
+        }
     };
     // The metadata write runs on the blocking pool.
     no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await

@@ -42,23 +42,50 @@ async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>
     if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
         return r;
     }
-    let names: Vec<String> = ctx
-        .service
-        .topics_of_namespace(&format!("{tenant}/{ns}"))
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    Json(names).into_response()
+    let namespace = format!("{tenant}/{ns}");
+    let stored = ctx.service.topics_of_namespace(&namespace);
+    Json(with_partitions(&ctx, &namespace, true, stored)).into_response()
+}
+
+/// `topics` (of one domain) and, as Pulsar lists them, the partitions of every partitioned topic
+/// of that domain in `namespace`: Pulsar creates a partitioned topic's partitions when the topic
+/// is created (or updated), so they are listed before anyone used them. Sorted, without repeats.
+pub(super) fn with_partitions(
+    ctx: &ServerContext,
+    namespace: &str,
+    persistent: bool,
+    topics: Vec<pulsar_rs_broker::TopicName>,
+) -> Vec<String> {
+    let mut names: Vec<String> = topics.iter().map(ToString::to_string).collect();
+    for (base, n) in ctx.service.partitioned_topics(namespace) {
+        if base.is_persistent() == persistent {
+            names.extend((0..n).map(|i| base.partition(i).to_string()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
 }
 
 async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
-    let names: Vec<String> = ctx
-        .service
-        .partitioned_topics(&format!("{tenant}/{ns}"))
+    if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
+        return r;
+    }
+    Json(partitioned_names(&ctx, &format!("{tenant}/{ns}"), true)).into_response()
+}
+
+/// The partitioned topics of one domain in `namespace`.
+pub(super) fn partitioned_names(
+    ctx: &ServerContext,
+    namespace: &str,
+    persistent: bool,
+) -> Vec<String> {
+    ctx.service
+        .partitioned_topics(namespace)
         .iter()
+        .filter(|(t, _)| t.is_persistent() == persistent)
         .map(|(t, _)| t.to_string())
-        .collect();
-    Json(names).into_response()
+        .collect()
 }
 
 async fn get_partitions(
@@ -110,15 +137,15 @@ async fn create_partitions(
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
     }
-    let n = match body.trim().parse::<i64>() {
-        Ok(n) if n <= 0 => {
+    let n = match partition_count(&body) {
+        Some(n) if n <= 0 => {
             return fail(
                 StatusCode::NOT_ACCEPTABLE,
                 "Number of partitions should be more than 0",
             )
         }
-        Ok(n) => u32::try_from(n).unwrap_or(u32::MAX),
-        Err(_) => {
+        Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
+        None => {
             return fail(
                 StatusCode::BAD_REQUEST,
                 "body must be the number of partitions",
@@ -126,6 +153,18 @@ async fn create_partitions(
         }
     };
     no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
+}
+
+/// The partition count of a create body: the number itself, or (Pulsar's
+/// `application/vnd.partitioned-topic-metadata+json`, which `pulsaradmin` and the Java admin client
+/// send) a `PartitionedTopicMetadata` document `{"partitions": n, ...}`.
+pub(super) fn partition_count(body: &str) -> Option<i64> {
+    let body = body.trim();
+    if body.starts_with('{') {
+        let doc: Value = serde_json::from_str(body).ok()?;
+        return doc.get("partitions")?.as_i64();
+    }
+    body.parse::<i64>().ok()
 }
 
 /// `POST .../partitions` (Pulsar's `updatePartitionedTopic`): the body is the new count. As Pulsar
