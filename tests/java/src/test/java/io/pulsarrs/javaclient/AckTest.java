@@ -192,7 +192,7 @@ class AckTest extends PulsarTestBase {
     sendN(t, "m", 4);
     List<Message<byte[]>> got = receive(c, 4, Duration.ofSeconds(5), false);
     c.acknowledgeCumulativeAsync(got.get(3)).get(10, TimeUnit.SECONDS);
-    assertEquals(0, admin.topics().getStats(t).getSubscriptions().get("s").getMsgBacklog());
+    awaitBacklog(t, "s", 0);
   }
 
   @Test

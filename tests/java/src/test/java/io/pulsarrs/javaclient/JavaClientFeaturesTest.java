@@ -36,7 +36,7 @@ class JavaClientFeaturesTest extends PulsarTestBase {
     Consumer<byte[]> c =
         client
             .newConsumer()
-            .topicsPattern(Pattern.compile(Pattern.quote(base) + "-.*"))
+            .topicsPattern(Pattern.compile(base + "-.*"))
             .patternAutoDiscoveryPeriod(1, TimeUnit.SECONDS)
             .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
             .subscriptionName("s")
@@ -64,7 +64,7 @@ class JavaClientFeaturesTest extends PulsarTestBase {
     assertEquals(List.of("b1"), strings(receive(c, 2, Duration.ofSeconds(3), true)));
     assertEquals(
         Set.of("a", "b"),
-        new HashSet<>(admin.topics().getList("public/default").stream()
+        new HashSet<>(admin.namespaces().getTopics("public/default").stream()
             .filter(x -> x.startsWith(base + "-")).map(x -> x.substring(base.length() + 1)).toList()));
   }
 
