@@ -7,6 +7,7 @@
 //!
 //! Security (all off by default): token authentication ([`auth`]), permissions ([`authz`]) and
 //! TLS listeners ([`tls`]) beside the plain ones, enabled by Pulsar's `broker.conf` keys.
+#![recursion_limit = "256"] // serde_json::json! of the admin stats documents
 
 pub mod admin;
 pub mod auth;

@@ -126,7 +126,7 @@ fn read(topic: &Topic, target: &Target) -> Result<Result<(Position, Bytes), Refu
 }
 
 /// Milliseconds since the epoch as Pulsar's `DateFormatter` prints them (ISO-8601, UTC).
-fn iso_time(ms: u64) -> String {
+pub(super) fn iso_time(ms: u64) -> String {
     let secs = ms / 1000;
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
     let rem = secs % 86_400;

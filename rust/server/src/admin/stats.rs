@@ -10,7 +10,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use pulsar_rs_broker::Topic;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use pulsar_rs_broker::{AccessMode, Topic};
 use serde_json::{json, Map, Value};
 
 use super::{blocking, fail, load_topic, topic_name, Ctx};
@@ -38,75 +41,304 @@ async fn topic_stats(
         Err(r) => return *r,
     };
     match load_topic(&ctx, name).await {
-        Ok(t) => Json(topic_json(&t)).into_response(),
+        Ok(t) => Json(topic_json(&ctx, &t)).into_response(),
         Err(r) => r,
     }
 }
 
-/// Pulsar's `TopicStats` document of one (non-partitioned) topic or partition.
-fn topic_json(topic: &Topic) -> Value {
+/// Pulsar's `TopicStats` document of one (non-partitioned) topic or partition, field for field
+/// (Pulsar 4.0). Values this broker cannot have are reported as what is true for it: no
+/// transactions (the `*TxnCount` fields are 0), no offloading (`offloaded*`, `lastOffload*` 0),
+/// no geo-replication (`replication` {}, `isReplicated` false), no entry filters (`filter*`
+/// 0), no broker-wide dispatch limit (`dispatchThrottled*ByBrokerLimit` 0), no Key_Shared
+/// draining hashes (PIP-379's `drainingHashes*` 0, `consumersAfterMarkDeletePosition` {}).
+pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
     let (rate_in, tput_in) = topic.msg_in.rates();
     let ml = topic.ledger.stats();
     let mut subs = serde_json::Map::new();
     let (mut rate_out, mut tput_out) = (0.0, 0.0);
+    let (mut msgs_out, mut bytes_out) = (0u64, 0u64);
+    let mut ranges_total = 0usize;
+    let mut delayed_bytes_total = 0usize;
     for s in topic.subscriptions() {
         let (r, t) = s.out.rates();
         rate_out += r;
         tput_out += t;
-        let consumers: Vec<serde_json::Value> = s
-            .consumers()
+        msgs_out += s.out.total();
+        bytes_out += s.out.total_bytes();
+        let consumers = s.consumers();
+        let (mut redeliver, mut ack_rate, mut chunk_rate) = (0.0, 0.0, 0.0);
+        let consumers_json: Vec<Value> = consumers
             .iter()
             .map(|c| {
-                let (cr, ct) = c.out.rates();
-                json!({
-                    "consumerName": c.name,
-                    "msgRateOut": cr,
-                    "msgThroughputOut": ct,
-                    "availablePermits": c.permits.get(),
-                    "unackedMessages": c.unacked(),
-                    "blockedConsumerOnUnackedMsgs": c.is_blocked(),
-                    "address": c.address,
-                })
+                let one = consumer_json(c);
+                redeliver += one["msgRateRedeliver"].as_f64().unwrap_or(0.0);
+                ack_rate += one["messageAckRate"].as_f64().unwrap_or(0.0);
+                chunk_rate += one["chunkedMessageRate"].as_f64().unwrap_or(0.0);
+                one
             })
             .collect();
+        let ranges = s.cursor.acked_ranges().len();
+        ranges_total += ranges;
+        let delayed = s.delayed_len();
+        // The delayed-delivery index holds each position twice (by time and as a set): its
+        // payload bytes, without the collections' own overhead.
+        let delayed_bytes = delayed
+            * (std::mem::size_of::<(i64, pulsar_rs_ledger::Position)>()
+                + std::mem::size_of::<pulsar_rs_ledger::Position>());
+        delayed_bytes_total += delayed_bytes;
+        let backlog = s.cursor.backlog();
+        let st = &s.stats;
+        let at = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let durable = s.durable;
         subs.insert(
             s.name.clone(),
             json!({
                 "msgRateOut": r,
                 "msgThroughputOut": t,
-                "msgBacklog": s.cursor.backlog(),
+                "bytesOutCounter": s.out.total_bytes(),
+                "msgOutCounter": s.out.total(),
+                "msgRateRedeliver": redeliver,
+                "messageAckRate": ack_rate,
+                "chunkedMessageRate": chunk_rate,
+                "msgBacklog": backlog,
                 "backlogSize": s.cursor.estimated_backlog_size(),
-                "unackedMessages": s.unacked_messages(),
+                // Pulsar computes it only for `getEarliestTimeInBacklog=true`; not supported here.
+                "earliestMsgPublishTimeInBacklog": 0,
+                "msgBacklogNoDelayed": backlog.saturating_sub(delayed as u64),
                 "blockedSubscriptionOnUnackedMsgs": s.is_blocked_on_unacked(),
-                "msgDelayed": s.delayed_len(),
+                "msgDelayed": delayed,
+                "msgInReplay": s.replay_len(),
+                "unackedMessages": s.unacked_messages(),
+                "type": s.sub_type().map_or("None", |t| t.as_str()),
+                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
                 "msgRateExpired": s.expiry.rate(),
                 "totalMsgExpired": s.expiry.total(),
                 "lastExpireTimestamp": s.expiry.last_expire_timestamp(),
-                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
-                "type": s.sub_type().map_or("None", |t| t.as_str()),
-                "isDurable": s.durable,
-                "consumers": consumers,
+                "lastConsumedFlowTimestamp": at(&st.last_flow_ms),
+                "lastConsumedTimestamp": at(&st.last_consumed_ms),
+                "lastAckedTimestamp": at(&st.last_acked_ms),
+                "lastMarkDeleteAdvancedTimestamp": at(&st.last_mark_delete_advanced_ms),
+                "consumers": consumers_json,
+                "isDurable": durable,
+                "isReplicated": false,
+                // Key_Shared here always keeps per-key order.
+                "allowOutOfOrderDelivery": false,
+                "consumersAfterMarkDeletePosition": {},
+                "drainingHashesCount": 0,
+                "drainingHashesClearedTotal": 0,
+                "drainingHashesUnackedMessages": 0,
+                "nonContiguousDeletedMessagesRanges": ranges,
+                "nonContiguousDeletedMessagesRangesSerializedSize": ranges_serialized_size(&s.cursor.acked_ranges()),
+                "delayedMessageIndexSizeInBytes": delayed_bytes,
+                "subscriptionProperties": {},
+                "filterProcessedMsgCount": 0,
+                "filterAcceptedMsgCount": 0,
+                "filterRejectedMsgCount": 0,
+                "filterRescheduledMsgCount": 0,
+                "dispatchThrottledMsgEventsBySubscriptionLimit": at(&st.throttled_msgs_by_subscription),
+                "dispatchThrottledBytesEventsBySubscriptionLimit": at(&st.throttled_bytes_by_subscription),
+                "dispatchThrottledMsgEventsByTopicLimit": at(&st.throttled_msgs_by_topic),
+                "dispatchThrottledBytesEventsByTopicLimit": at(&st.throttled_bytes_by_topic),
+                "dispatchThrottledMsgEventsByBrokerLimit": 0,
+                "dispatchThrottledBytesEventsByBrokerLimit": 0,
+                // Jackson writes both the field and its `isX()` getter.
+                "durable": durable,
+                "replicated": false,
             }),
         );
     }
-    let publishers: Vec<serde_json::Value> = topic
-        .producers()
-        .iter()
-        .map(|p| json!({ "producerName": p.name, "address": p.address }))
-        .collect();
+    let publishers: Vec<Value> = topic.producers().iter().map(producer_json).collect();
+    let policy = topic.effective_policy();
+    let now_ms = pulsar_rs_broker::expiry::now_ms();
+    let oldest_age = match topic.oldest_unacked_publish_time() {
+        Ok(Some(t)) => i64::try_from(now_ms.saturating_sub(t) / 1000).unwrap_or(i64::MAX),
+        _ => -1,
+    };
+    let system_topic = topic.name.local.starts_with("__");
     json!({
         "msgRateIn": rate_in,
         "msgThroughputIn": tput_in,
         "msgRateOut": rate_out,
         "msgThroughputOut": tput_out,
-        "msgInCounter": topic.msg_in.total(),
         "bytesInCounter": topic.msg_in.total_bytes(),
+        "msgInCounter": topic.msg_in.total(),
+        "systemTopicBytesInCounter": if system_topic { topic.msg_in.total_bytes() } else { 0 },
+        "bytesOutCounter": bytes_out,
+        "msgOutCounter": msgs_out,
+        // Internal cursors (compaction, deduplication) read the ledger directly: nothing is
+        // dispatched to them.
+        "bytesOutInternalCounter": 0,
+        "averageMsgSize": if rate_in > 0.0 { tput_in / rate_in } else { 0.0 },
+        "msgChunkPublished": topic.chunk_published.load(Ordering::Relaxed),
         "storageSize": ml.total_size,
         "backlogSize": topic.backlog_size(),
+        "backlogQuotaLimitSize": policy.backlog_size.map_or(-1, |q| q.limit_size),
+        "backlogQuotaLimitTime": policy.backlog_time.map_or(-1, |q| q.limit_time),
+        "oldestBacklogMessageAgeSeconds": oldest_age,
+        "publishRateLimitedTimes": topic.publish_rate_limited.load(Ordering::Relaxed),
+        "earliestMsgPublishTimeInBacklogs": 0,
+        "offloadedStorageSize": 0,
+        "lastOffloadLedgerId": 0,
+        "lastOffloadSuccessTimeStamp": 0,
+        "lastOffloadFailureTimeStamp": 0,
+        "ongoingTxnCount": 0,
+        "abortedTxnCount": 0,
+        "committedTxnCount": 0,
         "publishers": publishers,
+        "waitingPublishers": topic.waiting_producers(),
         "subscriptions": subs,
+        "replication": {},
+        "deduplicationStatus": if topic.dedup.is_enabled() { "Enabled" } else { "Disabled" },
+        "nonContiguousDeletedMessagesRanges": ranges_total,
+        "nonContiguousDeletedMessagesRangesSerializedSize": topic
+            .subscriptions()
+            .iter()
+            .map(|s| ranges_serialized_size(&s.cursor.acked_ranges()))
+            .sum::<usize>(),
+        "delayedMessageIndexSizeInBytes": delayed_bytes_total,
         "compaction": topic.compaction.last_run(),
+        "ownerBroker": owner_broker(ctx),
     })
+}
+
+/// The broker's web `host:port` (Pulsar's `ownerBroker`).
+fn owner_broker(ctx: &ServerContext) -> String {
+    let url = &ctx.admin_url;
+    url.split_once("://")
+        .map_or(url.as_str(), |(_, rest)| rest)
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// Bytes the ack holes take in Pulsar's cursor format (`MLDataFormats.MessageRange`, what
+/// Pulsar's `nonContiguousDeletedMessagesRangesSerializedSize` measures): per range, a
+/// length-delimited message holding two `NestedPositionInfo`s of two varint fields each.
+fn ranges_serialized_size(
+    ranges: &[(pulsar_rs_ledger::Position, pulsar_rs_ledger::Position)],
+) -> usize {
+    let varint = |v: i64| {
+        #[allow(clippy::cast_sign_loss)]
+        let mut v = v as u64;
+        let mut n = 1;
+        while v >= 0x80 {
+            v >>= 7;
+            n += 1;
+        }
+        n
+    };
+    // A field: tag byte + (varint | length prefix + body).
+    let nested = |ledger: i64, entry: i64| 1 + varint(ledger) + 1 + varint(entry);
+    ranges
+        .iter()
+        .map(|(a, b)| {
+            // Lower endpoint is exclusive in Pulsar's ranges: the entry before the first acked.
+            let lower = nested(a.ledger_id, a.entry_id - 1);
+            let upper = nested(b.ledger_id, b.entry_id);
+            let body = 1 + varint(lower as i64) + lower + 1 + varint(upper as i64) + upper;
+            // Each range is one repeated field of the cursor's position info.
+            1 + varint(body as i64) + body
+        })
+        .sum()
+}
+
+/// Pulsar's `ConsumerStats` of one consumer.
+fn consumer_json(c: &pulsar_rs_broker::Consumer) -> Value {
+    let (rate, tput) = c.out.rates();
+    let (redeliver, _) = c.redelivered.rates();
+    let (ack_rate, _) = c.acks.rates();
+    let (chunk_rate, _) = c.chunked.rates();
+    let at = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let entries = at(&c.entries_out);
+    let (acked, consumed) = (at(&c.last_acked_ms), at(&c.last_consumed_ms));
+    let metadata: Map<String, Value> = c
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    json!({
+        "msgRateOut": rate,
+        "msgThroughputOut": tput,
+        "bytesOutCounter": c.out.total_bytes(),
+        "msgOutCounter": c.out.total(),
+        "msgRateRedeliver": redeliver,
+        "messageAckRate": ack_rate,
+        "chunkedMessageRate": chunk_rate,
+        "consumerName": c.name,
+        "availablePermits": c.permits.get(),
+        "unackedMessages": c.unacked(),
+        // Messages per delivered entry since it attached (Pulsar: a moving average; 1 before
+        // anything was delivered, as Pulsar starts it).
+        "avgMessagesPerEntry": (c.out.total() + entries / 2).checked_div(entries).unwrap_or(1),
+        "blockedConsumerOnUnackedMsgs": c.is_blocked(),
+        "drainingHashesCount": 0,
+        "drainingHashesClearedTotal": 0,
+        "drainingHashesUnackedMessages": 0,
+        "address": c.address,
+        "connectedSince": instant_string(c.connected_since),
+        "clientVersion": c.client_version(),
+        "lastAckedTimestamp": acked,
+        "lastConsumedTimestamp": consumed,
+        "lastConsumedFlowTimestamp": at(&c.last_flow_ms),
+        "metadata": metadata,
+        "lastAckedTime": instant_string(ms_time(acked)),
+        "lastConsumedTime": instant_string(ms_time(consumed)),
+    })
+}
+
+/// Pulsar's `PublisherStats` of one producer.
+fn producer_json(p: &pulsar_rs_broker::ProducerInfo) -> Value {
+    let (rate, tput) = p.meters.msg_in.rates();
+    let (chunk_rate, _) = p.meters.chunked.rates();
+    let access_mode = match p.access_mode {
+        AccessMode::Shared => "Shared",
+        AccessMode::Exclusive => "Exclusive",
+        AccessMode::WaitForExclusive => "WaitForExclusive",
+        AccessMode::ExclusiveWithFencing => "ExclusiveWithFencing",
+    };
+    let metadata: Map<String, Value> = p
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    json!({
+        "accessMode": access_mode,
+        "msgRateIn": rate,
+        "msgThroughputIn": tput,
+        "averageMsgSize": if rate > 0.0 { tput / rate } else { 0.0 },
+        "chunkedMessageRate": chunk_rate,
+        "producerId": p.producer_id,
+        // Partial producers are Pulsar's replicators': none here.
+        "supportsPartialProducer": false,
+        "producerName": p.name,
+        "address": p.address,
+        "connectedSince": instant_string(p.connected_since),
+        "clientVersion": p.client_version,
+        "metadata": metadata,
+    })
+}
+
+/// Milliseconds since the epoch as a time.
+fn ms_time(ms: u64) -> SystemTime {
+    UNIX_EPOCH + std::time::Duration::from_millis(ms)
+}
+
+/// A time as Java's `Instant.toString()` prints it (Pulsar's `connectedSince`, `lastAckedTime`):
+/// UTC, the fraction in groups of three digits and only as long as needed.
+fn instant_string(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let base = super::messages::iso_time(d.as_secs() * 1000);
+    let secs = &base[..19];
+    let nanos = d.subsec_nanos();
+    if nanos == 0 {
+        format!("{secs}Z")
+    } else if nanos.is_multiple_of(1_000_000) {
+        format!("{secs}.{:03}Z", nanos / 1_000_000)
+    } else if nanos.is_multiple_of(1000) {
+        format!("{secs}.{:06}Z", nanos / 1000)
+    } else {
+        format!("{secs}.{nanos:09}Z")
+    }
 }
 
 /// `GET .../partitioned-stats[?perPartition=false]`: 404 when the topic is not partitioned (as
@@ -128,6 +360,7 @@ async fn partitioned_stats(
         );
     }
     let per_partition = q.get("perPartition").is_none_or(|v| v != "false");
+    let c2 = Arc::clone(&ctx);
     blocking(
         &ctx,
         move |c| super::targets(c, &name),
@@ -135,14 +368,20 @@ async fn partitioned_stats(
             let mut total = Value::Object(Map::new());
             let mut partitions = Map::new();
             for t in &topics {
-                let one = topic_json(t);
+                let one = topic_json(&c2, t);
                 merge(&mut total, &one);
                 if per_partition {
                     partitions.insert(t.name.to_string(), one);
                 }
             }
             if let Value::Object(m) = &mut total {
-                m.insert("metadata".into(), json!({ "partitions": n }));
+                // As Pulsar's `PartitionedTopicStats`: these are per partition only.
+                m.remove("deduplicationStatus");
+                m.remove("ownerBroker");
+                m.insert(
+                    "metadata".into(),
+                    json!({ "partitions": n, "deleted": false }),
+                );
                 m.insert("partitions".into(), Value::Object(partitions));
             }
             Json(total).into_response()
@@ -178,6 +417,7 @@ fn merge(total: &mut Value, one: &Value) {
                 _ => json!(t.as_f64().unwrap_or(0.0) + o.as_f64().unwrap_or(0.0)),
             };
         }
+        (Value::Bool(t), Value::Bool(o)) => *t |= *o,
         (t @ Value::Null, o) => *t = o.clone(),
         _ => {}
     }
