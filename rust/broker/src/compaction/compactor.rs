@@ -4,8 +4,11 @@
 //! only the winners.
 //!
 //! * The key is the message's `partition_key` only (Pulsar's `extractKeyAndSize`).
-//! * A keyed message whose payload is empty (what a null value is on the wire) is a tombstone:
-//!   it removes its key, so the key vanishes from the compacted view.
+//! * A keyed message is a tombstone, removing its key from the compacted view, when its size is 0.
+//!   Its size is Pulsar's: the metadata's `uncompressed_size` when present, else the bytes of the
+//!   whole stored message, never 0 (`extractKeyAndSize` measures the headers and payload). So a
+//!   null value of the Java and Go clients (empty, `uncompressed_size` 0) deletes its key, while an
+//!   empty payload of the C++-based clients, which leave `uncompressed_size` out, is a value.
 //! * Messages without a key are dropped unless `topicCompactionRetainNullKey`.
 //! * Server-only markers are dropped.
 //! * Batches are looked at message by message (a compressed batch is decompressed first, as
@@ -75,7 +78,7 @@ fn parse(e: &Entry) -> Parsed {
         return Parsed::Skip;
     }
     if md.num_messages_in_batch.is_none() {
-        let size = md.uncompressed_size.map_or(payload.len(), |s| s as usize);
+        let size = md.uncompressed_size.map_or(e.data.len(), |s| s as usize);
         let key = md.partition_key.clone();
         return Parsed::Messages(
             Box::new(md),
@@ -217,12 +220,15 @@ impl KeyMap {
 mod tests {
     use super::*;
 
+    /// A message as the Java and Go clients send it (`uncompressed_size` set: an empty value is a
+    /// null value).
     fn message(l: i64, e: i64, key: Option<&str>, value: &[u8]) -> Entry {
         let md = pb::MessageMetadata {
             producer_name: "p".into(),
             sequence_id: u64::try_from(e).unwrap(),
             publish_time: 1,
             partition_key: key.map(str::to_owned),
+            uncompressed_size: Some(u32::try_from(value.len()).unwrap()),
             ..Default::default()
         };
         Entry {
@@ -341,6 +347,25 @@ mod tests {
         let out = compact(&more, false);
         assert_eq!(out.len(), 2);
         assert_eq!(&value(&out[1]).1[..], b"a3");
+    }
+
+    /// The C++-based clients leave `uncompressed_size` out: their empty payload is a value, as
+    /// Apache Pulsar 4.0 keeps it (seen with the Python client in tests/differential).
+    #[test]
+    fn empty_payload_without_uncompressed_size_is_a_value() {
+        let mut cpp = message(1, 2, Some("a"), b"");
+        let (mut md, _) = pulsar_rs_proto::parse_stored_entry(&cpp.data).unwrap();
+        md.uncompressed_size = None;
+        cpp.data = pulsar_rs_proto::build_stored_entry(&md, b"");
+        let entries = vec![
+            message(1, 0, Some("a"), b"a1"),
+            message(1, 1, Some("b"), b"b1"),
+            cpp,
+        ];
+        let out = compact(&entries, false);
+        assert_eq!(out.len(), 2);
+        assert_eq!(value(&out[1]).0.as_deref(), Some("a"));
+        assert!(value(&out[1]).1.is_empty());
     }
 
     #[test]

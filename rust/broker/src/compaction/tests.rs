@@ -31,6 +31,8 @@ fn put(t: &Topic, key: &str, value: &[u8]) -> Position {
         sequence_id: 0,
         publish_time: 1,
         partition_key: Some(key.into()),
+        // As the Java and Go clients send every message: an empty value is a null value.
+        uncompressed_size: Some(u32::try_from(value.len()).unwrap()),
         ..Default::default()
     };
     t.publish(pulsar_rs_proto::build_stored_entry(&md, value), 1, 1)
