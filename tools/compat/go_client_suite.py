@@ -8,7 +8,7 @@ The suite is not kept in this repository: it is fetched at run time from the Go 
 (`go mod download -json github.com/apache/pulsar-client-go@VERSION`) and copied under --out.
 
 Usage: go_client_suite.py --broker BIN [--version v0.19.0] [--out DIR] [--packages ./pulsar,...]
-                          [--run REGEX] [--test-timeout 180] [--pkg-timeout 30m] [--race]
+                          [--run REGEX] [--test-timeout 120] [--pkg-timeout 30m] [--race]
 Needs ports 6650 6651 8080 8443 free on 127.0.0.1 (the suite hard-codes them).
 Prints per-package results and a last line: "go client suite: P passed, F failed of N"
 (N counts top-level tests that ran and did not skip; subtests are reported on their own line).
@@ -334,7 +334,7 @@ def main() -> None:
         "(default: every package of the module, as upstream's `go test ./...`)",
     )
     ap.add_argument("--run", default=None, help="only top-level tests matching this regexp")
-    ap.add_argument("--test-timeout", type=int, default=180, help="seconds one top-level test may run")
+    ap.add_argument("--test-timeout", type=int, default=120, help="seconds one top-level test may run")
     ap.add_argument("--pkg-timeout", default="30m", help="go test -timeout for one go test run")
     ap.add_argument("--parallel", type=int, default=0, help="go test -parallel (default: GOMAXPROCS)")
     ap.add_argument("--race", action="store_true", help="go test -race, as upstream's CI (slow on 2 cores)")
