@@ -185,15 +185,16 @@ def test_subscriptions_and_unsubscribe(cli, client, topic):
 
 def test_partitioned_topics(cli, client, topic):
     cli("topics", "create-partitioned-topic", topic, "-p", "2")
-    assert rows(cli("topics", "get-partitioned-topic-metadata", topic).stdout) == {"partitions": "2", "deleted": "false"}
+    assert rows(cli("topics", "get-partitioned-topic-metadata", topic).stdout) == {
+        "partitions": "2",
+        "deleted": "false",
+    }
     cli("topics", "update-partitioned-topic", topic, "-p", "3")
     meta = json.loads(cli("--json", "topics", "get-partitioned-topic-metadata", topic).stdout)
     assert meta == {"partitions": 3, "deleted": False}
     shrink = cli("topics", "update-partitioned-topic", topic, "-p", "2", ok=False)
     assert shrink.returncode == 1
-    assert shrink.stderr == (
-        "pulsar-rs admin: 422 Desired partitions 2 can't be less than the current partitions 3.\n"
-    )
+    assert shrink.stderr == ("pulsar-rs admin: 422 Desired partitions 2 can't be less than the current partitions 3.\n")
     consumer = client.subscribe(topic, "sub")
     producer = client.create_producer(topic, batching_enabled=False)
     for i in range(9):

@@ -19,7 +19,7 @@ import pulsar
 import pytest
 
 from conftest import OP_TIMEOUT_S
-from test_interop_raw import CONNECT, CONNECTED, LOOKUP, LOOKUP_RESPONSE, Raw, base, fb, fv, simple_frame
+from raw_protocol import CONNECT, CONNECTED, LOOKUP, LOOKUP_RESPONSE, Raw, base, fb, fv, simple_frame
 
 pytestmark = pytest.mark.timeout(90)
 

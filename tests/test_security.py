@@ -27,7 +27,7 @@ import pytest
 
 import pulsar_rs
 from conftest import OP_TIMEOUT_S, receive_all
-from test_interop_raw import CONNECT, CONNECTED, LOOKUP, LOOKUP_RESPONSE, Raw, base, fb, fv, simple_frame
+from raw_protocol import CONNECT, CONNECTED, LOOKUP, LOOKUP_RESPONSE, Raw, base, fb, fv, simple_frame
 
 jwt = pytest.importorskip("jwt")
 x509 = pytest.importorskip("cryptography.x509")

@@ -153,8 +153,10 @@ pub fn producer_success(
     pb::CommandProducerSuccess {
         request_id,
         producer_name: producer_name.into(),
+        // Always set, empty without a schema, as Pulsar's `newProducerSuccessCommand`: the Java
+        // client reads it unconditionally.
         last_sequence_id: Some(last_sequence_id),
-        schema_version,
+        schema_version: Some(schema_version.unwrap_or_default()),
         topic_epoch: None,
         producer_ready: Some(true),
     }
@@ -175,8 +177,10 @@ pub fn producer_success_epoch(
     pb::CommandProducerSuccess {
         request_id,
         producer_name: producer_name.into(),
+        // Always set, empty without a schema, as Pulsar's `newProducerSuccessCommand`: the Java
+        // client reads it unconditionally.
         last_sequence_id: Some(last_sequence_id),
-        schema_version,
+        schema_version: Some(schema_version.unwrap_or_default()),
         topic_epoch,
         producer_ready: Some(producer_ready),
     }

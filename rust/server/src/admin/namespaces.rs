@@ -79,6 +79,9 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
         for (k, v) in &p.other {
             m.insert(k.clone(), v.clone());
         }
+        if let Some(on) = p.deduplication_enabled {
+            m.insert("deduplicationEnabled".into(), on.into());
+        }
         if let Some(ttl) = p.message_ttl_in_seconds {
             m.insert("message_ttl_in_seconds".into(), ttl.into());
         }
@@ -90,7 +93,8 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
 }
 
 /// Fields the document renders itself (a body's values for them are not kept in `other`).
-const RENDERED: [&str; 14] = [
+const RENDERED: [&str; 15] = [
+    "deduplicationEnabled",
     "schema_compatibility_strategy",
     "is_allow_auto_update_schema",
     "schema_validation_enforced",
@@ -171,16 +175,13 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
     }
     if let Some(Value::Object(m)) = doc.get("backlog_quota_map") {
         for (kind, q) in m {
-            let mut q = q.clone();
-            // Java clients also send the deprecated `limit` beside `limitSize`.
-            if let Value::Object(o) = &mut q {
-                if o.contains_key("limitSize") {
-                    o.remove("limit");
-                }
-            }
-            let q: BacklogQuota = field("backlog_quota_map", &q)?;
+            // `BacklogQuota` reads Pulsar's `limit` / `limitSize` pair itself.
+            let q: BacklogQuota = field("backlog_quota_map", q)?;
             p.backlog_quota_map.insert(kind.clone(), q);
         }
+    }
+    if let Some(v) = doc.get("deduplicationEnabled").filter(|v| !v.is_null()) {
+        p.deduplication_enabled = Some(field("deduplicationEnabled", v)?);
     }
     for (k, v) in doc {
         if !RENDERED.contains(&k.as_str()) {

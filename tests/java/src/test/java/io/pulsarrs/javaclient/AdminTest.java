@@ -139,11 +139,6 @@ class AdminTest extends PulsarTestBase {
   }
 
   @Test
-  @org.junit.jupiter.api.Disabled(
-      "pulsar-rs: POST .../backlogQuota answers 400 'invalid JSON body: duplicate field `limitSize`': PulsarAdmin's"
-          + " BacklogQuotaImpl has getLimit() (deprecated) and getLimitSize(), so Jackson writes both `limit` and"
-          + " `limitSize` (same value); the broker reads `limit` as a serde alias of `limitSize` and refuses the"
-          + " pair, where Pulsar's BacklogQuotaImpl takes each through its own setter")
   void namespaceBacklogQuota() throws Exception {
     String ns = "public/" + uniq("bq");
     admin.namespaces().createNamespace(ns);
@@ -162,10 +157,6 @@ class AdminTest extends PulsarTestBase {
   }
 
   @Test
-  @org.junit.jupiter.api.Disabled(
-      "pulsar-rs: GET /admin/v2/namespaces/{tenant}/{ns} (the Policies document) has no `deduplicationEnabled`"
-          + " after POST .../deduplication true (GET .../deduplication answers true); Pulsar's Policies has the"
-          + " field `public Boolean deduplicationEnabled` and setDeduplicationStatus stores it there")
   void namespacePoliciesShowDeduplication() throws Exception {
     String ns = "public/" + uniq("dedup-policies");
     admin.namespaces().createNamespace(ns);

@@ -61,11 +61,6 @@ class ProduceConsumeTest extends PulsarTestBase {
   }
 
   @Test
-  @org.junit.jupiter.api.Disabled(
-      "pulsar-rs: PRODUCER_SUCCESS for a producer without a schema has no schema_version; Pulsar's"
-          + " Commands.newProducerSuccessCommand always sets it (SchemaVersion.Empty = empty bytes) and the Java"
-          + " client's ClientCnx.handleProducerSuccess calls getSchemaVersion() unconditionally: it throws"
-          + " IllegalStateException(\"Field 'schema_version' is not set\") and the producer is never created")
   void producerWithoutSchema() throws Exception {
     String t = topic("no-schema");
     Consumer<byte[]> consumer = client.newConsumer().topic(t).subscriptionName("s").subscribe();
