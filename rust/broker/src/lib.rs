@@ -28,11 +28,12 @@ pub mod topic;
 
 pub use config::{AuthProvider, BrokerConfig};
 pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
+pub use dispatch::entry::{entry_info, EntryInfo};
 pub use dispatch::key_shared::{KeySharedMeta, KeySharedMode};
 pub use error::BrokerError;
 pub use naming::TopicName;
 pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
 pub use service::{BrokerService, QuotaVerdict};
-pub use subscription::{entry_info, EntryInfo, Subscription};
+pub use subscription::Subscription;
 pub use topic::{AccessMode, Admission, ProducerInfo, Published, SchemaInfo, Topic};

@@ -11,11 +11,12 @@ use tokio::sync::oneshot;
 
 use crate::compaction::{Compaction, COMPACTION_CURSOR};
 use crate::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
+use crate::dispatch::entry::entry_info;
 use crate::naming::TopicName;
 use crate::policies::{Effective, RetentionPolicy};
 use crate::rate::Meter;
 use crate::rate::RateLimiter;
-use crate::subscription::{entry_info, Subscription};
+use crate::subscription::Subscription;
 use crate::{BrokerConfig, BrokerError};
 
 pub use pulsar_rs_ledger::AddCompletion;

@@ -5,10 +5,12 @@
 //!   chunked message to one consumer, [`chunks`]);
 //! * [`sticky_key::StickyKeyConsumers`]: Key_Shared (slot owners, draining hashes).
 //!
-//! The [`crate::subscription::Subscription`] keeps the consumers ([`consumers::ConsumerList`]),
+//! This module is pure routing: consumers and entries in, deliveries out. The subscription (one
+//! floor up, which this module never names) keeps the consumers ([`consumers::ConsumerList`]),
 //! the cursor, redelivery counts and the delayed tracker, and lends them to its dispatcher
-//! through an [`Env`]. The dispatch pass ([`pass`]) decides what to do under the subscription's
-//! lock (serve the replay set first, else read from the cursor) and the task ([`task`]) runs it.
+//! through an [`Env`]; its dispatch pass decides what to do under the subscription's lock (serve
+//! the replay set first, else read from the cursor), its task runs it, and each pass answers
+//! with an [`Outcome`]. What a dispatcher reads from an entry is in [`entry`].
 //! The non-persistent subscriptions reuse the same routing pieces ([`round_robin`],
 //! [`failover`], [`key_shared`]).
 //!
@@ -19,17 +21,14 @@
 pub mod chunks;
 pub(crate) mod consumers;
 pub mod delayed;
+pub mod entry;
 pub mod failover;
 pub mod key_shared;
 pub(crate) mod multiple;
-pub(crate) mod pass;
 pub mod replay;
 pub mod round_robin;
 pub(crate) mod single_active;
 pub(crate) mod sticky_key;
-pub(crate) mod task;
-#[cfg(test)]
-mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,16 +38,14 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{Cursor, Position};
 
 use self::delayed::DelayedTracker;
+use self::entry::EntryInfo;
 use self::key_shared::KeySharedMeta;
 use self::multiple::MultipleConsumers;
 use self::replay::ReplaySet;
 use self::single_active::SingleActiveConsumer;
 use self::sticky_key::StickyKeyConsumers;
 use crate::consumer::{Consumer, SubType};
-use crate::subscription::EntryInfo;
 use crate::BrokerConfig;
-
-pub use self::pass::Outcome;
 
 /// The dispatcher of a subscription, by kind.
 pub(crate) enum Dispatcher {
@@ -127,6 +124,27 @@ impl Dispatcher {
                 }
             }
         }
+    }
+}
+
+/// What one dispatch pass did.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Outcome {
+    /// Messages sent.
+    pub messages: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Entries sent.
+    pub entries: usize,
+    /// Entries put (back) into the replay set.
+    pub requeued: usize,
+}
+
+impl Outcome {
+    pub(crate) fn record(&mut self, messages: u32, bytes: u64) {
+        self.messages += u64::from(messages);
+        self.bytes += bytes;
+        self.entries += 1;
     }
 }
 

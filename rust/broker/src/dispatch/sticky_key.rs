@@ -11,11 +11,11 @@ use std::collections::HashSet;
 use pulsar_rs_ledger::{Entry, Position};
 
 use super::consumers::ConsumerList;
+use super::entry::entry_info;
 use super::key_shared::{slot_of, Draining, KeySharedMeta, Selector};
 use super::replay::ReplaySet;
 use super::{Env, Outcome};
 use crate::consumer::Consumer;
-use crate::subscription::entry_info;
 use crate::{BrokerConfig, BrokerError};
 
 /// Routing state of a Key_Shared subscription; guarded by the subscription's state lock.

@@ -12,9 +12,9 @@ use pulsar_rs_ledger::{
 };
 use pulsar_rs_proto::MessageMetadata;
 
-use super::key_shared::slot_of;
+use super::Subscription;
 use crate::consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
-use crate::subscription::Subscription;
+use crate::dispatch::key_shared::slot_of;
 use crate::BrokerConfig;
 
 /// What a consumer's connection was asked to send.

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use pulsar_rs_ledger::{Entry, Position};
 
-use super::single_active::SingleActiveConsumer;
-use super::{Dispatcher, Env};
-use crate::subscription::{State, Subscription};
+use super::{State, Subscription};
+use crate::dispatch::single_active::SingleActiveConsumer;
+use crate::dispatch::{Dispatcher, Env, Outcome};
 use crate::BrokerError;
 
 /// What the dispatcher does next.
@@ -39,27 +39,6 @@ pub(crate) struct Stall {
     pub(crate) changes: u64,
     /// When it happened.
     pub(crate) at: Instant,
-}
-
-/// What one dispatch pass did.
-#[derive(Default, Debug, Clone, Copy)]
-pub struct Outcome {
-    /// Messages sent.
-    pub messages: u64,
-    /// Bytes sent.
-    pub bytes: u64,
-    /// Entries sent.
-    pub entries: usize,
-    /// Entries put (back) into the replay set.
-    pub requeued: usize,
-}
-
-impl Outcome {
-    pub(crate) fn record(&mut self, messages: u32, bytes: u64) {
-        self.messages += u64::from(messages);
-        self.bytes += bytes;
-        self.entries += 1;
-    }
 }
 
 impl Subscription {

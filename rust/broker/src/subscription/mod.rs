@@ -4,20 +4,19 @@
 //! the connection calls (consumers joining and leaving, FLOW, acks, redelivery, seek). Routing
 //! belongs to its dispatcher ([`crate::dispatch::Dispatcher`]: a single active consumer for
 //! Exclusive/Failover, round-robin for Shared, slot ownership and draining hashes for
-//! Key_Shared), which owns its routing state and replay set; the dispatch pass and task live in
-//! [`crate::dispatch`] too. A subscription never waits on another.
+//! Key_Shared), which owns its routing state and replay set. The subscription's dispatch pass
+//! ([`pass`]) and the task that runs it ([`task`]) live here too. A subscription never waits on
+//! another.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
-use crate::dispatch::chunks::ChunkInfo;
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::delayed::DelayedTracker;
 use crate::dispatch::key_shared::KeySharedMeta;
@@ -26,48 +25,10 @@ use crate::dispatch::Dispatcher;
 use crate::rate::{Meter, RateLimiter};
 use crate::{BrokerConfig, BrokerError};
 
-/// What a dispatcher needs to know about an entry, read from its stored metadata.
-#[derive(Clone, Debug, Default)]
-pub struct EntryInfo {
-    /// Messages in the entry (1 unless batched).
-    pub messages: u32,
-    /// Ordering key, else partition key (Key_Shared routing).
-    pub key: Option<Bytes>,
-    /// `deliver_at_time` in ms, if set.
-    pub deliver_at: Option<i64>,
-    /// The chunk fields, for a chunk of a chunked message.
-    pub chunk: Option<ChunkInfo>,
-}
-
-/// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
-/// dispatch, so without recomputing its CRC32C: the checksum was verified when the entry was
-/// published and the journal verifies the bytes on every disk read (a damaged entry never gets
-/// here); it travels inside the entry to the consumer unchanged. Unparseable metadata counts as
-/// one message with no key.
-#[must_use]
-pub fn entry_info(data: &Bytes) -> EntryInfo {
-    match pulsar_rs_proto::parse_dispatch_metadata(data) {
-        Ok(md) => EntryInfo {
-            messages: md
-                .num_messages_in_batch
-                .map_or(1, |n| u32::try_from(n.max(1)).unwrap_or(1)),
-            key: md
-                .ordering_key
-                .or_else(|| md.partition_key.map(Bytes::from)),
-            chunk: match (md.uuid, md.chunk_id, md.num_chunks_from_msg) {
-                (Some(uuid), Some(id), Some(count)) => Some(ChunkInfo { uuid, id, count }),
-                _ => None,
-            },
-            deliver_at: md.deliver_at_time,
-        },
-        Err(_) => EntryInfo {
-            messages: 1,
-            key: None,
-            deliver_at: None,
-            chunk: None,
-        },
-    }
-}
+mod pass;
+mod task;
+#[cfg(test)]
+mod tests;
 
 /// Consumers and their dispatcher; guarded by [`Subscription::state`].
 pub(crate) struct State {
@@ -148,7 +109,7 @@ impl Subscription {
         // Woken by the journal flusher as entries become readable: one wake-up per completion
         // pass (see `wake_batch`).
         tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(
-            crate::dispatch::task::dispatch_loop(weak),
+            task::dispatch_loop(weak),
         ));
         sub
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::pass::{Plan, Stall};
-use crate::subscription::Subscription;
+use super::Subscription;
 use crate::BrokerError;
 
 /// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
