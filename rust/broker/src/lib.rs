@@ -9,7 +9,6 @@ pub mod consumer;
 pub mod dedup;
 pub mod dispatch;
 pub mod error;
-pub mod expiry;
 pub mod hash;
 pub mod inactive;
 pub mod listeners;

@@ -572,7 +572,7 @@ impl BrokerService {
     /// Pulsar's `BrokerService.checkMessageExpiry`: message TTL on every loaded topic.
     pub fn check_message_expiry(&self, now_ms: u64) {
         for t in self.loaded_topics() {
-            crate::expiry::check_topic(&t, now_ms);
+            t.check_message_expiry(now_ms);
         }
     }
 
@@ -588,7 +588,7 @@ impl BrokerService {
             t.apply_policy(self.policies.effective(&t.name));
         }
         // As Pulsar's `applyUpdatedTopicPolicies`: a policy change checks message expiry.
-        self.check_message_expiry(crate::expiry::now_ms());
+        self.check_message_expiry(crate::subscription::expiry::now_ms());
     }
 
     /// Checks a topic's backlog quotas (DESIGN 2.4). Producer-blocking policies mark the topic

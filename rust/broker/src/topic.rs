@@ -16,7 +16,7 @@ use crate::naming::TopicName;
 use crate::policies::{Effective, RetentionPolicy};
 use crate::rate::Meter;
 use crate::rate::RateLimiter;
-use crate::subscription::Subscription;
+use crate::subscription::{expiry, Subscription};
 use crate::{BrokerConfig, BrokerError};
 
 pub use pulsar_rs_ledger::AddCompletion;
@@ -275,6 +275,24 @@ impl Topic {
     #[must_use]
     pub fn effective_policy(&self) -> Effective {
         self.limits.read().effective.clone()
+    }
+
+    /// Pulsar's `PersistentTopic.checkMessageExpiry`: with a TTL, expires messages on every
+    /// subscription except the compaction one (see [`expiry`]).
+    pub fn check_message_expiry(&self, now_ms: u64) {
+        let ttl = self.effective_policy().message_ttl_seconds;
+        let Ok(ttl) = u64::try_from(ttl) else { return };
+        if ttl == 0 {
+            return;
+        }
+        for sub in self.subscriptions() {
+            if sub.name == COMPACTION_CURSOR {
+                continue;
+            }
+            if let Err(e) = expiry::expire_messages(&sub, ttl, now_ms) {
+                tracing::warn!(topic = %self.name, subscription = %sub.name, error = %e, "message expiry check failed");
+            }
+        }
     }
 
     /// The publish rate limiter, if the topic has a publish rate.

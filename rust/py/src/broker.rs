@@ -314,7 +314,9 @@ impl PyBroker {
     /// directly, as this does).
     fn check_message_expiry(&self, py: Python<'_>) -> PyResult<()> {
         let service = self.service()?;
-        py.detach(move || service.check_message_expiry(pulsar_rs_broker::expiry::now_ms()));
+        py.detach(move || {
+            service.check_message_expiry(pulsar_rs_broker::subscription::expiry::now_ms())
+        });
         Ok(())
     }
 

@@ -142,15 +142,3 @@ fn threshold_starts_a_run_only_when_exceeded() {
     // Nothing new past the horizon: no second run.
     assert!(svc.compaction_tick().is_empty());
 }
-
-#[test]
-fn read_compacted_only_on_exclusive_and_failover() {
-    use crate::consumer::SubType;
-    assert!(view::check_subscribe(SubType::Exclusive, true).is_ok());
-    assert!(view::check_subscribe(SubType::Failover, true).is_ok());
-    assert!(view::check_subscribe(SubType::Shared, false).is_ok());
-    for t in [SubType::Shared, SubType::KeyShared] {
-        let e = view::check_subscribe(t, true).unwrap_err();
-        assert!(e.to_string().contains("readCompacted only allowed"), "{e}");
-    }
-}

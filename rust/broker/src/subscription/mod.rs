@@ -25,6 +25,8 @@ use crate::dispatch::Dispatcher;
 use crate::rate::{Meter, RateLimiter};
 use crate::{BrokerConfig, BrokerError};
 
+pub mod compacted_read;
+pub mod expiry;
 mod pass;
 mod task;
 #[cfg(test)]
@@ -80,8 +82,8 @@ pub struct Subscription {
     closed: AtomicBool,
     /// Messages and bytes dispatched.
     pub out: Meter,
-    /// Message TTL state and counters (`crate::expiry`); its own atomics.
-    pub expiry: crate::expiry::ExpiryMonitor,
+    /// Message TTL state and counters ([`expiry`]); its own atomics.
+    pub expiry: expiry::ExpiryMonitor,
     /// Dispatch rate limiters: the topic's (shared by its subscriptions) and this one's.
     /// Replaced by policy changes; read once per dispatch pass.
     limiters: Mutex<DispatchLimiters>,
@@ -145,7 +147,7 @@ impl Subscription {
             blocked_on_unacked: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             out: Meter::default(),
-            expiry: crate::expiry::ExpiryMonitor::default(),
+            expiry: expiry::ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
             compaction: std::sync::OnceLock::new(),
             clock: Arc::new(SystemClock),

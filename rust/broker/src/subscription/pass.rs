@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use pulsar_rs_ledger::{Entry, Position};
 
-use super::{State, Subscription};
+use super::{compacted_read, State, Subscription};
 use crate::dispatch::single_active::SingleActiveConsumer;
 use crate::dispatch::{Dispatcher, Env, Outcome};
 use crate::BrokerError;
@@ -293,7 +293,7 @@ impl Subscription {
                 Ok(self.dispatch(entries, true))
             }
             Plan::Read(n, _) => {
-                if let Some(r) = crate::compaction::view::read_blocking(self, n) {
+                if let Some(r) = compacted_read::read_blocking(self, n) {
                     return Ok(self.dispatch(r?, false));
                 }
                 let entries = self.cursor.read_entries_bounded(

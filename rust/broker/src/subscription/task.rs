@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::pass::{Plan, Stall};
-use super::Subscription;
+use super::{compacted_read, Subscription};
 use crate::BrokerError;
 
 /// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
@@ -117,7 +117,7 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                     })
                 }
                 // readCompacted consumers before the horizon read the compacted view.
-                Plan::Read(n, deadline) => match crate::compaction::view::read(&sub, n).await {
+                Plan::Read(n, deadline) => match compacted_read::read(&sub, n).await {
                     Some(r) => r.map(|entries| sub.dispatch(entries, false)),
                     None => {
                         let cursor = Arc::clone(&sub.cursor);

@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use pulsar_rs_ledger::{Entry, Position};
 
+use super::Subscription;
+use crate::compaction::ledger::CompactedLedger;
 use crate::consumer::SubType;
-use crate::subscription::Subscription;
 use crate::BrokerError;
-
-use super::ledger::CompactedLedger;
 
 /// Refuses `readCompacted` where Pulsar does (`PersistentTopic.subscribe`).
 ///
@@ -94,4 +93,21 @@ pub(crate) fn read_blocking(
     };
     advance(sub, &view, &entries);
     Some(Ok(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_subscribe;
+    use crate::consumer::SubType;
+
+    #[test]
+    fn read_compacted_only_on_exclusive_and_failover() {
+        assert!(check_subscribe(SubType::Exclusive, true).is_ok());
+        assert!(check_subscribe(SubType::Failover, true).is_ok());
+        assert!(check_subscribe(SubType::Shared, false).is_ok());
+        for t in [SubType::Shared, SubType::KeyShared] {
+            let e = check_subscribe(t, true).unwrap_err();
+            assert!(e.to_string().contains("readCompacted only allowed"), "{e}");
+        }
+    }
 }
