@@ -120,7 +120,7 @@ pub struct BrokerConfig {
     pub broker_deduplication_producer_inactivity_timeout_minutes: u64,
     pub broker_deduplication_snapshot_frequency_in_seconds: u64,
     pub broker_deduplication_snapshot_interval_seconds: u64,
-    // Message TTL and inactive topics (see `crate::subscription::expiry` and `crate::inactive`).
+    // Message TTL and inactive topics (see `crate::subscription::expiry` and `crate::service::inactive`).
     /// Broker default message TTL in seconds (0 = messages never expire).
     pub ttl_duration_default_in_seconds: u32,
     /// Period of the message expiry check, minutes (Pulsar's unit).

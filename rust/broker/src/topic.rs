@@ -130,7 +130,7 @@ pub struct Topic {
     /// Message deduplication (its own lock inside).
     pub dedup: Arc<Deduplication>,
     /// Pulsar's `lastActive`: set at load, when a producer leaves and by each inactive-topic
-    /// check that finds the topic active (`crate::inactive`). Short lock.
+    /// check that finds the topic active (`crate::service::inactive`). Short lock.
     pub(crate) last_active: Mutex<std::time::Instant>,
     /// Compaction: the compacted view and run state (its own locks inside).
     pub compaction: Arc<Compaction>,

@@ -33,7 +33,7 @@ pub struct NonPersistentTopic {
     /// Messages dropped for want of permits, over all subscriptions.
     pub msg_drop: Meter,
     /// Pulsar's `lastActive`: set at creation, when a producer leaves and by each
-    /// inactive-topic check that finds the topic active (`crate::inactive`). Short lock.
+    /// inactive-topic check that finds the topic active (`crate::service::inactive`). Short lock.
     pub(crate) last_active: Mutex<std::time::Instant>,
 }
 

@@ -7,7 +7,6 @@
 //! [`avro`] parses Avro definitions and resolves reader against writer, [`compat`] applies the
 //! strategies, [`strategy`] names them.
 
-pub mod admission;
 pub mod avro;
 pub mod compat;
 pub mod strategy;

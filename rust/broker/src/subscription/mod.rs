@@ -8,6 +8,13 @@
 //! ([`pass`]) and the task that runs it ([`task`]) live here too. A subscription never waits on
 //! another.
 
+pub mod compacted_read;
+pub mod expiry;
+mod pass;
+mod task;
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,13 +31,6 @@ use crate::dispatch::single_active::FailoverSettings;
 use crate::dispatch::Dispatcher;
 use crate::rate::{Meter, RateLimiter};
 use crate::{BrokerConfig, BrokerError};
-
-pub mod compacted_read;
-pub mod expiry;
-mod pass;
-mod task;
-#[cfg(test)]
-mod tests;
 
 /// Consumers and their dispatcher; guarded by [`Subscription::state`].
 pub(crate) struct State {

@@ -2,8 +2,8 @@
 //! `ServerCnx.tryAddSchema` and `addSchemaIfIdleOrCheckCompatible`), under the topic's effective
 //! schema policies (compatibility strategy, auto update, validation enforced).
 
-use super::compat::{type_name, types};
-use crate::service::BrokerService;
+use super::BrokerService;
+use crate::schema::compat::{type_name, types};
 use crate::topic::{SchemaInfo, Topic};
 use crate::BrokerError;
 

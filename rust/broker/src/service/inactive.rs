@@ -21,10 +21,10 @@
 
 use std::time::{Duration, Instant};
 
+use super::BrokerService;
 use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
 use crate::policies::InactiveTopicDeleteMode;
-use crate::service::BrokerService;
 use crate::topic::Topic;
 
 /// Pulsar's system namespace: its topics are never garbage-collected.
