@@ -5,8 +5,8 @@
 //! `ALWAYS_INCOMPATIBLE`. Errors carry Pulsar's messages.
 
 use super::avro::{can_read, AvroSchema};
+use super::info::SchemaInfo;
 use super::Strategy;
-use crate::topic::SchemaInfo;
 
 /// Wire schema type numbers this module treats specially.
 pub mod types {

@@ -9,6 +9,7 @@
 
 pub mod avro;
 pub mod compat;
+pub mod info;
 pub mod strategy;
 
 use std::collections::HashMap;
@@ -19,8 +20,8 @@ use pulsar_rs_ledger::{LedgerError, MetaStore};
 
 pub use strategy::Strategy;
 
+use self::info::SchemaInfo;
 use crate::metadata_keys;
-use crate::topic::SchemaInfo;
 use crate::BrokerError;
 
 /// A topic's schema versions; a version number is its index.

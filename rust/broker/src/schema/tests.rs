@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use super::avro::{can_read, AvroSchema};
 use super::compat::{self, types};
+use super::info::SchemaInfo;
 use super::{SchemaRegistry, Strategy};
-use crate::topic::SchemaInfo;
 use crate::BrokerError;
 
 fn avro(json: &str) -> SchemaInfo {

@@ -4,7 +4,8 @@
 
 use super::BrokerService;
 use crate::schema::compat::{type_name, types};
-use crate::topic::{SchemaInfo, Topic};
+use crate::schema::info::SchemaInfo;
+use crate::topic::Topic;
 use crate::BrokerError;
 
 impl BrokerService {

@@ -1,4 +1,7 @@
-//! A topic: its managed ledger, producers and subscriptions.
+//! A topic: its managed ledger, producers and subscriptions. Its message deduplication is in
+//! [`dedup`].
+
+pub mod dedup;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -6,11 +9,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use pulsar_rs_ledger::{AddWaiter, Added, KnownCrc, ManagedLedger, Position};
-use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use self::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
 use crate::compaction::{Compaction, COMPACTION_CURSOR};
-use crate::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
 use crate::dispatch::entry::entry_info;
 use crate::naming::TopicName;
 use crate::policies::{Effective, RetentionPolicy};
@@ -45,25 +47,6 @@ impl AccessMode {
             _ => AccessMode::Shared,
         }
     }
-}
-
-/// One version of a topic's schema (see [`crate::schema`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SchemaInfo {
-    /// Pulsar schema type number.
-    pub schema_type: i32,
-    /// Schema name.
-    pub name: String,
-    /// Schema definition bytes.
-    pub data: Vec<u8>,
-    /// Properties.
-    pub properties: Vec<(String, String)>,
-    /// A deletion marker (Pulsar's deleted `SchemaInfo`): versions before it are out of force.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub deleted: bool,
-    /// When the version was stored (ms since the epoch; 0 for versions stored before it was kept).
-    #[serde(default)]
-    pub timestamp: i64,
 }
 
 /// An attached producer, as the topic sees it.
