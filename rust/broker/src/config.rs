@@ -8,7 +8,7 @@ use std::time::Duration;
 use pulsar_rs_ledger::{LedgerConfig, StorageConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// Every setting the broker understands. Field names map to camelCase keys.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

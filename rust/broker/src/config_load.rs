@@ -12,7 +12,10 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use crate::{properties, pulsar_keys, BrokerConfig, BrokerError};
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::properties;
+use crate::pulsar_keys;
 
 /// Pulsar's name for a setting we spell differently → our key.
 const ALIASES: &[(&str, &str)] = &[(

@@ -9,10 +9,11 @@ use parking_lot::RwLock;
 use pulsar_rs_ledger::MetaStore;
 use serde::{Deserialize, Serialize};
 
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
 use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::schema::Strategy;
-use crate::{BrokerConfig, BrokerError};
 
 /// `PublishRate`: messages and bytes per second a topic accepts (−1 or 0 = unlimited).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use self::compactor::KeyMap;
 use self::ledger::CompactedLedger;
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// Pulsar's `Compactor.COMPACTION_SUBSCRIPTION`.
 pub const COMPACTION_CURSOR: &str = "__compaction";

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use pulsar_rs_proto::pb::MessageMetadata;
 
 use super::*;
+use crate::config::BrokerConfig;
+use crate::naming::TopicName;
+use crate::service::BrokerService;
 use crate::topic::Topic;
-use crate::{BrokerConfig, BrokerService, TopicName};
 
 fn service(dir: &Path, cfg: BrokerConfig) -> Arc<BrokerService> {
     BrokerService::open(

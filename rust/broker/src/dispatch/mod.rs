@@ -44,8 +44,8 @@ use self::multiple::MultipleConsumers;
 use self::replay::ReplaySet;
 use self::single_active::SingleActiveConsumer;
 use self::sticky_key::StickyKeyConsumers;
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, SubType};
-use crate::BrokerConfig;
 
 /// The dispatcher of a subscription, by kind.
 pub(crate) enum Dispatcher {

@@ -15,8 +15,9 @@ use super::entry::entry_info;
 use super::key_shared::{slot_of, Draining, KeySharedMeta, Selector};
 use super::replay::ReplaySet;
 use super::{Env, Outcome};
+use crate::config::BrokerConfig;
 use crate::consumer::Consumer;
-use crate::{BrokerConfig, BrokerError};
+use crate::error::BrokerError;
 
 /// Routing state of a Key_Shared subscription; guarded by the subscription's state lock.
 pub(crate) struct StickyKeyConsumers {

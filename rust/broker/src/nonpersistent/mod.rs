@@ -14,9 +14,9 @@ use parking_lot::Mutex;
 pub use subscription::NonPersistentSubscription;
 
 use crate::consumer::{Consumer, SubType};
+use crate::error::BrokerError;
 use crate::naming::TopicName;
 use crate::rate::Meter;
-use crate::BrokerError;
 
 /// One (partition of a) non-persistent topic.
 pub struct NonPersistentTopic {

@@ -21,8 +21,8 @@ use pulsar_rs_ledger::{LedgerError, MetaStore};
 pub use strategy::Strategy;
 
 use self::info::SchemaInfo;
+use crate::error::BrokerError;
 use crate::metadata_keys;
-use crate::BrokerError;
 
 /// A topic's schema versions; a version number is its index.
 pub struct SchemaRegistry {

@@ -6,7 +6,7 @@ use super::avro::{can_read, AvroSchema};
 use super::compat::{self, types};
 use super::info::SchemaInfo;
 use super::{SchemaRegistry, Strategy};
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 fn avro(json: &str) -> SchemaInfo {
     typed(types::AVRO, json)

@@ -3,9 +3,9 @@
 //! slowest cursors forward.
 
 use super::BrokerService;
+use crate::error::BrokerError;
 use crate::policies::RetentionPolicy;
 use crate::topic::Topic;
-use crate::BrokerError;
 
 /// Outcome of a backlog quota check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -136,8 +136,8 @@ fn check_non_persistent(service: &BrokerService, topic: &NonPersistentTopic, now
 
 #[cfg(test)]
 mod tests {
+    use crate::config::BrokerConfig;
     use crate::policies::{InactiveTopicDeleteMode, InactiveTopicPolicies};
-    use crate::BrokerConfig;
 
     #[test]
     fn pulsar_keys_are_implemented_with_pulsars_defaults() {

@@ -16,13 +16,14 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{MetaStore, Storage};
 
 use crate::compaction::{self, Compaction};
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
 use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
 use crate::policies::PolicyStore;
 use crate::schema::SchemaRegistry;
 use crate::topic::Topic;
-use crate::{BrokerConfig, BrokerError};
 
 fn partitions_key(base: &TopicName) -> String {
     metadata_keys::partitioned_topic(&base.to_string())

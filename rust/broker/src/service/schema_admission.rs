@@ -3,10 +3,10 @@
 //! schema policies (compatibility strategy, auto update, validation enforced).
 
 use super::BrokerService;
+use crate::error::BrokerError;
 use crate::schema::compat::{type_name, types};
 use crate::schema::info::SchemaInfo;
 use crate::topic::Topic;
-use crate::BrokerError;
 
 impl BrokerService {
     /// A producer's schema: the version of an identical one, else a new version when auto

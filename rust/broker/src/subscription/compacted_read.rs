@@ -11,7 +11,7 @@ use pulsar_rs_ledger::{Entry, Position};
 use super::Subscription;
 use crate::compaction::ledger::CompactedLedger;
 use crate::consumer::SubType;
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// Refuses `readCompacted` where Pulsar does (`PersistentTopic.subscribe`).
 ///

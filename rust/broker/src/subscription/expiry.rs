@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
 use super::Subscription;
+use crate::error::BrokerError;
 use crate::rate::Meter;
-use crate::BrokerError;
 
 /// Pulsar's `MINIMUM_BACKLOG_FOR_EXPIRY_CHECK`: a subscription with connected consumers and a
 /// smaller backlog is only checked when its oldest entry has expired.

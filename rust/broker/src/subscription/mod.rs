@@ -23,14 +23,15 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::delayed::DelayedTracker;
 use crate::dispatch::key_shared::KeySharedMeta;
 use crate::dispatch::single_active::FailoverSettings;
 use crate::dispatch::Dispatcher;
+use crate::error::BrokerError;
 use crate::rate::{Meter, RateLimiter};
-use crate::{BrokerConfig, BrokerError};
 
 /// Consumers and their dispatcher; guarded by [`Subscription::state`].
 pub(crate) struct State {

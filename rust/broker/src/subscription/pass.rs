@@ -19,7 +19,7 @@ use pulsar_rs_ledger::{Entry, Position};
 use super::{compacted_read, State, Subscription};
 use crate::dispatch::single_active::SingleActiveConsumer;
 use crate::dispatch::{Dispatcher, Env, Outcome};
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// What the dispatcher does next.
 #[derive(Debug, PartialEq, Eq)]

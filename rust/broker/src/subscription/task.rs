@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::pass::{Plan, Stall};
 use super::{compacted_read, Subscription};
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
 async fn read_from_disk(

@@ -13,9 +13,9 @@ use pulsar_rs_ledger::{
 use pulsar_rs_proto::MessageMetadata;
 
 use super::Subscription;
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
 use crate::dispatch::key_shared::slot_of;
-use crate::BrokerConfig;
 
 /// What a consumer's connection was asked to send.
 #[derive(Debug, Clone, PartialEq, Eq)]

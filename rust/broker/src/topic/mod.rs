@@ -13,13 +13,14 @@ use tokio::sync::oneshot;
 
 use self::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
 use crate::compaction::{Compaction, COMPACTION_CURSOR};
+use crate::config::BrokerConfig;
 use crate::dispatch::entry::entry_info;
+use crate::error::BrokerError;
 use crate::naming::TopicName;
 use crate::policies::{Effective, RetentionPolicy};
 use crate::rate::Meter;
 use crate::rate::RateLimiter;
 use crate::subscription::{expiry, Subscription};
-use crate::{BrokerConfig, BrokerError};
 
 pub use pulsar_rs_ledger::AddCompletion;
 
