@@ -4,19 +4,15 @@
 
 pub mod compaction;
 pub mod config;
-pub mod config_load;
 pub mod consumer;
 pub mod dispatch;
 pub mod error;
 pub mod hash;
-pub mod listeners;
 pub mod metadata_keys;
 pub mod naming;
 pub mod nonpersistent;
 pub mod permits;
 pub mod policies;
-pub mod properties;
-pub mod pulsar_keys;
 pub mod rate;
 pub mod schema;
 pub mod service;

@@ -12,10 +12,9 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use crate::config::BrokerConfig;
+use super::BrokerConfig;
+use super::{properties, pulsar_keys};
 use crate::error::BrokerError;
-use crate::properties;
-use crate::pulsar_keys;
 
 /// Pulsar's name for a setting we spell differently → our key.
 const ALIASES: &[(&str, &str)] = &[(

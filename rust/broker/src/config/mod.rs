@@ -1,7 +1,13 @@
 //! Broker settings, with Pulsar's `broker.conf` key names and defaults.
 //!
 //! Read from Pulsar's own `broker.conf` / `standalone.conf`, a TOML file or Python keyword
-//! arguments ([`crate::config_load`]); bad values are refused with an error naming the key.
+//! arguments ([`load`], over [`properties`] text and the [`pulsar_keys`] list); bad values are
+//! refused with an error naming the key. Advertised listeners are parsed in [`listeners`].
+
+pub mod listeners;
+pub mod load;
+pub mod properties;
+pub mod pulsar_keys;
 
 use std::time::Duration;
 
@@ -21,7 +27,7 @@ pub struct BrokerConfig {
     pub bind_address: String,
     /// Host name put in LOOKUP answers (defaults to the bind address).
     pub advertised_address: Option<String>,
-    /// Named addresses for lookups (`name:pulsar://host:port,...`; see [`crate::listeners`]).
+    /// Named addresses for lookups (`name:pulsar://host:port,...`; see [`listeners`]).
     pub advertised_listeners: Option<String>,
     /// The listener lookups answer with when the client names none (default: the first).
     pub internal_listener_name: Option<String>,
@@ -680,10 +686,10 @@ impl BrokerConfig {
     ///
     /// # Errors
     /// [`BrokerError::InvalidConfig`] for a malformed value.
-    pub fn listeners(&self) -> Result<Vec<crate::listeners::AdvertisedListener>, BrokerError> {
+    pub fn listeners(&self) -> Result<Vec<listeners::AdvertisedListener>, BrokerError> {
         match self.advertised_listeners.as_deref() {
             Some(spec) if !spec.trim().is_empty() => {
-                crate::listeners::parse(spec, self.internal_listener_name.as_deref())
+                listeners::parse(spec, self.internal_listener_name.as_deref())
             }
             _ if self.internal_listener_name.is_some() => {
                 Err(bad("internalListenerName", "needs advertisedListeners"))
