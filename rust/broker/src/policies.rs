@@ -9,11 +9,12 @@ use parking_lot::RwLock;
 use pulsar_rs_ledger::MetaStore;
 use serde::{Deserialize, Serialize};
 
+use crate::config::inactive_topic_mode::InactiveTopicDeleteMode;
+use crate::config::schema_strategy::Strategy;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::metadata_keys;
 use crate::naming::TopicName;
-use crate::schema::Strategy;
 
 /// `PublishRate`: messages and bytes per second a topic accepts (−1 or 0 = unlimited).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,29 +83,6 @@ pub struct Retention {
     pub retention_size_in_mb: i64,
 }
 
-/// Pulsar's `InactiveTopicDeleteMode`: what makes a topic without producers still active.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InactiveTopicDeleteMode {
-    /// Active while it has any subscription.
-    #[default]
-    DeleteWhenNoSubscriptions,
-    /// Active while any subscription has a backlog.
-    DeleteWhenSubscriptionsCaughtUp,
-}
-
-impl InactiveTopicDeleteMode {
-    /// Parses Pulsar's name (`delete_when_no_subscriptions`, ...).
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "delete_when_no_subscriptions" => Some(Self::DeleteWhenNoSubscriptions),
-            "delete_when_subscriptions_caught_up" => Some(Self::DeleteWhenSubscriptionsCaughtUp),
-            _ => None,
-        }
-    }
-}
-
 /// Pulsar's `InactiveTopicPolicies`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -118,6 +96,26 @@ pub struct InactiveTopicPolicies {
     /// Whether inactive topics are deleted at all.
     #[serde(default)]
     pub delete_while_inactive: bool,
+}
+
+impl InactiveTopicPolicies {
+    /// The broker's inactive-topic policy, from its settings (Pulsar: the maximum inactive
+    /// duration defaults to the check frequency).
+    #[must_use]
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        InactiveTopicPolicies {
+            inactive_topic_delete_mode: InactiveTopicDeleteMode::parse(
+                &config.broker_delete_inactive_topics_mode,
+            )
+            .unwrap_or_default(),
+            max_inactive_duration_seconds: i64::from(
+                config
+                    .broker_delete_inactive_topics_max_inactive_duration_seconds
+                    .unwrap_or(config.broker_delete_inactive_topics_frequency_seconds),
+            ),
+            delete_while_inactive: config.broker_delete_inactive_topics_enabled,
+        }
+    }
 }
 
 fn minus_one() -> i64 {
@@ -630,7 +628,7 @@ impl PolicyStore {
         let inactive = tp
             .inactive_topic_policies
             .or(np.inactive_topic_policies)
-            .unwrap_or_else(|| c.inactive_topic_policies());
+            .unwrap_or_else(|| InactiveTopicPolicies::from_config(c));
         let compaction_threshold = tp
             .compaction_threshold
             .or(np.compaction_threshold)

@@ -4,10 +4,12 @@
 //! arguments ([`load`], over [`properties`] text and the [`pulsar_keys`] list); bad values are
 //! refused with an error naming the key. Advertised listeners are parsed in [`listeners`].
 
+pub mod inactive_topic_mode;
 pub mod listeners;
 pub mod load;
 pub mod properties;
 pub mod pulsar_keys;
+pub mod schema_strategy;
 
 use std::time::Duration;
 
@@ -356,23 +358,6 @@ fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl BrokerConfig {
-    /// The broker's inactive-topic policy (Pulsar: the maximum inactive duration defaults to
-    /// the check frequency).
-    #[must_use]
-    pub fn inactive_topic_policies(&self) -> crate::policies::InactiveTopicPolicies {
-        crate::policies::InactiveTopicPolicies {
-            inactive_topic_delete_mode: crate::policies::InactiveTopicDeleteMode::parse(
-                &self.broker_delete_inactive_topics_mode,
-            )
-            .unwrap_or_default(),
-            max_inactive_duration_seconds: i64::from(
-                self.broker_delete_inactive_topics_max_inactive_duration_seconds
-                    .unwrap_or(self.broker_delete_inactive_topics_frequency_seconds),
-            ),
-            delete_while_inactive: self.broker_delete_inactive_topics_enabled,
-        }
-    }
-
     /// How many threads serve connections: `numIOThreads`, or by default one per core less
     /// one (at least one). Pulsar's default is two per core, for Netty threads that also do
     /// its storage client's work; here the journal flusher and the storage pool have their own
@@ -399,7 +384,7 @@ impl BrokerConfig {
         if self.bind_address.parse::<std::net::IpAddr>().is_err() {
             return Err(bad("bindAddress", "must be an IP address"));
         }
-        if crate::schema::Strategy::parse(&self.schema_compatibility_strategy).is_none() {
+        if schema_strategy::Strategy::parse(&self.schema_compatibility_strategy).is_none() {
             return Err(bad(
                 "schemaCompatibilityStrategy",
                 "must be one of UNDEFINED, ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE",
@@ -490,8 +475,10 @@ impl BrokerConfig {
                 "must be > 0",
             ));
         }
-        if crate::policies::InactiveTopicDeleteMode::parse(&self.broker_delete_inactive_topics_mode)
-            .is_none()
+        if inactive_topic_mode::InactiveTopicDeleteMode::parse(
+            &self.broker_delete_inactive_topics_mode,
+        )
+        .is_none()
         {
             return Err(bad(
                 "brokerDeleteInactiveTopicsMode",

@@ -6,7 +6,7 @@
 
 use super::avro::{can_read, AvroSchema};
 use super::info::SchemaInfo;
-use super::Strategy;
+use crate::config::schema_strategy::Strategy;
 
 /// Wire schema type numbers this module treats specially.
 pub mod types {

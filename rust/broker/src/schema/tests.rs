@@ -5,7 +5,8 @@ use std::sync::Arc;
 use super::avro::{can_read, AvroSchema};
 use super::compat::{self, types};
 use super::info::SchemaInfo;
-use super::{SchemaRegistry, Strategy};
+use super::SchemaRegistry;
+use crate::config::schema_strategy::Strategy;
 use crate::error::BrokerError;
 
 fn avro(json: &str) -> SchemaInfo {
