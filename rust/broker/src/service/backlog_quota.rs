@@ -4,7 +4,7 @@
 
 use super::BrokerService;
 use crate::error::BrokerError;
-use crate::policies::RetentionPolicy;
+use crate::policies::backlog_quota::RetentionPolicy;
 use crate::topic::Topic;
 
 /// Outcome of a backlog quota check.

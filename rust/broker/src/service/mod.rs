@@ -21,7 +21,7 @@ use crate::error::BrokerError;
 use crate::metadata_keys;
 use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
-use crate::policies::PolicyStore;
+use crate::policies::store::PolicyStore;
 use crate::schema::SchemaRegistry;
 use crate::topic::Topic;
 
