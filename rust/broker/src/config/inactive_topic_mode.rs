@@ -1,7 +1,7 @@
 //! Pulsar's `InactiveTopicDeleteMode`: the values of the broker setting
 //! `brokerDeleteInactiveTopicsMode` (checked when the settings are validated) and of a
-//! namespace's or topic's `inactiveTopicPolicies` ([`crate::policies`]); it stands with the
-//! settings, below the policies.
+//! namespace's or topic's `inactiveTopicPolicies`; it stands with the settings, below the
+//! policies.
 
 use serde::{Deserialize, Serialize};
 

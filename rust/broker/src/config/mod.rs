@@ -152,7 +152,7 @@ pub struct BrokerConfig {
     /// Keep messages without a key in the compacted view.
     pub topic_compaction_retain_null_key: bool,
 
-    // Schemas (see `crate::schema`).
+    // Schemas (applied by the schema registry, `schema/`).
     /// Default schema compatibility strategy (`FULL`; `UNDEFINED` means `FULL`).
     pub schema_compatibility_strategy: String,
     /// Whether producers may add schema versions unless a namespace or topic says otherwise.

@@ -15,8 +15,8 @@ use pulsar_rs_ledger::Entry;
 
 use super::consumers::ConsumerList;
 use super::entry::entry_info;
+use super::env::{Env, Outcome};
 use super::failover::pick_active;
-use super::{Env, Outcome};
 use crate::consumer::{Consumer, ConsumerEvent};
 
 /// What the active consumer is picked from, besides the consumers.

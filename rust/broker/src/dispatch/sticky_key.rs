@@ -12,9 +12,9 @@ use pulsar_rs_ledger::{Entry, Position};
 
 use super::consumers::ConsumerList;
 use super::entry::entry_info;
+use super::env::{Env, Outcome};
 use super::key_shared::{slot_of, Draining, KeySharedMeta, Selector};
 use super::replay::ReplaySet;
-use super::{Env, Outcome};
 use crate::config::BrokerConfig;
 use crate::consumer::Consumer;
 use crate::error::BrokerError;

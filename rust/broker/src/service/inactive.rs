@@ -46,6 +46,14 @@ fn seconds(s: i64) -> Duration {
     Duration::from_secs(u64::try_from(s).unwrap_or(0))
 }
 
+impl BrokerService {
+    /// Pulsar's `BrokerService.checkGC`: deletes inactive topics.
+    /// Returns the names of the topics deleted.
+    pub fn check_gc(&self) -> Vec<TopicName> {
+        check_gc(self, Instant::now())
+    }
+}
+
 /// One check of every loaded topic at `now`; returns the topics deleted.
 pub(crate) fn check_gc(service: &BrokerService, now: Instant) -> Vec<TopicName> {
     let mut deleted = Vec::new();

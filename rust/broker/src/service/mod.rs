@@ -572,12 +572,6 @@ impl BrokerService {
         }
     }
 
-    /// Pulsar's `BrokerService.checkGC`: deletes inactive topics (see [`inactive`]).
-    /// Returns the names of the topics deleted.
-    pub fn check_gc(&self) -> Vec<TopicName> {
-        inactive::check_gc(self, std::time::Instant::now())
-    }
-
     /// Re-applies policies to the loaded topics they concern (after an admin change).
     pub fn refresh_policies(&self) {
         for t in self.loaded_topics() {

@@ -97,26 +97,6 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// Creates the subscription and starts its dispatcher task on the current Tokio runtime.
-    #[must_use]
-    pub fn start(
-        name: &str,
-        topic: &str,
-        partition: i32,
-        cursor: Arc<Cursor>,
-        durable: bool,
-        config: Arc<BrokerConfig>,
-    ) -> Arc<Self> {
-        let sub = Arc::new(Self::new(name, topic, partition, cursor, durable, config));
-        let weak = Arc::downgrade(&sub);
-        // Woken by the journal flusher as entries become readable: one wake-up per completion
-        // pass (see `wake_batch`).
-        tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(
-            task::dispatch_loop(weak),
-        ));
-        sub
-    }
-
     /// Creates the subscription without a dispatcher task (benchmarks and tests drive
     /// [`Subscription::dispatch_once`] themselves).
     #[must_use]

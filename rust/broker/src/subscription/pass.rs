@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use pulsar_rs_ledger::{Entry, Position};
 
 use super::{compacted_read, State, Subscription};
+use crate::dispatch::env::{Env, Outcome};
 use crate::dispatch::single_active::SingleActiveConsumer;
-use crate::dispatch::{Dispatcher, Env, Outcome};
+use crate::dispatch::Dispatcher;
 use crate::error::BrokerError;
 
 /// What the dispatcher does next.
