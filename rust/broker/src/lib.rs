@@ -31,4 +31,6 @@ pub use schema::info::SchemaInfo;
 pub use service::backlog_quota::QuotaVerdict;
 pub use service::BrokerService;
 pub use subscription::Subscription;
-pub use topic::{AccessMode, Admission, ProducerInfo, Published, Topic};
+pub use topic::producers::Admission;
+pub use topic::publish::Published;
+pub use topic::{AccessMode, ProducerInfo, Topic};

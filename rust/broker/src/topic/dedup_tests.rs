@@ -9,7 +9,8 @@ use super::*;
 use crate::config::BrokerConfig;
 use crate::naming::TopicName;
 use crate::service::BrokerService;
-use crate::topic::{AccessMode, ProducerInfo, Published, Topic};
+use crate::topic::publish::Published;
+use crate::topic::{AccessMode, ProducerInfo, Topic};
 
 fn service(dir: &std::path::Path, cfg: BrokerConfig) -> Arc<BrokerService> {
     BrokerService::open(
