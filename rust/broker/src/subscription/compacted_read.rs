@@ -68,7 +68,7 @@ fn advance(sub: &Subscription, view: &CompactedLedger, entries: &[Entry]) {
 /// Reads up to `n` entries of the compacted view for the subscription's active consumer, or
 /// `None` when it reads the topic itself (not `readCompacted`, no view, or past the horizon).
 /// The file read runs on a blocking thread.
-pub(crate) async fn read(sub: &Subscription, n: usize) -> Option<Result<Vec<Entry>, BrokerError>> {
+pub(super) async fn read(sub: &Subscription, n: usize) -> Option<Result<Vec<Entry>, BrokerError>> {
     let (view, from) = start(sub)?;
     let v = Arc::clone(&view);
     let read = tokio::task::spawn_blocking(move || v.read_from(from, n)).await;
@@ -82,7 +82,7 @@ pub(crate) async fn read(sub: &Subscription, n: usize) -> Option<Result<Vec<Entr
 }
 
 /// [`read`] on the calling thread (for [`Subscription::dispatch_once`]).
-pub(crate) fn read_blocking(
+pub(super) fn read_blocking(
     sub: &Subscription,
     n: usize,
 ) -> Option<Result<Vec<Entry>, BrokerError>> {

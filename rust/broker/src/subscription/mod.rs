@@ -34,13 +34,13 @@ use crate::error::BrokerError;
 use crate::rate::{Meter, RateLimiter};
 
 /// Consumers and their dispatcher; guarded by [`Subscription::state`].
-pub(crate) struct State {
+struct State {
     /// Type fixed by the first consumer; may change when none is attached.
-    pub(crate) sub_type: Option<SubType>,
+    sub_type: Option<SubType>,
     /// Attached consumers, sorted by (priority level, name, handle).
-    pub(crate) consumers: ConsumerList,
+    consumers: ConsumerList,
     /// Routing state and replay set of the subscription's type; set by the first consumer.
-    pub(crate) dispatcher: Option<Dispatcher>,
+    dispatcher: Option<Dispatcher>,
 }
 
 /// (topic-level, subscription-level) dispatch rate limiters.
@@ -62,23 +62,23 @@ pub struct Subscription {
     /// Persisted or a reader's; immutable.
     pub durable: bool,
     /// Broker settings; immutable.
-    pub(crate) config: Arc<BrokerConfig>,
+    config: Arc<BrokerConfig>,
     /// Consumers and the dispatcher (routing state, replay set); written by the connection
     /// (join, leave, acks, redeliveries) and by the dispatcher task.
-    pub(crate) state: Mutex<State>,
+    state: Mutex<State>,
     /// Redelivery counts (position → times queued for redelivery); removed on ack.
-    pub(crate) redeliveries: Mutex<HashMap<Position, u32>>,
+    redeliveries: Mutex<HashMap<Position, u32>>,
     /// Delayed entries (Shared/Key_Shared), owned by the dispatcher; cleared on a rewind.
-    pub(crate) delayed: Mutex<DelayedTracker>,
+    delayed: Mutex<DelayedTracker>,
     /// Wakes the dispatcher: permits, consumers, redeliveries, acks that unblock.
-    pub(crate) wake: Notify,
+    wake: Notify,
     /// Bumped by every event that may make waiting replay entries deliverable (FLOW, acks,
     /// consumers joining or leaving, redeliveries); the dispatcher retries a replay set in which
     /// nothing could be delivered only after it changed.
-    pub(crate) changes: AtomicU64,
+    changes: AtomicU64,
     /// Set when the subscription's unacked messages reached `maxUnackedMessagesPerSubscription`;
     /// cleared at half. Written by the dispatcher, read by stats.
-    pub(crate) blocked_on_unacked: AtomicBool,
+    blocked_on_unacked: AtomicBool,
     /// Set when the subscription is closed or deleted; the dispatcher exits.
     closed: AtomicBool,
     /// Messages and bytes dispatched.
@@ -144,7 +144,7 @@ impl Subscription {
     }
 
     /// The subscription clock's time in ms.
-    pub(crate) fn now_ms(&self) -> u64 {
+    fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
 
@@ -158,7 +158,7 @@ impl Subscription {
         self.wake.notify_one();
     }
 
-    pub(crate) fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
+    fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
         let l = self.limiters.lock();
         l.0.iter().chain(l.1.iter()).cloned().collect()
     }
@@ -207,7 +207,7 @@ impl Subscription {
     }
 
     /// The per-consumer unacked limit in force (0 = none): Shared/Key_Shared durable only.
-    pub(crate) fn unacked_limit(&self) -> u32 {
+    fn unacked_limit(&self) -> u32 {
         match self.sub_type() {
             Some(t) if t.is_multi() && self.durable => {
                 self.config.max_unacked_messages_per_consumer
@@ -552,7 +552,7 @@ impl Subscription {
         self.wake.notify_one();
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         // Acquire: see `close`.
         self.closed.load(Ordering::Acquire)
     }

@@ -24,7 +24,7 @@ use crate::error::BrokerError;
 
 /// What the dispatcher does next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Plan {
+pub(super) enum Plan {
     /// Nothing to do until woken (or until the deadline).
     Wait(Option<Instant>),
     /// Deliver up to this many entries from the replay set.
@@ -35,11 +35,11 @@ pub(crate) enum Plan {
 
 /// A replay pass in which nothing could be delivered.
 #[derive(Clone, Copy)]
-pub(crate) struct Stall {
+pub(super) struct Stall {
     /// [`Subscription::changes`] when it happened.
-    pub(crate) changes: u64,
+    pub(super) changes: u64,
     /// When it happened.
-    pub(crate) at: Instant,
+    pub(super) at: Instant,
 }
 
 impl Subscription {
@@ -57,7 +57,7 @@ impl Subscription {
     }
 
     /// Moves delayed entries that are due into the replay set.
-    pub(crate) fn release_due_delayed(&self) {
+    pub(super) fn release_due_delayed(&self) {
         let due = {
             let mut d = self.delayed.lock();
             if d.is_empty() {
@@ -87,7 +87,7 @@ impl Subscription {
     }
 
     /// Decides the next step; `cap` bounds the entries (read batch, rate limits).
-    pub(crate) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
+    pub(super) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
         let now = Instant::now();
         let mut st = self.state.lock();
         let State {
@@ -198,7 +198,7 @@ impl Subscription {
     /// Takes up to `n` replay positions that can be delivered now and reads their entries
     /// (those acknowledged meanwhile are dropped). Returns the entries and how many positions
     /// left the replay set.
-    pub(crate) fn read_replay(&self, n: usize) -> Result<(Vec<Entry>, usize), BrokerError> {
+    pub(super) fn read_replay(&self, n: usize) -> Result<(Vec<Entry>, usize), BrokerError> {
         let positions = {
             let mut st = self.state.lock();
             let State {
@@ -229,7 +229,7 @@ impl Subscription {
     }
 
     /// Hands entries to the subscription's dispatcher.
-    pub(crate) fn dispatch(&self, entries: Vec<Entry>, replayed: bool) -> Outcome {
+    pub(super) fn dispatch(&self, entries: Vec<Entry>, replayed: bool) -> Outcome {
         if entries.is_empty() {
             return Outcome::default();
         }

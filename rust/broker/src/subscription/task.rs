@@ -76,7 +76,7 @@ async fn wait(sub: &Subscription, deadline: Option<Instant>) {
 }
 
 /// The dispatcher task of one subscription; ends when it is closed or dropped.
-pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
+async fn dispatch_loop(weak: Weak<Subscription>) {
     let mut backoff = Duration::from_millis(100);
     let mut stall: Option<Stall> = None;
     let mut read_batch: usize = 0;
