@@ -12,59 +12,17 @@
 //! after every policy change, and on the admin `expireMessages` calls. Non-persistent topics
 //! have nothing to expire (Pulsar: a no-op).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
+use super::expiry_monitor::Running;
 use super::Subscription;
 use crate::error::BrokerError;
-use crate::rate::Meter;
 
 /// Pulsar's `MINIMUM_BACKLOG_FOR_EXPIRY_CHECK`: a subscription with connected consumers and a
 /// smaller backlog is only checked when its oldest entry has expired.
 const MINIMUM_BACKLOG_FOR_EXPIRY_CHECK: u64 = 1000;
-
-/// Expiry state and counters of one subscription.
-#[derive(Debug, Default)]
-pub struct ExpiryMonitor {
-    /// Set while a check runs (Pulsar's `expirationCheckInProgress`): a concurrent check (admin
-    /// call during the periodic one) is not issued. Acquire/Release: the flag guards the check.
-    in_progress: AtomicBool,
-    /// Entries expired: total and rate. Written by checks, read by stats.
-    expired: Meter,
-    /// When the last check was issued, ms since the epoch (0 = never). Relaxed: statistics.
-    last_expire_ms: AtomicU64,
-}
-
-/// Clears the in-progress flag when a check ends, whatever its outcome.
-struct Running<'a>(&'a AtomicBool);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        // Release: the check's cursor update happens before the next check may start.
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-impl ExpiryMonitor {
-    /// Entries expired per second over the last window.
-    #[must_use]
-    pub fn rate(&self) -> f64 {
-        self.expired.rates().0
-    }
-
-    /// Entries expired since the subscription was loaded.
-    #[must_use]
-    pub fn total(&self) -> u64 {
-        self.expired.total()
-    }
-
-    /// When the last expiry check was issued (ms since the epoch, 0 = never).
-    #[must_use]
-    pub fn last_expire_timestamp(&self) -> u64 {
-        self.last_expire_ms.load(Ordering::Relaxed)
-    }
-}
 
 fn is_expired(ttl_ms: u64, timestamp_ms: u64, now_ms: u64) -> bool {
     // Pulsar's `MessageImpl.isEntryExpired`: now > timestamp + ttl.

@@ -10,6 +10,7 @@
 
 pub mod compacted_read;
 pub mod expiry;
+pub mod expiry_monitor;
 mod pass;
 mod task;
 #[cfg(test)]
@@ -23,6 +24,7 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
+use self::expiry_monitor::ExpiryMonitor;
 use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
 use crate::dispatch::consumers::ConsumerList;
@@ -84,7 +86,7 @@ pub struct Subscription {
     /// Messages and bytes dispatched.
     pub out: Meter,
     /// Message TTL state and counters ([`expiry`]); its own atomics.
-    pub expiry: expiry::ExpiryMonitor,
+    pub expiry: ExpiryMonitor,
     /// Dispatch rate limiters: the topic's (shared by its subscriptions) and this one's.
     /// Replaced by policy changes; read once per dispatch pass.
     limiters: Mutex<DispatchLimiters>,
@@ -128,7 +130,7 @@ impl Subscription {
             blocked_on_unacked: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             out: Meter::default(),
-            expiry: expiry::ExpiryMonitor::default(),
+            expiry: ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
             compaction: std::sync::OnceLock::new(),
             clock: Arc::new(SystemClock),
