@@ -1,4 +1,4 @@
-//! What a dispatcher borrows from its subscription for one pass ([`Env`]: the cursor, limits,
+//! What a dispatcher borrows from its subscription for one pass (`Env`: the cursor, limits,
 //! redelivery counts and delayed tracker, and the delivery of one entry to a consumer), and what
 //! the pass answers ([`Outcome`]).
 

@@ -8,7 +8,7 @@
 //! This module is pure routing: consumers and entries in, deliveries out. The subscription (one
 //! floor up, which this module never names) keeps the consumers ([`consumers::ConsumerList`]),
 //! the cursor, redelivery counts and the delayed tracker, and lends them to its dispatcher
-//! through an [`env::Env`]; its dispatch pass decides what to do under the subscription's lock
+//! through an `env::Env`; its dispatch pass decides what to do under the subscription's lock
 //! (serve the replay set first, else read from the cursor), its task runs it, and each pass
 //! answers with an [`env::Outcome`]. What a dispatcher reads from an entry is in [`entry`].
 //! The non-persistent subscriptions reuse the same routing pieces ([`round_robin`],

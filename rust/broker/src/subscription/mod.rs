@@ -5,7 +5,7 @@
 //! belongs to its dispatcher ([`crate::dispatch::Dispatcher`]: a single active consumer for
 //! Exclusive/Failover, round-robin for Shared, slot ownership and draining hashes for
 //! Key_Shared), which owns its routing state and replay set. The subscription's dispatch pass
-//! ([`pass`]) and the task that runs it ([`task`]) live here too. A subscription never waits on
+//! (`pass.rs`) and the task that runs it (`task.rs`) live here too. A subscription never waits on
 //! another.
 
 pub mod compacted_read;
