@@ -308,8 +308,10 @@ impl Consumer {
         self.out.record(u64::from(messages), len);
         // Relaxed: statistics read by the admin API; nothing is published through them.
         self.entries_out.fetch_add(1, Ordering::Relaxed);
-        self.last_consumed_ms
-            .store(crate::expiry::now_ms(), Ordering::Relaxed);
+        self.last_consumed_ms.store(
+            pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
+            Ordering::Relaxed,
+        );
         if redelivery_count > 0 {
             self.redelivered.record(u64::from(messages), len);
         }
@@ -350,8 +352,10 @@ impl Consumer {
         let now = self.unacked.fetch_sub(n, Ordering::Relaxed) - n;
         self.acks.record(u64::try_from(n).unwrap_or(0), 0);
         // Relaxed: a statistic for the admin API.
-        self.last_acked_ms
-            .store(crate::expiry::now_ms(), Ordering::Relaxed);
+        self.last_acked_ms.store(
+            pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
+            Ordering::Relaxed,
+        );
         if self.is_blocked() && now <= i64::from(unacked_limit / 2) {
             self.blocked.store(false, Ordering::Relaxed);
         }

@@ -52,7 +52,7 @@ pub enum BrokerError {
     ConsumerAssign(String),
     /// A backlog quota is exceeded with a producer-blocking policy.
     #[error("Cannot create producer on topic with backlog quota exceeded ({0:?})")]
-    QuotaExceeded(crate::policies::RetentionPolicy),
+    QuotaExceeded(crate::policies::backlog_quota::RetentionPolicy),
     /// A schema is refused (Pulsar's `IncompatibleSchemaException`); the message is Pulsar's.
     #[error("{0}")]
     IncompatibleSchema(String),

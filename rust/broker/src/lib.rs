@@ -4,22 +4,15 @@
 
 pub mod compaction;
 pub mod config;
-pub mod config_load;
 pub mod consumer;
-pub mod dedup;
 pub mod dispatch;
 pub mod error;
-pub mod expiry;
 pub mod hash;
-pub mod inactive;
-pub mod listeners;
 pub mod metadata_keys;
 pub mod naming;
 pub mod nonpersistent;
 pub mod permits;
 pub mod policies;
-pub mod properties;
-pub mod pulsar_keys;
 pub mod rate;
 pub mod schema;
 pub mod service;
@@ -28,13 +21,16 @@ pub mod topic;
 
 pub use config::{AuthProvider, BrokerConfig};
 pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
+pub use dispatch::entry::{entry_info, EntryInfo};
 pub use dispatch::key_shared::{KeySharedMeta, KeySharedMode};
 pub use error::BrokerError;
 pub use naming::TopicName;
 pub use permits::PermitCounter;
 pub use rate::{Meter, TokenBucket};
-pub use service::{BrokerService, QuotaVerdict};
-pub use subscription::{entry_info, EntryInfo, Subscription, SubscriptionStats};
-pub use topic::{
-    AccessMode, Admission, ProducerInfo, ProducerMeters, Published, SchemaInfo, Topic,
-};
+pub use schema::info::SchemaInfo;
+pub use service::backlog_quota::QuotaVerdict;
+pub use service::BrokerService;
+pub use subscription::{Subscription, SubscriptionStats};
+pub use topic::producers::Admission;
+pub use topic::publish::Published;
+pub use topic::{AccessMode, ProducerInfo, ProducerMeters, Topic};

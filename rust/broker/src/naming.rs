@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 const PARTITION_SUFFIX: &str = "-partition-";
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerates ``rust/broker/src/pulsar_keys.txt``: every configuration key Apache Pulsar's broker knows.
+"""Regenerates ``rust/broker/src/config/pulsar_keys.txt``: every configuration key Apache Pulsar's broker knows.
 
 Usage (from a checkout of apache/pulsar, or files downloaded from it)::
 
     python3 rust/broker/tools/gen_pulsar_keys.py \\
         pulsar-broker-common/src/main/java/org/apache/pulsar/broker/ServiceConfiguration.java \\
         [--legacy OLD_ServiceConfiguration.java ...] [--conf standalone-ssl.conf ...] \\
-        > rust/broker/src/pulsar_keys.txt
+        > rust/broker/src/config/pulsar_keys.txt
 
 Sources of keys, each written as its own section:
 

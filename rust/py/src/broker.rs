@@ -136,7 +136,7 @@ fn py_value<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, 
 pub fn read_config<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let map = py
         .detach(|| {
-            let map = pulsar_rs_broker::config_load::file_settings(&path)?;
+            let map = pulsar_rs_broker::config::load::file_settings(&path)?;
             BrokerConfig::from_json_map(map.clone())?;
             Ok::<_, BrokerError>(map)
         })
@@ -314,7 +314,9 @@ impl PyBroker {
     /// directly, as this does).
     fn check_message_expiry(&self, py: Python<'_>) -> PyResult<()> {
         let service = self.service()?;
-        py.detach(move || service.check_message_expiry(pulsar_rs_broker::expiry::now_ms()));
+        py.detach(move || {
+            service.check_message_expiry(pulsar_rs_broker::subscription::expiry::now_ms())
+        });
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! The server crate's error type, and the one place broker errors become wire `ServerError`s.
 
-use pulsar_rs_broker::policies::RetentionPolicy;
+use pulsar_rs_broker::policies::backlog_quota::RetentionPolicy;
 use pulsar_rs_broker::BrokerError;
 use pulsar_rs_ledger::LedgerError;
 use pulsar_rs_proto::{ProtocolError, ServerError as Wire};

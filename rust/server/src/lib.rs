@@ -497,7 +497,7 @@ async fn message_expiry_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<
     );
     let period = std::time::Duration::from_secs(minutes * 60);
     every(period, &ctx, shutdown, |svc| {
-        svc.check_message_expiry(pulsar_rs_broker::expiry::now_ms());
+        svc.check_message_expiry(pulsar_rs_broker::subscription::expiry::now_ms());
     })
     .await;
 }

@@ -1,10 +1,10 @@
 //! Topic lookup answers, shared by the binary LOOKUP command and the REST lookup
 //! (`GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}`): which broker URLs a client is given,
 //! by the listener name it asks for (`advertisedListeners`, see
-//! [`pulsar_rs_broker::listeners`]). One broker serves every topic, so every lookup answers
+//! [`pulsar_rs_broker::config::listeners`]). One broker serves every topic, so every lookup answers
 //! with this broker.
 
-use pulsar_rs_broker::listeners::AdvertisedListener;
+use pulsar_rs_broker::config::listeners::AdvertisedListener;
 
 /// What a lookup answers: the broker's URLs for the client's listener.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn by_listener_name() {
-        let listeners = pulsar_rs_broker::listeners::parse(
+        let listeners = pulsar_rs_broker::config::listeners::parse(
             "a:pulsar://h1:1,b:pulsar://h2:2,b:pulsar+ssl://h2:3",
             Some("b"),
         )

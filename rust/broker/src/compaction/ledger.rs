@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use pulsar_rs_ledger::{Entry, LedgerError, Position};
 
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 const HEADER_MAGIC: &[u8; 8] = b"PRSCMPL1";
 const TRAILER_MAGIC: &[u8; 8] = b"PRSCEND1";

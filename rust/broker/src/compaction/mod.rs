@@ -2,7 +2,8 @@
 //! is the compaction horizon and whose `CompactedTopicLedger` property names the compacted
 //! ledger ([`ledger`]) holding, for every key, the latest message up to the horizon
 //! ([`compactor`]). Consumers that subscribe with `readCompacted` (Exclusive/Failover only) are
-//! served that view up to the horizon, then the live topic ([`view`]).
+//! served that view up to the horizon, then the live topic (the subscription's compacted read,
+//! [`crate::subscription::compacted_read`]).
 //!
 //! A run (admin `PUT …/compaction`, or the `compactionThreshold` monitor) reads the previous
 //! compacted view plus the topic from the horizon to the last confirmed entry, twice (phase one
@@ -12,7 +13,6 @@
 
 pub mod compactor;
 pub mod ledger;
-pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use self::compactor::KeyMap;
 use self::ledger::CompactedLedger;
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// Pulsar's `Compactor.COMPACTION_SUBSCRIPTION`.
 pub const COMPACTION_CURSOR: &str = "__compaction";

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use pulsar_rs_proto::pb::MessageMetadata;
 
 use super::*;
+use crate::config::BrokerConfig;
+use crate::naming::TopicName;
+use crate::service::BrokerService;
 use crate::topic::Topic;
-use crate::{BrokerConfig, BrokerService, TopicName};
 
 fn service(dir: &Path, cfg: BrokerConfig) -> Arc<BrokerService> {
     BrokerService::open(
@@ -143,16 +145,4 @@ fn threshold_starts_a_run_only_when_exceeded() {
     assert_eq!(view_values(&t), vec![("k".into(), vec![8u8; 200])]);
     // Nothing new past the horizon: no second run.
     assert!(svc.compaction_tick().is_empty());
-}
-
-#[test]
-fn read_compacted_only_on_exclusive_and_failover() {
-    use crate::consumer::SubType;
-    assert!(view::check_subscribe(SubType::Exclusive, true).is_ok());
-    assert!(view::check_subscribe(SubType::Failover, true).is_ok());
-    assert!(view::check_subscribe(SubType::Shared, false).is_ok());
-    for t in [SubType::Shared, SubType::KeyShared] {
-        let e = view::check_subscribe(t, true).unwrap_err();
-        assert!(e.to_string().contains("readCompacted only allowed"), "{e}");
-    }
 }

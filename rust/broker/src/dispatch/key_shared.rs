@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use pulsar_rs_ledger::Position;
 
+use crate::error::BrokerError;
 use crate::hash::key_hash;
-use crate::BrokerError;
 
 /// Number of slots (Pulsar's `DEFAULT_RANGE_SIZE`, 2 << 15).
 pub const SLOTS: usize = 65536;

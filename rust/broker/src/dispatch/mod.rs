@@ -5,10 +5,12 @@
 //!   chunked message to one consumer, [`chunks`]);
 //! * [`sticky_key::StickyKeyConsumers`]: Key_Shared (slot owners, draining hashes).
 //!
-//! The [`crate::subscription::Subscription`] keeps the consumers ([`consumers::ConsumerList`]),
+//! This module is pure routing: consumers and entries in, deliveries out. The subscription (one
+//! floor up, which this module never names) keeps the consumers ([`consumers::ConsumerList`]),
 //! the cursor, redelivery counts and the delayed tracker, and lends them to its dispatcher
-//! through an [`Env`]. The dispatch pass ([`pass`]) decides what to do under the subscription's
-//! lock (serve the replay set first, else read from the cursor) and the task ([`task`]) runs it.
+//! through an `env::Env`; its dispatch pass decides what to do under the subscription's lock
+//! (serve the replay set first, else read from the cursor), its task runs it, and each pass
+//! answers with an [`env::Outcome`]. What a dispatcher reads from an entry is in [`entry`].
 //! The non-persistent subscriptions reuse the same routing pieces ([`round_robin`],
 //! [`failover`], [`key_shared`]).
 //!
@@ -19,36 +21,25 @@
 pub mod chunks;
 pub(crate) mod consumers;
 pub mod delayed;
+pub mod entry;
+pub mod env;
 pub mod failover;
 pub mod key_shared;
 pub(crate) mod multiple;
-pub(crate) mod pass;
 pub mod replay;
 pub mod round_robin;
 pub(crate) mod single_active;
 pub(crate) mod sticky_key;
-pub(crate) mod task;
-#[cfg(test)]
-mod tests;
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use pulsar_rs_ledger::Position;
 
-use bytes::Bytes;
-use parking_lot::Mutex;
-use pulsar_rs_ledger::{Cursor, Position};
-
-use self::delayed::DelayedTracker;
 use self::key_shared::KeySharedMeta;
 use self::multiple::MultipleConsumers;
 use self::replay::ReplaySet;
 use self::single_active::SingleActiveConsumer;
 use self::sticky_key::StickyKeyConsumers;
-use crate::consumer::{Consumer, SubType};
-use crate::subscription::EntryInfo;
-use crate::BrokerConfig;
-
-pub use self::pass::Outcome;
+use crate::config::BrokerConfig;
+use crate::consumer::SubType;
 
 /// The dispatcher of a subscription, by kind.
 pub(crate) enum Dispatcher {
@@ -127,72 +118,5 @@ impl Dispatcher {
                 }
             }
         }
-    }
-}
-
-/// What a dispatcher borrows from its subscription for one pass.
-pub(crate) struct Env<'a> {
-    /// The subscription's cursor (acknowledged entries are skipped, batch ack sets read).
-    pub(crate) cursor: &'a Cursor,
-    /// Partition index of the topic, -1 if not partitioned.
-    pub(crate) partition: i32,
-    /// Per-consumer unacked limit in force (0 = none).
-    pub(crate) unacked_limit: u32,
-    /// `dispatcherMaxRoundRobinBatchSize`.
-    pub(crate) rr_chunk: u32,
-    /// Redelivery counts (position → times queued), locked by the pass for its duration.
-    pub(crate) redeliveries: Option<&'a HashMap<Position, u32>>,
-    /// The delayed tracker, when delayed delivery is on, and the due cutoff (ms).
-    pub(crate) delayed: Option<(&'a Mutex<DelayedTracker>, i64)>,
-}
-
-impl Env<'_> {
-    /// Hands an entry with a future `deliver_at_time` to the delayed tracker; true if it took it.
-    pub(crate) fn defer(&self, position: Position, info: &EntryInfo) -> bool {
-        match (self.delayed, info.deliver_at) {
-            (Some((tracker, cutoff)), Some(at)) => tracker.lock().add(position, at, cutoff),
-            _ => false,
-        }
-    }
-
-    /// The redelivery count a (replayed) entry carries.
-    pub(crate) fn redelivery_count(&self, position: Position, replayed: bool) -> u32 {
-        if !replayed {
-            return 0;
-        }
-        self.redeliveries
-            .and_then(|r| r.get(&position).copied())
-            .unwrap_or(0)
-    }
-
-    /// Delivers one entry to `consumer` (charging its permits); false if it could not take it.
-    pub(crate) fn deliver(
-        &self,
-        consumer: &Arc<Consumer>,
-        position: Position,
-        info: &EntryInfo,
-        redelivery_count: u32,
-        data: Bytes,
-    ) -> bool {
-        // Only a batch of several messages can be partly acknowledged: acknowledging the one
-        // message of a batch acknowledges its entry. So the cursor's lock is skipped for the rest.
-        let ack_set = (info.messages > 1)
-            .then(|| self.cursor.batch_ack_set(position))
-            .flatten()
-            .map(|w| w.iter().map(|x| *x as i64).collect());
-        let len = data.len() as u64;
-        let sent = consumer.deliver(
-            position,
-            info.messages,
-            self.partition,
-            redelivery_count,
-            ack_set,
-            data,
-            self.unacked_limit,
-        );
-        if sent && info.chunk.is_some() {
-            consumer.chunked.record(1, len);
-        }
-        sent
     }
 }

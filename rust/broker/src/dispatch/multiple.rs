@@ -11,11 +11,11 @@ use pulsar_rs_ledger::Entry;
 
 use super::chunks::{chunk_slot, ChunkAssignor, ChunkInfo};
 use super::consumers::ConsumerList;
+use super::entry::entry_info;
+use super::env::{Env, Outcome};
 use super::replay::ReplaySet;
 use super::round_robin::RoundRobin;
-use super::{Env, Outcome};
 use crate::consumer::Consumer;
-use crate::subscription::entry_info;
 
 /// Routing state of a Shared subscription; guarded by the subscription's state lock.
 #[derive(Default)]

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use pulsar_rs_ledger::Entry;
 
 use super::consumers::ConsumerList;
+use super::entry::entry_info;
+use super::env::{Env, Outcome};
 use super::failover::pick_active;
-use super::{Env, Outcome};
 use crate::consumer::{Consumer, ConsumerEvent};
-use crate::subscription::entry_info;
 
 /// What the active consumer is picked from, besides the consumers.
 pub(crate) struct FailoverSettings<'a> {

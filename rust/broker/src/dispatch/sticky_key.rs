@@ -11,12 +11,13 @@ use std::collections::HashSet;
 use pulsar_rs_ledger::{Entry, Position};
 
 use super::consumers::ConsumerList;
+use super::entry::entry_info;
+use super::env::{Env, Outcome};
 use super::key_shared::{check_compatible, Draining, KeySharedMeta, Selector};
 use super::replay::ReplaySet;
-use super::{Env, Outcome};
+use crate::config::BrokerConfig;
 use crate::consumer::Consumer;
-use crate::subscription::entry_info;
-use crate::{BrokerConfig, BrokerError};
+use crate::error::BrokerError;
 
 /// Routing state of a Key_Shared subscription; guarded by the subscription's state lock.
 pub(crate) struct StickyKeyConsumers {

@@ -13,11 +13,12 @@ use parking_lot::Mutex;
 
 pub use subscription::NonPersistentSubscription;
 
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, SubType};
 use crate::dispatch::key_shared::KeySharedMeta;
+use crate::error::BrokerError;
 use crate::naming::TopicName;
 use crate::rate::Meter;
-use crate::{BrokerConfig, BrokerError};
 
 /// One (partition of a) non-persistent topic.
 pub struct NonPersistentTopic {
@@ -34,7 +35,7 @@ pub struct NonPersistentTopic {
     /// Messages dropped for want of permits, over all subscriptions.
     pub msg_drop: Meter,
     /// Pulsar's `lastActive`: set at creation, when a producer leaves and by each
-    /// inactive-topic check that finds the topic active (`crate::inactive`). Short lock.
+    /// inactive-topic check that finds the topic active (`crate::service::inactive`). Short lock.
     pub(crate) last_active: Mutex<std::time::Instant>,
 }
 

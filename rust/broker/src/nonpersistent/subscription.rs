@@ -17,13 +17,14 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::Position;
 
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::failover::pick_active;
 use crate::dispatch::key_shared::{check_compatible, KeySharedMeta, Selector};
 use crate::dispatch::round_robin::RoundRobin;
+use crate::error::BrokerError;
 use crate::rate::Meter;
-use crate::{BrokerConfig, BrokerError};
 
 /// Consumers and routing; guarded by [`NonPersistentSubscription::state`].
 struct State {

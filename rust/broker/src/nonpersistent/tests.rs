@@ -193,11 +193,12 @@ fn routing_is_the_persistent_dispatchers() {
     a.permits.add(100);
     b.permits.add(100);
     let mut selector = crate::dispatch::key_shared::Selector::new(
-        crate::KeySharedMode::AutoSplit,
+        crate::dispatch::key_shared::KeySharedMode::AutoSplit,
         true,
-        crate::BrokerConfig::default().subscription_key_shared_consistent_hashing_replica_points,
+        crate::config::BrokerConfig::default()
+            .subscription_key_shared_consistent_hashing_replica_points,
     );
-    let meta = crate::KeySharedMeta::default();
+    let meta = crate::dispatch::key_shared::KeySharedMeta::default();
     selector.add(a.handle, &a.name, &meta).unwrap();
     selector.add(b.handle, &b.name, &meta).unwrap();
     let keys: Vec<String> = (0..20).map(|i| format!("key-{i}")).collect();

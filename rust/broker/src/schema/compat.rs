@@ -5,8 +5,8 @@
 //! `ALWAYS_INCOMPATIBLE`. Errors carry Pulsar's messages.
 
 use super::avro::{can_read, AvroSchema};
-use super::Strategy;
-use crate::topic::SchemaInfo;
+use super::info::SchemaInfo;
+use crate::config::schema_strategy::Strategy;
 
 /// Wire schema type numbers this module treats specially.
 pub mod types {

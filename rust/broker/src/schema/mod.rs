@@ -5,12 +5,12 @@
 //! `deleteSchema`).
 //!
 //! [`avro`] parses Avro definitions and resolves reader against writer, [`compat`] applies the
-//! strategies, [`strategy`] names them.
+//! strategies (named in [`crate::config::schema_strategy`], as they are a broker setting too),
+//! [`info`] is one stored version.
 
-pub mod admission;
 pub mod avro;
 pub mod compat;
-pub mod strategy;
+pub mod info;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,11 +18,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{LedgerError, MetaStore};
 
-pub use strategy::Strategy;
-
+use self::info::SchemaInfo;
+use crate::config::schema_strategy::Strategy;
+use crate::error::BrokerError;
 use crate::metadata_keys;
-use crate::topic::SchemaInfo;
-use crate::BrokerError;
 
 /// A topic's schema versions; a version number is its index.
 pub struct SchemaRegistry {

@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use super::avro::{can_read, AvroSchema};
 use super::compat::{self, types};
-use super::{SchemaRegistry, Strategy};
-use crate::topic::SchemaInfo;
-use crate::BrokerError;
+use super::info::SchemaInfo;
+use super::SchemaRegistry;
+use crate::config::schema_strategy::Strategy;
+use crate::error::BrokerError;
 
 fn avro(json: &str) -> SchemaInfo {
     typed(types::AVRO, json)

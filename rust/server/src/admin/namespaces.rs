@@ -16,7 +16,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use pulsar_rs_broker::policies::{BacklogQuota, Policies};
+use pulsar_rs_broker::policies::backlog_quota::BacklogQuota;
+use pulsar_rs_broker::policies::Policies;
 use serde_json::{json, Map, Value};
 
 use super::{blocking, fail, Ctx};

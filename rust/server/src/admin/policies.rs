@@ -16,10 +16,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use pulsar_rs_broker::config::schema_strategy::Strategy;
+use pulsar_rs_broker::policies::backlog_quota::BacklogQuota;
 use pulsar_rs_broker::policies::{
-    BacklogQuota, DispatchRate, InactiveTopicPolicies, Policies, PublishRate, Retention,
+    DispatchRate, InactiveTopicPolicies, Policies, PublishRate, Retention,
 };
-use pulsar_rs_broker::schema::Strategy;
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 

@@ -150,7 +150,7 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
     }
     let publishers: Vec<Value> = topic.producers().iter().map(producer_json).collect();
     let policy = topic.effective_policy();
-    let now_ms = pulsar_rs_broker::expiry::now_ms();
+    let now_ms = pulsar_rs_broker::subscription::expiry::now_ms();
     let oldest_age = match topic.oldest_unacked_publish_time() {
         Ok(Some(t)) => i64::try_from(now_ms.saturating_sub(t) / 1000).unwrap_or(i64::MAX),
         _ => -1,

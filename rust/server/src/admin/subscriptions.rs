@@ -247,7 +247,7 @@ async fn expire(
         Ok(n) => n,
         Err(r) => return r,
     };
-    let now = pulsar_rs_broker::expiry::now_ms();
+    let now = pulsar_rs_broker::subscription::expiry::now_ms();
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
         let mut refused = None;
@@ -258,7 +258,7 @@ async fn expire(
                     continue;
                 }
                 found = true;
-                if !pulsar_rs_broker::expiry::expire_messages(&t, &s, secs, now)? {
+                if !pulsar_rs_broker::subscription::expiry::expire_messages(&s, secs, now)? {
                     refused.get_or_insert_with(|| {
                         format!(
                             "Expire message by timestamp not issued on topic {} for subscription \
@@ -331,22 +331,27 @@ async fn expire_messages_to_id(
             return Err(BrokerError::SubscriptionNotFound(sub));
         };
         let at = Position::new(id.ledger_id, id.entry_id);
-        pulsar_rs_broker::expiry::expire_to_message_id(t, &s, at, id.batch_index, id.is_excluded)
-            .map(|issued| {
-                if issued {
-                    Ok(())
-                } else {
-                    Err(fail(
-                        StatusCode::CONFLICT,
-                        format!(
-                            "Expire message by position not issued on topic {} for subscription \
+        pulsar_rs_broker::subscription::expiry::expire_to_message_id(
+            &s,
+            at,
+            id.batch_index,
+            id.is_excluded,
+        )
+        .map(|issued| {
+            if issued {
+                Ok(())
+            } else {
+                Err(fail(
+                    StatusCode::CONFLICT,
+                    format!(
+                        "Expire message by position not issued on topic {} for subscription \
                              {} due to ongoing message expiration not finished or invalid \
                              message position provided.",
-                            t.name, s.name
-                        ),
-                    ))
-                }
-            })
+                        t.name, s.name
+                    ),
+                ))
+            }
+        })
     })
     .await;
     match r {

@@ -363,7 +363,7 @@ fn attach_consumer(
             "{name} is partitioned: subscribe to its partitions"
         )));
     }
-    pulsar_rs_broker::compaction::view::check_subscribe(sub_type, c.read_compacted())?;
+    pulsar_rs_broker::subscription::compacted_read::check_subscribe(sub_type, c.read_compacted())?;
     let topic = service.topic(&name, c.force_topic_creation())?;
     // Before the subscription exists, as Pulsar checks it before `topic.subscribe`.
     if let Some(schema) = &c.schema {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use pulsar_rs_broker::dedup::SendIds;
+use pulsar_rs_broker::topic::dedup::SendIds;
 use pulsar_rs_broker::{
     AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, ProducerMeters, Published,
     QuotaVerdict, Topic, TopicName,

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use pulsar_rs_broker::dedup::Ticket;
+use pulsar_rs_broker::topic::dedup::Ticket;
 use pulsar_rs_ledger::{AddWaiter, LedgerError, Position};
 use pulsar_rs_proto::{commands, ServerError as Wire};
 use tokio::sync::mpsc;

@@ -2,10 +2,11 @@
 //! `ServerCnx.tryAddSchema` and `addSchemaIfIdleOrCheckCompatible`), under the topic's effective
 //! schema policies (compatibility strategy, auto update, validation enforced).
 
-use super::compat::{type_name, types};
-use crate::service::BrokerService;
-use crate::topic::{SchemaInfo, Topic};
-use crate::BrokerError;
+use super::BrokerService;
+use crate::error::BrokerError;
+use crate::schema::compat::{type_name, types};
+use crate::schema::info::SchemaInfo;
+use crate::topic::Topic;
 
 impl BrokerService {
     /// A producer's schema: the version of an identical one, else a new version when auto

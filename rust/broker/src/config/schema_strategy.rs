@@ -1,5 +1,8 @@
 //! Pulsar's `SchemaCompatibilityStrategy`: how a new schema version must relate to the stored
-//! ones, with Pulsar's names (`BACKWARD`, `FULL_TRANSITIVE`, ...).
+//! ones, with Pulsar's names (`BACKWARD`, `FULL_TRANSITIVE`, ...). It is the value of the
+//! broker setting `schemaCompatibilityStrategy` (checked when the settings are validated) and of
+//! a namespace's policy, and the schema registry applies it; it stands with the settings, below
+//! both.
 
 use serde::{Deserialize, Serialize};
 

@@ -12,7 +12,9 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use crate::{properties, pulsar_keys, BrokerConfig, BrokerError};
+use super::BrokerConfig;
+use super::{properties, pulsar_keys};
+use crate::error::BrokerError;
 
 /// Pulsar's name for a setting we spell differently → our key.
 const ALIASES: &[(&str, &str)] = &[(

@@ -5,7 +5,7 @@
 //! has at most one `pulsar://` and one `pulsar+ssl://` URL. Without a listener name, lookups
 //! answer with the internal listener (`internalListenerName`, else the first one).
 
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// One named listener.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,15 +3,41 @@
 //! batch, `dispatcherMaxReadSizeBytes`) entries, parked at the end of the topic until a publish.
 //! The read batch starts at `dispatcherMaxReadBatchSize`, drops to `dispatcherMinReadBatchSize`
 //! after a read error and doubles after each good read; dispatch rate limiters are waited on
-//! before a pass and charged after it.
+//! before a pass and charged after it. [`Subscription::start`] creates a subscription with its
+//! task.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use pulsar_rs_ledger::Cursor;
+
 use super::pass::{Plan, Stall};
-use crate::subscription::Subscription;
-use crate::BrokerError;
+use super::{compacted_read, Subscription};
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+
+impl Subscription {
+    /// Creates the subscription and starts its dispatcher task on the current Tokio runtime.
+    #[must_use]
+    pub fn start(
+        name: &str,
+        topic: &str,
+        partition: i32,
+        cursor: Arc<Cursor>,
+        durable: bool,
+        config: Arc<BrokerConfig>,
+    ) -> Arc<Self> {
+        let sub = Arc::new(Self::new(name, topic, partition, cursor, durable, config));
+        let weak = Arc::downgrade(&sub);
+        // Woken by the journal flusher as entries become readable: one wake-up per completion
+        // pass (see `wake_batch`).
+        tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(dispatch_loop(
+            weak,
+        )));
+        sub
+    }
+}
 
 /// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
 async fn read_from_disk(
@@ -50,7 +76,7 @@ async fn wait(sub: &Subscription, deadline: Option<Instant>) {
 }
 
 /// The dispatcher task of one subscription; ends when it is closed or dropped.
-pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
+async fn dispatch_loop(weak: Weak<Subscription>) {
     let mut backoff = Duration::from_millis(100);
     let mut stall: Option<Stall> = None;
     let mut read_batch: usize = 0;
@@ -118,7 +144,7 @@ pub(crate) async fn dispatch_loop(weak: Weak<Subscription>) {
                     })
                 }
                 // readCompacted consumers before the horizon read the compacted view.
-                Plan::Read(n, deadline) => match crate::compaction::view::read(&sub, n).await {
+                Plan::Read(n, deadline) => match compacted_read::read(&sub, n).await {
                     Some(r) => r.map(|entries| sub.dispatch(entries, false)),
                     None => {
                         let cursor = Arc::clone(&sub.cursor);

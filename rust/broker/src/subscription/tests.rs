@@ -12,10 +12,10 @@ use pulsar_rs_ledger::{
 };
 use pulsar_rs_proto::MessageMetadata;
 
-use super::key_shared::slot_of;
+use super::Subscription;
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};
-use crate::subscription::Subscription;
-use crate::BrokerConfig;
+use crate::dispatch::key_shared::slot_of;
 
 /// What a consumer's connection was asked to send.
 #[derive(Debug, Clone, PartialEq, Eq)]

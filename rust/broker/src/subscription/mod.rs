@@ -4,79 +4,45 @@
 //! the connection calls (consumers joining and leaving, FLOW, acks, redelivery, seek). Routing
 //! belongs to its dispatcher ([`crate::dispatch::Dispatcher`]: a single active consumer for
 //! Exclusive/Failover, round-robin for Shared, slot ownership and draining hashes for
-//! Key_Shared), which owns its routing state and replay set; the dispatch pass and task live in
-//! [`crate::dispatch`] too. A subscription never waits on another.
+//! Key_Shared), which owns its routing state and replay set. The subscription's dispatch pass
+//! (`pass.rs`) and the task that runs it (`task.rs`) live here too. A subscription never waits on
+//! another.
+
+pub mod compacted_read;
+pub mod expiry;
+pub mod expiry_monitor;
+mod pass;
+mod task;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::Mutex;
 use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
 use tokio::sync::Notify;
 
+use self::expiry_monitor::ExpiryMonitor;
+use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerEvent, SubType};
-use crate::dispatch::chunks::ChunkInfo;
 use crate::dispatch::consumers::ConsumerList;
 use crate::dispatch::delayed::DelayedTracker;
 use crate::dispatch::key_shared::KeySharedMeta;
 use crate::dispatch::single_active::FailoverSettings;
 use crate::dispatch::Dispatcher;
+use crate::error::BrokerError;
 use crate::rate::{Meter, RateLimiter};
-use crate::{BrokerConfig, BrokerError};
-
-/// What a dispatcher needs to know about an entry, read from its stored metadata.
-#[derive(Clone, Debug, Default)]
-pub struct EntryInfo {
-    /// Messages in the entry (1 unless batched).
-    pub messages: u32,
-    /// Ordering key, else partition key (Key_Shared routing).
-    pub key: Option<Bytes>,
-    /// `deliver_at_time` in ms, if set.
-    pub deliver_at: Option<i64>,
-    /// The chunk fields, for a chunk of a chunked message.
-    pub chunk: Option<ChunkInfo>,
-}
-
-/// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
-/// dispatch, so without recomputing its CRC32C: the checksum was verified when the entry was
-/// published and the journal verifies the bytes on every disk read (a damaged entry never gets
-/// here); it travels inside the entry to the consumer unchanged. Unparseable metadata counts as
-/// one message with no key.
-#[must_use]
-pub fn entry_info(data: &Bytes) -> EntryInfo {
-    match pulsar_rs_proto::parse_dispatch_metadata(data) {
-        Ok(md) => EntryInfo {
-            messages: md
-                .num_messages_in_batch
-                .map_or(1, |n| u32::try_from(n.max(1)).unwrap_or(1)),
-            key: md
-                .ordering_key
-                .or_else(|| md.partition_key.map(Bytes::from)),
-            chunk: match (md.uuid, md.chunk_id, md.num_chunks_from_msg) {
-                (Some(uuid), Some(id), Some(count)) => Some(ChunkInfo { uuid, id, count }),
-                _ => None,
-            },
-            deliver_at: md.deliver_at_time,
-        },
-        Err(_) => EntryInfo {
-            messages: 1,
-            key: None,
-            deliver_at: None,
-            chunk: None,
-        },
-    }
-}
 
 /// Consumers and their dispatcher; guarded by [`Subscription::state`].
-pub(crate) struct State {
+struct State {
     /// Type fixed by the first consumer; may change when none is attached.
-    pub(crate) sub_type: Option<SubType>,
+    sub_type: Option<SubType>,
     /// Attached consumers, sorted by (priority level, name, handle).
-    pub(crate) consumers: ConsumerList,
+    consumers: ConsumerList,
     /// Routing state and replay set of the subscription's type; set by the first consumer.
-    pub(crate) dispatcher: Option<Dispatcher>,
+    dispatcher: Option<Dispatcher>,
 }
 
 /// (topic-level, subscription-level) dispatch rate limiters.
@@ -98,29 +64,29 @@ pub struct Subscription {
     /// Persisted or a reader's; immutable.
     pub durable: bool,
     /// Broker settings; immutable.
-    pub(crate) config: Arc<BrokerConfig>,
+    config: Arc<BrokerConfig>,
     /// Consumers and the dispatcher (routing state, replay set); written by the connection
     /// (join, leave, acks, redeliveries) and by the dispatcher task.
-    pub(crate) state: Mutex<State>,
+    state: Mutex<State>,
     /// Redelivery counts (position → times queued for redelivery); removed on ack.
-    pub(crate) redeliveries: Mutex<HashMap<Position, u32>>,
+    redeliveries: Mutex<HashMap<Position, u32>>,
     /// Delayed entries (Shared/Key_Shared), owned by the dispatcher; cleared on a rewind.
-    pub(crate) delayed: Mutex<DelayedTracker>,
+    delayed: Mutex<DelayedTracker>,
     /// Wakes the dispatcher: permits, consumers, redeliveries, acks that unblock.
-    pub(crate) wake: Notify,
+    wake: Notify,
     /// Bumped by every event that may make waiting replay entries deliverable (FLOW, acks,
     /// consumers joining or leaving, redeliveries); the dispatcher retries a replay set in which
     /// nothing could be delivered only after it changed.
-    pub(crate) changes: AtomicU64,
+    changes: AtomicU64,
     /// Set when the subscription's unacked messages reached `maxUnackedMessagesPerSubscription`;
     /// cleared at half. Written by the dispatcher, read by stats.
-    pub(crate) blocked_on_unacked: AtomicBool,
+    blocked_on_unacked: AtomicBool,
     /// Set when the subscription is closed or deleted; the dispatcher exits.
     closed: AtomicBool,
     /// Messages and bytes dispatched.
     pub out: Meter,
-    /// Message TTL state and counters (`crate::expiry`); its own atomics.
-    pub expiry: crate::expiry::ExpiryMonitor,
+    /// Message TTL state and counters ([`expiry`]); its own atomics.
+    pub expiry: ExpiryMonitor,
     /// Dispatch rate limiters: the topic's (shared by its subscriptions) and this one's.
     /// Replaced by policy changes; read once per dispatch pass.
     limiters: Mutex<DispatchLimiters>,
@@ -161,26 +127,6 @@ pub struct SubscriptionStats {
 }
 
 impl Subscription {
-    /// Creates the subscription and starts its dispatcher task on the current Tokio runtime.
-    #[must_use]
-    pub fn start(
-        name: &str,
-        topic: &str,
-        partition: i32,
-        cursor: Arc<Cursor>,
-        durable: bool,
-        config: Arc<BrokerConfig>,
-    ) -> Arc<Self> {
-        let sub = Arc::new(Self::new(name, topic, partition, cursor, durable, config));
-        let weak = Arc::downgrade(&sub);
-        // Woken by the journal flusher as entries become readable: one wake-up per completion
-        // pass (see `wake_batch`).
-        tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(
-            crate::dispatch::task::dispatch_loop(weak),
-        ));
-        sub
-    }
-
     /// Creates the subscription without a dispatcher task (benchmarks and tests drive
     /// [`Subscription::dispatch_once`] themselves).
     #[must_use]
@@ -212,12 +158,14 @@ impl Subscription {
             blocked_on_unacked: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             out: Meter::default(),
-            expiry: crate::expiry::ExpiryMonitor::default(),
+            expiry: ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
             compaction: std::sync::OnceLock::new(),
             clock: Arc::new(SystemClock),
             stats: SubscriptionStats {
-                opened_ms: AtomicU64::new(crate::expiry::now_ms()),
+                opened_ms: AtomicU64::new(pulsar_rs_ledger::Clock::now_ms(
+                    &pulsar_rs_ledger::SystemClock,
+                )),
                 ..SubscriptionStats::default()
             },
         }
@@ -232,7 +180,7 @@ impl Subscription {
     }
 
     /// The subscription clock's time in ms.
-    pub(crate) fn now_ms(&self) -> u64 {
+    fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
 
@@ -246,7 +194,7 @@ impl Subscription {
         self.wake.notify_one();
     }
 
-    pub(crate) fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
+    fn dispatch_limiters(&self) -> Vec<Arc<RateLimiter>> {
         let l = self.limiters.lock();
         l.0.iter().chain(l.1.iter()).cloned().collect()
     }
@@ -323,7 +271,7 @@ impl Subscription {
     }
 
     /// The per-consumer unacked limit in force (0 = none): Shared/Key_Shared durable only.
-    pub(crate) fn unacked_limit(&self) -> u32 {
+    fn unacked_limit(&self) -> u32 {
         match self.sub_type() {
             Some(t) if t.is_multi() && self.durable => {
                 self.config.max_unacked_messages_per_consumer
@@ -477,7 +425,7 @@ impl Subscription {
     /// FLOW: the consumer grants `n` more permits.
     pub fn flow(&self, consumer: &Consumer, n: u32) {
         consumer.permits.add(i64::from(n));
-        let now = crate::expiry::now_ms();
+        let now = pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock);
         // Relaxed: statistics for the admin API.
         consumer.last_flow_ms.store(now, Ordering::Relaxed);
         self.stats.last_flow_ms.store(now, Ordering::Relaxed);
@@ -543,7 +491,7 @@ impl Subscription {
 
     /// Stats: an ack arrived; the mark-delete position was `before` it.
     fn note_ack(&self, before: Position) {
-        let now = crate::expiry::now_ms();
+        let now = pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock);
         // Relaxed: statistics for the admin API.
         self.stats.last_acked_ms.store(now, Ordering::Relaxed);
         if self.cursor.mark_delete_position() > before {
@@ -688,7 +636,7 @@ impl Subscription {
         self.wake.notify_one();
     }
 
-    pub(crate) fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         // Acquire: see `close`.
         self.closed.load(Ordering::Acquire)
     }

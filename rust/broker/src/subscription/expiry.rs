@@ -12,63 +12,17 @@
 //! after every policy change, and on the admin `expireMessages` calls. Non-persistent topics
 //! have nothing to expire (Pulsar: a no-op).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use pulsar_rs_ledger::Position;
+use pulsar_rs_ledger::{ManagedLedger, Position};
 
-use crate::rate::Meter;
-use crate::subscription::Subscription;
-use crate::topic::Topic;
-use crate::BrokerError;
-
-/// Pulsar's compaction subscription, which TTL never moves.
-pub const COMPACTION_SUBSCRIPTION: &str = "__compaction";
+use super::expiry_monitor::Running;
+use super::Subscription;
+use crate::error::BrokerError;
 
 /// Pulsar's `MINIMUM_BACKLOG_FOR_EXPIRY_CHECK`: a subscription with connected consumers and a
 /// smaller backlog is only checked when its oldest entry has expired.
 const MINIMUM_BACKLOG_FOR_EXPIRY_CHECK: u64 = 1000;
-
-/// Expiry state and counters of one subscription.
-#[derive(Debug, Default)]
-pub struct ExpiryMonitor {
-    /// Set while a check runs (Pulsar's `expirationCheckInProgress`): a concurrent check (admin
-    /// call during the periodic one) is not issued. Acquire/Release: the flag guards the check.
-    in_progress: AtomicBool,
-    /// Entries expired: total and rate. Written by checks, read by stats.
-    expired: Meter,
-    /// When the last check was issued, ms since the epoch (0 = never). Relaxed: statistics.
-    last_expire_ms: AtomicU64,
-}
-
-/// Clears the in-progress flag when a check ends, whatever its outcome.
-struct Running<'a>(&'a AtomicBool);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        // Release: the check's cursor update happens before the next check may start.
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-impl ExpiryMonitor {
-    /// Entries expired per second over the last window.
-    #[must_use]
-    pub fn rate(&self) -> f64 {
-        self.expired.rates().0
-    }
-
-    /// Entries expired since the subscription was loaded.
-    #[must_use]
-    pub fn total(&self) -> u64 {
-        self.expired.total()
-    }
-
-    /// When the last expiry check was issued (ms since the epoch, 0 = never).
-    #[must_use]
-    pub fn last_expire_timestamp(&self) -> u64 {
-        self.last_expire_ms.load(Ordering::Relaxed)
-    }
-}
 
 fn is_expired(ttl_ms: u64, timestamp_ms: u64, now_ms: u64) -> bool {
     // Pulsar's `MessageImpl.isEntryExpired`: now > timestamp + ttl.
@@ -77,10 +31,14 @@ fn is_expired(ttl_ms: u64, timestamp_ms: u64, now_ms: u64) -> bool {
 
 /// The last entry of the newest run of ledgers, from the mark-delete's, closed longer than the
 /// TTL ago (Pulsar's `checkExpiryByLedgerClosureTime`).
-fn expired_by_ledger_close(topic: &Topic, from: Position, ttl_ms: u64, now_ms: u64) -> Position {
+fn expired_by_ledger_close(
+    ml: &ManagedLedger,
+    from: Position,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Position {
     let mut upto = Position::new(-1, -1);
-    for l in topic
-        .ledger
+    for l in ml
         .ledgers()
         .iter()
         .filter(|l| l.ledger_id >= from.ledger_id)
@@ -94,20 +52,20 @@ fn expired_by_ledger_close(topic: &Topic, from: Position, ttl_ms: u64, now_ms: u
             _ => break,
         }
     }
-    upto.min(topic.ledger.last_confirmed())
+    upto.min(ml.last_confirmed())
 }
 
 /// The newest entry published longer than the TTL ago (Pulsar's `asyncFindNewestMatching`
 /// over the active entries with the `isEntryExpired` predicate).
 fn expired_by_publish_time(
-    topic: &Topic,
+    ml: &ManagedLedger,
     ttl_ms: u64,
     now_ms: u64,
 ) -> Result<Position, BrokerError> {
     // Expired ⇔ publish time < now − ttl: everything before the first entry at or after it.
     let cutoff = now_ms.saturating_sub(ttl_ms);
-    let first_kept = topic.ledger.find_position_by_time(cutoff)?;
-    Ok(topic.ledger.previous_position(first_kept))
+    let first_kept = ml.find_position_by_time(cutoff)?;
+    Ok(ml.previous_position(first_kept))
 }
 
 /// Expires the messages of `sub` older than `ttl_seconds` (Pulsar's
@@ -118,11 +76,11 @@ fn expired_by_publish_time(
 /// # Errors
 /// Storage failures reading timestamps or persisting the cursor.
 pub fn expire_messages(
-    topic: &Topic,
     sub: &Subscription,
     ttl_seconds: u64,
     now_ms: u64,
 ) -> Result<bool, BrokerError> {
+    let ml = sub.cursor.ledger();
     let ttl_ms = ttl_seconds.saturating_mul(1000);
     let backlog = sub.cursor.backlog();
     if backlog == 0 {
@@ -130,7 +88,7 @@ pub fn expire_messages(
     }
     if !sub.consumers().is_empty()
         && backlog < MINIMUM_BACKLOG_FOR_EXPIRY_CHECK
-        && !oldest_expired(topic, sub, ttl_ms, now_ms)?
+        && !oldest_expired(ml, sub, ttl_ms, now_ms)?
     {
         return Ok(false);
     }
@@ -147,15 +105,15 @@ pub fn expire_messages(
     }
     let _running = Running(&monitor.in_progress);
     let mark_delete = sub.cursor.mark_delete_position();
-    let by_close = expired_by_ledger_close(topic, mark_delete, ttl_ms, now_ms);
-    let by_time = expired_by_publish_time(topic, ttl_ms, now_ms)?;
+    let by_close = expired_by_ledger_close(ml, mark_delete, ttl_ms, now_ms);
+    let by_time = expired_by_publish_time(ml, ttl_ms, now_ms)?;
     let upto = by_close.max(by_time);
     if upto.entry_id >= 0 && upto > mark_delete {
         let before = sub.cursor.backlog();
         sub.cursor.mark_delete(upto)?;
         let expired = before.saturating_sub(sub.cursor.backlog());
         monitor.expired.record(expired, 0);
-        tracing::info!(topic = %topic.name, subscription = %sub.name, position = %format!("{}:{}", upto.ledger_id, upto.entry_id), expired, "expired messages by TTL");
+        tracing::info!(topic = %sub.topic, subscription = %sub.name, position = %format!("{}:{}", upto.ledger_id, upto.entry_id), expired, "expired messages by TTL");
         // Pulsar wakes Key_Shared dispatchers here (`markDeletePositionMoveForward`); every
         // dispatcher may trim what it holds.
         sub.poke();
@@ -173,16 +131,14 @@ pub fn expire_messages(
 /// # Errors
 /// Storage failures reading the entry or persisting the cursor.
 pub fn expire_to_message_id(
-    topic: &Topic,
     sub: &Subscription,
     id: Position,
     batch_index: i32,
     excluded: bool,
 ) -> Result<bool, BrokerError> {
-    let batch_size = if batch_index >= 0 && topic.ledger.is_valid_position(id) {
-        topic
-            .ledger
-            .read_entries(id, 1, u64::MAX, id)?
+    let ml = sub.cursor.ledger();
+    let batch_size = if batch_index >= 0 && ml.is_valid_position(id) {
+        ml.read_entries(id, 1, u64::MAX, id)?
             .first()
             .and_then(|e| pulsar_rs_proto::parse_stored_metadata(&e.data).ok())
             .and_then(|md| md.num_messages_in_batch)
@@ -193,22 +149,22 @@ pub fn expire_to_message_id(
     let next = Position::new(id.ledger_id, id.entry_id.saturating_add(1));
     if batch_size == 0 {
         let p = if excluded { next } else { id };
-        return expire_to_position(topic, sub, p, None);
+        return expire_to_position(sub, p, None);
     }
     let bi = usize::try_from(batch_index).unwrap_or(0);
     // Messages `first_kept..batch_size` stay; 1 = not expired, as Pulsar's ack sets.
     let first_kept = if excluded { bi + 1 } else { bi };
     if first_kept >= batch_size {
-        return expire_to_position(topic, sub, next, None);
+        return expire_to_position(sub, next, None);
     }
     if first_kept == 0 {
-        return expire_to_position(topic, sub, id, None);
+        return expire_to_position(sub, id, None);
     }
     let mut words = vec![0u64; batch_size.div_ceil(64)];
     for i in first_kept..batch_size {
         words[i / 64] |= 1 << (i % 64);
     }
-    expire_to_position(topic, sub, id, Some(&words))
+    expire_to_position(sub, id, Some(&words))
 }
 
 /// Pulsar's `PersistentMessageExpiryMonitor.expireMessages(Position)` (admin expire by message
@@ -221,12 +177,11 @@ pub fn expire_to_message_id(
 /// # Errors
 /// Storage failures persisting the cursor.
 pub fn expire_to_position(
-    topic: &Topic,
     sub: &Subscription,
     position: Position,
     ack_set: Option<&[u64]>,
 ) -> Result<bool, BrokerError> {
-    let ml = &topic.ledger;
+    let ml = sub.cursor.ledger();
     let target = if ml.is_valid_position(position) {
         position
     } else if position > ml.last_confirmed() || position.entry_id < 0 {
@@ -258,7 +213,7 @@ pub fn expire_to_position(
     }
     let expired = before.saturating_sub(sub.cursor.backlog());
     monitor.expired.record(expired, 0);
-    tracing::info!(topic = %topic.name, subscription = %sub.name, position = %format!("{}:{}", target.ledger_id, target.entry_id), expired, "expired messages up to a position");
+    tracing::info!(topic = %sub.topic, subscription = %sub.name, position = %format!("{}:{}", target.ledger_id, target.entry_id), expired, "expired messages up to a position");
     sub.poke();
     Ok(true)
 }
@@ -266,40 +221,20 @@ pub fn expire_to_position(
 /// Whether the first unacknowledged entry of `sub` is older than the TTL (Pulsar's
 /// `isOldestMessageExpired`).
 fn oldest_expired(
-    topic: &Topic,
+    ml: &ManagedLedger,
     sub: &Subscription,
     ttl_ms: u64,
     now_ms: u64,
 ) -> Result<bool, BrokerError> {
-    let p = topic
-        .ledger
-        .next_valid_position(sub.cursor.mark_delete_position());
-    if p > topic.ledger.last_confirmed() {
+    let p = ml.next_valid_position(sub.cursor.mark_delete_position());
+    if p > ml.last_confirmed() {
         return Ok(false);
     }
-    let entries = topic.ledger.read_entries(p, 1, u64::MAX, p)?;
+    let entries = ml.read_entries(p, 1, u64::MAX, p)?;
     Ok(entries
         .first()
         .and_then(|e| pulsar_rs_proto::parse_stored_entry(&e.data).ok())
         .is_some_and(|(md, _)| is_expired(ttl_ms, md.publish_time, now_ms)))
-}
-
-/// Pulsar's `PersistentTopic.checkMessageExpiry`: with a TTL, expires messages on every
-/// subscription except the compaction one.
-pub fn check_topic(topic: &Topic, now_ms: u64) {
-    let ttl = topic.effective_policy().message_ttl_seconds;
-    let Ok(ttl) = u64::try_from(ttl) else { return };
-    if ttl == 0 {
-        return;
-    }
-    for sub in topic.subscriptions() {
-        if sub.name == COMPACTION_SUBSCRIPTION {
-            continue;
-        }
-        if let Err(e) = expire_messages(topic, &sub, ttl, now_ms) {
-            tracing::warn!(topic = %topic.name, subscription = %sub.name, error = %e, "message expiry check failed");
-        }
-    }
 }
 
 /// Wall-clock milliseconds since the epoch (publish times are wall-clock).

@@ -21,10 +21,10 @@
 
 use std::time::{Duration, Instant};
 
+use super::BrokerService;
+use crate::config::inactive_topic_mode::InactiveTopicDeleteMode;
 use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
-use crate::policies::InactiveTopicDeleteMode;
-use crate::service::BrokerService;
 use crate::topic::Topic;
 
 /// Pulsar's system namespace: its topics are never garbage-collected.
@@ -44,6 +44,14 @@ fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {
 
 fn seconds(s: i64) -> Duration {
     Duration::from_secs(u64::try_from(s).unwrap_or(0))
+}
+
+impl BrokerService {
+    /// Pulsar's `BrokerService.checkGC`: deletes inactive topics.
+    /// Returns the names of the topics deleted.
+    pub fn check_gc(&self) -> Vec<TopicName> {
+        check_gc(self, Instant::now())
+    }
 }
 
 /// One check of every loaded topic at `now`; returns the topics deleted.
@@ -136,8 +144,9 @@ fn check_non_persistent(service: &BrokerService, topic: &NonPersistentTopic, now
 
 #[cfg(test)]
 mod tests {
-    use crate::policies::{InactiveTopicDeleteMode, InactiveTopicPolicies};
-    use crate::BrokerConfig;
+    use crate::config::inactive_topic_mode::InactiveTopicDeleteMode;
+    use crate::config::BrokerConfig;
+    use crate::policies::InactiveTopicPolicies;
 
     #[test]
     fn pulsar_keys_are_implemented_with_pulsars_defaults() {
@@ -156,7 +165,7 @@ mod tests {
             c.unimplemented_keys
         );
         assert_eq!(
-            c.inactive_topic_policies(),
+            InactiveTopicPolicies::from_config(&c),
             InactiveTopicPolicies {
                 inactive_topic_delete_mode:
                     InactiveTopicDeleteMode::DeleteWhenSubscriptionsCaughtUp,
@@ -169,7 +178,7 @@ mod tests {
         let d = BrokerConfig::default();
         assert!(d.broker_delete_inactive_topics_enabled);
         assert_eq!(
-            d.inactive_topic_policies().max_inactive_duration_seconds,
+            InactiveTopicPolicies::from_config(&d).max_inactive_duration_seconds,
             60
         );
         assert_eq!(d.message_expiry_check_interval_in_minutes, 5);

@@ -16,14 +16,15 @@ use std::time::{Duration, Instant};
 
 use pulsar_rs_ledger::{Entry, Position};
 
-use super::single_active::SingleActiveConsumer;
-use super::{Dispatcher, Env};
-use crate::subscription::{State, Subscription};
-use crate::BrokerError;
+use super::{compacted_read, State, Subscription};
+use crate::dispatch::env::{Env, Outcome};
+use crate::dispatch::single_active::SingleActiveConsumer;
+use crate::dispatch::Dispatcher;
+use crate::error::BrokerError;
 
 /// What the dispatcher does next.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Plan {
+pub(super) enum Plan {
     /// Nothing to do until woken (or until the deadline).
     Wait(Option<Instant>),
     /// Deliver up to this many entries from the replay set.
@@ -34,32 +35,11 @@ pub(crate) enum Plan {
 
 /// A replay pass in which nothing could be delivered.
 #[derive(Clone, Copy)]
-pub(crate) struct Stall {
+pub(super) struct Stall {
     /// [`Subscription::changes`] when it happened.
-    pub(crate) changes: u64,
+    pub(super) changes: u64,
     /// When it happened.
-    pub(crate) at: Instant,
-}
-
-/// What one dispatch pass did.
-#[derive(Default, Debug, Clone, Copy)]
-pub struct Outcome {
-    /// Messages sent.
-    pub messages: u64,
-    /// Bytes sent.
-    pub bytes: u64,
-    /// Entries sent.
-    pub entries: usize,
-    /// Entries put (back) into the replay set.
-    pub requeued: usize,
-}
-
-impl Outcome {
-    pub(crate) fn record(&mut self, messages: u32, bytes: u64) {
-        self.messages += u64::from(messages);
-        self.bytes += bytes;
-        self.entries += 1;
-    }
+    pub(super) at: Instant,
 }
 
 impl Subscription {
@@ -77,7 +57,7 @@ impl Subscription {
     }
 
     /// Moves delayed entries that are due into the replay set.
-    pub(crate) fn release_due_delayed(&self) {
+    pub(super) fn release_due_delayed(&self) {
         let due = {
             let mut d = self.delayed.lock();
             if d.is_empty() {
@@ -107,7 +87,7 @@ impl Subscription {
     }
 
     /// Decides the next step; `cap` bounds the entries (read batch, rate limits).
-    pub(crate) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
+    pub(super) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
         let now = Instant::now();
         let mut st = self.state.lock();
         let State {
@@ -218,7 +198,7 @@ impl Subscription {
     /// Takes up to `n` replay positions that can be delivered now and reads their entries
     /// (those acknowledged meanwhile are dropped). Returns the entries and how many positions
     /// left the replay set.
-    pub(crate) fn read_replay(&self, n: usize) -> Result<(Vec<Entry>, usize), BrokerError> {
+    pub(super) fn read_replay(&self, n: usize) -> Result<(Vec<Entry>, usize), BrokerError> {
         let positions = {
             let mut st = self.state.lock();
             let State {
@@ -249,7 +229,7 @@ impl Subscription {
     }
 
     /// Hands entries to the subscription's dispatcher.
-    pub(crate) fn dispatch(&self, entries: Vec<Entry>, replayed: bool) -> Outcome {
+    pub(super) fn dispatch(&self, entries: Vec<Entry>, replayed: bool) -> Outcome {
         if entries.is_empty() {
             return Outcome::default();
         }
@@ -299,7 +279,7 @@ impl Subscription {
         if out.messages > 0 {
             // Relaxed: a statistic for the admin API.
             self.stats.last_consumed_ms.store(
-                crate::expiry::now_ms(),
+                pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
@@ -321,7 +301,7 @@ impl Subscription {
                 Ok(self.dispatch(entries, true))
             }
             Plan::Read(n, _) => {
-                if let Some(r) = crate::compaction::view::read_blocking(self, n) {
+                if let Some(r) = compacted_read::read_blocking(self, n) {
                     return Ok(self.dispatch(r?, false));
                 }
                 let entries = self.cursor.read_entries_bounded(

@@ -1,22 +1,28 @@
-//! A topic: its managed ledger, producers and subscriptions.
+//! A topic: its managed ledger, producers and subscriptions. Producer admission is in
+//! [`producers`], publishing in [`publish`] and message deduplication in [`dedup`].
+
+pub mod dedup;
+pub mod producers;
+pub mod publish;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
-use pulsar_rs_ledger::{AddWaiter, Added, KnownCrc, ManagedLedger, Position};
-use serde::{Deserialize, Serialize};
+use pulsar_rs_ledger::{ManagedLedger, Position};
 use tokio::sync::oneshot;
 
+use self::dedup::{Deduplication, DEDUP_CURSOR};
 use crate::compaction::{Compaction, COMPACTION_CURSOR};
-use crate::dedup::{Deduplication, SendIds, Ticket, Verdict, DEDUP_CURSOR};
+use crate::config::BrokerConfig;
+use crate::dispatch::entry::entry_info;
+use crate::error::BrokerError;
 use crate::naming::TopicName;
-use crate::policies::{Effective, RetentionPolicy};
+use crate::policies::backlog_quota::RetentionPolicy;
+use crate::policies::Effective;
 use crate::rate::Meter;
 use crate::rate::RateLimiter;
-use crate::subscription::{entry_info, Subscription};
-use crate::{BrokerConfig, BrokerError};
+use crate::subscription::{expiry, Subscription};
 
 pub use pulsar_rs_ledger::AddCompletion;
 
@@ -44,25 +50,6 @@ impl AccessMode {
             _ => AccessMode::Shared,
         }
     }
-}
-
-/// One version of a topic's schema (see [`crate::schema`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SchemaInfo {
-    /// Pulsar schema type number.
-    pub schema_type: i32,
-    /// Schema name.
-    pub name: String,
-    /// Schema definition bytes.
-    pub data: Vec<u8>,
-    /// Properties.
-    pub properties: Vec<(String, String)>,
-    /// A deletion marker (Pulsar's deleted `SchemaInfo`): versions before it are out of force.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub deleted: bool,
-    /// When the version was stored (ms since the epoch; 0 for versions stored before it was kept).
-    #[serde(default)]
-    pub timestamp: i64,
 }
 
 /// An attached producer, as the topic sees it.
@@ -106,16 +93,6 @@ struct Waiter {
     ready: oneshot::Sender<Result<u64, BrokerError>>,
 }
 
-/// How [`Topic::add_producer`] admitted a producer.
-#[derive(Debug)]
-pub enum Admission {
-    /// Attached now, with the topic epoch (raised by each exclusive admission).
-    Ready(u64),
-    /// Queued (WaitForExclusive): resolves with the topic epoch once attached, or with
-    /// ProducerFenced.
-    Queued(oneshot::Receiver<Result<u64, BrokerError>>),
-}
-
 /// One (partition of a) topic.
 pub struct Topic {
     /// Fully qualified name; immutable.
@@ -148,7 +125,7 @@ pub struct Topic {
     /// Message deduplication (its own lock inside).
     pub dedup: Arc<Deduplication>,
     /// Pulsar's `lastActive`: set at load, when a producer leaves and by each inactive-topic
-    /// check that finds the topic active (`crate::inactive`). Short lock.
+    /// check that finds the topic active (`crate::service::inactive`). Short lock.
     pub(crate) last_active: Mutex<std::time::Instant>,
     /// Compaction: the compacted view and run state (its own locks inside).
     pub compaction: Arc<Compaction>,
@@ -161,38 +138,6 @@ pub struct Topic {
     /// Set by the connection when a chunk of a chunked message is published (Pulsar's
     /// `msgChunkPublished`); Relaxed: a statistic.
     pub chunk_published: std::sync::atomic::AtomicBool,
-}
-
-/// What became of a published message.
-pub enum Published {
-    /// Written at `position` and already stored (non-durable mode): answer at once.
-    Stored {
-        /// Where it was written.
-        position: Position,
-    },
-    /// Written at `position` and waiting for the journal: the waiter given to
-    /// [`Topic::publish_message_then`] is told when it is durable; then report the outcome to
-    /// `ticket` before answering.
-    Queued {
-        /// Where it was written.
-        position: Position,
-        /// Deduplication's record of the write, when deduplication is on.
-        ticket: Option<Ticket>,
-    },
-    /// A duplicate of a persisted message: answer SEND_RECEIPT −1:−1.
-    Duplicate,
-    /// A duplicate of a message still being written: answer SEND_ERROR PersistenceError.
-    DuplicateUnknown,
-}
-
-/// The CRC32C a stored entry `[0x0e01][crc32c][metadataSize][metadata][payload]` carries of its
-/// bytes from offset 6.
-fn verified_checksum(stored: &Bytes) -> Option<KnownCrc> {
-    let head = stored.get(..6)?;
-    (u16::from_be_bytes([head[0], head[1]]) == pulsar_rs_proto::MAGIC_CRC32C).then(|| KnownCrc {
-        from: 6,
-        crc: u32::from_be_bytes([head[2], head[3], head[4], head[5]]),
-    })
 }
 
 /// What the effective policy turns into at runtime.
@@ -230,7 +175,7 @@ impl Topic {
             dedup: Deduplication::new(Arc::clone(&dedup_config)),
             last_active: Mutex::new(std::time::Instant::now()),
             compaction,
-            loaded_ms: crate::expiry::now_ms(),
+            loaded_ms: pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
             publish_rate_limited: std::sync::atomic::AtomicU64::new(0),
             chunk_published: std::sync::atomic::AtomicBool::new(false),
         });
@@ -307,6 +252,24 @@ impl Topic {
         self.limits.read().effective.clone()
     }
 
+    /// Pulsar's `PersistentTopic.checkMessageExpiry`: with a TTL, expires messages on every
+    /// subscription except the compaction one (see [`expiry`]).
+    pub fn check_message_expiry(&self, now_ms: u64) {
+        let ttl = self.effective_policy().message_ttl_seconds;
+        let Ok(ttl) = u64::try_from(ttl) else { return };
+        if ttl == 0 {
+            return;
+        }
+        for sub in self.subscriptions() {
+            if sub.name == COMPACTION_CURSOR {
+                continue;
+            }
+            if let Err(e) = expiry::expire_messages(&sub, ttl, now_ms) {
+                tracing::warn!(topic = %self.name, subscription = %sub.name, error = %e, "message expiry check failed");
+            }
+        }
+    }
+
     /// The publish rate limiter, if the topic has a publish rate.
     #[must_use]
     pub fn publish_limiter(&self) -> Option<Arc<RateLimiter>> {
@@ -358,211 +321,6 @@ impl Topic {
             .first()
             .and_then(|e| pulsar_rs_proto::parse_stored_entry(&e.data).ok())
             .map(|(md, _)| md.publish_time))
-    }
-
-    /// Unregisters every producer and returns their handles (the server closes them).
-    pub fn take_producers(&self) -> Vec<u64> {
-        self.producers
-            .lock()
-            .drain()
-            .map(|(_, p)| {
-                self.dedup.producer_removed(&p.name);
-                p.handle
-            })
-            .collect()
-    }
-
-    /// Registers a producer, applying Pulsar's access modes (`AbstractTopic`):
-    /// Exclusive against an exclusive or shared producer → ProducerFenced; Shared against an
-    /// exclusive producer → ProducerBusy; ExclusiveWithFencing fences every producer and fails
-    /// the queued WaitForExclusive ones; WaitForExclusive queues behind any producer. An
-    /// exclusive producer reconnecting with an epoch older than the topic's is fenced.
-    ///
-    /// # Errors
-    /// [`BrokerError::ProducerBusy`] (name taken, or Shared against exclusive),
-    /// [`BrokerError::ProducerFenced`].
-    pub fn add_producer(
-        &self,
-        info: ProducerInfo,
-        producer_epoch: Option<u64>,
-    ) -> Result<Admission, BrokerError> {
-        // Relaxed (epoch): only read and written under the producers lock held below.
-        use std::sync::atomic::Ordering::Relaxed;
-        let mut producers = self.producers.lock();
-        let mut waiting = self.waiting.lock();
-        if producers.contains_key(&info.name) {
-            return Err(BrokerError::ProducerBusy(format!(
-                "Producer with name '{}' is already connected to topic",
-                info.name
-            )));
-        }
-        let current = self.epoch.load(Relaxed);
-        if let (Some(e), AccessMode::Exclusive | AccessMode::ExclusiveWithFencing) =
-            (producer_epoch, info.access_mode)
-        {
-            if e < current {
-                return Err(BrokerError::ProducerFenced(format!(
-                    "Topic epoch has already moved. Current epoch: {current}, Producer epoch: {e}"
-                )));
-            }
-        }
-        let exclusive = producers
-            .values()
-            .find(|p| p.access_mode != AccessMode::Shared)
-            .or_else(|| waiting.front().map(|w| &w.info))
-            .map(|p| p.name.clone());
-        match info.access_mode {
-            AccessMode::Shared => {
-                if let Some(name) = exclusive {
-                    return Err(BrokerError::ProducerBusy(format!(
-                        "Topic has an existing exclusive producer: {name}"
-                    )));
-                }
-                producers.insert(info.name.clone(), info);
-                return Ok(Admission::Ready(current));
-            }
-            AccessMode::Exclusive => {
-                if let Some(name) = exclusive {
-                    return Err(BrokerError::ProducerFenced(format!(
-                        "Topic has an existing exclusive producer: {name}"
-                    )));
-                }
-                if !producers.is_empty() {
-                    return Err(BrokerError::ProducerFenced(
-                        "Topic has existing shared producers".into(),
-                    ));
-                }
-            }
-            AccessMode::WaitForExclusive => {
-                if !producers.is_empty() || !waiting.is_empty() {
-                    let (tx, rx) = oneshot::channel();
-                    waiting.push_back(Waiter { info, ready: tx });
-                    return Ok(Admission::Queued(rx));
-                }
-            }
-            AccessMode::ExclusiveWithFencing => {
-                let others: Vec<u64> = producers.drain().map(|(_, p)| p.handle).collect();
-                self.fenced.lock().extend(others);
-                for w in waiting.drain(..) {
-                    let _ = w
-                        .ready
-                        .send(Err(BrokerError::ProducerFenced("Fenced out".into())));
-                }
-            }
-        }
-        let epoch = producer_epoch.unwrap_or(current + 1).max(current);
-        self.epoch.store(epoch, Relaxed);
-        self.dedup.producer_added(&info.name);
-        producers.insert(info.name.clone(), info);
-        Ok(Admission::Ready(epoch))
-    }
-
-    /// Producers fenced since the last call (the server closes them).
-    #[must_use]
-    pub fn take_fenced(&self) -> Vec<u64> {
-        std::mem::take(&mut *self.fenced.lock())
-    }
-
-    /// Unregisters a producer by name (or drops it from the WaitForExclusive queue); once the
-    /// topic has no producer, the first queued WaitForExclusive producer takes it.
-    pub fn remove_producer(&self, name: &str, handle: u64) {
-        // Relaxed (epoch): only read and written under the producers lock.
-        use std::sync::atomic::Ordering::Relaxed;
-        let mut producers = self.producers.lock();
-        let mut waiting = self.waiting.lock();
-        if producers.get(name).is_some_and(|p| p.handle == handle) {
-            producers.remove(name);
-            self.dedup.producer_removed(name);
-            // Pulsar's `handleProducerRemoved`.
-            *self.last_active.lock() = std::time::Instant::now();
-        }
-        waiting.retain(|w| w.info.handle != handle);
-        while producers.is_empty() {
-            let Some(w) = waiting.pop_front() else { break };
-            let epoch = self.epoch.load(Relaxed) + 1;
-            let info = w.info.clone();
-            // A waiter whose connection went away no longer listens: try the next one.
-            if w.ready.send(Ok(epoch)).is_ok() {
-                self.epoch.store(epoch, Relaxed);
-                producers.insert(info.name.clone(), info);
-            }
-        }
-    }
-
-    /// WaitForExclusive producers queued for the topic.
-    #[must_use]
-    pub fn waiting_producers(&self) -> usize {
-        self.waiting.lock().len()
-    }
-
-    /// Connected producers.
-    #[must_use]
-    pub fn producers(&self) -> Vec<ProducerInfo> {
-        self.producers.lock().values().cloned().collect()
-    }
-
-    /// Appends a stored entry; returns its position and (durable mode) the completion to await.
-    ///
-    /// # Errors
-    /// Storage failures (disk full, closed ledger).
-    pub fn publish(
-        &self,
-        stored: Bytes,
-        publish_time: u64,
-        messages: u32,
-    ) -> Result<(Position, Option<AddCompletion>), BrokerError> {
-        let len = stored.len() as u64;
-        let r = self.ledger.start_add(stored, publish_time)?;
-        self.msg_in.record(u64::from(messages), len);
-        Ok(r)
-    }
-
-    /// Publishes one SEND through deduplication (a duplicate is not written). A durable write
-    /// tells `waiter` (with `token`) when it completes: no allocation per message. `stored` must
-    /// be an entry whose checksum was verified (a SEND's, `checksum_valid`): the journal reuses
-    /// it instead of reading the entry again.
-    ///
-    /// # Errors
-    /// Storage failures (disk full, closed ledger).
-    pub fn publish_message_then(
-        &self,
-        ids: SendIds<'_>,
-        publish_time: u64,
-        stored: Bytes,
-        messages: u32,
-        waiter: &Arc<dyn AddWaiter>,
-        token: u64,
-    ) -> Result<Published, BrokerError> {
-        match self.dedup.check(ids) {
-            Verdict::Dup => return Ok(Published::Duplicate),
-            Verdict::Unknown => return Ok(Published::DuplicateUnknown),
-            Verdict::NotDup => {}
-        }
-        let len = stored.len() as u64;
-        let known = verified_checksum(&stored);
-        let added = match self
-            .ledger
-            .start_add_then(stored, publish_time, known, waiter, token)
-        {
-            Ok(added) => added,
-            Err(e) => {
-                self.dedup.failed(ids.producer);
-                return Err(e.into());
-            }
-        };
-        self.msg_in.record(u64::from(messages), len);
-        Ok(match added {
-            Added::Confirmed(position) => {
-                if let Some(t) = self.dedup.written(ids, position) {
-                    t.persisted(true);
-                }
-                Published::Stored { position }
-            }
-            Added::Queued(position) => Published::Queued {
-                position,
-                ticket: self.dedup.written(ids, position),
-            },
-        })
     }
 
     /// The subscription `name`, if it exists.

@@ -1,14 +1,23 @@
 //! Broker settings, with Pulsar's `broker.conf` key names and defaults.
 //!
 //! Read from Pulsar's own `broker.conf` / `standalone.conf`, a TOML file or Python keyword
-//! arguments ([`crate::config_load`]); bad values are refused with an error naming the key.
+//! arguments ([`load`], over [`properties`] text and the [`pulsar_keys`] list); bad values are
+//! refused with an error naming the key ([`validate`](BrokerConfig::validate), in `validate.rs`).
+//! Advertised listeners are parsed in [`listeners`]; the storage layer's settings are derived
+//! in `storage.rs`.
 
-use std::time::Duration;
+pub mod inactive_topic_mode;
+pub mod listeners;
+pub mod load;
+pub mod properties;
+pub mod pulsar_keys;
+pub mod schema_strategy;
+mod storage;
+mod validate;
 
-use pulsar_rs_ledger::{LedgerConfig, StorageConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::BrokerError;
+use crate::error::BrokerError;
 
 /// Every setting the broker understands. Field names map to camelCase keys.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -21,7 +30,7 @@ pub struct BrokerConfig {
     pub bind_address: String,
     /// Host name put in LOOKUP answers (defaults to the bind address).
     pub advertised_address: Option<String>,
-    /// Named addresses for lookups (`name:pulsar://host:port,...`; see [`crate::listeners`]).
+    /// Named addresses for lookups (`name:pulsar://host:port,...`; see [`listeners`]).
     pub advertised_listeners: Option<String>,
     /// The listener lookups answer with when the client names none (default: the first).
     pub internal_listener_name: Option<String>,
@@ -120,7 +129,7 @@ pub struct BrokerConfig {
     pub broker_deduplication_producer_inactivity_timeout_minutes: u64,
     pub broker_deduplication_snapshot_frequency_in_seconds: u64,
     pub broker_deduplication_snapshot_interval_seconds: u64,
-    // Message TTL and inactive topics (see `crate::expiry` and `crate::inactive`).
+    // Message TTL and inactive topics (see `crate::subscription::expiry` and `crate::service::inactive`).
     /// Broker default message TTL in seconds (0 = messages never expire).
     pub ttl_duration_default_in_seconds: u32,
     /// Period of the message expiry check, minutes (Pulsar's unit).
@@ -144,7 +153,7 @@ pub struct BrokerConfig {
     /// Keep messages without a key in the compacted view.
     pub topic_compaction_retain_null_key: bool,
 
-    // Schemas (see `crate::schema`).
+    // Schemas (applied by the schema registry, `schema/`).
     /// Default schema compatibility strategy (`FULL`; `UNDEFINED` means `FULL`).
     pub schema_compatibility_strategy: String,
     /// Whether producers may add schema versions unless a namespace or topic says otherwise.
@@ -350,23 +359,6 @@ fn string_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
 }
 
 impl BrokerConfig {
-    /// The broker's inactive-topic policy (Pulsar: the maximum inactive duration defaults to
-    /// the check frequency).
-    #[must_use]
-    pub fn inactive_topic_policies(&self) -> crate::policies::InactiveTopicPolicies {
-        crate::policies::InactiveTopicPolicies {
-            inactive_topic_delete_mode: crate::policies::InactiveTopicDeleteMode::parse(
-                &self.broker_delete_inactive_topics_mode,
-            )
-            .unwrap_or_default(),
-            max_inactive_duration_seconds: i64::from(
-                self.broker_delete_inactive_topics_max_inactive_duration_seconds
-                    .unwrap_or(self.broker_delete_inactive_topics_frequency_seconds),
-            ),
-            delete_while_inactive: self.broker_delete_inactive_topics_enabled,
-        }
-    }
-
     /// How many threads serve connections: `numIOThreads`, or by default one per core less
     /// one (at least one). Pulsar's default is two per core, for Netty threads that also do
     /// its storage client's work; here the journal flusher and the storage pool have their own
@@ -382,256 +374,6 @@ impl BrokerConfig {
                 .map_or(1, std::num::NonZeroUsize::get)
                 .saturating_sub(1)
                 .max(1),
-        }
-    }
-
-    /// Checks values that types alone cannot.
-    ///
-    /// # Errors
-    /// [`BrokerError::InvalidConfig`] naming the first bad key.
-    pub fn validate(&self) -> Result<(), BrokerError> {
-        if self.bind_address.parse::<std::net::IpAddr>().is_err() {
-            return Err(bad("bindAddress", "must be an IP address"));
-        }
-        if crate::schema::Strategy::parse(&self.schema_compatibility_strategy).is_none() {
-            return Err(bad(
-                "schemaCompatibilityStrategy",
-                "must be one of UNDEFINED, ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE",
-            ));
-        }
-        if self.num_io_threads == Some(0) {
-            // As Pulsar's `@FieldContext(minValue = 1)`.
-            return Err(bad("numIOThreads", "must be > 0"));
-        }
-        if self.max_message_size < 1024 {
-            return Err(bad("maxMessageSize", "must be at least 1024 bytes"));
-        }
-        if self.max_pending_publish_requests_per_connection == 0 {
-            return Err(bad("maxPendingPublishRequestsPerConnection", "must be > 0"));
-        }
-        if self.dispatcher_max_read_batch_size == 0 {
-            return Err(bad("dispatcherMaxReadBatchSize", "must be > 0"));
-        }
-        if self.dispatcher_min_read_batch_size == 0
-            || self.dispatcher_min_read_batch_size > self.dispatcher_max_read_batch_size
-        {
-            return Err(bad(
-                "dispatcherMinReadBatchSize",
-                "must be in 1..=dispatcherMaxReadBatchSize",
-            ));
-        }
-        if self.subscription_key_shared_consistent_hashing_replica_points == 0 {
-            return Err(bad(
-                "subscriptionKeySharedConsistentHashingReplicaPoints",
-                "must be > 0",
-            ));
-        }
-        if self.dispatcher_max_round_robin_batch_size == 0 {
-            return Err(bad("dispatcherMaxRoundRobinBatchSize", "must be > 0"));
-        }
-        if !matches!(
-            self.allow_auto_topic_creation_type.as_str(),
-            "non-partitioned" | "partitioned"
-        ) {
-            return Err(bad(
-                "allowAutoTopicCreationType",
-                "must be non-partitioned or partitioned",
-            ));
-        }
-        if self.default_num_partitions == 0 {
-            return Err(bad("defaultNumPartitions", "must be > 0"));
-        }
-        if self.managed_ledger_min_ledger_rollover_time_minutes < 0.0 {
-            return Err(bad(
-                "managedLedgerMinLedgerRolloverTimeMinutes",
-                "must be >= 0",
-            ));
-        }
-        if self.managed_ledger_default_mark_delete_rate_limit <= 0.0 {
-            return Err(bad(
-                "managedLedgerDefaultMarkDeleteRateLimit",
-                "must be > 0",
-            ));
-        }
-        self.listeners()?;
-        if self.broker_service_compaction_monitor_interval_in_seconds == 0 {
-            return Err(bad(
-                "brokerServiceCompactionMonitorIntervalInSeconds",
-                "must be > 0",
-            ));
-        }
-        if self.broker_service_compaction_threshold_in_bytes < 0 {
-            return Err(bad(
-                "brokerServiceCompactionThresholdInBytes",
-                "must be >= 0",
-            ));
-        }
-        if self.broker_deduplication_entries_interval == 0 {
-            return Err(bad("brokerDeduplicationEntriesInterval", "must be > 0"));
-        }
-        if self.broker_deduplication_snapshot_frequency_in_seconds == 0 {
-            return Err(bad(
-                "brokerDeduplicationSnapshotFrequencyInSeconds",
-                "must be > 0",
-            ));
-        }
-        if self.message_expiry_check_interval_in_minutes == 0 {
-            return Err(bad("messageExpiryCheckIntervalInMinutes", "must be > 0"));
-        }
-        if self.broker_delete_inactive_topics_frequency_seconds == 0 {
-            return Err(bad(
-                "brokerDeleteInactiveTopicsFrequencySeconds",
-                "must be > 0",
-            ));
-        }
-        if crate::policies::InactiveTopicDeleteMode::parse(&self.broker_delete_inactive_topics_mode)
-            .is_none()
-        {
-            return Err(bad(
-                "brokerDeleteInactiveTopicsMode",
-                "must be delete_when_no_subscriptions or delete_when_subscriptions_caught_up",
-            ));
-        }
-        self.validate_security()?;
-        self.storage_config()
-            .validate()
-            .map_err(BrokerError::from)?;
-        self.ledger_config().validate().map_err(BrokerError::from)?;
-        Ok(())
-    }
-
-    /// The security keys: what types cannot check (key files are read by the server).
-    fn validate_security(&self) -> Result<(), BrokerError> {
-        if self.authentication_enabled {
-            if self.authentication_providers.is_empty() {
-                return Err(bad(
-                    "authenticationProviders",
-                    "authenticationEnabled needs a provider (token)",
-                ));
-            }
-            let mut kinds = Vec::new();
-            for p in &self.authentication_providers {
-                match AuthProvider::from_name(p) {
-                    Some(k) => kinds.push(k),
-                    None => {
-                        return Err(BrokerError::InvalidConfig {
-                            key: "authenticationProviders".into(),
-                            reason: format!(
-                            "unsupported provider {p:?} (supported: AuthenticationProviderToken, \
-                                 AuthenticationProviderTls, AuthenticationProviderBasic)"
-                        ),
-                        })
-                    }
-                }
-            }
-            if kinds.contains(&AuthProvider::Token)
-                && self.token_secret_key.is_none()
-                && self.token_public_key.is_none()
-            {
-                return Err(bad(
-                    "tokenSecretKey",
-                    "token authentication needs tokenSecretKey or tokenPublicKey",
-                ));
-            }
-            if kinds.contains(&AuthProvider::Basic) && self.basic_auth_conf.is_none() {
-                return Err(bad(
-                    "basicAuthConf",
-                    "AuthenticationProviderBasic needs basicAuthConf (the users file)",
-                ));
-            }
-            if kinds.contains(&AuthProvider::Tls) && self.tls_trust_certs_file_path.is_none() {
-                return Err(bad(
-                    "tlsTrustCertsFilePath",
-                    "AuthenticationProviderTls needs the CA certificates client certificates chain to",
-                ));
-            }
-        }
-        if self.authentication_refresh_check_seconds == 0 {
-            return Err(bad("authenticationRefreshCheckSeconds", "must be > 0"));
-        }
-        if self.token_auth_claim.is_empty() {
-            return Err(bad("tokenAuthClaim", "must not be empty"));
-        }
-        if !matches!(
-            self.token_public_alg.as_str(),
-            "RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384"
-        ) {
-            return Err(bad(
-                "tokenPublicAlg",
-                "must be one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384",
-            ));
-        }
-        let tls_wanted =
-            self.broker_service_port_tls.is_some() || self.web_service_port_tls.is_some();
-        if tls_wanted && self.tls_certificate_file_path.is_none() {
-            return Err(bad(
-                "tlsCertificateFilePath",
-                "a TLS port needs a certificate",
-            ));
-        }
-        if tls_wanted && self.tls_key_file_path.is_none() {
-            return Err(bad("tlsKeyFilePath", "a TLS port needs a private key"));
-        }
-        if self.tls_require_trusted_client_cert_on_connect
-            && self.tls_trust_certs_file_path.is_none()
-        {
-            return Err(bad(
-                "tlsTrustCertsFilePath",
-                "tlsRequireTrustedClientCertOnConnect needs trusted CA certificates",
-            ));
-        }
-        Ok(())
-    }
-
-    /// The storage-layer settings.
-    #[must_use]
-    pub fn storage_config(&self) -> StorageConfig {
-        StorageConfig {
-            journal_sync_data: self.journal_sync_data,
-            journal_max_segment_bytes: self.journal_max_size_mb.saturating_mul(1 << 20),
-            journal_max_group_wait: Duration::from_millis(self.journal_max_group_wait_msec),
-            journal_buffered_writes_threshold: self.journal_buffered_writes_threshold,
-            journal_adaptive_group_wait: Duration::from_micros(
-                self.journal_adaptive_group_wait_micros,
-            ),
-            journal_prealloc_bytes: self.journal_pre_alloc_size_mb.saturating_mul(1 << 20),
-            journal_direct_writes: self.journal_direct_writes,
-            cache_size_bytes: self.managed_ledger_cache_size_mb.saturating_mul(1 << 20),
-            cache_eviction_watermark: self.managed_ledger_cache_eviction_watermark,
-            cache_eviction_time_threshold: Duration::from_millis(
-                self.managed_ledger_cache_eviction_time_threshold_millis,
-            ),
-            cache_eviction_interval: Duration::from_millis(
-                self.managed_ledger_cache_eviction_interval_ms,
-            ),
-            cursor_flush_interval: Duration::from_secs_f64(
-                1.0 / self.managed_ledger_default_mark_delete_rate_limit,
-            ),
-        }
-    }
-
-    /// The per-ledger settings.
-    #[must_use]
-    pub fn ledger_config(&self) -> LedgerConfig {
-        let minutes = |m: f64| Duration::from_secs_f64((m * 60.0).max(0.0));
-        LedgerConfig {
-            max_entries_per_ledger: self.managed_ledger_max_entries_per_ledger,
-            max_size_per_ledger_bytes: self
-                .managed_ledger_max_size_per_ledger_mbytes
-                .saturating_mul(1 << 20),
-            min_rollover_time: minutes(self.managed_ledger_min_ledger_rollover_time_minutes),
-            max_rollover_time: minutes(self.managed_ledger_max_ledger_rollover_time_minutes),
-            retention_time_ms: if self.default_retention_time_in_minutes < 0 {
-                -1
-            } else {
-                self.default_retention_time_in_minutes * 60_000
-            },
-            retention_size_bytes: if self.default_retention_size_in_mb < 0 {
-                -1
-            } else {
-                self.default_retention_size_in_mb << 20
-            },
-            auto_skip_non_recoverable_data: self.auto_skip_non_recoverable_data,
         }
     }
 }
@@ -680,10 +422,10 @@ impl BrokerConfig {
     ///
     /// # Errors
     /// [`BrokerError::InvalidConfig`] for a malformed value.
-    pub fn listeners(&self) -> Result<Vec<crate::listeners::AdvertisedListener>, BrokerError> {
+    pub fn listeners(&self) -> Result<Vec<listeners::AdvertisedListener>, BrokerError> {
         match self.advertised_listeners.as_deref() {
             Some(spec) if !spec.trim().is_empty() => {
-                crate::listeners::parse(spec, self.internal_listener_name.as_deref())
+                listeners::parse(spec, self.internal_listener_name.as_deref())
             }
             _ if self.internal_listener_name.is_some() => {
                 Err(bad("internalListenerName", "needs advertisedListeners"))

@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use pulsar_rs_ledger::{Entry, Position};
 
+use super::Subscription;
+use crate::compaction::ledger::CompactedLedger;
 use crate::consumer::SubType;
-use crate::subscription::Subscription;
-use crate::BrokerError;
-
-use super::ledger::CompactedLedger;
+use crate::error::BrokerError;
 
 /// Refuses `readCompacted` where Pulsar does (`PersistentTopic.subscribe`).
 ///
@@ -69,7 +68,7 @@ fn advance(sub: &Subscription, view: &CompactedLedger, entries: &[Entry]) {
 /// Reads up to `n` entries of the compacted view for the subscription's active consumer, or
 /// `None` when it reads the topic itself (not `readCompacted`, no view, or past the horizon).
 /// The file read runs on a blocking thread.
-pub(crate) async fn read(sub: &Subscription, n: usize) -> Option<Result<Vec<Entry>, BrokerError>> {
+pub(super) async fn read(sub: &Subscription, n: usize) -> Option<Result<Vec<Entry>, BrokerError>> {
     let (view, from) = start(sub)?;
     let v = Arc::clone(&view);
     let read = tokio::task::spawn_blocking(move || v.read_from(from, n)).await;
@@ -83,7 +82,7 @@ pub(crate) async fn read(sub: &Subscription, n: usize) -> Option<Result<Vec<Entr
 }
 
 /// [`read`] on the calling thread (for [`Subscription::dispatch_once`]).
-pub(crate) fn read_blocking(
+pub(super) fn read_blocking(
     sub: &Subscription,
     n: usize,
 ) -> Option<Result<Vec<Entry>, BrokerError>> {
@@ -94,4 +93,21 @@ pub(crate) fn read_blocking(
     };
     advance(sub, &view, &entries);
     Some(Ok(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_subscribe;
+    use crate::consumer::SubType;
+
+    #[test]
+    fn read_compacted_only_on_exclusive_and_failover() {
+        assert!(check_subscribe(SubType::Exclusive, true).is_ok());
+        assert!(check_subscribe(SubType::Failover, true).is_ok());
+        assert!(check_subscribe(SubType::Shared, false).is_ok());
+        for t in [SubType::Shared, SubType::KeyShared] {
+            let e = check_subscribe(t, true).unwrap_err();
+            assert!(e.to_string().contains("readCompacted only allowed"), "{e}");
+        }
+    }
 }

@@ -20,7 +20,8 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{Cursor, ManagedLedger, Position};
 use pulsar_rs_proto::pb::MessageMetadata;
 
-use crate::{BrokerConfig, BrokerError};
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
 
 /// Name of the cursor holding the snapshots (Pulsar's `DEDUPLICATION_CURSOR_NAME`).
 pub const DEDUP_CURSOR: &str = "pulsar.dedup";

@@ -6,8 +6,11 @@ use pulsar_rs_ledger::AddWaiter;
 use pulsar_rs_proto::pb::MessageMetadata;
 
 use super::*;
-use crate::topic::{AccessMode, ProducerInfo, Published, Topic};
-use crate::{BrokerConfig, BrokerService, TopicName};
+use crate::config::BrokerConfig;
+use crate::naming::TopicName;
+use crate::service::BrokerService;
+use crate::topic::publish::Published;
+use crate::topic::{AccessMode, ProducerInfo, Topic};
 
 fn service(dir: &std::path::Path, cfg: BrokerConfig) -> Arc<BrokerService> {
     BrokerService::open(

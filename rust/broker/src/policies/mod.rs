@@ -1,0 +1,335 @@
+//! Namespace and topic policies, with Pulsar's admin JSON field names: publish rate, dispatch
+//! rates, backlog quotas ([`backlog_quota`]), retention, message TTL and inactive-topic
+//! policies, and their validation. A topic's effective policy is its own, else its namespace's,
+//! else the broker default from `broker.conf`; [`store`] keeps and resolves them.
+
+pub mod backlog_quota;
+pub mod store;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use self::backlog_quota::BacklogQuota;
+use crate::config::inactive_topic_mode::InactiveTopicDeleteMode;
+use crate::config::schema_strategy::Strategy;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+
+/// `PublishRate`: messages and bytes per second a topic accepts (−1 or 0 = unlimited).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PublishRate {
+    /// Messages per second.
+    #[serde(default = "minus_one")]
+    pub publish_throttling_rate_in_msg: i64,
+    /// Bytes per second.
+    #[serde(default = "minus_one")]
+    pub publish_throttling_rate_in_byte: i64,
+}
+
+/// `DispatchRate`: messages and bytes per period a topic or subscription dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DispatchRate {
+    /// Messages per period (−1 or 0 = unlimited).
+    #[serde(default = "minus_one")]
+    pub dispatch_throttling_rate_in_msg: i64,
+    /// Bytes per period (−1 or 0 = unlimited).
+    #[serde(default = "minus_one")]
+    pub dispatch_throttling_rate_in_byte: i64,
+    /// Whether the limit is relative to the publish rate (accepted, not implemented).
+    #[serde(default)]
+    pub relative_to_publish_rate: bool,
+    /// Period in seconds (default 1).
+    #[serde(default = "one")]
+    pub rate_period_in_second: i64,
+}
+
+/// `RetentionPolicies`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Retention {
+    /// Minutes to keep consumed data (−1 = forever).
+    pub retention_time_in_minutes: i64,
+    /// MiB of consumed data to keep (−1 = unlimited).
+    #[serde(rename = "retentionSizeInMB")]
+    pub retention_size_in_mb: i64,
+}
+
+/// Pulsar's `InactiveTopicPolicies`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InactiveTopicPolicies {
+    /// What counts as activity besides producers.
+    #[serde(default)]
+    pub inactive_topic_delete_mode: InactiveTopicDeleteMode,
+    /// Seconds a topic must stay inactive before it is deleted.
+    #[serde(default)]
+    pub max_inactive_duration_seconds: i64,
+    /// Whether inactive topics are deleted at all.
+    #[serde(default)]
+    pub delete_while_inactive: bool,
+}
+
+impl InactiveTopicPolicies {
+    /// The broker's inactive-topic policy, from its settings (Pulsar: the maximum inactive
+    /// duration defaults to the check frequency).
+    #[must_use]
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        InactiveTopicPolicies {
+            inactive_topic_delete_mode: InactiveTopicDeleteMode::parse(
+                &config.broker_delete_inactive_topics_mode,
+            )
+            .unwrap_or_default(),
+            max_inactive_duration_seconds: i64::from(
+                config
+                    .broker_delete_inactive_topics_max_inactive_duration_seconds
+                    .unwrap_or(config.broker_delete_inactive_topics_frequency_seconds),
+            ),
+            delete_while_inactive: config.broker_delete_inactive_topics_enabled,
+        }
+    }
+}
+
+fn minus_one() -> i64 {
+    -1
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// Pulsar's `AuthPolicies`: actions (`produce`, `consume`, ...) granted to roles on the
+/// namespace, on single topics of it (by full topic name) and subscription roles. The broker
+/// stores them; the server's authorizer reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthPolicies {
+    /// Role → actions on every topic of the namespace.
+    #[serde(default)]
+    pub namespace_auth: BTreeMap<String, BTreeSet<String>>,
+    /// Topic → role → actions.
+    #[serde(default)]
+    pub destination_auth: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// Subscription → roles allowed on it.
+    #[serde(default)]
+    pub subscription_auth_roles: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl AuthPolicies {
+    /// Whether nothing is granted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.namespace_auth.is_empty()
+            && self.destination_auth.is_empty()
+            && self.subscription_auth_roles.is_empty()
+    }
+}
+
+/// Every policy of one namespace or topic; `None` = inherit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policies {
+    /// Publish rate.
+    pub publish_rate: Option<PublishRate>,
+    /// Topic dispatch rate.
+    pub dispatch_rate: Option<DispatchRate>,
+    /// Per-subscription dispatch rate.
+    pub subscription_dispatch_rate: Option<DispatchRate>,
+    /// Backlog quotas by type (`destination_storage`, `message_age`).
+    #[serde(default)]
+    pub backlog_quota_map: HashMap<String, BacklogQuota>,
+    /// Retention.
+    pub retention: Option<Retention>,
+    /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
+    #[serde(default)]
+    pub deduplication_enabled: Option<bool>,
+    /// Message TTL in seconds (0 = never expire); Pulsar's `message_ttl_in_seconds` (topic
+    /// policy `messageTTLInSeconds`).
+    #[serde(
+        default,
+        rename = "message_ttl_in_seconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message_ttl_in_seconds: Option<i64>,
+    /// Inactive-topic deletion; Pulsar's `inactive_topic_policies`.
+    #[serde(
+        default,
+        rename = "inactive_topic_policies",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub inactive_topic_policies: Option<InactiveTopicPolicies>,
+    /// Automatic compaction threshold in bytes (0 = off; `None`: inherit; broker
+    /// `brokerServiceCompactionThresholdInBytes`). Pulsar's namespace field name.
+    #[serde(
+        default,
+        rename = "compaction_threshold",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub compaction_threshold: Option<i64>,
+    /// Schema compatibility strategy (`UNDEFINED`/`None`: inherit; broker
+    /// `schemaCompatibilityStrategy`); Pulsar's `schema_compatibility_strategy`.
+    #[serde(
+        default,
+        rename = "schema_compatibility_strategy",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_compatibility_strategy: Option<Strategy>,
+    /// Whether producers may add schema versions (`None`: inherit; broker
+    /// `isAllowAutoUpdateSchemaEnabled`); Pulsar's `is_allow_auto_update_schema`.
+    #[serde(
+        default,
+        rename = "is_allow_auto_update_schema",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub is_allow_auto_update_schema: Option<bool>,
+    /// Whether producers without a schema are refused on topics with one (`None`: inherit;
+    /// broker `isSchemaValidationEnforced`); Pulsar's `schema_validation_enforced`.
+    #[serde(
+        default,
+        rename = "schema_validation_enforced",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_validation_enforced: Option<bool>,
+    /// Permissions (namespace documents only), Pulsar's `auth_policies`.
+    #[serde(
+        default,
+        rename = "auth_policies",
+        skip_serializing_if = "AuthPolicies::is_empty"
+    )]
+    pub auth_policies: AuthPolicies,
+    /// Fields of Pulsar's namespace `Policies` document this broker stores and returns but does
+    /// not apply (`deduplicationEnabled`, `message_ttl_in_seconds`, ...), by their JSON names.
+    #[serde(flatten)]
+    pub other: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// The resolved policy of one topic.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Effective {
+    /// Publish limit (messages/s, bytes/s); 0 = none.
+    pub publish: (f64, f64),
+    /// Topic dispatch limit (messages/s, bytes/s); 0 = none.
+    pub dispatch: (f64, f64),
+    /// Subscription dispatch limit (messages/s, bytes/s); 0 = none.
+    pub subscription_dispatch: (f64, f64),
+    /// Size quota.
+    pub backlog_size: Option<BacklogQuota>,
+    /// Time quota.
+    pub backlog_time: Option<BacklogQuota>,
+    /// Retention (time in ms, size in bytes), −1 = unlimited.
+    pub retention: (i64, i64),
+    /// Deduplication on.
+    pub deduplication: bool,
+    /// Message TTL in seconds (0 = none): topic, else namespace, else `ttlDurationDefaultInSeconds`.
+    pub message_ttl_seconds: i64,
+    /// Inactive-topic policy: topic, else namespace, else the broker's.
+    pub inactive: InactiveTopicPolicies,
+    /// Automatic compaction threshold in bytes (0 = off).
+    pub compaction_threshold: i64,
+    /// Schema compatibility strategy (never `UNDEFINED`).
+    pub schema_compatibility_strategy: Strategy,
+    /// Producers may add schema versions.
+    pub allow_auto_update_schema: bool,
+    /// Producers without a schema are refused on topics with one.
+    pub schema_validation_enforced: bool,
+}
+
+fn positive(v: i64) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    if v > 0 {
+        v as f64
+    } else {
+        0.0
+    }
+}
+
+impl DispatchRate {
+    fn per_second(&self) -> (f64, f64) {
+        let period = positive(self.rate_period_in_second).max(1.0);
+        (
+            positive(self.dispatch_throttling_rate_in_msg) / period,
+            positive(self.dispatch_throttling_rate_in_byte) / period,
+        )
+    }
+}
+
+/// Validates a policy document before it is stored.
+///
+/// # Errors
+/// [`BrokerError::InvalidConfig`] naming the bad field.
+pub fn validate(p: &Policies) -> Result<(), BrokerError> {
+    let bad = |key: &str, reason: &str| BrokerError::InvalidConfig {
+        key: key.into(),
+        reason: reason.into(),
+    };
+    if let Some(r) = &p.publish_rate {
+        if r.publish_throttling_rate_in_msg < -1 || r.publish_throttling_rate_in_byte < -1 {
+            return Err(bad("publishRate", "rates must be >= -1"));
+        }
+    }
+    for (key, r) in [
+        ("dispatchRate", &p.dispatch_rate),
+        ("subscriptionDispatchRate", &p.subscription_dispatch_rate),
+    ] {
+        if let Some(r) = r {
+            if r.dispatch_throttling_rate_in_msg < -1
+                || r.dispatch_throttling_rate_in_byte < -1
+                || r.rate_period_in_second < 1
+            {
+                return Err(bad(key, "rates must be >= -1 and ratePeriodInSecond >= 1"));
+            }
+        }
+    }
+    for (kind, q) in &p.backlog_quota_map {
+        if kind != "destination_storage" && kind != "message_age" {
+            return Err(bad(
+                "backlogQuotaType",
+                "must be destination_storage or message_age",
+            ));
+        }
+        if q.limit_size < -1 || q.limit_time < -1 {
+            return Err(bad("backlogQuota", "limitSize and limitTime must be >= -1"));
+        }
+    }
+    if p.message_ttl_in_seconds.is_some_and(|t| t < 0) {
+        return Err(bad("messageTTL", "Invalid value for message TTL"));
+    }
+    if p.compaction_threshold.is_some_and(|t| t < 0) {
+        return Err(bad("compactionThreshold", "must be >= 0"));
+    }
+    if let Some(r) = &p.retention {
+        if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
+            return Err(bad(
+                "retention",
+                "retentionTimeInMinutes and retentionSizeInMB must be >= -1",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backlog_quota::RetentionPolicy;
+    use super::*;
+
+    #[test]
+    fn pulsar_json_names_parse() {
+        let r: PublishRate = serde_json::from_str(
+            r#"{"publishThrottlingRateInMsg":10,"publishThrottlingRateInByte":-1}"#,
+        )
+        .unwrap();
+        assert_eq!(r.publish_throttling_rate_in_msg, 10);
+        let q: BacklogQuota =
+            serde_json::from_str(r#"{"limitSize":1024,"policy":"consumer_backlog_eviction"}"#)
+                .unwrap();
+        assert_eq!(q.policy, RetentionPolicy::ConsumerBacklogEviction);
+        assert_eq!(q.limit_time, -1);
+        let d: DispatchRate =
+            serde_json::from_str(r#"{"dispatchThrottlingRateInMsg":100,"ratePeriodInSecond":2}"#)
+                .unwrap();
+        assert_eq!(d.per_second(), (50.0, 0.0));
+        assert!(serde_json::from_str::<PublishRate>(r#"{"bogus":1}"#).is_err());
+    }
+}
