@@ -56,12 +56,15 @@ impl DelayedTracker {
         due
     }
 
-    /// How long until the next entry is due at `now_ms` with a cutoff `slack` ahead of now.
+    /// How long until the next held entry's delivery time. The timer aims at the delivery time
+    /// itself, as Pulsar's `AbstractDelayedDeliveryTracker.updateTimer`: the tick's slack only
+    /// lets an entry read within a tick of its time go out at once (`add`), it does not wake
+    /// the dispatcher a tick early.
     #[must_use]
-    pub fn next_due_in(&self, now_ms: i64, slack: i64) -> Option<Duration> {
+    pub fn next_due_in(&self, now_ms: i64) -> Option<Duration> {
         self.by_time
             .first()
-            .map(|&(at, _)| Duration::from_millis(u64::try_from(at - slack - now_ms).unwrap_or(0)))
+            .map(|&(at, _)| Duration::from_millis(u64::try_from(at - now_ms).unwrap_or(0)))
     }
 
     /// Entries held.
@@ -97,10 +100,10 @@ mod tests {
         assert!(t.add(p(2), 200, 100));
         assert!(t.add(p(2), 200, 100), "held once");
         assert_eq!(t.len(), 3);
-        assert_eq!(t.next_due_in(150, 0), Some(Duration::from_millis(50)));
+        assert_eq!(t.next_due_in(150), Some(Duration::from_millis(50)));
         assert_eq!(t.take_due(199), Vec::<Position>::new());
         assert_eq!(t.take_due(250), vec![p(1), p(2)]);
-        assert_eq!(t.next_due_in(1000, 0), Some(Duration::ZERO));
+        assert_eq!(t.next_due_in(1000), Some(Duration::ZERO));
         assert_eq!(t.take_due(1000), vec![p(3)]);
         assert!(t.is_empty());
     }

@@ -35,13 +35,33 @@ pub struct BacklogQuota {
 #[derive(Clone, Copy, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct BacklogQuotaDoc {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number_or_string")]
     limit: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number_or_string")]
     limit_size: Option<i64>,
     #[serde(default = "minus_one")]
     limit_time: i64,
     policy: RetentionPolicy,
+}
+
+/// A number, or a number written as a JSON string (`"10240"`): Pulsar's Jackson coerces one to
+/// the other, and the Go admin client sends the limits as strings.
+fn number_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Lenient {
+        Number(i64),
+        Text(String),
+    }
+    match Option::<Lenient>::deserialize(d)? {
+        None => Ok(None),
+        Some(Lenient::Number(n)) => Ok(Some(n)),
+        Some(Lenient::Text(t)) => t
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("not a number: {t:?}"))),
+    }
 }
 
 impl From<BacklogQuotaDoc> for BacklogQuota {
@@ -88,5 +108,15 @@ mod tests {
         let v = serde_json::to_value(q).unwrap();
         assert_eq!(v["limit"], 512);
         assert_eq!(v["limitSize"], 512);
+        // The Go admin client writes the limits as strings; Jackson coerces them.
+        let q: BacklogQuota = serde_json::from_str(
+            r#"{"limit":"10240","limitSize":"10240","policy":"producer_exception"}"#,
+        )
+        .unwrap();
+        assert_eq!(q.limit_size, 10240);
+        assert!(serde_json::from_str::<BacklogQuota>(
+            r#"{"limitSize":"x","policy":"producer_exception"}"#
+        )
+        .is_err());
     }
 }

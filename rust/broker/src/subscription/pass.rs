@@ -82,7 +82,7 @@ impl Subscription {
     /// When the next delayed entry is due.
     fn delayed_deadline(&self) -> Option<Instant> {
         let d = self.delayed.lock();
-        d.next_due_in(self.clock_ms(), self.delay_slack_ms())
+        d.next_due_in(self.clock_ms())
             .map(|wait| Instant::now() + wait)
     }
 

@@ -33,24 +33,22 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
 }
 
-/// `GET /admin/v2/non-persistent/{tenant}/{ns}`: the namespace's live non-persistent topics and
-/// the partitions of its non-persistent partitioned topics (Pulsar's `NonPersistentTopics`).
+/// `GET /admin/v2/non-persistent/{tenant}/{ns}`: the namespace's live non-persistent topics, as
+/// Pulsar's `NonPersistentTopics.getList` (partitions appear once loaded).
 async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
     let namespace = format!("{tenant}/{ns}");
     if let Some(r) = super::namespaces::missing(&ctx, &namespace) {
         return r;
     }
-    let live: Vec<TopicName> = ctx
+    let mut names: Vec<String> = ctx
         .service
         .non_persistent_topics()
         .iter()
         .filter(|t| t.name.namespace_name() == namespace)
-        .map(|t| t.name.clone())
+        .map(|t| t.name.to_string())
         .collect();
-    Json(super::topics::with_partitions(
-        &ctx, &namespace, false, live,
-    ))
-    .into_response()
+    names.sort();
+    Json(names).into_response()
 }
 
 /// `GET /admin/v2/non-persistent/{tenant}/{ns}/partitioned`.

@@ -42,29 +42,13 @@ async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>
     if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
         return r;
     }
-    let namespace = format!("{tenant}/{ns}");
-    let stored = ctx.service.topics_of_namespace(&namespace);
-    Json(with_partitions(&ctx, &namespace, true, stored)).into_response()
-}
-
-/// `topics` (of one domain) and, as Pulsar lists them, the partitions of every partitioned topic
-/// of that domain in `namespace`: Pulsar creates a partitioned topic's partitions when the topic
-/// is created (or updated), so they are listed before anyone used them. Sorted, without repeats.
-pub(super) fn with_partitions(
-    ctx: &ServerContext,
-    namespace: &str,
-    persistent: bool,
-    topics: Vec<pulsar_rs_broker::TopicName>,
-) -> Vec<String> {
-    let mut names: Vec<String> = topics.iter().map(ToString::to_string).collect();
-    for (base, n) in ctx.service.partitioned_topics(namespace) {
-        if base.is_persistent() == persistent {
-            names.extend((0..n).map(|i| base.partition(i).to_string()));
-        }
-    }
-    names.sort();
-    names.dedup();
-    names
+    let names: Vec<String> = ctx
+        .service
+        .topics_of_namespace(&format!("{tenant}/{ns}"))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Json(names).into_response()
 }
 
 async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
@@ -152,7 +136,28 @@ async fn create_partitions(
             )
         }
     };
-    no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
+    // As Pulsar (`tryCreatePartitionsAsync`): the partitions are created with the partitioned
+    // topic, so they are listed (and collected as inactive topics) before anyone uses them.
+    no_content(&ctx, move |svc| {
+        svc.create_partitioned(&name, n)?;
+        create_partitions_from(svc, &name, 0, n)
+    })
+    .await
+}
+
+/// Creates (loads, storing them) the persistent partitions `from..to` of `name`.
+pub(super) fn create_partitions_from(
+    svc: &pulsar_rs_broker::BrokerService,
+    name: &pulsar_rs_broker::TopicName,
+    from: u32,
+    to: u32,
+) -> Result<(), pulsar_rs_broker::BrokerError> {
+    if name.is_persistent() {
+        for i in from..to {
+            svc.topic(&name.partition(i), true)?;
+        }
+    }
+    Ok(())
 }
 
 /// The partition count of a create body: the number itself, or (Pulsar's
@@ -203,7 +208,12 @@ async fn update_partitions(
     }
     let n = u32::try_from(n).unwrap_or(u32::MAX);
     let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || svc.update_partitioned(&name, n)).await {
+    let grow = move || {
+        svc.update_partitioned(&name, n)?;
+        // Pulsar's `tryCreateExtendedPartitionsAsync`: the new partitions exist at once.
+        create_partitions_from(&svc, &name, current, n)
+    };
+    match tokio::task::spawn_blocking(grow).await {
         Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
         Ok(Err(pulsar_rs_broker::BrokerError::NotAllowed(why))) => fail(StatusCode::CONFLICT, why),
         Ok(Err(e)) => broker_fail(&e),

@@ -105,12 +105,9 @@ impl Connection {
     pub(super) fn subscribe(&mut self, c: pb::CommandSubscribe) {
         if let Some(slot) = self.consumers.get(&c.consumer_id) {
             if !slot.consumer.is_closed() {
-                self.error(
-                    c.request_id,
-                    &BrokerError::ConsumerBusy(
-                        "Consumer is already present on the connection".into(),
-                    ),
-                );
+                // As Pulsar's `handleSubscribe`: the consumer with this id already exists, so
+                // a repeated SUBSCRIBE (a client retrying after a timeout) succeeds.
+                self.send(&commands::success(c.request_id));
                 return;
             }
             self.consumers.remove(&c.consumer_id);
@@ -127,10 +124,12 @@ impl Connection {
             return;
         }
         if self.creating_consumers.contains_key(&c.consumer_id) {
-            self.error(
+            // Pulsar answers a SUBSCRIBE for a consumer still being created ServiceNotReady.
+            self.send(&commands::error(
                 c.request_id,
-                &BrokerError::ConsumerBusy("Consumer is already being created".into()),
-            );
+                Wire::ServiceNotReady,
+                "Consumer is already present on the connection",
+            ));
             return;
         }
         self.creating_consumers.insert(c.consumer_id, false);
