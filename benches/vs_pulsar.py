@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,7 +199,35 @@ def perf_cmd(home: Path, sub: str, url: str, w: dict, topic: str, duration: int)
     return [*cmd, topic]
 
 
+def log_time(line: str) -> float:
+    """The epoch seconds of a pulsar-perf log line (``2026-11-26T19:48:00,635+0000 [...]``)."""
+    return datetime.strptime(line.split(" ", 1)[0], "%Y-%m-%dT%H:%M:%S,%f%z").timestamp()
+
+
+class CpuSampler(threading.Thread):
+    """Samples the broker group's CPU seconds every 0.1 s, stamped with the wall clock."""
+
+    def __init__(self, pgid: int) -> None:
+        super().__init__(daemon=True)
+        self.pgid, self.samples, self.stop = pgid, [], threading.Event()
+
+    def run(self) -> None:
+        while True:
+            self.samples.append((time.time(), group_cpu_s(self.pgid)))
+            if self.stop.wait(0.1):
+                return
+
+    def at(self, t: float) -> float:
+        return min(self.samples, key=lambda s: abs(s[0] - t))[1]
+
+
 def run_one(home: Path, broker, w: dict, topic: str, duration: int, work: Path) -> dict:
+    """One pulsar-perf consume + produce run. pulsar-perf's aggregated msg/s divides by its whole
+    life (JVM start and a ~5 s close included), so rates are taken between the producer's
+    "Created N producers" and "DONE (reached the maximum duration" log lines instead: produce
+    msg/s = records sent / that span; consume msg/s = records the consumer received by then / that
+    span (nothing was published before the span began); broker CPU = the group's CPU time over
+    that span (0.1 s samples)."""
     env = {**os.environ, "PULSAR_PERFTEST_CONF": str(work / "client.conf")}
     (work / "client.conf").write_text(f"webServiceUrl={broker.admin_url}/\nbrokerServiceUrl={broker.service_url}/\n")
     ccmd = perf_cmd(home, "consume", broker.service_url, w, topic, duration)
@@ -206,21 +235,37 @@ def run_one(home: Path, broker, w: dict, topic: str, duration: int, work: Path) 
     cons_out, prod_out = work / "consume.out", work / "produce.out"
     with cons_out.open("wb") as f:
         cons = subprocess.Popen(ccmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    sampler = CpuSampler(broker.pgid)
     try:
         deadline = time.monotonic() + 90
         while "Start receiving from" not in cons_out.read_text(errors="replace"):
             if cons.poll() is not None or time.monotonic() > deadline:
                 return {"error": "consumer did not start: " + cons_out.read_text(errors="replace")[-1500:]}
             time.sleep(0.2)
-        cpu0, t0, ru0 = group_cpu_s(broker.pgid), time.monotonic(), children_cpu_s()
+        sampler.start()
+        ru0 = children_cpu_s()
         with prod_out.open("wb") as f:
-            try:
-                subprocess.run(pcmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=duration + 90)
-            except subprocess.TimeoutExpired:
-                return {"error": "producer timed out: " + prod_out.read_text(errors="replace")[-1500:]}
-        cpu1, wall, ru1 = group_cpu_s(broker.pgid), time.monotonic() - t0, children_cpu_s()
+            prod = subprocess.Popen(pcmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        # The consumer's own interval lines come every 10 s whatever -i says: it is stopped (SIGINT;
+        # its shutdown hook prints the total received) the moment the producer logs DONE, so its
+        # total is what it received while the producer sent.
+        deadline = time.monotonic() + duration + 90
+        while "DONE (reached the maximum duration" not in prod_out.read_text(errors="replace"):
+            if prod.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(cons.pid, signal.SIGINT)
+        try:
+            prod.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(prod.pid, signal.SIGKILL)
+            prod.wait()
+            return {"error": "producer did not exit: " + prod_out.read_text(errors="replace")[-1500:]}
+        ru1 = children_cpu_s()
         hwm = group_hwm_mb(broker.pgid)
     finally:
+        sampler.stop.set()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(cons.pid, signal.SIGINT)  # its shutdown hook prints the aggregated stats
         try:
@@ -231,27 +276,29 @@ def run_one(home: Path, broker, w: dict, topic: str, duration: int, work: Path) 
             cons.wait()
     ru2 = children_cpu_s()
     p, c = prod_out.read_text(errors="replace"), cons_out.read_text(errors="replace")
-    ps = re.search(r"Aggregated throughput stats --- ([\d,]+) records sent --- ([\d.,]+) msg/s", p)
-    cs = re.search(r"Aggregated throughput stats --- ([\d,]+) records received --- ([\d.,]+) msg/s", c)
+    ps = re.search(r"Aggregated throughput stats --- ([\d,]+) records sent", p)
     pl = re.search(r"Aggregated latency stats --- (.*)", p)
-    if not ps or not cs:
-        return {"error": "no aggregated stats", "produce_tail": p[-1500:], "consume_tail": c[-1500:]}
-    sent, rate = int(ps.group(1).replace(",", "")), float(ps.group(2).replace(",", ""))
-    recv = int(cs.group(1).replace(",", ""))
-    prod_s = sent / rate if rate else None
-    cpu = cpu1 - cpu0
+    created = [ln for ln in p.splitlines() if re.search(r"PerformanceProducer - Created \d+ producers", ln)]
+    done = [ln for ln in p.splitlines() if "DONE (reached the maximum duration" in ln]
+    if not ps or not created or not done:
+        return {"error": "no aggregated stats or start/end lines", "produce_tail": p[-1500:]}
+    sent = int(ps.group(1).replace(",", ""))
+    t0, t1 = log_time(created[-1]), log_time(done[-1])
+    span = t1 - t0
+    cs = re.search(r"Aggregated throughput stats --- ([\d,]+) records received", c)
+    cons_rate = int(cs.group(1).replace(",", "")) / span if cs else None
+    cpu = sampler.at(t1) - sampler.at(t0)
+    msgs = sent + (cons_rate or 0) * span  # what the broker took in and handed out over the span
     r = {
         "sent": sent,
-        "received": recv,
-        "pub_msg_s": rate,
-        "cons_msg_s": recv / prod_s if prod_s else None,
-        "producer_s": prod_s,
-        "window_s": wall,
+        "pub_msg_s": sent / span,
+        "cons_msg_s": cons_rate,
+        "produce_span_s": span,
         "broker_cpu_s": cpu,
-        "broker_us_per_msg": 1e6 * cpu / (sent + recv) if sent + recv else None,
-        "broker_cpu_util": cpu / wall,
+        "broker_us_per_msg": 1e6 * cpu / msgs if msgs else None,
+        "broker_cpu_util": cpu / span,
         "broker_peak_rss_mb": hwm,
-        # pulsar-perf's own CPU (JVM start included): the producer over its run, the consumer over its life
+        # pulsar-perf's own CPU (JVM start and close included): the producer's life, the consumer's life
         "producer_cpu_s": ru1 - ru0,
         "consumer_cpu_s": ru2 - ru1,
         "errors_in_output": len(re.findall(r"\bERROR\b", p + c)),
