@@ -5,14 +5,13 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use pulsar_rs_broker::TopicName;
 use serde_json::json;
 
-use super::{broker_fail, fail, no_content, Ctx};
+use super::{broker_fail, no_content, Ctx};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -152,20 +151,9 @@ async fn create_partitions(
         Ok(n) => n,
         Err(r) => return r,
     };
-    let n = match super::topics::partition_count(&body) {
-        Some(n) if n <= 0 => {
-            return fail(
-                StatusCode::NOT_ACCEPTABLE,
-                "Number of partitions should be more than 0",
-            )
-        }
-        Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
-        None => {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                "body must be the number of partitions",
-            )
-        }
+    let n = match super::topics::create_count(&body) {
+        Ok(n) => n,
+        Err(r) => return *r,
     };
     // The metadata write runs on the blocking pool.
     no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await

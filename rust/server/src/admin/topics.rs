@@ -121,20 +121,9 @@ async fn create_partitions(
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
     }
-    let n = match partition_count(&body) {
-        Some(n) if n <= 0 => {
-            return fail(
-                StatusCode::NOT_ACCEPTABLE,
-                "Number of partitions should be more than 0",
-            )
-        }
-        Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
-        None => {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                "body must be the number of partitions",
-            )
-        }
+    let n = match create_count(&body) {
+        Ok(n) => n,
+        Err(r) => return *r,
     };
     // As Pulsar (`tryCreatePartitionsAsync`): the partitions are created with the partitioned
     // topic, so they are listed (and collected as inactive topics) before anyone uses them.
@@ -158,6 +147,22 @@ pub(super) fn create_partitions_from(
         }
     }
     Ok(())
+}
+
+/// The count of a partitioned-topic create body, or the refusal Pulsar answers: 406 for a count
+/// under 1, 400 for a body that is not a count.
+pub(super) fn create_count(body: &str) -> Result<u32, Box<Response>> {
+    match partition_count(body) {
+        Some(n) if n <= 0 => Err(Box::new(fail(
+            StatusCode::NOT_ACCEPTABLE,
+            "Number of partitions should be more than 0",
+        ))),
+        Some(n) => Ok(u32::try_from(n).unwrap_or(u32::MAX)),
+        None => Err(Box::new(fail(
+            StatusCode::BAD_REQUEST,
+            "body must be the number of partitions",
+        ))),
+    }
 }
 
 /// The partition count of a create body: the number itself, or (Pulsar's
