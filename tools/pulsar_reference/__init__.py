@@ -16,6 +16,7 @@ The version is pinned here, once (:data:`PULSAR_VERSION`); the README says why i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import os
 import shutil
@@ -212,7 +213,14 @@ class PulsarStandalone:
             str(self.data_dir / "zookeeper-unused"),
         ]
         log = self.log_path.open("wb")
-        self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         log.close()
         try:
             self._wait_ready()
@@ -263,6 +271,14 @@ class PulsarStandalone:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.cleanup()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: Linux sends it SIGTERM when the process that started it dies,
+    so a killed test run leaves no JVM behind (``bin/pulsar`` execs java, which keeps it)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _conf_value(v: object) -> str:

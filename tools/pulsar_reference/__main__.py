@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import time
 
 from . import PULSAR_VERSION, PulsarStandalone, ensure_distribution
@@ -16,6 +17,8 @@ def main() -> None:
     if args.command == "fetch":
         print(f"Apache Pulsar {PULSAR_VERSION} at {ensure_distribution()}")
         return
+    # SIGTERM stops it as Ctrl-C does: the broker is stopped and its data directory removed.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with PulsarStandalone() as pulsar, contextlib.suppress(KeyboardInterrupt):
         print(f"READY {pulsar.service_url} {pulsar.admin_url} data_dir={pulsar.data_dir}", flush=True)
         while True:
