@@ -4,7 +4,8 @@
 //! only the winners.
 //!
 //! * The key is the message's `partition_key` only (Pulsar's `extractKeyAndSize`).
-//! * A keyed message is a tombstone, removing its key from the compacted view, when its size is 0.
+//! * A keyed message is a tombstone, removing its key from the compacted view, when it is a null
+//!   value (`null_value`, set by every official client for a null value) or its size is 0.
 //!   Its size is Pulsar's: the metadata's `uncompressed_size` when present, else the bytes of the
 //!   whole stored message, never 0 (`extractKeyAndSize` measures the headers and payload). So a
 //!   null value of the Java and Go clients (empty, `uncompressed_size` 0) deletes its key, while an
@@ -78,7 +79,12 @@ fn parse(e: &Entry) -> Parsed {
         return Parsed::Skip;
     }
     if md.num_messages_in_batch.is_none() {
-        let size = md.uncompressed_size.map_or(e.data.len(), |s| s as usize);
+        // A null value (`send(None)`, `value(null)`) deletes its key whatever sizes it carries.
+        let size = if md.null_value == Some(true) {
+            0
+        } else {
+            md.uncompressed_size.map_or(e.data.len(), |s| s as usize)
+        };
         let key = md.partition_key.clone();
         return Parsed::Messages(
             Box::new(md),
@@ -366,6 +372,24 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(value(&out[1]).0.as_deref(), Some("a"));
         assert!(value(&out[1]).1.is_empty());
+    }
+
+    /// The C++-based clients' `send(None)`: `null_value` set, no `uncompressed_size`.
+    #[test]
+    fn a_null_value_is_a_tombstone() {
+        let mut null = message(1, 2, Some("a"), b"");
+        let (mut md, _) = pulsar_rs_proto::parse_stored_entry(&null.data).unwrap();
+        md.uncompressed_size = None;
+        md.null_value = Some(true);
+        null.data = pulsar_rs_proto::build_stored_entry(&md, b"");
+        let entries = vec![
+            message(1, 0, Some("a"), b"a1"),
+            message(1, 1, Some("b"), b"b1"),
+            null,
+        ];
+        let out = compact(&entries, false);
+        assert_eq!(out.len(), 1);
+        assert_eq!(value(&out[0]).0.as_deref(), Some("b"));
     }
 
     #[test]

@@ -590,16 +590,14 @@ impl Subscription {
         self.cursor.reset(position);
     }
 
-    /// Resets the cursor to the first entry published after `timestamp_ms`: as Pulsar's
-    /// `PersistentSubscription.resetCursor(timestamp)`, which finds the newest entry published at
-    /// or before the time and resets to the one after it (an entry of that very millisecond is
-    /// skipped).
+    /// Resets the cursor to the first entry published at or after `timestamp_ms` (the official
+    /// Python client's suite seeks to a message's own publish time and expects that message).
     ///
     /// # Errors
     /// Storage failures while searching.
     pub fn seek_by_time(&self, timestamp_ms: u64) -> Result<(), BrokerError> {
         self.disconnect_all();
-        self.cursor.reset_by_time(timestamp_ms.saturating_add(1))?;
+        self.cursor.reset_by_time(timestamp_ms)?;
         Ok(())
     }
 
