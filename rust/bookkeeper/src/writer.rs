@@ -1,0 +1,489 @@
+//! The writing side of a ledger (BookKeeper's `LedgerHandle` + `PendingAddOp`): pipelined adds, each
+//! sent to its round-robin write set and acknowledged once `Qa` bookies of that set confirm it,
+//! completed strictly in entry order; the LAC (last entry completed) rides on every later entry.
+//! When a bookie fails, the ledger's ensemble is changed (a writable bookie not in it takes its
+//! place from the first unconfirmed entry on, the metadata is compare-and-set) and the pending
+//! entries are sent again. Any bookie answering EFENCED ends the handle: a recovery open took over.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use crate::bookie_client::BookieClient;
+use crate::digest::{package_entry, MASTER_KEY_LENGTH};
+use crate::error::{BkError, Result};
+use crate::metadata::{LedgerMetadata, LedgerState};
+use crate::placement::{replacement, write_set};
+use crate::zk_store::{MetadataVersion, ZkStore};
+
+/// An entry sent but not yet completed.
+struct PendingAdd {
+    entry_id: i64,
+    /// Ledger length including this entry.
+    length: i64,
+    /// The digest-framed entry, resent unchanged after an ensemble change.
+    stored: Bytes,
+    /// Bookies that confirmed it (only those still in its write set count).
+    acked: HashSet<String>,
+    /// Bookies it was sent to and that have not answered.
+    outstanding: HashSet<String>,
+    /// The caller waiting for the entry id.
+    done: Option<oneshot::Sender<Result<i64>>>,
+}
+
+/// The mutable state of a writing ledger.
+struct WriterState {
+    metadata: LedgerMetadata,
+    version: MetadataVersion,
+    next_entry_id: i64,
+    /// Length of the ledger including every entry handed out so far.
+    length: i64,
+    /// Last entry completed (in order), and the ledger length through it.
+    lac: i64,
+    lac_length: i64,
+    pending: VecDeque<PendingAdd>,
+    /// An ensemble change is running; sends wait for it.
+    changing_ensemble: bool,
+    /// Bookies of the current ensemble that failed and still need replacing.
+    failed_bookies: Vec<String>,
+    /// Set once the handle is closed or failed; later adds get this error.
+    terminal: Option<TerminalState>,
+}
+
+#[derive(Clone, Copy)]
+enum TerminalState {
+    Closed,
+    Fenced,
+}
+
+/// Shared between the handle and the tasks that carry its requests.
+struct Shared {
+    ledger_id: i64,
+    master_key: [u8; MASTER_KEY_LENGTH],
+    /// Cloneable, immutable.
+    bookies: BookieClient,
+    /// Cloneable, immutable.
+    store: ZkStore,
+    /// Owned jointly by `append` callers, response tasks and ensemble-change tasks; every holder
+    /// takes the lock for bookkeeping only and never across an `.await`.
+    state: Mutex<WriterState>,
+}
+
+/// A ledger open for writing.
+#[derive(Clone)]
+pub struct LedgerWriter {
+    shared: Arc<Shared>,
+}
+
+/// A request to send: entry to bookie.
+struct Send {
+    bookie: String,
+    entry_id: i64,
+    stored: Bytes,
+}
+
+impl LedgerWriter {
+    pub(crate) fn new(
+        ledger_id: i64,
+        password: &[u8],
+        metadata: LedgerMetadata,
+        version: MetadataVersion,
+        bookies: BookieClient,
+        store: ZkStore,
+    ) -> LedgerWriter {
+        let state = WriterState {
+            metadata,
+            version,
+            next_entry_id: 0,
+            length: 0,
+            lac: -1,
+            lac_length: 0,
+            pending: VecDeque::new(),
+            changing_ensemble: false,
+            failed_bookies: Vec::new(),
+            terminal: None,
+        };
+        let shared = Shared {
+            ledger_id,
+            master_key: crate::digest::master_key(password),
+            bookies,
+            store,
+            state: Mutex::new(state),
+        };
+        LedgerWriter {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// The ledger id.
+    pub fn id(&self) -> i64 {
+        self.shared.ledger_id
+    }
+
+    /// Last entry confirmed by an ack quorum, with every earlier one.
+    pub fn last_add_confirmed(&self) -> i64 {
+        self.shared.lock().lac
+    }
+
+    /// A copy of the ledger's current metadata (ensembles as changed so far).
+    pub fn metadata(&self) -> LedgerMetadata {
+        self.shared.lock().metadata.clone()
+    }
+
+    /// Appends an entry; resolves with its entry id once it and every earlier entry reached their
+    /// ack quorum. Many appends may be in flight at once.
+    pub async fn append(&self, payload: &[u8]) -> Result<i64> {
+        let (done, wait) = oneshot::channel();
+        let sends = {
+            let mut st = self.shared.lock();
+            if let Some(t) = st.terminal {
+                return Err(self.shared.terminal_error(t));
+            }
+            let entry_id = st.next_entry_id;
+            st.next_entry_id += 1;
+            st.length += payload.len() as i64;
+            let stored = package_entry(self.shared.ledger_id, entry_id, st.lac, st.length, payload);
+            let length = st.length;
+            st.pending.push_back(PendingAdd {
+                entry_id,
+                length,
+                stored,
+                acked: HashSet::new(),
+                outstanding: HashSet::new(),
+                done: Some(done),
+            });
+            sends_missing(&mut st)
+        };
+        self.shared.clone().dispatch(sends);
+        wait.await.unwrap_or_else(|_| {
+            Err(BkError::LedgerClosed {
+                ledger_id: self.shared.ledger_id,
+            })
+        })
+    }
+
+    /// Waits for pending adds, then closes the ledger in its metadata (state CLOSED, last entry and
+    /// length), as `LedgerHandle.close` does.
+    pub async fn close(&self) -> Result<()> {
+        // Let in-flight adds finish (they complete or fail on their own).
+        loop {
+            let waiting = {
+                let st = self.shared.lock();
+                if let Some(TerminalState::Fenced) = st.terminal {
+                    return Err(BkError::Fenced {
+                        ledger_id: self.shared.ledger_id,
+                    });
+                }
+                !st.pending.is_empty()
+            };
+            if !waiting {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        loop {
+            let (mut m, version) = {
+                let mut st = self.shared.lock();
+                st.terminal = Some(TerminalState::Closed);
+                let mut m = st.metadata.clone();
+                m.state = LedgerState::Closed;
+                m.last_entry_id = st.lac;
+                m.length = st.lac_length;
+                (m, st.version)
+            };
+            match self
+                .shared
+                .store
+                .write_ledger_metadata(self.shared.ledger_id, &m, version)
+                .await
+            {
+                Ok(v) => {
+                    let mut st = self.shared.lock();
+                    st.version = v;
+                    st.metadata = m;
+                    return Ok(());
+                }
+                Err(BkError::MetadataVersionConflict { .. }) => {
+                    let (theirs, v) = self
+                        .shared
+                        .store
+                        .read_ledger_metadata(self.shared.ledger_id)
+                        .await?;
+                    if theirs.state == LedgerState::Closed
+                        && theirs.last_entry_id == m.last_entry_id
+                        && theirs.length == m.length
+                    {
+                        return Ok(());
+                    }
+                    if theirs.state != LedgerState::Open {
+                        return Err(BkError::Fenced {
+                            ledger_id: self.shared.ledger_id,
+                        });
+                    }
+                    // Only the ensembles differ (ours is newer or equal); retry on their version.
+                    m.ensembles = theirs.ensembles;
+                    self.shared.lock().version = v;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// For every pending entry, the members of its write set it was not yet sent to and that have not
+/// confirmed it. Nothing is sent while an ensemble change runs.
+fn sends_missing(st: &mut WriterState) -> Vec<Send> {
+    if st.changing_ensemble || st.terminal.is_some() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let (e, qw) = (st.metadata.ensemble_size, st.metadata.write_quorum);
+    for i in 0..st.pending.len() {
+        let entry_id = st.pending[i].entry_id;
+        let ensemble = st.metadata.ensemble_for(entry_id).to_vec();
+        for pos in write_set(entry_id, e, qw) {
+            let b = &ensemble[pos];
+            let p = &mut st.pending[i];
+            if !p.acked.contains(b) && !p.outstanding.contains(b) {
+                p.outstanding.insert(b.clone());
+                out.push(Send {
+                    bookie: b.clone(),
+                    entry_id,
+                    stored: p.stored.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WriterState> {
+        // Lock: see `state`; poisoning only means a panicking holder, the state stays usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn terminal_error(&self, t: TerminalState) -> BkError {
+        match t {
+            TerminalState::Closed => BkError::LedgerClosed {
+                ledger_id: self.ledger_id,
+            },
+            TerminalState::Fenced => BkError::Fenced {
+                ledger_id: self.ledger_id,
+            },
+        }
+    }
+
+    fn dispatch(self: Arc<Self>, sends: Vec<Send>) {
+        for s in sends {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let r = me
+                    .bookies
+                    .add(
+                        &s.bookie,
+                        me.master_key,
+                        me.ledger_id,
+                        s.entry_id,
+                        s.stored,
+                        false,
+                    )
+                    .await;
+                me.on_add_response(s.entry_id, &s.bookie, r);
+            });
+        }
+    }
+
+    fn on_add_response(self: &Arc<Self>, entry_id: i64, bookie: &str, r: Result<()>) {
+        let mut completions = Vec::new();
+        let mut start_change = false;
+        {
+            let mut st = self.lock();
+            let in_write_set = {
+                let ensemble = st.metadata.ensemble_for(entry_id);
+                write_set(
+                    entry_id,
+                    st.metadata.ensemble_size,
+                    st.metadata.write_quorum,
+                )
+                .into_iter()
+                .any(|pos| ensemble[pos] == bookie)
+            };
+            let Some(p) = st.pending.iter_mut().find(|p| p.entry_id == entry_id) else {
+                return; // already completed or failed
+            };
+            p.outstanding.remove(bookie);
+            match r {
+                Ok(()) if in_write_set => {
+                    p.acked.insert(bookie.to_string());
+                }
+                Ok(()) => {} // an ack from a bookie replaced meanwhile does not count
+                Err(BkError::Fenced { .. }) => {
+                    st.terminal = Some(TerminalState::Fenced);
+                    completions.extend(
+                        st.pending
+                            .drain(..)
+                            .filter_map(|mut p| p.done.take())
+                            .map(|d| (d, Err(()))),
+                    );
+                }
+                Err(e) if e.is_bookie_failure() && in_write_set => {
+                    tracing::warn!(ledger = self.ledger_id, bookie, error = %e, "bookie failed; changing ensemble");
+                    if !st.failed_bookies.iter().any(|b| b == bookie) {
+                        st.failed_bookies.push(bookie.to_string());
+                    }
+                    if !st.changing_ensemble {
+                        st.changing_ensemble = true;
+                        start_change = true;
+                    }
+                }
+                Err(_) if !in_write_set => {}
+                Err(e) => {
+                    tracing::warn!(ledger = self.ledger_id, bookie, error = %e, "add failed");
+                    st.terminal = Some(TerminalState::Closed);
+                    completions.extend(
+                        st.pending
+                            .drain(..)
+                            .filter_map(|mut p| p.done.take())
+                            .map(|d| (d, Err(()))),
+                    );
+                }
+            }
+            // Complete in order every entry at the head that reached its ack quorum.
+            let qa = st.metadata.ack_quorum;
+            while st.pending.front().is_some_and(|p| p.acked.len() >= qa) {
+                let mut p = st.pending.pop_front().expect("front exists");
+                st.lac = p.entry_id;
+                st.lac_length = p.length;
+                if let Some(d) = p.done.take() {
+                    completions.push((d, Ok(p.entry_id)));
+                }
+            }
+            let terminal = st.terminal;
+            for (d, res) in completions {
+                let res = res
+                    .map_err(|()| self.terminal_error(terminal.unwrap_or(TerminalState::Closed)));
+                let _ = d.send(res);
+            }
+        }
+        if start_change {
+            let me = self.clone();
+            tokio::spawn(async move { me.change_ensemble().await });
+        }
+    }
+
+    /// Replaces every failed bookie of the current ensemble, from the first unconfirmed entry on,
+    /// with compare-and-set on the metadata; then resends what the new members lack.
+    async fn change_ensemble(self: Arc<Self>) {
+        loop {
+            let (failed, first_entry, mut ensemble, metadata, version) = {
+                let st = self.lock();
+                if st.failed_bookies.is_empty() || st.terminal.is_some() {
+                    break;
+                }
+                let first = st.lac + 1;
+                (
+                    st.failed_bookies.clone(),
+                    first,
+                    st.metadata.ensemble_for(first).to_vec(),
+                    st.metadata.clone(),
+                    st.version,
+                )
+            };
+            let result: Result<(LedgerMetadata, MetadataVersion)> = async {
+                let writable = self.store.writable_bookies().await?;
+                for f in &failed {
+                    if let Some(pos) = ensemble.iter().position(|b| b == f) {
+                        ensemble[pos] = replacement(writable.clone(), &ensemble, &failed)?;
+                    }
+                }
+                let mut m = metadata.clone();
+                m.ensembles.insert(first_entry, ensemble.clone());
+                let mut version = version;
+                loop {
+                    match self
+                        .store
+                        .write_ledger_metadata(self.ledger_id, &m, version)
+                        .await
+                    {
+                        Ok(v) => return Ok((m, v)),
+                        Err(BkError::MetadataVersionConflict { .. }) => {
+                            let (theirs, v) =
+                                self.store.read_ledger_metadata(self.ledger_id).await?;
+                            if theirs.state != LedgerState::Open {
+                                // A recovery open (or close) got there first: we are fenced.
+                                return Err(BkError::Fenced {
+                                    ledger_id: self.ledger_id,
+                                });
+                            }
+                            version = v;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            .await;
+            let sends = {
+                let mut st = self.lock();
+                match result {
+                    Ok((m, v)) => {
+                        tracing::info!(ledger = self.ledger_id, first_entry, ensemble = ?ensemble, "ensemble changed");
+                        st.metadata = m;
+                        st.version = v;
+                        st.failed_bookies.retain(|b| !failed.contains(b));
+                        // Acks from replaced bookies no longer count.
+                        for p in st.pending.iter_mut() {
+                            for f in &failed {
+                                p.acked.remove(f);
+                                p.outstanding.remove(f);
+                            }
+                        }
+                        if !st.failed_bookies.is_empty() {
+                            continue;
+                        }
+                        st.changing_ensemble = false;
+                        sends_missing(&mut st)
+                    }
+                    Err(e) => {
+                        tracing::warn!(ledger = self.ledger_id, error = %e, "ensemble change failed");
+                        let fenced = matches!(e, BkError::Fenced { .. });
+                        st.terminal = Some(if fenced {
+                            TerminalState::Fenced
+                        } else {
+                            TerminalState::Closed
+                        });
+                        st.changing_ensemble = false;
+                        let err = || {
+                            if fenced {
+                                BkError::Fenced {
+                                    ledger_id: self.ledger_id,
+                                }
+                            } else {
+                                BkError::QuorumNotReached {
+                                    entry_id: first_entry,
+                                    reason: e.to_string(),
+                                }
+                            }
+                        };
+                        for mut p in st.pending.drain(..) {
+                            if let Some(d) = p.done.take() {
+                                let _ = d.send(Err(err()));
+                            }
+                        }
+                        Vec::new()
+                    }
+                }
+            };
+            self.dispatch(sends);
+            return;
+        }
+        let sends = {
+            let mut st = self.lock();
+            st.changing_ensemble = false;
+            sends_missing(&mut st)
+        };
+        self.dispatch(sends);
+    }
+}
