@@ -78,7 +78,7 @@ pub struct LedgerWriter {
 }
 
 /// A request to send: entry to bookie.
-struct Send {
+struct AddSend {
     bookie: String,
     entry_id: i64,
     stored: Bytes,
@@ -132,36 +132,47 @@ impl LedgerWriter {
         self.shared.lock().metadata.clone()
     }
 
-    /// Appends an entry; resolves with its entry id once it and every earlier entry reached their
-    /// ack quorum. Many appends may be in flight at once.
-    pub async fn append(&self, payload: &[u8]) -> Result<i64> {
+    /// Appends an entry. The entry id is assigned and the entry sent when this is called, so calls
+    /// made one after another are entries in that order, and many may be in flight at once; the
+    /// returned future resolves with the entry id once it and every earlier entry reached their ack
+    /// quorum (as `LedgerHandle.asyncAddEntry`).
+    pub fn append(
+        &self,
+        payload: &[u8],
+    ) -> impl std::future::Future<Output = Result<i64>> + Send + 'static {
         let (done, wait) = oneshot::channel();
-        let sends = {
+        let ledger_id = self.shared.ledger_id;
+        let refused = {
             let mut st = self.shared.lock();
             if let Some(t) = st.terminal {
-                return Err(self.shared.terminal_error(t));
+                Some(self.shared.terminal_error(t))
+            } else {
+                let entry_id = st.next_entry_id;
+                st.next_entry_id += 1;
+                st.length += payload.len() as i64;
+                let stored = package_entry(ledger_id, entry_id, st.lac, st.length, payload);
+                let length = st.length;
+                st.pending.push_back(PendingAdd {
+                    entry_id,
+                    length,
+                    stored,
+                    acked: HashSet::new(),
+                    outstanding: HashSet::new(),
+                    done: Some(done),
+                });
+                let sends = sends_missing(&mut st);
+                drop(st);
+                self.shared.clone().dispatch(sends);
+                None
             }
-            let entry_id = st.next_entry_id;
-            st.next_entry_id += 1;
-            st.length += payload.len() as i64;
-            let stored = package_entry(self.shared.ledger_id, entry_id, st.lac, st.length, payload);
-            let length = st.length;
-            st.pending.push_back(PendingAdd {
-                entry_id,
-                length,
-                stored,
-                acked: HashSet::new(),
-                outstanding: HashSet::new(),
-                done: Some(done),
-            });
-            sends_missing(&mut st)
         };
-        self.shared.clone().dispatch(sends);
-        wait.await.unwrap_or_else(|_| {
-            Err(BkError::LedgerClosed {
-                ledger_id: self.shared.ledger_id,
-            })
-        })
+        async move {
+            if let Some(e) = refused {
+                return Err(e);
+            }
+            wait.await
+                .unwrap_or(Err(BkError::LedgerClosed { ledger_id }))
+        }
     }
 
     /// Waits for pending adds, then closes the ledger in its metadata (state CLOSED, last entry and
@@ -234,7 +245,7 @@ impl LedgerWriter {
 
 /// For every pending entry, the members of its write set it was not yet sent to and that have not
 /// confirmed it. Nothing is sent while an ensemble change runs.
-fn sends_missing(st: &mut WriterState) -> Vec<Send> {
+fn sends_missing(st: &mut WriterState) -> Vec<AddSend> {
     if st.changing_ensemble || st.terminal.is_some() {
         return Vec::new();
     }
@@ -248,7 +259,7 @@ fn sends_missing(st: &mut WriterState) -> Vec<Send> {
             let p = &mut st.pending[i];
             if !p.acked.contains(b) && !p.outstanding.contains(b) {
                 p.outstanding.insert(b.clone());
-                out.push(Send {
+                out.push(AddSend {
                     bookie: b.clone(),
                     entry_id,
                     stored: p.stored.clone(),
@@ -276,7 +287,7 @@ impl Shared {
         }
     }
 
-    fn dispatch(self: Arc<Self>, sends: Vec<Send>) {
+    fn dispatch(self: Arc<Self>, sends: Vec<AddSend>) {
         for s in sends {
             let me = self.clone();
             tokio::spawn(async move {

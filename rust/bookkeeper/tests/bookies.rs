@@ -1,0 +1,287 @@
+//! Against real ZooKeeper and Apache BookKeeper 4.17 bookies (see `common`): ledgers cross over
+//! between this client and BookKeeper's own Java client in both directions, a recovery open fences
+//! the old writer, and a bookie killed mid-write is replaced without losing an acknowledged entry.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{hex, skip_unless_ready, tagged, Cluster, SERIAL};
+use pulsar_rs_bookkeeper::{BkError, BookKeeper, LedgerConfig, LedgerMetadata, LedgerState};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn config(e: usize, qw: usize, qa: usize, password: &[u8]) -> LedgerConfig {
+    LedgerConfig {
+        ensemble_size: e,
+        write_quorum: qw,
+        ack_quorum: qa,
+        password: password.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn payload(i: usize) -> Vec<u8> {
+    format!("rust-entry-{i}-{}", "x".repeat(i % 7)).into_bytes()
+}
+
+/// Appends the entries of `range` in order with up to `window` in flight; returns each result.
+async fn append_many(
+    w: &pulsar_rs_bookkeeper::LedgerWriter,
+    range: std::ops::Range<usize>,
+    window: usize,
+) -> Vec<pulsar_rs_bookkeeper::Result<i64>> {
+    let mut out = Vec::new();
+    let ids: Vec<usize> = range.collect();
+    for chunk in ids.chunks(window) {
+        let adds: Vec<_> = chunk
+            .iter()
+            .map(|&i| tokio::spawn(w.append(&payload(i))))
+            .collect();
+        for a in adds {
+            out.push(a.await.unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn ledger_written_by_us_is_read_by_bookkeepers_java_client() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    let (ledger_id, n) = rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let w = bk.create_ledger(&config(3, 2, 2, b"pw")).await.unwrap();
+        let ids = append_many(&w, 0..40, 8).await;
+        let ids: Vec<i64> = ids.into_iter().map(|r| r.unwrap()).collect();
+        assert_eq!(ids, (0..40).collect::<Vec<i64>>(), "in-order entry ids");
+        assert_eq!(w.last_add_confirmed(), 39);
+        w.close().await.unwrap();
+        let (m, _) = bk.store().read_ledger_metadata(w.id()).await.unwrap();
+        assert_eq!((m.state, m.last_entry_id), (LedgerState::Closed, 39));
+        assert_eq!(
+            m.length,
+            (0..40).map(|i| payload(i).len() as i64).sum::<i64>()
+        );
+        // Our reader too, entry by entry and the LAC.
+        let r = bk.open_ledger_no_recovery(w.id(), b"pw").await.unwrap();
+        assert_eq!(r.read_last_add_confirmed().await.unwrap(), 39);
+        (w.id(), 40)
+    });
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), "pw"]);
+    assert_eq!(tagged(&out, "LAST "), vec!["39"], "{out}");
+    let entries = tagged(&out, "ENTRY ");
+    assert_eq!(entries.len(), n);
+    for (i, line) in entries.iter().enumerate() {
+        assert_eq!(*line, format!("{i} {}", hex(&payload(i))));
+    }
+}
+
+#[test]
+fn ledger_written_by_bookkeepers_java_client_is_read_by_us() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    rt.block_on(cluster.wait_writable(3));
+    let out = cluster.bktool(&[
+        "write",
+        &cluster.zk_servers(),
+        "3",
+        "2",
+        "2",
+        "secret",
+        "25",
+    ]);
+    let ledger_id: i64 = tagged(&out, "LEDGER ")[0].parse().unwrap();
+    rt.block_on(async {
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        // BookKeeper's metadata bytes parse, and re-serialize to the very same bytes.
+        let zk = zookeeper_client::Client::connect(&cluster.zk_servers())
+            .await
+            .unwrap();
+        let (raw, _) = zk
+            .get_data(&pulsar_rs_bookkeeper::ledger_path("/ledgers", ledger_id))
+            .await
+            .unwrap();
+        let m = LedgerMetadata::parse(&raw).unwrap();
+        assert_eq!(m.serialize(), raw, "metadata re-serializes byte for byte");
+        assert_eq!(
+            (m.ensemble_size, m.write_quorum, m.ack_quorum, m.state),
+            (3, 2, 2, LedgerState::Closed)
+        );
+        assert_eq!(m.password, b"secret");
+
+        assert!(matches!(
+            bk.open_ledger(ledger_id, b"wrong").await,
+            Err(BkError::Unauthorized { .. })
+        ));
+        let r = bk.open_ledger(ledger_id, b"secret").await.unwrap();
+        assert_eq!(r.last_entry_id(), Some(24));
+        let entries = r.read_entries(0, 24).await.unwrap();
+        for (i, e) in entries.iter().enumerate() {
+            assert_eq!(e.entry_id, i as i64);
+            assert_eq!(&e.payload[..], format!("java-entry-{i}").as_bytes());
+        }
+    });
+}
+
+#[test]
+fn recovery_open_fences_the_old_writer() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    let ledger_id = rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let old = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let w = old.create_ledger(&config(3, 2, 2, b"")).await.unwrap();
+        for r in append_many(&w, 0..30, 5).await {
+            r.unwrap();
+        }
+        // A second client takes the ledger over, as a new Pulsar owner does.
+        let new = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let r = new.open_ledger(w.id(), b"").await.unwrap();
+        assert_eq!(
+            r.last_entry_id(),
+            Some(29),
+            "recovered last entry is the last acknowledged one"
+        );
+        assert_eq!(r.read_entry(29).await.unwrap().payload, payload(29));
+        // The old writer's next add is refused by the fenced bookies.
+        let err = w.append(b"after fencing").await.unwrap_err();
+        assert!(matches!(err, BkError::Fenced { .. }), "got {err}");
+        assert!(matches!(
+            w.append(b"again").await,
+            Err(BkError::Fenced { .. })
+        ));
+        // Nor can it close the ledger at another entry.
+        assert!(w.close().await.is_err());
+        let (m, _) = new.store().read_ledger_metadata(w.id()).await.unwrap();
+        assert_eq!((m.state, m.last_entry_id), (LedgerState::Closed, 29));
+        w.id()
+    });
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), ""]);
+    assert_eq!(tagged(&out, "LAST "), vec!["29"], "{out}");
+}
+
+#[test]
+fn recovery_of_a_writer_that_died_mid_ledger() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        // Empty open ledger: recovers to -1.
+        let empty = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        let r = bk.open_ledger(empty.id(), b"").await.unwrap();
+        assert_eq!((r.last_entry_id(), r.metadata().length), (Some(-1), 0));
+        // The writer stops without closing: the last entries' LAC was never piggybacked further, so
+        // recovery must read forward past the LAC the bookies report and re-replicate.
+        let w = bk.create_ledger(&config(3, 3, 2, b"")).await.unwrap();
+        for r in append_many(&w, 0..12, 1).await {
+            r.unwrap();
+        }
+        let r = bk.open_ledger(w.id(), b"").await.unwrap();
+        assert_eq!(r.last_entry_id(), Some(11));
+        assert_eq!(
+            r.metadata().length,
+            (0..12).map(|i| payload(i).len() as i64).sum::<i64>()
+        );
+        let all = r.read_entries(0, 11).await.unwrap();
+        assert_eq!(all[11].payload, payload(11));
+    });
+}
+
+#[test]
+fn ensemble_change_when_a_bookie_dies_mid_write() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    let (ledger_id, victim) = rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        for r in append_many(&w, 0..50, 10).await {
+            r.unwrap();
+        }
+        let victim = w.metadata().ensembles[&0][1].clone();
+        // Keep writing while the bookie dies.
+        let writer = {
+            let w = w.clone();
+            tokio::spawn(async move { append_many(&w, 50..200, 10).await })
+        };
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
+        let results = writer.await.unwrap();
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(
+                r.as_ref().map_err(|e| e.to_string()),
+                Ok(&(50 + i as i64)),
+                "entry {}",
+                50 + i
+            );
+        }
+        let m = w.metadata();
+        assert_eq!(
+            m.ensembles.len(),
+            2,
+            "one ensemble change: {:?}",
+            m.ensembles
+        );
+        let (first, last_ensemble) = m.last_ensemble();
+        assert!((50..200).contains(&first));
+        assert!(!last_ensemble.contains(&victim));
+        w.close().await.unwrap();
+        // Every acknowledged entry reads back (old ones from the surviving copy).
+        let r = bk.open_ledger(w.id(), b"").await.unwrap();
+        assert_eq!(r.last_entry_id(), Some(199));
+        let all = r.read_entries(0, 199).await.unwrap();
+        for (i, e) in all.iter().enumerate() {
+            assert_eq!(e.payload, payload(i));
+        }
+        (w.id(), victim)
+    });
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), ""]);
+    assert_eq!(tagged(&out, "LAST "), vec!["199"], "{out}");
+    let entries = tagged(&out, "ENTRY ");
+    assert_eq!(entries.len(), 200);
+    for (i, line) in entries.iter().enumerate() {
+        assert_eq!(*line, format!("{i} {}", hex(&payload(i))));
+    }
+    eprintln!("killed {victim}; {}", tagged(&out, "ENSEMBLES ")[0]);
+}
