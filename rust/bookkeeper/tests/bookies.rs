@@ -247,7 +247,10 @@ fn ensemble_change_when_a_bookie_dies_mid_write() {
         };
         tokio::time::sleep(Duration::from_millis(30)).await;
         tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
-        let results = writer.await.unwrap();
+        let results = tokio::time::timeout(Duration::from_secs(60), writer)
+            .await
+            .expect("every add completes (none stuck after the ensemble change)")
+            .unwrap();
         for (i, r) in results.iter().enumerate() {
             assert_eq!(
                 r.as_ref().map_err(|e| e.to_string()),
