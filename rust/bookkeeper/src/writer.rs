@@ -135,7 +135,7 @@ impl LedgerWriter {
     /// Appends an entry. The entry id is assigned and the entry sent when this is called, so calls
     /// made one after another are entries in that order, and many may be in flight at once; the
     /// returned future resolves with the entry id once it and every earlier entry reached their ack
-    /// quorum (as `LedgerHandle.asyncAddEntry`).
+    /// quorum (as `LedgerHandle.asyncAddEntry`). Call it inside a Tokio runtime: it spawns the sends.
     pub fn append(
         &self,
         payload: &[u8],

@@ -288,3 +288,48 @@ fn ensemble_change_when_a_bookie_dies_mid_write() {
     }
     eprintln!("killed {victim}; {}", tagged(&out, "ENSEMBLES ")[0]);
 }
+
+#[test]
+fn fencing_works_across_clients_in_both_directions() {
+    use std::io::{BufRead, BufReader, Write};
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    rt.block_on(cluster.wait_writable(3));
+
+    // BookKeeper's Java writer holds a ledger open; our recovery open fences it.
+    let mut java = cluster.bktool_spawn(&["hold", &cluster.zk_servers(), "3", "2", "2", "pw", "7"]);
+    let mut lines = BufReader::new(java.stdout.take().unwrap()).lines();
+    // BookKeeper logs to stdout too: take the first line with the tag.
+    let mut tagged_line = |tag: &str| loop {
+        let line = lines.next().expect("BkTool ended early").unwrap();
+        if let Some(rest) = line.strip_prefix(tag) {
+            break rest.to_string();
+        }
+    };
+    let java_ledger: i64 = tagged_line("LEDGER ").parse().unwrap();
+    let bk = rt
+        .block_on(BookKeeper::connect(&cluster.uri(), Duration::from_secs(10)))
+        .unwrap();
+    let r = rt.block_on(bk.open_ledger(java_ledger, b"pw")).unwrap();
+    assert_eq!(r.last_entry_id(), Some(6));
+    java.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert_eq!(tagged_line("ADD "), "FAILED BKLedgerFencedException");
+    java.wait().unwrap();
+
+    // Our writer holds a ledger open; BookKeeper's Java client recovers it and fences us.
+    let w = rt.block_on(async {
+        let w = bk.create_ledger(&config(3, 2, 2, b"pw")).await.unwrap();
+        for r in append_many(&w, 0..9, 3).await {
+            r.unwrap();
+        }
+        w
+    });
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &w.id().to_string(), "pw"]);
+    assert_eq!(tagged(&out, "LAST "), vec!["8"], "{out}");
+    let err = rt.block_on(async { w.append(b"late").await }).unwrap_err();
+    assert!(matches!(err, BkError::Fenced { .. }), "got {err}");
+}

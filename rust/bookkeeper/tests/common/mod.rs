@@ -245,6 +245,26 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Starts BkTool with piped stdin/stdout (for the interactive `hold` command).
+    pub fn bktool_spawn(&self, args: &[&str]) -> Child {
+        let classes = bktool_classes(&self.home);
+        Command::new("java")
+            .args([
+                "-Xmx128m",
+                "-cp",
+                &format!("{}:{}", classes.display(), classpath(&self.home)),
+                "BkTool",
+            ])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run BkTool")
+    }
+}
+
 fn wait_port(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {

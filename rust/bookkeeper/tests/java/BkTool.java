@@ -74,6 +74,30 @@ public class BkTool {
                 }
                 break;
             }
+            case "hold": {
+                // hold <zk> <E> <Qw> <Qa> <password> <count>: write, print the id, wait for a line on
+                // stdin (someone else recovers the ledger meanwhile), then try one more add.
+                try (BookKeeper bk = client(args[1])) {
+                    LedgerHandle lh = bk.createLedger(Integer.parseInt(args[2]), Integer.parseInt(args[3]),
+                            Integer.parseInt(args[4]), BookKeeper.DigestType.CRC32C,
+                            args[5].getBytes(StandardCharsets.UTF_8));
+                    int n = Integer.parseInt(args[6]);
+                    for (int i = 0; i < n; i++) {
+                        lh.addEntry(("java-entry-" + i).getBytes(StandardCharsets.UTF_8));
+                    }
+                    System.out.println("LEDGER " + lh.getId());
+                    System.out.flush();
+                    new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+                    try {
+                        lh.addEntry("late".getBytes(StandardCharsets.UTF_8));
+                        System.out.println("ADD OK");
+                    } catch (org.apache.bookkeeper.client.BKException e) {
+                        System.out.println("ADD FAILED " + e.getClass().getSimpleName());
+                    }
+                    System.out.flush();
+                }
+                break;
+            }
             default:
                 throw new IllegalArgumentException(args[0]);
         }
