@@ -2,13 +2,14 @@
 //! mark the ledger IN_RECOVERY, fence it on every bookie of its last ensemble (a read of entry -1
 //! with the fence flag and master key) until the answers cover every write quorum, take the largest
 //! LAC, read forward from LAC+1 and write each entry found back to its write set with the
-//! RECOVERY_ADD flag, and close the metadata at the last entry recovered.
+//! RECOVERY_ADD flag (replacing, with a new ensemble from that entry on, a write-set bookie that is
+//! gone), and close the metadata at the last entry recovered.
 
 use crate::bookie_client::BookieClient;
 use crate::digest::{package_entry, verify_entry, VerifiedEntry, MASTER_KEY_LENGTH};
 use crate::error::{BkError, Result};
 use crate::metadata::{LedgerMetadata, LedgerState};
-use crate::placement::{covers_every_write_quorum, write_set};
+use crate::placement::{covers_every_write_quorum, replacement, write_set};
 use crate::protocol::LAST_ADD_CONFIRMED;
 use crate::reader::read_from_write_set;
 use crate::zk_store::{MetadataVersion, ZkStore};
@@ -48,7 +49,42 @@ pub(crate) async fn recover(
         (-1, 0)
     };
     while let Some(e) = recovery_read(bookies, &m, ledger_id, last + 1, master_key).await? {
-        recovery_add(bookies, &m, ledger_id, &e, master_key).await?;
+        loop {
+            let failed = match recovery_add(bookies, &m, ledger_id, &e, master_key).await? {
+                Ok(()) => break,
+                Err(failed) => failed,
+            };
+            // A bookie of the write set is gone: replace it from this entry on, as the writer would.
+            let mut ensemble = m.ensemble_for(e.entry_id).to_vec();
+            let writable = store.writable_bookies().await?;
+            for f in &failed {
+                if let Some(pos) = ensemble.iter().position(|b| b == f) {
+                    ensemble[pos] = replacement(writable.clone(), &ensemble, &failed)?;
+                }
+            }
+            tracing::info!(
+                ledger_id,
+                entry_id = e.entry_id,
+                ?ensemble,
+                "ensemble change during recovery"
+            );
+            let mut changed = m.clone();
+            changed.ensembles.insert(e.entry_id, ensemble);
+            match store
+                .write_ledger_metadata(ledger_id, &changed, version)
+                .await
+            {
+                Ok(v) => (m, version) = (changed, v),
+                Err(BkError::MetadataVersionConflict { .. }) => {
+                    let (theirs, _) = store.read_ledger_metadata(ledger_id).await?;
+                    if theirs.state == LedgerState::Closed {
+                        return Ok(theirs);
+                    }
+                    return Err(BkError::MetadataVersionConflict { ledger_id });
+                }
+                Err(err) => return Err(err),
+            }
+        }
         last = e.entry_id;
         length = e.length;
     }
@@ -171,14 +207,16 @@ async fn recovery_read(
     }))
 }
 
-/// Writes a recovered entry back to its write set with RECOVERY_ADD, unchanged; needs Qa acks.
+/// Writes a recovered entry back to its write set with RECOVERY_ADD, unchanged. `Ok(Ok(()))` once
+/// Qa bookies took it; `Ok(Err(failed))` names the bookies that failed when too few did, so that the
+/// caller can replace them; other errors (fenced, unauthorized, ...) end the recovery.
 async fn recovery_add(
     bookies: &BookieClient,
     m: &LedgerMetadata,
     ledger_id: i64,
     e: &VerifiedEntry,
     master_key: [u8; MASTER_KEY_LENGTH],
-) -> Result<()> {
+) -> Result<std::result::Result<(), Vec<String>>> {
     let stored = package_entry(ledger_id, e.entry_id, e.lac, e.length, &e.payload);
     let ensemble = m.ensemble_for(e.entry_id);
     let tasks: Vec<_> = write_set(e.entry_id, m.ensemble_size, m.write_quorum)
@@ -190,30 +228,32 @@ async fn recovery_add(
                 stored.clone(),
                 e.entry_id,
             );
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 bookies
                     .add(&b, master_key, ledger_id, id, stored, true)
                     .await
-            })
+            });
+            (pos, task)
         })
         .collect();
     let mut acks = 0;
-    let mut last_err = None;
-    for t in tasks {
+    let mut failed = Vec::new();
+    for (pos, t) in tasks {
         match t
             .await
             .map_err(|e| BkError::Protocol(format!("recovery add task: {e}")))?
         {
             Ok(()) => acks += 1,
-            Err(err) => last_err = Some(err),
+            Err(err) if err.is_bookie_failure() => {
+                tracing::warn!(ledger_id, bookie = %ensemble[pos], error = %err, "recovery add failed");
+                failed.push(ensemble[pos].clone());
+            }
+            Err(err) => return Err(err),
         }
     }
-    if acks >= m.ack_quorum {
+    Ok(if acks >= m.ack_quorum {
         Ok(())
     } else {
-        Err(BkError::QuorumNotReached {
-            entry_id: e.entry_id,
-            reason: last_err.map(|e| e.to_string()).unwrap_or_default(),
-        })
-    }
+        Err(failed)
+    })
 }

@@ -333,3 +333,45 @@ fn fencing_works_across_clients_in_both_directions() {
     let err = rt.block_on(async { w.append(b"late").await }).unwrap_err();
     assert!(matches!(err, BkError::Fenced { .. }), "got {err}");
 }
+
+#[test]
+fn recovery_replaces_a_dead_bookie_of_the_write_set() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cluster = Cluster::start(&home, 4);
+    let rt = runtime();
+    let ledger_id = rt.block_on(async {
+        cluster.wait_writable(4).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let w = bk.create_ledger(&config(3, 2, 2, b"")).await.unwrap();
+        // One at a time: entry 19 is on its bookies but no later entry told them it is confirmed.
+        for r in append_many(&w, 0..20, 1).await {
+            r.unwrap();
+        }
+        // Entry 19's write set is ensemble positions 1 and 2; position 1 dies with the writer.
+        let victim = w.metadata().ensembles[&0][1].clone();
+        tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
+        let id = w.id();
+        drop(w);
+        let bk2 = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let r = bk2.open_ledger(id, b"").await.unwrap();
+        assert_eq!(r.last_entry_id(), Some(19));
+        let m = r.metadata();
+        assert_eq!(m.ensembles.len(), 2, "{:?}", m.ensembles);
+        assert!(!m.ensembles[&19].contains(&victim));
+        let all = r.read_entries(0, 19).await.unwrap();
+        for (i, e) in all.iter().enumerate() {
+            assert_eq!(e.payload, payload(i));
+        }
+        r.id()
+    });
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), ""]);
+    assert_eq!(tagged(&out, "LAST "), vec!["19"], "{out}");
+    assert_eq!(tagged(&out, "ENTRY ").len(), 20);
+}
