@@ -11,6 +11,7 @@ use crate::connection::BookieConnection;
 use crate::digest::MASTER_KEY_LENGTH;
 use crate::error::{rc, BkError, Result};
 use crate::protocol::Request;
+use crate::zk_store::ZkStore;
 
 /// Connections to bookies, made on first use and replaced when they fail.
 #[derive(Clone)]
@@ -18,16 +19,46 @@ pub struct BookieClient {
     /// Bookie id to its connection. Shared by every ledger handle of one client; entries are replaced
     /// by whoever finds them failed.
     conns: Arc<Mutex<HashMap<String, BookieConnection>>>,
+    /// Bookie id to `host:port`, filled on first use from the registration (a bookie that died keeps
+    /// its address, so that it fails as unreachable). Shared like `conns`.
+    addresses: Arc<Mutex<HashMap<String, String>>>,
+    /// Where bookie ids are resolved; None treats every id as `host:port`. Immutable.
+    store: Option<ZkStore>,
     /// Per-request timeout (Pulsar's `bookkeeperClientTimeoutInSeconds`). Immutable.
     timeout: Duration,
 }
 
 impl BookieClient {
-    pub fn new(timeout: Duration) -> BookieClient {
+    /// A client that resolves bookie ids through `store` (None: ids are `host:port`).
+    pub fn new(store: Option<ZkStore>, timeout: Duration) -> BookieClient {
         BookieClient {
             conns: Arc::default(),
+            addresses: Arc::default(),
+            store,
             timeout,
         }
+    }
+
+    async fn address(&self, bookie: &str) -> Result<String> {
+        let Some(store) = &self.store else {
+            return Ok(bookie.to_string());
+        };
+        // Lock: cache lookup only.
+        if let Some(a) = self
+            .addresses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(bookie)
+        {
+            return Ok(a.clone());
+        }
+        let a = store.resolve_bookie(bookie).await?;
+        // Lock: cache insert only.
+        self.addresses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(bookie.to_string(), a.clone());
+        Ok(a)
     }
 
     async fn conn(&self, bookie: &str) -> Result<BookieConnection> {
@@ -40,7 +71,8 @@ impl BookieClient {
                 }
             }
         }
-        let c = BookieConnection::connect(bookie, self.timeout).await?;
+        let addr = self.address(bookie).await?;
+        let c = BookieConnection::connect(bookie, &addr, self.timeout).await?;
         // Lock: cache insert only. A racing connect may overwrite ours; both work.
         self.conns
             .lock()

@@ -50,10 +50,8 @@ impl BookKeeper {
     pub async fn connect(metadata_service_uri: &str, timeout: Duration) -> Result<BookKeeper> {
         let (servers, root) = ZkStore::parse_uri(metadata_service_uri)?;
         let store = ZkStore::connect(&servers, &root).await?;
-        Ok(BookKeeper {
-            store,
-            bookies: BookieClient::new(timeout),
-        })
+        let bookies = BookieClient::new(Some(store.clone()), timeout);
+        Ok(BookKeeper { store, bookies })
     }
 
     /// The metadata store.

@@ -43,13 +43,17 @@ pub struct BookieConnection {
 }
 
 impl BookieConnection {
-    /// Connects to `bookie` (`host:port`, BookKeeper's default bookie id).
-    pub async fn connect(bookie: &str, timeout: Duration) -> Result<BookieConnection> {
+    /// Connects to bookie `bookie` at `address` (`host:port`).
+    pub async fn connect(
+        bookie: &str,
+        address: &str,
+        timeout: Duration,
+    ) -> Result<BookieConnection> {
         let io_err = |source| BkError::BookieIo {
             bookie: bookie.to_string(),
             source,
         };
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(bookie))
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(address))
             .await
             .map_err(|_| BkError::Timeout {
                 bookie: bookie.to_string(),

@@ -13,10 +13,12 @@
 //! protocol, last commit 2023) was not taken: Pulsar speaks v2, and it pins old dependencies.
 //!
 //! Module map (no module imports one that imports it back):
-//! `error` → `digest`, `protocol` → `connection` → `bookie_client`; `metadata` → `zk_store`;
+//! `error` → `digest`, `protocol` → `connection`; `metadata`, `bookie_info` → `zk_store`;
+//! `connection`, `zk_store` → `bookie_client`;
 //! `placement`; `reader`, `writer`, `recovery` on top; `client` ties them together.
 
 pub mod bookie_client;
+pub mod bookie_info;
 pub mod client;
 pub mod connection;
 pub mod digest;

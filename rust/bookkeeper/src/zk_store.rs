@@ -5,6 +5,7 @@
 
 use zookeeper_client as zk;
 
+use crate::bookie_info::bookie_rpc_address;
 use crate::error::{BkError, Result};
 use crate::metadata::{ledger_path, LedgerMetadata};
 
@@ -75,6 +76,36 @@ impl ZkStore {
             }
             Err(zk::Error::NoNode) => Ok(Vec::new()),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The address (`host:port`) of bookie `id`: its published `bookie-rpc` endpoint (writable or
+    /// read-only registration), else the id itself when it has the legacy `host:port` form.
+    pub async fn resolve_bookie(&self, id: &str) -> Result<String> {
+        for path in [
+            format!("{}/available/{id}", self.root),
+            format!("{}/available/readonly/{id}", self.root),
+        ] {
+            match self.zk.get_data(&path).await {
+                Ok((data, _)) => {
+                    if let Some(addr) = bookie_rpc_address(&data) {
+                        return Ok(addr);
+                    }
+                    break;
+                }
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if id
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+        {
+            Ok(id.to_string())
+        } else {
+            Err(BkError::InvalidArgument(format!(
+                "bookie {id} is not registered and is no host:port"
+            )))
         }
     }
 

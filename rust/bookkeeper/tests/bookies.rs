@@ -375,3 +375,36 @@ fn recovery_replaces_a_dead_bookie_of_the_write_set() {
     assert_eq!(tagged(&out, "LAST "), vec!["19"], "{out}");
     assert_eq!(tagged(&out, "ENTRY ").len(), 20);
 }
+
+#[test]
+fn bookies_registered_under_custom_ids_are_resolved() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cluster = Cluster::start(&home, 0);
+    cluster.start_bookie_with_id(0, Some("bookie-a"));
+    cluster.start_bookie_with_id(1, Some("bookie-b"));
+    let rt = runtime();
+    let ledger_id = rt.block_on(async {
+        let store = cluster.wait_writable(2).await;
+        assert_eq!(
+            store.writable_bookies().await.unwrap(),
+            vec!["bookie-a", "bookie-b"]
+        );
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        for r in append_many(&w, 0..6, 3).await {
+            r.unwrap();
+        }
+        w.close().await.unwrap();
+        let r = bk.open_ledger(w.id(), b"").await.unwrap();
+        assert_eq!(r.read_entry(5).await.unwrap().payload, payload(5));
+        w.id()
+    });
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), ""]);
+    assert_eq!(tagged(&out, "ENTRY ").len(), 6, "{out}");
+    assert!(tagged(&out, "ENSEMBLES ")[0].contains("bookie-a"), "{out}");
+}

@@ -126,7 +126,7 @@ impl Cluster {
             bookies: Vec::new(),
         };
         wait_port(zk_port);
-        let conf0 = cluster.bookie_conf(0, free_port());
+        let conf0 = cluster.bookie_conf(0, free_port(), None);
         let ok = Command::new("java")
             .args([
                 "-Xmx96m",
@@ -152,7 +152,7 @@ impl Cluster {
         cluster
     }
 
-    fn bookie_conf(&self, i: usize, port: u16) -> PathBuf {
+    fn bookie_conf(&self, i: usize, port: u16, bookie_id: Option<&str>) -> PathBuf {
         let d = self.dir.path().join(format!("bookie{i}"));
         std::fs::create_dir_all(&d).unwrap();
         let conf = d.join("bk.conf");
@@ -165,19 +165,26 @@ impl Cluster {
                  ledgerStorageClass=org.apache.bookkeeper.bookie.SortedLedgerStorage\n\
                  diskUsageThreshold=0.999\ndiskUsageWarnThreshold=0.998\njournalSyncData=false\n\
                  statsProviderClass=org.apache.bookkeeper.stats.NullStatsProvider\nextraServerComponents=\n\
-                 zkTimeout=10000\n",
+                 zkTimeout=10000\n{id}",
                 d = d.display(),
-                zk = self.zk_port
+                zk = self.zk_port,
+                id = bookie_id.map(|b| format!("bookieId={b}\n")).unwrap_or_default(),
             ),
         )
         .unwrap();
         conf
     }
 
-    /// Starts bookie number `i` on a fresh port.
+    /// Starts bookie number `i` on a fresh port, its id `127.0.0.1:port`.
     pub fn start_bookie(&mut self, i: usize) {
+        self.start_bookie_with_id(i, None);
+    }
+
+    /// Starts bookie number `i` on a fresh port; with `bookie_id`, registered under that id (the
+    /// `bookieId` setting) rather than its address.
+    pub fn start_bookie_with_id(&mut self, i: usize, bookie_id: Option<&str>) {
         let port = free_port();
-        let conf = self.bookie_conf(i, port);
+        let conf = self.bookie_conf(i, port, bookie_id);
         let log = std::fs::File::create(self.dir.path().join(format!("bookie{i}.log"))).unwrap();
         let child = Command::new("java")
             .args([
@@ -192,8 +199,10 @@ impl Cluster {
             .stderr(Stdio::null())
             .spawn()
             .expect("start bookie");
-        self.bookies
-            .push((format!("127.0.0.1:{port}"), Proc(Some(child))));
+        let id = bookie_id
+            .map(str::to_string)
+            .unwrap_or(format!("127.0.0.1:{port}"));
+        self.bookies.push((id, Proc(Some(child))));
     }
 
     /// SIGKILLs the bookie with this id.
