@@ -69,6 +69,8 @@ struct Shared {
     /// Owned jointly by `append` callers, response tasks and ensemble-change tasks; every holder
     /// takes the lock for bookkeeping only and never across an `.await`.
     state: Mutex<WriterState>,
+    /// Signalled whenever adds complete or fail, for `close` to wait for the pending ones.
+    progress: tokio::sync::Notify,
 }
 
 /// A ledger open for writing.
@@ -111,6 +113,7 @@ impl LedgerWriter {
             bookies,
             store,
             state: Mutex::new(state),
+            progress: tokio::sync::Notify::new(),
         };
         LedgerWriter {
             shared: Arc::new(shared),
@@ -180,19 +183,22 @@ impl LedgerWriter {
     pub async fn close(&self) -> Result<()> {
         // Let in-flight adds finish (they complete or fail on their own).
         loop {
-            let waiting = {
+            let progress = self.shared.progress.notified();
+            tokio::pin!(progress);
+            // Registered before looking, so a completion between the look and the wait is seen.
+            progress.as_mut().enable();
+            {
                 let st = self.shared.lock();
                 if let Some(TerminalState::Fenced) = st.terminal {
                     return Err(BkError::Fenced {
                         ledger_id: self.shared.ledger_id,
                     });
                 }
-                !st.pending.is_empty()
-            };
-            if !waiting {
-                break;
+                if st.pending.is_empty() {
+                    break;
+                }
             }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            progress.await;
         }
         loop {
             let (mut m, version) = {
@@ -379,6 +385,7 @@ impl Shared {
                 let _ = d.send(res);
             }
         }
+        self.progress.notify_waiters();
         if start_change {
             let me = self.clone();
             tokio::spawn(async move { me.change_ensemble().await });
@@ -487,6 +494,7 @@ impl Shared {
                     }
                 }
             };
+            self.progress.notify_waiters();
             self.dispatch(sends);
             return;
         }
