@@ -408,3 +408,49 @@ fn bookies_registered_under_custom_ids_are_resolved() {
     assert_eq!(tagged(&out, "ENTRY ").len(), 6, "{out}");
     assert!(tagged(&out, "ENSEMBLES ")[0].contains("bookie-a"), "{out}");
 }
+
+#[test]
+fn ensemble_change_loses_to_a_recovery_that_changed_the_metadata() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        for r in append_many(&w, 0..5, 5).await {
+            r.unwrap();
+        }
+        // Another client starts recovering: the metadata goes IN_RECOVERY (a new version), before
+        // it got to fence the bookies.
+        let other = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let (mut m, v) = other.store().read_ledger_metadata(w.id()).await.unwrap();
+        m.state = LedgerState::InRecovery;
+        other
+            .store()
+            .write_ledger_metadata(w.id(), &m, v)
+            .await
+            .unwrap();
+        // Now a bookie of the writer's ensemble dies: its ensemble change must not overwrite the
+        // recovery's metadata; the writer is fenced instead.
+        let victim = w.metadata().ensembles[&0][0].clone();
+        tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
+        let err = w.append(b"during recovery").await.unwrap_err();
+        assert!(matches!(err, BkError::Fenced { .. }), "got {err}");
+        let (m, _) = other.store().read_ledger_metadata(w.id()).await.unwrap();
+        assert_eq!(m.state, LedgerState::InRecovery);
+        assert_eq!(
+            m.ensembles.len(),
+            1,
+            "no ensemble written over the recovery: {:?}",
+            m.ensembles
+        );
+    });
+}
