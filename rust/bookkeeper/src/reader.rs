@@ -9,11 +9,14 @@ use crate::metadata::{LedgerMetadata, LedgerState};
 use crate::placement::write_set;
 use crate::protocol::LAST_ADD_CONFIRMED;
 
-/// A ledger opened for reading.
+/// A ledger opened for reading. Immutable once opened; clones are handed to read tasks.
 #[derive(Clone)]
 pub struct LedgerReader {
+    /// The ledger id.
     pub(crate) ledger_id: i64,
+    /// The metadata read when the ledger was opened (after recovery, the closed metadata).
     pub(crate) metadata: LedgerMetadata,
+    /// The client's shared connections.
     pub(crate) bookies: BookieClient,
 }
 

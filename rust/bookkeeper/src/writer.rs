@@ -18,8 +18,10 @@ use crate::metadata::{LedgerMetadata, LedgerState};
 use crate::placement::{replacement, write_set};
 use crate::zk_store::{MetadataVersion, ZkStore};
 
-/// An entry sent but not yet completed.
+/// An entry sent but not yet completed. Lives in `WriterState::pending`, so it is owned by whoever
+/// holds the state lock.
 struct PendingAdd {
+    /// Its entry id. Set by `append`, never changed.
     entry_id: i64,
     /// Ledger length including this entry.
     length: i64,
@@ -33,18 +35,26 @@ struct PendingAdd {
     done: Option<oneshot::Sender<Result<i64>>>,
 }
 
-/// The mutable state of a writing ledger.
+/// The mutable state of a writing ledger; every field is read and written under `Shared::state`.
 struct WriterState {
+    /// The ledger's metadata as last written by us (ensembles grow on ensemble changes, written by
+    /// the ensemble-change task; state set by `close`).
     metadata: LedgerMetadata,
+    /// The znode version of `metadata`, for the next compare-and-set (same writers as `metadata`).
     version: MetadataVersion,
+    /// The id the next `append` takes (written by `append` only).
     next_entry_id: i64,
     /// Length of the ledger including every entry handed out so far.
     length: i64,
-    /// Last entry completed (in order), and the ledger length through it.
+    /// Last entry completed (in order); advanced by response handling only.
     lac: i64,
+    /// The ledger length through `lac` (same writer).
     lac_length: i64,
+    /// Entries not yet completed, in entry order: pushed by `append`, popped or drained by response
+    /// handling and by a failed ensemble change.
     pending: VecDeque<PendingAdd>,
-    /// An ensemble change is running; sends wait for it.
+    /// An ensemble change is running; sends wait for it. Set by response handling, cleared by the
+    /// ensemble-change task.
     changing_ensemble: bool,
     /// Bookies of the current ensemble that failed and still need replacing.
     failed_bookies: Vec<String>,
@@ -60,7 +70,9 @@ enum TerminalState {
 
 /// Shared between the handle and the tasks that carry its requests.
 struct Shared {
+    /// Immutable.
     ledger_id: i64,
+    /// SHA-1("ledger" ‖ password); immutable.
     master_key: [u8; MASTER_KEY_LENGTH],
     /// Cloneable, immutable.
     bookies: BookieClient,
@@ -76,6 +88,7 @@ struct Shared {
 /// A ledger open for writing.
 #[derive(Clone)]
 pub struct LedgerWriter {
+    /// Shared with clones of the handle and with the request and ensemble-change tasks.
     shared: Arc<Shared>,
 }
 
