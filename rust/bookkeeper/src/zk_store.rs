@@ -40,14 +40,23 @@ impl ZkStore {
 
     /// Parses a BookKeeper `metadataServiceUri` such as `zk+hierarchical://127.0.0.1:2181/ledgers`
     /// (also `zk://` and `zk+null://`) into servers and root; hosts may be separated by `;` or `,`.
+    /// Pulsar's own form for BookKeeper on its metadata store, `metadata-store:zk:host:port/ledgers`
+    /// (what a broker uses when `bookkeeperMetadataServiceUri` is empty), is accepted for ZooKeeper
+    /// stores: Pulsar's ledger manager and id generator keep the same paths.
     pub fn parse_uri(uri: &str) -> Result<(String, String)> {
-        let rest = uri
-            .split_once("://")
-            .filter(|(scheme, _)| scheme.starts_with("zk"))
-            .map(|(_, rest)| rest)
-            .ok_or_else(|| {
-                BkError::InvalidArgument(format!("not a zk metadata service uri: {uri}"))
-            })?;
+        let bad = || BkError::InvalidArgument(format!("not a zk metadata service uri: {uri}"));
+        let rest = if let Some(store) = uri.strip_prefix("metadata-store:") {
+            let store = store.strip_prefix("zk:").unwrap_or(store);
+            if store.contains("://") || store.starts_with("etcd:") || store.starts_with("oxia:") {
+                return Err(bad());
+            }
+            store
+        } else {
+            uri.split_once("://")
+                .filter(|(scheme, _)| scheme.starts_with("zk"))
+                .map(|(_, rest)| rest)
+                .ok_or_else(bad)?
+        };
         let (servers, root) = rest.split_once('/').unwrap_or((rest, "ledgers"));
         Ok((servers.replace(';', ","), format!("/{root}")))
     }
@@ -234,5 +243,10 @@ mod tests {
             ("a:1,b:2".into(), "/bk/ledgers".into())
         );
         assert!(ZkStore::parse_uri("etcd://x").is_err());
+        assert_eq!(
+            ZkStore::parse_uri("metadata-store:zk:127.0.0.1:2181/ledgers").unwrap(),
+            ("127.0.0.1:2181".into(), "/ledgers".into())
+        );
+        assert!(ZkStore::parse_uri("metadata-store:oxia://x:6648/ledgers").is_err());
     }
 }
