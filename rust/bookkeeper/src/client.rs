@@ -125,6 +125,7 @@ impl BookKeeper {
         if metadata.password != password {
             return Err(BkError::Unauthorized { ledger_id });
         }
+        metadata.check_digest_supported()?;
         Ok(LedgerReader {
             ledger_id,
             metadata,

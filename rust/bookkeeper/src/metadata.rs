@@ -113,6 +113,19 @@ impl LedgerMetadata {
         }
     }
 
+    /// Refuses ledgers this client cannot verify: only CRC32C digests (Pulsar's
+    /// `managedLedgerDigestType` default) are implemented.
+    pub fn check_digest_supported(&self) -> Result<()> {
+        if self.digest_type == DigestType::Crc32c {
+            Ok(())
+        } else {
+            Err(BkError::Metadata(format!(
+                "digest type {:?} is not supported (CRC32C only)",
+                self.digest_type
+            )))
+        }
+    }
+
     /// The ensemble that entry `entry_id` was (or will be) written to.
     pub fn ensemble_for(&self, entry_id: i64) -> &[String] {
         self.ensembles

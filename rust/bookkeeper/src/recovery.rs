@@ -27,6 +27,7 @@ pub(crate) async fn recover(
         if m.password != password {
             return Err(BkError::Unauthorized { ledger_id });
         }
+        m.check_digest_supported()?;
         match m.state {
             LedgerState::Closed => return Ok(m),
             LedgerState::InRecovery => break (m, v),

@@ -140,11 +140,13 @@ impl LedgerWriter {
 
     /// Last entry confirmed by an ack quorum, with every earlier one.
     pub fn last_add_confirmed(&self) -> i64 {
+        // Lock: one field read.
         self.shared.lock().lac
     }
 
     /// A copy of the ledger's current metadata (ensembles as changed so far).
     pub fn metadata(&self) -> LedgerMetadata {
+        // Lock: copying the metadata out.
         self.shared.lock().metadata.clone()
     }
 
@@ -159,6 +161,7 @@ impl LedgerWriter {
         let (done, wait) = oneshot::channel();
         let ledger_id = self.shared.ledger_id;
         let refused = {
+            // Lock: assigning the entry id and queueing it; released before the sends are spawned.
             let mut st = self.shared.lock();
             if let Some(t) = st.terminal {
                 Some(self.shared.terminal_error(t))
@@ -201,6 +204,7 @@ impl LedgerWriter {
             // Registered before looking, so a completion between the look and the wait is seen.
             progress.as_mut().enable();
             {
+                // Lock: checking for pending adds; released before waiting.
                 let st = self.shared.lock();
                 if let Some(TerminalState::Fenced) = st.terminal {
                     return Err(BkError::Fenced {
@@ -215,6 +219,7 @@ impl LedgerWriter {
         }
         loop {
             let (mut m, version) = {
+                // Lock: marking the handle closed and taking a copy of what to write; released before ZooKeeper.
                 let mut st = self.shared.lock();
                 st.terminal = Some(TerminalState::Closed);
                 let mut m = st.metadata.clone();
@@ -230,6 +235,7 @@ impl LedgerWriter {
                 .await
             {
                 Ok(v) => {
+                    // Lock: storing the written metadata.
                     let mut st = self.shared.lock();
                     st.version = v;
                     st.metadata = m;
@@ -254,6 +260,7 @@ impl LedgerWriter {
                     }
                     // Only the ensembles differ (ours is newer or equal); retry on their version.
                     m.ensembles = theirs.ensembles;
+                    // Lock: storing the newer version.
                     self.shared.lock().version = v;
                 }
                 Err(e) => return Err(e),
@@ -330,6 +337,7 @@ impl Shared {
         let mut completions = Vec::new();
         let mut start_change = false;
         {
+            // Lock: recording the answer and completing entries; completions are sent under it (oneshot sends do not block) to keep their order.
             let mut st = self.lock();
             let in_write_set = {
                 let ensemble = st.metadata.ensemble_for(entry_id);
@@ -410,6 +418,7 @@ impl Shared {
     async fn change_ensemble(self: Arc<Self>) {
         loop {
             let (failed, first_entry, mut ensemble, metadata, version) = {
+                // Lock: snapshot of what to replace; released before ZooKeeper.
                 let st = self.lock();
                 if st.failed_bookies.is_empty() || st.terminal.is_some() {
                     break;
@@ -457,6 +466,7 @@ impl Shared {
             }
             .await;
             let sends = {
+                // Lock: installing the new ensemble and computing the resends; released before they are spawned.
                 let mut st = self.lock();
                 match result {
                     Ok((m, v)) => {
@@ -512,6 +522,7 @@ impl Shared {
             return;
         }
         let sends = {
+            // Lock: clearing the change flag and computing the sends.
             let mut st = self.lock();
             st.changing_ensemble = false;
             sends_missing(&mut st)
