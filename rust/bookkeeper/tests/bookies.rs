@@ -211,6 +211,11 @@ fn recovery_of_a_writer_that_died_mid_ledger() {
         for r in append_many(&w, 0..12, 1).await {
             r.unwrap();
         }
+        // A reader without recovery sees the LAC the bookies carry: entry 11 says 10 is confirmed.
+        let tail = bk.open_ledger_no_recovery(w.id(), b"").await.unwrap();
+        assert_eq!(tail.last_entry_id(), None, "still open");
+        assert_eq!(tail.read_last_add_confirmed().await.unwrap(), 10);
+        assert_eq!(tail.read_entry(10).await.unwrap().payload, payload(10));
         let r = bk.open_ledger(w.id(), b"").await.unwrap();
         assert_eq!(r.last_entry_id(), Some(11));
         assert_eq!(
@@ -452,5 +457,43 @@ fn ensemble_change_loses_to_a_recovery_that_changed_the_metadata() {
             "no ensemble written over the recovery: {:?}",
             m.ensembles
         );
+    });
+}
+
+/// Not a correctness test: how fast pipelined appends go on three local bookies.
+/// `cargo test -p pulsar-rs-bookkeeper --test bookies -- --ignored --nocapture pipelined`
+#[test]
+#[ignore]
+fn pipelined_append_throughput() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(30)).await.unwrap();
+        let body = vec![7u8; 1024];
+        for (window, n) in [(1usize, 2_000usize), (1000, 20_000)] {
+            let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+            let start = std::time::Instant::now();
+            let mut inflight = std::collections::VecDeque::new();
+            for _ in 0..n {
+                inflight.push_back(tokio::spawn(w.append(&body)));
+                if inflight.len() >= window {
+                    inflight.pop_front().unwrap().await.unwrap().unwrap();
+                }
+            }
+            for a in inflight {
+                a.await.unwrap().unwrap();
+            }
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "E=Qw=Qa=2, 1 KiB entries, {window} in flight: {n} entries in {secs:.2} s = {:.0} entries/s",
+                n as f64 / secs
+            );
+            w.close().await.unwrap();
+        }
     });
 }
