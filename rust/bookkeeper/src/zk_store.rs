@@ -118,41 +118,68 @@ impl ZkStore {
         }
     }
 
-    /// A new ledger id from the short (32-bit) ZooKeeper generator.
+    /// A new ledger id, as the hierarchical ledger manager's generator (`LongZkLedgerIdGenerator`
+    /// over `ZkLedgerIdGenerator`, also Pulsar's `PulsarLedgerIdGenerator`) makes them: 31-bit ids
+    /// from sequence nodes `{root}/idgen/ID-` until that sequence overflows; from then on (for good,
+    /// once `{root}/idgen-long` exists) `high << 32 | low`, with `high` the largest directory
+    /// `{root}/idgen-long/HOB-%010d` and `low` a sequence node in it, a new HOB directory being made
+    /// when its sequence overflows.
     pub async fn generate_ledger_id(&self) -> Result<i64> {
-        if self
-            .zk
-            .check_stat(&format!("{}/idgen-long", self.root))
-            .await?
-            .is_some()
-        {
-            return Err(BkError::InvalidArgument(
-                "64-bit ledger ids (idgen-long) are not supported yet".into(),
-            ));
+        let long_dir = format!("{}/idgen-long", self.root);
+        if self.zk.check_stat(&long_dir).await?.is_none() {
+            if let Some(id) = self.sequence_id(&format!("{}/idgen", self.root)).await? {
+                return Ok(id);
+            }
+            // 31-bit ids overflowed: 63-bit ids from now on.
+            self.zk.mkdir(&long_dir, &persistent()).await?;
         }
-        let dir = format!("{}/idgen", self.root);
+        loop {
+            let hobs = self.zk.list_children(&long_dir).await?;
+            let high = hobs
+                .iter()
+                .filter_map(|h| h.strip_prefix("HOB-")?.parse::<i64>().ok())
+                .max();
+            let Some(high) = high else {
+                self.create_hob(&long_dir, 1).await?;
+                continue;
+            };
+            match self
+                .sequence_id(&format!("{long_dir}/HOB-{high:010}"))
+                .await?
+            {
+                Some(low) => return Ok((high << 32) | low),
+                None => self.create_hob(&long_dir, high + 1).await?,
+            }
+        }
+    }
+
+    async fn create_hob(&self, long_dir: &str, hob: i64) -> Result<()> {
+        let path = format!("{long_dir}/HOB-{hob:010}");
+        match self.zk.create(&path, &[], &persistent()).await {
+            Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// One number from an EPHEMERAL_SEQUENTIAL node `{dir}/ID-`, deleted at once (it only reserved
+    /// the number); None once the sequence has left `0..i32::MAX` (`LedgerIdOverflowException`).
+    async fn sequence_id(&self, dir: &str) -> Result<Option<i64>> {
         let prefix = format!("{dir}/ID-");
         let opts = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
         let seq = match self.zk.create(&prefix, &[], &opts).await {
             Ok((_, seq)) => seq,
             Err(zk::Error::NoNode) => {
-                self.zk.mkdir(&dir, &persistent()).await?;
+                self.zk.mkdir(dir, &persistent()).await?;
                 self.zk.create(&prefix, &[], &opts).await?.1
             }
             Err(e) => return Err(e.into()),
         };
         let id = seq.into_i64();
-        // The sequence node only reserved the number; BookKeeper deletes it right away.
         let node = format!("{prefix}{seq}");
         if let Err(e) = self.zk.delete(&node, None).await {
             tracing::warn!(%node, error = %e, "could not delete id generation node");
         }
-        if id >= i64::from(i32::MAX) {
-            return Err(BkError::InvalidArgument(
-                "short ledger ids exhausted; idgen-long not supported yet".into(),
-            ));
-        }
-        Ok(id)
+        Ok((0..i64::from(i32::MAX)).contains(&id).then_some(id))
     }
 
     /// Creates a ledger's metadata; fails with `NodeExists` mapped to `InvalidArgument` if taken.

@@ -497,3 +497,45 @@ fn pipelined_append_throughput() {
         }
     });
 }
+
+#[test]
+fn long_ledger_ids_once_idgen_long_exists() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 2);
+    let rt = runtime();
+    let ids = rt.block_on(async {
+        cluster.wait_writable(2).await;
+        let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
+            .await
+            .unwrap();
+        let short = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        assert!(short.id() < i64::from(i32::MAX));
+        // As after 2^31 ledgers: the 63-bit generator takes over for good.
+        let zk = zookeeper_client::Client::connect(&cluster.zk_servers())
+            .await
+            .unwrap();
+        let opts = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        zk.create("/ledgers/idgen-long", &[], &opts).await.unwrap();
+        let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        assert_eq!(w.id() >> 32, 1, "first HOB directory is 1: {}", w.id());
+        let (_, stat) = zk
+            .get_data(&pulsar_rs_bookkeeper::ledger_path("/ledgers", w.id()))
+            .await
+            .unwrap();
+        assert_eq!(stat.version, 0);
+        for r in append_many(&w, 0..3, 3).await {
+            r.unwrap();
+        }
+        w.close().await.unwrap();
+        let next = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
+        assert_eq!(next.id(), w.id() + 1);
+        w.id()
+    });
+    // BookKeeper's Java client finds it at the long hierarchical path and reads it.
+    let out = cluster.bktool(&["read", &cluster.zk_servers(), &ids.to_string(), ""]);
+    assert_eq!(tagged(&out, "ENTRY ").len(), 3, "{out}");
+}
