@@ -241,27 +241,28 @@ fn ensemble_change_when_a_bookie_dies_mid_write() {
             .await
             .unwrap();
         let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
-        for r in append_many(&w, 0..50, 10).await {
-            r.unwrap();
-        }
+        const N: usize = 2000;
         let victim = w.metadata().ensembles[&0][1].clone();
-        // Keep writing while the bookie dies.
+        // Write N entries, 10 in flight; the bookie dies once 100 are acknowledged, so that most of
+        // the ledger is written after it (on any machine speed).
         let writer = {
             let w = w.clone();
-            tokio::spawn(async move { append_many(&w, 50..200, 10).await })
+            tokio::spawn(async move { append_many(&w, 0..N, 10).await })
         };
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        while w.last_add_confirmed() < 100 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
-        let results = tokio::time::timeout(Duration::from_secs(60), writer)
+        let killed_at = w.last_add_confirmed();
+        let results = tokio::time::timeout(Duration::from_secs(120), writer)
             .await
             .expect("every add completes (none stuck after the ensemble change)")
             .unwrap();
         for (i, r) in results.iter().enumerate() {
             assert_eq!(
                 r.as_ref().map_err(|e| e.to_string()),
-                Ok(&(50 + i as i64)),
-                "entry {}",
-                50 + i
+                Ok(&(i as i64)),
+                "entry {i}"
             );
         }
         let m = w.metadata();
@@ -272,22 +273,26 @@ fn ensemble_change_when_a_bookie_dies_mid_write() {
             m.ensembles
         );
         let (first, last_ensemble) = m.last_ensemble();
-        assert!((50..200).contains(&first));
+        assert!(first > 100 && (first as usize) < N, "changed at {first}");
+        assert!(
+            first <= killed_at + 20,
+            "changed at {first}, bookie killed at LAC {killed_at}"
+        );
         assert!(!last_ensemble.contains(&victim));
         w.close().await.unwrap();
         // Every acknowledged entry reads back (old ones from the surviving copy).
         let r = bk.open_ledger(w.id(), b"").await.unwrap();
-        assert_eq!(r.last_entry_id(), Some(199));
-        let all = r.read_entries(0, 199).await.unwrap();
+        assert_eq!(r.last_entry_id(), Some(N as i64 - 1));
+        let all = r.read_entries(0, N as i64 - 1).await.unwrap();
         for (i, e) in all.iter().enumerate() {
             assert_eq!(e.payload, payload(i));
         }
         (w.id(), victim)
     });
     let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), ""]);
-    assert_eq!(tagged(&out, "LAST "), vec!["199"], "{out}");
+    assert_eq!(tagged(&out, "LAST "), vec!["1999"], "{out}");
     let entries = tagged(&out, "ENTRY ");
-    assert_eq!(entries.len(), 200);
+    assert_eq!(entries.len(), 2000);
     for (i, line) in entries.iter().enumerate() {
         assert_eq!(*line, format!("{i} {}", hex(&payload(i))));
     }
