@@ -48,9 +48,12 @@ pub enum BkError {
     /// Fewer bookies than the ack quorum answered.
     #[error("entry {entry_id} could not reach its ack quorum: {reason}")]
     QuorumNotReached { entry_id: i64, reason: String },
-    /// The ledger handle is closed (or failed) and accepts no more adds.
+    /// The ledger handle is closed and accepts no more adds.
     #[error("ledger {ledger_id} is closed")]
     LedgerClosed { ledger_id: i64 },
+    /// The ledger handle failed (an add or an ensemble change failed for good); no more adds.
+    #[error("ledger {ledger_id} failed: {reason}")]
+    LedgerFailed { ledger_id: i64, reason: String },
     /// Arguments that BookKeeper itself would reject (E < Qw < Qa, entry ranges, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

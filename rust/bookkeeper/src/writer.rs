@@ -62,10 +62,14 @@ struct WriterState {
     terminal: Option<TerminalState>,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum TerminalState {
+    /// `close` was called.
     Closed,
+    /// A bookie answered EFENCED, or a recovery took the metadata over.
     Fenced,
+    /// An add or an ensemble change failed for good; the reason.
+    Failed(String),
 }
 
 /// Shared between the handle and the tasks that carry its requests.
@@ -163,7 +167,7 @@ impl LedgerWriter {
         let refused = {
             // Lock: assigning the entry id and queueing it; released before the sends are spawned.
             let mut st = self.shared.lock();
-            if let Some(t) = st.terminal {
+            if let Some(t) = &st.terminal {
                 Some(self.shared.terminal_error(t))
             } else {
                 let entry_id = st.next_entry_id;
@@ -302,13 +306,17 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn terminal_error(&self, t: TerminalState) -> BkError {
+    fn terminal_error(&self, t: &TerminalState) -> BkError {
         match t {
             TerminalState::Closed => BkError::LedgerClosed {
                 ledger_id: self.ledger_id,
             },
             TerminalState::Fenced => BkError::Fenced {
                 ledger_id: self.ledger_id,
+            },
+            TerminalState::Failed(reason) => BkError::LedgerFailed {
+                ledger_id: self.ledger_id,
+                reason: reason.clone(),
             },
         }
     }
@@ -380,7 +388,7 @@ impl Shared {
                 Err(_) if !in_write_set => {}
                 Err(e) => {
                     tracing::warn!(ledger = self.ledger_id, bookie, error = %e, "add failed");
-                    st.terminal = Some(TerminalState::Closed);
+                    st.terminal = Some(TerminalState::Failed(e.to_string()));
                     completions.extend(
                         st.pending
                             .drain(..)
@@ -399,10 +407,9 @@ impl Shared {
                     completions.push((d, Ok(p.entry_id)));
                 }
             }
-            let terminal = st.terminal;
+            let terminal = st.terminal.clone().unwrap_or(TerminalState::Closed);
             for (d, res) in completions {
-                let res = res
-                    .map_err(|()| self.terminal_error(terminal.unwrap_or(TerminalState::Closed)));
+                let res = res.map_err(|()| self.terminal_error(&terminal));
                 let _ = d.send(res);
             }
         }
@@ -493,7 +500,7 @@ impl Shared {
                         st.terminal = Some(if fenced {
                             TerminalState::Fenced
                         } else {
-                            TerminalState::Closed
+                            TerminalState::Failed(e.to_string())
                         });
                         st.changing_ensemble = false;
                         let err = || {
