@@ -5,17 +5,17 @@
 //! LAC reads, ensemble changes when a bookie fails mid-write, and the recovery open that fences a
 //! ledger and closes it at the last entry an ack quorum may hold.
 //!
-//! ZooKeeper client: `zookeeper-client` (kezhuw), not the older `zookeeper` crate. It is async and
-//! runs on Tokio (feature `tokio`), so no blocking ZooKeeper call ever sits on a worker thread; it
-//! is maintained (0.11.2, 2026) and speaks ZooKeeper 3.5+'s create2 (the created node's stat, hence
-//! its version for compare-and-set) and multi ops. The `zookeeper` crate is synchronous with its own
-//! threads and has seen no release since 2022. The `bookkeeper-client` crate (same author, v3
-//! protocol, last commit 2023) was not taken: Pulsar speaks v2, and it pins old dependencies.
+//! ZooKeeper client: `zookeeper-client` 0.11 (kezhuw), not the older `zookeeper` crate (0.8). It
+//! is async and runs on Tokio (feature `tokio`), so no ZooKeeper call blocks a worker thread; it is
+//! maintained (0.11.2, 2026); and it uses ZooKeeper 3.5+'s create2, whose answer carries the new
+//! node's stat (the version our compare-and-set starts from). The `zookeeper` crate is synchronous,
+//! runs its own mio 0.6 event thread and pins bytes 0.5. The `bookkeeper-client` crate (0.2.1, the
+//! same author, last commit 2023) was judged and left: it speaks only the v3 protocol while Pulsar
+//! speaks v2, and it pins zookeeper-client 0.6, etcd-client 0.11 and tonic 0.9.
 //!
-//! Module map (no module imports one that imports it back):
-//! `error` → `digest`, `protocol` → `connection`; `metadata`, `bookie_info` → `zk_store`;
-//! `connection`, `zk_store` → `bookie_client`;
-//! `placement`; `reader`, `writer`, `recovery` on top; `client` ties them together.
+//! Modules, each importing only those before it:
+//! `error`; `digest`; `protocol`; `connection`; `metadata`; `bookie_info`; `zk_store`;
+//! `bookie_client`; `placement`; `reader`; `writer`; `recovery`; `client`.
 
 pub mod bookie_client;
 pub mod bookie_info;
