@@ -29,8 +29,13 @@ pub const FLAG_DO_FENCING: u16 = 0x1;
 pub const FLAG_RECOVERY_ADD: u16 = 0x2;
 /// Entry id that asks a bookie for the last entry it holds (`BookieProtocol.LAST_ADD_CONFIRMED`).
 pub const LAST_ADD_CONFIRMED: i64 = -1;
-/// Largest frame we accept (the bookie's default `nettyMaxFrameSizeBytes` is 5 MiB).
+/// Largest frame we accept from a bookie.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
+/// Largest frame a bookie accepts by default (`nettyMaxFrameSizeBytes`, 5 MiB); a larger ADD makes
+/// the bookie drop the connection, which would look like a failed bookie.
+pub const BOOKIE_MAX_FRAME: usize = 5 * 1024 * 1024;
+/// Bytes an ADD frame adds to the payload: length, header, master key, entry header, CRC32C.
+pub const ADD_OVERHEAD: usize = 4 + 4 + MASTER_KEY_LENGTH + 32 + 4;
 
 /// The packet header int.
 pub fn packet_header(op: u8, flags: u16) -> u32 {

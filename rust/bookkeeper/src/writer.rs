@@ -16,6 +16,7 @@ use crate::digest::{package_entry, MASTER_KEY_LENGTH};
 use crate::error::{BkError, Result};
 use crate::metadata::{LedgerMetadata, LedgerState};
 use crate::placement::{replacement, write_set};
+use crate::protocol::{ADD_OVERHEAD, BOOKIE_MAX_FRAME};
 use crate::zk_store::{MetadataVersion, ZkStore};
 
 /// An entry sent but not yet completed. Lives in `WriterState::pending`, so it is owned by whoever
@@ -169,6 +170,11 @@ impl LedgerWriter {
             let mut st = self.shared.lock();
             if let Some(t) = &st.terminal {
                 Some(self.shared.terminal_error(t))
+            } else if payload.len() + ADD_OVERHEAD > BOOKIE_MAX_FRAME {
+                Some(BkError::InvalidArgument(format!(
+                    "entry of {} bytes exceeds the bookies' frame limit of {BOOKIE_MAX_FRAME}",
+                    payload.len()
+                )))
             } else {
                 let entry_id = st.next_entry_id;
                 st.next_entry_id += 1;

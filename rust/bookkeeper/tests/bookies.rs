@@ -69,6 +69,12 @@ fn ledger_written_by_us_is_read_by_bookkeepers_java_client() {
         let ids: Vec<i64> = ids.into_iter().map(|r| r.unwrap()).collect();
         assert_eq!(ids, (0..40).collect::<Vec<i64>>(), "in-order entry ids");
         assert_eq!(w.last_add_confirmed(), 39);
+        // Too big for a bookie's frame: refused up front, no entry id spent, the ledger goes on.
+        let big = vec![0u8; 5 * 1024 * 1024];
+        assert!(matches!(
+            w.append(&big).await,
+            Err(BkError::InvalidArgument(_))
+        ));
         w.close().await.unwrap();
         let (m, _) = bk.store().read_ledger_metadata(w.id()).await.unwrap();
         assert_eq!((m.state, m.last_entry_id), (LedgerState::Closed, 39));
