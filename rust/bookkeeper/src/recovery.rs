@@ -121,24 +121,23 @@ async fn fence_and_read_lac(
     master_key: [u8; MASTER_KEY_LENGTH],
 ) -> Result<i64> {
     let (_, ensemble) = m.last_ensemble();
-    let tasks: Vec<_> = ensemble
-        .iter()
-        .map(|b| {
-            let (bookies, b) = (bookies.clone(), b.clone());
-            tokio::spawn(async move {
-                bookies
-                    .read(&b, ledger_id, LAST_ADD_CONFIRMED, Some(master_key))
-                    .await
-            })
-        })
-        .collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, b) in ensemble.iter().enumerate() {
+        let (bookies, b) = (bookies.clone(), b.clone());
+        tasks.spawn(async move {
+            let r = bookies
+                .read(&b, ledger_id, LAST_ADD_CONFIRMED, Some(master_key))
+                .await;
+            (i, r)
+        });
+    }
     let mut answered = vec![false; ensemble.len()];
     let mut lac = -1;
-    for (i, t) in tasks.into_iter().enumerate() {
-        match t
-            .await
-            .map_err(|e| BkError::Protocol(format!("fence task: {e}")))?
-        {
+    // Done as soon as the answers cover every write quorum (as `ReadLastConfirmedOp`): a slow or
+    // hung bookie does not hold recovery up; the read-forward finds what its LAC would have said.
+    while let Some(joined) = tasks.join_next().await {
+        let (i, r) = joined.map_err(|e| BkError::Protocol(format!("fence task: {e}")))?;
+        match r {
             Ok(stored) => {
                 let v = verify_entry(ledger_id, None, stored)?;
                 lac = lac.max(v.lac);
@@ -148,6 +147,9 @@ async fn fence_and_read_lac(
             Err(e) => {
                 tracing::warn!(ledger_id, bookie = %ensemble[i], error = %e, "fencing read failed")
             }
+        }
+        if covers_every_write_quorum(&answered, m.write_quorum, m.ack_quorum) {
+            break;
         }
     }
     if !covers_every_write_quorum(&answered, m.write_quorum, m.ack_quorum) {
