@@ -204,8 +204,8 @@ impl LedgerWriter {
         }
     }
 
-    /// Waits for pending adds, then closes the ledger in its metadata (state CLOSED, last entry and
-    /// length), as `LedgerHandle.close` does.
+    /// Waits for pending adds (and a running ensemble change), then closes the ledger in its
+    /// metadata (state CLOSED, last entry and length), as `LedgerHandle.close` does.
     pub async fn close(&self) -> Result<()> {
         // Let in-flight adds finish (they complete or fail on their own).
         loop {
@@ -221,14 +221,15 @@ impl LedgerWriter {
                         ledger_id: self.shared.ledger_id,
                     });
                 }
-                if st.pending.is_empty() {
+                // An ensemble change in flight would race our compare-and-set; let it land.
+                if st.pending.is_empty() && !st.changing_ensemble {
                     break;
                 }
             }
             progress.await;
         }
         loop {
-            let (mut m, version) = {
+            let (m, version) = {
                 // Lock: marking the handle closed and taking a copy of what to write; released before ZooKeeper.
                 let mut st = self.shared.lock();
                 st.terminal = Some(TerminalState::Closed);
@@ -268,10 +269,11 @@ impl LedgerWriter {
                             ledger_id: self.shared.ledger_id,
                         });
                     }
-                    // Only the ensembles differ (ours is newer or equal); retry on their version.
-                    m.ensembles = theirs.ensembles;
-                    // Lock: storing the newer version.
-                    self.shared.lock().version = v;
+                    // Still open: only the ensembles can differ; retry with theirs on their version.
+                    // Lock: adopting the stored ensembles and version.
+                    let mut st = self.shared.lock();
+                    st.metadata.ensembles = theirs.ensembles;
+                    st.version = v;
                 }
                 Err(e) => return Err(e),
             }
@@ -540,6 +542,7 @@ impl Shared {
             st.changing_ensemble = false;
             sends_missing(&mut st)
         };
+        self.progress.notify_waiters();
         self.dispatch(sends);
     }
 }
