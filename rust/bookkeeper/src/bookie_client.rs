@@ -19,8 +19,8 @@ pub struct BookieClient {
     /// Bookie id to its connection. Shared by every ledger handle of one client; entries are replaced
     /// by whoever finds them failed.
     conns: Arc<Mutex<HashMap<String, BookieConnection>>>,
-    /// Bookie id to `host:port`, filled on first use from the registration (a bookie that died keeps
-    /// its address, so that it fails as unreachable). Shared like `conns`.
+    /// Bookie id to `host:port`, filled on first use from the registration and forgotten when a
+    /// connect fails. Shared like `conns`.
     addresses: Arc<Mutex<HashMap<String, String>>>,
     /// Where bookie ids are resolved; None treats every id as `host:port`. Immutable.
     store: Option<ZkStore>,
@@ -72,7 +72,17 @@ impl BookieClient {
             }
         }
         let addr = self.address(bookie).await?;
-        let c = BookieConnection::connect(bookie, &addr, self.timeout).await?;
+        let c = match BookieConnection::connect(bookie, &addr, self.timeout).await {
+            Ok(c) => c,
+            Err(e) => {
+                // Lock: forgetting the address, so that a bookie back at a new one is found again.
+                self.addresses
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(bookie);
+                return Err(e);
+            }
+        };
         // Lock: cache insert only. A racing connect may overwrite ours; both work.
         self.conns
             .lock()

@@ -24,6 +24,9 @@ pub enum BkError {
     /// The connection to a bookie failed or was closed with requests outstanding.
     #[error("bookie {bookie} unreachable: {source}")]
     BookieIo { bookie: String, source: io::Error },
+    /// A bookie id that is not registered (not available) and is no `host:port` either.
+    #[error("bookie {bookie} is not available (not registered)")]
+    BookieNotAvailable { bookie: String },
     /// A request got no answer in time.
     #[error("timeout waiting for bookie {bookie}")]
     Timeout { bookie: String },
@@ -129,7 +132,9 @@ impl BkError {
     /// replacing it in the ensemble can help.
     pub fn is_bookie_failure(&self) -> bool {
         match self {
-            BkError::BookieIo { .. } | BkError::Timeout { .. } => true,
+            BkError::BookieIo { .. }
+            | BkError::Timeout { .. }
+            | BkError::BookieNotAvailable { .. } => true,
             BkError::Bookie { rc, .. } => {
                 matches!(*rc, rc::EIO | rc::EREADONLY | rc::ETOOMANYREQUESTS)
             }

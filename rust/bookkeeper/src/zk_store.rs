@@ -112,9 +112,9 @@ impl ZkStore {
         {
             Ok(id.to_string())
         } else {
-            Err(BkError::InvalidArgument(format!(
-                "bookie {id} is not registered and is no host:port"
-            )))
+            Err(BkError::BookieNotAvailable {
+                bookie: id.to_string(),
+            })
         }
     }
 

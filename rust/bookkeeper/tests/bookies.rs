@@ -356,7 +356,11 @@ fn recovery_replaces_a_dead_bookie_of_the_write_set() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cluster = Cluster::start(&home, 4);
+    // Bookies known by id only: the recovering client never saw the dead one's address.
+    let mut cluster = Cluster::start(&home, 0);
+    for i in 0..4 {
+        cluster.start_bookie_with_id(i, Some(&format!("bookie-{i}")));
+    }
     let rt = runtime();
     let ledger_id = rt.block_on(async {
         cluster.wait_writable(4).await;
@@ -399,14 +403,15 @@ fn bookies_registered_under_custom_ids_are_resolved() {
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut cluster = Cluster::start(&home, 0);
-    cluster.start_bookie_with_id(0, Some("bookie-a"));
-    cluster.start_bookie_with_id(1, Some("bookie-b"));
+    for (i, id) in ["bookie-a", "bookie-b", "bookie-c"].iter().enumerate() {
+        cluster.start_bookie_with_id(i, Some(id));
+    }
     let rt = runtime();
     let ledger_id = rt.block_on(async {
-        let store = cluster.wait_writable(2).await;
+        let store = cluster.wait_writable(3).await;
         assert_eq!(
             store.writable_bookies().await.unwrap(),
-            vec!["bookie-a", "bookie-b"]
+            vec!["bookie-a", "bookie-b", "bookie-c"]
         );
         let bk = BookKeeper::connect(&cluster.uri(), Duration::from_secs(10))
             .await
@@ -415,14 +420,23 @@ fn bookies_registered_under_custom_ids_are_resolved() {
         for r in append_many(&w, 0..6, 3).await {
             r.unwrap();
         }
+        // A bookie known only by its id dies: it unregisters, and is replaced all the same.
+        let victim = w.metadata().ensembles[&0][0].clone();
+        tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
+        for r in append_many(&w, 6..12, 3).await {
+            r.unwrap();
+        }
+        assert_eq!(w.metadata().ensembles.len(), 2);
         w.close().await.unwrap();
         let r = bk.open_ledger(w.id(), b"").await.unwrap();
-        assert_eq!(r.read_entry(5).await.unwrap().payload, payload(5));
+        for e in r.read_entries(0, 11).await.unwrap() {
+            assert_eq!(e.payload, payload(e.entry_id as usize));
+        }
         w.id()
     });
     let out = cluster.bktool(&["read", &cluster.zk_servers(), &ledger_id.to_string(), ""]);
-    assert_eq!(tagged(&out, "ENTRY ").len(), 6, "{out}");
-    assert!(tagged(&out, "ENSEMBLES ")[0].contains("bookie-a"), "{out}");
+    assert_eq!(tagged(&out, "ENTRY ").len(), 12, "{out}");
+    assert!(tagged(&out, "ENSEMBLES ")[0].contains("bookie-"), "{out}");
 }
 
 #[test]
