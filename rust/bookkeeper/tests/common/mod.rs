@@ -19,18 +19,34 @@ use pulsar_rs_bookkeeper::zk_store::ZkStore;
 /// One cluster at a time: each is four JVMs on a small shared machine.
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The pinned Apache Pulsar release, read from `tools/pulsar_reference` (where it is defined
+/// once, next to the download that fetches it).
+pub fn pulsar_version() -> String {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/pulsar_reference/__init__.py");
+    let text = std::fs::read_to_string(&file).expect("tools/pulsar_reference/__init__.py");
+    text.lines()
+        .find_map(|l| l.strip_prefix("PULSAR_VERSION = \""))
+        .and_then(|rest| rest.split('"').next())
+        .expect("PULSAR_VERSION = \"...\" in tools/pulsar_reference/__init__.py")
+        .to_owned()
+}
+
 pub fn pulsar_home() -> Option<PathBuf> {
     let cache = std::env::var_os("PULSAR_REFERENCE_CACHE")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/pulsar-rs")))?;
-    let home = cache.join("apache-pulsar-4.0.8");
+    let home = cache.join(format!("apache-pulsar-{}", pulsar_version()));
     home.join("lib").is_dir().then_some(home)
 }
 
 /// The distribution, or None after printing why the test is skipped.
 pub fn skip_unless_ready() -> Option<PathBuf> {
     let Some(home) = pulsar_home() else {
-        eprintln!("SKIPPED: Apache Pulsar 4.0.8 not found; run `python -m tools.pulsar_reference fetch` from the repo root");
+        eprintln!(
+            "SKIPPED: Apache Pulsar {} not found; run `python -m tools.pulsar_reference fetch` from the repo root",
+            pulsar_version()
+        );
         return None;
     };
     for tool in ["java", "javac"] {
