@@ -17,6 +17,7 @@ pub mod namespaces;
 mod non_persistent;
 mod permissions;
 mod policies;
+mod rate_limit;
 mod schemas;
 mod stats;
 mod subscriptions;
@@ -187,7 +188,8 @@ pub async fn serve_tls(
 }
 
 fn router(ctx: Arc<ServerContext>) -> Router {
-    Router::new()
+    let limit = rate_limit::RequestLimit::from_config(&ctx.service.config);
+    let app = Router::new()
         .route("/admin/v2/brokers/health", get(|| async { "ok" }))
         .merge(clusters::routes())
         .merge(tenants::routes())
@@ -208,5 +210,10 @@ fn router(ctx: Arc<ServerContext>) -> Router {
             crate::auth::admin_guard,
         ))
         .merge(crate::console::routes(&ctx))
-        .with_state(ctx)
+        .with_state(ctx);
+    match limit {
+        // Outermost, so a refused request costs no authentication or handler work.
+        Some(l) => app.layer(axum::middleware::from_fn_with_state(l, rate_limit::limit)),
+        None => app,
+    }
 }
