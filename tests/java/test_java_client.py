@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-JAVA_DIR = Path(__file__).resolve().parent / "java"
+JAVA_DIR = Path(__file__).resolve().parent
 REPORTS = JAVA_DIR / "target" / "surefire-reports"
 
 #: The number of JUnit tests (parameterized cases counted one by one) in tests/java, disabled ones
