@@ -91,6 +91,7 @@ def test_console_api_overview_and_history(pulsar_broker):
         client.close()
 
 
+@pytest.mark.slow  # about 12 s here (README, 'Tests')
 @NEED_BROWSER
 def test_console_shows_topics_live_backlog_and_acts(pulsar_broker, tmp_path):
     admin = pulsar_broker.admin_url

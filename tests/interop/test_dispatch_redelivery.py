@@ -64,6 +64,7 @@ def test_negative_ack_redelivers_with_counts(client, topic, sub_type):
     assert_no_more(c)
 
 
+@pytest.mark.slow  # about 11 s here (README, 'Tests')
 def test_ack_timeout_redelivers(client, topic):
     c = client.subscribe(
         topic, "sub", consumer_type=SHARED, initial_position=EARLIEST, unacked_messages_timeout_ms=10000

@@ -225,6 +225,7 @@ def test_tls_role_is_the_certificate_cn(broker, pki, topic):
         other.close()
 
 
+@pytest.mark.slow  # about 10 s here (README, 'Tests')
 def test_tls_version1_client_certificate(broker, pki, topic):
     """X.509 v1 client certificates (no extensions, as ``openssl x509 -req`` and the official
     clients' test PKI issue them) are accepted as Pulsar accepts them: signed by a trusted CA, the
