@@ -176,6 +176,7 @@ def test_key_shared_replacement_gets_new_messages_of_a_replayed_key_at_once(clie
     assert_no_more(b)
 
 
+@pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_consumer_blocked_at_max_unacked_and_unblocked_at_half(pulsar_broker_factory, client_factory, topic):
     broker = pulsar_broker_factory(maxUnackedMessagesPerConsumer=10)
     client = client_factory(broker.service_url)

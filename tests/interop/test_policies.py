@@ -119,6 +119,7 @@ def test_publish_byte_rate(pulsar_broker, client, topic):
     assert worst <= 0.08, f"byte rates {min(rates):.0f}..{max(rates):.0f} for {limit} B/s"
 
 
+@pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_subscription_dispatch_rate(pulsar_broker, client, topic):
     limit = 300
     # block_if_queue_full: 3000 sends exceed the client's 1000 pending messages; without it the

@@ -382,6 +382,7 @@ def refresh_broker(pulsar_broker_factory):
     )
 
 
+@pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_expired_token_closes_the_connection(refresh_broker, topic):
     c = new_client(refresh_broker.service_url, pulsar.AuthenticationToken(token("alice", exp=int(time.time()) + 3)))
     try:
@@ -395,6 +396,7 @@ def test_expired_token_closes_the_connection(refresh_broker, topic):
         c.close()
 
 
+@pytest.mark.slow  # about 7 s here (README, 'Tests')
 def test_token_refreshed_through_auth_challenge(refresh_broker, topic):
     calls = []
 
