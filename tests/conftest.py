@@ -7,7 +7,7 @@ files import the helpers below with ``from conftest import ...`` (and ``raw_prot
 
 Every test file sits in a room, a folder named for its kind (README, "Tests"); the folder's name is
 a marker given to each of its tests, so ``pytest -m interop`` runs one room. The rooms in
-``SLOW_ROOMS`` are marked ``slow`` as a whole; elsewhere a test over about ten seconds carries
+``SLOW_ROOMS`` are marked ``slow`` as a whole; elsewhere a test that takes 5 s or more here carries
 ``@pytest.mark.slow`` itself. ``pytest -m "not slow"`` is the quick inner loop.
 """
 
