@@ -80,6 +80,25 @@ pub struct BrokerConfig {
     pub default_num_partitions: u32,
     pub allow_auto_subscription_creation: bool,
 
+    // Limits (0 = unlimited, as in Pulsar). Namespace and topic policies of the same names win
+    // over them; see `crate::policies::limits`.
+    /// Most partitions a partitioned topic may have (REST create and update).
+    pub max_num_partitions_per_partitioned_topic: u32,
+    /// Most persistent topics (partitions counted one by one) in one namespace.
+    pub max_topics_per_namespace: u32,
+    /// Most subscriptions on one topic.
+    pub max_subscriptions_per_topic: u32,
+    /// Most producers on one topic.
+    pub max_producers_per_topic: u32,
+    /// Most consumers on one topic (all subscriptions together).
+    pub max_consumers_per_topic: u32,
+    /// Most consumers on one subscription.
+    pub max_consumers_per_subscription: u32,
+    /// Most producers on one topic from one client IP address.
+    pub max_same_address_producers_per_topic: u32,
+    /// Most consumers on one topic from one client IP address.
+    pub max_same_address_consumers_per_topic: u32,
+
     pub dispatcher_max_read_batch_size: u32,
     pub dispatcher_min_read_batch_size: u32,
     pub dispatcher_max_read_size_bytes: u64,
@@ -253,6 +272,14 @@ impl Default for BrokerConfig {
             allow_auto_topic_creation_type: "non-partitioned".into(),
             default_num_partitions: 1,
             allow_auto_subscription_creation: true,
+            max_num_partitions_per_partitioned_topic: 0,
+            max_topics_per_namespace: 0,
+            max_subscriptions_per_topic: 0,
+            max_producers_per_topic: 0,
+            max_consumers_per_topic: 0,
+            max_consumers_per_subscription: 0,
+            max_same_address_producers_per_topic: 0,
+            max_same_address_consumers_per_topic: 0,
             dispatcher_max_read_batch_size: 100,
             dispatcher_min_read_batch_size: 1,
             dispatcher_max_read_size_bytes: 5 * 1024 * 1024,

@@ -4,6 +4,7 @@
 //! else the broker default from `broker.conf`; [`store`] keeps and resolves them.
 
 pub mod backlog_quota;
+pub mod limits;
 pub mod store;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -11,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use self::backlog_quota::BacklogQuota;
+use self::limits::Limits;
 use crate::config::inactive_topic_mode::InactiveTopicDeleteMode;
 use crate::config::schema_strategy::Strategy;
 use crate::config::BrokerConfig;
@@ -191,6 +193,49 @@ pub struct Policies {
         skip_serializing_if = "Option::is_none"
     )]
     pub schema_validation_enforced: Option<bool>,
+    /// Most producers per topic (0 = unlimited; `None`: inherit). Namespace path
+    /// `maxProducersPerTopic`, topic path `maxProducers`.
+    #[serde(
+        default,
+        rename = "max_producers_per_topic",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_producers_per_topic: Option<i32>,
+    /// Most consumers per topic (namespace `maxConsumersPerTopic`, topic `maxConsumers`).
+    #[serde(
+        default,
+        rename = "max_consumers_per_topic",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_consumers_per_topic: Option<i32>,
+    /// Most consumers per subscription (`maxConsumersPerSubscription` at both levels).
+    #[serde(
+        default,
+        rename = "max_consumers_per_subscription",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_consumers_per_subscription: Option<i32>,
+    /// Most subscriptions per topic (`maxSubscriptionsPerTopic` at both levels).
+    #[serde(
+        default,
+        rename = "max_subscriptions_per_topic",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_subscriptions_per_topic: Option<i32>,
+    /// Most topics in the namespace (namespace documents only; `maxTopicsPerNamespace`).
+    #[serde(
+        default,
+        rename = "max_topics_per_namespace",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_topics_per_namespace: Option<i32>,
+    /// Most bytes in one message (topic documents only; `maxMessageSize`).
+    #[serde(
+        default,
+        rename = "max_message_size",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_message_size: Option<i32>,
     /// Permissions (namespace documents only), Pulsar's `auth_policies`.
     #[serde(
         default,
@@ -233,6 +278,8 @@ pub struct Effective {
     pub allow_auto_update_schema: bool,
     /// Producers without a schema are refused on topics with one.
     pub schema_validation_enforced: bool,
+    /// Count and size limits.
+    pub limits: Limits,
 }
 
 fn positive(v: i64) -> f64 {

@@ -9,6 +9,7 @@ use parking_lot::RwLock;
 use pulsar_rs_ledger::MetaStore;
 
 use super::backlog_quota::{BacklogQuota, RetentionPolicy};
+use super::limits::{self, Limits};
 use super::{positive, validate, Effective, InactiveTopicPolicies, Policies};
 use crate::config::schema_strategy::Strategy;
 use crate::config::BrokerConfig;
@@ -105,6 +106,7 @@ impl PolicyStore {
         may_replace: impl FnOnce(&Policies) -> bool,
     ) -> Result<(), BrokerError> {
         validate(&p)?;
+        limits::validate(&p, self.config.max_message_size)?;
         // The update lock is held across the check and the store write so two creations
         // cannot both succeed; the map's write lock only to publish the durable result.
         let _update = self.updates.lock();
@@ -159,6 +161,7 @@ impl PolicyStore {
         let mut p = self.namespaces.read().get(ns).cloned().unwrap_or_default();
         f(&mut p);
         validate(&p)?;
+        limits::validate(&p, self.config.max_message_size)?;
         self.meta.put(
             &metadata_keys::namespace_policies(ns),
             &serde_json::to_vec(&p).unwrap_or_default(),
@@ -182,6 +185,7 @@ impl PolicyStore {
         let mut p = self.topics.read().get(&name).cloned().unwrap_or_default();
         f(&mut p);
         validate(&p)?;
+        limits::validate(&p, self.config.max_message_size)?;
         self.meta.put(
             &metadata_keys::topic_policies(&name),
             &serde_json::to_vec(&p).unwrap_or_default(),
@@ -332,6 +336,7 @@ impl PolicyStore {
             .or(np.schema_validation_enforced)
             .unwrap_or(c.is_schema_validation_enforced);
         Effective {
+            limits: Limits::resolve(&tp, &np, c),
             schema_compatibility_strategy,
             allow_auto_update_schema,
             schema_validation_enforced,

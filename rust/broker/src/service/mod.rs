@@ -6,6 +6,7 @@
 pub mod backlog_quota;
 pub mod inactive;
 mod schema_admission;
+pub mod topic_quota;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -179,6 +180,7 @@ impl BrokerService {
             && self.config.allow_auto_topic_creation_type == "partitioned"
             && name.partition_index().is_none()
         {
+            self.admit_new_topics(&name.namespace_name(), self.config.default_num_partitions)?;
             self.create_partitioned(name, self.config.default_num_partitions)?;
             return Ok(self.config.default_num_partitions);
         }
@@ -317,6 +319,9 @@ impl BrokerService {
         {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
+        if !exists && !is_partition_of_known {
+            self.admit_new_topics(&name.namespace_name(), 1)?;
+        }
         let loaded = self
             .storage
             .open_ledger(&name.ledger_name(), self.config.ledger_config())
@@ -406,7 +411,11 @@ impl BrokerService {
             );
             for (t, n) in self.partitioned_topics(namespace) {
                 if t.is_persistent() {
-                    out.extend((0..n).map(|i| t.partition(i).to_string()));
+                    out.extend(
+                        self.partition_targets(&t, n)
+                            .iter()
+                            .map(ToString::to_string),
+                    );
                 }
             }
         }
@@ -478,8 +487,8 @@ impl BrokerService {
             .lock()
             .remove(name)
             .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
-        for i in 0..n {
-            match self.delete_topic(&name.partition(i)) {
+        for partition in self.partition_targets(name, n) {
+            match self.delete_topic(&partition) {
                 Ok(()) | Err(BrokerError::TopicNotFound(_)) => {}
                 Err(e) => return Err(e),
             }
@@ -553,7 +562,10 @@ impl BrokerService {
             };
             if base.is_persistent() {
                 let known = self.known.lock();
-                if (0..n).any(|i| known.contains(&base.partition(i))) {
+                if known
+                    .iter()
+                    .any(|t| t.partition_index().is_some_and(|i| i < n) && t.base() == *base)
+                {
                     return Ok(false);
                 }
             }

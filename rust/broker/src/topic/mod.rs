@@ -246,6 +246,12 @@ impl Topic {
         };
     }
 
+    /// The count and size limits currently applied (a copy; read on every SEND).
+    #[must_use]
+    pub fn limits(&self) -> crate::policies::limits::Limits {
+        self.limits.read().effective.limits
+    }
+
     /// The effective policy currently applied.
     #[must_use]
     pub fn effective_policy(&self) -> Effective {
@@ -329,6 +335,34 @@ impl Topic {
         self.subscriptions.lock().get(name).cloned()
     }
 
+    /// Whether a consumer from `address` may join this topic (Pulsar's `maxConsumersPerTopic`,
+    /// `maxSameAddressConsumersPerTopic`) and, given, subscription `sub`
+    /// (`maxConsumersPerSubscription`). Pulsar checks the topic's limits before it gets or
+    /// creates the subscription, so callers ask once without `sub`, then again with it.
+    ///
+    /// # Errors
+    /// [`BrokerError::ConsumerBusy`] with Pulsar's message.
+    pub fn admit_consumer(
+        &self,
+        sub: Option<&Subscription>,
+        address: &str,
+    ) -> Result<(), BrokerError> {
+        let limits = self.limits.read().effective.limits;
+        let host = producers::host_of(address);
+        let (mut on_topic, mut same_address) = (0, 0);
+        for s in self.subscriptions() {
+            for c in s.consumers() {
+                on_topic += 1;
+                same_address += usize::from(producers::host_of(&c.address) == host);
+            }
+        }
+        limits.admit_consumer(
+            on_topic,
+            same_address,
+            sub.map_or(0, |s| s.consumers().len()),
+        )
+    }
+
     /// All subscriptions.
     #[must_use]
     pub fn subscriptions(&self) -> Vec<Arc<Subscription>> {
@@ -358,6 +392,8 @@ impl Topic {
         if !create {
             return Err(BrokerError::SubscriptionNotFound(name.to_owned()));
         }
+        let limits = self.limits.read().effective.limits;
+        limits.admit_subscription(&self.name.to_string(), self.subscriptions.lock().len())?;
         let cursor = self.ledger.open_cursor_at(name, earliest)?;
         let sub = self.start_subscription(name, cursor, true);
         let mut subs = self.subscriptions.lock();

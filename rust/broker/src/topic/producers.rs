@@ -16,6 +16,12 @@ pub enum Admission {
     Queued(oneshot::Receiver<Result<u64, BrokerError>>),
 }
 
+/// The host part of a client address (`ip:port`, `[v6]:port`): Pulsar's same-address limits
+/// compare clients by IP, not by connection.
+pub(crate) fn host_of(address: &str) -> &str {
+    address.rsplit_once(':').map_or(address, |(host, _)| host)
+}
+
 impl Topic {
     /// Unregisters every producer and returns their handles (the server closes them).
     pub fn take_producers(&self) -> Vec<u64> {
@@ -45,6 +51,8 @@ impl Topic {
     ) -> Result<Admission, BrokerError> {
         // Relaxed (epoch): only read and written under the producers lock held below.
         use std::sync::atomic::Ordering::Relaxed;
+        // Read before the producer locks (apply_policy holds this lock alone).
+        let limits = self.limits.read().effective.limits;
         let mut producers = self.producers.lock();
         let mut waiting = self.waiting.lock();
         if producers.contains_key(&info.name) {
@@ -53,6 +61,12 @@ impl Topic {
                 info.name
             )));
         }
+        let host = host_of(&info.address);
+        let same_address = producers
+            .values()
+            .filter(|p| host_of(&p.address) == host)
+            .count();
+        limits.admit_producer(&self.name.to_string(), producers.len(), same_address)?;
         let current = self.epoch.load(Relaxed);
         if let (Some(e), AccessMode::Exclusive | AccessMode::ExclusiveWithFencing) =
             (producer_epoch, info.access_mode)

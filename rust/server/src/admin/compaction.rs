@@ -49,7 +49,7 @@ async fn trigger(
             let parts: Vec<_> = if n == 0 {
                 vec![name]
             } else {
-                (0..n).map(|i| name.partition(i)).collect()
+                c.service.partition_targets(&name, n)
             };
             let mut all_started = true;
             for p in &parts {

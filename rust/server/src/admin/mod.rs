@@ -142,8 +142,11 @@ pub(crate) fn targets(
     if n == 0 {
         return Ok(vec![ctx.service.topic(name, false)?]);
     }
-    (0..n)
-        .map(|i| ctx.service.topic(&name.partition(i), true))
+    // Bounded by what exists (and the first EAGER_PARTITIONS), not by the declared count.
+    ctx.service
+        .partition_targets(name, n)
+        .iter()
+        .map(|p| ctx.service.topic(p, true))
         .collect()
 }
 

@@ -155,6 +155,13 @@ async fn create_partitions(
         Ok(n) => n,
         Err(r) => return *r,
     };
+    let max = ctx.service.max_partitions();
+    if max > 0 && n > max {
+        return super::fail(
+            axum::http::StatusCode::NOT_ACCEPTABLE,
+            format!("Number of partitions should be less than or equal to {max}"),
+        );
+    }
     // The metadata write runs on the blocking pool.
     no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await
 }

@@ -2,7 +2,10 @@
 //! `subscriptionDispatchRate`, `backlogQuota` / `backlogQuotaMap`, `retention`, deduplication (namespace `deduplication`, topic `deduplicationEnabled`),
 //! `messageTTL` (namespace: the body; topic: `?messageTTL=N`), `inactiveTopicPolicies`,
 //! `compactionThreshold`, `schemaCompatibilityStrategy`, `isAllowAutoUpdateSchema`,
-//! `schemaValidationEnforced`, at namespace and topic level.
+//! `schemaValidationEnforced`, at namespace and topic level; the limits (namespace
+//! `maxProducersPerTopic`, `maxConsumersPerTopic`, `maxConsumersPerSubscription`,
+//! `maxSubscriptionsPerTopic`, `maxTopicsPerNamespace`; topic `maxProducers`, `maxConsumers`,
+//! `maxConsumersPerSubscription`, `maxSubscriptionsPerTopic`, `maxMessageSize`).
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
 // `Response` in a `Result` does not matter here.
@@ -65,9 +68,39 @@ enum Kind {
     SchemaCompatibilityStrategy,
     IsAllowAutoUpdateSchema,
     SchemaValidationEnforced,
+    MaxProducers,
+    MaxConsumers,
+    MaxConsumersPerSubscription,
+    MaxSubscriptions,
+    MaxTopics,
+    MaxMessageSize,
 }
 
-fn kind(name: &str) -> Result<Kind, Response> {
+/// Where a policy path is: a namespace's or a topic's (some policies exist at one level only,
+/// and Pulsar's messages name the path).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Namespace,
+    Topic,
+}
+
+fn kind(name: &str, level: Level) -> Result<Kind, Response> {
+    let limit = match (name, level) {
+        ("maxProducersPerTopic", Level::Namespace) | ("maxProducers", Level::Topic) => {
+            Some(Kind::MaxProducers)
+        }
+        ("maxConsumersPerTopic", Level::Namespace) | ("maxConsumers", Level::Topic) => {
+            Some(Kind::MaxConsumers)
+        }
+        ("maxConsumersPerSubscription", _) => Some(Kind::MaxConsumersPerSubscription),
+        ("maxSubscriptionsPerTopic", _) => Some(Kind::MaxSubscriptions),
+        ("maxTopicsPerNamespace", Level::Namespace) => Some(Kind::MaxTopics),
+        ("maxMessageSize", Level::Topic) => Some(Kind::MaxMessageSize),
+        _ => None,
+    };
+    if let Some(k) = limit {
+        return Ok(k);
+    }
     Ok(match name {
         "publishRate" => Kind::PublishRate,
         "dispatchRate" => Kind::DispatchRate,
@@ -125,12 +158,61 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::SchemaValidationEnforced => {
             serde_json::to_value(p.schema_validation_enforced.unwrap_or(false))
         }
+        Kind::MaxProducers => serde_json::to_value(p.max_producers_per_topic),
+        Kind::MaxConsumers => serde_json::to_value(p.max_consumers_per_topic),
+        Kind::MaxConsumersPerSubscription => serde_json::to_value(p.max_consumers_per_subscription),
+        Kind::MaxSubscriptions => serde_json::to_value(p.max_subscriptions_per_topic),
+        // Pulsar answers 0 when the namespace sets nothing (the broker's value is not shown).
+        Kind::MaxTopics => serde_json::to_value(p.max_topics_per_namespace.unwrap_or(0)),
+        Kind::MaxMessageSize => serde_json::to_value(p.max_message_size),
     };
     v.unwrap_or(Value::Null)
 }
 
+/// A limit from a request body, refused with Pulsar's 412 and message when negative (or, for
+/// `maxMessageSize`, above the broker's `maxMessageSize`).
+fn limit_value(
+    k: Kind,
+    name: &str,
+    level: Level,
+    body: &str,
+    broker_max_message_size: u32,
+) -> Result<i32, Response> {
+    let v: i32 = serde_json::from_str(body)
+        .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))?;
+    let refused = |reason: String| Err(fail(StatusCode::PRECONDITION_FAILED, reason));
+    match (k, level) {
+        (Kind::MaxMessageSize, _) if v < 0 || i64::from(v) > i64::from(broker_max_message_size) => {
+            refused(
+                "topic-level maxMessageSize must be greater than or equal to 0 and must be \
+                 smaller than that in the broker-level"
+                    .into(),
+            )
+        }
+        (Kind::MaxConsumersPerSubscription, Level::Topic) if v < 0 => {
+            refused("Invalid value for maxConsumersPerSubscription".into())
+        }
+        _ if v < 0 => refused(format!("{name} must be 0 or more")),
+        _ => Ok(v),
+    }
+}
+
+/// The request a policy change comes from: the policy's path name and level, and the broker's
+/// `maxMessageSize` (the bound of the topic's).
+struct Request<'a> {
+    name: &'a str,
+    level: Level,
+    broker_max_message_size: u32,
+}
+
 /// Parses `body` for `k` and returns the change to apply, or the 4xx response.
-fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Response> {
+fn change(
+    k: Kind,
+    body: &str,
+    q: &HashMap<String, String>,
+    r: &Request<'_>,
+) -> Result<Change, Response> {
+    let limit = |k: Kind| limit_value(k, r.name, r.level, body, r.broker_max_message_size);
     fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Response> {
         serde_json::from_str(body)
             .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
@@ -204,6 +286,30 @@ fn change(k: Kind, body: &str, q: &HashMap<String, String>) -> Result<Change, Re
             Box::new(move |p| p.schema_validation_enforced = Some(v))
         }
 
+        Kind::MaxProducers => {
+            let v = limit(k)?;
+            Box::new(move |p| p.max_producers_per_topic = Some(v))
+        }
+        Kind::MaxConsumers => {
+            let v = limit(k)?;
+            Box::new(move |p| p.max_consumers_per_topic = Some(v))
+        }
+        Kind::MaxConsumersPerSubscription => {
+            let v = limit(k)?;
+            Box::new(move |p| p.max_consumers_per_subscription = Some(v))
+        }
+        Kind::MaxSubscriptions => {
+            let v = limit(k)?;
+            Box::new(move |p| p.max_subscriptions_per_topic = Some(v))
+        }
+        Kind::MaxTopics => {
+            let v = limit(k)?;
+            Box::new(move |p| p.max_topics_per_namespace = Some(v))
+        }
+        Kind::MaxMessageSize => {
+            let v = limit(k)?;
+            Box::new(move |p| p.max_message_size = Some(v))
+        }
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -232,6 +338,12 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         Kind::SchemaCompatibilityStrategy => Box::new(|p| p.schema_compatibility_strategy = None),
         Kind::IsAllowAutoUpdateSchema => Box::new(|p| p.is_allow_auto_update_schema = None),
         Kind::SchemaValidationEnforced => Box::new(|p| p.schema_validation_enforced = None),
+        Kind::MaxProducers => Box::new(|p| p.max_producers_per_topic = None),
+        Kind::MaxConsumers => Box::new(|p| p.max_consumers_per_topic = None),
+        Kind::MaxConsumersPerSubscription => Box::new(|p| p.max_consumers_per_subscription = None),
+        Kind::MaxSubscriptions => Box::new(|p| p.max_subscriptions_per_topic = None),
+        Kind::MaxTopics => Box::new(|p| p.max_topics_per_namespace = None),
+        Kind::MaxMessageSize => Box::new(|p| p.max_message_size = None),
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
@@ -265,7 +377,10 @@ async fn get_namespace_policy(
     State(ctx): Ctx,
     Path((tenant, ns, policy)): Path<(String, String, String)>,
 ) -> Response {
-    let (k, ns) = match (kind(&policy), valid_namespace(&ctx, &tenant, &ns)) {
+    let (k, ns) = match (
+        kind(&policy, Level::Namespace),
+        valid_namespace(&ctx, &tenant, &ns),
+    ) {
         (Ok(k), Ok(ns)) => (k, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
@@ -278,8 +393,13 @@ async fn set_namespace_policy(
     Query(q): Query<HashMap<String, String>>,
     body: String,
 ) -> Response {
+    let request = Request {
+        name: &policy,
+        level: Level::Namespace,
+        broker_max_message_size: ctx.service.config.max_message_size,
+    };
     let (f, ns) = match (
-        kind(&policy).and_then(|k| change(k, &body, &q)),
+        kind(&policy, Level::Namespace).and_then(|k| change(k, &body, &q, &request)),
         valid_namespace(&ctx, &tenant, &ns),
     ) {
         (Ok(f), Ok(ns)) => (f, ns),
@@ -294,7 +414,7 @@ async fn delete_namespace_policy(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, ns) = match (
-        kind(&policy).and_then(|k| removal(k, &q)),
+        kind(&policy, Level::Namespace).and_then(|k| removal(k, &q)),
         valid_namespace(&ctx, &tenant, &ns),
     ) {
         (Ok(f), Ok(ns)) => (f, ns),
@@ -307,11 +427,23 @@ async fn get_topic_policy(
     State(ctx): Ctx,
     Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
 ) -> Response {
-    let (k, name) = match (kind(&policy), existing_topic(&ctx, &tenant, &ns, &topic)) {
+    let (k, name) = match (
+        kind(&policy, Level::Topic),
+        existing_topic(&ctx, &tenant, &ns, &topic),
+    ) {
         (Ok(k), Ok(n)) => (k, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    Json(view(&ctx.service.policies.topic(&name), k)).into_response()
+    let v = view(&ctx.service.policies.topic(&name), k);
+    // Pulsar answers these unset topic policies with 204 and no body (the others: `null`).
+    let no_body = matches!(
+        k,
+        Kind::MaxConsumersPerSubscription | Kind::MaxSubscriptions | Kind::MaxMessageSize
+    );
+    if v.is_null() && no_body {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    Json(v).into_response()
 }
 
 async fn set_topic_policy(
@@ -320,8 +452,13 @@ async fn set_topic_policy(
     Query(q): Query<HashMap<String, String>>,
     body: String,
 ) -> Response {
+    let request = Request {
+        name: &policy,
+        level: Level::Topic,
+        broker_max_message_size: ctx.service.config.max_message_size,
+    };
     let (f, name) = match (
-        kind(&policy).and_then(|k| change(k, &body, &q)),
+        kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),
         existing_topic(&ctx, &tenant, &ns, &topic),
     ) {
         (Ok(f), Ok(n)) => (f, n),
@@ -336,7 +473,7 @@ async fn delete_topic_policy(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, name) = match (
-        kind(&policy).and_then(|k| removal(k, &q)),
+        kind(&policy, Level::Topic).and_then(|k| removal(k, &q)),
         existing_topic(&ctx, &tenant, &ns, &topic),
     ) {
         (Ok(f), Ok(n)) => (f, n),

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use pulsar_rs_broker::service::topic_quota::EAGER_PARTITIONS;
 use serde_json::{json, Value};
 
 use super::{broker_fail, existing_topic, fail, load_topic, no_content, topic_name, Ctx};
@@ -125,11 +126,25 @@ async fn create_partitions(
         Ok(n) => n,
         Err(r) => return *r,
     };
+    let max = ctx.service.max_partitions();
+    if max > 0 && n > max {
+        return fail(
+            StatusCode::NOT_ACCEPTABLE,
+            format!("Number of partitions should be less than or equal to {max}"),
+        );
+    }
+    if ctx.service.partitions(&name, false).unwrap_or(0) == 0 {
+        if let Err(e) = ctx.service.admit_new_topics(&name.namespace_name(), n) {
+            return fail(StatusCode::PRECONDITION_FAILED, e.to_string());
+        }
+    }
     // As Pulsar (`tryCreatePartitionsAsync`): the partitions are created with the partitioned
-    // topic, so they are listed (and collected as inactive topics) before anyone uses them.
+    // topic, so they are listed (and collected as inactive topics) before anyone uses them; past
+    // EAGER_PARTITIONS they are created on first use, so the work of one request is bounded
+    // whatever count it declares (they are listed all the same).
     no_content(&ctx, move |svc| {
         svc.create_partitioned(&name, n)?;
-        create_partitions_from(svc, &name, 0, n)
+        create_partitions_from(svc, &name, 0, n.min(EAGER_PARTITIONS))
     })
     .await
 }
@@ -211,12 +226,25 @@ async fn update_partitions(
     if n == i64::from(current) {
         return StatusCode::NO_CONTENT.into_response();
     }
+    let max = ctx.service.max_partitions();
+    if max > 0 && n > i64::from(max) {
+        return fail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Desired partitions {n} can't be greater than the maximum partitions per topic {max}."),
+        );
+    }
     let n = u32::try_from(n).unwrap_or(u32::MAX);
     let svc = Arc::clone(&ctx.service);
     let grow = move || {
         svc.update_partitioned(&name, n)?;
-        // Pulsar's `tryCreateExtendedPartitionsAsync`: the new partitions exist at once.
-        create_partitions_from(&svc, &name, current, n)
+        // Pulsar's `tryCreateExtendedPartitionsAsync`: the new partitions exist at once (up to
+        // EAGER_PARTITIONS; the others on first use).
+        create_partitions_from(
+            &svc,
+            &name,
+            current.min(EAGER_PARTITIONS),
+            n.min(EAGER_PARTITIONS),
+        )
     };
     match tokio::task::spawn_blocking(grow).await {
         Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
@@ -255,6 +283,10 @@ async fn create_topic(
             .contains(&name)
     {
         return fail(StatusCode::CONFLICT, "This topic already exists");
+    }
+    // Pulsar answers a full namespace with 409 here (412 for a partitioned topic).
+    if let Err(e) = ctx.service.admit_new_topics(&name.namespace_name(), 1) {
+        return fail(StatusCode::CONFLICT, e.to_string());
     }
     no_content(&ctx, move |svc| svc.topic(&name, true).map(drop)).await
 }

@@ -368,6 +368,7 @@ fn attach_consumer(
     if let Some(schema) = &c.schema {
         service.consumer_schema(&topic, &schema_info(schema))?;
     }
+    topic.admit_consumer(None, &peer)?;
     let sub = if c.durable() {
         let earliest = c.initial_position() == pb::command_subscribe::InitialPosition::Earliest;
         topic.durable_subscription(
@@ -400,7 +401,10 @@ fn attach_consumer(
             .collect(),
     );
     let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
-    if let Err(e) = sub.add_consumer(Arc::clone(&consumer), key_shared) {
+    let admitted = topic
+        .admit_consumer(Some(&sub), &consumer.address)
+        .and_then(|()| sub.add_consumer(Arc::clone(&consumer), key_shared));
+    if let Err(e) = admitted {
         if !sub.durable && sub.consumers().is_empty() {
             let _ = topic.remove_subscription(&sub.name);
         }

@@ -266,6 +266,8 @@ impl Connection {
                 Wire::NotAllowedError,
                 "Exceed maximum message size".to_owned(),
             ))
+        } else if let Err(e) = admit_size(&p.topic, &payload) {
+            Err((Wire::NotAllowedError, e.to_string()))
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
             let bytes = payload.stored.len() as u64;
@@ -380,4 +382,16 @@ fn create_producer(
     info.name.clone_from(&pname);
     let admission = topic.add_producer(info, topic_epoch)?;
     Ok((topic, pname, handle, schema_version, admission))
+}
+
+/// The topic's `maxMessageSize` policy (Pulsar's `isExceedMaximumMessageSize`): on the stored
+/// message, metadata included; chunks are exempt, as each was cut to the broker's limit.
+fn admit_size(
+    topic: &pulsar_rs_broker::Topic,
+    payload: &PayloadFrame,
+) -> Result<(), pulsar_rs_broker::BrokerError> {
+    if payload.metadata.num_chunks_from_msg.is_some_and(|n| n > 1) {
+        return Ok(());
+    }
+    topic.limits().admit_message(payload.stored.len())
 }

@@ -1,0 +1,286 @@
+//! Pulsar's count and size limits on a topic (`maxProducersPerTopic`, `maxConsumersPerTopic`,
+//! `maxConsumersPerSubscription`, `maxSubscriptionsPerTopic`, the same-address limits and the
+//! topic's `maxMessageSize`), resolved as Pulsar resolves them: the topic policy, else the
+//! namespace policy, else the broker setting; 0 means unlimited at every level. The checks
+//! return Pulsar's errors with Pulsar's messages, so the topic and subscription code only asks.
+
+use super::Policies;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+
+/// The resolved limits of one topic (0 = unlimited).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Producers on the topic.
+    pub max_producers: u32,
+    /// Consumers on the topic, all subscriptions together.
+    pub max_consumers: u32,
+    /// Consumers on one subscription.
+    pub max_consumers_per_subscription: u32,
+    /// Subscriptions on the topic.
+    pub max_subscriptions: u32,
+    /// Producers from one client address (broker setting only, as in Pulsar).
+    pub max_same_address_producers: u32,
+    /// Consumers from one client address (broker setting only, as in Pulsar).
+    pub max_same_address_consumers: u32,
+    /// Bytes of one message (topic policy only; `None`: the broker's `maxMessageSize`, which
+    /// the connection enforces on every frame).
+    pub max_message_size: Option<u32>,
+}
+
+/// A non-negative policy value as a limit (negative values never get stored: [`validate`]).
+fn limit(v: Option<i32>) -> Option<u32> {
+    v.map(|v| u32::try_from(v).unwrap_or(0))
+}
+
+impl Limits {
+    /// The limits of a topic with policies `topic`, in a namespace with policies `namespace`.
+    #[must_use]
+    pub fn resolve(topic: &Policies, namespace: &Policies, c: &BrokerConfig) -> Self {
+        let pick =
+            |t: Option<i32>, n: Option<i32>, broker: u32| limit(t).or(limit(n)).unwrap_or(broker);
+        Limits {
+            max_producers: pick(
+                topic.max_producers_per_topic,
+                namespace.max_producers_per_topic,
+                c.max_producers_per_topic,
+            ),
+            max_consumers: pick(
+                topic.max_consumers_per_topic,
+                namespace.max_consumers_per_topic,
+                c.max_consumers_per_topic,
+            ),
+            max_consumers_per_subscription: pick(
+                topic.max_consumers_per_subscription,
+                namespace.max_consumers_per_subscription,
+                c.max_consumers_per_subscription,
+            ),
+            max_subscriptions: pick(
+                topic.max_subscriptions_per_topic,
+                namespace.max_subscriptions_per_topic,
+                c.max_subscriptions_per_topic,
+            ),
+            max_same_address_producers: c.max_same_address_producers_per_topic,
+            max_same_address_consumers: c.max_same_address_consumers_per_topic,
+            max_message_size: limit(topic.max_message_size).filter(|m| *m > 0),
+        }
+    }
+
+    /// Whether one more producer may join a topic with `producers` producers, `same_address`
+    /// of them from the new one's address.
+    ///
+    /// # Errors
+    /// [`BrokerError::ProducerBusy`] with Pulsar's messages (`ServerCnx.handleProducer` names
+    /// the topic; `AbstractTopic.internalAddProducer` does not for the address limit).
+    pub fn admit_producer(
+        &self,
+        topic: &str,
+        producers: usize,
+        same_address: usize,
+    ) -> Result<(), BrokerError> {
+        if reached(self.max_producers, producers) {
+            return Err(BrokerError::ProducerBusy(format!(
+                "Topic '{topic}' reached max producers limit"
+            )));
+        }
+        if reached(self.max_same_address_producers, same_address) {
+            return Err(BrokerError::ProducerBusy(
+                "Topic reached max same address producers limit".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether one more consumer may join the topic (`consumers` on it, `same_address` of them
+    /// from the new one's address) and its subscription (`on_subscription` there).
+    ///
+    /// # Errors
+    /// [`BrokerError::ConsumerBusy`] with Pulsar's messages.
+    pub fn admit_consumer(
+        &self,
+        consumers: usize,
+        same_address: usize,
+        on_subscription: usize,
+    ) -> Result<(), BrokerError> {
+        if reached(self.max_consumers, consumers) {
+            return Err(BrokerError::ConsumerBusy(
+                "Topic reached max consumers limit".into(),
+            ));
+        }
+        if reached(self.max_same_address_consumers, same_address) {
+            return Err(BrokerError::ConsumerBusy(
+                "Topic reached max same address consumers limit".into(),
+            ));
+        }
+        if reached(self.max_consumers_per_subscription, on_subscription) {
+            return Err(BrokerError::ConsumerBusy(
+                "Subscription reached max consumers limit".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether a new subscription may be added to a topic with `subscriptions` of them.
+    ///
+    /// # Errors
+    /// [`BrokerError::NotAllowed`] with Pulsar's message.
+    pub fn admit_subscription(&self, topic: &str, subscriptions: usize) -> Result<(), BrokerError> {
+        if reached(self.max_subscriptions, subscriptions) {
+            return Err(BrokerError::NotAllowed(format!(
+                "Exceed the maximum number of subscriptions of the topic: {topic}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether a message of `size` bytes (metadata and payload) fits the topic's policy.
+    ///
+    /// # Errors
+    /// [`BrokerError::NotAllowed`] with Pulsar's message.
+    pub fn admit_message(&self, size: usize) -> Result<(), BrokerError> {
+        match self.max_message_size {
+            Some(max) if size > max as usize => Err(BrokerError::NotAllowed(
+                "Exceed maximum message size".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether `count` already reached a `max` (0 = unlimited).
+fn reached(max: u32, count: usize) -> bool {
+    max > 0 && count >= max as usize
+}
+
+/// How many topics a namespace may hold: its policy, else the broker's setting (0 = unlimited).
+#[must_use]
+pub fn max_topics_per_namespace(namespace: &Policies, c: &BrokerConfig) -> u32 {
+    limit(namespace.max_topics_per_namespace).unwrap_or(c.max_topics_per_namespace)
+}
+
+/// Checks the limit fields of a policy document, with Pulsar's messages (namespace paths say
+/// `maxProducersPerTopic must be 0 or more`, topic paths their own names). `broker_max_message_size`
+/// bounds the topic's `maxMessageSize`.
+///
+/// # Errors
+/// [`BrokerError::InvalidConfig`] naming the field.
+pub fn validate(p: &Policies, broker_max_message_size: u32) -> Result<(), BrokerError> {
+    let negative = |v: Option<i32>| v.is_some_and(|v| v < 0);
+    for (key, v) in [
+        ("maxProducersPerTopic", p.max_producers_per_topic),
+        ("maxConsumersPerTopic", p.max_consumers_per_topic),
+        (
+            "maxConsumersPerSubscription",
+            p.max_consumers_per_subscription,
+        ),
+        ("maxSubscriptionsPerTopic", p.max_subscriptions_per_topic),
+        ("maxTopicsPerNamespace", p.max_topics_per_namespace),
+    ] {
+        if negative(v) {
+            return Err(BrokerError::InvalidConfig {
+                key: key.into(),
+                reason: format!("{key} must be 0 or more"),
+            });
+        }
+    }
+    if p.max_message_size
+        .is_some_and(|m| m < 0 || i64::from(m) > i64::from(broker_max_message_size))
+    {
+        return Err(BrokerError::InvalidConfig {
+            key: "maxMessageSize".into(),
+            reason: "topic-level maxMessageSize must be greater than or equal to 0 and must be \
+                     smaller than that in the broker-level"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_then_namespace_then_broker() {
+        let c = BrokerConfig {
+            max_producers_per_topic: 5,
+            max_consumers_per_topic: 7,
+            ..BrokerConfig::default()
+        };
+        let ns = Policies {
+            max_producers_per_topic: Some(3),
+            max_consumers_per_topic: Some(0),
+            ..Policies::default()
+        };
+        let topic = Policies {
+            max_producers_per_topic: Some(1),
+            ..Policies::default()
+        };
+        let l = Limits::resolve(&topic, &ns, &c);
+        assert_eq!(l.max_producers, 1);
+        // 0 in the namespace policy means unlimited there, whatever the broker says.
+        assert_eq!(l.max_consumers, 0);
+        assert_eq!(
+            Limits::resolve(&Policies::default(), &ns, &c).max_producers,
+            3
+        );
+        assert_eq!(
+            Limits::resolve(&Policies::default(), &Policies::default(), &c).max_producers,
+            5
+        );
+    }
+
+    #[test]
+    fn checks_answer_as_pulsar() {
+        let l = Limits {
+            max_producers: 1,
+            max_consumers_per_subscription: 2,
+            max_subscriptions: 1,
+            max_message_size: Some(10),
+            ..Limits::default()
+        };
+        assert!(l.admit_producer("t", 0, 0).is_ok());
+        let e = l.admit_producer("t", 1, 0).unwrap_err();
+        assert!(
+            matches!(e, BrokerError::ProducerBusy(m) if m == "Topic 't' reached max producers limit")
+        );
+        assert!(l.admit_consumer(9, 9, 1).is_ok());
+        assert!(matches!(
+            l.admit_consumer(0, 0, 2),
+            Err(BrokerError::ConsumerBusy(_))
+        ));
+        assert!(matches!(
+            l.admit_subscription("t", 1),
+            Err(BrokerError::NotAllowed(_))
+        ));
+        assert!(l.admit_message(10).is_ok());
+        assert!(l.admit_message(11).is_err());
+        assert!(Limits::default()
+            .admit_producer("t", 1_000_000, 1_000_000)
+            .is_ok());
+    }
+
+    #[test]
+    fn validation_messages() {
+        let p = Policies {
+            max_subscriptions_per_topic: Some(-1),
+            ..Policies::default()
+        };
+        let e = validate(&p, 100).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("maxSubscriptionsPerTopic must be 0 or more"),
+            "{e}"
+        );
+        let p = Policies {
+            max_message_size: Some(101),
+            ..Policies::default()
+        };
+        assert!(validate(&p, 100).is_err());
+        let p = Policies {
+            max_message_size: Some(100),
+            ..Policies::default()
+        };
+        assert!(validate(&p, 100).is_ok());
+    }
+}
