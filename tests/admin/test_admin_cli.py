@@ -91,6 +91,7 @@ def test_skip_and_clear_backlog(cli, client, topic):
     assert_no_more(consumer)
 
 
+@pytest.mark.slow  # about 5 s here (README, 'Tests')
 def test_reset_cursor_by_message_id_and_by_time(cli, client, topic):
     consumer = client.subscribe(topic, "sub")
     old = produce(client, topic, ["a0", "a1", "a2"])
@@ -124,6 +125,7 @@ def test_reset_cursor_by_message_id_and_by_time(cli, client, topic):
     assert backlog(cli, topic, "sub") == 5
 
 
+@pytest.mark.slow  # about 5 s here (README, 'Tests')
 def test_expire_messages(cli, client, topic):
     cli("topics", "create", topic)
     cli("topics", "create-subscription", topic, "-s", "one", "-m", "earliest")

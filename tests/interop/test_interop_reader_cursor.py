@@ -52,6 +52,7 @@ def _reader_subscriptions(admin_url, short):
     return stats["subscriptions"]
 
 
+@pytest.mark.slow  # about 8 s here (README, 'Tests')
 def test_reader_does_not_replace_durable_subscription_of_same_name(tmp_path, topic):
     """A reader reconnecting with the name of a durable subscription is refused (Pulsar:
     NotAllowed "Durable subscription with the same name already exists."), so trimming keeps the

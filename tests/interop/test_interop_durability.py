@@ -196,6 +196,7 @@ def test_standalone_sigterm_shuts_down_cleanly(tmp_path):
         _stop(proc)
 
 
+@pytest.mark.slow  # about 9 s here (README, 'Tests')
 def test_sigkill_while_producing_loses_nothing_acknowledged(tmp_path):
     data = tmp_path / "d"
     proc, url, _ = _start_standalone(data)

@@ -43,6 +43,7 @@ def _tree_digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
+@pytest.mark.slow  # about 10 s here (README, 'Tests')
 def test_corrupt_metadata_quarantines_one_topic_and_the_broker_serves_the_rest(tmp_path):
     data = tmp_path / "data"
     _fill(data)

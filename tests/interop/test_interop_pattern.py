@@ -81,6 +81,7 @@ def test_pattern_finds_topic_created_later(client, topic):
     assert got.topic_name() == later
 
 
+@pytest.mark.slow  # about 9 s here (README, 'Tests')
 def test_regex_modes_see_loaded_non_persistent_topics(client, topic):
     """GET_TOPICS_OF_NAMESPACE lists a namespace's topics by the consumer's regex mode as Pulsar's
     ``getListOfTopics`` does: ``AllTopics`` and ``NonPersistentOnly`` include the non-persistent

@@ -124,6 +124,7 @@ def listener_broker(pulsar_broker_factory):
     )
 
 
+@pytest.mark.slow  # about 10 s here (README, 'Tests')
 def test_lookup_answers_the_clients_listener(listener_broker, topic):
     client = http_client(listener_broker.service_url, listener_name="external")
     try:

@@ -18,7 +18,7 @@ pytest.importorskip("pyarrow")
 pyspark = pytest.importorskip("pyspark")
 import pyarrow.parquet as pq  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "spark"))
 
 from pulsar_rs_spark import synthetic  # noqa: E402

@@ -1,5 +1,5 @@
 """Interop with the official ``pulsar-client``: producing and consuming, batching, compression,
-large messages, schemas, partitioned topics, malformed input, start-up time."""
+large messages, schemas, partitioned topics, malformed input, serving as soon as ``Broker()`` returns."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import collections
 import socket
 import struct
 import threading
-import time
 
 import pulsar
 import pytest
@@ -240,24 +239,23 @@ def test_malformed_bytes_close_only_that_connection(pulsar_broker, client, topic
         other.close()
 
 
-def test_broker_start_to_ready_is_measured(tmp_path):
-    """Prints how long ``Broker()`` takes; asserts that when it returns the broker is serving."""
-    timings = []
-    for i in range(5):
-        t0 = time.perf_counter()
+def test_broker_serves_as_soon_as_constructed(tmp_path):
+    """When ``Broker()`` returns the broker is serving: its port accepts at once and a producer's
+    send gets a receipt, on three fresh data directories in a row. (The time it takes is measured by
+    ``benches/start_to_ready.py``, not here.)"""
+    for i in range(3):
         broker = pulsar_rs.Broker(data_dir=tmp_path / f"d{i}")
-        t1 = time.perf_counter()
         try:
             host, port = broker.service_url.removeprefix("pulsar://").rsplit(":", 1)
             socket.create_connection((host, int(port)), timeout=1).close()  # accepting already
             client = new_client(broker.service_url)
-            client.create_producer("persistent://public/default/ready").send(b"x")
-            client.close()
+            try:
+                msg_id = client.create_producer("persistent://public/default/ready").send(b"x")
+                assert msg_id.entry_id() == 0
+            finally:
+                client.close()
         finally:
             broker.stop()
-        timings.append(t1 - t0)
-    lo, hi = min(timings) * 1e3, max(timings) * 1e3
-    print(f"\nBroker() start-to-ready: min {lo:.2f} ms, max {hi:.2f} ms over {len(timings)} runs")
 
 
 def test_exclusive_producer_access_mode(client, topic):

@@ -64,6 +64,7 @@ def test_negative_ack_redelivers_with_counts(client, topic, sub_type):
     assert_no_more(c)
 
 
+@pytest.mark.slow  # about 11 s here (README, 'Tests')
 def test_ack_timeout_redelivers(client, topic):
     c = client.subscribe(
         topic, "sub", consumer_type=SHARED, initial_position=EARLIEST, unacked_messages_timeout_ms=10000
@@ -175,6 +176,7 @@ def test_key_shared_replacement_gets_new_messages_of_a_replayed_key_at_once(clie
     assert_no_more(b)
 
 
+@pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_consumer_blocked_at_max_unacked_and_unblocked_at_half(pulsar_broker_factory, client_factory, topic):
     broker = pulsar_broker_factory(maxUnackedMessagesPerConsumer=10)
     client = client_factory(broker.service_url)

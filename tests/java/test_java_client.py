@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-JAVA_DIR = Path(__file__).resolve().parent / "java"
-REPORTS = JAVA_DIR / "target" / "surefire-reports"
+JAVA_DIR = Path(__file__).resolve().parent
 
 #: The number of JUnit tests (parameterized cases counted one by one) in tests/java, disabled ones
 #: included: a run that reports fewer did not run them all.
@@ -66,19 +65,19 @@ def read_reports(reports: Path) -> Summary:
     return s
 
 
-def run_maven(service_url: str, admin_url: str) -> subprocess.CompletedProcess:
+def run_maven(project: Path, service_url: str, admin_url: str) -> subprocess.CompletedProcess:
     cmd = [
         "mvn",
         "-B",
         "-q",
         "-f",
-        str(JAVA_DIR / "pom.xml"),
+        str(project / "pom.xml"),
         "test",
         f"-Dpulsar.serviceUrl={service_url}",
         f"-Dpulsar.adminUrl={admin_url}",
     ]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=JAVA_DIR
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=project
     )
     try:
         out, _ = proc.communicate(timeout=MVN_TIMEOUT_S)
@@ -89,17 +88,20 @@ def run_maven(service_url: str, admin_url: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
 
 
-def test_java_client_suite(pulsar_broker):
+def test_java_client_suite(pulsar_broker, tmp_path):
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")
-    # Old reports must not count for this run.
-    shutil.rmtree(REPORTS, ignore_errors=True)
+    # Maven builds a copy of the project, so that its target/ (classes, Surefire's reports) lands in the
+    # test's temporary directory, not in the source tree, and no old report counts for this run.
+    project = tmp_path / "java"
+    shutil.copytree(JAVA_DIR, project, ignore=shutil.ignore_patterns("target", "__pycache__", "*.py"))
+    reports = project / "target" / "surefire-reports"
 
-    result = run_maven(pulsar_broker.service_url, pulsar_broker.admin_url)
+    result = run_maven(project, pulsar_broker.service_url, pulsar_broker.admin_url)
 
-    assert REPORTS.is_dir(), f"no Surefire reports (mvn exit {result.returncode}):\n{result.stdout[-5000:]}"
-    s = read_reports(REPORTS)
+    assert reports.is_dir(), f"no Surefire reports (mvn exit {result.returncode}):\n{result.stdout[-5000:]}"
+    s = read_reports(reports)
     print(f"java client tests: {s.passed} passed, {s.failures + s.errors} failed of {s.tests} ({s.skipped} disabled)")
     assert not s.failed, "failing Java tests:\n" + "\n".join(s.failed)
     assert s.failures == 0

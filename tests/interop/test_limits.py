@@ -40,6 +40,7 @@ def _get(url: str, timeout: float) -> tuple[int, object, float]:
         return r.status, body, time.monotonic() - t0
 
 
+@pytest.mark.slow  # about 11 s here (README, 'Tests')
 def test_a_billion_declared_partitions_cost_what_exists(pulsar_broker) -> None:
     url = pulsar_broker.admin_url
     base = "/admin/v2/persistent/public/default/huge"

@@ -225,6 +225,7 @@ def test_tls_role_is_the_certificate_cn(broker, pki, topic):
         other.close()
 
 
+@pytest.mark.slow  # about 10 s here (README, 'Tests')
 def test_tls_version1_client_certificate(broker, pki, topic):
     """X.509 v1 client certificates (no extensions, as ``openssl x509 -req`` and the official
     clients' test PKI issue them) are accepted as Pulsar accepts them: signed by a trusted CA, the
@@ -381,6 +382,7 @@ def refresh_broker(pulsar_broker_factory):
     )
 
 
+@pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_expired_token_closes_the_connection(refresh_broker, topic):
     c = new_client(refresh_broker.service_url, pulsar.AuthenticationToken(token("alice", exp=int(time.time()) + 3)))
     try:
@@ -394,6 +396,7 @@ def test_expired_token_closes_the_connection(refresh_broker, topic):
         c.close()
 
 
+@pytest.mark.slow  # about 7 s here (README, 'Tests')
 def test_token_refreshed_through_auth_challenge(refresh_broker, topic):
     calls = []
 

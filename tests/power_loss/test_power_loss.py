@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-RUN = Path(__file__).parent / "power_loss" / "run"
+RUN = Path(__file__).resolve().parent / "run"
 SUMMARY = re.compile(r"^power-loss: (\d+) rounds, (\d+) receipted, (\d+) lost$")
 
 pytestmark = [

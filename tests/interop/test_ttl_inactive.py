@@ -264,6 +264,7 @@ def test_inactive_topic_policies_endpoints(pulsar_broker, client, topic):
     assert admin(url, "GET", _path(topic) + "/inactiveTopicPolicies") == (200, policy)
 
 
+@pytest.mark.slow  # about 8 s here (README, 'Tests')
 def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_factory, topic):
     broker = pulsar_broker_factory(**FAST_GC)
     url = broker.admin_url
@@ -295,6 +296,7 @@ def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_f
         pass
 
 
+@pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_caught_up_mode_deletes_topics_without_backlog(pulsar_broker_factory, client_factory, topic):
     broker = pulsar_broker_factory(brokerDeleteInactiveTopicsMode="delete_when_subscriptions_caught_up", **FAST_GC)
     url = broker.admin_url

@@ -28,7 +28,7 @@ pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 export = pytest.importorskip("pulsar_rs.export")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "spark"))
 
 from pulsar_rs_spark import cli, synthetic  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402

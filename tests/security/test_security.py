@@ -414,6 +414,7 @@ def test_policies_need_a_superuser(authz_broker):
     assert http("GET", url, ADMIN)[0] == 200
 
 
+@pytest.mark.slow  # about 5 s here (README, 'Tests')
 def test_lookup_refused_with_lookup_response(authz_broker):
     raw = Raw(authz_broker.service_url)
     try:

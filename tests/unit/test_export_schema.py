@@ -15,7 +15,7 @@ import pytest
 from pulsar_rs import Broker, export
 from pulsar_rs.export import TABLES, snapshot_tables
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "spark"))
 
 from pulsar_rs_spark import schema as spark_schema  # noqa: E402
