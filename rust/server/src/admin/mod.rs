@@ -9,6 +9,7 @@
 // cold, so the size of `Response` in a `Result` does not matter here.
 #![allow(clippy::result_large_err)]
 
+mod brokers;
 mod clusters;
 mod compaction;
 mod lookup;
@@ -190,7 +191,7 @@ pub async fn serve_tls(
 fn router(ctx: Arc<ServerContext>) -> Router {
     let limit = rate_limit::RequestLimit::from_config(&ctx.service.config);
     let app = Router::new()
-        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+        .merge(brokers::routes())
         .merge(clusters::routes())
         .merge(tenants::routes())
         .merge(namespaces::routes())
