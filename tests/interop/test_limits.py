@@ -108,3 +108,52 @@ def test_limit_settings_are_checked(pulsar_broker_factory) -> None:
 
     with pytest.raises(InvalidConfigError, match="maxProducersPerTopic"):
         pulsar_broker_factory(maxProducersPerTopic=-1)
+
+
+@pytest.mark.slow
+def test_a_producer_that_never_reads_its_receipts_is_paused(pulsar_broker) -> None:
+    """A client flooding SENDs without reading one receipt: the broker stops reading it once about
+    1 MiB of answers wait (``crate::outbound``), so its socket stops taking data and the broker's
+    memory stays flat (before, it read on and grew by about 4 MB/s)."""
+    import threading
+
+    import raw_protocol as rp
+
+    topic = "persistent://public/default/unread-receipts"
+    raw = rp.Raw(pulsar_broker.service_url)
+    raw.connect()
+    raw.create_producer(topic)
+    raw.sock.settimeout(0.5)
+    sent, stop = [0], threading.Event()
+
+    def flood() -> None:
+        while not stop.is_set():
+            try:
+                raw.send(rp.send_frame(1, sent[0], b"z" * 1024))
+                sent[0] += 1
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    before = _rss_mb()
+    t = threading.Thread(target=flood, daemon=True)
+    t.start()
+    try:
+        time.sleep(6)
+        at_6s = sent[0]
+        time.sleep(4)
+        at_10s = sent[0]
+        grown = _rss_mb() - before
+    finally:
+        stop.set()
+        t.join()
+        raw.close()
+    assert at_10s == at_6s, f"the broker kept reading: {at_6s} SENDs after 6 s, {at_10s} after 10 s"
+    assert grown < 100, f"RSS grew by {grown:.0f} MB"
+    # The broker still serves others.
+    c = pulsar.Client(pulsar_broker.service_url)
+    try:
+        c.create_producer(topic + "-other").send(b"ok")
+    finally:
+        c.close()

@@ -10,7 +10,6 @@ use pulsar_rs_broker::{
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
-use tokio::sync::mpsc;
 
 use super::schema::schema_info;
 use super::{frame, Connection};
@@ -20,7 +19,7 @@ use crate::writer::{Delivery, Outbound, Writability};
 /// The consumer sink of a connection: encodes events into frames for the writer.
 pub(super) struct Sink {
     /// The connection's outbound queue.
-    pub(super) tx: mpsc::UnboundedSender<Outbound>,
+    pub(super) tx: crate::outbound::OutboundTx,
     /// Message bytes in that queue, shared with the writer.
     pub(super) writability: Arc<Writability>,
 }

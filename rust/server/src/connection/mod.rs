@@ -58,7 +58,7 @@ struct Connection {
     ctx: Arc<ServerContext>,
     service: Arc<BrokerService>,
     peer: String,
-    tx: mpsc::UnboundedSender<Outbound>,
+    tx: crate::outbound::OutboundTx,
     /// Where offloaded storage work sends its results back (see [`offload`]).
     completions: offload::Completions,
     sink: Arc<Sink>,
@@ -121,6 +121,8 @@ pub async fn serve_io<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
+    let backlog = Arc::new(crate::outbound::ControlBacklog::default());
+    let tx = crate::outbound::OutboundTx::new(tx, Arc::clone(&backlog));
     let writability = Arc::new(writer::Writability::default());
     // Receipts reach the writer from the journal flusher's completion pass: one wake-up per
     // pass (see `wake_batch`).
@@ -128,6 +130,7 @@ pub async fn serve_io<R, W>(
         rx,
         wr,
         Arc::clone(&writability),
+        Arc::clone(&backlog),
     )));
     let (completions, mut completed) = mpsc::unbounded_channel::<Box<dyn offload::Completion>>();
     let mut conn = Connection {
@@ -197,6 +200,20 @@ pub async fn serve_io<R, W>(
                     break;
                 }
                 drained.await;
+            }
+            conn.ctx
+                .throttled_connections
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        // Backpressure on what the client does not read: a connection whose receipts and
+        // responses pile up unread is not read either (see `crate::outbound`).
+        if backlog.queued() > crate::outbound::CONTROL_HIGH_MARK {
+            conn.ctx
+                .throttled_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::select! {
+                () = backlog.wait_drained() => {}
+                _ = shutdown.changed() => break,
             }
             conn.ctx
                 .throttled_connections
