@@ -98,9 +98,8 @@ impl OutboundTx {
         let n = control_bytes(&item);
         // AcqRel: see `ControlBacklog::queued`; counted before the writer can see the item.
         self.backlog.queued.fetch_add(n, Ordering::AcqRel);
-        self.tx.send(item).map_err(|e| {
+        self.tx.send(item).inspect_err(|_| {
             self.backlog.queued.fetch_sub(n, Ordering::AcqRel);
-            e
         })
     }
 
