@@ -6,6 +6,7 @@
 pub mod backlog_quota;
 pub mod inactive;
 mod schema_admission;
+pub mod transactions;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -58,6 +59,8 @@ pub struct BrokerService {
     pub schemas: SchemaRegistry,
     /// Loaded non-persistent topics (memory only). Short lock.
     non_persistent: Mutex<HashMap<TopicName, Arc<NonPersistentTopic>>>,
+    /// The transaction coordinators hosted here ([`transactions`]); its own short lock.
+    coordinators: transactions::Coordinators,
 }
 
 impl BrokerService {
@@ -149,6 +152,7 @@ impl BrokerService {
             policies,
             schemas: SchemaRegistry::new(Arc::clone(&meta)),
             non_persistent: Mutex::new(HashMap::new()),
+            coordinators: transactions::Coordinators::default(),
         }))
     }
 

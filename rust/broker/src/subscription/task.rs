@@ -41,13 +41,13 @@ impl Subscription {
 
 /// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
 async fn read_from_disk(
-    cursor: Arc<pulsar_rs_ledger::Cursor>,
+    sub: Arc<Subscription>,
     n: usize,
     max_bytes: u64,
 ) -> Result<Vec<pulsar_rs_ledger::Entry>, BrokerError> {
     tokio::task::spawn_blocking(move || {
-        cursor
-            .read_entries_bounded(n, max_bytes, pulsar_rs_ledger::Position::LATEST)
+        sub.cursor
+            .read_entries_bounded(n, max_bytes, sub.max_read_position())
             .map_err(BrokerError::from)
     })
     .await
@@ -149,15 +149,18 @@ async fn dispatch_loop(weak: Weak<Subscription>) {
                     None => {
                         let cursor = Arc::clone(&sub.cursor);
                         let max_bytes = sub.config.dispatcher_max_read_size_bytes;
+                        // The transaction buffer's max read position; a commit or abort that
+                        // moves it pokes the subscription.
+                        let bound = || sub.max_read_position();
                         // Waiting and cache hits run here; cancelling them (wake-up, deadline)
                         // loses nothing, as nothing is taken across an await.
                         let read = async {
                             match deadline {
                                 Some(d) => tokio::select! {
-                                    r = cursor.wait_and_read_cached(n, max_bytes) => Some(r),
+                                    r = cursor.wait_and_read_cached_until(n, max_bytes, &bound) => Some(r),
                                     () = tokio::time::sleep_until(d.into()) => None,
                                 },
-                                None => Some(cursor.wait_and_read_cached(n, max_bytes).await),
+                                None => Some(cursor.wait_and_read_cached_until(n, max_bytes, &bound).await),
                             }
                         };
                         let outcome = tokio::select! {
@@ -170,7 +173,7 @@ async fn dispatch_loop(weak: Weak<Subscription>) {
                             // A cache miss: the pread runs on the blocking pool. It is awaited
                             // outside any select, so it is never abandoned after taking entries,
                             // and this is still the only read in flight: deliveries keep their order.
-                            Some(Ok(None)) => read_from_disk(cursor, n, max_bytes)
+                            Some(Ok(None)) => read_from_disk(Arc::clone(&sub), n, max_bytes)
                                 .await
                                 .map(|entries| sub.dispatch(entries, false)),
                             Some(Err(e)) => Err(BrokerError::from(e)),

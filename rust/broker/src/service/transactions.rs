@@ -1,0 +1,287 @@
+//! The broker's transaction service (Pulsar's `TransactionMetadataStoreService` and its
+//! `TransactionBufferClient`): the coordinators it hosts, NEW_TXN with its timeout, adding
+//! partitions and subscriptions, and END_TXN's fan-out to the transaction's partitions (their
+//! transaction buffers) and subscriptions (their pending acks) between the coordinator's two
+//! durable status changes. A coordinator recovered at start finishes what was COMMITTING or
+//! ABORTING and re-arms the timeouts of what was OPEN.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{Clock, SystemClock};
+
+use super::BrokerService;
+use crate::error::BrokerError;
+use crate::naming::TopicName;
+use crate::transaction::coordinator::{EndPlan, TransactionCoordinator};
+use crate::transaction::{TxnAction, TxnId, TxnStatus, COORDINATOR_ASSIGN_TOPIC};
+
+/// Coordinators created on a fresh broker (Pulsar standalone's partitions of the assign topic).
+pub const DEFAULT_COORDINATORS: u32 = 1;
+
+/// How long a failed fan-out waits before it is tried again (Pulsar retries every second).
+const END_RETRY: Duration = Duration::from_secs(1);
+
+/// The coordinators hosted by this broker, by TC id. Short lock: a map lookup.
+#[derive(Default)]
+pub struct Coordinators(Mutex<HashMap<u64, Arc<TransactionCoordinator>>>);
+
+fn now_ms() -> u64 {
+    SystemClock.now_ms()
+}
+
+fn disabled() -> BrokerError {
+    BrokerError::NotAllowed("Transactions are not enabled.".into())
+}
+
+impl BrokerService {
+    /// Whether transactions are enabled (`transactionCoordinatorEnabled`).
+    #[must_use]
+    pub fn transactions_enabled(&self) -> bool {
+        self.config.transaction_coordinator_enabled
+    }
+
+    /// At start, with transactions enabled: creates the assign topic when missing and opens
+    /// (replays) the log of every coordinator it places here. Blocking I/O.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn open_coordinators(&self) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Ok(());
+        }
+        let assign = TopicName::parse(COORDINATOR_ASSIGN_TOPIC)?;
+        let n = match self.partitions(&assign, false)? {
+            0 => {
+                self.create_partitioned(&assign, DEFAULT_COORDINATORS)?;
+                DEFAULT_COORDINATORS
+            }
+            n => n,
+        };
+        for id in 0..u64::from(n) {
+            let tc = TransactionCoordinator::open(&self.storage, id, self.config.ledger_config())?;
+            tracing::info!(tc = id, open = tc.active_count(), "transaction coordinator loaded");
+            self.coordinators.0.lock().insert(id, tc);
+        }
+        Ok(())
+    }
+
+    /// After [`BrokerService::open_coordinators`], on the runtime: ends again what was ending
+    /// and re-arms the timeouts of open transactions.
+    pub fn resume_transactions(self: &Arc<Self>) {
+        let tcs: Vec<Arc<TransactionCoordinator>> =
+            self.coordinators.0.lock().values().cloned().collect();
+        for tc in tcs {
+            for meta in tc.transactions() {
+                match meta.status {
+                    TxnStatus::Open => {
+                        let deadline = meta.start_ms.saturating_add(meta.timeout_ms);
+                        self.arm_timeout(meta.id, deadline.saturating_sub(now_ms()));
+                    }
+                    TxnStatus::Committing | TxnStatus::Aborting => {
+                        let action = if meta.status == TxnStatus::Committing {
+                            TxnAction::Commit
+                        } else {
+                            TxnAction::Abort
+                        };
+                        let svc = Arc::clone(self);
+                        tokio::spawn(async move {
+                            if let Err(e) = svc.end_txn(meta.id, action).await {
+                                tracing::warn!(txn = %meta.id, error = %e, "finishing a recovered transaction");
+                            }
+                        });
+                    }
+                    TxnStatus::Committed | TxnStatus::Aborted => {}
+                }
+            }
+        }
+    }
+
+    /// TC `id`, if this broker hosts it.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; CoordinatorNotFound for an unknown id.
+    pub fn coordinator(&self, id: u64) -> Result<Arc<TransactionCoordinator>, BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        self.coordinators
+            .0
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| {
+                BrokerError::CoordinatorNotFound(format!(
+                    "Transaction coordinator with id {id} not found!"
+                ))
+            })
+    }
+
+    /// Every coordinator hosted here, by id.
+    #[must_use]
+    pub fn coordinators(&self) -> Vec<Arc<TransactionCoordinator>> {
+        let mut v: Vec<Arc<TransactionCoordinator>> =
+            self.coordinators.0.lock().values().cloned().collect();
+        v.sort_by_key(|tc| tc.id);
+        v
+    }
+
+    /// NEW_TXN on TC `tc_id` with the client's timeout (ms); aborted when it expires.
+    ///
+    /// # Errors
+    /// As [`BrokerService::coordinator`]; log failures.
+    pub async fn new_txn(
+        self: &Arc<Self>,
+        tc_id: u64,
+        timeout_ms: u64,
+    ) -> Result<TxnId, BrokerError> {
+        let tc = self.coordinator(tc_id)?;
+        let id = tc.new_txn(timeout_ms, now_ms()).await?;
+        self.arm_timeout(id, timeout_ms);
+        Ok(id)
+    }
+
+    /// Aborts `id` after `after_ms` if it is still OPEN then.
+    fn arm_timeout(self: &Arc<Self>, id: TxnId, after_ms: u64) {
+        let weak: Weak<BrokerService> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(after_ms)).await;
+            let Some(svc) = weak.upgrade() else { return };
+            let Ok(tc) = svc.coordinator(id.most) else {
+                return;
+            };
+            if tc.get(id).is_some_and(|m| m.status == TxnStatus::Open) {
+                tracing::debug!(txn = %id, "transaction timed out: aborting");
+                // Relaxed: a statistic.
+                tc.stats.timed_out.fetch_add(1, Ordering::Relaxed);
+                if let Err(e) = svc.end_txn(id, TxnAction::Abort).await {
+                    tracing::warn!(txn = %id, error = %e, "aborting a timed-out transaction");
+                }
+            }
+        });
+    }
+
+    /// ADD_PARTITION_TO_TXN.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
+    pub async fn add_partitions_to_txn(
+        &self,
+        id: TxnId,
+        partitions: Vec<String>,
+    ) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        tc.add_partitions(id, partitions, now_ms()).await
+    }
+
+    /// ADD_SUBSCRIPTION_TO_TXN.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
+    pub async fn add_subscriptions_to_txn(
+        &self,
+        id: TxnId,
+        subscriptions: Vec<(String, String)>,
+    ) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        tc.add_subscriptions(id, subscriptions, now_ms()).await
+    }
+
+    /// END_TXN: COMMITTING/ABORTING made durable, then every subscription and partition ended
+    /// (retried every second on failure), then COMMITTED/ABORTED made durable.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
+    pub async fn end_txn(self: &Arc<Self>, id: TxnId, action: TxnAction) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        let plan = tc.begin_end(id, action, now_ms()).await?;
+        loop {
+            match self.end_on_topics(&plan).await {
+                Ok(()) => break,
+                Err(BrokerError::ShuttingDown) => return Err(BrokerError::ShuttingDown),
+                Err(e) => {
+                    tracing::warn!(txn = %id, error = %e, "ending a transaction on its topics; retrying");
+                    tokio::time::sleep(END_RETRY).await;
+                }
+            }
+        }
+        tc.finish_end(&plan, now_ms()).await
+    }
+
+    /// The fan-out of one END_TXN.
+    async fn end_on_topics(self: &Arc<Self>, plan: &EndPlan) -> Result<(), BrokerError> {
+        for (topic, sub) in &plan.subscriptions {
+            self.end_txn_on_subscription(topic, sub, plan.id, plan.action)
+                .await?;
+        }
+        for topic in &plan.partitions {
+            self.end_txn_on_partition(topic, plan.id, plan.action)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Loads `topic` if it exists (storage work on the blocking pool); `None` if it does not.
+    async fn existing_topic(
+        self: &Arc<Self>,
+        topic: &str,
+    ) -> Result<Option<Arc<crate::topic::Topic>>, BrokerError> {
+        let name = TopicName::parse(topic)?;
+        let svc = Arc::clone(self);
+        let loaded = tokio::task::spawn_blocking(move || svc.topic(&name, false))
+            .await
+            .map_err(|_| BrokerError::ShuttingDown)?;
+        match loaded {
+            Ok(t) => Ok(Some(t)),
+            Err(BrokerError::TopicNotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// END_TXN_ON_PARTITION: the commit or abort marker on `topic`. A topic that does not exist
+    /// succeeds, as in Pulsar.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub async fn end_txn_on_partition(
+        self: &Arc<Self>,
+        topic: &str,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        match self.existing_topic(topic).await? {
+            Some(t) => t.end_txn(id, action).await,
+            None => Ok(()),
+        }
+    }
+
+    /// END_TXN_ON_SUBSCRIPTION: applies or releases the held acks. A topic or subscription
+    /// that does not exist succeeds, as in Pulsar.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub async fn end_txn_on_subscription(
+        self: &Arc<Self>,
+        topic: &str,
+        subscription: &str,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        match self.existing_topic(topic).await? {
+            Some(t) => match t.subscription(subscription) {
+                Some(s) => s.end_txn(id, action),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+}
