@@ -8,6 +8,7 @@ use pulsar_rs_broker::{
     BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
     KeySharedMode, SubType, Subscription, Topic, TopicName,
 };
+use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
 use tokio::sync::mpsc;
@@ -174,7 +175,38 @@ impl Connection {
             return;
         };
         let cumulative = a.ack_type == pb::command_ack::AckType::Cumulative as i32;
-        let result = if cumulative {
+        let txn = match (a.txnid_most_bits, a.txnid_least_bits) {
+            (Some(most), Some(least)) => Some(TxnId::new(most, least)),
+            _ => None,
+        };
+        let result = if let Some(txn) = txn {
+            if !self.service.transactions_enabled() {
+                Err(BrokerError::NotAllowed(
+                    "Server don't support transaction ack!".into(),
+                ))
+            } else if cumulative {
+                if a.message_id.len() == 1 {
+                    c.sub
+                        .ack_cumulative_txn(&c.consumer, txn, position(&a.message_id[0]))
+                } else {
+                    Err(BrokerError::NotAllowed(
+                        "Invalid cumulative ack received with multiple message ids.".into(),
+                    ))
+                }
+            } else {
+                let ids: Vec<(Position, Option<Vec<i64>>)> = a
+                    .message_id
+                    .iter()
+                    .map(|m| {
+                        (
+                            position(m),
+                            (!m.ack_set.is_empty()).then(|| m.ack_set.clone()),
+                        )
+                    })
+                    .collect();
+                c.sub.ack_individual_txn(&c.consumer, txn, &ids)
+            }
+        } else if cumulative {
             if c.sub.sub_type().is_some_and(SubType::is_multi) || a.message_id.len() != 1 {
                 Ok(()) // Java ignores these
             } else {
