@@ -26,7 +26,7 @@ REPORTS = JAVA_DIR / "target" / "surefire-reports"
 
 #: The number of JUnit tests (parameterized cases counted one by one) in tests/java, disabled ones
 #: included: a run that reports fewer did not run them all.
-MIN_TESTS = 57
+MIN_TESTS = 65
 
 #: Maven's own limit; pytest's is a little longer so that Maven is stopped by us, not by pytest-timeout.
 MVN_TIMEOUT_S = 840
@@ -89,7 +89,9 @@ def run_maven(service_url: str, admin_url: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
 
 
-def test_java_client_suite(pulsar_broker):
+def test_java_client_suite(pulsar_broker_factory):
+    # TransactionTest needs the transaction coordinator.
+    pulsar_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True)
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")

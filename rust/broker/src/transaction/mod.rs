@@ -115,3 +115,6 @@ impl TxnStatus {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
