@@ -1,7 +1,7 @@
 """The official Apache Pulsar Java client and Java ``PulsarAdmin`` against pulsar_rs.
 
-Runs the JUnit 5 suite of ``tests/java`` (a Maven project) with Maven against a broker started by the
-``pulsar_broker`` fixture, then reads Surefire's XML reports: no failure, no error, and at least
+Runs the JUnit 5 suite of ``tests/java`` (a Maven project) with Maven against a broker with Pulsar's
+default settings and, for ``TransactionTest``, a second one with ``transactionCoordinatorEnabled``, then reads Surefire's XML reports: no failure, no error, and at least
 ``MIN_TESTS`` tests run (so that an empty or partial run cannot pass). Tests the broker does not
 pass yet are ``@Disabled("pulsar-rs: ...")`` in the Java sources and counted as skipped.
 
@@ -66,7 +66,7 @@ def read_reports(reports: Path) -> Summary:
     return s
 
 
-def run_maven(service_url: str, admin_url: str) -> subprocess.CompletedProcess:
+def run_maven(service_url: str, admin_url: str, txn_service_url: str, txn_admin_url: str) -> subprocess.CompletedProcess:
     cmd = [
         "mvn",
         "-B",
@@ -76,6 +76,8 @@ def run_maven(service_url: str, admin_url: str) -> subprocess.CompletedProcess:
         "test",
         f"-Dpulsar.serviceUrl={service_url}",
         f"-Dpulsar.adminUrl={admin_url}",
+        f"-Dpulsar.txnServiceUrl={txn_service_url}",
+        f"-Dpulsar.txnAdminUrl={txn_admin_url}",
     ]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=JAVA_DIR
@@ -90,15 +92,19 @@ def run_maven(service_url: str, admin_url: str) -> subprocess.CompletedProcess:
 
 
 def test_java_client_suite(pulsar_broker_factory):
-    # TransactionTest needs the transaction coordinator.
-    pulsar_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True)
+    # Pulsar's default (no transactions) for every test but TransactionTest, which gets a broker
+    # with the transaction coordinator.
+    pulsar_broker = pulsar_broker_factory()
+    txn_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True)
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")
     # Old reports must not count for this run.
     shutil.rmtree(REPORTS, ignore_errors=True)
 
-    result = run_maven(pulsar_broker.service_url, pulsar_broker.admin_url)
+    result = run_maven(
+        pulsar_broker.service_url, pulsar_broker.admin_url, txn_broker.service_url, txn_broker.admin_url
+    )
 
     assert REPORTS.is_dir(), f"no Surefire reports (mvn exit {result.returncode}):\n{result.stdout[-5000:]}"
     s = read_reports(REPORTS)

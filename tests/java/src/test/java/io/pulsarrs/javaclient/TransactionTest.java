@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
@@ -23,9 +24,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Transactions with the official Java client ({@code enableTransaction(true)}): the broker must run
- * with {@code transactionCoordinatorEnabled=true}. Producers disable batching and the send timeout
- * (the Java client refuses transactional sends on a producer with a send timeout).
+ * Transactions with the official Java client ({@code enableTransaction(true)}) against the broker
+ * named by {@code pulsar.txnServiceUrl} / {@code pulsar.txnAdminUrl}, which runs with {@code
+ * transactionCoordinatorEnabled=true} (the other tests' broker keeps Pulsar's default, off).
+ * Producers disable batching and the send timeout.
  */
 class TransactionTest extends PulsarTestBase {
   private PulsarClient txnClient;
@@ -34,12 +36,14 @@ class TransactionTest extends PulsarTestBase {
   void openTxnClient() throws Exception {
     txnClient =
         PulsarClient.builder()
-            .serviceUrl(serviceUrl())
+            .serviceUrl(required("pulsar.txnServiceUrl"))
             .operationTimeout(10, TimeUnit.SECONDS)
             .enableTransaction(true)
             .build();
     client.close();
     client = txnClient;
+    admin.close();
+    admin = PulsarAdmin.builder().serviceHttpUrl(required("pulsar.txnAdminUrl")).build();
   }
 
   private Transaction newTxn(long timeoutSeconds) throws Exception {
@@ -234,7 +238,11 @@ class TransactionTest extends PulsarTestBase {
       a1.abort().get(10, TimeUnit.SECONDS);
       Transaction open = newTxn(30);
       sendTxn(p, open, "open");
-      PulsarClient plain = newClient();
+      PulsarClient plain =
+          PulsarClient.builder()
+              .serviceUrl(required("pulsar.txnServiceUrl"))
+              .operationTimeout(10, TimeUnit.SECONDS)
+              .build();
       try (Consumer<byte[]> c =
           plain
               .newConsumer(Schema.BYTES)
@@ -243,6 +251,8 @@ class TransactionTest extends PulsarTestBase {
               .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
               .subscribe()) {
         assertEquals(List.of("c1"), drain(c, 10, 1500));
+      } finally {
+        plain.close();
       }
       open.abort().get(10, TimeUnit.SECONDS);
     }
