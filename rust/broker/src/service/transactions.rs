@@ -63,7 +63,11 @@ impl BrokerService {
         };
         for id in 0..u64::from(n) {
             let tc = TransactionCoordinator::open(&self.storage, id, self.config.ledger_config())?;
-            tracing::info!(tc = id, open = tc.active_count(), "transaction coordinator loaded");
+            tracing::info!(
+                tc = id,
+                open = tc.active_count(),
+                "transaction coordinator loaded"
+            );
             self.coordinators.0.lock().insert(id, tc);
         }
         Ok(())
@@ -108,16 +112,11 @@ impl BrokerService {
         if !self.transactions_enabled() {
             return Err(disabled());
         }
-        self.coordinators
-            .0
-            .lock()
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| {
-                BrokerError::CoordinatorNotFound(format!(
-                    "Transaction coordinator with id {id} not found!"
-                ))
-            })
+        self.coordinators.0.lock().get(&id).cloned().ok_or_else(|| {
+            BrokerError::CoordinatorNotFound(format!(
+                "Transaction coordinator with id {id} not found!"
+            ))
+        })
     }
 
     /// Every coordinator hosted here, by id.
@@ -195,7 +194,11 @@ impl BrokerService {
     ///
     /// # Errors
     /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
-    pub async fn end_txn(self: &Arc<Self>, id: TxnId, action: TxnAction) -> Result<(), BrokerError> {
+    pub async fn end_txn(
+        self: &Arc<Self>,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
         let tc = self.coordinator(id.most)?;
         let plan = tc.begin_end(id, action, now_ms()).await?;
         loop {

@@ -13,9 +13,9 @@ pub mod expiry;
 pub mod expiry_monitor;
 mod pass;
 mod task;
-mod txn;
 #[cfg(test)]
 mod tests;
+mod txn;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

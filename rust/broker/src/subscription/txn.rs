@@ -63,7 +63,10 @@ impl Subscription {
         txn: TxnId,
         ids: &[(Position, Option<Vec<i64>>)],
     ) -> Result<(), BrokerError> {
-        if ids.iter().any(|(_, set)| set.as_ref().is_some_and(|s| !s.is_empty())) {
+        if ids
+            .iter()
+            .any(|(_, set)| set.as_ref().is_some_and(|s| !s.is_empty()))
+        {
             return Err(BrokerError::NotAllowed(
                 "Batch index acknowledgements in a transaction are not supported".into(),
             ));

@@ -182,9 +182,9 @@ impl Topic {
             loaded_ms: pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
             publish_rate_limited: std::sync::atomic::AtomicU64::new(0),
             chunk_published: std::sync::atomic::AtomicBool::new(false),
-            txn_buffer: dedup_config.transaction_coordinator_enabled.then(|| {
-                Arc::new(crate::transaction::buffer::TransactionBuffer::new())
-            }),
+            txn_buffer: dedup_config
+                .transaction_coordinator_enabled
+                .then(|| Arc::new(crate::transaction::buffer::TransactionBuffer::new())),
         });
         // Before any dispatcher starts: uncommitted and aborted messages stay hidden.
         topic.recover_transaction_buffer();

@@ -24,7 +24,9 @@ impl Topic {
         if lac.entry_id < 0 {
             return;
         }
-        let mut from = self.ledger.next_valid_position(self.ledger.first_position());
+        let mut from = self
+            .ledger
+            .next_valid_position(self.ledger.first_position());
         while from <= lac {
             let entries = match self.ledger.read_entries(from, REPLAY_BATCH, u64::MAX, lac) {
                 Ok(e) => e,
@@ -89,7 +91,12 @@ impl Topic {
         let first = self.ledger.first_position();
         let mut p = self.max_read_position();
         while p.entry_id >= 0 && p > first {
-            let Some(e) = self.ledger.read_entries(p, 1, u64::MAX, p)?.into_iter().next() else {
+            let Some(e) = self
+                .ledger
+                .read_entries(p, 1, u64::MAX, p)?
+                .into_iter()
+                .next()
+            else {
                 return Ok(None);
             };
             if !tb.hides(&entry_info(&e.data)) {

@@ -117,7 +117,11 @@ impl TransactionCoordinator {
     ///
     /// # Errors
     /// Storage failures; a corrupt record.
-    pub fn open(storage: &Storage, id: u64, config: LedgerConfig) -> Result<Arc<Self>, BrokerError> {
+    pub fn open(
+        storage: &Storage,
+        id: u64,
+        config: LedgerConfig,
+    ) -> Result<Arc<Self>, BrokerError> {
         let ledger = storage.open_ledger(&log_ledger_name(id), config)?;
         let cursor = ledger.open_cursor_at(LOG_CURSOR, true)?;
         let tc = TransactionCoordinator {

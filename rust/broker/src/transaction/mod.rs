@@ -11,7 +11,8 @@ pub mod pending_ack;
 use std::fmt;
 
 /// The partitioned topic whose partitions place the coordinators (TC i = partition i).
-pub const COORDINATOR_ASSIGN_TOPIC: &str = "persistent://pulsar/system/transaction_coordinator_assign";
+pub const COORDINATOR_ASSIGN_TOPIC: &str =
+    "persistent://pulsar/system/transaction_coordinator_assign";
 
 /// `MarkerType.TXN_COMMIT` (PulsarMarkers.proto).
 pub const MARKER_TXN_COMMIT: i32 = 21;

@@ -113,7 +113,9 @@ impl PendingAcks {
         if acks.cumulative.is_some_and(|c| position <= c) {
             return Err(conflict(
                 txn,
-                format!("Transaction cumulative ack position {position} is not after its previous one."),
+                format!(
+                    "Transaction cumulative ack position {position} is not after its previous one."
+                ),
             ));
         }
         acks.cumulative = Some(position);

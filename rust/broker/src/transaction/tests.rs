@@ -144,13 +144,17 @@ async fn coordinator_and_buffer_recover_after_a_restart() {
     let svc = service(dir.path());
     let t = {
         let svc = Arc::clone(&svc);
-        tokio::task::spawn_blocking(move || topic(&svc)).await.unwrap()
+        tokio::task::spawn_blocking(move || topic(&svc))
+            .await
+            .unwrap()
     };
     let new = |svc: &Arc<BrokerService>| {
         let svc = Arc::clone(svc);
         async move {
             let id = svc.new_txn(0, 60_000).await.unwrap();
-            svc.add_partitions_to_txn(id, vec![TOPIC.into()]).await.unwrap();
+            svc.add_partitions_to_txn(id, vec![TOPIC.into()])
+                .await
+                .unwrap();
             id
         }
     };
@@ -167,19 +171,30 @@ async fn coordinator_and_buffer_recover_after_a_restart() {
     assert_eq!(bound, Position::new(c.ledger_id, c.entry_id - 1));
     let last = {
         let t = Arc::clone(&t);
-        tokio::task::spawn_blocking(move || t.last_message_id()).await.unwrap()
+        tokio::task::spawn_blocking(move || t.last_message_id())
+            .await
+            .unwrap()
     };
-    assert_eq!(last.unwrap().0, a, "markers and aborted messages are not the last message");
+    assert_eq!(
+        last.unwrap().0,
+        a,
+        "markers and aborted messages are not the last message"
+    );
     // Committing twice is refused: the transaction has left the coordinator.
     assert!(matches!(
         svc.end_txn(committed, TxnAction::Commit).await,
         Err(BrokerError::TransactionNotFound(_))
     ));
     drop(t);
-    tokio::task::spawn_blocking(move || svc.close()).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || svc.close())
+        .await
+        .unwrap()
+        .unwrap();
 
     let dir_path = dir.path().to_owned();
-    let svc = tokio::task::spawn_blocking(move || service(&dir_path)).await.unwrap();
+    let svc = tokio::task::spawn_blocking(move || service(&dir_path))
+        .await
+        .unwrap();
     svc.resume_transactions();
     let tc = svc.coordinator(0).unwrap();
     let meta = tc.get(open).expect("the open transaction is recovered");
@@ -188,9 +203,15 @@ async fn coordinator_and_buffer_recover_after_a_restart() {
     assert!(tc.get(committed).is_none() && tc.get(aborted).is_none());
     let t = {
         let svc = Arc::clone(&svc);
-        tokio::task::spawn_blocking(move || topic(&svc)).await.unwrap()
+        tokio::task::spawn_blocking(move || topic(&svc))
+            .await
+            .unwrap()
     };
-    assert_eq!(t.max_read_position(), bound, "the open transaction still blocks dispatch");
+    assert_eq!(
+        t.max_read_position(),
+        bound,
+        "the open transaction still blocks dispatch"
+    );
     let tb = t.txn_buffer.as_ref().unwrap();
     assert!(tb.is_aborted(aborted));
     assert!(!tb.hides(&entry_info(&pulsar_rs_proto::build_stored_entry(

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_broker::{
     BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
     KeySharedMode, SubType, Subscription, Topic, TopicName,
 };
-use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
 use tokio::sync::mpsc;
