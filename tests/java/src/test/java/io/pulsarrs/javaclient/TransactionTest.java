@@ -277,4 +277,24 @@ class TransactionTest extends PulsarTestBase {
       awaitBacklog(t, "s", 0);
     }
   }
+
+  @Test
+  void adminShowsTheCoordinatorTheTransactionAndTheBuffer() throws Exception {
+    String t = topic("txn-admin");
+    try (Producer<byte[]> p = producer(t)) {
+      Transaction txn = newTxn(30);
+      sendTxn(p, txn, "v");
+      var stats = admin.transactions().getCoordinatorStats();
+      assertEquals(1, stats.size(), stats.toString());
+      assertTrue(stats.get(0).ongoingTxnSize >= 1, stats.toString());
+      var meta = admin.transactions().getTransactionMetadata(txn.getTxnID());
+      assertEquals("OPEN", meta.status);
+      assertTrue(meta.producedPartitions.containsKey(t), meta.producedPartitions.toString());
+      assertEquals(false, meta.producedPartitions.get(t).aborted);
+      var buffer = admin.transactions().getTransactionBufferStats(t);
+      assertEquals(1, buffer.ongoingTxnSize);
+      txn.abort().get(10, TimeUnit.SECONDS);
+      assertEquals(0, admin.transactions().getTransactionBufferStats(t).ongoingTxnSize);
+    }
+  }
 }
