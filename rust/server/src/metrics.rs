@@ -295,7 +295,9 @@ fn transactions(svc: &pulsar_rs_broker::BrokerService, cluster: &str, f: &mut Fa
         ("pulsar_txn_tb_aborted_total", "counter", vec![]),
     ];
     for t in svc.loaded_topics() {
-        let Some(buffer) = &t.txn_buffer else { continue };
+        let Some(buffer) = &t.txn_buffer else {
+            continue;
+        };
         let labels = topic_labels(cluster, &t.name);
         // Relaxed: metric reads.
         let values = [

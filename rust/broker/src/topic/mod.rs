@@ -188,6 +188,9 @@ impl Topic {
         });
         // Before any dispatcher starts: uncommitted and aborted messages stay hidden.
         topic.recover_transaction_buffer();
+        if let Some(tb) = &topic.txn_buffer {
+            topic.compaction.set_transaction_buffer(Arc::clone(tb));
+        }
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
         for cursor in
             topic.ledger.cursors().into_iter().filter(|c| {

@@ -39,10 +39,16 @@ fn topic(svc: &BrokerService) -> Arc<Topic> {
 
 /// Publishes `value`, in `txn` if given, as the Java client does (txn id in the metadata too).
 async fn publish(t: &Topic, txn: Option<TxnId>, value: &str) -> Position {
+    publish_keyed(t, txn, "k", value).await
+}
+
+async fn publish_keyed(t: &Topic, txn: Option<TxnId>, key: &str, value: &str) -> Position {
     let md = MessageMetadata {
         producer_name: "p".into(),
         sequence_id: 0,
         publish_time: 1,
+        partition_key: Some(key.into()),
+        uncompressed_size: Some(u32::try_from(value.len()).unwrap()),
         txnid_most_bits: txn.map(|t| t.most),
         txnid_least_bits: txn.map(|t| t.least),
         ..Default::default()
@@ -227,4 +233,72 @@ async fn coordinator_and_buffer_recover_after_a_restart() {
     assert!(next.least > open.least);
     svc.end_txn(open, TxnAction::Commit).await.unwrap();
     assert_eq!(t.max_read_position(), t.ledger.last_confirmed());
+}
+
+/// The compacted view's (key, value) pairs.
+fn compacted(t: &Arc<Topic>) -> Vec<(String, String)> {
+    t.compaction
+        .view()
+        .map(|v| v.read_all().unwrap())
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let (md, p) = pulsar_rs_proto::parse_stored_entry(&e.data).unwrap();
+            (
+                md.partition_key.unwrap(),
+                String::from_utf8(p.to_vec()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+async fn compact(t: &Arc<Topic>) {
+    assert!(t.compaction.try_start());
+    let t2 = Arc::clone(t);
+    tokio::task::spawn_blocking(move || t2.compaction.run_started(&t2.ledger))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_stops_at_open_transactions_and_leaves_aborted_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let t = {
+        let svc = Arc::clone(&svc);
+        tokio::task::spawn_blocking(move || topic(&svc))
+            .await
+            .unwrap()
+    };
+    publish_keyed(&t, None, "a", "1").await;
+    let open = svc.new_txn(0, 60_000).await.unwrap();
+    svc.add_partitions_to_txn(open, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    publish_keyed(&t, Some(open), "a", "2").await;
+    publish_keyed(&t, None, "b", "1").await;
+    compact(&t).await;
+    assert_eq!(
+        compacted(&t),
+        vec![("a".into(), "1".into())],
+        "not past the open transaction"
+    );
+    svc.end_txn(open, TxnAction::Abort).await.unwrap();
+    compact(&t).await;
+    assert_eq!(
+        compacted(&t),
+        vec![("a".into(), "1".into()), ("b".into(), "1".into())],
+        "the aborted value is left out"
+    );
+    let committed = svc.new_txn(0, 60_000).await.unwrap();
+    svc.add_partitions_to_txn(committed, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    publish_keyed(&t, Some(committed), "b", "2").await;
+    svc.end_txn(committed, TxnAction::Commit).await.unwrap();
+    compact(&t).await;
+    assert_eq!(
+        compacted(&t),
+        vec![("a".into(), "1".into()), ("b".into(), "2".into())]
+    );
 }

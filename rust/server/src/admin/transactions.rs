@@ -60,10 +60,7 @@ fn tc_stats(tc: &TransactionCoordinator) -> Value {
     })
 }
 
-async fn coordinator_stats(
-    State(ctx): Ctx,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
+async fn coordinator_stats(State(ctx): Ctx, Query(q): Query<HashMap<String, String>>) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
@@ -85,10 +82,7 @@ async fn coordinator_stats(
     }
 }
 
-async fn transaction_metadata(
-    State(ctx): Ctx,
-    Path((most, least)): Path<(u64, u64)>,
-) -> Response {
+async fn transaction_metadata(State(ctx): Ctx, Path((most, least)): Path<(u64, u64)>) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
@@ -187,9 +181,9 @@ async fn pending_ack_stats(
         &ctx,
         move |c| {
             let t = c.service.topic(&name, false)?;
-            let s = t.subscription(&sub).ok_or_else(|| {
-                pulsar_rs_broker::BrokerError::SubscriptionNotFound(sub.clone())
-            })?;
+            let s = t
+                .subscription(&sub)
+                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound(sub.clone()))?;
             Ok(json!({
                 "state": "Ready",
                 "lowWaterMarks": {},
