@@ -348,6 +348,8 @@ impl BrokerService {
         );
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), compaction);
         topic.apply_policy(self.policies.effective(name));
+        // Before any consumer can attach (the topic is not in `topics` yet).
+        self.restore_txn_acks(&topic);
         self.known.lock().insert(name.clone());
         self.topics.lock().insert(name.clone(), Arc::clone(&topic));
         Ok(topic)

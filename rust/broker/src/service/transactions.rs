@@ -16,7 +16,7 @@ use pulsar_rs_ledger::{Clock, SystemClock};
 use super::BrokerService;
 use crate::error::BrokerError;
 use crate::naming::TopicName;
-use crate::transaction::coordinator::{EndPlan, TransactionCoordinator};
+use crate::transaction::coordinator::{EndPlan, HeldAck, TransactionCoordinator};
 use crate::transaction::{TxnAction, TxnId, TxnStatus, COORDINATOR_ASSIGN_TOPIC};
 
 /// Coordinators created on a fresh broker (Pulsar standalone's partitions of the assign topic).
@@ -279,12 +279,40 @@ impl BrokerService {
         if !self.transactions_enabled() {
             return Err(disabled());
         }
-        match self.existing_topic(topic).await? {
-            Some(t) => match t.subscription(subscription) {
-                Some(s) => s.end_txn(id, action),
-                None => Ok(()),
-            },
-            None => Ok(()),
+        let Some(t) = self.existing_topic(topic).await? else {
+            return Ok(());
+        };
+        let Some(s) = t.subscription(subscription) else {
+            return Ok(());
+        };
+        // A commit persists the cursor: blocking pool.
+        tokio::task::spawn_blocking(move || s.end_txn(id, action))
+            .await
+            .map_err(|_| BrokerError::ShuttingDown)?
+    }
+
+    /// Makes a transactional ack durable in its coordinator's log, after the subscription
+    /// accepted it (conflict checks). On failure the caller releases it again.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus (not OPEN), log failures.
+    pub async fn persist_txn_ack(&self, id: TxnId, ack: HeldAck) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        tc.record_ack(id, ack, now_ms()).await
+    }
+
+    /// At topic load: the acks unfinished transactions hold on its subscriptions, held again.
+    pub(super) fn restore_txn_acks(&self, topic: &crate::topic::Topic) {
+        if !self.transactions_enabled() {
+            return;
+        }
+        let name = topic.name.to_string();
+        for tc in self.coordinators() {
+            for (txn, ack) in tc.held_acks(&name) {
+                if let Some(s) = topic.subscription(&ack.subscription) {
+                    s.restore_txn_acks(txn, &ack.positions, ack.cumulative);
+                }
+            }
         }
     }
 }

@@ -118,11 +118,46 @@ impl Subscription {
         Ok(())
     }
 
-    /// END_TXN_ON_SUBSCRIPTION: a commit applies the held acks to the cursor; an abort delivers
-    /// the messages again.
+    /// Holds acks of `txn` recovered from the coordinator's log when the topic loads.
+    pub fn restore_txn_acks(&self, txn: TxnId, positions: &[Position], cumulative: bool) {
+        self.pending_acks.restore(txn, positions, cumulative);
+    }
+
+    /// Undoes acks `txn` just made that could not be made durable: they are no longer held and
+    /// the messages are delivered again.
+    pub fn release_txn_acks(&self, txn: TxnId, positions: &[Position], cumulative: bool) {
+        self.pending_acks.release(txn, positions, cumulative);
+        self.redeliver_released(positions, cumulative);
+    }
+
+    /// Delivers released messages again: replayed on Shared/Key_Shared, a rewind on
+    /// Exclusive/Failover.
+    fn redeliver_released(&self, positions: &[Position], cumulative: bool) {
+        let mut st = self.state.lock();
+        if st.sub_type.is_some_and(SubType::is_multi) {
+            let positions: Vec<Position> = positions
+                .iter()
+                .copied()
+                .filter(|p| !self.cursor.is_acked(*p))
+                .collect();
+            let st: &mut State = &mut st;
+            self.queue_replay_locked(st, &positions, false);
+        } else if !positions.is_empty() || cumulative {
+            for c in st.consumers.all() {
+                c.take_pending(None, self.unacked_limit());
+            }
+            self.cursor.rewind();
+        }
+        drop(st);
+        self.poke();
+    }
+
+    /// END_TXN_ON_SUBSCRIPTION: a commit applies the held acks to the cursor and persists it
+    /// (blocking I/O) before the coordinator may record the commit; an abort delivers the
+    /// messages again.
     ///
     /// # Errors
-    /// Storage failures applying a cumulative ack.
+    /// Storage failures applying a cumulative ack or persisting the cursor.
     pub fn end_txn(&self, txn: TxnId, action: TxnAction) -> Result<(), BrokerError> {
         let acks = self.pending_acks.take(txn);
         match action {
@@ -139,27 +174,14 @@ impl Subscription {
                     }
                     self.note_ack(before);
                 }
+                // A committed transaction's acks are durable before the commit is.
+                self.cursor.flush()?;
+                self.poke();
             }
             TxnAction::Abort => {
-                let mut st = self.state.lock();
-                if st.sub_type.is_some_and(SubType::is_multi) {
-                    let positions: Vec<Position> = acks
-                        .individual
-                        .iter()
-                        .copied()
-                        .filter(|p| !self.cursor.is_acked(*p))
-                        .collect();
-                    let st: &mut State = &mut st;
-                    self.queue_replay_locked(st, &positions, false);
-                } else if !acks.individual.is_empty() || acks.cumulative.is_some() {
-                    for c in st.consumers.all() {
-                        c.take_pending(None, self.unacked_limit());
-                    }
-                    self.cursor.rewind();
-                }
+                self.redeliver_released(&acks.individual, acks.cumulative.is_some());
             }
         }
-        self.poke();
         Ok(())
     }
 }

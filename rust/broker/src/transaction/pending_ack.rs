@@ -123,6 +123,51 @@ impl PendingAcks {
         Ok(())
     }
 
+    /// Holds acks recovered from the coordinator's log at topic load (no conflict checks: they
+    /// were checked when made).
+    pub fn restore(&self, txn: TxnId, positions: &[Position], cumulative: bool) {
+        let mut st = self.state.lock();
+        if cumulative {
+            if let Some(p) = positions.first() {
+                let acks = st.by_txn.entry(txn).or_default();
+                acks.cumulative = Some(acks.cumulative.map_or(*p, |c| c.max(*p)));
+                st.cumulative_owner = Some(txn);
+            }
+            return;
+        }
+        for p in positions {
+            st.individual.insert(*p, txn);
+        }
+        st.by_txn
+            .entry(txn)
+            .or_default()
+            .individual
+            .extend_from_slice(positions);
+    }
+
+    /// Drops acks `txn` just made that could not be made durable (`positions`, or its
+    /// cumulative ack when `cumulative`).
+    pub fn release(&self, txn: TxnId, positions: &[Position], cumulative: bool) {
+        let mut st = self.state.lock();
+        if cumulative {
+            if let Some(acks) = st.by_txn.get_mut(&txn) {
+                acks.cumulative = None;
+            }
+            if st.cumulative_owner == Some(txn) {
+                st.cumulative_owner = None;
+            }
+            return;
+        }
+        for p in positions {
+            if st.individual.get(p) == Some(&txn) {
+                st.individual.remove(p);
+            }
+        }
+        if let Some(acks) = st.by_txn.get_mut(&txn) {
+            acks.individual.retain(|p| !positions.contains(p));
+        }
+    }
+
     /// Removes and returns what `txn` holds (on commit or abort).
     pub fn take(&self, txn: TxnId) -> TxnAcks {
         let mut st = self.state.lock();

@@ -302,3 +302,161 @@ async fn compaction_stops_at_open_transactions_and_leaves_aborted_out() {
         vec![("a".into(), "1".into()), ("b".into(), "2".into())]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |svc: &Arc<BrokerService>| {
+        let svc = Arc::clone(svc);
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let t = topic(&svc);
+                let s = t.durable_subscription("s", true, true).unwrap();
+                (t, s)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let svc = service(dir.path());
+    let (t, s) = load(&svc).await;
+    let m = publish(&t, None, "m").await;
+    let txn = svc.new_txn(0, 60_000).await.unwrap();
+    svc.add_subscriptions_to_txn(txn, vec![(TOPIC.into(), "s".into())])
+        .await
+        .unwrap();
+    s.pending_acks
+        .add_individual(txn, &[m], |p| s.cursor.is_acked(p))
+        .unwrap();
+    svc.persist_txn_ack(
+        txn,
+        super::coordinator::HeldAck {
+            topic: TOPIC.into(),
+            subscription: "s".into(),
+            positions: vec![m],
+            cumulative: false,
+        },
+    )
+    .await
+    .unwrap();
+    drop((t, s));
+    tokio::task::spawn_blocking(move || svc.close())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let path = dir.path().to_owned();
+    let svc = tokio::task::spawn_blocking(move || service(&path))
+        .await
+        .unwrap();
+    let (t, s) = load(&svc).await;
+    assert!(s.pending_acks.holds(m), "the held ack is restored at load");
+    assert!(!s.cursor.is_acked(m));
+    svc.end_txn(txn, TxnAction::Commit).await.unwrap();
+    assert!(s.cursor.is_acked(m));
+    drop((t, s));
+    tokio::task::spawn_blocking(move || svc.close())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let path = dir.path().to_owned();
+    let svc = tokio::task::spawn_blocking(move || service(&path))
+        .await
+        .unwrap();
+    let (_t, s) = load(&svc).await;
+    assert!(s.cursor.is_acked(m), "the committed ack was persisted");
+    assert!(!s.pending_acks.holds(m));
+}
+
+/// A broker on a simulated file system with every write synced, as in production.
+fn service_on(fs: &pulsar_rs_ledger::simfs::SimFs) -> Arc<BrokerService> {
+    let svc = BrokerService::open_on(
+        BrokerConfig {
+            journal_sync_data: true,
+            transaction_coordinator_enabled: true,
+            ..BrokerConfig::default()
+        },
+        Path::new("/data"),
+        Arc::new(fs.clone()),
+    )
+    .unwrap();
+    svc.open_coordinators().unwrap();
+    svc
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
+    let fs = pulsar_rs_ledger::simfs::SimFs::new();
+    let load = |svc: &Arc<BrokerService>| {
+        let svc = Arc::clone(svc);
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let t = topic(&svc);
+                let s = t.durable_subscription("s", true, true).unwrap();
+                (t, s)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let svc = {
+        let fs = fs.clone();
+        tokio::task::spawn_blocking(move || service_on(&fs))
+            .await
+            .unwrap()
+    };
+    let (t, s) = load(&svc).await;
+    let m = publish(&t, None, "m").await;
+    let committed = svc.new_txn(0, 60_000).await.unwrap();
+    svc.add_partitions_to_txn(committed, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    svc.add_subscriptions_to_txn(committed, vec![(TOPIC.into(), "s".into())])
+        .await
+        .unwrap();
+    publish(&t, Some(committed), "x").await;
+    s.pending_acks
+        .add_individual(committed, &[m], |p| s.cursor.is_acked(p))
+        .unwrap();
+    svc.persist_txn_ack(
+        committed,
+        super::coordinator::HeldAck {
+            topic: TOPIC.into(),
+            subscription: "s".into(),
+            positions: vec![m],
+            cumulative: false,
+        },
+    )
+    .await
+    .unwrap();
+    svc.end_txn(committed, TxnAction::Commit).await.unwrap();
+    let open = svc.new_txn(0, 60_000).await.unwrap();
+    svc.add_partitions_to_txn(open, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    let y = publish(&t, Some(open), "y").await;
+    // The machine loses power: only what was synced survives.
+    fs.power_cut(pulsar_rs_ledger::simfs::Cut::DropUnsynced);
+    drop((t, s, svc));
+
+    let svc = {
+        let fs = fs.clone();
+        tokio::task::spawn_blocking(move || service_on(&fs))
+            .await
+            .unwrap()
+    };
+    let (t, s) = load(&svc).await;
+    let tb = t.txn_buffer.as_ref().unwrap();
+    assert!(!tb.is_aborted(committed));
+    assert_eq!(
+        t.max_read_position(),
+        Position::new(y.ledger_id, y.entry_id - 1),
+        "the committed message is readable, the open transaction's is not"
+    );
+    assert!(s.cursor.is_acked(m), "the committed ack survived");
+    assert!(!s.pending_acks.holds(m));
+    let tc = svc.coordinator(0).unwrap();
+    assert!(tc.get(committed).is_none());
+    assert_eq!(tc.get(open).map(|m| m.status), Some(TxnStatus::Open));
+}
