@@ -1,9 +1,10 @@
 """The official Apache Pulsar Java client and Java ``PulsarAdmin`` against pulsar_rs.
 
 Runs the JUnit 5 suite of ``tests/java`` (a Maven project) with Maven against a broker with Pulsar's
-default settings and, for ``TransactionTest``, a second one with ``transactionCoordinatorEnabled``, then reads Surefire's XML reports: no failure, no error, and at least
-``MIN_TESTS`` tests run (so that an empty or partial run cannot pass). Tests the broker does not
-pass yet are ``@Disabled("pulsar-rs: ...")`` in the Java sources and counted as skipped.
+default settings and, for ``TransactionTest``, a second one with transactions enabled, then reads
+Surefire's XML reports: no failure, no error, and at least ``MIN_TESTS`` tests run (so that an empty
+or partial run cannot pass). Tests the broker does not pass yet are ``@Disabled("pulsar-rs: ...")``
+in the Java sources and counted as skipped.
 
 Skipped only when ``mvn`` or ``java`` is not installed. Maven's first run downloads the client and
 plugins into ``~/.m2`` (about a minute on a cold cache); later runs take the compile and test time.
@@ -66,7 +67,9 @@ def read_reports(reports: Path) -> Summary:
     return s
 
 
-def run_maven(service_url: str, admin_url: str, txn_service_url: str, txn_admin_url: str) -> subprocess.CompletedProcess:
+def run_maven(
+    service_url: str, admin_url: str, txn_service_url: str, txn_admin_url: str
+) -> subprocess.CompletedProcess:
     cmd = [
         "mvn",
         "-B",
@@ -102,9 +105,7 @@ def test_java_client_suite(pulsar_broker_factory):
     # Old reports must not count for this run.
     shutil.rmtree(REPORTS, ignore_errors=True)
 
-    result = run_maven(
-        pulsar_broker.service_url, pulsar_broker.admin_url, txn_broker.service_url, txn_broker.admin_url
-    )
+    result = run_maven(pulsar_broker.service_url, pulsar_broker.admin_url, txn_broker.service_url, txn_broker.admin_url)
 
     assert REPORTS.is_dir(), f"no Surefire reports (mvn exit {result.returncode}):\n{result.stdout[-5000:]}"
     s = read_reports(REPORTS)

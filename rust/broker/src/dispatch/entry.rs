@@ -16,8 +16,8 @@ pub struct EntryInfo {
     pub deliver_at: Option<i64>,
     /// The chunk fields, for a chunk of a chunked message.
     pub chunk: Option<ChunkInfo>,
-    /// The transaction of a transactional message or marker.
-    pub txn: Option<crate::transaction::TxnId>,
+    /// The transaction `(most, least)` of a transactional message or marker.
+    pub txn: Option<(u64, u64)>,
     /// `marker_type` of a server-written marker.
     pub marker: Option<i32>,
 }
@@ -43,7 +43,7 @@ pub fn entry_info(data: &Bytes) -> EntryInfo {
             },
             deliver_at: md.deliver_at_time,
             txn: match (md.txnid_most_bits, md.txnid_least_bits) {
-                (Some(most), Some(least)) => Some(crate::transaction::TxnId::new(most, least)),
+                (Some(most), Some(least)) => Some((most, least)),
                 _ => None,
             },
             marker: md.marker_type,

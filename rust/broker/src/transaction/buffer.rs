@@ -127,7 +127,8 @@ impl TransactionBuffer {
         if info.marker.is_some() {
             return true;
         }
-        info.txn.is_some_and(|t| self.is_aborted(t))
+        info.txn
+            .is_some_and(|(most, least)| self.is_aborted(TxnId::new(most, least)))
     }
 
     /// Records the end of `txn`, once its marker is durable.
@@ -143,7 +144,9 @@ impl TransactionBuffer {
 
     /// Replays one entry of the topic's ledger at load.
     pub fn replay(&self, position: Position, info: &EntryInfo) {
-        let Some(txn) = info.txn else { return };
+        let Some(txn) = info.txn.map(|(most, least)| TxnId::new(most, least)) else {
+            return;
+        };
         let mut st = self.state.lock();
         match info.marker {
             Some(m) => st.end(

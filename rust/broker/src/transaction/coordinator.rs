@@ -472,6 +472,7 @@ impl TransactionCoordinator {
             .lock()
             .keys()
             .next()
+            // Relaxed: a statistic.
             .map_or_else(|| self.seq.load(Ordering::Relaxed), |s| s.saturating_sub(1))
     }
 }

@@ -81,7 +81,7 @@ async fn publish_keyed(t: &Topic, txn: Option<TxnId>, key: &str, value: &str) ->
 fn info(txn: Option<TxnId>, marker: Option<i32>) -> crate::dispatch::entry::EntryInfo {
     crate::dispatch::entry::EntryInfo {
         messages: 1,
-        txn,
+        txn: txn.map(|t| (t.most, t.least)),
         marker,
         ..Default::default()
     }
