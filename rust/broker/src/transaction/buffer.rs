@@ -36,8 +36,8 @@ struct State {
 
 impl State {
     fn begin(&mut self, txn: TxnId, at: Position) {
-        if !self.ongoing.contains_key(&txn) {
-            self.ongoing.insert(txn, at);
+        if let std::collections::hash_map::Entry::Vacant(e) = self.ongoing.entry(txn) {
+            e.insert(at);
             self.order.insert((at, txn));
         }
     }
