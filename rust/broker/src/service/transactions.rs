@@ -25,9 +25,16 @@ pub const DEFAULT_COORDINATORS: u32 = 1;
 /// How long a failed fan-out waits before it is tried again (Pulsar retries every second).
 const END_RETRY: Duration = Duration::from_secs(1);
 
-/// The coordinators hosted by this broker, by TC id. Short lock: a map lookup.
+/// The coordinators hosted by this broker.
 #[derive(Default)]
-pub struct Coordinators(Mutex<HashMap<u64, Arc<TransactionCoordinator>>>);
+pub struct Coordinators {
+    /// Loaded coordinators by TC id. Short lock: a map lookup.
+    loaded: Mutex<HashMap<u64, Arc<TransactionCoordinator>>>,
+    /// Per-id load locks, as topics have: one is held across its coordinator's open and log
+    /// replay (on the blocking pool), so a second connect for that id waits instead of replaying
+    /// the log twice, and connects for other ids do not wait. Short lock on the map.
+    loading: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+}
 
 fn now_ms() -> u64 {
     SystemClock.now_ms()
@@ -45,7 +52,8 @@ impl BrokerService {
     }
 
     /// At start, with transactions enabled: creates the assign topic when missing and opens
-    /// (replays) the log of every coordinator it places here. Blocking I/O.
+    /// (replays) the log of every coordinator it places here, and of any other coordinator that
+    /// has a log. Blocking I/O.
     ///
     /// # Errors
     /// Storage failures.
@@ -61,47 +69,113 @@ impl BrokerService {
             }
             n => n,
         };
-        for id in 0..u64::from(n) {
-            let tc = TransactionCoordinator::open(&self.storage, id, self.config.ledger_config())?;
-            tracing::info!(
-                tc = id,
-                open = tc.active_count(),
-                "transaction coordinator loaded"
-            );
-            self.coordinators.0.lock().insert(id, tc);
+        let prefix = crate::transaction::coordinator::log_ledger_name(0);
+        let prefix = prefix.trim_end_matches('0');
+        let mut ids: Vec<u64> = (0..u64::from(n)).collect();
+        ids.extend(
+            self.storage
+                .ledger_names()?
+                .iter()
+                .filter_map(|l| l.strip_prefix(prefix)?.parse::<u64>().ok()),
+        );
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            self.load_coordinator(id)?;
         }
         Ok(())
+    }
+
+    /// TC `id`, opened and replayed if it is not loaded yet; with whether this call loaded it.
+    fn load_coordinator_once(
+        &self,
+        id: u64,
+    ) -> Result<(Arc<TransactionCoordinator>, bool), BrokerError> {
+        if let Some(tc) = self.coordinators.loaded.lock().get(&id) {
+            return Ok((Arc::clone(tc), false));
+        }
+        let slot = Arc::clone(self.coordinators.loading.lock().entry(id).or_default());
+        let _loading = slot.lock();
+        let existing = self.coordinators.loaded.lock().get(&id).cloned();
+        let result = match existing {
+            Some(tc) => Ok((tc, false)),
+            None => TransactionCoordinator::open(&self.storage, id, self.config.ledger_config())
+                .map(|tc| {
+                    tracing::info!(
+                        tc = id,
+                        open = tc.active_count(),
+                        "transaction coordinator loaded"
+                    );
+                    self.coordinators.loaded.lock().insert(id, Arc::clone(&tc));
+                    (tc, true)
+                }),
+        };
+        // Short lock: the entry goes once the coordinator is in `loaded` (or failed to load).
+        self.coordinators.loading.lock().remove(&id);
+        result
+    }
+
+    /// TC `id`, opened and replayed if it is not loaded yet (Pulsar loads a coordinator when a
+    /// client connects to it, for any id whose assign partition this broker owns). Blocking I/O.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub fn load_coordinator(&self, id: u64) -> Result<Arc<TransactionCoordinator>, BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        self.load_coordinator_once(id).map(|(tc, _)| tc)
     }
 
     /// After [`BrokerService::open_coordinators`], on the runtime: ends again what was ending
     /// and re-arms the timeouts of open transactions.
     pub fn resume_transactions(self: &Arc<Self>) {
-        let tcs: Vec<Arc<TransactionCoordinator>> =
-            self.coordinators.0.lock().values().cloned().collect();
-        for tc in tcs {
-            for meta in tc.transactions() {
-                match meta.status {
-                    TxnStatus::Open => {
-                        let deadline = meta.start_ms.saturating_add(meta.timeout_ms);
-                        self.arm_timeout(meta.id, deadline.saturating_sub(now_ms()));
-                    }
-                    TxnStatus::Committing | TxnStatus::Aborting => {
-                        let action = if meta.status == TxnStatus::Committing {
-                            TxnAction::Commit
-                        } else {
-                            TxnAction::Abort
-                        };
-                        let svc = Arc::clone(self);
-                        tokio::spawn(async move {
-                            if let Err(e) = svc.end_txn(meta.id, action).await {
-                                tracing::warn!(txn = %meta.id, error = %e, "finishing a recovered transaction");
-                            }
-                        });
-                    }
-                    TxnStatus::Committed | TxnStatus::Aborted => {}
+        for tc in self.coordinators() {
+            self.resume_coordinator(&tc);
+        }
+    }
+
+    /// Resumes one coordinator's unfinished transactions (see
+    /// [`BrokerService::resume_transactions`]); on the runtime.
+    pub fn resume_coordinator(self: &Arc<Self>, tc: &TransactionCoordinator) {
+        for meta in tc.transactions() {
+            match meta.status {
+                TxnStatus::Open => {
+                    let deadline = meta.start_ms.saturating_add(meta.timeout_ms);
+                    self.arm_timeout(meta.id, deadline.saturating_sub(now_ms()));
                 }
+                TxnStatus::Committing | TxnStatus::Aborting => {
+                    let action = if meta.status == TxnStatus::Committing {
+                        TxnAction::Commit
+                    } else {
+                        TxnAction::Abort
+                    };
+                    let svc = Arc::clone(self);
+                    tokio::spawn(async move {
+                        if let Err(e) = svc.end_txn(meta.id, action).await {
+                            tracing::warn!(txn = %meta.id, error = %e, "finishing a recovered transaction");
+                        }
+                    });
+                }
+                TxnStatus::Committed | TxnStatus::Aborted => {}
             }
         }
+    }
+
+    /// TC_CLIENT_CONNECT: loads TC `id` if needed (resuming its transactions). Blocking I/O, on
+    /// a blocking-pool thread of the runtime.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub fn connect_coordinator(self: &Arc<Self>, id: u64) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        let (tc, loaded_now) = self.load_coordinator_once(id)?;
+        if loaded_now {
+            self.resume_coordinator(&tc);
+        }
+        Ok(())
     }
 
     /// TC `id`, if this broker hosts it.
@@ -112,18 +186,23 @@ impl BrokerService {
         if !self.transactions_enabled() {
             return Err(disabled());
         }
-        self.coordinators.0.lock().get(&id).cloned().ok_or_else(|| {
-            BrokerError::CoordinatorNotFound(format!(
-                "Transaction coordinator with id {id} not found!"
-            ))
-        })
+        self.coordinators
+            .loaded
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| {
+                BrokerError::CoordinatorNotFound(format!(
+                    "Transaction coordinator with id {id} not found!"
+                ))
+            })
     }
 
     /// Every coordinator hosted here, by id.
     #[must_use]
     pub fn coordinators(&self) -> Vec<Arc<TransactionCoordinator>> {
         let mut v: Vec<Arc<TransactionCoordinator>> =
-            self.coordinators.0.lock().values().cloned().collect();
+            self.coordinators.loaded.lock().values().cloned().collect();
         v.sort_by_key(|tc| tc.id);
         v
     }

@@ -52,8 +52,17 @@ impl Connection {
         if self.refuse_without_transactions(c.request_id) {
             return;
         }
-        let err = txn_error(self.service.coordinator(c.tc_id).map(|_| ()));
-        self.send(&commands::tc_client_connect_response(c.request_id, err));
+        let (request_id, tc_id) = (c.request_id, c.tc_id);
+        if self.service.coordinator(tc_id).is_ok() {
+            self.send(&commands::tc_client_connect_response(request_id, None));
+            return;
+        }
+        // Loading a coordinator replays its log: blocking pool.
+        let svc = std::sync::Arc::clone(&self.service);
+        self.offload_reply(move || {
+            let err = txn_error(svc.connect_coordinator(tc_id));
+            commands::tc_client_connect_response(request_id, err)
+        });
     }
 
     pub(super) fn new_txn(&self, c: &pb::CommandNewTxn) {
