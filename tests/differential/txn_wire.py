@@ -261,6 +261,8 @@ class TxnWire:
         )
 
     def producer(self, topic: str, producer_id: int) -> None:
+        """PRODUCER with ``txn_enabled``, after the LOOKUP that makes the broker own the topic."""
+        self.lookup(topic)
         rid = self._next_rid()
         self._send(PRODUCER, _message((1, topic), (2, producer_id), (3, rid), (12, True)))
         self._wait(lambda r: r.type == PRODUCER_SUCCESS and r.get(1) == rid, rid)
