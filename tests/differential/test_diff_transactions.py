@@ -184,3 +184,25 @@ def test_reader_ends_after_a_trailing_marker(txn_pair: tuple[Target, Target]) ->
         return {"read": got, "more": reader.has_message_available()}
 
     compare(txn_pair, scenario)
+
+
+def test_txn_id_only_on_the_send_command(txn_pair: tuple[Target, Target]) -> None:
+    """A message whose txn id is on CommandSend but not in its metadata (what pulsar-client-go 0.19
+    sends, apache/pulsar-client-go#1498): held back while its transaction is open, like any other;
+    after an abort nothing marks it aborted, so it is delivered."""
+
+    def scenario(t: Target) -> dict[str, list[str]]:
+        topic = t.topic("txn-send-only")
+        consumer = t.client().subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        with _wire(t) as w:
+            w.producer(topic, 1)
+            txn = w.new_txn()
+            w.add_partition(txn, topic)
+            w.send(1, b"unmarked", txn, in_metadata=False)
+            w.send(1, b"after")
+            seen = {"while_open": _drain(consumer, 1500)}
+            w.end_txn(txn, commit=False)
+            seen["after_abort"] = _drain(consumer)
+        return seen
+
+    compare(txn_pair, scenario)

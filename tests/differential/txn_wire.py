@@ -267,11 +267,14 @@ class TxnWire:
         self._send(PRODUCER, _message((1, topic), (2, producer_id), (3, rid), (12, True)))
         self._wait(lambda r: r.type == PRODUCER_SUCCESS and r.get(1) == rid, rid)
 
-    def send(self, producer_id: int, payload: bytes, txn: tuple[int, int] | None = None) -> None:
-        """One message, in ``txn`` if given, waiting for its receipt."""
+    def send(
+        self, producer_id: int, payload: bytes, txn: tuple[int, int] | None = None, *, in_metadata: bool = True
+    ) -> None:
+        """One message, in ``txn`` if given, waiting for its receipt. ``in_metadata=False`` leaves
+        the txn id out of the message metadata, as pulsar-client-go 0.19 does."""
         seq = self._seq
         self._seq += 1
-        txn_fields = [(22, txn[1]), (23, txn[0])] if txn else []
+        txn_fields = [(22, txn[1]), (23, txn[0])] if txn and in_metadata else []
         metadata = _message((1, f"txn-wire-{producer_id}"), (2, seq), (3, int(time.time() * 1000)), *txn_fields)
         body = struct.pack(">I", len(metadata)) + metadata + payload
         stored = struct.pack(">HI", 0x0E01, crc32c(body)) + body
