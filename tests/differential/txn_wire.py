@@ -5,7 +5,8 @@ scenarios drive transactions with this: one blocking TCP connection, hand-encode
 handful of commands a transactional producer needs (CONNECT, PARTITIONED_METADATA, LOOKUP,
 TC_CLIENT_CONNECT, NEW_TXN, ADD_PARTITION_TO_TXN, PRODUCER, SEND with the txn id in both the command
 and the message metadata as the Java client sets them, END_TXN). Consumers and readers stay the
-official client's. Field numbers are PulsarApi.proto's.
+official client's. Field numbers are PulsarApi.proto's; the protobuf primitives are
+``tests/raw_protocol.py``'s.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Self
+
+from raw_protocol import fb, fv, parse
 
 ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
 
@@ -42,63 +45,12 @@ END_TXN, END_TXN_RESPONSE = 56, 57
 TC_CLIENT_CONNECT_REQUEST, TC_CLIENT_CONNECT_RESPONSE = 62, 63
 
 
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(num: int, value: int | str | bytes) -> bytes:
-    if isinstance(value, bool | int):
-        return _varint(num << 3) + _varint(int(value))
-    raw = value.encode() if isinstance(value, str) else value
-    return _varint(num << 3 | 2) + _varint(len(raw)) + raw
+    return fv(num, int(value)) if isinstance(value, bool | int) else fb(num, value)
 
 
 def _message(*fields: tuple[int, int | str | bytes | None]) -> bytes:
     return b"".join(_field(n, v) for n, v in fields if v is not None)
-
-
-def _decode(buf: bytes) -> dict[int, list[int | bytes]]:
-    out: dict[int, list[int | bytes]] = {}
-    i = 0
-    while i < len(buf):
-        key, i = _read_varint(buf, i)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = _read_varint(buf, i)
-            out.setdefault(num, []).append(v)
-        elif wire == 2:
-            n, i = _read_varint(buf, i)
-            out.setdefault(num, []).append(buf[i : i + n])
-            i += n
-        elif wire == 1:
-            out.setdefault(num, []).append(buf[i : i + 8])
-            i += 8
-        elif wire == 5:
-            out.setdefault(num, []).append(buf[i : i + 4])
-            i += 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-    return out
-
-
-def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = n = 0
-    while True:
-        b = buf[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n, i
-        shift += 7
 
 
 def _crc32c_table() -> list[int]:
@@ -176,10 +128,10 @@ class TxnWire:
         total = struct.unpack(">I", self._recv(4))[0]
         frame = self._recv(total)
         size = struct.unpack(">I", frame[:4])[0]
-        cmd = _decode(frame[4 : 4 + size])
+        cmd = parse(frame[4 : 4 + size])
         ty = int(cmd[1][0])
         body = cmd.get(ty, [b""])[0]
-        return Reply(ty, _decode(body if isinstance(body, bytes) else b""))
+        return Reply(ty, parse(body if isinstance(body, bytes) else b""))
 
     def _recv(self, n: int) -> bytes:
         buf = bytearray()
