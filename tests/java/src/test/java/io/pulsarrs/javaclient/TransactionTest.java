@@ -297,4 +297,45 @@ class TransactionTest extends PulsarTestBase {
       assertEquals(0, admin.transactions().getTransactionBufferStats(t).ongoingTxnSize);
     }
   }
+
+  @Test
+  void aConsumerCrashInTheMiddleOfATransactionLosesAndDuplicatesNothing() throws Exception {
+    String in = topic("txn-crash-in");
+    String out = topic("txn-crash-out");
+    try (Producer<byte[]> source = producer(in);
+        Producer<byte[]> sink = producer(out);
+        Consumer<byte[]> reader = consumer(out, "check", SubscriptionType.Exclusive)) {
+      for (int i = 0; i < 3; i++) {
+        source.send(("in" + i).getBytes());
+      }
+      // The first worker processes two inputs in a transaction, then dies before committing.
+      Consumer<byte[]> first = consumer(in, "worker", SubscriptionType.Shared);
+      Transaction doomed = newTxn(30);
+      for (int i = 0; i < 2; i++) {
+        Message<byte[]> m = first.receive(5, TimeUnit.SECONDS);
+        sendTxn(sink, doomed, "out-" + new String(m.getData()));
+        first.acknowledgeAsync(m.getMessageId(), doomed).get(10, TimeUnit.SECONDS);
+      }
+      first.close();
+      doomed.abort().get(10, TimeUnit.SECONDS);
+      // Its replacement gets every input once and commits.
+      try (Consumer<byte[]> second = consumer(in, "worker", SubscriptionType.Shared)) {
+        Transaction txn = newTxn(30);
+        List<String> inputs = new ArrayList<>();
+        Message<byte[]> m;
+        while ((m = second.receive(2, TimeUnit.SECONDS)) != null) {
+          inputs.add(new String(m.getData()));
+          sendTxn(sink, txn, "out-" + new String(m.getData()));
+          second.acknowledgeAsync(m.getMessageId(), txn).get(10, TimeUnit.SECONDS);
+        }
+        inputs.sort(null);
+        assertEquals(range("in", 0, 3), inputs);
+        txn.commit().get(10, TimeUnit.SECONDS);
+      }
+      List<String> outs = drain(reader, 10, 2000);
+      outs.sort(null);
+      assertEquals(range("out-in", 0, 3), outs);
+      awaitBacklog(in, "worker", 0);
+    }
+  }
 }
