@@ -1,7 +1,8 @@
 """The official Go client (github.com/apache/pulsar-client-go) against pulsar-rs.
 
 Starts a broker with the pytest plugin and runs the Go module in ``tests/go`` (``go test -json``)
-with ``PULSAR_SERVICE_URL`` / ``PULSAR_ADMIN_URL`` set. Every Go test function found in the
+with ``PULSAR_SERVICE_URL`` / ``PULSAR_ADMIN_URL`` set, and ``PULSAR_TXN_SERVICE_URL`` naming a
+second broker with ``transactionCoordinatorEnabled`` for ``transaction_test.go``. Every Go test function found in the
 module's sources must report a result: passed, or skipped with a ``pulsar-rs: ...`` reason (a
 known broker difference). No failures; an empty run cannot pass.
 
@@ -29,9 +30,9 @@ import pytest
 
 GO_DIR = Path(__file__).resolve().parent
 # The Go module's test functions (34 when written, 3 of them skipped for known pulsar-rs
-# differences): below these numbers the source scan or the run itself is broken.
-MIN_GO_TESTS = 34
-MIN_GO_PASSED = 34
+# differences, then 5 transaction tests): below these numbers the source scan or the run itself is broken.
+MIN_GO_TESTS = 39
+MIN_GO_PASSED = 39
 # `go test`'s own limit; pytest's (below) leaves room for a cold module download on top.
 GO_TEST_TIMEOUT_S = 420
 SKIP_PREFIX = "pulsar-rs: "
@@ -80,10 +81,13 @@ def test_go_client(pulsar_broker_factory):
     assert len(expected) >= MIN_GO_TESTS, f"only {len(expected)} Go test functions found in {GO_DIR}"
 
     broker = pulsar_broker_factory()
+    # transaction_test.go's broker; the other tests keep Pulsar's default (no coordinator).
+    txn_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True)
     env = dict(os.environ)
     env.update(
         PULSAR_SERVICE_URL=broker.service_url,
         PULSAR_ADMIN_URL=broker.admin_url,
+        PULSAR_TXN_SERVICE_URL=txn_broker.service_url,
         # Use the Go on PATH, never download another toolchain.
         GOTOOLCHAIN="local",
         # go.sum is committed: never rewrite it during a test run.

@@ -1,9 +1,10 @@
 """The official Apache Pulsar Java client and Java ``PulsarAdmin`` against pulsar_rs.
 
-Runs the JUnit 5 suite of ``tests/java`` (a Maven project) with Maven against a broker started by the
-``pulsar_broker`` fixture, then reads Surefire's XML reports: no failure, no error, and at least
-``MIN_TESTS`` tests run (so that an empty or partial run cannot pass). Tests the broker does not
-pass yet are ``@Disabled("pulsar-rs: ...")`` in the Java sources and counted as skipped.
+Runs the JUnit 5 suite of ``tests/java`` (a Maven project) with Maven against a broker with Pulsar's
+default settings and, for ``TransactionTest``, a second one with transactions enabled, then reads
+Surefire's XML reports: no failure, no error, and at least ``MIN_TESTS`` tests run (so that an empty
+or partial run cannot pass). Tests the broker does not pass yet are ``@Disabled("pulsar-rs: ...")``
+in the Java sources and counted as skipped.
 
 Skipped only when ``mvn`` or ``java`` is not installed. Maven's first run downloads the client and
 plugins into ``~/.m2`` (about a minute on a cold cache); later runs take the compile and test time.
@@ -25,7 +26,7 @@ JAVA_DIR = Path(__file__).resolve().parent
 
 #: The number of JUnit tests (parameterized cases counted one by one) in tests/java, disabled ones
 #: included: a run that reports fewer did not run them all.
-MIN_TESTS = 57
+MIN_TESTS = 67
 
 #: Maven's own limit; pytest's is a little longer so that Maven is stopped by us, not by pytest-timeout.
 MVN_TIMEOUT_S = 840
@@ -65,7 +66,9 @@ def read_reports(reports: Path) -> Summary:
     return s
 
 
-def run_maven(project: Path, service_url: str, admin_url: str) -> subprocess.CompletedProcess:
+def run_maven(
+    project: Path, service_url: str, admin_url: str, txn_service_url: str, txn_admin_url: str
+) -> subprocess.CompletedProcess:
     cmd = [
         "mvn",
         "-B",
@@ -75,6 +78,8 @@ def run_maven(project: Path, service_url: str, admin_url: str) -> subprocess.Com
         "test",
         f"-Dpulsar.serviceUrl={service_url}",
         f"-Dpulsar.adminUrl={admin_url}",
+        f"-Dpulsar.txnServiceUrl={txn_service_url}",
+        f"-Dpulsar.txnAdminUrl={txn_admin_url}",
     ]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=project
@@ -88,7 +93,11 @@ def run_maven(project: Path, service_url: str, admin_url: str) -> subprocess.Com
     return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
 
 
-def test_java_client_suite(pulsar_broker, tmp_path):
+def test_java_client_suite(pulsar_broker_factory, tmp_path):
+    # Pulsar's default (no transactions) for every test but TransactionTest, which gets a broker
+    # with the transaction coordinator.
+    pulsar_broker = pulsar_broker_factory()
+    txn_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True)
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")
@@ -98,7 +107,9 @@ def test_java_client_suite(pulsar_broker, tmp_path):
     shutil.copytree(JAVA_DIR, project, ignore=shutil.ignore_patterns("target", "__pycache__", "*.py"))
     reports = project / "target" / "surefire-reports"
 
-    result = run_maven(project, pulsar_broker.service_url, pulsar_broker.admin_url)
+    result = run_maven(
+        project, pulsar_broker.service_url, pulsar_broker.admin_url, txn_broker.service_url, txn_broker.admin_url
+    )
 
     assert reports.is_dir(), f"no Surefire reports (mvn exit {result.returncode}):\n{result.stdout[-5000:]}"
     s = read_reports(reports)

@@ -299,6 +299,7 @@ impl Server {
         let opened = tokio::task::spawn_blocking(move || {
             let res = resources::Resources::open(svc.storage.meta())?;
             resources::bootstrap(&res, &svc, &urls)?;
+            svc.open_coordinators()?;
             authz::migrate_legacy_grants(&svc)?;
             Ok::<_, pulsar_rs_broker::BrokerError>(Arc::new(res))
         })
@@ -311,6 +312,7 @@ impl Server {
                 return Err(e.into());
             }
         };
+        service.resume_transactions();
         let authz = authz::Authorizer::new(
             &service.config,
             Arc::clone(&service),

@@ -120,6 +120,8 @@ pub struct BrokerConfig {
     pub key_shared_look_ahead_msg_in_replay_threshold_per_subscription: u32,
     pub key_shared_unblocking_interval_ms: u64,
     pub delayed_delivery_enabled: bool,
+    /// Transactions: the coordinator, transaction buffers and pending acks.
+    pub transaction_coordinator_enabled: bool,
     pub delayed_delivery_tick_time_millis: u64,
     pub delayed_delivery_deliver_at_time_strict: bool,
 
@@ -303,6 +305,7 @@ impl Default for BrokerConfig {
             key_shared_look_ahead_msg_in_replay_threshold_per_subscription: 20_000,
             key_shared_unblocking_interval_ms: 10,
             delayed_delivery_enabled: true,
+            transaction_coordinator_enabled: false,
             delayed_delivery_tick_time_millis: 1000,
             delayed_delivery_deliver_at_time_strict: false,
             max_publish_rate_per_topic_in_messages: 0,

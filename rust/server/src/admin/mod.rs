@@ -24,6 +24,7 @@ mod stats;
 mod subscriptions;
 mod tenants;
 mod topics;
+mod transactions;
 
 use std::sync::Arc;
 
@@ -206,6 +207,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(messages::routes())
         .merge(permissions::routes())
         .merge(lookup::routes())
+        .merge(transactions::routes())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             crate::auth::admin_guard,

@@ -17,6 +17,7 @@ mod offload;
 mod producer;
 mod receipts;
 mod schema;
+mod transaction;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -416,6 +417,34 @@ impl Connection {
             }
             Type::GetSchema => {
                 self.get_schema(&*body!(get_schema));
+                Ok(())
+            }
+            Type::TcClientConnectRequest => {
+                self.tc_client_connect(&*body!(tc_client_connect_request));
+                Ok(())
+            }
+            Type::NewTxn => {
+                self.new_txn(&*body!(new_txn));
+                Ok(())
+            }
+            Type::AddPartitionToTxn => {
+                self.add_partition_to_txn(&*body!(add_partition_to_txn));
+                Ok(())
+            }
+            Type::AddSubscriptionToTxn => {
+                self.add_subscription_to_txn(&*body!(add_subscription_to_txn));
+                Ok(())
+            }
+            Type::EndTxn => {
+                self.end_txn(&*body!(end_txn));
+                Ok(())
+            }
+            Type::EndTxnOnPartition => {
+                self.end_txn_on_partition(&*body!(end_txn_on_partition));
+                Ok(())
+            }
+            Type::EndTxnOnSubscription => {
+                self.end_txn_on_subscription(&*body!(end_txn_on_subscription));
                 Ok(())
             }
             Type::GetOrCreateSchema => {
