@@ -9,7 +9,10 @@ use pulsar_rs_ledger::{LedgerError, Position, Storage, StorageConfig, SystemCloc
 
 const NAME: &str = "public/default/persistent/seam-topic";
 
-async fn open(storage: &Storage, per_ledger: u64) -> pulsar_rs_ledger::Result<Arc<SeamManagedLedger>> {
+async fn open(
+    storage: &Storage,
+    per_ledger: u64,
+) -> pulsar_rs_ledger::Result<Arc<SeamManagedLedger>> {
     SeamManagedLedger::open(
         NAME,
         storage.seam_ledgers() as Arc<dyn LedgerStorage>,
@@ -68,7 +71,11 @@ async fn a_second_owner_fences_the_first() {
     assert!(first.is_fenced());
     second.add_entry(payload(4)).await.unwrap();
     let read = read_all(&second).await;
-    assert_eq!(read.len(), 5, "the first owner's 4 entries and the second's");
+    assert_eq!(
+        read.len(),
+        5,
+        "the first owner's 4 entries and the second's"
+    );
     assert_eq!(read[4].1, payload(4));
 }
 

@@ -73,10 +73,18 @@ impl BkSettings {
             }
             Ok(())
         }
-        num(conf, "managedLedgerDefaultEnsembleSize", &mut s.ensemble_size)?;
+        num(
+            conf,
+            "managedLedgerDefaultEnsembleSize",
+            &mut s.ensemble_size,
+        )?;
         num(conf, "managedLedgerDefaultWriteQuorum", &mut s.write_quorum)?;
         num(conf, "managedLedgerDefaultAckQuorum", &mut s.ack_quorum)?;
-        num(conf, "managedLedgerMaxEntriesPerLedger", &mut s.max_entries_per_ledger)?;
+        num(
+            conf,
+            "managedLedgerMaxEntriesPerLedger",
+            &mut s.max_entries_per_ledger,
+        )?;
         let mut secs = s.client_timeout.as_secs();
         num(conf, "bookkeeperClientTimeoutInSeconds", &mut secs)?;
         s.client_timeout = Duration::from_secs(secs.max(1));
@@ -99,10 +107,16 @@ impl BkSettings {
             return bad("managedLedgerDefaultAckQuorum", "must be at least 1");
         }
         if self.write_quorum < self.ack_quorum {
-            return bad("managedLedgerDefaultWriteQuorum", "must be at least the ack quorum");
+            return bad(
+                "managedLedgerDefaultWriteQuorum",
+                "must be at least the ack quorum",
+            );
         }
         if self.ensemble_size < self.write_quorum {
-            return bad("managedLedgerDefaultEnsembleSize", "must be at least the write quorum");
+            return bad(
+                "managedLedgerDefaultEnsembleSize",
+                "must be at least the write quorum",
+            );
         }
         Ok(())
     }
@@ -130,7 +144,10 @@ impl BkSettings {
     /// As [`BkSettings::metadata_servers`].
     pub fn bookkeeper_uri(&self) -> Result<String, LedgerError> {
         if self.bookkeeper_metadata_service_uri.is_empty() {
-            Ok(format!("metadata-store:zk:{}/ledgers", self.metadata_servers()?))
+            Ok(format!(
+                "metadata-store:zk:{}/ledgers",
+                self.metadata_servers()?
+            ))
         } else {
             Ok(self.bookkeeper_metadata_service_uri.clone())
         }
@@ -153,7 +170,10 @@ mod tests {
         .collect();
         let s = BkSettings::from_conf(&conf).unwrap().unwrap();
         assert_eq!((s.ensemble_size, s.write_quorum, s.ack_quorum), (3, 2, 2));
-        assert_eq!(s.bookkeeper_uri().unwrap(), "metadata-store:zk:127.0.0.1:2181/ledgers");
+        assert_eq!(
+            s.bookkeeper_uri().unwrap(),
+            "metadata-store:zk:127.0.0.1:2181/ledgers"
+        );
         assert!(s.password.is_empty());
         assert!(BkSettings::from_conf(&HashMap::new()).unwrap().is_none());
         let mut bad = conf.clone();

@@ -70,7 +70,11 @@ impl VersionedStore for ZkVersionedStore {
             }
             let created = match self.zk.create(&path, &value, &persistent()).await {
                 Err(zk::Error::NoNode) => {
-                    if let Some(parent) = path.rfind('/').map(|i| &path[..i]).filter(|p| !p.is_empty()) {
+                    if let Some(parent) = path
+                        .rfind('/')
+                        .map(|i| &path[..i])
+                        .filter(|p| !p.is_empty())
+                    {
                         match self.zk.mkdir(parent, &persistent()).await {
                             Ok(()) | Err(zk::Error::NodeExists) => {}
                             Err(e) => return Err(from_zk(parent, e)),

@@ -98,7 +98,10 @@ mod tests {
             info.encode_to_vec(),
             [0x0a, 8, 0x08, 3, 0x10, 2, 0x18, 10, 0x20, 0]
         );
-        assert_eq!(ManagedLedgerInfo::decode(&info.encode_to_vec()[..]).unwrap(), info);
+        assert_eq!(
+            ManagedLedgerInfo::decode(&info.encode_to_vec()[..]).unwrap(),
+            info
+        );
     }
 
     #[test]
@@ -117,6 +120,9 @@ mod tests {
             }],
             properties: vec![],
         };
-        assert_eq!(ManagedCursorInfo::decode(&c.encode_to_vec()[..]).unwrap(), c);
+        assert_eq!(
+            ManagedCursorInfo::decode(&c.encode_to_vec()[..]).unwrap(),
+            c
+        );
     }
 }

@@ -283,11 +283,12 @@ impl ReadLedger for LocalLedger {
             };
             let shared = Arc::clone(&self.shared);
             let id = self.id;
-            let records = tokio::task::spawn_blocking(move || shared.journal.read(id, first, &locs))
-                .await
-                .map_err(|e| LedgerError::Backend {
-                    context: format!("journal read task: {e}"),
-                })??;
+            let records =
+                tokio::task::spawn_blocking(move || shared.journal.read(id, first, &locs))
+                    .await
+                    .map_err(|e| LedgerError::Backend {
+                        context: format!("journal read task: {e}"),
+                    })??;
             Ok(records.into_iter().map(|r| r.payload).collect())
         })
     }

@@ -65,7 +65,11 @@ fn split(key: &str, raw: &[u8]) -> Result<(Vec<u8>, Version)> {
         key: key.to_owned(),
         reason: "seam record shorter than its version".into(),
     };
-    let head: [u8; 8] = raw.get(..8).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?;
+    let head: [u8; 8] = raw
+        .get(..8)
+        .ok_or_else(corrupt)?
+        .try_into()
+        .map_err(|_| corrupt())?;
     Ok((raw[8..].to_vec(), i64::from_be_bytes(head)))
 }
 
@@ -142,7 +146,10 @@ pub(crate) fn seam_ledger_ids(meta: &dyn MetaStore) -> Result<(Vec<i64>, Vec<Str
         if !key_name(&key).starts_with("/managed-ledgers/") {
             continue;
         }
-        match meta.get(&key).and_then(|r| r.map(|raw| split(&key, &raw)).transpose()) {
+        match meta
+            .get(&key)
+            .and_then(|r| r.map(|raw| split(&key, &raw)).transpose())
+        {
             Ok(Some((raw, _))) => {
                 if let Ok(info) = ManagedLedgerInfo::decode(&raw[..]) {
                     ids.extend(info.ledger_info.iter().map(|l| l.ledger_id));

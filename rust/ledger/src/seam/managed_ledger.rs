@@ -150,7 +150,11 @@ impl SeamManagedLedger {
         }
         if let Some(id) = dropped {
             info.ledger_info.pop();
-            tracing::debug!(ledger = name, ledger_id = id, "dropping the empty recovered ledger");
+            tracing::debug!(
+                ledger = name,
+                ledger_id = id,
+                "dropping the empty recovered ledger"
+            );
         }
         let writer = storage.create_ledger(name).await?;
         info.ledger_info.push(LedgerInfo {
@@ -159,10 +163,7 @@ impl SeamManagedLedger {
             size: None,
             timestamp: Some(0),
         });
-        let version = match store
-            .put(&path, info.encode_to_vec(), Some(version))
-            .await
-        {
+        let version = match store.put(&path, info.encode_to_vec(), Some(version)).await {
             Ok(v) => v,
             Err(e) => {
                 let _ = storage.delete_ledger(writer.id()).await;
@@ -172,11 +173,8 @@ impl SeamManagedLedger {
         if let Some(id) = dropped {
             let _ = storage.delete_ledger(id).await;
         }
-        let ledgers: BTreeMap<i64, LedgerInfo> = info
-            .ledger_info
-            .iter()
-            .map(|l| (l.ledger_id, *l))
-            .collect();
+        let ledgers: BTreeMap<i64, LedgerInfo> =
+            info.ledger_info.iter().map(|l| (l.ledger_id, *l)).collect();
         let last_confirmed = ledgers
             .values()
             .rev()
@@ -342,7 +340,11 @@ impl SeamManagedLedger {
                 ledger_info: st.ledgers.values().copied().collect(),
                 terminated_position: None,
             };
-            if let Some(l) = info.ledger_info.iter_mut().find(|l| l.ledger_id == old.id()) {
+            if let Some(l) = info
+                .ledger_info
+                .iter_mut()
+                .find(|l| l.ledger_id == old.id())
+            {
                 *l = closed;
             }
             info.ledger_info.push(LedgerInfo {

@@ -87,8 +87,12 @@ pub trait VersionedStore: Send + Sync {
     fn get(&self, path: &str) -> BoxFut<'_, Result<Option<(Vec<u8>, Version)>>>;
     /// Writes a record if its version is still `expected` (`None`: create it, which fails if it
     /// exists). A lost race is [`crate::LedgerError::BadVersion`]. Returns the new version.
-    fn put(&self, path: &str, value: Vec<u8>, expected: Option<Version>)
-        -> BoxFut<'_, Result<Version>>;
+    fn put(
+        &self,
+        path: &str,
+        value: Vec<u8>,
+        expected: Option<Version>,
+    ) -> BoxFut<'_, Result<Version>>;
     /// Deletes a record (at `expected`, or whatever its version with `None`); a missing record
     /// is not an error.
     fn delete(&self, path: &str, expected: Option<Version>) -> BoxFut<'_, Result<()>>;

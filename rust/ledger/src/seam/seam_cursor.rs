@@ -119,8 +119,7 @@ impl SeamCursor {
                         info.mark_delete_entry_id.unwrap_or(-1),
                     )
                 } else {
-                    Self::from_cursor_ledger(&ml, info.cursors_ledger_id, &path, &mut acked)
-                        .await?
+                    Self::from_cursor_ledger(&ml, info.cursors_ledger_id, &path, &mut acked).await?
                 };
                 (md, Some(v))
             }

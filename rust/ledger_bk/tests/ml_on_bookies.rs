@@ -1,0 +1,240 @@
+//! The seam's managed ledger on real ZooKeeper and Apache BookKeeper 4.17 bookies (the fixture of
+//! the bookkeeper crate's tests): appends roll over across ledgers and read back; a second broker
+//! opening the topic fences the first, whose next append fails; cursors survive the hand-over; a
+//! stale ledger-list compare-and-set fences; and Apache Pulsar's own classes parse the
+//! `ManagedLedgerInfo` and `ManagedCursorInfo` written, while BookKeeper's Java client reads every
+//! ledger they name. Skipped (with a message) without the Pulsar distribution or a JDK.
+
+#[path = "../../bookkeeper/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use common::{skip_unless_ready, tagged, Cluster, SERIAL};
+use pulsar_rs_ledger::seam::{
+    managed_ledger_path, LedgerStorage, SeamLedgerConfig, SeamManagedLedger, VersionedStore,
+};
+use pulsar_rs_ledger::{LedgerError, Position, SystemClock};
+use pulsar_rs_ledger_bk::BkSettings;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A "broker": its own BookKeeper client and ZooKeeper session, E=3 Qw=2 Qa=2.
+async fn broker(
+    cluster: &Cluster,
+    name: &str,
+    per_ledger: u64,
+) -> pulsar_rs_ledger::Result<Arc<SeamManagedLedger>> {
+    let mut settings = BkSettings::new(&format!("zk:{}", cluster.zk_servers()));
+    settings.ensemble_size = 3;
+    settings.write_quorum = 2;
+    settings.ack_quorum = 2;
+    let (ledgers, store) = pulsar_rs_ledger_bk::connect(&settings).await?;
+    SeamManagedLedger::open(
+        name,
+        ledgers as Arc<dyn LedgerStorage>,
+        store as Arc<dyn VersionedStore>,
+        Arc::new(SystemClock),
+        SeamLedgerConfig {
+            max_entries_per_ledger: per_ledger,
+        },
+    )
+    .await
+}
+
+fn payload(i: usize) -> Bytes {
+    Bytes::from(format!("ml-entry-{i}"))
+}
+
+async fn read_all(ml: &SeamManagedLedger) -> Vec<(Position, Bytes)> {
+    let mut out = Vec::new();
+    let mut from = Position::new(-1, -1);
+    loop {
+        let got = ml.read_entries(from, 4).await.unwrap();
+        let Some(last) = got.last() else { break };
+        from = ml.next_position(last.position);
+        out.extend(got.into_iter().map(|e| (e.position, e.data)));
+    }
+    out
+}
+
+/// Compiles `MlTool.java` once per test process.
+fn mltool_classes(home: &Path) -> PathBuf {
+    static CLASSES: OnceLock<PathBuf> = OnceLock::new();
+    CLASSES
+        .get_or_init(|| {
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mltool-classes");
+            std::fs::create_dir_all(&out).unwrap();
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/MlTool.java");
+            let ok = Command::new("javac")
+                .args(["-nowarn", "-d"])
+                .arg(&out)
+                .args(["-cp", &format!("{}/lib/*", home.display())])
+                .arg(src)
+                .status()
+                .expect("javac");
+            assert!(ok.success(), "javac MlTool.java failed");
+            out
+        })
+        .clone()
+}
+
+fn mltool(cluster: &Cluster, args: &[&str]) -> String {
+    let classes = mltool_classes(&cluster.home);
+    let out = Command::new("java")
+        .args([
+            "-Xmx128m",
+            "-cp",
+            &format!("{}:{}/lib/*", classes.display(), cluster.home.display()),
+            "MlTool",
+        ])
+        .args(args)
+        .output()
+        .expect("run MlTool");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "MlTool {args:?} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn managed_ledger_on_bookies_in_pulsars_format() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    let name = "public/default/persistent/on-bookies";
+    let (positions, ledger_count) = rt.block_on(async {
+        cluster.wait_writable(3).await;
+        // Broker A: 12 entries, 5 per ledger (three ledgers), a cursor acknowledging some.
+        let a = broker(&cluster, name, 5).await.unwrap();
+        let ca = a.open_cursor("sub").await.unwrap();
+        let mut positions = Vec::new();
+        for i in 0..12 {
+            positions.push(a.add_entry(payload(i)).await.unwrap());
+        }
+        assert_eq!(a.ledger_ids().len(), 3);
+        let read = read_all(&a).await;
+        assert_eq!(read.iter().map(|r| r.0).collect::<Vec<_>>(), positions);
+        assert_eq!(read[11].1, payload(11));
+        assert_eq!(ca.read_entries(100).await.unwrap().len(), 5);
+        for p in &positions[0..4] {
+            ca.acknowledge(*p);
+        }
+        ca.acknowledge(positions[7]);
+        ca.flush().await.unwrap();
+
+        // Broker B takes the topic over: the recovery open fences A's current ledger.
+        let b = broker(&cluster, name, 5).await.unwrap();
+        let err = a.add_entry(payload(99)).await.unwrap_err();
+        assert!(
+            matches!(err, LedgerError::Fenced { .. }),
+            "A's append after the hand-over: {err:?}"
+        );
+        assert!(a.is_fenced());
+        let read = read_all(&b).await;
+        assert_eq!(
+            read.iter().map(|r| r.0).collect::<Vec<_>>(),
+            positions,
+            "B reads every entry A had acknowledged"
+        );
+        let cb = b.open_cursor("sub").await.unwrap();
+        assert_eq!(cb.mark_delete_position(), positions[3]);
+        assert_eq!(cb.individually_deleted(), vec![positions[7]]);
+        positions.push(b.add_entry(payload(12)).await.unwrap());
+        cb.flush().await.unwrap();
+        // A's cursor record is stale now: its write loses the compare-and-set.
+        assert!(matches!(ca.flush().await, Err(LedgerError::Fenced { .. })));
+        let n = b.ledger_ids().len();
+        // Closing writes the last ledger's end to its metadata: a reader that does not recover
+        // it sees its last entry only then (BookKeeper piggybacks the LAC on the next entry).
+        b.close().await.unwrap();
+        (positions, n)
+    });
+
+    // Pulsar's own MLDataFormats parse the records; BookKeeper's Java client reads the ledgers.
+    let out = mltool(&cluster, &["ml", &cluster.zk_servers(), name]);
+    let ledgers = tagged(&out, "LEDGER ");
+    assert_eq!(ledgers.len(), ledger_count, "{out}");
+    let entries: Vec<String> = tagged(&out, "ENTRY ")
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+    let expected: Vec<String> = positions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{}:{} ml-entry-{i}", p.ledger_id, p.entry_id))
+        .collect();
+    assert_eq!(entries, expected, "{out}");
+    let closed: Vec<String> = (0..3)
+        .map(|l| {
+            let idx: Vec<usize> = (l * 5..(l * 5 + 5).min(12)).collect();
+            let size: usize = idx.iter().map(|&i| payload(i).len()).sum();
+            format!("{} {} {size}", positions[idx[0]].ledger_id, idx.len())
+        })
+        .collect();
+    assert_eq!(
+        ledgers[..3],
+        closed,
+        "entries and sizes of the closed ledgers: {out}"
+    );
+    let out = mltool(&cluster, &["cursor", &cluster.zk_servers(), name, "sub"]);
+    assert_eq!(tagged(&out, "CURSORLEDGER "), vec!["-1"]);
+    let md = positions[3];
+    assert_eq!(
+        tagged(&out, "MARKDELETE "),
+        vec![format!("{}:{}", md.ledger_id, md.entry_id)]
+    );
+    let p7 = positions[7];
+    assert_eq!(
+        tagged(&out, "RANGE "),
+        vec![format!(
+            "{}:{} {}:{}",
+            p7.ledger_id,
+            p7.entry_id - 1,
+            p7.ledger_id,
+            p7.entry_id
+        )]
+    );
+}
+
+#[test]
+fn a_stale_ledger_list_compare_and_set_fences_the_managed_ledger() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = runtime();
+    rt.block_on(async {
+        cluster.wait_writable(3).await;
+        let name = "public/default/persistent/cas";
+        // One entry per ledger: the second append rolls over and writes the list.
+        let ml = broker(&cluster, name, 1).await.unwrap();
+        ml.add_entry(payload(0)).await.unwrap();
+        // Someone else rewrites the list (same bytes, next znode version), fencing no ledger.
+        let store = pulsar_rs_ledger_bk::ZkVersionedStore::connect(&cluster.zk_servers())
+            .await
+            .unwrap();
+        let path = managed_ledger_path(name);
+        let (raw, v) = store.get(&path).await.unwrap().unwrap();
+        store.put(&path, raw, Some(v)).await.unwrap();
+        let err = ml.add_entry(payload(1)).await.unwrap_err();
+        assert!(matches!(err, LedgerError::Fenced { .. }), "{err:?}");
+        assert!(ml.is_fenced());
+    });
+}
