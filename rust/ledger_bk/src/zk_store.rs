@@ -3,7 +3,7 @@
 //! Pulsar's metadata store reports it. Parent znodes are created (empty) on first write, as
 //! Pulsar's `ZKMetadataStore` does.
 
-use pulsar_rs_ledger::seam::{BoxFut, Version, VersionedStore};
+use pulsar_rs_ledger::seam::{BoxFut, Version, Versioned, VersionedStore};
 use pulsar_rs_ledger::{LedgerError, Result};
 use zookeeper_client as zk;
 
@@ -41,7 +41,7 @@ impl ZkVersionedStore {
 }
 
 impl VersionedStore for ZkVersionedStore {
-    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<(Vec<u8>, Version)>>> {
+    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<Versioned>>> {
         let path = path.to_owned();
         Box::pin(async move {
             match self.zk.get_data(&path).await {

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use prost::Message;
 
 use super::formats::ManagedLedgerInfo;
-use super::{BoxFut, Version, VersionedStore};
+use super::{BoxFut, Version, Versioned, VersionedStore};
 use crate::metastore::{child_key, key_name, MetaStore};
 use crate::{LedgerError, Result};
 
@@ -60,7 +60,7 @@ fn record_key(path: &str) -> String {
     child_key(SEAM_RECORDS_PREFIX, path)
 }
 
-fn split(key: &str, raw: &[u8]) -> Result<(Vec<u8>, Version)> {
+fn split(key: &str, raw: &[u8]) -> Result<Versioned> {
     let corrupt = || LedgerError::CorruptMetadata {
         key: key.to_owned(),
         reason: "seam record shorter than its version".into(),
@@ -73,12 +73,12 @@ fn split(key: &str, raw: &[u8]) -> Result<(Vec<u8>, Version)> {
     Ok((raw[8..].to_vec(), i64::from_be_bytes(head)))
 }
 
-fn read(meta: &dyn MetaStore, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
+fn read(meta: &dyn MetaStore, key: &str) -> Result<Option<Versioned>> {
     meta.get(key)?.map(|raw| split(key, &raw)).transpose()
 }
 
 impl VersionedStore for LocalVersionedStore {
-    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<(Vec<u8>, Version)>>> {
+    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<Versioned>>> {
         let key = record_key(path);
         self.blocking(move |meta, _| read(meta, &key))
     }

@@ -39,6 +39,9 @@ pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A version of a metadata record, for compare-and-set (ZooKeeper's `Stat.version`).
 pub type Version = i64;
 
+/// A metadata record's bytes and version, as read.
+pub type Versioned = (Vec<u8>, Version);
+
 /// A ledger open for writing by its one writer.
 pub trait WriteLedger: Send + Sync {
     /// The ledger id.
@@ -84,7 +87,7 @@ pub trait LedgerStorage: Send + Sync {
 /// (`/managed-ledgers/tenant/ns/persistent/topic`).
 pub trait VersionedStore: Send + Sync {
     /// Reads a record and its version.
-    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<(Vec<u8>, Version)>>>;
+    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<Versioned>>>;
     /// Writes a record if its version is still `expected` (`None`: create it, which fails if it
     /// exists). A lost race is [`crate::LedgerError::BadVersion`]. Returns the new version.
     fn put(
