@@ -238,3 +238,71 @@ fn a_stale_ledger_list_compare_and_set_fences_the_managed_ledger() {
         assert!(ml.is_fenced());
     });
 }
+
+#[test]
+fn a_bookie_killed_while_producing_loses_no_acknowledged_entry() {
+    const N: usize = 1500;
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // E=3 on four bookies: one can die and be replaced.
+    let mut cluster = Cluster::start(&home, 4);
+    let rt = runtime();
+    rt.block_on(async {
+        let zk = cluster.wait_writable(4).await;
+        let name = "public/default/persistent/bookie-dies";
+        let a = broker(&cluster, name, 600).await.unwrap();
+        let producer = {
+            let a = Arc::clone(&a);
+            tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for window in (0..N).collect::<Vec<_>>().chunks(10) {
+                    let adds: Vec<_> = window
+                        .iter()
+                        .map(|&i| {
+                            let a = Arc::clone(&a);
+                            tokio::spawn(async move { (i, a.add_entry(payload(i)).await) })
+                        })
+                        .collect();
+                    for add in adds {
+                        acked.push(add.await.unwrap());
+                    }
+                }
+                acked
+            })
+        };
+        while a.last_confirmed().entry_id < 100 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let (m, _) = zk
+            .read_ledger_metadata(a.current_ledger_id())
+            .await
+            .unwrap();
+        let victim = m.ensembles[&0][1].clone();
+        tokio::task::block_in_place(|| cluster.kill_bookie(&victim));
+        let acked = tokio::time::timeout(std::time::Duration::from_secs(180), producer)
+            .await
+            .expect("every append completes after the ensemble change")
+            .unwrap();
+        let mut by_position = std::collections::BTreeMap::new();
+        for (i, r) in acked {
+            let p = r.unwrap_or_else(|e| panic!("entry {i} not acknowledged: {e}"));
+            by_position.insert(p, payload(i));
+        }
+        assert_eq!(by_position.len(), N);
+        assert!(
+            a.ledger_ids().len() >= 3,
+            "rolled over after the bookie died"
+        );
+        // Another broker takes over and reads every acknowledged entry back.
+        let b = broker(&cluster, name, 600).await.unwrap();
+        let read: std::collections::BTreeMap<Position, Bytes> =
+            read_all(&b).await.into_iter().collect();
+        assert_eq!(read, by_position);
+        eprintln!(
+            "killed {victim} at LAC >= 100 of ledger {}",
+            a.ledger_ids()[0]
+        );
+    });
+}
