@@ -115,6 +115,11 @@ impl WriteLedger for BkWriter {
         self.writer.last_add_confirmed()
     }
 
+    fn length(&self) -> u64 {
+        // The client records the length in the ledger's metadata when it closes it.
+        u64::try_from(self.writer.metadata().length).unwrap_or(0)
+    }
+
     fn close(&self) -> BoxFut<'_, Result<()>> {
         Box::pin(async move { self.writer.close().await.map_err(from_bk) })
     }

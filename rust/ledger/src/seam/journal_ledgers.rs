@@ -233,6 +233,11 @@ impl WriteLedger for LocalLedger {
         self.state.lock().lac
     }
 
+    fn length(&self) -> u64 {
+        // Lock: one field read.
+        self.state.lock().length
+    }
+
     fn close(&self) -> BoxFut<'_, Result<()>> {
         Box::pin(async move {
             // Appends still in flight complete or fail on their own; nothing past the confirmed
@@ -259,6 +264,7 @@ impl ReadLedger for LocalLedger {
     }
 
     fn length(&self) -> u64 {
+        // Lock: two field reads.
         let st = self.state.lock();
         if st.closed_at.is_some() {
             st.length

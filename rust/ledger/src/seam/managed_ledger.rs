@@ -72,8 +72,6 @@ struct MlState {
     writer: Arc<dyn WriteLedger>,
     /// Entries queued to `writer` (confirmed or not).
     appended: u64,
-    /// Bytes confirmed in `writer`.
-    current_size: u64,
     /// `writer` failed an append: roll over before the next one.
     writer_failed: bool,
     /// Last entry readers may see.
@@ -194,7 +192,6 @@ impl SeamManagedLedger {
                 version,
                 writer,
                 appended: 0,
-                current_size: 0,
                 writer_failed: false,
                 last_confirmed,
                 fenced: false,
@@ -282,9 +279,6 @@ impl SeamManagedLedger {
                     if pos > st.last_confirmed {
                         st.last_confirmed = pos;
                     }
-                    if st.writer.id() == ledger_id {
-                        st.current_size += data.len() as u64;
-                    }
                     Ok(pos)
                 }
                 Err(LedgerError::Fenced { .. }) => {
@@ -329,11 +323,10 @@ impl SeamManagedLedger {
         let now = self.clock.now_ms() as i64;
         let (raw, version) = {
             let mut st = self.state.lock();
-            let size = st.current_size as i64;
             let closed = LedgerInfo {
                 ledger_id: old.id(),
                 entries: Some(old.last_add_confirmed() + 1),
-                size: Some(size),
+                size: Some(old.length() as i64),
                 timestamp: Some(now),
             };
             let mut info = ManagedLedgerInfo {
@@ -371,7 +364,6 @@ impl SeamManagedLedger {
                 );
                 st.writer = new;
                 st.appended = 0;
-                st.current_size = 0;
                 st.writer_failed = false;
                 tracing::debug!(ledger = %self.name, closed = old.id(), "rolled over");
                 Ok(())

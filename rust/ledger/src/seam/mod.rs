@@ -52,6 +52,9 @@ pub trait WriteLedger: Send + Sync {
     fn append(&self, data: Bytes) -> BoxFut<'static, Result<i64>>;
     /// The last entry durable with every earlier one (-1: none).
     fn last_add_confirmed(&self) -> i64;
+    /// Bytes of the entries up to the last confirmed one, as the storage records them (final
+    /// once [`WriteLedger::close`] returned).
+    fn length(&self) -> u64;
     /// Waits for the pending appends, then closes the ledger at its last confirmed entry.
     fn close(&self) -> BoxFut<'_, Result<()>>;
 }
