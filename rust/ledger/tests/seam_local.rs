@@ -139,3 +139,44 @@ async fn cursors_and_entries_survive_a_restart() {
         .collect();
     assert_eq!(unread, positions[2..4].to_vec());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumed_ledgers_are_trimmed_but_a_recorded_cursor_holds_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+    let ml = open(&storage, 3).await.unwrap();
+    let fast = ml.open_cursor("fast").await.unwrap();
+    let slow = ml.open_cursor("slow").await.unwrap();
+    let mut positions = Vec::new();
+    for i in 0..10 {
+        positions.push(ml.add_entry(payload(i)).await.unwrap());
+    }
+    let ids = ml.ledger_ids();
+    assert_eq!(ids.len(), 4);
+    for p in &positions {
+        fast.acknowledge(*p);
+    }
+    // `slow` consumed the first ledger and one entry of the second.
+    for p in &positions[..4] {
+        slow.acknowledge(*p);
+    }
+    fast.flush().await.unwrap();
+    slow.flush().await.unwrap();
+    ml.close().await.unwrap();
+    // A new owner that never opens `slow` must still respect it.
+    let ml = open(&storage, 3).await.unwrap();
+    let trimmed = ml.trim_consumed_ledgers().await.unwrap();
+    assert_eq!(trimmed, vec![ids[0]]);
+    assert_eq!(ml.ledger_ids()[0], ids[1]);
+    let read = read_all(&ml).await;
+    assert_eq!(read.first().unwrap().0, positions[3]);
+    assert_eq!(read.len(), 7);
+    let err = storage
+        .seam_ledgers()
+        .open_ledger(ids[0], false)
+        .await
+        .unwrap()
+        .read(0, 0)
+        .await;
+    assert!(err.is_err(), "the trimmed ledger is gone from the journal");
+}

@@ -213,7 +213,7 @@ fn managed_ledger_on_bookies_in_pulsars_format() {
 }
 
 #[test]
-fn a_stale_ledger_list_compare_and_set_fences_the_managed_ledger() {
+fn a_stale_ledger_list_compare_and_set_fences_and_consumed_ledgers_are_trimmed() {
     let Some(home) = skip_unless_ready() else {
         return;
     };
@@ -236,6 +236,48 @@ fn a_stale_ledger_list_compare_and_set_fences_the_managed_ledger() {
         let err = ml.add_entry(payload(1)).await.unwrap_err();
         assert!(matches!(err, LedgerError::Fenced { .. }), "{err:?}");
         assert!(ml.is_fenced());
+
+        // Trimming: consumed ledgers leave the list, then the bookies' metadata.
+        let name = "public/default/persistent/trim";
+        let ml = broker(&cluster, name, 2).await.unwrap();
+        let c = ml.open_cursor("sub").await.unwrap();
+        let mut positions = Vec::new();
+        for i in 0..5 {
+            positions.push(ml.add_entry(payload(i)).await.unwrap());
+        }
+        let ids = ml.ledger_ids();
+        assert_eq!(ids.len(), 3);
+        for p in &positions[..4] {
+            c.acknowledge(*p);
+        }
+        assert_eq!(ml.trim_consumed_ledgers().await.unwrap(), ids[..2].to_vec());
+        let (raw, _) = store
+            .get(&managed_ledger_path(name))
+            .await
+            .unwrap()
+            .unwrap();
+        let info = <pulsar_rs_ledger::seam::formats::ManagedLedgerInfo as prost::Message>::decode(
+            &raw[..],
+        )
+        .unwrap();
+        assert_eq!(
+            info.ledger_info
+                .iter()
+                .map(|l| l.ledger_id)
+                .collect::<Vec<_>>(),
+            vec![ids[2]]
+        );
+        let bk =
+            pulsar_rs_bookkeeper::zk_store::ZkStore::connect(&cluster.zk_servers(), "/ledgers")
+                .await
+                .unwrap();
+        for id in &ids[..2] {
+            assert!(matches!(
+                bk.read_ledger_metadata(*id).await,
+                Err(pulsar_rs_bookkeeper::BkError::NoSuchLedgerMetadata { .. })
+            ));
+        }
+        assert_eq!(read_all(&ml).await.len(), 1);
     });
 }
 

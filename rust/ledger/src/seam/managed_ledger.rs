@@ -10,6 +10,10 @@
 //!   every earlier one are durable;
 //! * **rollover** after `max_entries_per_ledger` entries (or when the ledger failed): close it,
 //!   create the next, compare-and-set the list;
+//! * **trimming** deletes the closed ledgers every cursor (open or only recorded) has consumed:
+//!   the list without them is compare-and-set first, then the ledgers are deleted from the storage
+//!   (no retention policy yet: a consumed ledger goes at the next trim, as with Pulsar's default
+//!   retention of 0);
 //! * any version conflict on the list, or a fenced ledger, means another owner took over: the
 //!   managed ledger becomes *fenced* and every later append fails with [`LedgerError::Fenced`].
 
@@ -61,6 +65,8 @@ pub struct SeamManagedLedger {
     /// storage): an async mutex, the one lock held across `.await`, and only by rollovers, so an
     /// appender waits for it only when the ledger it would append to is full or failed.
     roll: tokio::sync::Mutex<()>,
+    /// Open cursors by name. Lock: map lookups and inserts only; taken alone.
+    cursors: Mutex<BTreeMap<String, Arc<SeamCursor>>>,
 }
 
 struct MlState {
@@ -199,6 +205,7 @@ impl SeamManagedLedger {
                 readers: HashMap::new(),
             }),
             roll: tokio::sync::Mutex::new(()),
+            cursors: Mutex::new(BTreeMap::new()),
         }))
     }
 
@@ -477,7 +484,90 @@ impl SeamManagedLedger {
     /// # Errors
     /// Storage failures or a corrupt record.
     pub async fn open_cursor(self: &Arc<Self>, name: &str) -> Result<Arc<SeamCursor>> {
-        SeamCursor::open(Arc::clone(self), name).await
+        if let Some(c) = self.cursors.lock().get(name) {
+            return Ok(Arc::clone(c));
+        }
+        let c = SeamCursor::open(Arc::clone(self), name).await?;
+        // Lock: insert unless another caller opened it meanwhile.
+        Ok(Arc::clone(
+            self.cursors.lock().entry(name.to_owned()).or_insert(c),
+        ))
+    }
+
+    /// Deletes the closed ledgers every cursor has consumed (all closed ones when there is no
+    /// cursor); returns their ids. Cursors recorded but not open are opened first, so a
+    /// subscription nobody attached to yet still holds its ledgers.
+    ///
+    /// # Errors
+    /// Storage failures; [`LedgerError::Fenced`] when another owner changed the list.
+    pub async fn trim_consumed_ledgers(self: &Arc<Self>) -> Result<Vec<i64>> {
+        for name in self.cursor_names().await? {
+            self.open_cursor(&name).await?;
+        }
+        let slowest = self
+            .cursors
+            .lock()
+            .values()
+            .map(|c| c.mark_delete_position())
+            .min();
+        let _one = self.roll.lock().await;
+        let (raw, version, doomed) = {
+            let st = self.state.lock();
+            if let Some(e) = self.refused(&st) {
+                return Err(e);
+            }
+            let slowest = slowest.unwrap_or(st.last_confirmed);
+            let current = st.writer.id();
+            let doomed: Vec<i64> = st
+                .ledgers
+                .values()
+                .take_while(|l| {
+                    let n = l.entries.unwrap_or(0);
+                    l.ledger_id != current
+                        && (l.ledger_id < slowest.ledger_id
+                            || (l.ledger_id == slowest.ledger_id && slowest.entry_id + 1 >= n))
+                })
+                .map(|l| l.ledger_id)
+                .collect();
+            if doomed.is_empty() {
+                return Ok(doomed);
+            }
+            let info = ManagedLedgerInfo {
+                ledger_info: st
+                    .ledgers
+                    .values()
+                    .filter(|l| !doomed.contains(&l.ledger_id))
+                    .copied()
+                    .collect(),
+                terminated_position: None,
+            };
+            (info.encode_to_vec(), st.version, doomed)
+        };
+        match self.store.put(&self.path, raw, Some(version)).await {
+            Ok(v) => {
+                let mut st = self.state.lock();
+                st.version = v;
+                for id in &doomed {
+                    st.ledgers.remove(id);
+                    st.readers.remove(id);
+                }
+            }
+            Err(e) => {
+                let e = fenced_on_conflict(e, &self.name);
+                if matches!(e, LedgerError::Fenced { .. }) {
+                    self.state.lock().fenced = true;
+                }
+                return Err(e);
+            }
+        }
+        // The list no longer names them: a failed delete leaves garbage, never a lost entry.
+        for id in &doomed {
+            if let Err(e) = self.storage.delete_ledger(*id).await {
+                tracing::warn!(ledger = %self.name, ledger_id = id, error = %e, "deleting a trimmed ledger failed");
+            }
+        }
+        tracing::debug!(ledger = %self.name, deleted = ?doomed, "trimmed consumed ledgers");
+        Ok(doomed)
     }
 
     /// Names of the cursors recorded for it.
