@@ -279,6 +279,47 @@ fn a_stale_ledger_list_compare_and_set_fences_and_consumed_ledgers_are_trimmed()
         }
         assert_eq!(read_all(&ml).await.len(), 1);
     });
+
+    // A cursor as a Pulsar broker killed mid-way leaves it (written by Pulsar's own classes): its
+    // position in a cursor ledger that was never closed. Opening it recovers (fences and closes)
+    // that ledger and takes the position from its last entry.
+    let name = "public/default/persistent/trim";
+    let ids = rt.block_on(async {
+        let ml = broker(&cluster, name, 2).await.unwrap();
+        ml.ledger_ids()
+    });
+    // Mark-delete at entry 0, entry 2 acknowledged on its own (Pulsar's open-closed range (1, 2]).
+    let first = ids[0];
+    let out = mltool(
+        &cluster,
+        &[
+            "pulsarcursor",
+            &cluster.zk_servers(),
+            name,
+            "from-pulsar",
+            &first.to_string(),
+            "0",
+            &first.to_string(),
+            "2",
+        ],
+    );
+    let cursor_ledger: i64 = tagged(&out, "CURSORLEDGER ")[0].parse().unwrap();
+    rt.block_on(async {
+        let ml = broker(&cluster, name, 2).await.unwrap();
+        let c = ml.open_cursor("from-pulsar").await.unwrap();
+        assert_eq!(c.mark_delete_position(), Position::new(first, 0));
+        assert_eq!(c.individually_deleted(), vec![Position::new(first, 2)]);
+        let bk =
+            pulsar_rs_bookkeeper::zk_store::ZkStore::connect(&cluster.zk_servers(), "/ledgers")
+                .await
+                .unwrap();
+        let (m, _) = bk.read_ledger_metadata(cursor_ledger).await.unwrap();
+        assert_eq!(
+            (m.state, m.last_entry_id),
+            (pulsar_rs_bookkeeper::LedgerState::Closed, 0),
+            "the cursor ledger was recovered and closed at its one entry"
+        );
+    });
 }
 
 #[test]

@@ -70,6 +70,37 @@ public class MlTool {
                     }
                     break;
                 }
+                case "pulsarcursor": {
+                    // pulsarcursor <zk> <name> <cursor> <mdLedger> <mdEntry> <ackLedger> <ackEntry>: a cursor
+                    // as a Pulsar broker that died leaves it: its position in a cursor ledger (a PositionInfo
+                    // entry, the ledger never closed) and the record naming that ledger.
+                    ClientConfiguration conf = new ClientConfiguration();
+                    conf.setMetadataServiceUri("zk+hierarchical://" + servers + "/ledgers");
+                    conf.setUseV2WireProtocol(true);
+                    long ack = Long.parseLong(args[7]);
+                    MLDataFormats.NestedPositionInfo lo = MLDataFormats.NestedPositionInfo.newBuilder()
+                            .setLedgerId(Long.parseLong(args[6])).setEntryId(ack - 1).build();
+                    MLDataFormats.NestedPositionInfo hi = MLDataFormats.NestedPositionInfo.newBuilder()
+                            .setLedgerId(Long.parseLong(args[6])).setEntryId(ack).build();
+                    MLDataFormats.PositionInfo pi = MLDataFormats.PositionInfo.newBuilder()
+                            .setLedgerId(Long.parseLong(args[4])).setEntryId(Long.parseLong(args[5]))
+                            .addIndividualDeletedMessages(MLDataFormats.MessageRange.newBuilder()
+                                    .setLowerEndpoint(lo).setUpperEndpoint(hi))
+                            .build();
+                    BookKeeper bk = new BookKeeper(conf);
+                    LedgerHandle lh = bk.createLedger(2, 2, 2, BookKeeper.DigestType.CRC32C,
+                            "".getBytes(StandardCharsets.UTF_8));
+                    lh.addEntry(pi.toByteArray());
+                    MLDataFormats.ManagedCursorInfo info = MLDataFormats.ManagedCursorInfo.newBuilder()
+                            .setCursorsLedgerId(lh.getId()).build();
+                    zk.create(path + "/" + args[3], info.toByteArray(),
+                            org.apache.zookeeper.ZooDefs.Ids.OPEN_ACL_UNSAFE, org.apache.zookeeper.CreateMode.PERSISTENT);
+                    System.out.println("CURSORLEDGER " + lh.getId());
+                    // Exit without closing the ledger, as a broker killed mid-way would.
+                    System.out.flush();
+                    Runtime.getRuntime().halt(0);
+                    break;
+                }
                 default:
                     throw new IllegalArgumentException(args[0]);
             }
