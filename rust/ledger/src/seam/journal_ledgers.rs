@@ -70,6 +70,7 @@ impl JournalLedgers {
     /// The ledger `id` as known in this process, else as the journal scan at open found it
     /// (closed at its last entry found).
     fn ledger(&self, id: i64) -> Arc<LocalLedger> {
+        // Lock: bookkeeping only, released before any await or I/O.
         if let Some(l) = self.ledgers.lock().get(&id) {
             return Arc::clone(l);
         }
@@ -260,6 +261,7 @@ impl ReadLedger for LocalLedger {
     }
 
     fn last_entry_id(&self) -> Option<i64> {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().closed_at
     }
 
@@ -276,6 +278,7 @@ impl ReadLedger for LocalLedger {
     fn read(&self, first: i64, last: i64) -> BoxFut<'_, Result<Vec<Bytes>>> {
         Box::pin(async move {
             let locs: Vec<Loc> = {
+                // Lock: bookkeeping only, released before any await or I/O.
                 let st = self.state.lock();
                 if first < 0 || last < first || last > st.lac {
                     return Err(LedgerError::Backend {
@@ -300,6 +303,7 @@ impl ReadLedger for LocalLedger {
     }
 
     fn read_last_add_confirmed(&self) -> BoxFut<'_, Result<i64>> {
+        // Lock: bookkeeping only, released before any await or I/O.
         Box::pin(async move { Ok(self.state.lock().lac) })
     }
 }

@@ -92,6 +92,7 @@ impl VersionedStore for LocalVersionedStore {
         let key = record_key(path);
         let path = path.to_owned();
         self.blocking(move |meta, cas| {
+            // Lock: the compare-and-set, read to write (see the field).
             let _one = cas.lock();
             let now = read(meta, &key)?.map(|(_, v)| v);
             if now != expected {
@@ -110,6 +111,7 @@ impl VersionedStore for LocalVersionedStore {
         let key = record_key(path);
         let path = path.to_owned();
         self.blocking(move |meta, cas| {
+            // Lock: the compare-and-set, read to write (see the field).
             let _one = cas.lock();
             match (read(meta, &key)?, expected) {
                 (None, _) => Ok(()),

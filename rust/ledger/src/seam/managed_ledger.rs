@@ -86,7 +86,7 @@ struct MlState {
     fenced: bool,
     /// Closed by its owner.
     closed: bool,
-    /// Read handles by ledger id, opened on first read.
+    /// Read handles of closed ledgers by id, opened on first read.
     readers: HashMap<i64, Arc<dyn ReadLedger>>,
 }
 
@@ -218,24 +218,28 @@ impl SeamManagedLedger {
     /// Whether another owner took it over.
     #[must_use]
     pub fn is_fenced(&self) -> bool {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().fenced
     }
 
     /// The last entry readers may see.
     #[must_use]
     pub fn last_confirmed(&self) -> Position {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().last_confirmed
     }
 
     /// Ids of its ledgers, oldest first.
     #[must_use]
     pub fn ledger_ids(&self) -> Vec<i64> {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().ledgers.keys().copied().collect()
     }
 
     /// The ledger receiving appends.
     #[must_use]
     pub fn current_ledger_id(&self) -> i64 {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().writer.id()
     }
 
@@ -307,8 +311,10 @@ impl SeamManagedLedger {
 
     /// Closes the full (or failed) current ledger, creates the next one and records the switch.
     async fn roll_over(&self) -> Result<()> {
+        // Async lock: see the field (held across the awaits below on purpose).
         let _one = self.roll.lock().await;
         let old = {
+            // Lock: bookkeeping only, released before any await or I/O.
             let st = self.state.lock();
             if let Some(e) = self.refused(&st) {
                 return Err(e);
@@ -320,6 +326,7 @@ impl SeamManagedLedger {
         };
         if let Err(e) = old.close().await {
             if matches!(e, LedgerError::Fenced { .. }) {
+                // Lock: bookkeeping only, released before any await or I/O.
                 self.state.lock().fenced = true;
                 return Err(fenced_on_conflict(e, &self.name));
             }
@@ -329,6 +336,7 @@ impl SeamManagedLedger {
         let new = self.storage.create_ledger(&self.name).await?;
         let now = self.clock.now_ms() as i64;
         let (raw, version) = {
+            // Lock: bookkeeping only, released before any await or I/O.
             let mut st = self.state.lock();
             let closed = LedgerInfo {
                 ledger_id: old.id(),
@@ -358,6 +366,7 @@ impl SeamManagedLedger {
         };
         match self.store.put(&self.path, raw, Some(version)).await {
             Ok(v) => {
+                // Lock: bookkeeping only, released before any await or I/O.
                 let mut st = self.state.lock();
                 st.version = v;
                 st.ledgers.insert(
@@ -378,6 +387,7 @@ impl SeamManagedLedger {
             Err(e) => {
                 let _ = self.storage.delete_ledger(new.id()).await;
                 let e = fenced_on_conflict(e, &self.name);
+                // Lock: bookkeeping only, released before any await or I/O.
                 let mut st = self.state.lock();
                 if matches!(e, LedgerError::Fenced { .. }) {
                     st.fenced = true;
@@ -406,6 +416,7 @@ impl SeamManagedLedger {
     /// the last confirmed entry.
     #[must_use]
     pub fn next_position(&self, p: Position) -> Position {
+        // Lock: bookkeeping only, released before any await or I/O.
         let st = self.state.lock();
         if p.entry_id + 1 < Self::entries_of(&st, p.ledger_id) {
             return Position::new(p.ledger_id, p.entry_id + 1);
@@ -431,7 +442,8 @@ impl SeamManagedLedger {
     /// # Errors
     /// Storage failures.
     pub async fn read_entries(&self, from: Position, max_entries: usize) -> Result<Vec<Entry>> {
-        let (start, last, reader) = {
+        let (start, last, open, reader) = {
+            // Lock: bookkeeping only, released before any await or I/O.
             let st = self.state.lock();
             if from > st.last_confirmed || max_entries == 0 {
                 return Ok(Vec::new());
@@ -452,10 +464,15 @@ impl SeamManagedLedger {
             };
             let last = (Self::entries_of(&st, start.ledger_id) - 1)
                 .min(start.entry_id + max_entries as i64 - 1);
-            (start, last, st.readers.get(&start.ledger_id).cloned())
+            let open = start.ledger_id == st.writer.id();
+            (start, last, open, st.readers.get(&start.ledger_id).cloned())
         };
         let reader = match reader {
             Some(r) => r,
+            // The ledger being written is opened afresh for each read: its ensemble may have
+            // changed since the last one (a bookie replaced), and a handle keeps the ensembles
+            // it was opened with.
+            None if open => self.storage.open_ledger(start.ledger_id, false).await?,
             None => {
                 let r = self.storage.open_ledger(start.ledger_id, false).await?;
                 Arc::clone(
@@ -484,12 +501,14 @@ impl SeamManagedLedger {
     /// # Errors
     /// Storage failures or a corrupt record.
     pub async fn open_cursor(self: &Arc<Self>, name: &str) -> Result<Arc<SeamCursor>> {
+        // Lock: bookkeeping only, released before any await or I/O.
         if let Some(c) = self.cursors.lock().get(name) {
             return Ok(Arc::clone(c));
         }
         let c = SeamCursor::open(Arc::clone(self), name).await?;
         // Lock: insert unless another caller opened it meanwhile.
         Ok(Arc::clone(
+            // Lock: bookkeeping only, released before any await or I/O.
             self.cursors.lock().entry(name.to_owned()).or_insert(c),
         ))
     }
@@ -510,8 +529,10 @@ impl SeamManagedLedger {
             .values()
             .map(|c| c.mark_delete_position())
             .min();
+        // Async lock: see the field (held across the awaits below on purpose).
         let _one = self.roll.lock().await;
         let (raw, version, doomed) = {
+            // Lock: bookkeeping only, released before any await or I/O.
             let st = self.state.lock();
             if let Some(e) = self.refused(&st) {
                 return Err(e);
@@ -545,6 +566,7 @@ impl SeamManagedLedger {
         };
         match self.store.put(&self.path, raw, Some(version)).await {
             Ok(v) => {
+                // Lock: bookkeeping only, released before any await or I/O.
                 let mut st = self.state.lock();
                 st.version = v;
                 for id in &doomed {
@@ -555,6 +577,7 @@ impl SeamManagedLedger {
             Err(e) => {
                 let e = fenced_on_conflict(e, &self.name);
                 if matches!(e, LedgerError::Fenced { .. }) {
+                    // Lock: bookkeeping only, released before any await or I/O.
                     self.state.lock().fenced = true;
                 }
                 return Err(e);
@@ -583,8 +606,10 @@ impl SeamManagedLedger {
     /// # Errors
     /// Storage failures, or [`LedgerError::Fenced`] if another owner took over.
     pub async fn close(&self) -> Result<()> {
+        // Async lock: see the field (held across the awaits below on purpose).
         let _one = self.roll.lock().await;
         let writer = {
+            // Lock: bookkeeping only, released before any await or I/O.
             let mut st = self.state.lock();
             if let Some(e) = self.refused(&st) {
                 return Err(e);

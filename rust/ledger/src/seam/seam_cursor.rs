@@ -174,18 +174,21 @@ impl SeamCursor {
     /// Every entry up to here is acknowledged.
     #[must_use]
     pub fn mark_delete_position(&self) -> Position {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().mark_delete
     }
 
     /// Acknowledged entries after the mark-delete position.
     #[must_use]
     pub fn individually_deleted(&self) -> Vec<Position> {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().acked.iter().copied().collect()
     }
 
     /// The next entry [`SeamCursor::read_entries`] reads.
     #[must_use]
     pub fn read_position(&self) -> Position {
+        // Lock: bookkeeping only, released before any await or I/O.
         self.state.lock().read_position
     }
 
@@ -201,6 +204,7 @@ impl SeamCursor {
             return Ok(entries);
         };
         let next = self.ml.next_position(last);
+        // Lock: bookkeeping only, released before any await or I/O.
         let mut st = self.state.lock();
         if st.read_position == from {
             st.read_position = next;
@@ -212,6 +216,8 @@ impl SeamCursor {
     /// Acknowledges one entry; the mark-delete position moves over every run of acknowledged
     /// entries that follows it. Persisted by [`SeamCursor::flush`].
     pub fn acknowledge(&self, p: Position) {
+        // Lock: held while asking the managed ledger for positions, which takes its state lock:
+        // the order is cursor, then managed ledger; the managed ledger never takes a cursor's.
         let mut st = self.state.lock();
         if p <= st.mark_delete {
             return;
@@ -231,8 +237,10 @@ impl SeamCursor {
     /// # Errors
     /// Storage failures; [`LedgerError::Fenced`] when another owner wrote the record meanwhile.
     pub async fn flush(&self) -> Result<()> {
+        // Async lock: see the field (held across the awaits below on purpose).
         let _one = self.flush.lock().await;
         let (raw, version) = {
+            // Lock: bookkeeping only, released before any await or I/O.
             let st = self.state.lock();
             let info = ManagedCursorInfo {
                 cursors_ledger_id: -1,
@@ -245,6 +253,7 @@ impl SeamCursor {
         };
         match self.ml.store.put(&self.path, raw, version).await {
             Ok(v) => {
+                // Lock: bookkeeping only, released before any await or I/O.
                 self.state.lock().version = Some(v);
                 Ok(())
             }
