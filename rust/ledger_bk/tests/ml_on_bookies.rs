@@ -378,6 +378,10 @@ fn a_bookie_killed_while_producing_loses_no_acknowledged_entry() {
             a.ledger_ids().len() >= 3,
             "rolled over after the bookie died"
         );
+        // The writer itself reads everything back too (old entries from the surviving copies).
+        let own: std::collections::BTreeMap<Position, Bytes> =
+            read_all(&a).await.into_iter().collect();
+        assert_eq!(own, by_position);
         // Another broker takes over and reads every acknowledged entry back.
         let b = broker(&cluster, name, 600).await.unwrap();
         let read: std::collections::BTreeMap<Position, Bytes> =
@@ -387,5 +391,70 @@ fn a_bookie_killed_while_producing_loses_no_acknowledged_entry() {
             "killed {victim} at LAC >= 100 of ledger {}",
             a.ledger_ids()[0]
         );
+    });
+}
+
+#[test]
+fn a_broker_killed_while_producing_loses_no_acknowledged_entry() {
+    const N: usize = 3000;
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let name = "public/default/persistent/broker-dies";
+    // Broker A runs on its own runtime; shutting that down drops its tasks and its connections
+    // to the bookies and ZooKeeper mid-write, as a SIGKILL would.
+    let acked: Arc<std::sync::Mutex<Vec<(usize, Position)>>> = Arc::default();
+    let rt_a = runtime();
+    rt_a.block_on(async {
+        cluster.wait_writable(3).await;
+        let a = broker(&cluster, name, 700).await.unwrap();
+        let record = Arc::clone(&acked);
+        tokio::spawn(async move {
+            for window in (0..N).collect::<Vec<_>>().chunks(20) {
+                let adds: Vec<_> = window
+                    .iter()
+                    .map(|&i| {
+                        let a = Arc::clone(&a);
+                        tokio::spawn(async move { (i, a.add_entry(payload(i)).await) })
+                    })
+                    .collect();
+                for add in adds {
+                    if let Ok((i, Ok(p))) = add.await {
+                        record.lock().unwrap().push((i, p));
+                    }
+                }
+            }
+        });
+        while acked.lock().unwrap().len() < 1000 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    });
+    rt_a.shutdown_background();
+    let acked = acked.lock().unwrap().clone();
+    assert!(
+        acked.len() < N,
+        "killed mid-way: {} of {N} acknowledged",
+        acked.len()
+    );
+    let rt_b = runtime();
+    rt_b.block_on(async {
+        let b = broker(&cluster, name, 700).await.unwrap();
+        let read: std::collections::BTreeMap<Position, Bytes> =
+            read_all(&b).await.into_iter().collect();
+        for (i, p) in &acked {
+            assert_eq!(
+                read.get(p),
+                Some(&payload(*i)),
+                "acknowledged entry {i} at {p:?}"
+            );
+        }
+        // Nothing else but entries that were sent, each once.
+        let sent: std::collections::HashSet<Bytes> = (0..N).map(payload).collect();
+        assert!(read.values().all(|d| sent.contains(d)));
+        let distinct: std::collections::HashSet<&Bytes> = read.values().collect();
+        assert_eq!(distinct.len(), read.len());
+        eprintln!("{} acknowledged, {} recovered", acked.len(), read.len());
     });
 }
