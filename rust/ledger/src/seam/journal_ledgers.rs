@@ -8,7 +8,10 @@
 //! ledger is rebuilt from what the journal scan found for it (the directory keeps the ledgers the
 //! seam's records name: see [`super::local_store`]).
 //!
-//! Reads run on Tokio's blocking pool (`pread`s), never on a worker thread.
+//! Reads (`pread`s), id reservations (which may fsync the id counter) and deletes (which may
+//! unlink segments) run on Tokio's blocking pool, never on a worker thread. An append only queues
+//! its record (as with the broker's managed ledger, the journal may open its next segment file on
+//! the appending thread).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -112,7 +115,13 @@ impl LedgerStorage for JournalLedgers {
                     what: "creating a ledger".into(),
                 });
             }
-            let id = self.shared.next_ledger_id()?;
+            // Reserving a block of ids may write (and fsync) the id counter: not on a worker.
+            let shared = Arc::clone(&self.shared);
+            let id = tokio::task::spawn_blocking(move || shared.next_ledger_id())
+                .await
+                .map_err(|e| LedgerError::Backend {
+                    context: format!("ledger id task: {e}"),
+                })??;
             let ledger = Arc::new_cyclic(|me| LocalLedger {
                 id,
                 me: me.clone(),
@@ -154,8 +163,13 @@ impl LedgerStorage for JournalLedgers {
         Box::pin(async move {
             // Lock: one removal.
             self.ledgers.lock().remove(&ledger_id);
-            self.shared.journal.release_ledger(ledger_id);
-            Ok(())
+            // Releasing may unlink segment files and sync the directory: not on a worker.
+            let shared = Arc::clone(&self.shared);
+            tokio::task::spawn_blocking(move || shared.journal.release_ledger(ledger_id))
+                .await
+                .map_err(|e| LedgerError::Backend {
+                    context: format!("ledger delete task: {e}"),
+                })
         })
     }
 }
