@@ -180,3 +180,37 @@ async fn consumed_ledgers_are_trimmed_but_a_recorded_cursor_holds_its_own() {
         .await;
     assert!(err.is_err(), "the trimmed ledger is gone from the journal");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulsars_fields_in_the_list_are_kept_and_a_terminated_ledger_refuses_appends() {
+    use prost::Message;
+    use pulsar_rs_ledger::seam::formats::{KeyValue, ManagedLedgerInfo, NestedPositionInfo};
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+    let store = storage.seam_store();
+    let path = pulsar_rs_ledger::seam::managed_ledger_path(NAME);
+    // A list as Pulsar may leave it: properties, and the managed ledger terminated.
+    let terminated = NestedPositionInfo {
+        ledger_id: 7,
+        entry_id: 3,
+    };
+    let theirs = ManagedLedgerInfo {
+        ledger_info: vec![],
+        terminated_position: Some(terminated),
+        properties: vec![KeyValue {
+            key: "k".into(),
+            value: "v".into(),
+        }],
+    };
+    store
+        .put(&path, theirs.encode_to_vec(), None)
+        .await
+        .unwrap();
+    let ml = open(&storage, 3).await.unwrap();
+    let err = ml.add_entry(payload(0)).await.unwrap_err();
+    assert!(matches!(err, LedgerError::Closed { .. }), "{err:?}");
+    let (raw, _) = store.get(&path).await.unwrap().unwrap();
+    let ours = ManagedLedgerInfo::decode(&raw[..]).unwrap();
+    assert_eq!(ours.terminated_position, Some(terminated));
+    assert_eq!(ours.properties, theirs.properties);
+}

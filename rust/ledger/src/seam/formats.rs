@@ -5,8 +5,9 @@
 //! * [`ManagedCursorInfo`]: one cursor's mark-delete position and individually deleted ranges, at
 //!   `/managed-ledgers/{name}/{cursor}`.
 //!
-//! Field numbers and types follow the proto file; only the fields this crate writes or must keep
-//! are declared (an unknown field read from Pulsar's record is dropped on our next write).
+//! Field numbers and types follow the proto file (checked against the classes of Pulsar 4.0.8).
+//! Fields this crate does not interpret but must not drop when it rewrites a record Pulsar wrote
+//! (offload contexts, batch deletion indexes, cursor properties) are kept as their raw bytes.
 
 /// `NestedPositionInfo`: a ledger id and an entry id.
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
@@ -38,7 +39,7 @@ pub struct LongProperty {
 
 /// `ManagedLedgerInfo.LedgerInfo`: one ledger of the list. `entries`/`size` are set once the
 /// ledger is closed; `timestamp` is its close time (ms), 0 while open.
-#[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
+#[derive(Clone, PartialEq, Eq, prost::Message)]
 pub struct LedgerInfo {
     #[prost(int64, required, tag = "1")]
     pub ledger_id: i64,
@@ -48,6 +49,18 @@ pub struct LedgerInfo {
     pub size: Option<i64>,
     #[prost(int64, optional, tag = "4")]
     pub timestamp: Option<i64>,
+    /// `OffloadContext`, kept as it was read.
+    #[prost(bytes = "vec", optional, tag = "5")]
+    pub offload_context: Option<Vec<u8>>,
+}
+
+/// `KeyValue`: a managed ledger's property.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct KeyValue {
+    #[prost(string, required, tag = "1")]
+    pub key: String,
+    #[prost(string, required, tag = "2")]
+    pub value: String,
 }
 
 /// `ManagedLedgerInfo`: the ledger list of a managed ledger, oldest first.
@@ -58,6 +71,9 @@ pub struct ManagedLedgerInfo {
     /// Set once the managed ledger is terminated: its last entry.
     #[prost(message, optional, tag = "2")]
     pub terminated_position: Option<NestedPositionInfo>,
+    /// The managed ledger's properties.
+    #[prost(message, repeated, tag = "3")]
+    pub properties: Vec<KeyValue>,
 }
 
 /// `ManagedCursorInfo`. `cursors_ledger_id == -1` says the mark-delete position is the one in
@@ -74,6 +90,15 @@ pub struct ManagedCursorInfo {
     pub individual_deleted_messages: Vec<MessageRange>,
     #[prost(message, repeated, tag = "5")]
     pub properties: Vec<LongProperty>,
+    /// When the cursor was last active (ms).
+    #[prost(int64, optional, tag = "6")]
+    pub last_active: Option<i64>,
+    /// `BatchedEntryDeletionIndexInfo`s, kept as they were read.
+    #[prost(bytes = "vec", repeated, tag = "7")]
+    pub batched_entry_deletion_index_info: Vec<Vec<u8>>,
+    /// `StringProperty`s (cursor properties), kept as they were read.
+    #[prost(bytes = "vec", repeated, tag = "8")]
+    pub cursor_properties: Vec<Vec<u8>>,
 }
 
 #[cfg(test)]
@@ -90,8 +115,10 @@ mod tests {
                 entries: Some(2),
                 size: Some(10),
                 timestamp: Some(0),
+                offload_context: None,
             }],
             terminated_position: None,
+            properties: vec![],
         };
         // field 1 (len 8) { 08 03 | 10 02 | 18 0a | 20 00 }
         assert_eq!(
@@ -119,6 +146,10 @@ mod tests {
                 upper_endpoint: p(5, 10),
             }],
             properties: vec![],
+            last_active: Some(1),
+            // Kept as raw bytes: a `StringProperty` {name "a", value "b"}.
+            batched_entry_deletion_index_info: vec![],
+            cursor_properties: vec![vec![0x0a, 1, b'a', 0x12, 1, b'b']],
         };
         assert_eq!(
             ManagedCursorInfo::decode(&c.encode_to_vec()[..]).unwrap(),

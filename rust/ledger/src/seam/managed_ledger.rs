@@ -24,7 +24,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use prost::Message;
 
-use super::formats::{LedgerInfo, ManagedLedgerInfo};
+use super::formats::{KeyValue, LedgerInfo, ManagedLedgerInfo, NestedPositionInfo};
 use super::seam_cursor::SeamCursor;
 use super::{managed_ledger_path, LedgerStorage, ReadLedger, Version, VersionedStore, WriteLedger};
 use crate::{Clock, Entry, LedgerError, Position, Result};
@@ -86,6 +86,10 @@ struct MlState {
     fenced: bool,
     /// Closed by its owner.
     closed: bool,
+    /// Set once the managed ledger is terminated (by Pulsar): no more appends. Kept in the list.
+    terminated: Option<NestedPositionInfo>,
+    /// The managed ledger's properties, kept in the list as they were read.
+    properties: Vec<KeyValue>,
     /// Read handles of closed ledgers by id, opened on first read.
     readers: HashMap<i64, Arc<dyn ReadLedger>>,
 }
@@ -166,6 +170,7 @@ impl SeamManagedLedger {
             entries: None,
             size: None,
             timestamp: Some(0),
+            offload_context: None,
         });
         let version = match store.put(&path, info.encode_to_vec(), Some(version)).await {
             Ok(v) => v,
@@ -177,8 +182,11 @@ impl SeamManagedLedger {
         if let Some(id) = dropped {
             let _ = storage.delete_ledger(id).await;
         }
-        let ledgers: BTreeMap<i64, LedgerInfo> =
-            info.ledger_info.iter().map(|l| (l.ledger_id, *l)).collect();
+        let ledgers: BTreeMap<i64, LedgerInfo> = info
+            .ledger_info
+            .iter()
+            .map(|l| (l.ledger_id, l.clone()))
+            .collect();
         let last_confirmed = ledgers
             .values()
             .rev()
@@ -202,6 +210,8 @@ impl SeamManagedLedger {
                 last_confirmed,
                 fenced: false,
                 closed: false,
+                terminated: info.terminated_position,
+                properties: info.properties.clone(),
                 readers: HashMap::new(),
             }),
             roll: tokio::sync::Mutex::new(()),
@@ -213,6 +223,11 @@ impl SeamManagedLedger {
     #[must_use]
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Now, by the one clock (ms since the epoch).
+    pub(crate) fn now_ms(&self) -> i64 {
+        i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX)
     }
 
     /// Whether another owner took it over.
@@ -251,6 +266,10 @@ impl SeamManagedLedger {
         } else if st.closed {
             Some(LedgerError::Closed {
                 what: format!("managed ledger {}", self.name),
+            })
+        } else if st.terminated.is_some() {
+            Some(LedgerError::Closed {
+                what: format!("managed ledger {} (terminated)", self.name),
             })
         } else {
             None
@@ -343,23 +362,26 @@ impl SeamManagedLedger {
                 entries: Some(old.last_add_confirmed() + 1),
                 size: Some(old.length() as i64),
                 timestamp: Some(now),
+                offload_context: None,
             };
             let mut info = ManagedLedgerInfo {
-                ledger_info: st.ledgers.values().copied().collect(),
-                terminated_position: None,
+                ledger_info: st.ledgers.values().cloned().collect(),
+                terminated_position: st.terminated,
+                properties: st.properties.clone(),
             };
             if let Some(l) = info
                 .ledger_info
                 .iter_mut()
                 .find(|l| l.ledger_id == old.id())
             {
-                *l = closed;
+                *l = closed.clone();
             }
             info.ledger_info.push(LedgerInfo {
                 ledger_id: new.id(),
                 entries: None,
                 size: None,
                 timestamp: Some(0),
+                offload_context: None,
             });
             st.ledgers.insert(old.id(), closed);
             (info.encode_to_vec(), st.version)
@@ -376,6 +398,7 @@ impl SeamManagedLedger {
                         entries: None,
                         size: None,
                         timestamp: Some(0),
+                        offload_context: None,
                     },
                 );
                 st.writer = new;
@@ -558,9 +581,10 @@ impl SeamManagedLedger {
                     .ledgers
                     .values()
                     .filter(|l| !doomed.contains(&l.ledger_id))
-                    .copied()
+                    .cloned()
                     .collect(),
-                terminated_position: None,
+                terminated_position: st.terminated,
+                properties: st.properties.clone(),
             };
             (info.encode_to_vec(), st.version, doomed)
         };

@@ -248,6 +248,9 @@ impl SeamCursor {
                 mark_delete_entry_id: Some(st.mark_delete.entry_id),
                 individual_deleted_messages: ranges(&st.acked),
                 properties: Vec::new(),
+                last_active: Some(self.ml.now_ms()),
+                batched_entry_deletion_index_info: Vec::new(),
+                cursor_properties: Vec::new(),
             };
             (info.encode_to_vec(), st.version)
         };
