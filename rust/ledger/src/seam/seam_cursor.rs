@@ -6,6 +6,8 @@
 //! `cursorsLedgerId = -1` on a clean close; this cursor always writes the record (in the store,
 //! never a cursor ledger). When it opens a record a Pulsar broker left with a cursor ledger, it
 //! reads that ledger's last entry (a `PositionInfo`) after recovering it, as Pulsar does.
+//! Pulsar's position and cursor properties read are written back as they were; batch-index
+//! acknowledgements (`batchedEntryDeletionIndexInfo`) are not tracked and not written.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use prost::Message;
 
-use super::formats::{ManagedCursorInfo, MessageRange, NestedPositionInfo};
+use super::formats::{LongProperty, ManagedCursorInfo, MessageRange, NestedPositionInfo};
 use super::{cursor_path, SeamManagedLedger, Version};
 use crate::{Entry, LedgerError, Position, Result};
 
@@ -53,6 +55,10 @@ struct CursorState {
     read_position: Position,
     /// The record's version (`None`: not written yet).
     version: Option<Version>,
+    /// Pulsar's position properties, kept as they were read.
+    properties: Vec<LongProperty>,
+    /// Pulsar's cursor properties (raw `StringProperty`s), kept as they were read.
+    cursor_properties: Vec<Vec<u8>>,
 }
 
 fn pos(p: NestedPositionInfo) -> Position {
@@ -103,6 +109,7 @@ impl SeamCursor {
     pub(crate) async fn open(ml: Arc<SeamManagedLedger>, name: &str) -> Result<Arc<SeamCursor>> {
         let path = cursor_path(ml.name(), name);
         let mut acked = BTreeSet::new();
+        let mut kept = (Vec::new(), Vec::new());
         let (mark_delete, version) = match ml.store.get(&path).await? {
             None => (ml.last_confirmed(), None),
             Some((raw, v)) => {
@@ -112,6 +119,7 @@ impl SeamCursor {
                         reason: e.to_string(),
                     }
                 })?;
+                kept = (info.properties.clone(), info.cursor_properties.clone());
                 let md = if info.cursors_ledger_id == -1 {
                     expand(&info.individual_deleted_messages, &mut acked);
                     Position::new(
@@ -134,6 +142,8 @@ impl SeamCursor {
                 acked,
                 read_position,
                 version,
+                properties: kept.0,
+                cursor_properties: kept.1,
             }),
             flush: tokio::sync::Mutex::new(()),
         }))
@@ -247,10 +257,11 @@ impl SeamCursor {
                 mark_delete_ledger_id: Some(st.mark_delete.ledger_id),
                 mark_delete_entry_id: Some(st.mark_delete.entry_id),
                 individual_deleted_messages: ranges(&st.acked),
-                properties: Vec::new(),
+                properties: st.properties.clone(),
                 last_active: Some(self.ml.now_ms()),
+                // Batch-index acknowledgements are not tracked here: not written.
                 batched_entry_deletion_index_info: Vec::new(),
-                cursor_properties: Vec::new(),
+                cursor_properties: st.cursor_properties.clone(),
             };
             (info.encode_to_vec(), st.version)
         };
