@@ -214,3 +214,32 @@ async fn pulsars_fields_in_the_list_are_kept_and_a_terminated_ledger_refuses_app
     assert_eq!(ours.terminated_position, Some(terminated));
     assert_eq!(ours.properties, theirs.properties);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_managed_ledger_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+    let ml = open(&storage, 2).await.unwrap();
+    let c = ml.open_cursor("sub").await.unwrap();
+    for i in 0..5 {
+        ml.add_entry(payload(i)).await.unwrap();
+    }
+    c.flush().await.unwrap();
+    let ids = ml.ledger_ids();
+    ml.delete().await.unwrap();
+    assert!(matches!(
+        ml.add_entry(payload(9)).await,
+        Err(LedgerError::Closed { .. })
+    ));
+    let store = storage.seam_store();
+    let path = pulsar_rs_ledger::seam::managed_ledger_path(NAME);
+    assert!(store.get(&path).await.unwrap().is_none());
+    assert!(store.children(&path).await.unwrap().is_empty());
+    for id in ids {
+        let r = storage.seam_ledgers().open_ledger(id, false).await.unwrap();
+        assert_eq!(r.last_entry_id(), Some(-1), "ledger {id} is gone");
+    }
+    // Opened again, it is a new, empty managed ledger.
+    let again = open(&storage, 2).await.unwrap();
+    assert!(read_all(&again).await.is_empty());
+}

@@ -280,6 +280,37 @@ fn a_stale_ledger_list_compare_and_set_fences_and_consumed_ledgers_are_trimmed()
         assert_eq!(read_all(&ml).await.len(), 1);
     });
 
+    // Deleting a managed ledger removes its cursors, its list and its ledgers from the bookies.
+    rt.block_on(async {
+        let name = "public/default/persistent/deleted";
+        let ml = broker(&cluster, name, 2).await.unwrap();
+        let c = ml.open_cursor("sub").await.unwrap();
+        for i in 0..5 {
+            ml.add_entry(payload(i)).await.unwrap();
+        }
+        c.flush().await.unwrap();
+        let ids = ml.ledger_ids();
+        ml.delete().await.unwrap();
+        let store = pulsar_rs_ledger_bk::ZkVersionedStore::connect(&cluster.zk_servers())
+            .await
+            .unwrap();
+        assert!(store
+            .get(&managed_ledger_path(name))
+            .await
+            .unwrap()
+            .is_none());
+        let bk =
+            pulsar_rs_bookkeeper::zk_store::ZkStore::connect(&cluster.zk_servers(), "/ledgers")
+                .await
+                .unwrap();
+        for id in ids {
+            assert!(matches!(
+                bk.read_ledger_metadata(id).await,
+                Err(pulsar_rs_bookkeeper::BkError::NoSuchLedgerMetadata { .. })
+            ));
+        }
+    });
+
     // A cursor as a Pulsar broker killed mid-way leaves it (written by Pulsar's own classes): its
     // position in a cursor ledger that was never closed. Opening it recovers (fences and closes)
     // that ledger and takes the position from its last entry.

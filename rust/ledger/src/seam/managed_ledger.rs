@@ -625,6 +625,50 @@ impl SeamManagedLedger {
         self.store.children(&self.path).await
     }
 
+    /// Deletes the managed ledger: its cursors' records, then its list (compare-and-set, so a
+    /// newer owner's list is never deleted), then its ledgers from the storage. A crash in
+    /// between leaves unreferenced ledgers (garbage), never a list naming deleted ones.
+    ///
+    /// # Errors
+    /// Storage failures, or [`LedgerError::Fenced`] if another owner took over.
+    pub async fn delete(self: &Arc<Self>) -> Result<()> {
+        let _one = self.roll.lock().await;
+        let (writer, version, ids) = {
+            // Lock: bookkeeping only, released before any await or I/O.
+            let mut st = self.state.lock();
+            if st.fenced {
+                return Err(self.refused(&st).unwrap_or(LedgerError::Fenced {
+                    what: self.name.clone(),
+                }));
+            }
+            st.closed = true;
+            let ids: Vec<i64> = st.ledgers.keys().copied().collect();
+            (Arc::clone(&st.writer), st.version, ids)
+        };
+        // Pending appends finish first; a failure here changes nothing about the deletion.
+        let _ = writer.close().await;
+        for name in self.cursor_names().await? {
+            let path = super::cursor_path(&self.name, &name);
+            self.store.delete(&path, None).await?;
+        }
+        // Lock: map clear only.
+        self.cursors.lock().clear();
+        if let Err(e) = self.store.delete(&self.path, Some(version)).await {
+            let e = fenced_on_conflict(e, &self.name);
+            if matches!(e, LedgerError::Fenced { .. }) {
+                // Lock: one flag.
+                self.state.lock().fenced = true;
+            }
+            return Err(e);
+        }
+        for id in ids {
+            if let Err(e) = self.storage.delete_ledger(id).await {
+                tracing::warn!(ledger = %self.name, ledger_id = id, error = %e, "deleting a ledger of a deleted managed ledger failed");
+            }
+        }
+        Ok(())
+    }
+
     /// Closes the current ledger; the managed ledger accepts no more appends.
     ///
     /// # Errors
