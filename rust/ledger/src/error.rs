@@ -87,6 +87,25 @@ pub enum LedgerError {
         /// Why.
         reason: &'static str,
     },
+    /// Another owner took the managed ledger over: its ledger was fenced by a recovery open, or
+    /// a metadata compare-and-set found a newer version (Pulsar's `ManagedLedgerFencedException`).
+    #[error("{what} is fenced (another owner took it over)")]
+    Fenced {
+        /// What was fenced.
+        what: String,
+    },
+    /// A compare-and-set on a metadata record found another version (Pulsar's `BadVersion`).
+    #[error("metadata {key} changed under us (version conflict)")]
+    BadVersion {
+        /// The record's key or path.
+        key: String,
+    },
+    /// A ledger-storage backend (BookKeeper, ZooKeeper) failed; the message says how.
+    #[error("ledger storage: {context}")]
+    Backend {
+        /// What failed, with the backend's own message.
+        context: String,
+    },
 }
 
 /// Shorthand for results of this crate.
@@ -151,6 +170,11 @@ impl LedgerError {
             LedgerError::InvalidName { name, reason } => LedgerError::InvalidName {
                 name: name.clone(),
                 reason,
+            },
+            LedgerError::Fenced { what } => LedgerError::Fenced { what: what.clone() },
+            LedgerError::BadVersion { key } => LedgerError::BadVersion { key: key.clone() },
+            LedgerError::Backend { context } => LedgerError::Backend {
+                context: context.clone(),
             },
         }
     }

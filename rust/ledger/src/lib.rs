@@ -19,6 +19,7 @@ pub mod managed_ledger;
 pub mod metastore;
 pub mod position;
 pub(crate) mod read_ahead;
+pub mod seam;
 pub mod simfs;
 pub mod storage;
 pub mod vfs;

@@ -119,6 +119,11 @@ pub struct Storage {
     stop: Arc<Stop>,
     /// The housekeeping thread, joined on close.
     housekeeper: Mutex<Option<JoinHandle<()>>>,
+    /// The journal behind the ledger-storage seam, made on first use.
+    seam: std::sync::OnceLock<Arc<crate::seam::journal_ledgers::JournalLedgers>>,
+    /// The metadata store behind the seam, made on first use (one, so its compare-and-set lock
+    /// covers every caller).
+    seam_store: std::sync::OnceLock<Arc<crate::seam::local_store::LocalVersionedStore>>,
     /// `<data>/LOCK`, held with an exclusive advisory lock while open: two processes must never
     /// append to the same journal. Released by `close` (or on drop). `None` when read-only.
     lock: Mutex<Option<DirLock>>,
@@ -270,6 +275,8 @@ impl Storage {
             dir,
             stop,
             housekeeper: Mutex::new(None),
+            seam: std::sync::OnceLock::new(),
+            seam_store: std::sync::OnceLock::new(),
             lock: Mutex::new(lock),
         });
         if !read_only {
@@ -410,6 +417,23 @@ impl Storage {
             .collect()
     }
 
+    /// This directory's journal as a [`crate::seam::LedgerStorage`] (the same instance every call).
+    #[must_use]
+    pub fn seam_ledgers(&self) -> Arc<crate::seam::journal_ledgers::JournalLedgers> {
+        Arc::clone(self.seam.get_or_init(|| {
+            crate::seam::journal_ledgers::JournalLedgers::new(Arc::clone(&self.shared))
+        }))
+    }
+
+    /// This directory's metadata store as a [`crate::seam::VersionedStore`] (the same instance
+    /// every call).
+    #[must_use]
+    pub fn seam_store(&self) -> Arc<crate::seam::local_store::LocalVersionedStore> {
+        Arc::clone(self.seam_store.get_or_init(|| {
+            crate::seam::local_store::LocalVersionedStore::new(Arc::clone(&self.shared.meta))
+        }))
+    }
+
     /// The metadata store, for other layers' records (policies, partitioned topics, schemas).
     #[must_use]
     pub fn meta(&self) -> Arc<dyn MetaStore> {
@@ -520,6 +544,9 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<(HashSet<i64>, Vec<String>)> 
             Err(_) => unreadable.push(key),
         }
     }
+    let (seam, seam_unreadable) = crate::seam::local_store::seam_ledger_ids(meta)?;
+    live.extend(seam);
+    unreadable.extend(seam_unreadable);
     Ok((live, unreadable))
 }
 

@@ -80,6 +80,11 @@ fn classpath(home: &Path) -> String {
 pub struct Proc(Option<Child>);
 
 impl Proc {
+    /// Owns `child`: it is killed when this is dropped.
+    pub fn new(child: Child) -> Proc {
+        Proc(Some(child))
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut c) = self.0.take() {
             let _ = c.kill();

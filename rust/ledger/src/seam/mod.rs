@@ -1,0 +1,120 @@
+//! The ledger-storage seam: what a managed ledger needs from the place its entries and metadata
+//! live, so that the local journal and Apache BookKeeper are two implementations of one interface.
+//!
+//! * [`LedgerStorage`] makes and finds *ledgers* (BookKeeper's unit: an append-only sequence of
+//!   entries with one writer): create one for writing ([`WriteLedger`]), open one for reading
+//!   with or without recovery ([`ReadLedger`]; recovery fences the old writer and closes the
+//!   ledger at its last durable entry), delete one.
+//! * [`VersionedStore`] holds small metadata records (the managed ledger's ledger list, each
+//!   cursor's state) with a version, written only by compare-and-set, as ZooKeeper does.
+//!
+//! [`SeamManagedLedger`] is a managed ledger written only against these two traits: it does not
+//! know which implementation it runs on. Its records are Pulsar's own protobufs ([`formats`]).
+//!
+//! Where the seam stands: the broker's main [`crate::ManagedLedger`] still sits on the journal
+//! directly (its hot path hands the journal a [`crate::journal::Completion`] per run of appends
+//! with no allocation per entry, which this interface's boxed future per append would cost).
+//! The local journal implements the seam in [`journal_ledgers`] and [`local_store`].
+
+pub mod formats;
+pub mod journal_ledgers;
+pub mod local_store;
+pub mod managed_ledger;
+pub mod seam_cursor;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::Result;
+
+pub use managed_ledger::{SeamLedgerConfig, SeamManagedLedger};
+pub use seam_cursor::SeamCursor;
+
+/// A boxed future, the shape every seam operation answers with.
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A version of a metadata record, for compare-and-set (ZooKeeper's `Stat.version`).
+pub type Version = i64;
+
+/// A metadata record's bytes and version, as read.
+pub type Versioned = (Vec<u8>, Version);
+
+/// A ledger open for writing by its one writer.
+pub trait WriteLedger: Send + Sync {
+    /// The ledger id.
+    fn id(&self) -> i64;
+    /// Queues one entry; entry ids follow the order of the calls. The future resolves with the
+    /// entry's id once it and every earlier entry are durable (an ack quorum of bookies, or the
+    /// journal's fsync). A fenced ledger fails with [`crate::LedgerError::Fenced`].
+    fn append(&self, data: Bytes) -> BoxFut<'static, Result<i64>>;
+    /// The last entry durable with every earlier one (-1: none).
+    fn last_add_confirmed(&self) -> i64;
+    /// Bytes of the entries up to the last confirmed one, as the storage records them (final
+    /// once [`WriteLedger::close`] returned).
+    fn length(&self) -> u64;
+    /// Waits for the pending appends, then closes the ledger at its last confirmed entry.
+    fn close(&self) -> BoxFut<'_, Result<()>>;
+}
+
+/// A ledger open for reading.
+pub trait ReadLedger: Send + Sync {
+    /// The ledger id.
+    fn id(&self) -> i64;
+    /// The last entry of a closed ledger (-1: empty); `None` while it is open.
+    fn last_entry_id(&self) -> Option<i64>;
+    /// Bytes stored in a closed ledger (0 while open).
+    fn length(&self) -> u64;
+    /// Reads entries `first..=last`, in order; each is the entry as it was appended.
+    fn read(&self, first: i64, last: i64) -> BoxFut<'_, Result<Vec<Bytes>>>;
+    /// The last add confirmed, as the storage knows it now.
+    fn read_last_add_confirmed(&self) -> BoxFut<'_, Result<i64>>;
+}
+
+/// Where ledgers live.
+pub trait LedgerStorage: Send + Sync {
+    /// Creates a new ledger for the managed ledger `ml_name` (recorded as the ledger's owner where
+    /// the storage keeps such metadata) and opens it for writing.
+    fn create_ledger(&self, ml_name: &str) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>>;
+    /// Opens a ledger for reading. With `recover`, it is fenced first (its writer can add no
+    /// more) and closed at its last durable entry, as a new owner must do.
+    fn open_ledger(&self, ledger_id: i64, recover: bool)
+        -> BoxFut<'_, Result<Arc<dyn ReadLedger>>>;
+    /// Deletes a ledger; deleting a missing one is not an error.
+    fn delete_ledger(&self, ledger_id: i64) -> BoxFut<'_, Result<()>>;
+}
+
+/// Small metadata records with versions, written by compare-and-set. Paths are ZooKeeper-style
+/// (`/managed-ledgers/tenant/ns/persistent/topic`).
+pub trait VersionedStore: Send + Sync {
+    /// Reads a record and its version.
+    fn get(&self, path: &str) -> BoxFut<'_, Result<Option<Versioned>>>;
+    /// Writes a record if its version is still `expected` (`None`: create it, which fails if it
+    /// exists). A lost race is [`crate::LedgerError::BadVersion`]. Returns the new version.
+    fn put(
+        &self,
+        path: &str,
+        value: Vec<u8>,
+        expected: Option<Version>,
+    ) -> BoxFut<'_, Result<Version>>;
+    /// Deletes a record (at `expected`, or whatever its version with `None`); a missing record
+    /// is not an error.
+    fn delete(&self, path: &str, expected: Option<Version>) -> BoxFut<'_, Result<()>>;
+    /// Names (last path segments) of the records directly below `path`.
+    fn children(&self, path: &str) -> BoxFut<'_, Result<Vec<String>>>;
+}
+
+/// The path of a managed ledger's record, as Pulsar names it: `/managed-ledgers/{name}` where
+/// the name is `tenant/namespace/persistent/topic`.
+#[must_use]
+pub fn managed_ledger_path(name: &str) -> String {
+    format!("/managed-ledgers/{name}")
+}
+
+/// The path of a cursor's record: a child of its managed ledger's, `/managed-ledgers/{name}/{cursor}`.
+#[must_use]
+pub fn cursor_path(ml_name: &str, cursor: &str) -> String {
+    format!("/managed-ledgers/{ml_name}/{cursor}")
+}

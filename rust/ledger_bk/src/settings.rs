@@ -1,0 +1,183 @@
+//! The settings of the BookKeeper storage, under the names a Pulsar `broker.conf` gives them:
+//! `metadataStoreUrl`, `bookkeeperMetadataServiceUri`, `managedLedgerDefaultEnsembleSize`,
+//! `managedLedgerDefaultWriteQuorum`, `managedLedgerDefaultAckQuorum`,
+//! `managedLedgerMaxEntriesPerLedger`, `bookkeeperClientTimeoutInSeconds`. Defaults are Pulsar's
+//! (2/2/2, 50 000 entries, 30 s). The digest is CRC32C and the password empty, as
+//! `ManagedLedgerConfig` has them by default.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use pulsar_rs_ledger::LedgerError;
+
+/// Where the bookies and the metadata are, and how ledgers are made.
+#[derive(Clone, Debug)]
+pub struct BkSettings {
+    /// `metadataStoreUrl`: `zk:host:port[,host:port]` (Pulsar's form) or `host:port`.
+    pub metadata_store_url: String,
+    /// `bookkeeperMetadataServiceUri`; empty: `metadata-store:{metadataStoreUrl}/ledgers`.
+    pub bookkeeper_metadata_service_uri: String,
+    /// `managedLedgerDefaultEnsembleSize` (E).
+    pub ensemble_size: usize,
+    /// `managedLedgerDefaultWriteQuorum` (Qw).
+    pub write_quorum: usize,
+    /// `managedLedgerDefaultAckQuorum` (Qa).
+    pub ack_quorum: usize,
+    /// `managedLedgerMaxEntriesPerLedger`.
+    pub max_entries_per_ledger: u64,
+    /// `bookkeeperClientTimeoutInSeconds`, per bookie request.
+    pub client_timeout: Duration,
+    /// The ledgers' password (`ManagedLedgerConfig`'s default: empty).
+    pub password: Vec<u8>,
+}
+
+impl BkSettings {
+    /// Pulsar's defaults on the metadata store `metadata_store_url`.
+    #[must_use]
+    pub fn new(metadata_store_url: &str) -> BkSettings {
+        BkSettings {
+            metadata_store_url: metadata_store_url.to_owned(),
+            bookkeeper_metadata_service_uri: String::new(),
+            ensemble_size: 2,
+            write_quorum: 2,
+            ack_quorum: 2,
+            max_entries_per_ledger: 50_000,
+            client_timeout: Duration::from_secs(30),
+            password: Vec::new(),
+        }
+    }
+
+    /// The settings in a `broker.conf`'s keys; `None` when `metadataStoreUrl` is not set (the
+    /// broker then keeps topics in its local journal).
+    ///
+    /// # Errors
+    /// A number that does not parse, or quorums BookKeeper would refuse (E ≥ Qw ≥ Qa ≥ 1).
+    pub fn from_conf(conf: &HashMap<String, String>) -> Result<Option<BkSettings>, LedgerError> {
+        let Some(url) = conf.get("metadataStoreUrl").filter(|u| !u.is_empty()) else {
+            return Ok(None);
+        };
+        let mut s = BkSettings::new(url);
+        if let Some(u) = conf.get("bookkeeperMetadataServiceUri") {
+            s.bookkeeper_metadata_service_uri.clone_from(u);
+        }
+        fn num<T: std::str::FromStr>(
+            conf: &HashMap<String, String>,
+            key: &'static str,
+            into: &mut T,
+        ) -> Result<(), LedgerError> {
+            if let Some(v) = conf.get(key) {
+                *into = v.trim().parse().map_err(|_| LedgerError::InvalidConfig {
+                    key,
+                    reason: format!("not a number: {v}"),
+                })?;
+            }
+            Ok(())
+        }
+        num(
+            conf,
+            "managedLedgerDefaultEnsembleSize",
+            &mut s.ensemble_size,
+        )?;
+        num(conf, "managedLedgerDefaultWriteQuorum", &mut s.write_quorum)?;
+        num(conf, "managedLedgerDefaultAckQuorum", &mut s.ack_quorum)?;
+        num(
+            conf,
+            "managedLedgerMaxEntriesPerLedger",
+            &mut s.max_entries_per_ledger,
+        )?;
+        let mut secs = s.client_timeout.as_secs();
+        num(conf, "bookkeeperClientTimeoutInSeconds", &mut secs)?;
+        s.client_timeout = Duration::from_secs(secs.max(1));
+        s.validate()?;
+        Ok(Some(s))
+    }
+
+    /// Checks E ≥ Qw ≥ Qa ≥ 1, as BookKeeper does when creating a ledger.
+    ///
+    /// # Errors
+    /// [`LedgerError::InvalidConfig`] naming the offending key.
+    pub fn validate(&self) -> Result<(), LedgerError> {
+        let bad = |key, reason: &str| {
+            Err(LedgerError::InvalidConfig {
+                key,
+                reason: reason.into(),
+            })
+        };
+        if self.ack_quorum == 0 {
+            return bad("managedLedgerDefaultAckQuorum", "must be at least 1");
+        }
+        if self.write_quorum < self.ack_quorum {
+            return bad(
+                "managedLedgerDefaultWriteQuorum",
+                "must be at least the ack quorum",
+            );
+        }
+        if self.ensemble_size < self.write_quorum {
+            return bad(
+                "managedLedgerDefaultEnsembleSize",
+                "must be at least the write quorum",
+            );
+        }
+        Ok(())
+    }
+
+    /// ZooKeeper's `host:port[,host:port]` from `metadataStoreUrl` (`zk:` prefix optional).
+    ///
+    /// # Errors
+    /// A store other than ZooKeeper (etcd, Oxia, ...).
+    pub fn metadata_servers(&self) -> Result<String, LedgerError> {
+        let url = self.metadata_store_url.trim();
+        let servers = url.strip_prefix("zk:").unwrap_or(url);
+        if servers.contains("://") || servers.starts_with("etcd:") || servers.starts_with("oxia:") {
+            return Err(LedgerError::InvalidConfig {
+                key: "metadataStoreUrl",
+                reason: format!("only ZooKeeper is supported: {url}"),
+            });
+        }
+        Ok(servers.trim_end_matches('/').to_owned())
+    }
+
+    /// The BookKeeper metadata service URI: `bookkeeperMetadataServiceUri`, or Pulsar's default
+    /// `metadata-store:{metadataStoreUrl}/ledgers` when it is empty.
+    ///
+    /// # Errors
+    /// As [`BkSettings::metadata_servers`].
+    pub fn bookkeeper_uri(&self) -> Result<String, LedgerError> {
+        if self.bookkeeper_metadata_service_uri.is_empty() {
+            Ok(format!(
+                "metadata-store:zk:{}/ledgers",
+                self.metadata_servers()?
+            ))
+        } else {
+            Ok(self.bookkeeper_metadata_service_uri.clone())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pulsar_keys_and_defaults() {
+        let conf: HashMap<String, String> = [
+            ("metadataStoreUrl", "zk:127.0.0.1:2181"),
+            ("managedLedgerDefaultEnsembleSize", "3"),
+            ("managedLedgerDefaultWriteQuorum", "2"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+        let s = BkSettings::from_conf(&conf).unwrap().unwrap();
+        assert_eq!((s.ensemble_size, s.write_quorum, s.ack_quorum), (3, 2, 2));
+        assert_eq!(
+            s.bookkeeper_uri().unwrap(),
+            "metadata-store:zk:127.0.0.1:2181/ledgers"
+        );
+        assert!(s.password.is_empty());
+        assert!(BkSettings::from_conf(&HashMap::new()).unwrap().is_none());
+        let mut bad = conf.clone();
+        bad.insert("managedLedgerDefaultAckQuorum".into(), "3".into());
+        assert!(BkSettings::from_conf(&bad).is_err());
+    }
+}
