@@ -21,6 +21,7 @@ use pulsar_rs_broker::Subscription;
 use pulsar_rs_proto::commands;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::Notify;
 
 /// Queued message bytes over which a connection stops being writable (Netty's default is
 /// 64 KiB; Pulsar's dispatch reads are larger). The environment variable
@@ -39,6 +40,71 @@ fn water_marks() -> (usize, usize) {
             .filter(|&h| h > 0)
             .map_or((HIGH_WATER_MARK, LOW_WATER_MARK), |h| (h, h / 2))
     })
+}
+
+/// Queued control bytes over which the connection is not read.
+pub const CONTROL_HIGH_MARK: usize = 1 << 20;
+/// Queued control bytes under which reading resumes.
+pub const CONTROL_LOW_MARK: usize = 256 << 10;
+
+/// Bytes a queued SEND_RECEIPT is counted as (about its encoded size).
+const RECEIPT_BYTES: usize = 48;
+
+/// The weight of a queued item in the control backlog (MESSAGE frames weigh nothing here).
+#[must_use]
+pub fn control_bytes(item: &Outbound) -> usize {
+    match item {
+        Outbound::Frame(b) => b.len(),
+        Outbound::Receipt(_) => RECEIPT_BYTES,
+        Outbound::Receipts(rs) => RECEIPT_BYTES * rs.len(),
+        Outbound::Message(..) | Outbound::Close => 0,
+    }
+}
+
+/// Control bytes queued and not yet written, shared by a connection's senders and its writer.
+#[derive(Default)]
+pub struct ControlBacklog {
+    /// Added by every sender at enqueue, removed by the writer after each write. AcqRel: the
+    /// read loop's pause decision and the writer's wake-up below must see each other's updates.
+    queued: AtomicUsize,
+    /// Signalled by the writer when the backlog falls under the low mark.
+    drained: Notify,
+}
+
+impl ControlBacklog {
+    /// Counts `n` bytes queued (by a sender, before the item is queued).
+    pub fn add(&self, n: usize) {
+        // AcqRel: see `queued`.
+        self.queued.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Bytes queued now.
+    #[must_use]
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// The writer wrote items weighing `n` bytes.
+    pub fn written(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let now = self.queued.fetch_sub(n, Ordering::AcqRel) - n;
+        if now <= CONTROL_LOW_MARK {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits until the backlog is under the low mark (returns at once if it is).
+    pub async fn wait_drained(&self) {
+        loop {
+            let drained = self.drained.notified();
+            if self.queued() <= CONTROL_LOW_MARK {
+                return;
+            }
+            drained.await;
+        }
+    }
 }
 
 /// Whether a connection can take more messages (Netty's `isWritable()`).
@@ -206,7 +272,7 @@ pub async fn run<W: AsyncWrite + Unpin>(
     mut rx: UnboundedReceiver<Outbound>,
     mut socket: W,
     writability: Arc<Writability>,
-    backlog: Arc<crate::outbound::ControlBacklog>,
+    backlog: Arc<ControlBacklog>,
 ) {
     let mut bufs: Vec<Bytes> = Vec::with_capacity(MAX_IOV);
     // Small frames of the current write; its memory is reused once the previous write's
@@ -216,12 +282,12 @@ pub async fn run<W: AsyncWrite + Unpin>(
     while !closing {
         let Some(first) = rx.recv().await else { break };
         let mut messages = 0;
-        let mut control = crate::outbound::control_bytes(&first);
+        let mut control = control_bytes(&first);
         closing = push(&mut bufs, &mut small, first, &mut messages);
         while !closing && bufs.len() < MAX_IOV - 2 && small.len() < COALESCED_WRITE {
             match rx.try_recv() {
                 Ok(item) => {
-                    control += crate::outbound::control_bytes(&item);
+                    control += control_bytes(&item);
                     closing = push(&mut bufs, &mut small, item, &mut messages);
                 }
                 Err(_) => break,
@@ -243,7 +309,7 @@ pub async fn run<W: AsyncWrite + Unpin>(
     rx.close();
     let mut control = 0;
     while let Ok(item) = rx.try_recv() {
-        control += crate::outbound::control_bytes(&item);
+        control += control_bytes(&item);
         let (mut scratch, mut small) = (Vec::new(), BytesMut::new());
         push(&mut scratch, &mut small, item, &mut rest);
     }

@@ -122,7 +122,7 @@ pub async fn serve_io<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let backlog = Arc::new(crate::outbound::ControlBacklog::default());
+    let backlog = Arc::new(crate::writer::ControlBacklog::default());
     let tx = crate::outbound::OutboundTx::new(tx, Arc::clone(&backlog));
     let writability = Arc::new(writer::Writability::default());
     // Receipts reach the writer from the journal flusher's completion pass: one wake-up per
@@ -208,7 +208,7 @@ pub async fn serve_io<R, W>(
         }
         // Backpressure on what the client does not read: a connection whose receipts and
         // responses pile up unread is not read either (see `crate::outbound`).
-        if backlog.queued() > crate::outbound::CONTROL_HIGH_MARK {
+        if backlog.queued() > crate::writer::CONTROL_HIGH_MARK {
             conn.ctx
                 .throttled_connections
                 .fetch_add(1, Ordering::Relaxed);
