@@ -48,6 +48,13 @@ def _refused(attempt: Callable[[], Any]) -> str:
         time.sleep(0.2)
 
 
+def _refused_new(attempt: Callable[[int], Any]) -> str:
+    """As :func:`_refused`, for calls that create something (a subscription): each try gets its own
+    index, so a try that succeeded before the policy applied does not make the next ones reuse it."""
+    tries = iter(range(1_000_000))
+    return _refused(lambda: attempt(next(tries)))
+
+
 def _policy_crud(t: Target, base: str, name: str) -> list[Any]:
     """GET unset, a negative value, a set, GET, DELETE, GET: Pulsar's REST answers for one policy."""
     return [
@@ -124,7 +131,7 @@ def test_namespace_producer_and_consumer_limits(pair: tuple[Target, Target]) -> 
 
         out.append(t.rest("POST", f"{base}/maxSubscriptionsPerTopic", 2)[0])
         # "a" and "c" exist: a third subscription is refused, an existing one is still served.
-        out.append(("third subscription", _refused(lambda: c.subscribe(topic, "d"))))
+        out.append(("third subscription", _refused_new(lambda i: c.subscribe(topic, f"d{i}"))))
         out.append(("existing subscription", _refused_once(lambda: c.subscribe(topic, "a"))))
         return out
 
@@ -156,7 +163,7 @@ def test_topic_producer_consumer_and_message_size_limits(pair: tuple[Target, Tar
         out.append(t.rest("POST", f"{base}/maxConsumersPerSubscription", 1)[0])
         out.append(("same subscription", _refused(lambda: c.subscribe(topic, "a", consumer_type=SHARED))))
         out.append(t.rest("POST", f"{base}/maxSubscriptionsPerTopic", 1)[0])
-        out.append(("second subscription", _refused(lambda: c.subscribe(topic, "z"))))
+        out.append(("second subscription", _refused_new(lambda i: c.subscribe(topic, f"z{i}"))))
         s1.close()
 
         out.append(t.rest("POST", f"{base}/maxMessageSize", 1024)[0])
