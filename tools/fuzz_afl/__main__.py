@@ -11,10 +11,13 @@ from tools.fuzz_afl import TARGETS, run
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tools.fuzz_afl")
     parser.add_argument("--seconds", type=int, default=60, help="per target")
-    parser.add_argument("targets", nargs="*", default=list(TARGETS), choices=TARGETS)
+    parser.add_argument("targets", nargs="*", help=f"some of {', '.join(TARGETS)} (default all)")
     args = parser.parse_args()
+    unknown = set(args.targets) - set(TARGETS)
+    if unknown:
+        parser.error(f"unknown targets {sorted(unknown)}; there are {', '.join(TARGETS)}")
     bad = 0
-    for r in run(args.seconds, tuple(args.targets)):
+    for r in run(args.seconds, tuple(args.targets) or TARGETS):
         print(f"{r.target}: {r.execs} execs, {r.paths} inputs in the corpus")
         for p in r.crashes + r.hangs:
             print(f"  found: {p}")
