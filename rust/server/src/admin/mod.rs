@@ -15,6 +15,7 @@ mod lookup;
 mod messages;
 pub mod namespaces;
 mod non_persistent;
+mod openapi;
 mod permissions;
 mod policies;
 mod schemas;
@@ -189,6 +190,7 @@ pub async fn serve_tls(
 fn router(ctx: Arc<ServerContext>) -> Router {
     Router::new()
         .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+        .route("/admin/v2/openapi.json", get(openapi::serve))
         .merge(clusters::routes())
         .merge(tenants::routes())
         .merge(namespaces::routes())
