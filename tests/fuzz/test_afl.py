@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools import fuzz_afl
 
 SECONDS = int(os.environ.get("PULSAR_RS_FUZZ_SECONDS", "45"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_the_seeds_reach_the_decoders():
+    """The fuzz crate's own tests, without AFL: each seed decodes through its target."""
+    if shutil.which("cargo") is None:
+        pytest.skip("no cargo to build the fuzz targets with")
+    subprocess.run(["cargo", "test", "--release", "--locked"], cwd=fuzz_afl.FUZZ, check=True)
 
 
 @pytest.mark.slow
