@@ -6,7 +6,7 @@
 //! checks it against the `.route(...)` calls of `rust/server/src/admin/*.rs` (paths and methods)
 //! and against the running router (each listed method is routed, every other one answers 405).
 //! Parameters are the path's `{names}`, strings with an example naming what a standalone broker
-//! has; a PUT or POST takes any JSON body.
+//! has; a PUT or POST takes the body Pulsar's clients send there ([`body_schema`]).
 
 use axum::response::IntoResponse;
 use axum::Json;
@@ -275,7 +275,7 @@ pub(super) fn document() -> Value {
             if matches!(*method, "PUT" | "POST") {
                 op["requestBody"] = json!({
                     "required": false,
-                    "content": {"application/json": {"schema": {}}},
+                    "content": {"application/json": {"schema": body_schema(path)}},
                 });
             }
             item[method.to_lowercase()] = op;
@@ -295,6 +295,50 @@ pub(super) fn document() -> Value {
 /// `GET /admin/v2/openapi.json`.
 pub(super) async fn serve() -> impl IntoResponse {
     Json(document())
+}
+
+/// The JSON body a PUT or POST on `path` takes, as Pulsar's clients send it; any JSON where
+/// the body depends on the path's `{policy}`.
+fn body_schema(path: &str) -> Value {
+    let message_id = json!({
+        "type": "object",
+        "properties": {
+            "ledgerId": {"type": "integer"},
+            "entryId": {"type": "integer"},
+            "partitionIndex": {"type": "integer"},
+            "batchIndex": {"type": "integer"},
+            "isExcluded": {"type": "boolean"},
+        },
+    });
+    let names = json!({"type": "array", "items": {"type": "string"}});
+    let last = path.rsplit('/').next().unwrap_or_default();
+    match last {
+        "{tenant}" if path.starts_with("/admin/v2/tenants/") => json!({
+            "type": "object",
+            "properties": {"adminRoles": names, "allowedClusters": names},
+        }),
+        "{cluster}" => json!({
+            "type": "object",
+            "properties": {
+                "serviceUrl": {"type": "string"},
+                "brokerServiceUrl": {"type": "string"},
+            },
+        }),
+        "partitions" => json!({"type": "integer"}),
+        "resetcursor" | "expireMessages" => message_id,
+        "{sub}" if path.contains("/subscription/") && !path.contains("/permissions/") => message_id,
+        "{role}" | "{sub}" => names,
+        "subscriptionAuthMode" => json!({"type": "string", "enum": ["None", "Prefix"]}),
+        "schema" | "version" | "compatibility" => json!({
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": ["STRING", "JSON", "AVRO", "BYTES", "INT64"]},
+                "schema": {"type": "string"},
+                "properties": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        }),
+        _ => json!({}),
+    }
 }
 
 /// A value that names something a fresh standalone broker has (or a plausible one), so a
