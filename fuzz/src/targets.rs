@@ -4,8 +4,8 @@ use bytes::{Bytes, BytesMut};
 use pulsar_rs_proto::{compression, pb, Frame, DEFAULT_MAX_FRAME_SIZE};
 
 /// A connection's read loop: `data` arrives in one buffer and is decoded frame by frame until
-/// the decoder wants more or refuses; each SEND's metadata and payload go through
-/// [`payload`].
+/// the decoder wants more or refuses; each SEND's stored form goes through [`stored_entry`]
+/// (a frame without checksum is stored with a computed one, so its payload is reached too).
 pub fn frames(data: &[u8]) {
     let mut buf = BytesMut::from(data);
     while let Ok(Some(frame)) = pulsar_rs_proto::decode_frame(&mut buf, DEFAULT_MAX_FRAME_SIZE) {
