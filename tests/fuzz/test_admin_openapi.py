@@ -172,6 +172,8 @@ def test_schemathesis_finds_no_server_error_hang_or_growth(pulsar_broker_factory
                 "--max-examples",
                 str(MAX_EXAMPLES),
                 "--generation-deterministic",
+                "--generation-database",
+                "none",
                 "--no-color",
             ],
             capture_output=True,
