@@ -172,10 +172,9 @@ def test_schemathesis_finds_no_server_error_hang_or_growth(pulsar_broker_factory
                 "--max-examples",
                 str(MAX_EXAMPLES),
                 "--generation-deterministic",
-                "--generation-database",
-                "none",
                 "--no-color",
             ],
+            cwd=tmp_path,  # whatever schemathesis keeps on disk stays out of the work tree
             capture_output=True,
             text=True,
             timeout=1100,
