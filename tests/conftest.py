@@ -1,6 +1,14 @@
-"""Shared helpers for the interop suites (official ``pulsar-client`` against pulsar_rs).
+"""Shared helpers for every room of tests/ (official ``pulsar-client`` against pulsar_rs), and the rooms'
+markers.
 
-The ``pulsar_broker`` / ``pulsar_broker_factory`` fixtures come from the package's pytest plugin.
+The ``pulsar_broker`` / ``pulsar_broker_factory`` fixtures come from the package's pytest plugin. Test
+files import the helpers below with ``from conftest import ...`` (and ``raw_protocol``,
+``dispatch_util``, ``webdriver`` beside this file): pyproject puts ``tests/`` on ``sys.path``.
+
+Every test file sits in a room, a folder named for its kind (README, "Tests"); the folder's name is
+a marker given to each of its tests, so ``pytest -m interop`` runs one room. The rooms in
+``SLOW_ROOMS`` are marked ``slow`` as a whole; elsewhere a test that takes 5 s or more here carries
+``@pytest.mark.slow`` itself. ``pytest -m "not slow"`` is the quick inner loop.
 """
 
 from __future__ import annotations
@@ -11,8 +19,38 @@ import json
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+
+#: The rooms of tests/, each a folder and a marker of the same name (registered in pyproject.toml).
+ROOMS = ("unit", "interop", "admin", "security", "fuzz", "spark", "system", "power_loss", "java", "go", "differential")
+#: Rooms whose every test is slow: a JVM, a Go build, Apache Pulsar, FUSE, a wheel or a scale run.
+SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential"})
+_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its room (and ``slow`` for the slow rooms); a test outside the rooms is
+    an error, so that a new file cannot escape the selections."""
+    homeless = set()
+    for item in items:
+        try:
+            room = item.path.resolve().relative_to(_TESTS).parts[0]
+        except ValueError:
+            continue  # not under tests/ (pytest run on another path): no rooms there
+        if room not in ROOMS:
+            homeless.add(str(item.path.relative_to(_TESTS.parent)))
+            continue
+        item.add_marker(room)
+        if room in SLOW_ROOMS:
+            item.add_marker("slow")
+    if homeless:
+        raise pytest.UsageError(
+            f"test files outside the rooms of tests/ ({', '.join(ROOMS)}): {', '.join(sorted(homeless))}; "
+            "move each into the folder of its kind (README, 'Tests')"
+        )
+
 
 pulsar = pytest.importorskip("pulsar")
 

@@ -37,6 +37,20 @@ const BOXED_COMMANDS: &[&str] = &[
     "ack_response",
     "get_or_create_schema",
     "get_or_create_schema_response",
+    "new_txn",
+    "new_txn_response",
+    "add_partition_to_txn",
+    "add_partition_to_txn_response",
+    "add_subscription_to_txn",
+    "add_subscription_to_txn_response",
+    "end_txn",
+    "end_txn_response",
+    "end_txn_on_partition",
+    "end_txn_on_partition_response",
+    "end_txn_on_subscription",
+    "end_txn_on_subscription_response",
+    "tc_client_connect_request",
+    "tc_client_connect_response",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

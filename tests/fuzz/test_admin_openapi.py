@@ -121,7 +121,7 @@ def schemathesis_cmd() -> list[str] | None:
     return [st] if Path(st).exists() else None
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # about 15 s here for each caller (2 733 requests)
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("caller", ["no-authorization", "superuser", "anonymous"])
 def test_schemathesis_finds_no_server_error_hang_or_growth(pulsar_broker_factory, tmp_path, caller):
@@ -135,6 +135,8 @@ def test_schemathesis_finds_no_server_error_hang_or_growth(pulsar_broker_factory
     if caller == "no-authorization":
         broker = pulsar_broker_factory()
     else:
+        # The security suite's token helpers (tests/security).
+        sys.path.insert(0, str(ROOT / "tests" / "security"))
         from test_security import ADMIN, token_authz_settings
 
         broker = pulsar_broker_factory(**token_authz_settings("anonymous"))

@@ -22,7 +22,7 @@ from tools import fuzz_afl
 SECONDS = int(os.environ.get("PULSAR_RS_FUZZ_SECONDS", "45"))
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # 6 s here with the crate built, a few minutes on a clean checkout
 @pytest.mark.timeout(1800)
 def test_the_seeds_reach_the_decoders():
     """The fuzz crate's own tests, without AFL: each seed decodes through its target."""
@@ -31,7 +31,7 @@ def test_the_seeds_reach_the_decoders():
     subprocess.run(["cargo", "test", "--release", "--locked"], cwd=fuzz_afl.FUZZ, check=True)
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # about 150 s here (3 targets x 45 s), plus installing cargo-afl on a first run
 @pytest.mark.timeout(1800 + 3 * SECONDS)
 def test_afl_finds_no_crash_or_hang_in_the_protocol_decoders():
     if shutil.which("cargo") is None:

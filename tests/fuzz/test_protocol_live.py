@@ -105,7 +105,7 @@ def well_behaved_send(raw: Raw, seq: int) -> None:
     assert body[2] == [seq]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # about 5 s here
 @pytest.mark.timeout(300)
 def test_damaged_frames_never_take_the_broker_down(pulsar_broker, topic):
     seed = int(os.environ.get("PULSAR_RS_FUZZ_SEED", time.time_ns() % 1_000_000))

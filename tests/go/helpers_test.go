@@ -1,6 +1,6 @@
 // Package interop_test runs the official Go client (github.com/apache/pulsar-client-go) against a
 // pulsar-rs broker whose URLs are given in PULSAR_SERVICE_URL and PULSAR_ADMIN_URL
-// (tests/test_go_client.py starts one and runs `go test -json ./...`).
+// (tests/go/test_go_client.py starts one and runs `go test -json ./...`).
 package interop_test
 
 import (
@@ -31,7 +31,7 @@ func mustEnv(t *testing.T, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		t.Fatalf("%s is not set: these tests need a running broker (see tests/test_go_client.py)", name)
+		t.Fatalf("%s is not set: these tests need a running broker (see tests/go/test_go_client.py)", name)
 	}
 	return v
 }

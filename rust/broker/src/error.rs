@@ -56,6 +56,18 @@ pub enum BrokerError {
     /// A schema is refused (Pulsar's `IncompatibleSchemaException`); the message is Pulsar's.
     #[error("{0}")]
     IncompatibleSchema(String),
+    /// No transaction coordinator with this id is loaded here (TransactionCoordinatorNotFound).
+    #[error("{0}")]
+    CoordinatorNotFound(String),
+    /// The transaction is in a state that does not allow the request (InvalidTxnStatus).
+    #[error("{0}")]
+    InvalidTxnStatus(String),
+    /// The transaction is unknown to its coordinator (TransactionNotFound).
+    #[error("{0}")]
+    TransactionNotFound(String),
+    /// A transactional ack conflicts with an ack or another transaction (TransactionConflict).
+    #[error("{0}")]
+    TransactionConflict(String),
     /// The broker is shutting down.
     #[error("broker is shutting down")]
     ShuttingDown,

@@ -18,6 +18,7 @@ pub mod schema;
 pub mod service;
 pub mod subscription;
 pub mod topic;
+pub mod transaction;
 
 pub use config::{AuthProvider, BrokerConfig};
 pub use consumer::{Consumer, ConsumerEvent, ConsumerSink, SubType};

@@ -390,12 +390,28 @@ impl Cursor {
         n: usize,
         max_bytes: u64,
     ) -> Result<Option<Vec<Entry>>> {
+        self.wait_and_read_cached_until(n, max_bytes, &|| Position::LATEST)
+            .await
+    }
+
+    /// Like [`Cursor::wait_and_read_cached`], never past `max_position()`, evaluated before each
+    /// read (a transaction buffer's max read position). When the bound moves without an
+    /// append, the caller must wake itself: only appends end this wait.
+    ///
+    /// # Errors
+    /// As [`Cursor::read_entries_or_wait`].
+    pub async fn wait_and_read_cached_until(
+        &self,
+        n: usize,
+        max_bytes: u64,
+        max_position: &(dyn Fn() -> Position + Send + Sync),
+    ) -> Result<Option<Vec<Entry>>> {
         loop {
             let notified = self.ml.new_entries.notified();
             tokio::pin!(notified);
             // Register before checking, so an append between the check and the wait is not lost.
             notified.as_mut().enable();
-            match self.read_entries_cached(n, max_bytes, Position::LATEST)? {
+            match self.read_entries_cached(n, max_bytes, max_position())? {
                 None => return Ok(None),
                 Some(entries) if !entries.is_empty() => return Ok(Some(entries)),
                 Some(_) => {}

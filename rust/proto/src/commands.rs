@@ -84,6 +84,20 @@ command_fields! {
     AckResponse => ack_response: CommandAckResponse,
     GetOrCreateSchema => get_or_create_schema: CommandGetOrCreateSchema,
     GetOrCreateSchemaResponse => get_or_create_schema_response: CommandGetOrCreateSchemaResponse,
+    NewTxn => new_txn: CommandNewTxn,
+    NewTxnResponse => new_txn_response: CommandNewTxnResponse,
+    AddPartitionToTxn => add_partition_to_txn: CommandAddPartitionToTxn,
+    AddPartitionToTxnResponse => add_partition_to_txn_response: CommandAddPartitionToTxnResponse,
+    AddSubscriptionToTxn => add_subscription_to_txn: CommandAddSubscriptionToTxn,
+    AddSubscriptionToTxnResponse => add_subscription_to_txn_response: CommandAddSubscriptionToTxnResponse,
+    EndTxn => end_txn: CommandEndTxn,
+    EndTxnResponse => end_txn_response: CommandEndTxnResponse,
+    EndTxnOnPartition => end_txn_on_partition: CommandEndTxnOnPartition,
+    EndTxnOnPartitionResponse => end_txn_on_partition_response: CommandEndTxnOnPartitionResponse,
+    EndTxnOnSubscription => end_txn_on_subscription: CommandEndTxnOnSubscription,
+    EndTxnOnSubscriptionResponse => end_txn_on_subscription_response: CommandEndTxnOnSubscriptionResponse,
+    TcClientConnectRequest => tc_client_connect_request: CommandTcClientConnectRequest,
+    TcClientConnectResponse => tc_client_connect_response: CommandTcClientConnectResponse,
 }
 
 /// A message id with only ledger and entry set (partition/batch index −1).
@@ -716,4 +730,71 @@ mod tests {
             assert_eq!(ty as i32, v);
         }
     }
+}
+
+/// The `(error, message)` of a failed transaction request, or `None` for success.
+pub type TxnError = Option<(ServerError, String)>;
+
+/// Splits a [`TxnError`] into the optional wire fields.
+fn txn_error_fields(err: TxnError) -> (Option<i32>, Option<String>) {
+    match err {
+        Some((code, message)) => (Some(code as i32), Some(message)),
+        None => (None, None),
+    }
+}
+
+/// TC_CLIENT_CONNECT_RESPONSE.
+pub fn tc_client_connect_response(request_id: u64, err: TxnError) -> BaseCommand {
+    let (error, message) = txn_error_fields(err);
+    pb::CommandTcClientConnectResponse {
+        request_id,
+        error,
+        message,
+    }
+    .into()
+}
+
+/// NEW_TXN_RESPONSE with the new transaction's id `(most, least)` (zeros on error).
+pub fn new_txn_response(request_id: u64, txn: (u64, u64), err: TxnError) -> BaseCommand {
+    let (error, message) = txn_error_fields(err);
+    pb::CommandNewTxnResponse {
+        request_id,
+        txnid_most_bits: Some(txn.0),
+        txnid_least_bits: Some(txn.1),
+        error,
+        message,
+    }
+    .into()
+}
+
+macro_rules! txn_responses {
+    ($($(#[$doc:meta])* $name:ident => $msg:ident,)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(request_id: u64, txn: (u64, u64), err: TxnError) -> BaseCommand {
+                let (error, message) = txn_error_fields(err);
+                pb::$msg {
+                    request_id,
+                    txnid_most_bits: Some(txn.0),
+                    txnid_least_bits: Some(txn.1),
+                    error,
+                    message,
+                }
+                .into()
+            }
+        )*
+    };
+}
+
+txn_responses! {
+    /// ADD_PARTITION_TO_TXN_RESPONSE.
+    add_partition_to_txn_response => CommandAddPartitionToTxnResponse,
+    /// ADD_SUBSCRIPTION_TO_TXN_RESPONSE.
+    add_subscription_to_txn_response => CommandAddSubscriptionToTxnResponse,
+    /// END_TXN_RESPONSE.
+    end_txn_response => CommandEndTxnResponse,
+    /// END_TXN_ON_PARTITION_RESPONSE.
+    end_txn_on_partition_response => CommandEndTxnOnPartitionResponse,
+    /// END_TXN_ON_SUBSCRIPTION_RESPONSE.
+    end_txn_on_subscription_response => CommandEndTxnOnSubscriptionResponse,
 }

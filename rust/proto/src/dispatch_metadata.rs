@@ -26,6 +26,15 @@ pub struct DispatchMetadata {
     /// `deliver_at_time` (tag 19).
     #[prost(int64, optional, tag = "19")]
     pub deliver_at_time: Option<i64>,
+    /// `marker_type` (tag 20): a server-written marker (transaction commit/abort).
+    #[prost(int32, optional, tag = "20")]
+    pub marker_type: Option<i32>,
+    /// `txnid_least_bits` (tag 22) of a transactional message or marker.
+    #[prost(uint64, optional, tag = "22")]
+    pub txnid_least_bits: Option<u64>,
+    /// `txnid_most_bits` (tag 23) of a transactional message or marker.
+    #[prost(uint64, optional, tag = "23")]
+    pub txnid_most_bits: Option<u64>,
     /// `uuid` (tag 26) of a chunked message.
     #[prost(string, optional, tag = "26")]
     pub uuid: Option<String>,

@@ -208,6 +208,86 @@ fn sample(ty: Type) -> pb::BaseCommand {
         Type::GetOrCreateSchemaResponse => {
             commands::get_or_create_schema_response(1, Bytes::from_static(b"v"))
         }
+        Type::TcClientConnectRequest => CommandTcClientConnectRequest {
+            request_id: 1,
+            tc_id: 3,
+        }
+        .into(),
+        Type::TcClientConnectResponse => commands::tc_client_connect_response(
+            1,
+            Some((ServerError::TransactionCoordinatorNotFound, "no tc".into())),
+        ),
+        Type::NewTxn => CommandNewTxn {
+            request_id: 1,
+            txn_ttl_seconds: Some(60_000),
+            tc_id: Some(2),
+        }
+        .into(),
+        Type::NewTxnResponse => commands::new_txn_response(1, (2, u64::MAX), None),
+        Type::AddPartitionToTxn => CommandAddPartitionToTxn {
+            request_id: 1,
+            txnid_least_bits: Some(5),
+            txnid_most_bits: Some(2),
+            partitions: vec!["persistent://a/b/c-partition-0".into(), "t".into()],
+        }
+        .into(),
+        Type::AddPartitionToTxnResponse => commands::add_partition_to_txn_response(
+            1,
+            (2, 5),
+            Some((ServerError::InvalidTxnStatus, "ended".into())),
+        ),
+        Type::AddSubscriptionToTxn => CommandAddSubscriptionToTxn {
+            request_id: 1,
+            txnid_least_bits: Some(5),
+            txnid_most_bits: Some(2),
+            subscription: vec![Subscription {
+                topic: "t".into(),
+                subscription: "s".into(),
+            }],
+        }
+        .into(),
+        Type::AddSubscriptionToTxnResponse => {
+            commands::add_subscription_to_txn_response(1, (2, 5), None)
+        }
+        Type::EndTxn => CommandEndTxn {
+            request_id: 1,
+            txnid_least_bits: Some(5),
+            txnid_most_bits: Some(2),
+            txn_action: Some(TxnAction::Abort as i32),
+        }
+        .into(),
+        Type::EndTxnResponse => commands::end_txn_response(
+            1,
+            (2, 5),
+            Some((ServerError::TransactionNotFound, "gone".into())),
+        ),
+        Type::EndTxnOnPartition => CommandEndTxnOnPartition {
+            request_id: 1,
+            txnid_least_bits: Some(5),
+            txnid_most_bits: Some(2),
+            topic: Some("t".into()),
+            txn_action: Some(TxnAction::Commit as i32),
+            txnid_least_bits_of_low_watermark: Some(4),
+        }
+        .into(),
+        Type::EndTxnOnPartitionResponse => commands::end_txn_on_partition_response(1, (2, 5), None),
+        Type::EndTxnOnSubscription => CommandEndTxnOnSubscription {
+            request_id: 1,
+            txnid_least_bits: Some(5),
+            txnid_most_bits: Some(2),
+            subscription: Some(Subscription {
+                topic: "t".into(),
+                subscription: "s".into(),
+            }),
+            txn_action: Some(TxnAction::Abort as i32),
+            txnid_least_bits_of_low_watermark: None,
+        }
+        .into(),
+        Type::EndTxnOnSubscriptionResponse => commands::end_txn_on_subscription_response(
+            1,
+            (2, 5),
+            Some((ServerError::TransactionConflict, "conflict".into())),
+        ),
     }
 }
 
@@ -242,7 +322,9 @@ fn encode_any(cmd: &pb::BaseCommand) -> BytesMut {
 }
 
 fn all_types() -> impl Iterator<Item = Type> {
-    (2..=40).map(|v| Type::try_from(v).expect("every value 2..=40 is a command type"))
+    (2..=40)
+        .chain(50..=63)
+        .map(|v| Type::try_from(v).expect("every value 2..=40 and 50..=63 is a command type"))
 }
 
 #[test]
@@ -565,13 +647,13 @@ fn semantic_violations_are_errors() {
     ));
 
     let unknown = pb::BaseCommand {
-        r#type: 50,
+        r#type: 45,
         ..Default::default()
     };
     encode_simple(&unknown, &mut buf);
     assert!(matches!(
         decode_frame(&mut buf, MAX),
-        Err(ProtocolError::UnknownCommandType(50))
+        Err(ProtocolError::UnknownCommandType(45))
     ));
     assert_eq!(command_type_name(&unknown), "UNKNOWN");
 

@@ -54,6 +54,10 @@ pub fn wire_code(e: &BrokerError) -> Wire {
         BrokerError::InvalidTopicName { .. } => Wire::InvalidTopicName,
         BrokerError::ConsumerAssign(_) => Wire::ConsumerAssignError,
         BrokerError::ShuttingDown => Wire::ServiceNotReady,
+        BrokerError::CoordinatorNotFound(_) => Wire::TransactionCoordinatorNotFound,
+        BrokerError::InvalidTxnStatus(_) => Wire::InvalidTxnStatus,
+        BrokerError::TransactionNotFound(_) => Wire::TransactionNotFound,
+        BrokerError::TransactionConflict(_) => Wire::TransactionConflict,
         BrokerError::IncompatibleSchema(_) => Wire::IncompatibleSchema,
         BrokerError::QuotaExceeded(RetentionPolicy::ProducerException) => {
             Wire::ProducerBlockedQuotaExceededException

@@ -21,6 +21,7 @@ pub mod console;
 pub mod error;
 pub mod lookup;
 pub mod metrics;
+pub mod outbound;
 pub mod resources;
 pub mod standalone_defaults;
 pub mod tls;
@@ -36,7 +37,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use pulsar_rs_broker::{BrokerConfig, BrokerService};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use error::ServerError;
@@ -128,14 +129,14 @@ pub struct ServerContext {
     /// Rates and backlog of the last minutes for the web console; filled by its sampler task.
     pub console_history: console::History,
     /// Producer handle → (its connection's queue, its client-side id), to fence producers.
-    producers: Mutex<HashMap<u64, (mpsc::UnboundedSender<writer::Outbound>, u64)>>,
+    producers: Mutex<HashMap<u64, (outbound::OutboundTx, u64)>>,
 }
 
 impl ServerContext {
     pub(crate) fn register_producer(
         &self,
         handle: u64,
-        tx: mpsc::UnboundedSender<writer::Outbound>,
+        tx: outbound::OutboundTx,
         producer_id: u64,
     ) {
         self.producers.lock().insert(handle, (tx, producer_id));
@@ -298,6 +299,7 @@ impl Server {
         let opened = tokio::task::spawn_blocking(move || {
             let res = resources::Resources::open(svc.storage.meta())?;
             resources::bootstrap(&res, &svc, &urls)?;
+            svc.open_coordinators()?;
             authz::migrate_legacy_grants(&svc)?;
             Ok::<_, pulsar_rs_broker::BrokerError>(Arc::new(res))
         })
@@ -310,6 +312,7 @@ impl Server {
                 return Err(e.into());
             }
         };
+        service.resume_transactions();
         let authz = authz::Authorizer::new(
             &service.config,
             Arc::clone(&service),

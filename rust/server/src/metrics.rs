@@ -190,6 +190,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     for (name, kind, v) in broker {
         f.family(name, kind, &[(c.clone(), v)]);
     }
+    transactions(&svc, &cluster, &mut f);
     ([("content-type", "text/plain; version=0.0.4")], f.out).into_response()
 }
 
@@ -255,4 +256,60 @@ fn topic_labels(cluster: &str, name: &pulsar_rs_broker::TopicName) -> String {
         "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{name}\"",
         name.namespace_name()
     )
+}
+
+/// Pulsar's transaction metrics: per coordinator (`coordinator_id`) and per topic's transaction
+/// buffer. Nothing without `transactionCoordinatorEnabled`.
+#[allow(clippy::cast_precision_loss)]
+fn transactions(svc: &pulsar_rs_broker::BrokerService, cluster: &str, f: &mut Families) {
+    if !svc.transactions_enabled() {
+        return;
+    }
+    let mut tc: Vec<Family> = vec![
+        ("pulsar_txn_active_count", "gauge", vec![]),
+        ("pulsar_txn_created_total", "counter", vec![]),
+        ("pulsar_txn_committed_total", "counter", vec![]),
+        ("pulsar_txn_aborted_total", "counter", vec![]),
+        ("pulsar_txn_timeout_total", "counter", vec![]),
+        ("pulsar_txn_append_log_total", "counter", vec![]),
+    ];
+    for c in svc.coordinators() {
+        let labels = format!("cluster=\"{cluster}\",coordinator_id=\"{}\"", c.id);
+        let s = &c.stats;
+        // Relaxed: metric reads.
+        let values = [
+            c.active_count() as f64,
+            s.created.load(Ordering::Relaxed) as f64,
+            s.committed.load(Ordering::Relaxed) as f64,
+            s.aborted.load(Ordering::Relaxed) as f64,
+            s.timed_out.load(Ordering::Relaxed) as f64,
+            s.append_log.load(Ordering::Relaxed) as f64,
+        ];
+        for ((_, _, samples), v) in tc.iter_mut().zip(values) {
+            samples.push((labels.clone(), v));
+        }
+    }
+    let mut tb: Vec<Family> = vec![
+        ("pulsar_txn_tb_active_total", "gauge", vec![]),
+        ("pulsar_txn_tb_committed_total", "counter", vec![]),
+        ("pulsar_txn_tb_aborted_total", "counter", vec![]),
+    ];
+    for t in svc.loaded_topics() {
+        let Some(buffer) = &t.txn_buffer else {
+            continue;
+        };
+        let labels = topic_labels(cluster, &t.name);
+        // Relaxed: metric reads.
+        let values = [
+            buffer.ongoing_count() as f64,
+            buffer.stats.committed.load(Ordering::Relaxed) as f64,
+            buffer.stats.aborted.load(Ordering::Relaxed) as f64,
+        ];
+        for ((_, _, samples), v) in tb.iter_mut().zip(values) {
+            samples.push((labels.clone(), v));
+        }
+    }
+    for (name, kind, samples) in tc.iter().chain(tb.iter()) {
+        f.family(name, kind, samples);
+    }
 }

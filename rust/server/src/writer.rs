@@ -206,6 +206,7 @@ pub async fn run<W: AsyncWrite + Unpin>(
     mut rx: UnboundedReceiver<Outbound>,
     mut socket: W,
     writability: Arc<Writability>,
+    backlog: Arc<crate::outbound::ControlBacklog>,
 ) {
     let mut bufs: Vec<Bytes> = Vec::with_capacity(MAX_IOV);
     // Small frames of the current write; its memory is reused once the previous write's
@@ -215,16 +216,21 @@ pub async fn run<W: AsyncWrite + Unpin>(
     while !closing {
         let Some(first) = rx.recv().await else { break };
         let mut messages = 0;
+        let mut control = crate::outbound::control_bytes(&first);
         closing = push(&mut bufs, &mut small, first, &mut messages);
         while !closing && bufs.len() < MAX_IOV - 2 && small.len() < COALESCED_WRITE {
             match rx.try_recv() {
-                Ok(item) => closing = push(&mut bufs, &mut small, item, &mut messages),
+                Ok(item) => {
+                    control += crate::outbound::control_bytes(&item);
+                    closing = push(&mut bufs, &mut small, item, &mut messages);
+                }
                 Err(_) => break,
             }
         }
         flush_small(&mut bufs, &mut small);
         let r = write_all(&mut socket, &mut bufs).await;
         writability.written(messages);
+        backlog.written(control);
         if let Err(e) = r {
             tracing::debug!(error = %e, "connection write failed");
             break;
@@ -235,11 +241,14 @@ pub async fn run<W: AsyncWrite + Unpin>(
     // then find the consumers gone).
     let mut rest = 0;
     rx.close();
+    let mut control = 0;
     while let Ok(item) = rx.try_recv() {
+        control += crate::outbound::control_bytes(&item);
         let (mut scratch, mut small) = (Vec::new(), BytesMut::new());
         push(&mut scratch, &mut small, item, &mut rest);
     }
     writability.written(rest);
+    backlog.written(control);
 }
 
 /// Adds an item to the write: small frames, receipts and MESSAGE headers into `small`, stored

@@ -107,6 +107,9 @@ pub struct Compaction {
     view: RwLock<Option<Arc<CompactedLedger>>>,
     /// Status of the current or last run. Short lock; taken to start a run (so two cannot).
     run: Mutex<RunState>,
+    /// The topic's transaction buffer, set once by the topic: a run stops at the max read
+    /// position and leaves aborted messages out (markers are always left out).
+    txn_buffer: std::sync::OnceLock<Arc<crate::transaction::buffer::TransactionBuffer>>,
 }
 
 fn now_ms() -> u64 {
@@ -153,7 +156,13 @@ impl Compaction {
                 last_run_ms: None,
                 last: LastRun::default(),
             }),
+            txn_buffer: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Gives compaction the topic's transaction buffer (once; later calls are ignored).
+    pub fn set_transaction_buffer(&self, tb: Arc<crate::transaction::buffer::TransactionBuffer>) {
+        let _ = self.txn_buffer.set(tb);
     }
 
     /// The current compacted view.
@@ -275,7 +284,14 @@ impl Compaction {
     fn compact(&self, ml: &Arc<ManagedLedger>) -> Result<u64, BrokerError> {
         let cursor = ml.open_cursor_at(COMPACTION_CURSOR, true)?;
         let old = self.view();
-        let upto = ml.last_confirmed();
+        let tb = self.txn_buffer.get();
+        // Never past an open transaction's first message (Pulsar compacts what it dispatches).
+        let upto = tb.map_or_else(
+            || ml.last_confirmed(),
+            |tb| tb.max_read_position(|| ml.last_confirmed()),
+        );
+        let hidden =
+            |e: &Entry| tb.is_some_and(|tb| tb.hides(&crate::dispatch::entry::entry_info(&e.data)));
         // Where the topic's unread part starts: after the horizon, or after the cursor's
         // mark-delete for the first run.
         let after = old
@@ -285,10 +301,16 @@ impl Compaction {
             return Ok(0); // nothing new since the horizon
         }
         let mut keys = KeyMap::new(self.retain_null_key);
-        Self::scan(ml, old.as_deref(), after, upto, &mut |e| keys.observe(&e))?;
+        Self::scan(ml, old.as_deref(), after, upto, &mut |e| {
+            if !hidden(&e) {
+                keys.observe(&e);
+            }
+        })?;
         let mut kept = Vec::new();
         Self::scan(ml, old.as_deref(), after, upto, &mut |e| {
-            kept.extend(keys.rewrite(e));
+            if !hidden(&e) {
+                kept.extend(keys.rewrite(e));
+            }
         })?;
         let id = old.as_ref().map_or(1, |o| o.id + 1);
         let dir = self.dir.clone();

@@ -98,6 +98,11 @@ pub struct BrokerConfig {
     pub max_same_address_producers_per_topic: u32,
     /// Most consumers on one topic from one client IP address.
     pub max_same_address_consumers_per_topic: u32,
+    /// Refuse admin HTTP requests above `httpRequestsMaxPerSecond` with 429 (Pulsar's
+    /// `RateLimitingFilter`).
+    pub http_requests_limit_enabled: bool,
+    /// Admin HTTP requests per second, broker-wide, when the limit is enabled.
+    pub http_requests_max_per_second: f64,
 
     pub dispatcher_max_read_batch_size: u32,
     pub dispatcher_min_read_batch_size: u32,
@@ -115,6 +120,8 @@ pub struct BrokerConfig {
     pub key_shared_look_ahead_msg_in_replay_threshold_per_subscription: u32,
     pub key_shared_unblocking_interval_ms: u64,
     pub delayed_delivery_enabled: bool,
+    /// Transactions: the coordinator, transaction buffers and pending acks.
+    pub transaction_coordinator_enabled: bool,
     pub delayed_delivery_tick_time_millis: u64,
     pub delayed_delivery_deliver_at_time_strict: bool,
 
@@ -280,6 +287,8 @@ impl Default for BrokerConfig {
             max_consumers_per_subscription: 0,
             max_same_address_producers_per_topic: 0,
             max_same_address_consumers_per_topic: 0,
+            http_requests_limit_enabled: false,
+            http_requests_max_per_second: 100.0,
             dispatcher_max_read_batch_size: 100,
             dispatcher_min_read_batch_size: 1,
             dispatcher_max_read_size_bytes: 5 * 1024 * 1024,
@@ -296,6 +305,7 @@ impl Default for BrokerConfig {
             key_shared_look_ahead_msg_in_replay_threshold_per_subscription: 20_000,
             key_shared_unblocking_interval_ms: 10,
             delayed_delivery_enabled: true,
+            transaction_coordinator_enabled: false,
             delayed_delivery_tick_time_millis: 1000,
             delayed_delivery_deliver_at_time_strict: false,
             max_publish_rate_per_topic_in_messages: 0,

@@ -28,6 +28,12 @@ impl BrokerConfig {
         if self.max_message_size < 1024 {
             return Err(bad("maxMessageSize", "must be at least 1024 bytes"));
         }
+        if self.http_requests_limit_enabled
+            && (self.http_requests_max_per_second.is_nan()
+                || self.http_requests_max_per_second < 1.0)
+        {
+            return Err(bad("httpRequestsMaxPerSecond", "must be at least 1"));
+        }
         if self.max_pending_publish_requests_per_connection == 0 {
             return Err(bad("maxPendingPublishRequestsPerConnection", "must be > 0"));
         }

@@ -16,6 +16,10 @@ pub struct EntryInfo {
     pub deliver_at: Option<i64>,
     /// The chunk fields, for a chunk of a chunked message.
     pub chunk: Option<ChunkInfo>,
+    /// The transaction `(most, least)` of a transactional message or marker.
+    pub txn: Option<(u64, u64)>,
+    /// `marker_type` of a server-written marker.
+    pub marker: Option<i32>,
 }
 
 /// Reads [`EntryInfo`] from a stored entry (`[magic][crc][size][metadata][payload]`) on every
@@ -38,12 +42,19 @@ pub fn entry_info(data: &Bytes) -> EntryInfo {
                 _ => None,
             },
             deliver_at: md.deliver_at_time,
+            txn: match (md.txnid_most_bits, md.txnid_least_bits) {
+                (Some(most), Some(least)) => Some((most, least)),
+                _ => None,
+            },
+            marker: md.marker_type,
         },
         Err(_) => EntryInfo {
             messages: 1,
             key: None,
             deliver_at: None,
             chunk: None,
+            txn: None,
+            marker: None,
         },
     }
 }

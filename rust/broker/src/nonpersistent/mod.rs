@@ -72,6 +72,30 @@ impl NonPersistentTopic {
         Ok(())
     }
 
+    /// Whether one more producer and, for `consumer_on`, one more consumer of that subscription
+    /// fit the topic's count limits (Pulsar applies them to non-persistent topics too; the
+    /// subscription count limit is for durable subscriptions only, as in Pulsar).
+    ///
+    /// # Errors
+    /// [`BrokerError::ProducerBusy`] / [`BrokerError::ConsumerBusy`] with Pulsar's messages.
+    pub fn admit(
+        &self,
+        limits: &crate::policies::limits::Limits,
+        consumer_on: Option<&str>,
+    ) -> Result<(), BrokerError> {
+        let Some(sub) = consumer_on else {
+            let producers = self.producers.lock().len();
+            return limits.admit_producer(&self.name.to_string(), producers, 0);
+        };
+        let subs = self.subscriptions();
+        let on_topic = subs.iter().map(|s| s.consumer_count()).sum();
+        let on_sub = subs
+            .iter()
+            .find(|s| s.name == sub)
+            .map_or(0, |s| s.consumer_count());
+        limits.admit_consumer(on_topic, 0, on_sub)
+    }
+
     /// Unregisters a producer.
     pub fn remove_producer(&self, name: &str, handle: u64) {
         let mut p = self.producers.lock();

@@ -7,6 +7,7 @@ pub mod backlog_quota;
 pub mod inactive;
 mod schema_admission;
 pub mod topic_quota;
+pub mod transactions;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -59,6 +60,8 @@ pub struct BrokerService {
     pub schemas: SchemaRegistry,
     /// Loaded non-persistent topics (memory only). Short lock.
     non_persistent: Mutex<HashMap<TopicName, Arc<NonPersistentTopic>>>,
+    /// The transaction coordinators hosted here ([`transactions`]); its own short lock.
+    coordinators: transactions::Coordinators,
 }
 
 impl BrokerService {
@@ -150,6 +153,7 @@ impl BrokerService {
             policies,
             schemas: SchemaRegistry::new(Arc::clone(&meta)),
             non_persistent: Mutex::new(HashMap::new()),
+            coordinators: transactions::Coordinators::default(),
         }))
     }
 
@@ -349,6 +353,8 @@ impl BrokerService {
         );
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), compaction);
         topic.apply_policy(self.policies.effective(name));
+        // Before any consumer can attach (the topic is not in `topics` yet).
+        self.restore_txn_acks(&topic);
         self.known.lock().insert(name.clone());
         self.topics.lock().insert(name.clone(), Arc::clone(&topic));
         Ok(topic)

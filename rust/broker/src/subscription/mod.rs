@@ -15,6 +15,7 @@ mod pass;
 mod task;
 #[cfg(test)]
 mod tests;
+mod txn;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -93,6 +94,11 @@ pub struct Subscription {
     /// The topic's compaction (its compacted view for `readCompacted` consumers); set once by
     /// the topic when it starts the subscription.
     compaction: std::sync::OnceLock<Arc<crate::compaction::Compaction>>,
+    /// The topic's transaction buffer (max read position, aborted transactions); set once by
+    /// the topic when it starts the subscription, absent without transactions.
+    txn_buffer: std::sync::OnceLock<Arc<crate::transaction::buffer::TransactionBuffer>>,
+    /// Acks held by open transactions ([`txn`]); its own lock inside.
+    pub pending_acks: crate::transaction::pending_ack::PendingAcks,
     /// Time for the Failover delay and delayed delivery; the system clock but in tests.
     /// Immutable after construction.
     clock: Arc<dyn Clock>,
@@ -161,6 +167,8 @@ impl Subscription {
             expiry: ExpiryMonitor::default(),
             limiters: Mutex::new((None, None)),
             compaction: std::sync::OnceLock::new(),
+            txn_buffer: std::sync::OnceLock::new(),
+            pending_acks: crate::transaction::pending_ack::PendingAcks::default(),
             clock: Arc::new(SystemClock),
             stats: SubscriptionStats {
                 opened_ms: AtomicU64::new(pulsar_rs_ledger::Clock::now_ms(

@@ -14,7 +14,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use pulsar_rs_ledger::{Entry, Position};
+use pulsar_rs_ledger::Entry;
 
 use super::{compacted_read, State, Subscription};
 use crate::dispatch::env::{Env, Outcome};
@@ -230,6 +230,7 @@ impl Subscription {
 
     /// Hands entries to the subscription's dispatcher.
     pub(super) fn dispatch(&self, entries: Vec<Entry>, replayed: bool) -> Outcome {
+        let entries = self.filter_transactional(entries);
         if entries.is_empty() {
             return Outcome::default();
         }
@@ -307,7 +308,7 @@ impl Subscription {
                 let entries = self.cursor.read_entries_bounded(
                     n,
                     self.config.dispatcher_max_read_size_bytes,
-                    Position::LATEST,
+                    self.max_read_position(),
                 )?;
                 Ok(self.dispatch(entries, false))
             }

@@ -41,13 +41,13 @@ impl Subscription {
 
 /// Reads from the cursor on the blocking pool (a cache miss: the entries come from disk).
 async fn read_from_disk(
-    cursor: Arc<pulsar_rs_ledger::Cursor>,
+    sub: Arc<Subscription>,
     n: usize,
     max_bytes: u64,
 ) -> Result<Vec<pulsar_rs_ledger::Entry>, BrokerError> {
     tokio::task::spawn_blocking(move || {
-        cursor
-            .read_entries_bounded(n, max_bytes, pulsar_rs_ledger::Position::LATEST)
+        sub.cursor
+            .read_entries_bounded(n, max_bytes, sub.max_read_position())
             .map_err(BrokerError::from)
     })
     .await
@@ -119,65 +119,73 @@ async fn dispatch_loop(weak: Weak<Subscription>) {
                 cap = cap.min(allowed);
             }
         }
-        let result =
-            match sub.plan(cap, stall) {
-                Plan::Wait(deadline) => {
-                    wait(&sub, deadline).await;
-                    continue;
-                }
-                Plan::Replay(n) => {
-                    // Relaxed: a change counter; see `Subscription::changes`.
-                    let changes = sub.changes.load(Ordering::Relaxed);
-                    // Replayed entries may need the disk: read on the blocking pool.
-                    let s = Arc::clone(&sub);
-                    let read = tokio::task::spawn_blocking(move || s.read_replay(n))
-                        .await
-                        .unwrap_or_else(|e| Err(join_error(&e)));
-                    read.map(|(entries, taken)| {
-                        let outcome = sub.dispatch(entries, true);
-                        stall = (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0))
-                            .then(|| Stall {
+        let result = match sub.plan(cap, stall) {
+            Plan::Wait(deadline) => {
+                wait(&sub, deadline).await;
+                continue;
+            }
+            Plan::Replay(n) => {
+                // Relaxed: a change counter; see `Subscription::changes`.
+                let changes = sub.changes.load(Ordering::Relaxed);
+                // Replayed entries may need the disk: read on the blocking pool.
+                let s = Arc::clone(&sub);
+                let read = tokio::task::spawn_blocking(move || s.read_replay(n))
+                    .await
+                    .unwrap_or_else(|e| Err(join_error(&e)));
+                read.map(|(entries, taken)| {
+                    let outcome = sub.dispatch(entries, true);
+                    stall =
+                        (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0)).then(|| {
+                            Stall {
                                 changes,
                                 at: Instant::now(),
-                            });
-                        outcome
-                    })
-                }
-                // readCompacted consumers before the horizon read the compacted view.
-                Plan::Read(n, deadline) => match compacted_read::read(&sub, n).await {
-                    Some(r) => r.map(|entries| sub.dispatch(entries, false)),
-                    None => {
-                        let cursor = Arc::clone(&sub.cursor);
-                        let max_bytes = sub.config.dispatcher_max_read_size_bytes;
-                        // Waiting and cache hits run here; cancelling them (wake-up, deadline)
-                        // loses nothing, as nothing is taken across an await.
-                        let read = async {
-                            match deadline {
-                                Some(d) => tokio::select! {
-                                    r = cursor.wait_and_read_cached(n, max_bytes) => Some(r),
-                                    () = tokio::time::sleep_until(d.into()) => None,
-                                },
-                                None => Some(cursor.wait_and_read_cached(n, max_bytes).await),
                             }
-                        };
-                        let outcome = tokio::select! {
-                            r = read => r,
-                            () = sub.wake.notified() => None,
-                        };
-                        match outcome {
-                            None => continue,
-                            Some(Ok(Some(entries))) => Ok(sub.dispatch(entries, false)),
-                            // A cache miss: the pread runs on the blocking pool. It is awaited
-                            // outside any select, so it is never abandoned after taking entries,
-                            // and this is still the only read in flight: deliveries keep their order.
-                            Some(Ok(None)) => read_from_disk(cursor, n, max_bytes)
-                                .await
-                                .map(|entries| sub.dispatch(entries, false)),
-                            Some(Err(e)) => Err(BrokerError::from(e)),
+                        });
+                    outcome
+                })
+            }
+            // readCompacted consumers before the horizon read the compacted view.
+            Plan::Read(n, deadline) => match compacted_read::read(&sub, n).await {
+                Some(r) => r.map(|entries| sub.dispatch(entries, false)),
+                None => {
+                    let cursor = Arc::clone(&sub.cursor);
+                    let max_bytes = sub.config.dispatcher_max_read_size_bytes;
+                    // The transaction buffer's max read position; a commit or abort that
+                    // moves it pokes the subscription.
+                    let bound = || sub.max_read_position();
+                    // Waiting and cache hits run here; cancelling them (wake-up, deadline)
+                    // loses nothing, as nothing is taken across an await.
+                    let read = async {
+                        match deadline {
+                            Some(d) => tokio::select! {
+                                r = cursor.wait_and_read_cached_until(n, max_bytes, &bound) => Some(r),
+                                () = tokio::time::sleep_until(d.into()) => None,
+                            },
+                            None => Some(
+                                cursor
+                                    .wait_and_read_cached_until(n, max_bytes, &bound)
+                                    .await,
+                            ),
                         }
+                    };
+                    let outcome = tokio::select! {
+                        r = read => r,
+                        () = sub.wake.notified() => None,
+                    };
+                    match outcome {
+                        None => continue,
+                        Some(Ok(Some(entries))) => Ok(sub.dispatch(entries, false)),
+                        // A cache miss: the pread runs on the blocking pool. It is awaited
+                        // outside any select, so it is never abandoned after taking entries,
+                        // and this is still the only read in flight: deliveries keep their order.
+                        Some(Ok(None)) => read_from_disk(Arc::clone(&sub), n, max_bytes)
+                            .await
+                            .map(|entries| sub.dispatch(entries, false)),
+                        Some(Err(e)) => Err(BrokerError::from(e)),
                     }
-                },
-            };
+                }
+            },
+        };
         // A pass can complete without ever waiting (entries cached, consumers with permits):
         // yield so one busy subscription cannot starve connections and other dispatchers.
         tokio::task::yield_now().await;

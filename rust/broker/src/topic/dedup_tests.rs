@@ -46,7 +46,7 @@ fn send_md(t: &Topic, m: &MessageMetadata, highest: Option<u64>) -> Published {
     };
     let stored = pulsar_rs_proto::build_stored_entry(m, b"x");
     let waiter: Arc<dyn AddWaiter> = Arc::new(Unheard);
-    t.publish_message_then(ids, m.publish_time, stored, 1, &waiter, 0)
+    t.publish_message_then(ids, None, m.publish_time, stored, 1, &waiter, 0)
         .unwrap()
 }
 

@@ -4,6 +4,7 @@
 pub mod dedup;
 pub mod producers;
 pub mod publish;
+pub mod transaction;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,6 +139,9 @@ pub struct Topic {
     /// Set by the connection when a chunk of a chunked message is published (Pulsar's
     /// `msgChunkPublished`); Relaxed: a statistic.
     pub chunk_published: std::sync::atomic::AtomicBool,
+    /// The transaction buffer, when transactions are enabled; immutable handle (its own lock
+    /// inside), rebuilt from the ledger before any subscription dispatches.
+    pub txn_buffer: Option<Arc<crate::transaction::buffer::TransactionBuffer>>,
 }
 
 /// What the effective policy turns into at runtime.
@@ -178,7 +182,15 @@ impl Topic {
             loaded_ms: pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
             publish_rate_limited: std::sync::atomic::AtomicU64::new(0),
             chunk_published: std::sync::atomic::AtomicBool::new(false),
+            txn_buffer: dedup_config
+                .transaction_coordinator_enabled
+                .then(|| Arc::new(crate::transaction::buffer::TransactionBuffer::new())),
         });
+        // Before any dispatcher starts: uncommitted and aborted messages stay hidden.
+        topic.recover_transaction_buffer();
+        if let Some(tb) = &topic.txn_buffer {
+            topic.compaction.set_transaction_buffer(Arc::clone(tb));
+        }
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
         for cursor in
             topic.ledger.cursors().into_iter().filter(|c| {
@@ -208,6 +220,9 @@ impl Topic {
             Arc::clone(&self.config),
         );
         sub.set_compaction(Arc::clone(&self.compaction));
+        if let Some(tb) = &self.txn_buffer {
+            sub.set_transaction_buffer(Arc::clone(tb));
+        }
         let limits = self.limits.read();
         let (m, b) = limits.effective.subscription_dispatch;
         sub.set_dispatch_limiters(
@@ -466,10 +481,10 @@ impl Topic {
     /// # Errors
     /// Storage failures reading the last entry.
     pub fn last_message_id(&self) -> Result<(Position, i32), BrokerError> {
-        let lac = self.ledger.last_confirmed();
-        if lac.entry_id < 0 {
+        // With transactions: the last visible message (apache/pulsar#21466, #22572).
+        let Some(lac) = self.last_visible_position()? else {
             return Ok((Position::new(-1, -1), -1));
-        }
+        };
         let entries = self.ledger.read_entries(lac, 1, u64::MAX, lac)?;
         Ok((lac, entries.first().map_or(-1, last_batch_index)))
     }

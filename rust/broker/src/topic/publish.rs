@@ -62,13 +62,17 @@ impl Topic {
     /// Publishes one SEND through deduplication (a duplicate is not written). A durable write
     /// tells `waiter` (with `token`) when it completes: no allocation per message. `stored` must
     /// be an entry whose checksum was verified (a SEND's, `checksum_valid`): the journal reuses
-    /// it instead of reading the entry again.
+    /// it instead of reading the entry again. A message of transaction `txn` goes through the
+    /// transaction buffer.
     ///
     /// # Errors
-    /// Storage failures (disk full, closed ledger).
+    /// Storage failures (disk full, closed ledger); NotAllowed for a transactional message
+    /// without transactions or of a transaction already ended here.
+    #[allow(clippy::too_many_arguments)]
     pub fn publish_message_then(
         &self,
         ids: SendIds<'_>,
+        txn: Option<crate::transaction::TxnId>,
         publish_time: u64,
         stored: Bytes,
         messages: u32,
@@ -82,14 +86,27 @@ impl Topic {
         }
         let len = stored.len() as u64;
         let known = verified_checksum(&stored);
-        let added = match self
-            .ledger
-            .start_add_then(stored, publish_time, known, waiter, token)
-        {
+        let add = || {
+            let added = self
+                .ledger
+                .start_add_then(stored, publish_time, known, waiter, token)?;
+            let position = match &added {
+                Added::Confirmed(p) | Added::Queued(p) => *p,
+            };
+            Ok((position, added))
+        };
+        let added = match (txn, &self.txn_buffer) {
+            (Some(txn), Some(tb)) => tb.append(txn, add),
+            (Some(_), None) => Err(BrokerError::NotAllowed(
+                "Transactions are not enabled.".into(),
+            )),
+            (None, _) => add().map(|(_, added)| added),
+        };
+        let added = match added {
             Ok(added) => added,
             Err(e) => {
                 self.dedup.failed(ids.producer);
-                return Err(e.into());
+                return Err(e);
             }
         };
         self.msg_in.record(u64::from(messages), len);

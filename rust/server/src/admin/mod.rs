@@ -9,6 +9,7 @@
 // cold, so the size of `Response` in a `Result` does not matter here.
 #![allow(clippy::result_large_err)]
 
+mod brokers;
 mod clusters;
 mod compaction;
 mod lookup;
@@ -18,11 +19,13 @@ mod non_persistent;
 mod openapi;
 mod permissions;
 mod policies;
+mod rate_limit;
 mod schemas;
 mod stats;
 mod subscriptions;
 mod tenants;
 mod topics;
+mod transactions;
 
 use std::sync::Arc;
 
@@ -188,9 +191,10 @@ pub async fn serve_tls(
 }
 
 fn router(ctx: Arc<ServerContext>) -> Router {
-    Router::new()
-        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+    let limit = rate_limit::RequestLimit::from_config(&ctx.service.config);
+    let app = Router::new()
         .route("/admin/v2/openapi.json", get(openapi::serve))
+        .merge(brokers::routes())
         .merge(clusters::routes())
         .merge(tenants::routes())
         .merge(namespaces::routes())
@@ -205,10 +209,16 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(messages::routes())
         .merge(permissions::routes())
         .merge(lookup::routes())
+        .merge(transactions::routes())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             crate::auth::admin_guard,
         ))
         .merge(crate::console::routes(&ctx))
-        .with_state(ctx)
+        .with_state(ctx);
+    match limit {
+        // Outermost, so a refused request costs no authentication or handler work.
+        Some(l) => app.layer(axum::middleware::from_fn_with_state(l, rate_limit::limit)),
+        None => app,
+    }
 }

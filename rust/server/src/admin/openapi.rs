@@ -1,5 +1,6 @@
-//! The OpenAPI 3 description of the admin REST API, served at `/admin/v2/openapi.json` (where
-//! Pulsar serves its Swagger files under `/admin/v2/swagger.json`-style paths).
+//! The OpenAPI 3 description of the admin REST API (v2, and v3's transactions), served at
+//! `/admin/v2/openapi.json` (where Pulsar serves its Swagger files under
+//! `/admin/v2/swagger.json`-style paths).
 //!
 //! [`OPERATIONS`] lists every routed path with its methods, grouped by the module that routes
 //! it; the document is built from it. It cannot drift silently: `tests/fuzz/test_admin_openapi.py`
@@ -14,6 +15,18 @@ use serde_json::{json, Map, Value};
 
 /// `(module, path, methods)` of every admin route.
 pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
+    ("brokers", "/admin/v2/brokers/configuration", &["GET"]),
+    (
+        "brokers",
+        "/admin/v2/brokers/configuration/runtime",
+        &["GET"],
+    ),
+    (
+        "brokers",
+        "/admin/v2/brokers/configuration/values",
+        &["GET"],
+    ),
+    ("brokers", "/admin/v2/brokers/health", &["GET"]),
     ("clusters", "/admin/v2/clusters", &["GET"]),
     (
         "clusters",
@@ -60,7 +73,6 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/lastMessageId",
         &["GET"],
     ),
-    ("mod", "/admin/v2/brokers/health", &["GET"]),
     ("mod", "/metrics", &["GET"]),
     ("namespaces", "/admin/v2/namespaces/{tenant}", &["GET"]),
     (
@@ -243,6 +255,26 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     (
         "topics",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/coordinatorStats",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/pendingAckStats/{tenant}/{ns}/{topic}/{sub}",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/transactionBufferStats/{tenant}/{ns}/{topic}",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/transactionMetadata/{most}/{least}",
         &["GET"],
     ),
     ("openapi", "/admin/v2/openapi.json", &["GET"]),

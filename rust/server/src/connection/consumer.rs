@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use pulsar_rs_broker::transaction::coordinator::HeldAck;
+use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_broker::{
     BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
     KeySharedMode, SubType, Subscription, Topic, TopicName,
 };
 use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
-use tokio::sync::mpsc;
 
 use super::schema::schema_info;
 use super::{frame, Connection};
@@ -20,7 +21,7 @@ use crate::writer::{Delivery, Outbound, Writability};
 /// The consumer sink of a connection: encodes events into frames for the writer.
 pub(super) struct Sink {
     /// The connection's outbound queue.
-    pub(super) tx: mpsc::UnboundedSender<Outbound>,
+    pub(super) tx: crate::outbound::OutboundTx,
     /// Message bytes in that queue, shared with the writer.
     pub(super) writability: Arc<Writability>,
 }
@@ -174,6 +175,14 @@ impl Connection {
             return;
         };
         let cumulative = a.ack_type == pb::command_ack::AckType::Cumulative as i32;
+        let txn = match (a.txnid_most_bits, a.txnid_least_bits) {
+            (Some(most), Some(least)) => Some(TxnId::new(most, least)),
+            _ => None,
+        };
+        if let Some(txn) = txn {
+            self.ack_in_txn(c, a, txn, cumulative);
+            return;
+        }
         let result = if cumulative {
             if c.sub.sub_type().is_some_and(SubType::is_multi) || a.message_id.len() != 1 {
                 Ok(()) // Java ignores these
@@ -199,6 +208,76 @@ impl Connection {
             let err = result.err().map(|e| (wire_code(&e), e.to_string()));
             self.send(&commands::ack_response(a.consumer_id, req, err));
         }
+    }
+
+    /// A transactional ACK: held by the subscription (conflicts refused at once), then made
+    /// durable in the coordinator's log before ACK_RESPONSE; released again if that fails.
+    fn ack_in_txn(&self, c: &ConsumerSlot, a: &pb::CommandAck, txn: TxnId, cumulative: bool) {
+        let positions: Vec<Position> = a.message_id.iter().map(position).collect();
+        let held = if !self.service.transactions_enabled() {
+            Err(BrokerError::NotAllowed(
+                "Server don't support transaction ack!".into(),
+            ))
+        } else if cumulative {
+            if positions.len() == 1 {
+                c.sub.ack_cumulative_txn(&c.consumer, txn, positions[0])
+            } else {
+                Err(BrokerError::NotAllowed(
+                    "Invalid cumulative ack received with multiple message ids.".into(),
+                ))
+            }
+        } else {
+            let ids: Vec<(Position, Option<Vec<i64>>)> = a
+                .message_id
+                .iter()
+                .map(|m| {
+                    (
+                        position(m),
+                        (!m.ack_set.is_empty()).then(|| m.ack_set.clone()),
+                    )
+                })
+                .collect();
+            c.sub.ack_individual_txn(&c.consumer, txn, &ids)
+        };
+        let (consumer_id, request_id) = (a.consumer_id, a.request_id);
+        let reply = move |r: Result<(), BrokerError>| {
+            request_id.map(|req| {
+                let err = r.err().map(|e| (wire_code(&e), e.to_string()));
+                frame(&commands::ack_response(consumer_id, req, err))
+            })
+        };
+        if let Err(e) = held {
+            if let Some(out) = reply(Err(e)) {
+                let _ = self.tx.send(out);
+            }
+            return;
+        }
+        // Cumulative acks on Shared/Key_Shared are ignored (nothing held): nothing to persist.
+        let ignored = cumulative && c.sub.sub_type().is_some_and(SubType::is_multi);
+        let svc = Arc::clone(&self.service);
+        let sub = Arc::clone(&c.sub);
+        let tx = self.tx.clone();
+        let ack = HeldAck {
+            topic: c.topic.name.to_string(),
+            subscription: sub.name.clone(),
+            positions,
+            cumulative,
+        };
+        tokio::spawn(async move {
+            let r = if ignored {
+                Ok(())
+            } else {
+                let positions = ack.positions.clone();
+                let r = svc.persist_txn_ack(txn, ack).await;
+                if r.is_err() {
+                    sub.release_txn_acks(txn, &positions, cumulative);
+                }
+                r
+            };
+            if let Some(out) = reply(r) {
+                let _ = tx.send(out);
+            }
+        });
     }
 
     pub(super) fn unsubscribe(&mut self, u: &pb::CommandUnsubscribe) {

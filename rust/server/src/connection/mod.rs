@@ -17,6 +17,7 @@ mod offload;
 mod producer;
 mod receipts;
 mod schema;
+mod transaction;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,7 +59,7 @@ struct Connection {
     ctx: Arc<ServerContext>,
     service: Arc<BrokerService>,
     peer: String,
-    tx: mpsc::UnboundedSender<Outbound>,
+    tx: crate::outbound::OutboundTx,
     /// Where offloaded storage work sends its results back (see [`offload`]).
     completions: offload::Completions,
     sink: Arc<Sink>,
@@ -121,6 +122,8 @@ pub async fn serve_io<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
+    let backlog = Arc::new(crate::outbound::ControlBacklog::default());
+    let tx = crate::outbound::OutboundTx::new(tx, Arc::clone(&backlog));
     let writability = Arc::new(writer::Writability::default());
     // Receipts reach the writer from the journal flusher's completion pass: one wake-up per
     // pass (see `wake_batch`).
@@ -128,6 +131,7 @@ pub async fn serve_io<R, W>(
         rx,
         wr,
         Arc::clone(&writability),
+        Arc::clone(&backlog),
     )));
     let (completions, mut completed) = mpsc::unbounded_channel::<Box<dyn offload::Completion>>();
     let mut conn = Connection {
@@ -197,6 +201,20 @@ pub async fn serve_io<R, W>(
                     break;
                 }
                 drained.await;
+            }
+            conn.ctx
+                .throttled_connections
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        // Backpressure on what the client does not read: a connection whose receipts and
+        // responses pile up unread is not read either (see `crate::outbound`).
+        if backlog.queued() > crate::outbound::CONTROL_HIGH_MARK {
+            conn.ctx
+                .throttled_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::select! {
+                () = backlog.wait_drained() => {}
+                _ = shutdown.changed() => break,
             }
             conn.ctx
                 .throttled_connections
@@ -399,6 +417,34 @@ impl Connection {
             }
             Type::GetSchema => {
                 self.get_schema(&*body!(get_schema));
+                Ok(())
+            }
+            Type::TcClientConnectRequest => {
+                self.tc_client_connect(&*body!(tc_client_connect_request));
+                Ok(())
+            }
+            Type::NewTxn => {
+                self.new_txn(&*body!(new_txn));
+                Ok(())
+            }
+            Type::AddPartitionToTxn => {
+                self.add_partition_to_txn(&*body!(add_partition_to_txn));
+                Ok(())
+            }
+            Type::AddSubscriptionToTxn => {
+                self.add_subscription_to_txn(&*body!(add_subscription_to_txn));
+                Ok(())
+            }
+            Type::EndTxn => {
+                self.end_txn(&*body!(end_txn));
+                Ok(())
+            }
+            Type::EndTxnOnPartition => {
+                self.end_txn_on_partition(&*body!(end_txn_on_partition));
+                Ok(())
+            }
+            Type::EndTxnOnSubscription => {
+                self.end_txn_on_subscription(&*body!(end_txn_on_subscription));
                 Ok(())
             }
             Type::GetOrCreateSchema => {

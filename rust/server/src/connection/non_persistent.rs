@@ -90,6 +90,7 @@ impl Connection {
                         )));
                     }
                     let topic = self.service.non_persistent_topic(&name, true)?;
+                    topic.admit(&self.service.policies.effective(&name).limits, None)?;
                     let handle = self.service.next_seq();
                     let pname = c.producer_name.clone().unwrap_or_else(|| {
                         format!("{}-{}", self.service.config.cluster_name, handle)
@@ -195,6 +196,10 @@ impl Connection {
                     let topic = self
                         .service
                         .non_persistent_topic(&name, c.force_topic_creation())?;
+                    topic.admit(
+                        &self.service.policies.effective(&name).limits,
+                        Some(&c.subscription),
+                    )?;
                     let consumer = Consumer::new(
                         c.consumer_id,
                         c.consumer_name

@@ -288,8 +288,16 @@ impl Connection {
                     p.topic.chunk_published.store(true, Ordering::Relaxed);
                 }
             };
+            // Pulsar routes on the SEND's txn id (both halves present).
+            let txn = match (s.txnid_most_bits, s.txnid_least_bits) {
+                (Some(most), Some(least)) => {
+                    Some(pulsar_rs_broker::transaction::TxnId::new(most, least))
+                }
+                _ => None,
+            };
             let r = match p.topic.publish_message_then(
                 ids,
+                txn,
                 payload.metadata.publish_time,
                 payload.stored,
                 messages,

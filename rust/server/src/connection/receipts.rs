@@ -15,7 +15,6 @@ use parking_lot::Mutex;
 use pulsar_rs_broker::topic::dedup::Ticket;
 use pulsar_rs_ledger::{AddWaiter, LedgerError, Position};
 use pulsar_rs_proto::{commands, ServerError as Wire};
-use tokio::sync::mpsc;
 
 use super::{frame, Inflight};
 use crate::writer::{Outbound, Receipt};
@@ -65,7 +64,7 @@ pub(super) struct Receipts {
     /// Immutable.
     producer_id: u64,
     /// The connection's writer queue; sending never blocks.
-    tx: mpsc::UnboundedSender<Outbound>,
+    tx: crate::outbound::OutboundTx,
     /// The connection's count of unanswered SENDs (its backpressure).
     inflight: Arc<Inflight>,
     /// For the broker-wide publish buffer.
@@ -79,7 +78,7 @@ pub(super) struct Receipts {
 impl Receipts {
     pub(super) fn new(
         producer_id: u64,
-        tx: mpsc::UnboundedSender<Outbound>,
+        tx: crate::outbound::OutboundTx,
         inflight: Arc<Inflight>,
         ctx: Arc<ServerContext>,
     ) -> Arc<Self> {

@@ -113,7 +113,8 @@ class JavaClientFeaturesTest extends PulsarTestBase {
 
   @Test
   void transactionsAreRefusedCleanly() throws Exception {
-    // pulsar-rs has no transaction coordinator: a client with transactions enabled must fail at
+    // This broker runs without the transaction coordinator (Pulsar's default; TransactionTest uses
+    // one with it): a client with transactions enabled must fail at
     // build() (the client looks up the coordinator's topic first), quickly and with the client's
     // own "coordinator not enabled" error, not hang.
     long start = System.nanoTime();

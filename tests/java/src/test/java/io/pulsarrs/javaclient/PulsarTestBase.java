@@ -38,7 +38,7 @@ public abstract class PulsarTestBase {
     return required("pulsar.adminUrl");
   }
 
-  private static String required(String key) {
+  static String required(String key) {
     String v = System.getProperty(key);
     if (v == null || v.isBlank()) {
       fail("system property " + key + " is not set: run with -D" + key + "=...");

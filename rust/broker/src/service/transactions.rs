@@ -1,0 +1,397 @@
+//! The broker's transaction service (Pulsar's `TransactionMetadataStoreService` and its
+//! `TransactionBufferClient`): the coordinators it hosts, NEW_TXN with its timeout, adding
+//! partitions and subscriptions, and END_TXN's fan-out to the transaction's partitions (their
+//! transaction buffers) and subscriptions (their pending acks) between the coordinator's two
+//! durable status changes. A coordinator recovered at start finishes what was COMMITTING or
+//! ABORTING and re-arms the timeouts of what was OPEN.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pulsar_rs_ledger::{Clock, SystemClock};
+
+use super::BrokerService;
+use crate::error::BrokerError;
+use crate::naming::TopicName;
+use crate::transaction::coordinator::{EndPlan, HeldAck, TransactionCoordinator};
+use crate::transaction::{TxnAction, TxnId, TxnStatus, COORDINATOR_ASSIGN_TOPIC};
+
+/// Coordinators created on a fresh broker (Pulsar standalone's partitions of the assign topic).
+pub const DEFAULT_COORDINATORS: u32 = 1;
+
+/// How long a failed fan-out waits before it is tried again (Pulsar retries every second).
+const END_RETRY: Duration = Duration::from_secs(1);
+
+/// The coordinators hosted by this broker.
+#[derive(Default)]
+pub struct Coordinators {
+    /// Loaded coordinators by TC id. Short lock: a map lookup.
+    loaded: Mutex<HashMap<u64, Arc<TransactionCoordinator>>>,
+    /// Per-id load locks, as topics have: one is held across its coordinator's open and log
+    /// replay (on the blocking pool), so a second connect for that id waits instead of replaying
+    /// the log twice, and connects for other ids do not wait. Short lock on the map.
+    loading: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
+}
+
+fn now_ms() -> u64 {
+    SystemClock.now_ms()
+}
+
+fn disabled() -> BrokerError {
+    BrokerError::NotAllowed("Transactions are not enabled.".into())
+}
+
+impl BrokerService {
+    /// Whether transactions are enabled (`transactionCoordinatorEnabled`).
+    #[must_use]
+    pub fn transactions_enabled(&self) -> bool {
+        self.config.transaction_coordinator_enabled
+    }
+
+    /// At start, with transactions enabled: creates the assign topic when missing and opens
+    /// (replays) the log of every coordinator it places here, and of any other coordinator that
+    /// has a log. Blocking I/O.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn open_coordinators(&self) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Ok(());
+        }
+        let assign = TopicName::parse(COORDINATOR_ASSIGN_TOPIC)?;
+        let n = match self.partitions(&assign, false)? {
+            0 => {
+                self.create_partitioned(&assign, DEFAULT_COORDINATORS)?;
+                DEFAULT_COORDINATORS
+            }
+            n => n,
+        };
+        let prefix = crate::transaction::coordinator::log_ledger_name(0);
+        let prefix = prefix.trim_end_matches('0');
+        let mut ids: Vec<u64> = (0..u64::from(n)).collect();
+        ids.extend(
+            self.storage
+                .ledger_names()?
+                .iter()
+                .filter_map(|l| l.strip_prefix(prefix)?.parse::<u64>().ok()),
+        );
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            self.load_coordinator(id)?;
+        }
+        Ok(())
+    }
+
+    /// TC `id`, opened and replayed if it is not loaded yet; with whether this call loaded it.
+    fn load_coordinator_once(
+        &self,
+        id: u64,
+    ) -> Result<(Arc<TransactionCoordinator>, bool), BrokerError> {
+        if let Some(tc) = self.coordinators.loaded.lock().get(&id) {
+            return Ok((Arc::clone(tc), false));
+        }
+        let slot = Arc::clone(self.coordinators.loading.lock().entry(id).or_default());
+        let _loading = slot.lock();
+        let existing = self.coordinators.loaded.lock().get(&id).cloned();
+        let result = match existing {
+            Some(tc) => Ok((tc, false)),
+            None => TransactionCoordinator::open(&self.storage, id, self.config.ledger_config())
+                .map(|tc| {
+                    tracing::info!(
+                        tc = id,
+                        open = tc.active_count(),
+                        "transaction coordinator loaded"
+                    );
+                    self.coordinators.loaded.lock().insert(id, Arc::clone(&tc));
+                    (tc, true)
+                }),
+        };
+        // Short lock: the entry goes once the coordinator is in `loaded` (or failed to load).
+        self.coordinators.loading.lock().remove(&id);
+        result
+    }
+
+    /// TC `id`, opened and replayed if it is not loaded yet (Pulsar loads a coordinator when a
+    /// client connects to it, for any id whose assign partition this broker owns). Blocking I/O.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub fn load_coordinator(&self, id: u64) -> Result<Arc<TransactionCoordinator>, BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        self.load_coordinator_once(id).map(|(tc, _)| tc)
+    }
+
+    /// After [`BrokerService::open_coordinators`], on the runtime: ends again what was ending
+    /// and re-arms the timeouts of open transactions.
+    pub fn resume_transactions(self: &Arc<Self>) {
+        for tc in self.coordinators() {
+            self.resume_coordinator(&tc);
+        }
+    }
+
+    /// Resumes one coordinator's unfinished transactions (see
+    /// [`BrokerService::resume_transactions`]); on the runtime.
+    pub fn resume_coordinator(self: &Arc<Self>, tc: &TransactionCoordinator) {
+        for meta in tc.transactions() {
+            match meta.status {
+                TxnStatus::Open => {
+                    let deadline = meta.start_ms.saturating_add(meta.timeout_ms);
+                    self.arm_timeout(meta.id, deadline.saturating_sub(now_ms()));
+                }
+                TxnStatus::Committing | TxnStatus::Aborting => {
+                    let action = if meta.status == TxnStatus::Committing {
+                        TxnAction::Commit
+                    } else {
+                        TxnAction::Abort
+                    };
+                    let svc = Arc::clone(self);
+                    tokio::spawn(async move {
+                        if let Err(e) = svc.end_txn(meta.id, action).await {
+                            tracing::warn!(txn = %meta.id, error = %e, "finishing a recovered transaction");
+                        }
+                    });
+                }
+                TxnStatus::Committed | TxnStatus::Aborted => {}
+            }
+        }
+    }
+
+    /// TC_CLIENT_CONNECT: loads TC `id` if needed (resuming its transactions). Blocking I/O, on
+    /// a blocking-pool thread of the runtime.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub fn connect_coordinator(self: &Arc<Self>, id: u64) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        let (tc, loaded_now) = self.load_coordinator_once(id)?;
+        if loaded_now {
+            self.resume_coordinator(&tc);
+        }
+        Ok(())
+    }
+
+    /// TC `id`, if this broker hosts it.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; CoordinatorNotFound for an unknown id.
+    pub fn coordinator(&self, id: u64) -> Result<Arc<TransactionCoordinator>, BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        self.coordinators
+            .loaded
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| {
+                BrokerError::CoordinatorNotFound(format!(
+                    "Transaction coordinator with id {id} not found!"
+                ))
+            })
+    }
+
+    /// Every coordinator hosted here, by id.
+    #[must_use]
+    pub fn coordinators(&self) -> Vec<Arc<TransactionCoordinator>> {
+        let mut v: Vec<Arc<TransactionCoordinator>> =
+            self.coordinators.loaded.lock().values().cloned().collect();
+        v.sort_by_key(|tc| tc.id);
+        v
+    }
+
+    /// NEW_TXN on TC `tc_id` with the client's timeout (ms); aborted when it expires.
+    ///
+    /// # Errors
+    /// As [`BrokerService::coordinator`]; log failures.
+    pub async fn new_txn(
+        self: &Arc<Self>,
+        tc_id: u64,
+        timeout_ms: u64,
+    ) -> Result<TxnId, BrokerError> {
+        let tc = self.coordinator(tc_id)?;
+        let id = tc.new_txn(timeout_ms, now_ms()).await?;
+        self.arm_timeout(id, timeout_ms);
+        Ok(id)
+    }
+
+    /// Aborts `id` after `after_ms` if it is still OPEN then.
+    fn arm_timeout(self: &Arc<Self>, id: TxnId, after_ms: u64) {
+        let weak: Weak<BrokerService> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(after_ms)).await;
+            let Some(svc) = weak.upgrade() else { return };
+            let Ok(tc) = svc.coordinator(id.most) else {
+                return;
+            };
+            if tc.get(id).is_some_and(|m| m.status == TxnStatus::Open) {
+                tracing::debug!(txn = %id, "transaction timed out: aborting");
+                // Relaxed: a statistic.
+                tc.stats.timed_out.fetch_add(1, Ordering::Relaxed);
+                if let Err(e) = svc.end_txn(id, TxnAction::Abort).await {
+                    tracing::warn!(txn = %id, error = %e, "aborting a timed-out transaction");
+                }
+            }
+        });
+    }
+
+    /// ADD_PARTITION_TO_TXN.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
+    pub async fn add_partitions_to_txn(
+        &self,
+        id: TxnId,
+        partitions: Vec<String>,
+    ) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        tc.add_partitions(id, partitions, now_ms()).await
+    }
+
+    /// ADD_SUBSCRIPTION_TO_TXN.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
+    pub async fn add_subscriptions_to_txn(
+        &self,
+        id: TxnId,
+        subscriptions: Vec<(String, String)>,
+    ) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        tc.add_subscriptions(id, subscriptions, now_ms()).await
+    }
+
+    /// END_TXN: COMMITTING/ABORTING made durable, then every subscription and partition ended
+    /// (retried every second on failure), then COMMITTED/ABORTED made durable.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus, log failures.
+    pub async fn end_txn(
+        self: &Arc<Self>,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        let plan = tc.begin_end(id, action, now_ms()).await?;
+        loop {
+            match self.end_on_topics(&plan).await {
+                Ok(()) => break,
+                Err(BrokerError::ShuttingDown) => return Err(BrokerError::ShuttingDown),
+                Err(e) => {
+                    tracing::warn!(txn = %id, error = %e, "ending a transaction on its topics; retrying");
+                    tokio::time::sleep(END_RETRY).await;
+                }
+            }
+        }
+        tc.finish_end(&plan, now_ms()).await
+    }
+
+    /// The fan-out of one END_TXN.
+    async fn end_on_topics(self: &Arc<Self>, plan: &EndPlan) -> Result<(), BrokerError> {
+        for (topic, sub) in &plan.subscriptions {
+            self.end_txn_on_subscription(topic, sub, plan.id, plan.action)
+                .await?;
+        }
+        for topic in &plan.partitions {
+            self.end_txn_on_partition(topic, plan.id, plan.action)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Loads `topic` if it exists (storage work on the blocking pool); `None` if it does not.
+    async fn existing_topic(
+        self: &Arc<Self>,
+        topic: &str,
+    ) -> Result<Option<Arc<crate::topic::Topic>>, BrokerError> {
+        let name = TopicName::parse(topic)?;
+        let svc = Arc::clone(self);
+        let loaded = tokio::task::spawn_blocking(move || svc.topic(&name, false))
+            .await
+            .map_err(|_| BrokerError::ShuttingDown)?;
+        match loaded {
+            Ok(t) => Ok(Some(t)),
+            Err(BrokerError::TopicNotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// END_TXN_ON_PARTITION: the commit or abort marker on `topic`. A topic that does not exist
+    /// succeeds, as in Pulsar.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub async fn end_txn_on_partition(
+        self: &Arc<Self>,
+        topic: &str,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        match self.existing_topic(topic).await? {
+            Some(t) => t.end_txn(id, action).await,
+            None => Ok(()),
+        }
+    }
+
+    /// END_TXN_ON_SUBSCRIPTION: applies or releases the held acks. A topic or subscription
+    /// that does not exist succeeds, as in Pulsar.
+    ///
+    /// # Errors
+    /// NotAllowed without transactions; storage failures.
+    pub async fn end_txn_on_subscription(
+        self: &Arc<Self>,
+        topic: &str,
+        subscription: &str,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        let Some(t) = self.existing_topic(topic).await? else {
+            return Ok(());
+        };
+        let Some(s) = t.subscription(subscription) else {
+            return Ok(());
+        };
+        // A commit persists the cursor: blocking pool.
+        tokio::task::spawn_blocking(move || s.end_txn(id, action))
+            .await
+            .map_err(|_| BrokerError::ShuttingDown)?
+    }
+
+    /// Makes a transactional ack durable in its coordinator's log, after the subscription
+    /// accepted it (conflict checks). On failure the caller releases it again.
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus (not OPEN), log failures.
+    pub async fn persist_txn_ack(&self, id: TxnId, ack: HeldAck) -> Result<(), BrokerError> {
+        let tc = self.coordinator(id.most)?;
+        tc.record_ack(id, ack, now_ms()).await
+    }
+
+    /// At topic load: the acks unfinished transactions hold on its subscriptions, held again.
+    pub(super) fn restore_txn_acks(&self, topic: &crate::topic::Topic) {
+        if !self.transactions_enabled() {
+            return;
+        }
+        let name = topic.name.to_string();
+        for tc in self.coordinators() {
+            for (txn, ack) in tc.held_acks(&name) {
+                if let Some(s) = topic.subscription(&ack.subscription) {
+                    s.restore_txn_acks(txn, &ack.positions, ack.cumulative);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! `/admin/v2/brokers/...`: the health check and the broker's configuration as Pulsar's admin
+//! shows it (`pulsar-admin brokers get-runtime-config`; `pulsar-admin clusters list` reads
+//! `clusterName` from it to mark the current cluster). There is no dynamic configuration: its
+//! key list and values are empty.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Map, Value};
+
+use super::Ctx;
+use crate::ServerContext;
+
+/// Settings never shown: key material (a path or URL to it stays visible elsewhere).
+const SECRET_KEYS: [&str; 2] = ["tokenSecretKey", "basicAuthConf"];
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new()
+        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
+        .route("/admin/v2/brokers/configuration/runtime", get(runtime))
+        .route(
+            "/admin/v2/brokers/configuration",
+            get(|| async { Json(Vec::<String>::new()) }),
+        )
+        .route(
+            "/admin/v2/brokers/configuration/values",
+            get(|| async { Json(Map::new()) }),
+        )
+}
+
+/// Every setting by its Pulsar name, each value as a string (Pulsar's `Map<String, String>`).
+async fn runtime(State(ctx): Ctx) -> Response {
+    let Ok(Value::Object(settings)) = serde_json::to_value(&*ctx.service.config) else {
+        return Json(Map::new()).into_response();
+    };
+    let shown: Map<String, Value> = settings
+        .into_iter()
+        .filter(|(k, _)| !SECRET_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k, Value::String(as_text(&v))))
+        .collect();
+    Json(shown).into_response()
+}
+
+/// A setting as Java's `String.valueOf` writes it (lists comma-separated).
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "null".into(),
+        Value::Array(items) => items.iter().map(as_text).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}

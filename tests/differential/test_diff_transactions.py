@@ -1,0 +1,208 @@
+"""Transactions against Apache Pulsar and pulsar-rs, both with ``transactionCoordinatorEnabled=true``.
+
+The official Python client has no transaction API, so transactions are driven through
+:mod:`.txn_wire` (raw protocol: the txn id in CommandSend and in the metadata, as the Java client
+sends them) and observed with the official client's consumers and readers. The brokers are their own
+pair (the session's others keep Pulsar's default, transactions off), started once per module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pulsar = pytest.importorskip("pulsar")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools import pulsar_reference  # noqa: E402
+
+from .diffkit import Target, compare  # noqa: E402
+from .txn_wire import ASSIGN_TOPIC, TxnError, TxnWire  # noqa: E402
+
+pytestmark = [pytest.mark.differential, pytest.mark.slow]
+
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def txn_brokers() -> Iterator[tuple[Any, Any]]:
+    reason = pulsar_reference.available()
+    if reason:
+        pytest.skip(f"Apache Pulsar reference unavailable: {reason}")
+    ref = pulsar_reference.PulsarStandalone(
+        {"transactionCoordinatorEnabled": True, "brokerDeleteInactiveTopicsEnabled": False}
+    )
+    ref.start()
+    from pulsar_rs import Broker
+
+    try:
+        with Broker(transactionCoordinatorEnabled=True, brokerDeleteInactiveTopicsEnabled=False) as rs:
+            yield ref, rs
+    finally:
+        ref.cleanup()
+
+
+@pytest.fixture
+def txn_pair(request: pytest.FixtureRequest, txn_brokers: tuple[Any, Any]) -> Iterator[tuple[Target, Target]]:
+    ref_broker, rs_broker = txn_brokers
+    ns = f"public/{request.node.name.replace('_', '-')[:40]}-{next(_ids)}"
+    pair = (
+        Target("pulsar", ref_broker.service_url, ref_broker.admin_url, ns),
+        Target("pulsar-rs", rs_broker.service_url, rs_broker.admin_url, ns),
+    )
+    for t in pair:
+        status, body = t.rest("PUT", f"/admin/v2/namespaces/{t.namespace}")
+        assert status == 204, f"{t.name}: creating {t.namespace}: {status} {body}"
+    yield pair
+    for t in pair:
+        t.close_clients()
+
+
+def _wire(t: Target) -> TxnWire:
+    w = TxnWire(t.service_url)
+    w.connect_coordinator(0)
+    return w
+
+
+def _drain(consumer: Any, first_ms: int = 3000, then_ms: int = 700) -> list[str]:
+    out = []
+    wait = first_ms
+    while True:
+        try:
+            m = consumer.receive(timeout_millis=wait)
+        except pulsar.Timeout:
+            return out
+        out.append(m.data().decode())
+        consumer.acknowledge(m)
+        wait = then_ms
+
+
+def test_coordinator_assign_topic(txn_pair: tuple[Target, Target]) -> None:
+    """The assign topic's partitions (the coordinators a client finds) and the system namespace."""
+
+    def scenario(t: Target) -> dict[str, Any]:
+        with TxnWire(t.service_url) as w:
+            n = w.partitions(ASSIGN_TOPIC)
+            w.connect_coordinator(0)
+            try:
+                w.connect_coordinator(n + 5)
+                unknown = "connected"
+            except TxnError as e:
+                unknown = e.code
+        return {"partitions": n, "unknown_coordinator": unknown}
+
+    compare(txn_pair, scenario)
+
+
+def test_commit_abort_visibility_and_ledger_order(txn_pair: tuple[Target, Target]) -> None:
+    """m1, t1 (committed later), x1 (aborted), m2: dispatch stops at the first open transaction;
+    after the abort nothing new shows; after the commit t1 then m2, in ledger order."""
+
+    def scenario(t: Target) -> dict[str, list[str]]:
+        topic = t.topic("txn-order")
+        c = t.client()
+        consumer = c.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        with _wire(t) as w:
+            w.producer(topic, 1)
+            w.send(1, b"m1")
+            committed = w.new_txn()
+            w.add_partition(committed, topic)
+            aborted = w.new_txn()
+            w.add_partition(aborted, topic)
+            w.send(1, b"t1", committed)
+            w.send(1, b"x1", aborted)
+            w.send(1, b"m2")
+            seen = {"while_open": _drain(consumer)}
+            w.end_txn(aborted, commit=False)
+            seen["after_abort"] = _drain(consumer, 1500)
+            w.end_txn(committed, commit=True)
+            seen["after_commit"] = _drain(consumer)
+        late = c.subscribe(topic, "late", initial_position=pulsar.InitialPosition.Earliest)
+        seen["new_subscription"] = _drain(late)
+        return seen
+
+    compare(txn_pair, scenario)
+
+
+def test_end_transaction_errors(txn_pair: tuple[Target, Target]) -> None:
+    """The error codes of ending a transaction twice, the other way, or one that never existed."""
+
+    def scenario(t: Target) -> dict[str, str]:
+        topic = t.topic("txn-errors")
+        out = {}
+        with _wire(t) as w:
+
+            def attempt(name: str, f: Any) -> None:
+                try:
+                    f()
+                    out[name] = "ok"
+                except TxnError as e:
+                    out[name] = e.code
+
+            a = w.new_txn()
+            w.add_partition(a, topic)
+            attempt("commit", lambda: w.end_txn(a, commit=True))
+            attempt("commit_again", lambda: w.end_txn(a, commit=True))
+            attempt("abort_committed", lambda: w.end_txn(a, commit=False))
+            attempt("add_partition_after_end", lambda: w.add_partition(a, topic))
+            b = w.new_txn()
+            attempt("abort", lambda: w.end_txn(b, commit=False))
+            attempt("commit_aborted", lambda: w.end_txn(b, commit=True))
+            attempt("unknown", lambda: w.end_txn((0, 10**9), commit=True))
+            attempt("unknown_coordinator", lambda: w.end_txn((77, 1), commit=True))
+        return out
+
+    compare(txn_pair, scenario)
+
+
+def test_reader_ends_after_a_trailing_marker(txn_pair: tuple[Target, Target]) -> None:
+    """A topic whose last entries are markers: a reader gets every visible message, then
+    ``has_message_available`` is false (GET_LAST_MESSAGE_ID skips markers and aborted messages)."""
+
+    def scenario(t: Target) -> dict[str, Any]:
+        topic = t.topic("txn-last")
+        with _wire(t) as w:
+            w.producer(topic, 1)
+            w.send(1, b"plain")
+            a = w.new_txn()
+            w.add_partition(a, topic)
+            w.send(1, b"committed", a)
+            w.end_txn(a, commit=True)
+            b = w.new_txn()
+            w.add_partition(b, topic)
+            w.send(1, b"aborted", b)
+            w.end_txn(b, commit=False)
+        reader = t.client().create_reader(topic, pulsar.MessageId.earliest)
+        got = []
+        while reader.has_message_available():
+            got.append(reader.read_next(timeout_millis=5000).data().decode())
+        return {"read": got, "more": reader.has_message_available()}
+
+    compare(txn_pair, scenario)
+
+
+def test_txn_id_only_on_the_send_command(txn_pair: tuple[Target, Target]) -> None:
+    """A message whose txn id is on CommandSend but not in its metadata (what pulsar-client-go 0.19
+    sends, apache/pulsar-client-go#1498): held back while its transaction is open, like any other;
+    after an abort nothing marks it aborted, so it is delivered."""
+
+    def scenario(t: Target) -> dict[str, list[str]]:
+        topic = t.topic("txn-send-only")
+        consumer = t.client().subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        with _wire(t) as w:
+            w.producer(topic, 1)
+            txn = w.new_txn()
+            w.add_partition(txn, topic)
+            w.send(1, b"unmarked", txn, in_metadata=False)
+            w.send(1, b"after")
+            seen = {"while_open": _drain(consumer, 1500)}
+            w.end_txn(txn, commit=False)
+            seen["after_abort"] = _drain(consumer)
+        return seen
+
+    compare(txn_pair, scenario)
