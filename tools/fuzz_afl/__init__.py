@@ -9,6 +9,8 @@ turn. Crashes and hangs are copied to ``fuzz/findings/<target>/`` and listed; th
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -115,8 +117,18 @@ def fuzz(target: str, seconds: int) -> Result:
     return result
 
 
+@contextlib.contextmanager
+def _exclusive():
+    """One run at a time on this checkout: runs share fuzz/out (two would clobber each other)."""
+    (FUZZ / "out").mkdir(exist_ok=True)
+    with (FUZZ / "out" / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def run(seconds: int, targets: tuple[str, ...] = TARGETS) -> list[Result]:
-    """Installs, builds and fuzzes each target for ``seconds``."""
-    ensure_cargo_afl()
-    build()
-    return [fuzz(t, seconds) for t in targets]
+    """Installs, builds and fuzzes each target for ``seconds`` (waiting for another run to end)."""
+    with _exclusive():
+        ensure_cargo_afl()
+        build()
+        return [fuzz(t, seconds) for t in targets]
