@@ -82,8 +82,10 @@ def fuzz(target: str, seconds: int) -> Result:
     """Fuzzes ``target`` for ``seconds``, starting from the seeds and the corpus of past runs."""
     out = FUZZ / "out" / target
     corpus = FUZZ / "out" / "corpus" / target
-    corpus.mkdir(parents=True, exist_ok=True)
-    # The queue of the previous run joins the seeds: runs add up instead of starting over.
+    # The queue of the previous run (which holds its own starting corpus) joins the seeds: runs
+    # add up instead of starting over, and the corpus does not pile up copies.
+    shutil.rmtree(corpus, ignore_errors=True)
+    corpus.mkdir(parents=True)
     for p in _findings(out / "default" / "queue"):
         shutil.copy(p, corpus / p.name.replace(":", "_").replace(",", "_"))
     for p in (FUZZ / "out" / "seeds" / target).iterdir():
