@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -86,8 +87,10 @@ def fuzz(target: str, seconds: int) -> Result:
     # add up instead of starting over, and the corpus does not pile up copies.
     shutil.rmtree(corpus, ignore_errors=True)
     corpus.mkdir(parents=True)
+    # Named by content: AFL names an input after its origin, which would nest run after run.
     for p in _findings(out / "default" / "queue"):
-        shutil.copy(p, corpus / p.name.replace(":", "_").replace(",", "_"))
+        data = p.read_bytes()
+        (corpus / hashlib.sha256(data).hexdigest()[:20]).write_bytes(data)
     for p in (FUZZ / "out" / "seeds" / target).iterdir():
         shutil.copy(p, corpus / p.name)
     shutil.rmtree(out, ignore_errors=True)
