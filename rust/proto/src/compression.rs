@@ -4,6 +4,10 @@
 //!
 //! The broker only needs them where it must look inside a batch, which is compaction: there a
 //! compressed batch is decompressed, filtered and compressed again with its own codec.
+//!
+//! `uncompressed_size` comes from the peer's metadata, so it is trusted for nothing: a claim
+//! larger than the payload can decode to with its codec ([`most_decoded`]) is refused before
+//! anything is allocated, and output buffers grow with what is really decoded.
 
 use std::io::{Read, Write};
 
@@ -15,8 +19,8 @@ use crate::pb::CompressionType;
 /// Decompresses a payload that `uncompressed_size` says is that many bytes once decoded.
 ///
 /// # Errors
-/// [`ProtocolError::Compression`] for an unknown codec, bytes the codec rejects, or a result
-/// whose size differs from `uncompressed_size`.
+/// [`ProtocolError::Compression`] for an unknown codec, bytes the codec rejects, a
+/// `uncompressed_size` that `payload` cannot decode to, or a result whose size differs from it.
 pub fn decompress(
     codec: i32,
     payload: &[u8],
@@ -27,6 +31,14 @@ pub fn decompress(
         codec: kind.as_str_name(),
         reason,
     };
+    let most = most_decoded(kind, payload.len());
+    if uncompressed_size > most {
+        return Err(fail(format!(
+            "the metadata claims {uncompressed_size} bytes, {} bytes of {} decode to at most {most}",
+            payload.len(),
+            kind.as_str_name()
+        )));
+    }
     let out = match kind {
         CompressionType::None => payload.to_vec(),
         CompressionType::Lz4 => lz4_flex::block::decompress(payload, uncompressed_size)
@@ -41,9 +53,19 @@ pub fn decompress(
                 .map_err(|e| fail(e.to_string()))?;
             read_bounded(decoder, uncompressed_size).map_err(|e| fail(e.to_string()))?
         }
-        CompressionType::Snappy => snap::raw::Decoder::new()
-            .decompress_vec(payload)
-            .map_err(|e| fail(e.to_string()))?,
+        CompressionType::Snappy => {
+            // Snappy's own header carries the size it decodes to; it is checked before the
+            // decoder allocates that much.
+            let announced = snap::raw::decompress_len(payload).map_err(|e| fail(e.to_string()))?;
+            if announced != uncompressed_size {
+                return Err(fail(format!(
+                    "the payload announces {announced} bytes, the metadata says {uncompressed_size}"
+                )));
+            }
+            snap::raw::Decoder::new()
+                .decompress_vec(payload)
+                .map_err(|e| fail(e.to_string()))?
+        }
     };
     if out.len() != uncompressed_size {
         return Err(fail(format!(
@@ -83,6 +105,9 @@ pub fn compress(codec: i32, data: &[u8]) -> Result<Bytes, ProtocolError> {
     Ok(Bytes::from(out))
 }
 
+/// The most output capacity reserved up front from a size the peer claims.
+const PREALLOCATE: usize = 1 << 20;
+
 fn codec_of(codec: i32) -> Result<CompressionType, ProtocolError> {
     CompressionType::try_from(codec).map_err(|_| ProtocolError::Compression {
         codec: "UNKNOWN",
@@ -90,10 +115,31 @@ fn codec_of(codec: i32) -> Result<CompressionType, ProtocolError> {
     })
 }
 
+/// The most bytes `len` bytes of `kind` can decode to: each codec's largest expansion per input
+/// byte, plus a constant for its headers (an upper bound, never refusing what a compressor can
+/// produce).
+///
+/// * LZ4 blocks: a match length grows by 255 per extension byte.
+/// * zlib (deflate): at most 258 bytes per 2 bits, Deflate's 1032:1.
+/// * zstd: a 4-byte RLE block decodes to at most 128 KiB.
+/// * Snappy: a 3-byte copy decodes to at most 64 bytes.
+#[must_use]
+pub fn most_decoded(kind: CompressionType, len: usize) -> usize {
+    let (per_byte, constant) = match kind {
+        CompressionType::None => (1, 0),
+        CompressionType::Lz4 => (256, 64),
+        CompressionType::Zlib => (1032, 1024),
+        CompressionType::Zstd => (32 * 1024, 128 * 1024),
+        CompressionType::Snappy => (22, 64),
+    };
+    len.saturating_mul(per_byte).saturating_add(constant)
+}
+
 /// Reads at most `expected + 1` bytes: a stream that decodes to more than it should is caught
-/// without decoding all of it (a small payload cannot make the broker allocate gigabytes).
+/// without decoding all of it. Capacity is reserved for at most [`PREALLOCATE`] bytes, the
+/// rest grows with what is decoded.
 fn read_bounded(reader: impl Read, expected: usize) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(expected);
+    let mut out = Vec::with_capacity(expected.min(PREALLOCATE));
     reader.take(expected as u64 + 1).read_to_end(&mut out)?;
     Ok(out)
 }
@@ -148,5 +194,46 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// Found by the fuzzer (fuzz/, target `decompress`): a few bytes claiming gigabytes made
+    /// LZ4, zlib, zstd and Snappy reserve the claimed size before decoding anything (an
+    /// allocation failure aborts the broker).
+    #[test]
+    fn a_claimed_size_beyond_what_the_payload_can_hold_is_refused_before_allocating() {
+        let cases: [(i32, &[u8], usize); 5] = [
+            (1, b"\x6c\xf7\x0f\x01\x01\x01\x0e\x0d", 0x0d00_026c),
+            (2, b"\x78\x9c\x01\x00", 0xc000_026c),
+            (3, b"\x28\xb5\x2f\xfd\xfa\x00\x00", 0xffff_ffff),
+            (4, b"\xf5\xf5\xf5\xf5\x00", 0x5139_f5f5),
+            // Snappy's header announces 4 GiB; the metadata agrees.
+            (4, b"\xff\xff\xff\xff\x0f", 0xffff_ffff),
+        ];
+        for (codec, payload, size) in cases {
+            let e = decompress(codec, payload, size).unwrap_err().to_string();
+            assert!(
+                e.contains("at most") || e.contains("announces"),
+                "{codec}: {e}"
+            );
+        }
+        assert!(most_decoded(CompressionType::Lz4, 10) < 4096);
+        assert_eq!(most_decoded(CompressionType::Zstd, usize::MAX), usize::MAX);
+    }
+
+    #[test]
+    fn the_bound_admits_what_the_compressors_produce_at_their_best() {
+        let zeros = vec![0u8; 8 << 20];
+        for c in &ALL[1..] {
+            let packed = compress(*c as i32, &zeros).unwrap();
+            assert!(
+                most_decoded(*c, packed.len()) >= zeros.len(),
+                "{c:?}: {} bytes",
+                packed.len()
+            );
+            assert_eq!(
+                decompress(*c as i32, &packed, zeros.len()).unwrap().len(),
+                zeros.len()
+            );
+        }
     }
 }

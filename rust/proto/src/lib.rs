@@ -29,6 +29,7 @@
 //! * [`commands`]: builders for every command the broker sends (and a few
 //!   client commands), each filling all `required` fields.
 
+pub mod batch;
 pub mod commands;
 pub mod compression;
 pub mod dispatch_metadata;
@@ -49,6 +50,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/pulsar.proto.rs"));
 }
 
+pub use batch::{split_batch, BatchMember};
 pub use dispatch_metadata::{parse_dispatch_metadata, DispatchMetadata};
 pub use error::ProtocolError;
 pub use frame::{

@@ -16,6 +16,7 @@ mod lookup;
 mod messages;
 pub mod namespaces;
 mod non_persistent;
+mod openapi;
 mod permissions;
 mod policies;
 mod rate_limit;
@@ -192,6 +193,7 @@ pub async fn serve_tls(
 fn router(ctx: Arc<ServerContext>) -> Router {
     let limit = rate_limit::RequestLimit::from_config(&ctx.service.config);
     let app = Router::new()
+        .route("/admin/v2/openapi.json", get(openapi::serve))
         .merge(brokers::routes())
         .merge(clusters::routes())
         .merge(tenants::routes())
