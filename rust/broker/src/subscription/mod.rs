@@ -440,6 +440,22 @@ impl Subscription {
         self.poke();
     }
 
+    /// Takes acknowledged `positions` off the unacked count of `consumer`, or of whichever
+    /// consumer holds them (a position acked through another consumer after a redelivery).
+    pub(super) fn settle_acked(&self, consumer: &Consumer, positions: &[Position], limit: u32) {
+        let mut others: Option<Vec<Arc<Consumer>>> = None;
+        for p in positions {
+            if consumer.settle(*p, limit).is_none() {
+                let list = others.get_or_insert_with(|| self.consumers());
+                for c in list.iter() {
+                    if c.settle(*p, limit).is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     /// Individual acks. `ack_set` (batch index ack) carries Pulsar's bitset with 1 = unacked.
     pub fn ack_individual(&self, consumer: &Consumer, ids: &[(Position, Option<Vec<i64>>)]) {
         let limit = self.unacked_limit();
@@ -468,18 +484,7 @@ impl Subscription {
             }
         }
         let mut freed = false;
-        let mut others: Option<Vec<Arc<Consumer>>> = None;
-        for p in &whole {
-            if consumer.settle(*p, limit).is_none() {
-                // Acked through another consumer (after a redelivery): settle wherever it is.
-                let list = others.get_or_insert_with(|| self.consumers());
-                for c in list.iter() {
-                    if c.settle(*p, limit).is_some() {
-                        break;
-                    }
-                }
-            }
-        }
+        self.settle_acked(consumer, &whole, limit);
         {
             let mut st = self.state.lock();
             if let Some(Dispatcher::StickyKey(k)) = st.dispatcher.as_mut() {

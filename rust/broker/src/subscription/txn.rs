@@ -75,17 +75,7 @@ impl Subscription {
         self.pending_acks
             .add_individual(txn, &positions, |p| self.cursor.is_acked(p))?;
         let limit = self.unacked_limit();
-        let mut others: Option<Vec<Arc<Consumer>>> = None;
-        for p in &positions {
-            if consumer.settle(*p, limit).is_none() {
-                let list = others.get_or_insert_with(|| self.consumers());
-                for c in list.iter() {
-                    if c.settle(*p, limit).is_some() {
-                        break;
-                    }
-                }
-            }
-        }
+        self.settle_acked(consumer, &positions, limit);
         {
             let mut st = self.state.lock();
             if let Some(Dispatcher::StickyKey(k)) = st.dispatcher.as_mut() {

@@ -363,6 +363,11 @@ impl Topic {
         address: &str,
     ) -> Result<(), BrokerError> {
         let limits = self.limits.read().effective.limits;
+        let per_subscription = sub.is_some() && limits.max_consumers_per_subscription > 0;
+        if limits.max_consumers == 0 && limits.max_same_address_consumers == 0 && !per_subscription
+        {
+            return Ok(()); // no limit: nothing to count
+        }
         let host = producers::host_of(address);
         let (mut on_topic, mut same_address) = (0, 0);
         for s in self.subscriptions() {

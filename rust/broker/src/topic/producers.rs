@@ -61,11 +61,15 @@ impl Topic {
                 info.name
             )));
         }
-        let host = host_of(&info.address);
-        let same_address = producers
-            .values()
-            .filter(|p| host_of(&p.address) == host)
-            .count();
+        let same_address = if limits.max_same_address_producers > 0 {
+            let host = host_of(&info.address);
+            producers
+                .values()
+                .filter(|p| host_of(&p.address) == host)
+                .count()
+        } else {
+            0 // not limited: not counted
+        };
         limits.admit_producer(&self.name.to_string(), producers.len(), same_address)?;
         let current = self.epoch.load(Relaxed);
         if let (Some(e), AccessMode::Exclusive | AccessMode::ExclusiveWithFencing) =
