@@ -39,6 +39,8 @@ struct State {
     closed: bool,
     /// Bumped by rewinds and resets, so a read that raced one does not move the read position.
     epoch: u64,
+    /// On a seam backing, the version of the cursor's record last read or written.
+    version: Option<crate::seam::Version>,
 }
 
 /// A subscription's cursor. Obtain one from [`ManagedLedger::open_cursor`].
@@ -74,17 +76,26 @@ impl Cursor {
             });
         }
         let key = cursor_key(ml.name(), name);
-        let (snapshot, fresh) = match ml.shared.meta.get(&key)? {
-            Some(raw) => (CursorSnapshot::decode(&key, &raw)?, false),
-            None => (
-                CursorSnapshot {
-                    mark_delete: start,
-                    ..Default::default()
-                },
-                true,
-            ),
+        let recorded = match &ml.shared.backing {
+            Some(b) => crate::managed_ledger::on_seam::load_cursor(b, ml.name(), name)?
+                .map(|(s, v)| (s, Some(v))),
+            None => match ml.shared.meta.get(&key)? {
+                Some(raw) => Some((CursorSnapshot::decode(&key, &raw)?, None)),
+                None => None,
+            },
         };
+        // On a seam backing a new owner writes every cursor at open, as Pulsar's cursor
+        // recovery does: the record's new version fences the previous owner's cursor writes.
+        let fresh = recorded.is_none() || (ml.shared.backing.is_some() && !ml.shared.read_only);
+        let (snapshot, version) = recorded.unwrap_or((
+            CursorSnapshot {
+                mark_delete: start,
+                ..Default::default()
+            },
+            None,
+        ));
         let cursor = Self::build(ml, name, true, snapshot);
+        cursor.state.lock().version = version;
         if fresh {
             cursor.state.lock().dirty = true;
             cursor.flush()?;
@@ -126,6 +137,7 @@ impl Cursor {
                 active: true,
                 closed: false,
                 epoch: 0,
+                version: None,
             }),
             flushing: Mutex::new(()),
             ahead: CursorReadAhead::default(),
@@ -710,31 +722,50 @@ impl Cursor {
         }
         // Lock: see `flushing`; held across the metadata write on purpose.
         let _serial = self.flushing.lock();
-        let encoded = {
+        let (snapshot, version) = {
             let mut st = self.state.lock();
             if !st.dirty {
                 return Ok(());
             }
             st.dirty = false;
-            CursorSnapshot {
+            let s = CursorSnapshot {
                 mark_delete: st.mark_delete,
                 acked: st.acked.clone(),
                 batch_acks: st.batch_acks.clone(),
                 properties: st.properties.clone(),
-            }
-            .encode()
+            };
+            (s, st.version)
         };
         // The write runs unlocked; acks that land meanwhile set `dirty` again.
-        if let Err(e) = self
-            .ml
-            .shared
-            .meta
-            .put(&cursor_key(self.ml.name(), &self.name), &encoded)
-        {
-            self.state.lock().dirty = true;
-            return Err(e);
+        let written = match &self.ml.shared.backing {
+            Some(b) => crate::managed_ledger::on_seam::store_cursor(
+                b,
+                self.ml.name(),
+                &self.name,
+                &snapshot,
+                version,
+                self.ml.shared.clock.now_ms(),
+            )
+            .map(Some),
+            None => self
+                .ml
+                .shared
+                .meta
+                .put(&cursor_key(self.ml.name(), &self.name), &snapshot.encode())
+                .map(|()| None),
+        };
+        match written {
+            Ok(v) => {
+                if v.is_some() {
+                    self.state.lock().version = v;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.state.lock().dirty = true;
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     pub(crate) fn mark_closed(&self) {

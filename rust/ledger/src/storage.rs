@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     opened: Condvar,
     /// Cursors' read-ahead: its threads and memory budget.
     pub read_ahead: crate::read_ahead::ReadAheads,
+    /// Where managed ledgers live when not in the journal (BookKeeper and ZooKeeper); immutable.
+    pub backing: Option<Arc<crate::seam::SeamBacking>>,
 }
 
 /// The open managed ledgers; guarded by [`Shared::open`].
@@ -176,6 +178,39 @@ impl Storage {
         clock: Arc<dyn Clock>,
         read_only: bool,
     ) -> Result<Arc<Storage>> {
+        Self::open_backed(fs, dir, config, clock, read_only, None)
+    }
+
+    /// Opens a data directory whose managed ledgers live on `backing` (BookKeeper and
+    /// ZooKeeper, in Pulsar's formats) rather than in its journal; the directory keeps the
+    /// broker's other records (policies, schemas' index, ...).
+    ///
+    /// # Errors
+    /// As [`Storage::open`].
+    pub fn open_on_backing(
+        dir: impl AsRef<Path>,
+        config: StorageConfig,
+        backing: Arc<crate::seam::SeamBacking>,
+        read_only: bool,
+    ) -> Result<Arc<Storage>> {
+        Self::open_backed(
+            Arc::new(RealFs),
+            dir,
+            config,
+            Arc::new(SystemClock),
+            read_only,
+            Some(backing),
+        )
+    }
+
+    fn open_backed(
+        fs: Arc<dyn Vfs>,
+        dir: impl AsRef<Path>,
+        config: StorageConfig,
+        clock: Arc<dyn Clock>,
+        read_only: bool,
+        backing: Option<Arc<crate::seam::SeamBacking>>,
+    ) -> Result<Arc<Storage>> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();
         let lock = if read_only {
@@ -264,6 +299,7 @@ impl Storage {
             open: Mutex::new(OpenLedgers::default()),
             opened: Condvar::new(),
             read_ahead: crate::read_ahead::ReadAheads::default(),
+            backing,
         });
         let stop = Arc::new(Stop {
             flag: Mutex::new(false),
@@ -396,6 +432,9 @@ impl Storage {
     /// # Errors
     /// Metadata store I/O.
     pub fn ledger_names(&self) -> Result<Vec<String>> {
+        if let Some(b) = &self.shared.backing {
+            return crate::managed_ledger::on_seam::ledger_names(b);
+        }
         Ok(self
             .shared
             .meta

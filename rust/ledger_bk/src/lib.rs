@@ -9,6 +9,9 @@
 //!   `/managed-ledgers/{tenant}/{ns}/persistent/{topic}[/{cursor}]`, each write a compare-and-set
 //!   on the znode version.
 //!
+//! [`backing`] puts both under a broker's `Storage` (`pulsar_rs_ledger::Storage::open_on_backing`),
+//! so the broker's own managed ledgers live on the bookies.
+//!
 //! Modules, each importing only those before it: `errors`; `settings`; `zk_store`; `bk_ledgers`.
 
 pub mod bk_ledgers;
@@ -32,4 +35,40 @@ pub async fn connect(
     let ledgers = BkLedgerStorage::connect(settings).await?;
     let store = ZkVersionedStore::connect(&settings.metadata_servers()?).await?;
     Ok((Arc::new(ledgers), Arc::new(store)))
+}
+
+/// The bookies and the metadata store named by `settings`, with a runtime of their own for the
+/// clients, ready to back a broker's storage. Blocks the calling thread while connecting (call it
+/// where blocking is allowed: not on an async task).
+///
+/// # Errors
+/// The metadata store cannot be reached, a URI does not parse, or the runtime cannot start.
+pub fn backing(
+    settings: &BkSettings,
+) -> pulsar_rs_ledger::Result<pulsar_rs_ledger::seam::SeamBacking> {
+    use pulsar_rs_ledger::seam::{LedgerStorage, SeamBacking, VersionedStore};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("bookkeeper-client")
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            pulsar_rs_ledger::LedgerError::io("starting the BookKeeper client runtime", e)
+        })?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let s = settings.clone();
+    runtime.spawn(async move {
+        let _ = tx.send(connect(&s).await);
+    });
+    let (ledgers, store) = rx
+        .recv()
+        .map_err(|_| pulsar_rs_ledger::LedgerError::Closed {
+            what: "BookKeeper client runtime".into(),
+        })??;
+    Ok(SeamBacking::new(
+        ledgers as Arc<dyn LedgerStorage>,
+        store as Arc<dyn VersionedStore>,
+        runtime,
+        format!("bookkeeper {}", settings.metadata_store_url),
+    ))
 }

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::completion::{pending, AddCompletion, AddWaiter};
 use super::{ManagedLedger, Slot, State, Unconfirmed};
-use crate::journal::{Completion, DurableThrough, KnownCrc};
+use crate::journal::{Completion, DurableThrough, KnownCrc, Loc};
 use crate::{LedgerError, Position, Result};
 
 /// How [`ManagedLedger::start_add_then`] queued an append.
@@ -80,18 +80,33 @@ impl ManagedLedger {
             }
             cur
         };
-        let recorded = self.shared.next_ledger_id().and_then(|id| {
+        let recorded = self.next_ledger().and_then(|(id, writer)| {
             self.state.lock().pending_ledger = Some(Slot::new(id, now).info);
-            self.persist().map(|()| id)
+            match self.persist() {
+                Ok(()) => Ok((id, writer)),
+                Err(e) => {
+                    if let (Some(b), Some(_)) = (&self.shared.backing, &writer) {
+                        self.seam_delete_ledgers(b, &[id]); // never recorded: nobody reads it
+                    }
+                    Err(e)
+                }
+            }
         });
         let mut st = self.state.lock();
         st.rolling = false;
         st.pending_ledger = None;
         match recorded {
-            Ok(id) => {
-                st.ledgers.insert(id, Slot::new(id, now));
+            Ok((id, writer)) => {
+                let mut slot = Slot::new(id, now);
+                slot.writer = writer;
+                st.ledgers.insert(id, slot);
                 st.current = id;
                 st.roll_before_append = false;
+                let retired = st.ledgers.get_mut(&old).and_then(|s| s.writer.take());
+                drop(st);
+                if let (Some(b), Some(w)) = (&self.shared.backing, retired) {
+                    Self::seam_close_writer(b, w);
+                }
                 tracing::debug!(ledger = %self.name, closed = old, opened = id, "rolled over");
                 Ok(())
             }
@@ -196,13 +211,17 @@ impl ManagedLedger {
         waiter: impl FnOnce() -> (Arc<dyn AddWaiter>, u64),
     ) -> Result<Added> {
         let now = self.shared.clock.now_ms();
-        let durable = self.shared.journal.is_durable();
+        let backing = self.shared.backing.as_deref();
+        let durable = backing.is_some() || self.shared.journal.is_durable();
         let mut st = loop {
             let st = self.state.lock();
             if st.closed {
                 return Err(LedgerError::Closed {
                     what: format!("managed ledger {}", self.name),
                 });
+            }
+            if st.fenced {
+                return Err(self.fenced_error());
             }
             if st.rolling {
                 // A rollover is recording its new ledger: queue behind it (not under `state`).
@@ -234,20 +253,37 @@ impl ManagedLedger {
         // Non-durable appends normally complete at once; when the journal has too many unwritten
         // bytes they wait for the write like durable ones, so memory stays bounded.
         let wait_for_write = durable || self.shared.journal.backlogged();
-        let completion = wait_for_write.then(|| {
-            let owner: Arc<dyn DurableThrough> = Arc::clone(self) as _;
-            Completion::through(owner, mark)
-        });
-        // The journal cannot report this append before `unconfirmed` holds it: the report takes
-        // `state`, which this thread holds until then.
-        let loc = self.shared.journal.append_known(
-            ledger,
-            pos.entry_id,
-            timestamp,
-            &data,
-            completion,
-            known,
-        )?;
+        // Neither the journal nor the bookies can report this append before `unconfirmed` holds
+        // it: the report takes `state`, which this thread holds until then.
+        let loc = match (backing, &slot.writer) {
+            (Some(b), Some(writer)) => {
+                self.seam_append(b, writer, data.clone(), mark);
+                Loc {
+                    segment: u32::MAX - 1,
+                    len: u32::try_from(len).unwrap_or(u32::MAX - 1),
+                    offset: 0,
+                }
+            }
+            (Some(_), None) => {
+                return Err(LedgerError::Closed {
+                    what: format!("ledger {ledger} of {} (no writer)", self.name),
+                })
+            }
+            (None, _) => {
+                let completion = wait_for_write.then(|| {
+                    let owner: Arc<dyn DurableThrough> = Arc::clone(self) as _;
+                    Completion::through(owner, mark)
+                });
+                self.shared.journal.append_known(
+                    ledger,
+                    pos.entry_id,
+                    timestamp,
+                    &data,
+                    completion,
+                    known,
+                )?
+            }
+        };
         slot.locs.push(loc);
         slot.appended_size += len;
         if self.active_cursors.load(Ordering::Relaxed) > 0 {

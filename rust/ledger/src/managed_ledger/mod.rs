@@ -8,15 +8,18 @@
 //!
 //! Split by job: [`append`] (rollover, journal appends, confirmation), [`read`] (positions and
 //! entry reads), [`trim`] (consumed ledgers), [`recovery`] (rebuilding the entry index at open).
-//! Entries recovery found damaged are listed by [`ManagedLedger::corrupt_entries`].
+//! Entries recovery found damaged are listed by [`ManagedLedger::corrupt_entries`]. On a
+//! [`crate::seam::SeamBacking`] (BookKeeper), [`on_seam`] replaces the journal and the local
+//! metadata with Pulsar's ledgers and records.
 
 mod append;
 mod completion;
+pub(crate) mod on_seam;
 mod read;
 mod recovery;
 mod trim;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -28,6 +31,7 @@ use tokio::sync::Notify;
 use crate::cache::LedgerEntries;
 use crate::cursor::Cursor;
 use crate::journal::Loc;
+use crate::seam::{ReadLedger, Version, WriteLedger};
 use crate::storage::Shared;
 use crate::{LedgerConfig, LedgerError, Position, Result};
 
@@ -101,6 +105,8 @@ pub(crate) struct Slot {
     pub confirmed_size: u64,
     /// First entry whose write failed: the ledger is fenced there.
     pub failed_at: Option<u64>,
+    /// On a seam backing, the ledger's writer while it takes appends (`None` on the journal).
+    pub writer: Option<Arc<dyn WriteLedger>>,
 }
 
 impl Slot {
@@ -119,6 +125,7 @@ impl Slot {
             confirmed: 0,
             confirmed_size: 0,
             failed_at: None,
+            writer: None,
         }
     }
 }
@@ -142,6 +149,10 @@ pub(crate) struct State {
     pub unconfirmed: VecDeque<Unconfirmed>,
     /// The journal's mark for `unconfirmed[0]` (marks count this ledger's durable appends).
     pub unconfirmed_front: u64,
+    /// On a seam backing: the version of the ledger list this owner last read or wrote.
+    pub meta_version: Option<Version>,
+    /// On a seam backing: another owner wrote the ledger list; nothing more is appended.
+    pub fenced: bool,
 }
 
 /// A durable append waiting for the journal's report.
@@ -188,6 +199,9 @@ pub struct ManagedLedger {
     retention_size_bytes: std::sync::atomic::AtomicI64,
     /// Entries recovery found damaged or missing, in position order; fixed at open.
     corrupt: Vec<Position>,
+    /// On a seam backing, read handles of closed ledgers (their ensembles are final). Lock: map
+    /// lookups and inserts only, never across a read; taken alone.
+    pub(crate) readers: Mutex<HashMap<i64, Arc<dyn ReadLedger>>>,
 }
 
 fn info_key(name: &str) -> String {
@@ -203,30 +217,39 @@ impl ManagedLedger {
                 reason: "empty, too long or has control chars",
             });
         }
-        let key = info_key(name);
-        let info: ManagedLedgerInfo = match shared.meta.get(&key)? {
-            Some(raw) => {
-                serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {
-                    key: key.clone(),
-                    reason: e.to_string(),
-                })?
-            }
-            None => ManagedLedgerInfo::default(),
-        };
         let now = shared.clock.now_ms();
         let mut ledgers = BTreeMap::new();
         let mut corrupt = Vec::new();
-        for li in info.ledgers {
-            let slot = recover_slot(name, li, &shared);
-            corrupt.extend(
-                slot.locs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, l)| l.is_corrupt())
-                    .map(|(e, _)| Position::new(slot.info.ledger_id, e as i64)),
-            );
-            ledgers.insert(slot.info.ledger_id, slot);
-        }
+        let (properties, meta_version) = if let Some(b) = shared.backing.clone() {
+            let loaded = on_seam::load(name, &b, now, shared.read_only)?;
+            for slot in loaded.slots {
+                ledgers.insert(slot.info.ledger_id, slot);
+            }
+            (loaded.properties, loaded.version)
+        } else {
+            let key = info_key(name);
+            let info: ManagedLedgerInfo = match shared.meta.get(&key)? {
+                Some(raw) => {
+                    serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {
+                        key: key.clone(),
+                        reason: e.to_string(),
+                    })?
+                }
+                None => ManagedLedgerInfo::default(),
+            };
+            for li in info.ledgers {
+                let slot = recover_slot(name, li, &shared);
+                corrupt.extend(
+                    slot.locs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, l)| l.is_corrupt())
+                        .map(|(e, _)| Position::new(slot.info.ledger_id, e as i64)),
+                );
+                ledgers.insert(slot.info.ledger_id, slot);
+            }
+            (info.properties, None)
+        };
         // Relaxed: a counter.
         shared
             .corrupt_entries
@@ -248,12 +271,14 @@ impl ManagedLedger {
                 last_confirmed: last_confirmed.unwrap_or(Position::EARLIEST),
                 entries_added: 0,
                 closed: false,
-                properties: info.properties,
+                properties,
                 roll_before_append: false,
                 rolling: false,
                 pending_ledger: None,
                 unconfirmed: VecDeque::new(),
                 unconfirmed_front: 0,
+                meta_version,
+                fenced: false,
             }),
             cursors: Mutex::new(BTreeMap::new()),
             roll_gate: Mutex::new(()),
@@ -263,8 +288,11 @@ impl ManagedLedger {
             retention_time_ms: std::sync::atomic::AtomicI64::new(retention.0),
             retention_size_bytes: std::sync::atomic::AtomicI64::new(retention.1),
             corrupt,
+            readers: Mutex::new(HashMap::new()),
         });
-        {
+        if ml.shared.backing.is_some() {
+            ml.open_on_seam(now, last_confirmed.is_none())?;
+        } else {
             let mut st = ml.state.lock();
             // Like Pulsar, the ledger that was open at the last stop is not appended to again:
             // the first append after recovery closes it and opens a new one. Until then nothing
@@ -353,8 +381,11 @@ impl ManagedLedger {
     /// the journal flusher confirming other topics' appends).
     pub(crate) fn persist(&self) -> Result<()> {
         let _one = self.meta_write.lock();
-        let raw = {
+        let (info, version) = {
             let st = self.state.lock();
+            if st.fenced {
+                return Err(self.fenced_error());
+            }
             let info = ManagedLedgerInfo {
                 ledgers: st
                     .ledgers
@@ -364,12 +395,28 @@ impl ManagedLedger {
                     .collect(),
                 properties: st.properties.clone(),
             };
-            serde_json::to_vec(&info).map_err(|e| LedgerError::CorruptMetadata {
-                key: info_key(&self.name),
-                reason: format!("cannot encode: {e}"),
-            })?
+            (info, st.meta_version)
         };
+        if let Some(b) = &self.shared.backing {
+            return self.seam_write_list(b, &info.ledgers, &info.properties, version);
+        }
+        let raw = serde_json::to_vec(&info).map_err(|e| LedgerError::CorruptMetadata {
+            key: info_key(&self.name),
+            reason: format!("cannot encode: {e}"),
+        })?;
         self.shared.meta.put(&info_key(&self.name), &raw)
+    }
+
+    /// The next ledger: an id from the local counter on the journal, a new ledger (and its
+    /// writer) on a seam backing.
+    pub(crate) fn next_ledger(&self) -> Result<(i64, Option<Arc<dyn WriteLedger>>)> {
+        match &self.shared.backing {
+            Some(b) => {
+                let w = self.seam_new_writer(b)?;
+                Ok((w.id(), Some(w)))
+            }
+            None => Ok((self.shared.next_ledger_id()?, None)),
+        }
     }
     /// Opens (or returns the already open) durable cursor `name`, recovering its persisted state.
     /// A new cursor starts at the end (Pulsar's `Latest`).
@@ -425,6 +472,9 @@ impl ManagedLedger {
     /// # Errors
     /// Metadata store I/O.
     pub fn persisted_cursor_names(&self) -> Result<Vec<String>> {
+        if let Some(b) = &self.shared.backing {
+            return on_seam::cursor_names(b, &self.name);
+        }
         let prefix = crate::cursor::cursor_prefix(&self.name);
         Ok(self
             .shared
@@ -450,9 +500,13 @@ impl ManagedLedger {
         if let Some(c) = c {
             c.mark_closed();
         }
-        self.shared
-            .meta
-            .delete(&crate::cursor::cursor_key(&self.name, name))?;
+        match &self.shared.backing {
+            Some(b) => on_seam::delete_record(b, on_seam::cursor_path(&self.name, name))?,
+            None => self
+                .shared
+                .meta
+                .delete(&crate::cursor::cursor_key(&self.name, name))?,
+        }
         self.trim_consumed_ledgers()
     }
 
@@ -532,7 +586,25 @@ impl ManagedLedger {
             }
             c.mark_closed();
         }
-        self.state.lock().closed = true;
+        let writers: Vec<Arc<dyn WriteLedger>> = {
+            let mut st = self.state.lock();
+            st.closed = true;
+            st.ledgers
+                .values_mut()
+                .filter_map(|s| s.writer.take())
+                .collect()
+        };
+        if let Some(b) = &self.shared.backing {
+            for w in writers {
+                // Closed in the ledger's metadata at its last confirmed entry, as Pulsar closes
+                // the current ledger when a topic is unloaded; the next owner then needs no
+                // recovery (it would do one if this failed).
+                let id = w.id();
+                if let Err(e) = b.block(async move { w.close().await }) {
+                    tracing::warn!(ledger = %self.name, ledger_id = id, error = %e, "closing the current ledger failed");
+                }
+            }
+        }
         self.cache.clear();
         self.new_entries.notify_waiters();
         self.shared.forget(&self.name);
@@ -550,6 +622,16 @@ impl ManagedLedger {
     /// # Errors
     /// Metadata store I/O.
     pub fn delete(&self) -> Result<()> {
+        if let Some(b) = self.shared.backing.clone() {
+            for name in self.persisted_cursor_names()? {
+                on_seam::delete_record(&b, on_seam::cursor_path(&self.name, &name))?;
+            }
+            let _ = self.close();
+            let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();
+            on_seam::delete_record(&b, on_seam::ledger_path(&self.name))?;
+            self.seam_delete_ledgers(&b, &ids);
+            return Ok(());
+        }
         for name in self.persisted_cursor_names()? {
             self.shared
                 .meta

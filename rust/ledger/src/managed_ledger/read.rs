@@ -1,6 +1,8 @@
 //! Reading a managed ledger: positions (first, next, previous, last confirmed), entry reads
 //! bounded by the last confirmed entry, counts, backlog sizes and publish-time searches.
 
+use bytes::Bytes;
+
 use super::{Entry, ManagedLedger, State};
 use crate::journal::Loc;
 use crate::{Position, Result};
@@ -167,19 +169,26 @@ impl ManagedLedger {
         // Each record's CRC32C (over the whole stored entry, whose own checksum is inside it)
         // is verified by the journal here, once per disk read: a damaged entry is an error, and
         // nothing downstream recomputes a checksum.
-        let records = self
-            .shared
-            .journal
-            .read(start.ledger_id, start.entry_id, &locs)?;
-        let bytes: u64 = records.iter().map(|r| r.payload.len() as u64).sum();
-        self.shared.cache.record_miss(records.len() as u64, bytes);
+        let payloads: Vec<Bytes> = match &self.shared.backing {
+            // On the bookies, each entry's digest is verified by the client as it is read.
+            Some(b) => self.seam_read(b, start.ledger_id, start.entry_id, locs.len())?,
+            None => self
+                .shared
+                .journal
+                .read(start.ledger_id, start.entry_id, &locs)?
+                .into_iter()
+                .map(|r| r.payload)
+                .collect(),
+        };
+        let bytes: u64 = payloads.iter().map(|p| p.len() as u64).sum();
+        self.shared.cache.record_miss(payloads.len() as u64, bytes);
         Ok(Some((
-            records
+            payloads
                 .into_iter()
                 .enumerate()
-                .map(|(i, r)| Entry {
+                .map(|(i, data)| Entry {
                     position: Position::new(start.ledger_id, start.entry_id + i as i64),
-                    data: r.payload,
+                    data,
                 })
                 .collect(),
             bytes,
@@ -313,8 +322,14 @@ impl ManagedLedger {
                 .map(|(id, s)| (*id, s.locs[..s.confirmed as usize].to_vec()))
                 .collect()
         };
-        let read_ts = |id: i64, i: usize, locs: &[Loc]| {
-            self.shared.journal.read_timestamp(id, i as i64, locs[i])
+        let read_ts = |id: i64, i: usize, locs: &[Loc]| match &self.shared.backing {
+            // Entries on bookies carry no append time: the message's publish time, as Pulsar.
+            Some(b) => Ok(self
+                .seam_read(b, id, i as i64, 1)?
+                .first()
+                .and_then(|e| super::on_seam::publish_time(e))
+                .unwrap_or(0)),
+            None => self.shared.journal.read_timestamp(id, i as i64, locs[i]),
         };
         for (id, locs) in &slots {
             if locs.is_empty() || read_ts(*id, locs.len() - 1, locs)? < ts {

@@ -62,5 +62,6 @@ pub(super) fn recover_slot(name: &str, info: LedgerInfo, shared: &Shared) -> Slo
         confirmed: n,
         confirmed_size: size,
         failed_at: None,
+        writer: None,
     }
 }

@@ -68,8 +68,13 @@ impl ManagedLedger {
             return Err(e);
         }
         self.cache.evict_before(Position::new(first_kept, 0));
-        for id in &doomed {
-            self.shared.journal.release_ledger(*id);
+        match &self.shared.backing {
+            Some(b) => self.seam_delete_ledgers(b, &doomed),
+            None => {
+                for id in &doomed {
+                    self.shared.journal.release_ledger(*id);
+                }
+            }
         }
         tracing::debug!(ledger = %self.name, deleted = ?doomed, "trimmed consumed ledgers");
         Ok(())

@@ -11,15 +11,18 @@
 //! [`SeamManagedLedger`] is a managed ledger written only against these two traits: it does not
 //! know which implementation it runs on. Its records are Pulsar's own protobufs ([`formats`]).
 //!
-//! Where the seam stands: the broker's main [`crate::ManagedLedger`] still sits on the journal
-//! directly (its hot path hands the journal a [`crate::journal::Completion`] per run of appends
-//! with no allocation per entry, which this interface's boxed future per append would cost).
-//! The local journal implements the seam in [`journal_ledgers`] and [`local_store`].
+//! The broker's [`crate::ManagedLedger`] runs on either: on the local journal directly (its hot
+//! path hands the journal a [`crate::journal::Completion`] per run of appends with no allocation
+//! per entry), or on a [`SeamBacking`] (BookKeeper and ZooKeeper) with its ledger list and cursors
+//! in Pulsar's [`records`]. The local journal also implements the seam in [`journal_ledgers`] and
+//! [`local_store`], which [`SeamManagedLedger`]'s tests run on.
 
+pub mod backing;
 pub mod formats;
 pub mod journal_ledgers;
 pub mod local_store;
 pub mod managed_ledger;
+pub mod records;
 pub mod seam_cursor;
 
 use std::future::Future;
@@ -30,6 +33,7 @@ use bytes::Bytes;
 
 use crate::Result;
 
+pub use backing::SeamBacking;
 pub use managed_ledger::{SeamLedgerConfig, SeamManagedLedger};
 pub use seam_cursor::SeamCursor;
 

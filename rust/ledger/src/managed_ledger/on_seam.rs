@@ -1,0 +1,481 @@
+//! A managed ledger kept on a [`SeamBacking`] (BookKeeper and ZooKeeper) rather than the local
+//! journal, as Pulsar's `ManagedLedgerImpl` keeps one:
+//!
+//! * **open** reads the ledger list (Pulsar's `ManagedLedgerInfo` at `/managed-ledgers/{name}`),
+//!   opens every ledger the list still has open with *recovery* (which fences its previous writer
+//!   on the bookies and closes it at the last entry an ack quorum holds), then creates a new ledger
+//!   and compare-and-sets the list at the version it read: a second owner opening the topic fences
+//!   the first, whose next append fails and whose next metadata write finds a newer version;
+//! * **appends** go to the current ledger's writer; each entry is confirmed once it and every
+//!   earlier one reached their ack quorum, reported from the backing's runtime;
+//! * **reads** the entry cache misses come from the bookies (blocking the calling thread, which
+//!   is never one of the backing's);
+//! * **every metadata write** is a compare-and-set; a version conflict fences this managed ledger
+//!   for good ([`LedgerError::Fenced`]), as Pulsar's `ManagedLedgerFencedException`;
+//! * trimmed ledgers are deleted from the bookies after the list without them is written.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{ManagedLedger, Slot};
+use crate::journal::Loc;
+use crate::seam::{records, SeamBacking, Version, WriteLedger};
+use crate::{CursorSnapshot, LedgerError, LedgerInfo, Result};
+
+/// Pulsar's path of a managed ledger's record: `/managed-ledgers/{tenant}/{ns}/{domain}/{local}`
+/// with the local name URL-encoded as Java's `URLEncoder` does (Pulsar's
+/// `getPersistenceNamingEncoding`); names of other shapes are used as they are.
+#[must_use]
+pub fn ledger_path(name: &str) -> String {
+    let mut parts = name.splitn(4, '/');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some(n), Some(d), Some(local)) => {
+            format!("/managed-ledgers/{t}/{n}/{d}/{}", url_encode(local))
+        }
+        _ => format!("/managed-ledgers/{name}"),
+    }
+}
+
+/// The managed-ledger name a record path under `/managed-ledgers/` stands for (inverse of
+/// [`ledger_path`] for four-segment names).
+#[must_use]
+pub fn ledger_name(tenant: &str, ns: &str, domain: &str, encoded_local: &str) -> String {
+    format!("{tenant}/{ns}/{domain}/{}", url_decode(encoded_local))
+}
+
+/// Java's `URLEncoder.encode(s, UTF_8)`: `[A-Za-z0-9.*_-]` kept, space as `+`, the rest `%XX`.
+fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'*' | b'_' | b'-' => {
+                out.push(b as char);
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn url_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(hi), Some(lo)) => {
+                    // Two hex digits are at most 0xFF: the cast cannot truncate.
+                    out.push((hi * 16 + lo) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A ledger's entries without their journal locations: only the length counts (read budgets,
+/// sizes). An average where the ledger list gave only a total.
+fn remote_locs(entries: u64, size: u64) -> Vec<Loc> {
+    let each = size.checked_div(entries).unwrap_or(0);
+    #[allow(clippy::cast_possible_truncation)]
+    let loc = Loc {
+        segment: u32::MAX - 1,
+        len: each.min(u64::from(u32::MAX - 1)) as u32,
+        offset: 0,
+    };
+    (0..entries).map(|_| loc).collect()
+}
+
+/// What a managed ledger's open read from the backing.
+pub(super) struct Loaded {
+    /// Every ledger, recovered, oldest first.
+    pub slots: Vec<Slot>,
+    /// The managed ledger's properties.
+    pub properties: BTreeMap<String, String>,
+    /// The list's version (`None`: no list yet).
+    pub version: Option<Version>,
+}
+
+/// Reads the ledger list and recovers the ledgers it has open (fencing their writer).
+pub(super) fn load(name: &str, b: &SeamBacking, now: u64, read_only: bool) -> Result<Loaded> {
+    let path = ledger_path(name);
+    let store = Arc::clone(&b.store);
+    let p = path.clone();
+    let Some((raw, version)) = b.block(async move { store.get(&p).await })? else {
+        return Ok(Loaded {
+            slots: Vec::new(),
+            properties: BTreeMap::new(),
+            version: None,
+        });
+    };
+    let (infos, properties) = records::decode_ledger_list(&path, &raw, now)?;
+    let mut slots = Vec::with_capacity(infos.len());
+    for mut info in infos {
+        if info.closed_ms.is_none() {
+            // Open in the list: its writer may be alive. Recovery fences it and closes the
+            // ledger at its last durable entry (a read-only open only looks).
+            let ledgers = Arc::clone(&b.ledgers);
+            let id = info.ledger_id;
+            let recover = !read_only;
+            let (last, len) = b.block(async move {
+                let r = ledgers.open_ledger(id, recover).await?;
+                let last = match r.last_entry_id() {
+                    Some(l) => l,
+                    None => r.read_last_add_confirmed().await?,
+                };
+                Ok((last, r.length()))
+            })?;
+            #[allow(clippy::cast_sign_loss)]
+            {
+                info.entries = (last + 1).max(0) as u64;
+            }
+            info.size = len;
+            info.closed_ms = Some(now);
+            tracing::info!(ledger = %name, ledger_id = id, entries = info.entries, "recovered the open ledger");
+        }
+        let locs = remote_locs(info.entries, info.size);
+        slots.push(Slot {
+            appended_size: info.size,
+            confirmed: info.entries,
+            confirmed_size: info.size,
+            failed_at: None,
+            writer: None,
+            locs,
+            info,
+        });
+    }
+    Ok(Loaded {
+        slots,
+        properties,
+        version: Some(version),
+    })
+}
+
+impl ManagedLedger {
+    /// Finishes an open on the backing: unless read-only, creates the ledger appends go to and
+    /// compare-and-sets the list at the version read (which fences any other writer of it).
+    pub(super) fn open_on_seam(&self, now: u64, nothing_confirmed: bool) -> Result<()> {
+        let Some(b) = self.shared.backing.clone() else {
+            return Ok(());
+        };
+        if self.shared.read_only {
+            let mut st = self.state.lock();
+            st.current = st.ledgers.keys().next_back().copied().unwrap_or(-1);
+            if nothing_confirmed {
+                st.last_confirmed = crate::Position::new(st.current, -1);
+            }
+            return Ok(());
+        }
+        let writer = self.seam_new_writer(&b)?;
+        let id = writer.id();
+        {
+            let mut st = self.state.lock();
+            let mut slot = Slot::new(id, now);
+            slot.writer = Some(writer);
+            st.ledgers.insert(id, slot);
+            st.current = id;
+            if nothing_confirmed {
+                st.last_confirmed = crate::Position::new(id, -1);
+            }
+        }
+        if let Err(e) = self.persist() {
+            self.seam_delete_ledgers(&b, &[id]); // never recorded: nobody reads it
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Creates the next ledger on the backing and returns its writer.
+    pub(super) fn seam_new_writer(&self, b: &SeamBacking) -> Result<Arc<dyn WriteLedger>> {
+        let ledgers = Arc::clone(&b.ledgers);
+        let name = self.name.clone();
+        b.block(async move { ledgers.create_ledger(&name).await })
+    }
+
+    /// Closes a writer the managed ledger no longer appends to (after its pending appends).
+    pub(super) fn seam_close_writer(b: &SeamBacking, w: Arc<dyn WriteLedger>) {
+        b.spawn(async move {
+            if let Err(e) = w.close().await {
+                tracing::warn!(ledger_id = w.id(), error = %e, "closing a rolled-over ledger failed; the next owner recovers it");
+            }
+        });
+    }
+
+    /// Compare-and-sets the ledger list; a newer version fences this managed ledger.
+    pub(super) fn seam_write_list(
+        &self,
+        b: &SeamBacking,
+        ledgers: &[LedgerInfo],
+        properties: &BTreeMap<String, String>,
+        version: Option<Version>,
+    ) -> Result<()> {
+        let raw = records::encode_ledger_list(ledgers, properties);
+        let store = Arc::clone(&b.store);
+        let path = ledger_path(&self.name);
+        match b.block(async move { store.put(&path, raw, version).await }) {
+            Ok(v) => {
+                self.state.lock().meta_version = Some(v);
+                Ok(())
+            }
+            Err(LedgerError::BadVersion { .. }) => {
+                self.state.lock().fenced = true;
+                tracing::warn!(ledger = %self.name, "ledger list changed by another owner: fenced");
+                Err(self.fenced_error())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The error of every operation after another owner took over.
+    pub(super) fn fenced_error(&self) -> LedgerError {
+        LedgerError::Fenced {
+            what: format!("managed ledger {}", self.name),
+        }
+    }
+
+    /// Sends an append to the current ledger's writer; its outcome confirms (or fails) every
+    /// append up to `mark`, reported from the backing's runtime.
+    pub(super) fn seam_append(
+        self: &Arc<Self>,
+        b: &SeamBacking,
+        writer: &Arc<dyn WriteLedger>,
+        data: Bytes,
+        mark: u64,
+    ) {
+        // The client spawns its sends on the runtime current here: the backing's.
+        let _on = b.handle().enter();
+        let added = writer.append(data);
+        let me = Arc::clone(self);
+        b.spawn(async move {
+            let r = added.await.map(|_| ());
+            crate::journal::DurableThrough::durable_through(me.as_ref(), mark, r);
+        });
+    }
+
+    /// Reads `count` entries of ledger `ledger_id` from `first` on from the bookies.
+    pub(super) fn seam_read(
+        &self,
+        b: &SeamBacking,
+        ledger_id: i64,
+        first: i64,
+        count: usize,
+    ) -> Result<Vec<Bytes>> {
+        let last = first + count as i64 - 1;
+        let cached = self.readers.lock().get(&ledger_id).cloned();
+        let ledgers = Arc::clone(&b.ledgers);
+        let (reader, entries) = b.block(async move {
+            let reader = match cached {
+                Some(r) => r,
+                None => ledgers.open_ledger(ledger_id, false).await?,
+            };
+            let entries = reader.read(first, last).await?;
+            Ok((reader, entries))
+        })?;
+        if reader.last_entry_id().is_some() {
+            // Closed: its ensembles are final, the handle can serve every later read.
+            self.readers.lock().insert(ledger_id, reader);
+        }
+        Ok(entries)
+    }
+
+    /// Deletes trimmed ledgers from the bookies (after the list without them was written).
+    pub(super) fn seam_delete_ledgers(&self, b: &SeamBacking, ids: &[i64]) {
+        let mut readers = self.readers.lock();
+        for id in ids {
+            readers.remove(id);
+            let ledgers = Arc::clone(&b.ledgers);
+            let id = *id;
+            b.spawn(async move {
+                if let Err(e) = ledgers.delete_ledger(id).await {
+                    tracing::warn!(ledger_id = id, error = %e, "deleting a trimmed ledger failed");
+                }
+            });
+        }
+    }
+}
+
+/// Pulsar's path of a cursor's record: a child of its managed ledger's, the name URL-encoded
+/// (Pulsar's topics hand their managed ledger `Codec.encode(subscription)`).
+#[must_use]
+pub fn cursor_path(ml_name: &str, cursor: &str) -> String {
+    format!("{}/{}", ledger_path(ml_name), url_encode(cursor))
+}
+
+/// A durable cursor's record and its version; `None` if it has none.
+pub(crate) fn load_cursor(
+    b: &SeamBacking,
+    ml_name: &str,
+    cursor: &str,
+) -> Result<Option<(CursorSnapshot, Version)>> {
+    let path = cursor_path(ml_name, cursor);
+    let store = Arc::clone(&b.store);
+    let p = path.clone();
+    let Some((raw, version)) = b.block(async move { store.get(&p).await })? else {
+        return Ok(None);
+    };
+    let snapshot = match records::decode_cursor(&path, &raw)? {
+        Ok(s) => s,
+        Err(cursor_ledger) => {
+            // Pulsar keeps a live cursor's state in a ledger of its own: its last entry.
+            let ledgers = Arc::clone(&b.ledgers);
+            let raw = b.block(async move {
+                let l = ledgers.open_ledger(cursor_ledger, true).await?;
+                let last = l.last_entry_id().unwrap_or(-1);
+                if last < 0 {
+                    return Ok(None);
+                }
+                Ok(l.read(last, last).await?.into_iter().next())
+            })?;
+            let raw = raw.ok_or_else(|| LedgerError::CorruptMetadata {
+                key: path.clone(),
+                reason: format!("cursor ledger {cursor_ledger} is empty"),
+            })?;
+            records::decode_position_info(&path, &raw)?
+        }
+    };
+    Ok(Some((snapshot, version)))
+}
+
+/// Compare-and-sets a durable cursor's record; a newer version means another owner: fenced.
+pub(crate) fn store_cursor(
+    b: &SeamBacking,
+    ml_name: &str,
+    cursor: &str,
+    snapshot: &CursorSnapshot,
+    version: Option<Version>,
+    now: u64,
+) -> Result<Version> {
+    let raw = records::encode_cursor(snapshot, now);
+    let store = Arc::clone(&b.store);
+    let path = cursor_path(ml_name, cursor);
+    match b.block(async move { store.put(&path, raw, version).await }) {
+        Err(LedgerError::BadVersion { .. }) => Err(LedgerError::Fenced {
+            what: format!("cursor {cursor} of {ml_name}"),
+        }),
+        r => r,
+    }
+}
+
+/// Deletes a record (a cursor's or a managed ledger's); a missing one is not an error.
+pub(crate) fn delete_record(b: &SeamBacking, path: String) -> Result<()> {
+    let store = Arc::clone(&b.store);
+    b.block(async move { store.delete(&path, None).await })
+}
+
+/// The durable cursors recorded for a managed ledger.
+pub(crate) fn cursor_names(b: &SeamBacking, ml_name: &str) -> Result<Vec<String>> {
+    let store = Arc::clone(&b.store);
+    let path = ledger_path(ml_name);
+    let names = b.block(async move { store.children(&path).await })?;
+    Ok(names.iter().map(|n| url_decode(n)).collect())
+}
+
+/// Every managed ledger recorded under `/managed-ledgers` (`tenant/ns/domain/topic`).
+pub(crate) fn ledger_names(b: &SeamBacking) -> Result<Vec<String>> {
+    let store = Arc::clone(&b.store);
+    b.block(async move {
+        let mut out = Vec::new();
+        for t in store.children("/managed-ledgers").await? {
+            for n in store.children(&format!("/managed-ledgers/{t}")).await? {
+                for d in store.children(&format!("/managed-ledgers/{t}/{n}")).await? {
+                    for l in store
+                        .children(&format!("/managed-ledgers/{t}/{n}/{d}"))
+                        .await?
+                    {
+                        out.push(ledger_name(&t, &n, &d, &l));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// The publish time in a stored Pulsar entry (`[0x0e01 crc32c]? size metadata payload`,
+/// `MessageMetadata.publish_time` is field 3): on the bookies an entry carries no append time of
+/// its own, so seeks by time use this, as Pulsar's do.
+#[must_use]
+pub fn publish_time(entry: &[u8]) -> Option<u64> {
+    let mut b = entry;
+    if b.len() >= 6 && b[0] == 0x0e && b[1] == 0x01 {
+        b = &b[6..];
+    }
+    let size = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
+    let mut md = b.get(4..4 + size)?;
+    let varint = |md: &mut &[u8]| -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&x, rest) = md.split_first()?;
+            *md = rest;
+            v |= u64::from(x & 0x7f) << shift;
+            if x & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    };
+    while !md.is_empty() {
+        let key = varint(&mut md)?;
+        let (field, wire) = (key >> 3, key & 7);
+        match wire {
+            0 => {
+                let v = varint(&mut md)?;
+                if field == 3 {
+                    return Some(v);
+                }
+            }
+            1 => md = md.get(8..)?,
+            2 => {
+                let n = usize::try_from(varint(&mut md)?).ok()?;
+                md = md.get(n..)?;
+            }
+            5 => md = md.get(4..)?,
+            _ => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_encode_the_local_name_as_pulsar() {
+        assert_eq!(
+            ledger_path("public/default/persistent/a b:c%"),
+            "/managed-ledgers/public/default/persistent/a+b%3Ac%25"
+        );
+        assert_eq!(
+            ledger_name("public", "default", "persistent", "a+b%3Ac%25"),
+            "public/default/persistent/a b:c%"
+        );
+        assert_eq!(
+            ledger_path("t/n/persistent/x-partition-1"),
+            "/managed-ledgers/t/n/persistent/x-partition-1"
+        );
+    }
+
+    #[test]
+    fn publish_time_is_read_from_the_stored_metadata() {
+        // producer_name "p" (field 1), sequence_id 7 (field 2), publish_time 300 (field 3).
+        let md = [0x0a, 0x01, b'p', 0x10, 0x07, 0x18, 0xac, 0x02];
+        let mut e = vec![0x0e, 0x01, 0, 0, 0, 0];
+        e.extend_from_slice(&(md.len() as u32).to_be_bytes());
+        e.extend_from_slice(&md);
+        e.extend_from_slice(b"payload");
+        assert_eq!(publish_time(&e), Some(300));
+        assert_eq!(publish_time(&e[6..]), Some(300));
+        assert_eq!(publish_time(b"\x00\x00"), None);
+    }
+}

@@ -1,0 +1,284 @@
+//! The managed ledger's and cursors' state in Pulsar's records ([`super::formats`]), for a
+//! [`crate::ManagedLedger`] kept on a [`super::SeamBacking`]: its ledger list as Pulsar's
+//! `ManagedLedgerInfo` and each durable cursor as `ManagedCursorInfo` (mark-delete, individually
+//! deleted ranges, batch-index deletion sets, properties), so a Pulsar broker reads what we wrote.
+
+use std::collections::BTreeMap;
+
+use prost::Message;
+
+use super::formats::{
+    KeyValue, LedgerInfo as PbLedgerInfo, LongProperty, ManagedCursorInfo, ManagedLedgerInfo,
+    MessageRange, NestedPositionInfo,
+};
+use crate::{AckSet, CursorSnapshot, LedgerError, LedgerInfo, Position, Result};
+
+/// `BatchedEntryDeletionIndexInfo`: an entry's batch indexes still unacknowledged (a bit set as
+/// `long`s, as Java's `BitSet.toLongArray`).
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+struct BatchedEntryDeletionIndexInfo {
+    #[prost(message, required, tag = "1")]
+    position: NestedPositionInfo,
+    #[prost(int64, repeated, packed = "false", tag = "2")]
+    delete_set: Vec<i64>,
+}
+
+fn nested(p: Position) -> NestedPositionInfo {
+    NestedPositionInfo {
+        ledger_id: p.ledger_id,
+        entry_id: p.entry_id,
+    }
+}
+
+fn corrupt(path: &str, e: &prost::DecodeError) -> LedgerError {
+    LedgerError::CorruptMetadata {
+        key: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+/// A managed ledger's list and properties as Pulsar writes them. A closed ledger carries its
+/// entries, size and close time; the open one only its id (and timestamp 0), as Pulsar's
+/// `ManagedLedgerImpl` records a ledger it just created.
+#[must_use]
+pub fn encode_ledger_list(
+    ledgers: &[LedgerInfo],
+    properties: &BTreeMap<String, String>,
+) -> Vec<u8> {
+    #[allow(clippy::cast_possible_wrap)]
+    let ledger_info = ledgers
+        .iter()
+        .map(|l| match l.closed_ms {
+            Some(closed) => PbLedgerInfo {
+                ledger_id: l.ledger_id,
+                entries: Some(l.entries as i64),
+                size: Some(l.size as i64),
+                timestamp: Some(closed as i64),
+                offload_context: None,
+            },
+            None => PbLedgerInfo {
+                ledger_id: l.ledger_id,
+                entries: None,
+                size: None,
+                timestamp: Some(0),
+                offload_context: None,
+            },
+        })
+        .collect();
+    ManagedLedgerInfo {
+        ledger_info,
+        terminated_position: None,
+        properties: properties
+            .iter()
+            .map(|(k, v)| KeyValue {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect(),
+    }
+    .encode_to_vec()
+}
+
+/// Reads a ledger list Pulsar or we wrote. A ledger without an entry count is open (its writer
+/// may still be adding): `closed_ms` is `None`, and the caller recovers it.
+///
+/// # Errors
+/// [`LedgerError::CorruptMetadata`] naming `path`.
+pub fn decode_ledger_list(
+    path: &str,
+    raw: &[u8],
+    now_ms: u64,
+) -> Result<(Vec<LedgerInfo>, BTreeMap<String, String>)> {
+    let info = ManagedLedgerInfo::decode(raw).map_err(|e| corrupt(path, &e))?;
+    #[allow(clippy::cast_sign_loss)]
+    let ledgers = info
+        .ledger_info
+        .into_iter()
+        .map(|l| LedgerInfo {
+            ledger_id: l.ledger_id,
+            entries: l.entries.unwrap_or(0).max(0) as u64,
+            size: l.size.unwrap_or(0).max(0) as u64,
+            created_ms: now_ms,
+            closed_ms: l.entries.map(|_| l.timestamp.unwrap_or(0).max(0) as u64),
+        })
+        .collect();
+    let properties = info
+        .properties
+        .into_iter()
+        .map(|kv| (kv.key, kv.value))
+        .collect();
+    Ok((ledgers, properties))
+}
+
+/// A durable cursor's state as Pulsar's `ManagedCursorInfo`, kept in the record itself
+/// (`cursorsLedgerId = -1`, as Pulsar leaves it after a clean close) rather than in a cursor
+/// ledger. Every acknowledged range is written (Pulsar stops at
+/// `managedLedgerMaxUnackedRangesToPersist`).
+#[must_use]
+pub fn encode_cursor(s: &CursorSnapshot, now_ms: u64) -> Vec<u8> {
+    #[allow(clippy::cast_possible_wrap)]
+    ManagedCursorInfo {
+        cursors_ledger_id: -1,
+        mark_delete_ledger_id: Some(s.mark_delete.ledger_id),
+        mark_delete_entry_id: Some(s.mark_delete.entry_id),
+        individual_deleted_messages: s
+            .acked
+            .iter()
+            .map(|(ledger, first, last)| MessageRange {
+                lower_endpoint: nested(Position::new(ledger, first - 1)),
+                upper_endpoint: nested(Position::new(ledger, last)),
+            })
+            .collect(),
+        properties: s
+            .properties
+            .iter()
+            .map(|(name, value)| LongProperty {
+                name: name.clone(),
+                value: *value,
+            })
+            .collect(),
+        last_active: Some(now_ms as i64),
+        batched_entry_deletion_index_info: s
+            .batch_acks
+            .iter()
+            .map(|(p, words)| {
+                BatchedEntryDeletionIndexInfo {
+                    position: nested(*p),
+                    delete_set: words.iter().map(|w| *w as i64).collect(),
+                }
+                .encode_to_vec()
+            })
+            .collect(),
+        cursor_properties: Vec::new(),
+    }
+    .encode_to_vec()
+}
+
+/// Reads a cursor record. A record whose state Pulsar left in a cursor ledger
+/// (`cursorsLedgerId >= 0`) gives `Ok(Err(id))`: the caller reads that ledger's last entry.
+///
+/// # Errors
+/// [`LedgerError::CorruptMetadata`] naming `path`.
+pub fn decode_cursor(path: &str, raw: &[u8]) -> Result<std::result::Result<CursorSnapshot, i64>> {
+    let info = ManagedCursorInfo::decode(raw).map_err(|e| corrupt(path, &e))?;
+    if info.cursors_ledger_id >= 0 {
+        return Ok(Err(info.cursors_ledger_id));
+    }
+    let mut s = CursorSnapshot {
+        mark_delete: Position::new(
+            info.mark_delete_ledger_id.unwrap_or(-1),
+            info.mark_delete_entry_id.unwrap_or(-1),
+        ),
+        ..Default::default()
+    };
+    add_ranges(&mut s.acked, &info.individual_deleted_messages);
+    s.properties = info
+        .properties
+        .into_iter()
+        .map(|p| (p.name, p.value))
+        .collect();
+    for raw in &info.batched_entry_deletion_index_info {
+        let b = BatchedEntryDeletionIndexInfo::decode(&raw[..]).map_err(|e| corrupt(path, &e))?;
+        #[allow(clippy::cast_sign_loss)]
+        s.batch_acks.insert(
+            Position::new(b.position.ledger_id, b.position.entry_id),
+            b.delete_set.iter().map(|w| *w as u64).collect(),
+        );
+    }
+    Ok(Ok(s))
+}
+
+/// The cursor state Pulsar left in the last entry of a cursor ledger (`PositionInfo`).
+///
+/// # Errors
+/// [`LedgerError::CorruptMetadata`] naming `path`.
+pub fn decode_position_info(path: &str, raw: &[u8]) -> Result<CursorSnapshot> {
+    /// `PositionInfo`: the fields read here (properties and batch indexes kept by Pulsar only).
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct PositionInfo {
+        #[prost(int64, required, tag = "1")]
+        ledger_id: i64,
+        #[prost(int64, required, tag = "2")]
+        entry_id: i64,
+        #[prost(message, repeated, tag = "3")]
+        individual_deleted_messages: Vec<MessageRange>,
+    }
+    let info = PositionInfo::decode(raw).map_err(|e| corrupt(path, &e))?;
+    let mut s = CursorSnapshot {
+        mark_delete: Position::new(info.ledger_id, info.entry_id),
+        ..Default::default()
+    };
+    add_ranges(&mut s.acked, &info.individual_deleted_messages);
+    Ok(s)
+}
+
+/// Pulsar's open-closed ranges `(lower, upper]`, each within one ledger.
+fn add_ranges(acked: &mut AckSet, ranges: &[MessageRange]) {
+    for r in ranges {
+        let (lo, hi) = (r.lower_endpoint, r.upper_endpoint);
+        if lo.ledger_id == hi.ledger_id && hi.entry_id > lo.entry_id {
+            acked.insert_range(lo.ledger_id, lo.entry_id + 1, hi.entry_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_list_round_trips_with_the_open_ledger_bare() {
+        let ledgers = vec![
+            LedgerInfo {
+                ledger_id: 3,
+                entries: 10,
+                size: 1000,
+                created_ms: 5,
+                closed_ms: Some(77),
+            },
+            LedgerInfo {
+                ledger_id: 9,
+                entries: 0,
+                size: 0,
+                created_ms: 5,
+                closed_ms: None,
+            },
+        ];
+        let props: BTreeMap<String, String> = [("a".to_string(), "b".to_string())].into();
+        let raw = encode_ledger_list(&ledgers, &props);
+        let pb = ManagedLedgerInfo::decode(&raw[..]).unwrap();
+        assert_eq!(
+            pb.ledger_info[1].entries, None,
+            "Pulsar's open ledger has no count"
+        );
+        let (back, p) = decode_ledger_list("/x", &raw, 5).unwrap();
+        assert_eq!(back, ledgers);
+        assert_eq!(p, props);
+    }
+
+    #[test]
+    fn cursor_round_trips_ranges_batches_and_properties() {
+        let mut s = CursorSnapshot {
+            mark_delete: Position::new(3, 4),
+            ..Default::default()
+        };
+        s.acked.insert_range(3, 6, 8);
+        s.acked.insert(Position::new(5, 0));
+        s.batch_acks
+            .insert(Position::new(3, 5), vec![0b1010, u64::MAX]);
+        s.properties.insert("p".into(), -7);
+        let raw = encode_cursor(&s, 1);
+        let pb = ManagedCursorInfo::decode(&raw[..]).unwrap();
+        assert_eq!(pb.cursors_ledger_id, -1);
+        assert_eq!(
+            (
+                pb.individual_deleted_messages[0].lower_endpoint.entry_id,
+                pb.individual_deleted_messages[0].upper_endpoint.entry_id
+            ),
+            (5, 8),
+            "Pulsar's ranges are open-closed"
+        );
+        assert_eq!(decode_cursor("/c", &raw).unwrap().unwrap(), s);
+        assert!(decode_cursor("/c", b"\xff\xff").is_err());
+    }
+}

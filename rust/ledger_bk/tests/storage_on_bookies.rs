@@ -1,0 +1,214 @@
+//! The broker's own `Storage` and `ManagedLedger` on a `SeamBacking` of real ZooKeeper and three
+//! Apache BookKeeper bookies (E=3, Qw=2, Qa=2): appends roll over across ledgers and read back
+//! through the bookies; cursors are Pulsar's `ManagedCursorInfo`; a second "broker" opening the
+//! topic recovers every acknowledged entry and fences the first, whose next append fails;
+//! trimming deletes consumed ledgers from the bookies; and Pulsar's own classes (MlTool) parse
+//! what was written. Skipped (with a message) without the Pulsar distribution or a JDK.
+
+#[path = "../../bookkeeper/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{skip_unless_ready, tagged, Cluster, SERIAL};
+use pulsar_rs_ledger::seam::LedgerStorage;
+use pulsar_rs_ledger::{LedgerConfig, LedgerError, Position, Storage, StorageConfig};
+use pulsar_rs_ledger_bk::BkSettings;
+
+fn settings(cluster: &Cluster) -> BkSettings {
+    let mut s = BkSettings::new(&format!("zk:{}", cluster.zk_servers()));
+    s.ensemble_size = 3;
+    s.write_quorum = 2;
+    s.ack_quorum = 2;
+    s
+}
+
+/// A "broker": its own data directory, BookKeeper client and ZooKeeper session.
+fn broker(cluster: &Cluster, dir: &Path) -> Arc<Storage> {
+    let backing = pulsar_rs_ledger_bk::backing(&settings(cluster)).unwrap();
+    Storage::open_on_backing(dir, StorageConfig::default(), Arc::new(backing), false).unwrap()
+}
+
+fn ledger_config(per_ledger: u64) -> LedgerConfig {
+    LedgerConfig {
+        max_entries_per_ledger: per_ledger,
+        min_rollover_time: Duration::ZERO,
+        ..LedgerConfig::default()
+    }
+}
+
+fn payload(i: usize) -> Bytes {
+    Bytes::from(format!("broker-entry-{i}"))
+}
+
+fn mltool(cluster: &Cluster, args: &[&str]) -> String {
+    let classes = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mltool-classes-storage");
+    std::fs::create_dir_all(&classes).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/MlTool.java");
+    let ok = Command::new("javac")
+        .args(["-nowarn", "-d"])
+        .arg(&classes)
+        .args(["-cp", &format!("{}/lib/*", cluster.home.display())])
+        .arg(src)
+        .status()
+        .expect("javac");
+    assert!(ok.success(), "javac MlTool.java failed");
+    let out = Command::new("java")
+        .args([
+            "-Xmx128m",
+            "-cp",
+            &format!("{}:{}/lib/*", classes.display(), cluster.home.display()),
+            "MlTool",
+        ])
+        .args(args)
+        .output()
+        .expect("run MlTool");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "MlTool {args:?} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn broker_storage_on_bookies_hands_over_without_loss() {
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(cluster.wait_writable(3));
+    let dirs = tempfile::tempdir().unwrap();
+    let name = "public/default/persistent/broker on bookies";
+
+    // Broker A: 23 entries, 10 per ledger; a cursor acknowledges the first 12 and one more.
+    let a = broker(&cluster, &dirs.path().join("a"));
+    let ml_a = a.open_ledger(name, ledger_config(10)).unwrap();
+    let cursor_a = ml_a.open_cursor("sub-1").unwrap();
+    let positions: Vec<Position> = (0..23)
+        .map(|i| ml_a.add_entry_blocking(payload(i)).unwrap())
+        .collect();
+    assert!(
+        ml_a.ledgers().len() >= 3,
+        "rolled over: {:?}",
+        ml_a.ledgers()
+    );
+    let reader = ml_a.open_non_durable_cursor("reader", Position::EARLIEST);
+    let read: Vec<(Position, Bytes)> = reader
+        .read_entries(100)
+        .unwrap()
+        .into_iter()
+        .chain(reader.read_entries(100).unwrap())
+        .chain(reader.read_entries(100).unwrap())
+        .map(|e| (e.position, e.data))
+        .collect();
+    assert_eq!(
+        read.iter().map(|r| r.0).collect::<Vec<_>>(),
+        positions,
+        "every entry reads back"
+    );
+    assert_eq!(read[22].1, payload(22));
+    cursor_a.mark_delete(positions[11]).unwrap();
+    cursor_a.delete(&[positions[14]]);
+    cursor_a.flush().unwrap();
+    // Entries of closed ledgers, read from the bookies (the cache dropped).
+    let first = ml_a
+        .read_entries(positions[0], 5, u64::MAX, Position::LATEST)
+        .unwrap();
+    assert_eq!(first[4].data, payload(4));
+
+    // Broker B opens the topic: the recovery open fences A's ledger, the list is rewritten.
+    let b = broker(&cluster, &dirs.path().join("b"));
+    let ml_b = b.open_ledger(name, ledger_config(10)).unwrap();
+    let err = ml_a.add_entry_blocking(payload(99)).unwrap_err();
+    assert!(
+        matches!(err, LedgerError::Fenced { .. } | LedgerError::Closed { .. }),
+        "A's append after the hand-over must fail: {err:?}"
+    );
+    let err = ml_a.add_entry_blocking(payload(100)).unwrap_err();
+    assert!(
+        matches!(err, LedgerError::Fenced { .. }),
+        "A is fenced for good: {err:?}"
+    );
+    let reader_b = ml_b.open_non_durable_cursor("reader", Position::EARLIEST);
+    let mut seen = Vec::new();
+    loop {
+        let got = reader_b.read_entries(100).unwrap();
+        if got.is_empty() {
+            break;
+        }
+        seen.extend(got.into_iter().map(|e| (e.position, e.data)));
+    }
+    assert_eq!(
+        seen, read,
+        "B serves every entry A acknowledged, nothing else"
+    );
+    let cursor_b = ml_b.open_cursor("sub-1").unwrap();
+    assert_eq!(cursor_b.mark_delete_position(), positions[11]);
+    assert!(cursor_b.is_acked(positions[14]));
+    assert!(!cursor_b.is_acked(positions[13]));
+    let p = ml_b.add_entry_blocking(payload(23)).unwrap();
+    assert!(p > positions[22]);
+    // A's cursor record is stale now: its write loses the compare-and-set.
+    cursor_a.mark_delete(positions[12]).unwrap();
+    assert!(matches!(cursor_a.flush(), Err(LedgerError::Fenced { .. })));
+
+    // Trimming: every entry consumed, retention 0: the closed ledgers leave the list and the
+    // bookies.
+    let before: Vec<i64> = ml_b.ledgers().iter().map(|l| l.ledger_id).collect();
+    cursor_b.mark_delete(p).unwrap();
+    cursor_b.flush().unwrap();
+    ml_b.trim_consumed_ledgers().unwrap();
+    let after: Vec<i64> = ml_b.ledgers().iter().map(|l| l.ledger_id).collect();
+    assert!(after.len() < before.len(), "{before:?} -> {after:?}");
+    let gone = before[0];
+    let deleted = rt.block_on(async {
+        let (ledgers, _) = pulsar_rs_ledger_bk::connect(&settings(&cluster))
+            .await
+            .unwrap();
+        for _ in 0..50 {
+            if ledgers.open_ledger(gone, false).await.is_err() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    });
+    assert!(deleted, "trimmed ledger {gone} deleted from BookKeeper");
+    drop(ml_a);
+    // A's stale cursor cannot be written back on close either.
+    let closed = a.close();
+    assert!(
+        matches!(closed, Ok(()) | Err(LedgerError::Fenced { .. })),
+        "{closed:?}"
+    );
+    ml_b.close().unwrap();
+
+    // Pulsar's own MLDataFormats parse the records B left.
+    let out = mltool(
+        &cluster,
+        &[
+            "cursor",
+            &cluster.zk_servers(),
+            &name.replace(' ', "+"),
+            "sub-1",
+        ],
+    );
+    assert_eq!(tagged(&out, "CURSORLEDGER "), vec!["-1"], "{out}");
+    assert_eq!(
+        tagged(&out, "MARKDELETE "),
+        vec![format!("{}:{}", p.ledger_id, p.entry_id)],
+        "{out}"
+    );
+    b.close().unwrap();
+}
