@@ -24,9 +24,22 @@ from pathlib import Path
 import pytest
 
 #: The rooms of tests/, each a folder and a marker of the same name (registered in pyproject.toml).
-ROOMS = ("unit", "interop", "admin", "security", "fuzz", "spark", "system", "power_loss", "java", "go", "differential")
-#: Rooms whose every test is slow: a JVM, a Go build, Apache Pulsar, FUSE, a wheel or a scale run.
-SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential"})
+ROOMS = (
+    "unit",
+    "interop",
+    "admin",
+    "security",
+    "fuzz",
+    "spark",
+    "system",
+    "power_loss",
+    "java",
+    "go",
+    "differential",
+    "bookkeeper",
+)
+#: Rooms whose every test is slow: a JVM, a Go build, Apache Pulsar, bookies, FUSE, a wheel or a scale run.
+SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper"})
 _TESTS = Path(__file__).resolve().parent
 
 

@@ -16,6 +16,7 @@ pub mod auth_refresh;
 pub mod auth_tls;
 pub mod auth_token;
 pub mod authz;
+pub mod bookkeeper;
 pub mod connection;
 pub mod console;
 pub mod error;
@@ -274,7 +275,10 @@ impl Server {
         let dir = data_dir.clone();
         let service = tokio::task::spawn_blocking(move || match fs {
             Some(fs) => BrokerService::open_on(config, &dir, fs),
-            None => BrokerService::open(config, &dir),
+            None => match bookkeeper::backing(&config)? {
+                Some(backing) => BrokerService::open_on_backing(config, &dir, backing),
+                None => BrokerService::open(config, &dir),
+            },
         })
         .await
         .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))??;

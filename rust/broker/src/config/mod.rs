@@ -63,6 +63,20 @@ pub struct BrokerConfig {
     pub managed_ledger_cache_eviction_time_threshold_millis: u64,
     pub managed_ledger_cache_eviction_interval_ms: u64,
     pub managed_ledger_max_entries_per_ledger: u64,
+    /// Where the topics live: empty (or Pulsar's embedded `rocksdb:`/`memory:` stores) keeps
+    /// them in the local journal; `zk:host:port[,host:port]` puts every managed ledger on
+    /// BookKeeper, its ledger list and cursors in that ZooKeeper, in Pulsar's formats.
+    pub metadata_store_url: String,
+    /// BookKeeper's metadata service; empty: `metadata-store:{metadataStoreUrl}/ledgers`.
+    pub bookkeeper_metadata_service_uri: String,
+    /// Bookies each ledger is striped over (E).
+    pub managed_ledger_default_ensemble_size: usize,
+    /// Copies of each entry (Qw).
+    pub managed_ledger_default_write_quorum: usize,
+    /// Copies acknowledged before an entry is (Qa).
+    pub managed_ledger_default_ack_quorum: usize,
+    /// Per bookie request.
+    pub bookkeeper_client_timeout_in_seconds: u64,
     pub managed_ledger_max_size_per_ledger_mbytes: u64,
     pub managed_ledger_min_ledger_rollover_time_minutes: f64,
     pub managed_ledger_max_ledger_rollover_time_minutes: f64,
@@ -266,6 +280,12 @@ impl Default for BrokerConfig {
             managed_ledger_cache_eviction_time_threshold_millis: 1000,
             managed_ledger_cache_eviction_interval_ms: 10,
             managed_ledger_max_entries_per_ledger: 50_000,
+            metadata_store_url: String::new(),
+            bookkeeper_metadata_service_uri: String::new(),
+            managed_ledger_default_ensemble_size: 2,
+            managed_ledger_default_write_quorum: 2,
+            managed_ledger_default_ack_quorum: 2,
+            bookkeeper_client_timeout_in_seconds: 30,
             managed_ledger_max_size_per_ledger_mbytes: 2048,
             managed_ledger_min_ledger_rollover_time_minutes: 10.0,
             managed_ledger_max_ledger_rollover_time_minutes: 240.0,

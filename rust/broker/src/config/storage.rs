@@ -8,6 +8,18 @@ use pulsar_rs_ledger::{LedgerConfig, StorageConfig};
 use super::BrokerConfig;
 
 impl BrokerConfig {
+    /// The ZooKeeper servers (`host:port[,host:port]`) whose BookKeeper holds the topics, or
+    /// `None` to keep them in the local journal: `metadataStoreUrl` empty or naming one of
+    /// Pulsar's embedded stores (`rocksdb:`, `memory:`).
+    #[must_use]
+    pub fn bookkeeper_zookeeper(&self) -> Option<String> {
+        let url = self.metadata_store_url.trim();
+        if url.is_empty() || url.starts_with("rocksdb:") || url.starts_with("memory:") {
+            return None;
+        }
+        Some(url.strip_prefix("zk:").unwrap_or(url).trim_end_matches('/').to_owned())
+    }
+
     /// The storage-layer settings.
     #[must_use]
     pub fn storage_config(&self) -> StorageConfig {

@@ -21,6 +21,7 @@ impl BrokerConfig {
                 "must be one of UNDEFINED, ALWAYS_INCOMPATIBLE, ALWAYS_COMPATIBLE, BACKWARD, FORWARD, FULL, BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE",
             ));
         }
+        self.validate_bookkeeper()?;
         if self.num_io_threads == Some(0) {
             // As Pulsar's `@FieldContext(minValue = 1)`.
             return Err(bad("numIOThreads", "must be > 0"));
@@ -127,6 +128,35 @@ impl BrokerConfig {
     }
 
     /// The security keys: what types cannot check (key files are read by the server).
+    /// The BookKeeper settings: a store this broker can use, quorums BookKeeper accepts.
+    fn validate_bookkeeper(&self) -> Result<(), BrokerError> {
+        let url = self.metadata_store_url.trim();
+        for scheme in ["etcd:", "oxia:", "http://", "https://"] {
+            if url.starts_with(scheme) {
+                return Err(bad(
+                    "metadataStoreUrl",
+                    "only ZooKeeper (zk:host:port) or the embedded store (empty) is supported",
+                ));
+            }
+        }
+        if self.managed_ledger_default_ack_quorum == 0 {
+            return Err(bad("managedLedgerDefaultAckQuorum", "must be at least 1"));
+        }
+        if self.managed_ledger_default_write_quorum < self.managed_ledger_default_ack_quorum {
+            return Err(bad(
+                "managedLedgerDefaultWriteQuorum",
+                "must be at least managedLedgerDefaultAckQuorum",
+            ));
+        }
+        if self.managed_ledger_default_ensemble_size < self.managed_ledger_default_write_quorum {
+            return Err(bad(
+                "managedLedgerDefaultEnsembleSize",
+                "must be at least managedLedgerDefaultWriteQuorum",
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_security(&self) -> Result<(), BrokerError> {
         if self.authentication_enabled {
             if self.authentication_providers.is_empty() {

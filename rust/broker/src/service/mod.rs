@@ -96,6 +96,22 @@ impl BrokerService {
         Self::over(config, storage)
     }
 
+    /// Opens the data directory with every managed ledger on `backing` (BookKeeper and
+    /// ZooKeeper, see [`Storage::open_on_backing`]); the directory keeps the broker's other
+    /// records.
+    ///
+    /// # Errors
+    /// Invalid settings, storage failures.
+    pub fn open_on_backing(
+        config: BrokerConfig,
+        data_dir: &Path,
+        backing: Arc<pulsar_rs_ledger::seam::SeamBacking>,
+    ) -> Result<Arc<Self>, BrokerError> {
+        config.validate()?;
+        let storage = Storage::open_on_backing(data_dir, config.storage_config(), backing, false)?;
+        Self::over(config, storage)
+    }
+
     /// Opens the data directory read-only, for export and inspection: no lock, no
     /// housekeeping, no truncation, no writes (see [`Storage::open_read_only`]). Safe on a copy
     /// of a live broker's directory.

@@ -553,6 +553,9 @@ impl ManagedLedger {
     /// # Errors
     /// Metadata store I/O.
     pub fn housekeeping(&self) -> Result<()> {
+        if self.is_fenced() {
+            return Ok(()); // another owner has the topic: nothing here may be written again
+        }
         let cursors = self.cursors();
         for c in cursors.iter().filter(|c| c.is_durable()) {
             c.flush()?;
@@ -609,6 +612,13 @@ impl ManagedLedger {
         self.new_entries.notify_waiters();
         self.shared.forget(&self.name);
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// Whether another owner took the managed ledger over (on a seam backing): appends and
+    /// metadata writes fail with [`LedgerError::Fenced`] from then on.
+    #[must_use]
+    pub fn is_fenced(&self) -> bool {
+        self.state.lock().fenced
     }
 
     /// Whether the ledger was closed.

@@ -1,0 +1,217 @@
+"""pulsar-rs with its topics on Apache BookKeeper: real ZooKeeper and four bookies from the pinned
+Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "Run on BookKeeper").
+
+* A topic outlives its broker *and its broker's disk*: a bookie is SIGKILLed while producing (the
+  ledger's ensemble changes, publishing goes on), then the broker is SIGKILLed; a new broker with an
+  empty data directory serves every receipted message from the bookies, with the subscription's
+  acknowledgements.
+* A second broker opening the same topic fences the first: the first's later sends are never
+  receipted, and the second serves everything the first receipted. (Without a cluster to say who
+  owns the topic, nothing else stops the first from opening it again later: issue 34's ownership.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pulsar
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
+from tools.pulsar_reference import PulsarReferenceError, available  # noqa: E402
+from tools.pulsar_reference.bookkeeper import BookKeeperCluster  # noqa: E402
+
+if (why := available()) is not None:
+    pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def bookies() -> Iterator[BookKeeperCluster]:
+    try:
+        cluster = BookKeeperCluster(bookies=4).start()
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
+    yield cluster
+    cluster.cleanup()
+
+
+def broker_conf(tmp: Path, bk: BookKeeperCluster, name: str) -> Path:
+    conf = tmp / f"{name}.conf"
+    conf.write_text(
+        f"metadataStoreUrl={bk.metadata_store_url}\n"
+        "managedLedgerDefaultEnsembleSize=3\nmanagedLedgerDefaultWriteQuorum=2\nmanagedLedgerDefaultAckQuorum=2\n"
+        "managedLedgerMaxEntriesPerLedger=40\nmanagedLedgerMinLedgerRolloverTimeMinutes=0\n"
+        "brokerDeduplicationEnabled=false\n"
+    )
+    return conf
+
+
+def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> tuple[subprocess.Popen[str], str]:
+    """``pulsar-rs standalone`` on the bookies, with a data directory of its own; (process, URL)."""
+    log = (tmp / f"{name}.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_rs.cli",
+            "standalone",
+            "--config",
+            str(broker_conf(tmp, bk, name)),
+            "--data-dir",
+            str(tmp / f"{name}-data"),
+            "--port",
+            "0",
+            "--admin-port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env={**os.environ, "PULSAR_RS_LOG": "info"},
+    )
+    log.close()
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    m = re.match(r"READY (pulsar://\S+) ", line)
+    if not m:
+        sigkill(proc)
+        pytest.fail(f"broker {name} did not start: {line!r}\n{(tmp / f'{name}.log').read_text()[-3000:]}")
+    return proc, m.group(1)
+
+
+def sigkill(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def client(url: str) -> pulsar.Client:
+    return pulsar.Client(
+        url,
+        operation_timeout_seconds=10,
+        connection_timeout_ms=3000,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+
+
+def drain(c: pulsar.Client, topic: str, sub: str, expect: int) -> list[bytes]:
+    consumer = c.subscribe(topic, sub, initial_position=pulsar.InitialPosition.Earliest)
+    got: list[bytes] = []
+    try:
+        while True:
+            try:
+                m = consumer.receive(timeout_millis=5000 if len(got) >= expect else 20000)
+            except pulsar.Timeout:
+                return got
+            got.append(m.data())
+            consumer.acknowledge(m)
+    finally:
+        consumer.close()
+
+
+def test_topic_outlives_a_bookie_its_broker_and_its_disk(tmp_path, bookies):
+    topic = "persistent://public/default/outlives-its-broker"
+    a, url = start_broker(tmp_path, bookies, "a")
+    receipted: list[bytes] = []
+    lock = threading.Lock()
+    try:
+        ca = client(url)
+        ca.subscribe(topic, "sub").close()  # the durable subscription exists before the crash
+        producer = ca.create_producer(topic, batching_enabled=False, send_timeout_millis=5000, block_if_queue_full=True)
+
+        def sent(i: int):
+            def done(res, _msg_id) -> None:
+                if res == pulsar.Result.Ok:
+                    with lock:
+                        receipted.append(b"m-%05d" % i)
+
+            return done
+
+        for i in range(150):
+            producer.send(b"m-%05d" % i)  # synchronous: receipted once this returns
+            receipted.append(b"m-%05d" % i)
+        # A bookie of the current ensemble dies: the ledger's ensemble changes, publishing goes on.
+        victim = next(iter(bookies.bookies))
+        bookies.kill_bookie(victim)
+        for i in range(150, 300):
+            producer.send(b"m-%05d" % i)
+            receipted.append(b"m-%05d" % i)
+        # Then the broker dies with sends in flight.
+        for i in range(300, 600):
+            producer.send_async(b"m-%05d" % i, sent(i))
+        time.sleep(0.05)  # let some of them reach the bookies (not a wait for a condition)
+        sigkill(a)
+        ca.close()
+    finally:
+        sigkill(a)
+    with lock:
+        acked = set(receipted)
+    assert len(acked) >= 300
+
+    # A new broker with an empty data directory: everything comes from ZooKeeper and the bookies.
+    b, url_b = start_broker(tmp_path, bookies, "b")
+    try:
+        cb = client(url_b)
+        got = drain(cb, topic, "sub", len(acked))
+        cb.close()
+    finally:
+        sigkill(b)
+    lost = acked - set(got)
+    assert not lost, f"{len(lost)} receipted messages lost, e.g. {sorted(lost)[:5]}"
+    assert got == sorted(got), "stored in send order"
+    assert len(got) == len(set(got)), "no duplicates"
+    bookies.start_bookie(99)
+
+
+def test_a_second_broker_fences_the_first(tmp_path, bookies):
+    topic = "persistent://public/default/fenced-owner"
+    a, url_a = start_broker(tmp_path, bookies, "a2")
+    b, url_b = start_broker(tmp_path, bookies, "b2")
+    ca = None
+    try:
+        ca = client(url_a)
+        pa = ca.create_producer(topic, batching_enabled=False, send_timeout_millis=4000)
+        before = [b"a-%03d" % i for i in range(50)]
+        for m in before:
+            pa.send(m)
+        # Broker b opens the topic: its recovery fences a's ledger, its new ledger list wins.
+        cb = client(url_b)
+        pb = cb.create_producer(topic, batching_enabled=False)
+        pb.send(b"b-000")
+        # a's later sends: none may be receipted (the client retries them until they time out).
+        outcomes: list[pulsar.Result] = []
+        settled = threading.Event()
+
+        def late(res, _msg_id) -> None:
+            with lock:
+                outcomes.append(res)
+                if len(outcomes) == 5:
+                    settled.set()
+
+        lock = threading.Lock()
+        for i in range(5):
+            pa.send_async(b"late-%d" % i, late)
+        settled.wait(timeout=30)
+        with lock:
+            assert pulsar.Result.Ok not in outcomes, f"a fenced broker receipted a send: {outcomes}"
+        got = drain(cb, topic, "check", len(before) + 1)
+        assert got[: len(before)] == before, "b serves everything a receipted"
+        assert b"b-000" in got
+        assert not [m for m in got if m.startswith(b"late-")], f"unreceipted sends became visible: {got}"
+        cb.close()
+    finally:
+        sigkill(a)
+        sigkill(b)
+        with contextlib.suppress(Exception):
+            ca.close()

@@ -1,0 +1,198 @@
+"""ZooKeeper and Apache BookKeeper bookies from the pinned Apache Pulsar distribution, on 127.0.0.1.
+
+For the tests that run ``pulsar-rs`` (and Apache Pulsar) on real bookies, and for a try-out
+(``python -m tools.pulsar_reference bookkeeper``): one ZooKeeper, BookKeeper's metadata formatted
+under ``/ledgers``, and ``n`` bookies with small heaps, ephemeral ports and temporary directories.
+Every process is stopped (and the directory removed) on exit.
+
+    with BookKeeperCluster(bookies=3) as bk:
+        broker conf: metadataStoreUrl=bk.metadata_store_url
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from . import PulsarReferenceError, _die_with_parent, _port_open, ensure_distribution, free_port
+
+#: How long ZooKeeper plus the bookies may take to come up (JVM starts on a busy 2-core box).
+START_TIMEOUT_S = 180.0
+
+
+class BookKeeperCluster:
+    """ZooKeeper plus ``bookies`` bookies, stopped on exit."""
+
+    def __init__(self, bookies: int = 3) -> None:
+        self.home = ensure_distribution()
+        self.dir = Path(tempfile.mkdtemp(prefix="pulsar-rs-bk-"))
+        self.zk_port = free_port()
+        self._zk: subprocess.Popen[bytes] | None = None
+        #: bookie id (``127.0.0.1:port``) -> process
+        self.bookies: dict[str, subprocess.Popen[bytes]] = {}
+        self._count = bookies
+
+    @property
+    def zk_servers(self) -> str:
+        return f"127.0.0.1:{self.zk_port}"
+
+    @property
+    def metadata_store_url(self) -> str:
+        """``metadataStoreUrl`` for a broker on this cluster (Pulsar's form)."""
+        return f"zk:{self.zk_servers}"
+
+    @property
+    def bookkeeper_uri(self) -> str:
+        """``bookkeeperMetadataServiceUri`` (BookKeeper's form, as ``initnewcluster`` wrote it)."""
+        return f"zk+hierarchical://{self.zk_servers}/ledgers"
+
+    def _java(self, *args: str, heap: str = "-Xmx96m", log: str) -> subprocess.Popen[bytes]:
+        out = (self.dir / log).open("wb")
+        try:
+            return subprocess.Popen(
+                ["java", heap, "-XX:+UseSerialGC", "-cp", f"{self.home}/lib/*", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            out.close()
+
+    def _bookie_conf(self, i: int, port: int) -> Path:
+        d = self.dir / f"bookie{i}"
+        d.mkdir(exist_ok=True)
+        conf = d / "bk.conf"
+        conf.write_text(
+            f"bookiePort={port}\nadvertisedAddress=127.0.0.1\nallowLoopback=true\n"
+            f"journalDirectories={d}/journal\nledgerDirectories={d}/ledgers\n"
+            f"metadataServiceUri={self.bookkeeper_uri}\nhttpServerEnabled=false\n"
+            "ledgerStorageClass=org.apache.bookkeeper.bookie.SortedLedgerStorage\n"
+            "diskUsageThreshold=0.999\ndiskUsageWarnThreshold=0.998\n"
+            "statsProviderClass=org.apache.bookkeeper.stats.NullStatsProvider\nextraServerComponents=\n"
+            "zkTimeout=10000\n"
+        )
+        return conf
+
+    def start(self) -> Self:
+        try:
+            self._zk = self._java(
+                "-Dzookeeper.admin.enableServer=false",
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(self.zk_port),
+                str(self.dir / "zk"),
+                log="zk.log",
+            )
+            self._wait(lambda: _port_open(self.zk_port), "ZooKeeper to listen", "zk.log")
+            init = subprocess.run(
+                [
+                    "java",
+                    "-Xmx96m",
+                    "-cp",
+                    f"{self.home}/lib/*",
+                    "org.apache.bookkeeper.bookie.BookieShell",
+                    "-conf",
+                    str(self._bookie_conf(0, free_port())),
+                    "initnewcluster",
+                ],
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+            if init.returncode != 0:
+                raise PulsarReferenceError(f"BookKeeper initnewcluster failed:\n{init.stdout.decode()[-2000:]}")
+            for i in range(self._count):
+                self.start_bookie(i)
+            self.wait_writable(self._count)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_bookie(self, i: int) -> str:
+        """Starts bookie ``i`` on a fresh port; returns its id."""
+        port = free_port()
+        conf = self._bookie_conf(i, port)
+        proc = self._java(
+            "-XX:MaxDirectMemorySize=128m",
+            "org.apache.bookkeeper.server.Main",
+            "--conf",
+            str(conf),
+            heap="-Xmx128m",
+            log=f"bookie{i}.log",
+        )
+        bookie = f"127.0.0.1:{port}"
+        self.bookies[bookie] = proc
+        return bookie
+
+    def kill_bookie(self, bookie: str) -> None:
+        """SIGKILLs one bookie (its data stays on disk)."""
+        proc = self.bookies.pop(bookie)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def writable_bookies(self) -> list[str]:
+        """The bookies registered writable, as BookKeeper's shell lists them."""
+        out = subprocess.run(
+            [
+                "java",
+                "-Xmx96m",
+                "-cp",
+                f"{self.home}/lib/*",
+                "org.apache.bookkeeper.bookie.BookieShell",
+                "-conf",
+                str(self.dir / "bookie0" / "bk.conf"),
+                "listbookies",
+                "-rw",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        ).stdout.decode(errors="replace")
+        return [b for b in self.bookies if f"127.0.0.1:{b.rsplit(':', 1)[1]}" in out]
+
+    def wait_writable(self, n: int) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while len(self.writable_bookies()) < n:
+            if time.monotonic() > deadline:
+                raise PulsarReferenceError(f"fewer than {n} bookies registered; logs in {self.dir}")
+            time.sleep(1)  # polling external JVMs' registration: there is no event to wait on
+
+    def _wait(self, ready, what: str, log: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready():
+            if time.monotonic() > deadline:
+                tail = (self.dir / log).read_text(errors="replace")[-2000:]
+                raise PulsarReferenceError(f"timed out waiting for {what}:\n{tail}")
+            time.sleep(0.2)  # polling an external JVM: there is no event to wait on
+
+    def stop(self) -> None:
+        procs = [*self.bookies.values(), *([self._zk] if self._zk else [])]
+        self.bookies, self._zk = {}, None
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=30)
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.cleanup()
