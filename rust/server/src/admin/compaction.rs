@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::put;
 use axum::{Json, Router};
 
-use super::{blocking, existing_topic, fail, Ctx};
+use super::{existing_topic, Ctx};
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.

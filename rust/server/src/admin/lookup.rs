@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use pulsar_rs_broker::TopicName;
 use serde_json::json;
 
-use super::{broker_fail, fail};
+use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;

@@ -25,7 +25,8 @@ use bytes::Bytes;
 use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
-use super::{existing_topic, fail, load_topic, Ctx};
+use super::{existing_topic, load_topic, Ctx};
+use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -240,7 +241,7 @@ async fn serve(
     match tokio::task::spawn_blocking(move || read(&t, &target)).await {
         Ok(Ok(Ok((pos, data)))) => render(pos, &data),
         Ok(Ok(Err((status, reason)))) => fail(status, reason),
-        Ok(Err(e)) => super::broker_fail(&e),
+        Ok(Err(e)) => crate::http::broker_fail(&e),
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
@@ -263,7 +264,7 @@ async fn last_message_id(
         Ok(t) => t,
         Err(r) => return r,
     };
-    super::blocking(
+    crate::http::blocking(
         &ctx,
         move |_| t.last_message_id(),
         |(pos, batch)| {

@@ -11,7 +11,8 @@ use axum::{Json, Router};
 use pulsar_rs_broker::TopicName;
 use serde_json::json;
 
-use super::{broker_fail, no_content, Ctx};
+use super::Ctx;
+use crate::http::{broker_fail, no_content};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -157,7 +158,7 @@ async fn create_partitions(
     };
     let max = ctx.service.max_partitions();
     if max > 0 && n > max {
-        return super::fail(
+        return crate::http::fail(
             axum::http::StatusCode::NOT_ACCEPTABLE,
             format!("Number of partitions should be less than or equal to {max}"),
         );

@@ -1,7 +1,7 @@
 //! The permission REST endpoints (Pulsar's `PersistentTopics`/`Namespaces` permission paths):
 //! namespace and topic grants, the roles allowed on a subscription and the namespace's
 //! `subscriptionAuthMode`. All of them read and write the namespace's Policies document
-//! (`auth_policies`); [`crate::authz::Authorizer`] decides with what they store.
+//! (`auth_policies`); [`crate::auth::authz::Authorizer`] decides with what they store.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,10 +14,11 @@ use axum::{Json, Router};
 use pulsar_rs_broker::policies::AuthPolicies;
 use pulsar_rs_broker::TopicName;
 
-use super::{blocking, fail, topic_name};
-use crate::authz::{
+use super::topic_name;
+use crate::auth::authz::{
     subscription_auth_mode, AuthAction, Grants, SubscriptionAuthMode, SUBSCRIPTION_AUTH_MODE,
 };
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;

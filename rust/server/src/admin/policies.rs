@@ -27,7 +27,8 @@ use pulsar_rs_broker::policies::{
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
-use super::{broker_fail, existing_topic, fail, Ctx};
+use super::{existing_topic, Ctx};
+use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 /// A change to a policy document, applied under the policy store's lock.
@@ -370,7 +371,7 @@ async fn update(
     ctx: &Arc<ServerContext>,
     f: impl FnOnce(&BrokerService) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    crate::admin::no_content(ctx, move |svc| f(svc).map(|()| svc.refresh_policies())).await
+    crate::http::no_content(ctx, move |svc| f(svc).map(|()| svc.refresh_policies())).await
 }
 
 async fn get_namespace_policy(

@@ -19,7 +19,8 @@ use pulsar_rs_broker::{BrokerError, SchemaInfo, TopicName};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{blocking, broker_fail, fail, topic_name, Ctx};
+use super::{topic_name, Ctx};
+use crate::http::{blocking, broker_fail, fail};
 use crate::ServerContext;
 
 /// The routes of this module.

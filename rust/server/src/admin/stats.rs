@@ -16,7 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use pulsar_rs_broker::{AccessMode, Topic};
 use serde_json::{json, Map, Value};
 
-use super::{blocking, fail, load_topic, topic_name, Ctx};
+use super::{load_topic, topic_name, Ctx};
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.

@@ -16,7 +16,8 @@ use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
 
-use super::{broker_fail, existing_topic, fail, targets, Ctx};
+use super::{existing_topic, targets, Ctx};
+use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 /// The routes of this module.

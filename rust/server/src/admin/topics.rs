@@ -11,7 +11,8 @@ use axum::{Json, Router};
 use pulsar_rs_broker::service::topic_quota::EAGER_PARTITIONS;
 use serde_json::{json, Value};
 
-use super::{broker_fail, existing_topic, fail, load_topic, no_content, topic_name, Ctx};
+use super::{existing_topic, load_topic, topic_name, Ctx};
+use crate::http::{broker_fail, fail, no_content};
 use crate::ServerContext;
 
 /// The routes of this module.

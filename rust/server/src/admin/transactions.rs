@@ -14,7 +14,8 @@ use pulsar_rs_broker::transaction::coordinator::TransactionCoordinator;
 use pulsar_rs_broker::transaction::TxnId;
 use serde_json::{json, Value};
 
-use super::{blocking, existing_topic, fail, Ctx};
+use super::{existing_topic, Ctx};
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.

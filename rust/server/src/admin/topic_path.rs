@@ -1,0 +1,63 @@
+//! The topic a REST path names, read in one place: `{tenant}/{ns}/{topic}` under
+//! `/admin/v2/persistent/`, `/admin/v2/non-persistent/` (the domain is the path's),
+//! `/lookup/v2/topic/{domain}/` (the domain is a segment) or any other topic route
+//! (schemas, transactions: persistent). Handlers take a [`TopicPath`] instead of the three
+//! segments; the admin guard reads raw paths through [`name`].
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use pulsar_rs_broker::{BrokerError, TopicName};
+
+use crate::http::{broker_fail, fail};
+
+/// The topic named by a domain and the three segments of a REST path.
+///
+/// # Errors
+/// [`BrokerError::InvalidTopicName`] when the segments make no valid topic name.
+pub(crate) fn name(
+    domain: &str,
+    tenant: &str,
+    ns: &str,
+    topic: &str,
+) -> Result<TopicName, BrokerError> {
+    TopicName::parse(&format!("{domain}://{tenant}/{ns}/{topic}"))
+}
+
+/// The domain of a topic route: its `{domain}` segment, else the one its path is under.
+fn domain<'a>(params: &'a HashMap<String, String>, path: &str) -> &'a str {
+    match params.get("domain") {
+        Some(d) => d,
+        None if path.starts_with("/admin/v2/non-persistent/") => "non-persistent",
+        None => "persistent",
+    }
+}
+
+/// Extractor: the topic of a route with `{tenant}`, `{ns}` and `{topic}` segments. A name that
+/// does not parse is refused with the broker's answer to an invalid topic name (412).
+#[derive(Debug)]
+pub(crate) struct TopicPath(pub TopicName);
+
+impl<S: Send + Sync> FromRequestParts<S> for TopicPath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let (Some(tenant), Some(ns), Some(topic)) =
+            (params.get("tenant"), params.get("ns"), params.get("topic"))
+        else {
+            return Err(fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "route without a topic path",
+            ));
+        };
+        name(domain(&params, parts.uri.path()), tenant, ns, topic)
+            .map(TopicPath)
+            .map_err(|e| broker_fail(&e))
+    }
+}
