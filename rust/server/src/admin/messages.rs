@@ -22,10 +22,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use pulsar_rs_broker::{BrokerError, Topic};
+use pulsar_rs_broker::{BrokerError, Topic, TopicName};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
-use super::{existing_topic, load_topic, Ctx};
+use super::topic_path::{must_exist, ExistingTopic, TopicPath};
+use super::{load_topic, Ctx};
 use crate::http::fail;
 use crate::ServerContext;
 
@@ -218,16 +219,10 @@ fn render(pos: Position, data: &Bytes) -> Response {
 }
 
 /// Serves `target` on the topic of the path (405 on a partitioned topic, as Pulsar).
-async fn serve(
-    ctx: Arc<ServerContext>,
-    path: (String, String, String),
-    target: Target,
-) -> Response {
-    let (tenant, ns, topic) = path;
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn serve(ctx: Arc<ServerContext>, name: TopicName, target: Target) -> Response {
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
         return fail(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -246,14 +241,7 @@ async fn serve(
     }
 }
 
-async fn last_message_id(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn last_message_id(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
         return fail(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -294,17 +282,18 @@ fn position(n: &str) -> Result<u64, Response> {
 
 async fn peek(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, n)): Path<(String, String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
 ) -> Response {
     match position(&n) {
-        Ok(n) => serve(ctx, (tenant, ns, topic), Target::Peek { sub, n }).await,
+        Ok(n) => serve(ctx, name, Target::Peek { sub, n }).await,
         Err(r) => r,
     }
 }
 
 async fn examine(
     State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    TopicPath(name): TopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let earliest = match q.get("initialPosition").map_or("latest", String::as_str) {
@@ -318,14 +307,15 @@ async fn examine(
         }
     };
     match position(q.get("messagePosition").map_or("1", String::as_str)) {
-        Ok(n) => serve(ctx, (tenant, ns, topic), Target::Examine { earliest, n }).await,
+        Ok(n) => serve(ctx, name, Target::Examine { earliest, n }).await,
         Err(r) => r,
     }
 }
 
 async fn by_id(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, ledger, entry)): Path<(String, String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, ledger, entry)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let (Ok(l), Ok(e)) = (ledger.parse::<i64>(), entry.parse::<i64>()) else {
         return fail(
@@ -333,7 +323,7 @@ async fn by_id(
             "ledgerId and entryId must be integers",
         );
     };
-    serve(ctx, (tenant, ns, topic), Target::Id(Position::new(l, e))).await
+    serve(ctx, name, Target::Id(Position::new(l, e))).await
 }
 
 #[cfg(test)]

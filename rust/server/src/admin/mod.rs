@@ -44,38 +44,6 @@ use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;
 
-/// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
-pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
-    TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
-        .map_err(|e| Box::new(broker_fail(&e)))
-}
-
-/// The topic of a path, which must exist (partitioned or not); the error is the 404.
-#[allow(clippy::result_large_err)] // cold path; the error is the ready response
-pub(crate) fn existing_topic(
-    ctx: &ServerContext,
-    tenant: &str,
-    ns: &str,
-    topic: &str,
-) -> Result<TopicName, Response> {
-    let name = topic_name(tenant, ns, topic).map_err(|r| *r)?;
-    let partitioned = ctx.service.partitions(&name, false).unwrap_or(0) > 0;
-    let exists = partitioned
-        || ctx.service.loaded_topic(&name).is_some()
-        || ctx
-            .service
-            .topics_of_namespace(&name.namespace_name())
-            .contains(&name);
-    if exists {
-        Ok(name)
-    } else {
-        Err(fail(
-            StatusCode::NOT_FOUND,
-            format!("Topic {name} not found"),
-        ))
-    }
-}
-
 /// Loads a topic on the blocking pool (a first load reads its ledger metadata); the error is
 /// the ready response.
 pub(crate) async fn load_topic(

@@ -27,7 +27,8 @@ use pulsar_rs_broker::policies::{
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
-use super::{existing_topic, Ctx};
+use super::topic_path::{must_exist, TopicPath};
+use super::Ctx;
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
@@ -426,13 +427,11 @@ async fn delete_namespace_policy(
 
 async fn get_topic_policy(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, policy)): Path<(String, String, String, String)>,
 ) -> Response {
-    let (k, name) = match (
-        kind(&policy, Level::Topic),
-        existing_topic(&ctx, &tenant, &ns, &topic),
-    ) {
-        (Ok(k), Ok(n)) => (k, n),
+    let (k, name) = match (kind(&policy, Level::Topic), must_exist(&ctx, &name)) {
+        (Ok(k), Ok(())) => (k, name),
         (Err(r), _) | (_, Err(r)) => return r,
     };
     let v = view(&ctx.service.policies.topic(&name), k);
@@ -449,7 +448,8 @@ async fn get_topic_policy(
 
 async fn set_topic_policy(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, policy)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
     body: String,
 ) -> Response {
@@ -460,9 +460,9 @@ async fn set_topic_policy(
     };
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),
-        existing_topic(&ctx, &tenant, &ns, &topic),
+        must_exist(&ctx, &name),
     ) {
-        (Ok(f), Ok(n)) => (f, n),
+        (Ok(f), Ok(())) => (f, name),
         (Err(r), _) | (_, Err(r)) => return r,
     };
     update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await
@@ -470,14 +470,15 @@ async fn set_topic_policy(
 
 async fn delete_topic_policy(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, policy)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| removal(k, &q)),
-        existing_topic(&ctx, &tenant, &ns, &topic),
+        must_exist(&ctx, &name),
     ) {
-        (Ok(f), Ok(n)) => (f, n),
+        (Ok(f), Ok(())) => (f, name),
         (Err(r), _) | (_, Err(r)) => return r,
     };
     update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await

@@ -12,11 +12,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use pulsar_rs_broker::{BrokerError, Topic};
+use pulsar_rs_broker::{BrokerError, Topic, TopicName};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
 
-use super::{existing_topic, targets, Ctx};
+use super::topic_path::{must_exist, ExistingTopic, TopicPath};
+use super::{targets, Ctx};
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
@@ -64,13 +65,13 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
 /// Runs `f` on the subscription `sub` of every target topic (blocking pool).
 async fn on_subscription(
     ctx: Arc<ServerContext>,
-    (tenant, ns, topic, sub): (String, String, String, String),
+    name: TopicName,
+    sub: String,
     f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || {
         let mut found = false;
@@ -94,8 +95,12 @@ async fn on_subscription(
     }
 }
 
-async fn skip_all(State(ctx): Ctx, Path(p): Path<(String, String, String, String)>) -> Response {
-    on_subscription(ctx, p, |_, s| {
+async fn skip_all(
+    State(ctx): Ctx,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+) -> Response {
+    on_subscription(ctx, name, sub, |_, s| {
         s.cursor.skip_all();
         Ok(())
     })
@@ -104,7 +109,8 @@ async fn skip_all(State(ctx): Ctx, Path(p): Path<(String, String, String, String
 
 async fn skip(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, n)): Path<(String, String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let Ok(n) = n.parse::<u64>() else {
         return fail(
@@ -112,7 +118,7 @@ async fn skip(
             "the number of messages to skip must be a non-negative integer",
         );
     };
-    on_subscription(ctx, (tenant, ns, topic, sub), move |_, s| {
+    on_subscription(ctx, name, sub, move |_, s| {
         s.cursor.skip_entries(n);
         Ok(())
     })
@@ -121,7 +127,8 @@ async fn skip(
 
 async fn reset_cursor(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, ts)): Path<(String, String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub, ts)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let Ok(ts) = ts.parse::<u64>() else {
         return fail(
@@ -129,10 +136,7 @@ async fn reset_cursor(
             "the timestamp must be milliseconds since the epoch",
         );
     };
-    on_subscription(ctx, (tenant, ns, topic, sub), move |_, s| {
-        s.seek_by_time(ts)
-    })
-    .await
+    on_subscription(ctx, name, sub, move |_, s| s.seek_by_time(ts)).await
 }
 
 /// A message id in a request body: Pulsar's `ResetCursorData` / `MessageIdImpl` JSON (the
@@ -206,14 +210,15 @@ impl MessageIdBody {
 /// the one with that id (or the one after it with `isExcluded`).
 async fn reset_cursor_to_id(
     State(ctx): Ctx,
-    Path(p): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
     let id = match MessageIdBody::parse(&body) {
         Ok(id) => id,
         Err(r) => return r,
     };
-    on_subscription(ctx, p, move |t, s| {
+    on_subscription(ctx, name, sub, move |t, s| {
         if id.addresses(t) {
             s.seek(id.position());
         }
@@ -236,7 +241,7 @@ fn expire_seconds(secs: &str) -> Result<u64, Response> {
 /// check was not issued (no backlog, almost caught up, or a check running; the others ran).
 async fn expire(
     ctx: Arc<ServerContext>,
-    (tenant, ns, topic): (String, String, String),
+    name: TopicName,
     sub: Option<String>,
     secs: &str,
 ) -> Response {
@@ -244,10 +249,9 @@ async fn expire(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     let now = pulsar_rs_broker::subscription::expiry::now_ms();
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
@@ -289,17 +293,19 @@ async fn expire(
 
 async fn expire_messages(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, secs)): Path<(String, String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub, secs)): Path<(String, String, String, String, String)>,
 ) -> Response {
-    expire(ctx, (tenant, ns, topic), Some(sub), &secs).await
+    expire(ctx, name, Some(sub), &secs).await
 }
 
 /// `POST .../all_subscription/expireMessages/{secs}`.
 async fn expire_messages_all(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, secs)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, secs)): Path<(String, String, String, String)>,
 ) -> Response {
-    expire(ctx, (tenant, ns, topic), None, &secs).await
+    expire(ctx, name, None, &secs).await
 }
 
 /// `POST .../subscription/{sub}/expireMessages` with a message id body (Pulsar's
@@ -308,17 +314,17 @@ async fn expire_messages_all(
 /// entry, or a check running).
 async fn expire_messages_to_id(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
     let id = match MessageIdBody::parse(&body) {
         Ok(id) => id,
         Err(r) => return r,
     };
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<Result<(), Response>, BrokerError> {
         let ts = targets(&c, &name)?;
@@ -363,14 +369,7 @@ async fn expire_messages_to_id(
     }
 }
 
-async fn list_subscriptions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn list_subscriptions(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     match targets(&ctx, &name) {
         Ok(ts) => {
             let mut subs: Vec<String> = ts
@@ -391,7 +390,8 @@ async fn list_subscriptions(
 /// else at the body's message id (earliest, latest or a position); 409 when it exists.
 async fn create_subscription(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
     let start = if body.trim().is_empty() {
@@ -403,10 +403,9 @@ async fn create_subscription(
             Err(r) => return r,
         }
     };
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<bool, BrokerError> {
         let mut created = false;
@@ -442,14 +441,14 @@ async fn create_subscription(
 /// `deleteForcefully`), then the subscription is deleted.
 async fn delete_subscription(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let force = q.get("force").is_some_and(|v| v == "true");
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     if !force {
         // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
         // may load the topic: blocking pool).
@@ -470,7 +469,7 @@ async fn delete_subscription(
             );
         }
     }
-    on_subscription(ctx, (tenant, ns, topic, sub), move |t, s| {
+    on_subscription(ctx, name, sub, move |t, s| {
         if force {
             s.disconnect_all();
         } else if !s.consumers().is_empty() {

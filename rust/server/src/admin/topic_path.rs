@@ -2,9 +2,11 @@
 //! `/admin/v2/persistent/`, `/admin/v2/non-persistent/` (the domain is the path's),
 //! `/lookup/v2/topic/{domain}/` (the domain is a segment) or any other topic route
 //! (schemas, transactions: persistent). Handlers take a [`TopicPath`] instead of the three
-//! segments; the admin guard reads raw paths through [`name`].
+//! segments ([`ExistingTopic`] where the topic must exist); the admin guard reads raw paths
+//! through [`name`].
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -13,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use pulsar_rs_broker::{BrokerError, TopicName};
 
 use crate::http::{broker_fail, fail};
+use crate::ServerContext;
 
 /// The topic named by a domain and the three segments of a REST path.
 ///
@@ -59,5 +62,43 @@ impl<S: Send + Sync> FromRequestParts<S> for TopicPath {
         name(domain(&params, parts.uri.path()), tenant, ns, topic)
             .map(TopicPath)
             .map_err(|e| broker_fail(&e))
+    }
+}
+
+/// Refuses with 404 a topic that does not exist (neither partitioned, loaded nor stored).
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
+pub(crate) fn must_exist(ctx: &ServerContext, name: &TopicName) -> Result<(), Response> {
+    let partitioned = ctx.service.partitions(name, false).unwrap_or(0) > 0;
+    let exists = partitioned
+        || ctx.service.loaded_topic(name).is_some()
+        || ctx
+            .service
+            .topics_of_namespace(&name.namespace_name())
+            .contains(name);
+    if exists {
+        Ok(())
+    } else {
+        Err(fail(
+            StatusCode::NOT_FOUND,
+            format!("Topic {name} not found"),
+        ))
+    }
+}
+
+/// Extractor: a [`TopicPath`] whose topic exists ([`must_exist`]), for handlers with nothing
+/// else to check first.
+#[derive(Debug)]
+pub(crate) struct ExistingTopic(pub TopicName);
+
+impl FromRequestParts<Arc<ServerContext>> for ExistingTopic {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        ctx: &Arc<ServerContext>,
+    ) -> Result<Self, Self::Rejection> {
+        let TopicPath(name) = TopicPath::from_request_parts(parts, ctx).await?;
+        must_exist(ctx, &name)?;
+        Ok(ExistingTopic(name))
     }
 }

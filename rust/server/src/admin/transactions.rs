@@ -14,7 +14,8 @@ use pulsar_rs_broker::transaction::coordinator::TransactionCoordinator;
 use pulsar_rs_broker::transaction::TxnId;
 use serde_json::{json, Value};
 
-use super::{existing_topic, Ctx};
+use super::topic_path::{must_exist, TopicPath};
+use super::Ctx;
 use crate::http::{blocking, fail};
 use crate::ServerContext;
 
@@ -137,17 +138,13 @@ async fn transaction_metadata(State(ctx): Ctx, Path((most, least)): Path<(u64, u
     .await
 }
 
-async fn buffer_stats(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
+async fn buffer_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     blocking(
         &ctx,
         move |c| {
@@ -169,15 +166,15 @@ async fn buffer_stats(
 
 async fn pending_ack_stats(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
 ) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+    if let Err(r) = must_exist(&ctx, &name) {
+        return r;
+    }
     blocking(
         &ctx,
         move |c| {
