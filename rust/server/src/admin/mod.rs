@@ -3,7 +3,8 @@
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
 //! [`topics`], [`stats`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`messages`] (peek /
 //! examine / by id), [`lookup`] (REST lookup) (permissions live in
-//! [`crate::authz`]).
+//! [`crate::auth::authz`]); [`guard`] authenticates and authorizes every request, and
+//! [`topic_path`] reads the topic a path names.
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
 // cold, so the size of `Response` in a `Result` does not matter here.

@@ -102,3 +102,36 @@ impl FromRequestParts<Arc<ServerContext>> for ExistingTopic {
         Ok(ExistingTopic(name))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_domain_is_the_routes() {
+        let none = HashMap::new();
+        let np = "/admin/v2/non-persistent/t/ns/x/stats";
+        assert_eq!(domain(&none, np), "non-persistent");
+        assert_eq!(domain(&none, "/admin/v2/persistent/t/ns/x"), "persistent");
+        assert_eq!(
+            domain(&none, "/admin/v2/schemas/t/ns/x/schema"),
+            "persistent"
+        );
+        let lookup = HashMap::from([("domain".to_owned(), "non-persistent".to_owned())]);
+        assert_eq!(
+            domain(&lookup, "/lookup/v2/topic/non-persistent/t/ns/x"),
+            "non-persistent"
+        );
+    }
+
+    #[test]
+    fn names_parse_as_the_broker_parses_them() {
+        let n = name("persistent", "t", "ns", "x-partition-1").unwrap();
+        assert_eq!(n.to_string(), "persistent://t/ns/x-partition-1");
+        assert_eq!(n.partition_index(), Some(1));
+        assert!(matches!(
+            name("bogus", "t", "ns", "x"),
+            Err(BrokerError::InvalidTopicName { .. })
+        ));
+    }
+}
