@@ -22,10 +22,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use bytes::Bytes;
-use pulsar_rs_broker::{BrokerError, Topic, TopicName};
+use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
-use super::topic_path::{must_exist, ExistingTopic, TopicPath};
+use super::topic_path::{existing, DeferredTopicPath, ExistingTopic};
 use super::{load_topic, Ctx};
 use crate::http::fail;
 use crate::ServerContext;
@@ -219,10 +219,11 @@ fn render(pos: Position, data: &Bytes) -> Response {
 }
 
 /// Serves `target` on the topic of the path (405 on a partitioned topic, as Pulsar).
-async fn serve(ctx: Arc<ServerContext>, name: TopicName, target: Target) -> Response {
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+async fn serve(ctx: Arc<ServerContext>, path: DeferredTopicPath, target: Target) -> Response {
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
         return fail(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -282,18 +283,18 @@ fn position(n: &str) -> Result<u64, Response> {
 
 async fn peek(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
 ) -> Response {
     match position(&n) {
-        Ok(n) => serve(ctx, name, Target::Peek { sub, n }).await,
+        Ok(n) => serve(ctx, path, Target::Peek { sub, n }).await,
         Err(r) => r,
     }
 }
 
 async fn examine(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let earliest = match q.get("initialPosition").map_or("latest", String::as_str) {
@@ -307,14 +308,14 @@ async fn examine(
         }
     };
     match position(q.get("messagePosition").map_or("1", String::as_str)) {
-        Ok(n) => serve(ctx, name, Target::Examine { earliest, n }).await,
+        Ok(n) => serve(ctx, path, Target::Examine { earliest, n }).await,
         Err(r) => r,
     }
 }
 
 async fn by_id(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, ledger, entry)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let (Ok(l), Ok(e)) = (ledger.parse::<i64>(), entry.parse::<i64>()) else {
@@ -323,7 +324,7 @@ async fn by_id(
             "ledgerId and entryId must be integers",
         );
     };
-    serve(ctx, name, Target::Id(Position::new(l, e))).await
+    serve(ctx, path, Target::Id(Position::new(l, e))).await
 }
 
 #[cfg(test)]

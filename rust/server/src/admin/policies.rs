@@ -27,7 +27,7 @@ use pulsar_rs_broker::policies::{
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
-use super::topic_path::{must_exist, TopicPath};
+use super::topic_path::{existing, DeferredTopicPath};
 use super::Ctx;
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
@@ -427,11 +427,11 @@ async fn delete_namespace_policy(
 
 async fn get_topic_policy(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, policy)): Path<(String, String, String, String)>,
 ) -> Response {
-    let (k, name) = match (kind(&policy, Level::Topic), must_exist(&ctx, &name)) {
-        (Ok(k), Ok(())) => (k, name),
+    let (k, name) = match (kind(&policy, Level::Topic), existing(&ctx, path)) {
+        (Ok(k), Ok(n)) => (k, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
     let v = view(&ctx.service.policies.topic(&name), k);
@@ -448,7 +448,7 @@ async fn get_topic_policy(
 
 async fn set_topic_policy(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, policy)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
     body: String,
@@ -460,9 +460,9 @@ async fn set_topic_policy(
     };
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),
-        must_exist(&ctx, &name),
+        existing(&ctx, path),
     ) {
-        (Ok(f), Ok(())) => (f, name),
+        (Ok(f), Ok(n)) => (f, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
     update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await
@@ -470,15 +470,15 @@ async fn set_topic_policy(
 
 async fn delete_topic_policy(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, policy)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| removal(k, &q)),
-        must_exist(&ctx, &name),
+        existing(&ctx, path),
     ) {
-        (Ok(f), Ok(())) => (f, name),
+        (Ok(f), Ok(n)) => (f, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
     update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await

@@ -12,11 +12,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use pulsar_rs_broker::{BrokerError, Topic, TopicName};
+use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
 
-use super::topic_path::{must_exist, ExistingTopic, TopicPath};
+use super::topic_path::{existing, DeferredTopicPath, ExistingTopic, TopicPath};
 use super::{targets, Ctx};
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
@@ -65,13 +65,14 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
 /// Runs `f` on the subscription `sub` of every target topic (blocking pool).
 async fn on_subscription(
     ctx: Arc<ServerContext>,
-    name: TopicName,
+    path: DeferredTopicPath,
     sub: String,
     f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || {
         let mut found = false;
@@ -97,10 +98,10 @@ async fn on_subscription(
 
 async fn skip_all(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
 ) -> Response {
-    on_subscription(ctx, name, sub, |_, s| {
+    on_subscription(ctx, path, sub, |_, s| {
         s.cursor.skip_all();
         Ok(())
     })
@@ -109,7 +110,7 @@ async fn skip_all(
 
 async fn skip(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let Ok(n) = n.parse::<u64>() else {
@@ -118,7 +119,7 @@ async fn skip(
             "the number of messages to skip must be a non-negative integer",
         );
     };
-    on_subscription(ctx, name, sub, move |_, s| {
+    on_subscription(ctx, path, sub, move |_, s| {
         s.cursor.skip_entries(n);
         Ok(())
     })
@@ -127,7 +128,7 @@ async fn skip(
 
 async fn reset_cursor(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub, ts)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let Ok(ts) = ts.parse::<u64>() else {
@@ -136,7 +137,7 @@ async fn reset_cursor(
             "the timestamp must be milliseconds since the epoch",
         );
     };
-    on_subscription(ctx, name, sub, move |_, s| s.seek_by_time(ts)).await
+    on_subscription(ctx, path, sub, move |_, s| s.seek_by_time(ts)).await
 }
 
 /// A message id in a request body: Pulsar's `ResetCursorData` / `MessageIdImpl` JSON (the
@@ -210,7 +211,7 @@ impl MessageIdBody {
 /// the one with that id (or the one after it with `isExcluded`).
 async fn reset_cursor_to_id(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
@@ -218,7 +219,7 @@ async fn reset_cursor_to_id(
         Ok(id) => id,
         Err(r) => return r,
     };
-    on_subscription(ctx, name, sub, move |t, s| {
+    on_subscription(ctx, path, sub, move |t, s| {
         if id.addresses(t) {
             s.seek(id.position());
         }
@@ -241,7 +242,7 @@ fn expire_seconds(secs: &str) -> Result<u64, Response> {
 /// check was not issued (no backlog, almost caught up, or a check running; the others ran).
 async fn expire(
     ctx: Arc<ServerContext>,
-    name: TopicName,
+    path: DeferredTopicPath,
     sub: Option<String>,
     secs: &str,
 ) -> Response {
@@ -249,9 +250,10 @@ async fn expire(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     let now = pulsar_rs_broker::subscription::expiry::now_ms();
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
@@ -293,19 +295,19 @@ async fn expire(
 
 async fn expire_messages(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub, secs)): Path<(String, String, String, String, String)>,
 ) -> Response {
-    expire(ctx, name, Some(sub), &secs).await
+    expire(ctx, path, Some(sub), &secs).await
 }
 
 /// `POST .../all_subscription/expireMessages/{secs}`.
 async fn expire_messages_all(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, secs)): Path<(String, String, String, String)>,
 ) -> Response {
-    expire(ctx, name, None, &secs).await
+    expire(ctx, path, None, &secs).await
 }
 
 /// `POST .../subscription/{sub}/expireMessages` with a message id body (Pulsar's
@@ -314,7 +316,7 @@ async fn expire_messages_all(
 /// entry, or a check running).
 async fn expire_messages_to_id(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
@@ -322,9 +324,10 @@ async fn expire_messages_to_id(
         Ok(id) => id,
         Err(r) => return r,
     };
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<Result<(), Response>, BrokerError> {
         let ts = targets(&c, &name)?;
@@ -390,7 +393,7 @@ async fn list_subscriptions(State(ctx): Ctx, ExistingTopic(name): ExistingTopic)
 /// else at the body's message id (earliest, latest or a position); 409 when it exists.
 async fn create_subscription(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
@@ -403,9 +406,10 @@ async fn create_subscription(
             Err(r) => return r,
         }
     };
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<bool, BrokerError> {
         let mut created = false;
@@ -441,14 +445,11 @@ async fn create_subscription(
 /// `deleteForcefully`), then the subscription is deleted.
 async fn delete_subscription(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    ExistingTopic(name): ExistingTopic,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let force = q.get("force").is_some_and(|v| v == "true");
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
     if !force {
         // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
         // may load the topic: blocking pool).
@@ -469,7 +470,7 @@ async fn delete_subscription(
             );
         }
     }
-    on_subscription(ctx, name, sub, move |t, s| {
+    on_subscription(ctx, Ok(TopicPath(name)), sub, move |t, s| {
         if force {
             s.disconnect_all();
         } else if !s.consumers().is_empty() {

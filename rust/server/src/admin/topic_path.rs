@@ -2,8 +2,8 @@
 //! `/admin/v2/persistent/`, `/admin/v2/non-persistent/` (the domain is the path's),
 //! `/lookup/v2/topic/{domain}/` (the domain is a segment) or any other topic route
 //! (schemas, transactions: persistent). Handlers take a [`TopicPath`] instead of the three
-//! segments ([`ExistingTopic`] where the topic must exist); the admin guard reads raw paths
-//! through [`name`].
+//! segments ([`ExistingTopic`] where the topic must exist, [`DeferredTopicPath`] where other
+//! input is checked first); the admin guard reads raw paths through [`name`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -83,6 +83,22 @@ pub(crate) fn must_exist(ctx: &ServerContext, name: &TopicName) -> Result<(), Re
             format!("Topic {name} not found"),
         ))
     }
+}
+
+/// A [`TopicPath`] whose refusal waits for the handler: handlers that check other input first
+/// (a count, a body, a policy name) take this and resolve it with [`existing`] where they used to
+/// read the name, so a request wrong in two ways is answered as before.
+pub(crate) type DeferredTopicPath = Result<TopicPath, Response>;
+
+/// The topic of a deferred path, which must exist (412 for an invalid name, else 404).
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
+pub(crate) fn existing(
+    ctx: &ServerContext,
+    path: DeferredTopicPath,
+) -> Result<TopicName, Response> {
+    let TopicPath(name) = path?;
+    must_exist(ctx, &name)?;
+    Ok(name)
 }
 
 /// Extractor: a [`TopicPath`] whose topic exists ([`must_exist`]), for handlers with nothing

@@ -14,7 +14,7 @@ use pulsar_rs_broker::transaction::coordinator::TransactionCoordinator;
 use pulsar_rs_broker::transaction::TxnId;
 use serde_json::{json, Value};
 
-use super::topic_path::{must_exist, TopicPath};
+use super::topic_path::{existing, DeferredTopicPath};
 use super::Ctx;
 use crate::http::{blocking, fail};
 use crate::ServerContext;
@@ -138,13 +138,14 @@ async fn transaction_metadata(State(ctx): Ctx, Path((most, least)): Path<(u64, u
     .await
 }
 
-async fn buffer_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+async fn buffer_stats(State(ctx): Ctx, path: DeferredTopicPath) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     blocking(
         &ctx,
         move |c| {
@@ -166,15 +167,16 @@ async fn buffer_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
 
 async fn pending_ack_stats(
     State(ctx): Ctx,
-    TopicPath(name): TopicPath,
+    path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
 ) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    if let Err(r) = must_exist(&ctx, &name) {
-        return r;
-    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     blocking(
         &ctx,
         move |c| {
