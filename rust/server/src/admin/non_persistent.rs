@@ -10,7 +10,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
-use super::topic_path::TopicPath;
+use super::topic_path::{DeferredTopicPath, TopicPath};
 use super::Ctx;
 use crate::http::{broker_fail, no_content};
 use crate::ServerContext;
@@ -126,7 +126,12 @@ async fn get_partitions(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response
     }
 }
 
-async fn create_partitions(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
+async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let n = match super::topics::create_count(&body) {
         Ok(n) => n,
         Err(r) => return *r,

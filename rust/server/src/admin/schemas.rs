@@ -19,7 +19,7 @@ use pulsar_rs_broker::{BrokerError, SchemaInfo};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::topic_path::TopicPath;
+use super::topic_path::{DeferredTopicPath, TopicPath};
 use super::Ctx;
 use crate::http::{blocking, broker_fail, fail};
 use crate::ServerContext;
@@ -171,7 +171,12 @@ fn upload_fail(e: &BrokerError) -> Response {
     }
 }
 
-async fn upload(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
+async fn upload(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let name = name.base();
     let schema = match parse_payload(&body) {
         Ok(s) => s,
@@ -197,7 +202,12 @@ async fn upload(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Re
     }
 }
 
-async fn version_of(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
+async fn version_of(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let name = name.base();
     let schema = match parse_payload(&body) {
         Ok(s) => s,
@@ -214,7 +224,12 @@ async fn version_of(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -
     .await
 }
 
-async fn compatibility(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
+async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let name = name.base();
     let schema = match parse_payload(&body) {
         Ok(s) => s,

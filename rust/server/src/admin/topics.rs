@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use pulsar_rs_broker::service::topic_quota::EAGER_PARTITIONS;
 use serde_json::{json, Value};
 
-use super::topic_path::{ExistingTopic, TopicPath};
+use super::topic_path::{DeferredTopicPath, ExistingTopic, TopicPath};
 use super::{load_topic, Ctx};
 use crate::http::{broker_fail, fail, no_content};
 use crate::ServerContext;
@@ -108,7 +108,12 @@ fn topic_exists(ctx: &ServerContext, name: &pulsar_rs_broker::TopicName) -> bool
             .contains(name)
 }
 
-async fn create_partitions(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
+async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
     }
@@ -185,7 +190,12 @@ pub(super) fn partition_count(body: &str) -> Option<i64> {
 /// `POST .../partitions` (Pulsar's `updatePartitionedTopic`): the body is the new count. As Pulsar
 /// answers: 409 for a topic that is not partitioned, 422 for a count below the current one (0 and
 /// negative counts included), 204 and nothing changed for the current count.
-async fn update_partitions(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
+async fn update_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let Ok(n) = body.trim().parse::<i64>() else {
         return fail(
             StatusCode::BAD_REQUEST,
