@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use pulsar_rs_broker::schema::compat::{type_name, type_number};
-use pulsar_rs_broker::{BrokerError, SchemaInfo};
+use pulsar_rs_broker::{BrokerError, SchemaInfo, TopicName};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -171,15 +171,21 @@ fn upload_fail(e: &BrokerError) -> Response {
     }
 }
 
+/// The base topic and the schema of an upload, version or compatibility request: the body was
+/// read first (an undecodable body is refused before an invalid name), then the name, then the
+/// payload is checked.
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
+fn schema_request(
+    path: DeferredTopicPath,
+    body: &str,
+) -> Result<(TopicName, SchemaInfo), Response> {
+    let TopicPath(name) = path?;
+    Ok((name.base(), parse_payload(body)?))
+}
+
 async fn upload(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
-    // The body is read before the name is checked (an undecodable body is refused first).
-    let TopicPath(name) = match path {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let name = name.base();
-    let schema = match parse_payload(&body) {
-        Ok(s) => s,
+    let (name, schema) = match schema_request(path, &body) {
+        Ok(r) => r,
         Err(r) => return r,
     };
     let c = Arc::clone(&ctx);
@@ -203,14 +209,8 @@ async fn upload(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Respo
 }
 
 async fn version_of(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
-    // The body is read before the name is checked (an undecodable body is refused first).
-    let TopicPath(name) = match path {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let name = name.base();
-    let schema = match parse_payload(&body) {
-        Ok(s) => s,
+    let (name, schema) = match schema_request(path, &body) {
+        Ok(r) => r,
         Err(r) => return r,
     };
     blocking(
@@ -225,14 +225,8 @@ async fn version_of(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> R
 }
 
 async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
-    // The body is read before the name is checked (an undecodable body is refused first).
-    let TopicPath(name) = match path {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    let name = name.base();
-    let schema = match parse_payload(&body) {
-        Ok(s) => s,
+    let (name, schema) = match schema_request(path, &body) {
+        Ok(r) => r,
         Err(r) => return r,
     };
     blocking(
