@@ -5,7 +5,7 @@ and topic grants through Pulsar's admin paths, refusals on PRODUCER/SUBSCRIBE/LO
 
 A refused CONNECT surfaces as ``pulsar.AuthenticationError`` on ``create_producer`` /
 ``subscribe`` right away (not after the operation timeout): the broker answers CONNECTED and
-refuses the first request with AuthenticationError (see ``rust/server/src/auth.rs``).
+refuses the first request with AuthenticationError (see ``rust/server/src/connection/handshake.rs``).
 """
 
 from __future__ import annotations

@@ -5,28 +5,25 @@
 //! it binds both ports (0 = ephemeral), spawns the accept loops on the current runtime and
 //! returns a handle with the bound addresses and a clean shutdown.
 //!
-//! Security (all off by default): token authentication ([`auth`]), permissions ([`authz`]) and
-//! TLS listeners ([`tls`]) beside the plain ones, enabled by Pulsar's `broker.conf` keys.
+//! Security (all off by default): authentication and permissions ([`auth`]), the admin guard
+//! (`admin::guard`) and TLS ([`tls`]) on listeners beside the plain ones, all served by one
+//! accept loop ([`listen`]), enabled by Pulsar's `broker.conf` keys.
 #![recursion_limit = "256"] // serde_json::json! of the admin stats documents
 
 pub mod admin;
 pub mod auth;
-pub mod auth_basic;
-pub mod auth_refresh;
-pub mod auth_tls;
-pub mod auth_token;
-pub mod authz;
 pub mod bookkeeper;
 pub mod connection;
 pub mod console;
 pub mod error;
+pub mod http;
+pub mod listen;
 pub mod lookup;
 pub mod metrics;
 pub mod outbound;
 pub mod resources;
 pub mod standalone_defaults;
 pub mod tls;
-pub mod tls_v1;
 pub mod writer;
 
 use std::collections::HashMap;
@@ -116,7 +113,7 @@ pub struct ServerContext {
     /// Authentication (`authenticationEnabled`, token provider); immutable.
     pub auth: auth::Authenticator,
     /// Authorization (`authorizationEnabled`, superusers, granted permissions).
-    pub authz: authz::Authorizer,
+    pub authz: auth::authz::Authorizer,
     /// Clusters and tenants (shared with the authorizer).
     pub resources: Arc<resources::Resources>,
     /// Connections currently paused for publish backpressure (metric).
@@ -244,7 +241,7 @@ impl Server {
 
         let acceptors =
             if config.broker_service_port_tls.is_some() || config.web_service_port_tls.is_some() {
-                Some(tls::acceptors(&config)?)
+                Some(tls::acceptors::acceptors(&config)?)
             } else {
                 None
             };
@@ -304,7 +301,7 @@ impl Server {
             let res = resources::Resources::open(svc.storage.meta())?;
             resources::bootstrap(&res, &svc, &urls)?;
             svc.open_coordinators()?;
-            authz::migrate_legacy_grants(&svc)?;
+            auth::authz::migrate_legacy_grants(&svc)?;
             Ok::<_, pulsar_rs_broker::BrokerError>(Arc::new(res))
         })
         .await
@@ -317,7 +314,7 @@ impl Server {
             }
         };
         service.resume_transactions();
-        let authz = authz::Authorizer::new(
+        let authz = auth::authz::Authorizer::new(
             &service.config,
             Arc::clone(&service),
             Arc::clone(&resources),
@@ -356,14 +353,14 @@ impl Server {
         });
         let (shutdown, rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
-        tasks.spawn(accept_loop(service_listener, Arc::clone(&ctx), rx.clone()));
-        tasks.spawn(admin::serve(admin_listener, Arc::clone(&ctx), rx.clone()));
+        tasks.spawn(binary_listener(service_listener, None, &ctx, &rx));
         if let (Some(l), Some(a)) = (service_tls_listener, &acceptors) {
-            let acceptor = a.service.clone();
-            tasks.spawn(tls::accept_loop(l, acceptor, Arc::clone(&ctx), rx.clone()));
+            let acceptor = Some(a.service.clone());
+            tasks.spawn(binary_listener(l, acceptor, &ctx, &rx));
         }
+        tasks.spawn(admin::serve(admin_listener, Arc::clone(&ctx), rx.clone()));
         if let (Some(l), Some(a)) = (admin_tls_listener, &acceptors) {
-            let listener = tls::TlsListener::new(l, a.admin.clone())
+            let listener = tls::listener::TlsListener::new(l, a.admin.clone(), rx.clone())
                 .map_err(|e| ServerError::io("reading bound address", e))?;
             tasks.spawn(admin::serve_tls(listener, Arc::clone(&ctx), rx.clone()));
         }
@@ -427,28 +424,27 @@ impl Server {
     }
 }
 
-async fn accept_loop(
+/// The accept loop of a binary-protocol port: plain, or `pulsar+ssl://` with `tls`.
+fn binary_listener(
     listener: TcpListener,
-    ctx: Arc<ServerContext>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            r = listener.accept() => match r {
-                Ok((socket, _)) => {
-                    conns.spawn(connection::serve(socket, Arc::clone(&ctx), shutdown.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            _ = shutdown.changed() => break,
-        }
-    }
-    while conns.join_next().await.is_some() {}
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    ctx: &Arc<ServerContext>,
+    shutdown: &watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let name = if tls.is_some() {
+        "pulsar+ssl"
+    } else {
+        "pulsar"
+    };
+    let ctx = Arc::clone(ctx);
+    listen::accept_loop(
+        name,
+        listener,
+        shutdown.clone(),
+        move |socket, peer, stop| {
+            connection::serve(socket, peer, tls.clone(), Arc::clone(&ctx), stop)
+        },
+    )
 }
 
 /// Deduplication snapshots and inactive-producer purge, every

@@ -10,7 +10,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use pulsar_rs_broker::BrokerError;
 
-use super::{blocking, fail, Ctx};
+use super::Ctx;
+use crate::http::{blocking, fail};
 use crate::resources::{valid_name, ClusterData};
 use crate::ServerContext;
 

@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::put;
 use axum::{Json, Router};
 
-use super::{blocking, existing_topic, fail, Ctx};
+use super::topic_path::ExistingTopic;
+use super::Ctx;
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -34,14 +36,7 @@ async fn not_persistent() -> Response {
     )
 }
 
-async fn trigger(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn trigger(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     blocking(
         &ctx,
         move |c| {
@@ -71,14 +66,7 @@ async fn trigger(
     .await
 }
 
-async fn status(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn status(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     // As Pulsar: the status is a topic's; a partitioned topic's base name has none.
     blocking(
         &ctx,

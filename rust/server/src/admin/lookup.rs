@@ -14,10 +14,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use pulsar_rs_broker::TopicName;
 use serde_json::json;
 
-use super::{broker_fail, fail};
+use super::topic_path::TopicPath;
+use crate::http::fail;
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;
@@ -37,13 +37,11 @@ pub(crate) fn routes() -> Router<Arc<ServerContext>> {
 
 async fn lookup_topic(
     State(ctx): Ctx,
-    Path((domain, tenant, ns, topic)): Path<(String, String, String, String)>,
+    // The name is only validated: this broker owns every topic.
+    TopicPath(_): TopicPath,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(e) = TopicName::parse(&format!("{domain}://{tenant}/{ns}/{topic}")) {
-        return broker_fail(&e);
-    }
     let listener = q.get("listenerName").map(String::as_str).or_else(|| {
         headers
             .get("X-Pulsar-ListenerName")

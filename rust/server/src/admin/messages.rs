@@ -25,7 +25,9 @@ use bytes::Bytes;
 use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
-use super::{existing_topic, fail, load_topic, Ctx};
+use super::topic_path::{existing, DeferredTopicPath, ExistingTopic};
+use super::{load_topic, Ctx};
+use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -217,13 +219,8 @@ fn render(pos: Position, data: &Bytes) -> Response {
 }
 
 /// Serves `target` on the topic of the path (405 on a partitioned topic, as Pulsar).
-async fn serve(
-    ctx: Arc<ServerContext>,
-    path: (String, String, String),
-    target: Target,
-) -> Response {
-    let (tenant, ns, topic) = path;
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+async fn serve(ctx: Arc<ServerContext>, path: DeferredTopicPath, target: Target) -> Response {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };
@@ -240,19 +237,12 @@ async fn serve(
     match tokio::task::spawn_blocking(move || read(&t, &target)).await {
         Ok(Ok(Ok((pos, data)))) => render(pos, &data),
         Ok(Ok(Err((status, reason)))) => fail(status, reason),
-        Ok(Err(e)) => super::broker_fail(&e),
+        Ok(Err(e)) => crate::http::broker_fail(&e),
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
-async fn last_message_id(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn last_message_id(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
         return fail(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -263,7 +253,7 @@ async fn last_message_id(
         Ok(t) => t,
         Err(r) => return r,
     };
-    super::blocking(
+    crate::http::blocking(
         &ctx,
         move |_| t.last_message_id(),
         |(pos, batch)| {
@@ -293,17 +283,18 @@ fn position(n: &str) -> Result<u64, Response> {
 
 async fn peek(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, n)): Path<(String, String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
 ) -> Response {
     match position(&n) {
-        Ok(n) => serve(ctx, (tenant, ns, topic), Target::Peek { sub, n }).await,
+        Ok(n) => serve(ctx, path, Target::Peek { sub, n }).await,
         Err(r) => r,
     }
 }
 
 async fn examine(
     State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    path: DeferredTopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let earliest = match q.get("initialPosition").map_or("latest", String::as_str) {
@@ -317,14 +308,15 @@ async fn examine(
         }
     };
     match position(q.get("messagePosition").map_or("1", String::as_str)) {
-        Ok(n) => serve(ctx, (tenant, ns, topic), Target::Examine { earliest, n }).await,
+        Ok(n) => serve(ctx, path, Target::Examine { earliest, n }).await,
         Err(r) => r,
     }
 }
 
 async fn by_id(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, ledger, entry)): Path<(String, String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, ledger, entry)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let (Ok(l), Ok(e)) = (ledger.parse::<i64>(), entry.parse::<i64>()) else {
         return fail(
@@ -332,7 +324,7 @@ async fn by_id(
             "ledgerId and entryId must be integers",
         );
     };
-    serve(ctx, (tenant, ns, topic), Target::Id(Position::new(l, e))).await
+    serve(ctx, path, Target::Id(Position::new(l, e))).await
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! path parsing). One module per resource: [`clusters`], [`tenants`], [`namespaces`],
 //! [`topics`], [`stats`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`messages`] (peek /
 //! examine / by id), [`lookup`] (REST lookup) (permissions live in
-//! [`crate::authz`]).
+//! [`crate::auth::authz`]); [`guard`] authenticates and authorizes every request, and
+//! [`topic_path`] reads the topic a path names.
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
 // cold, so the size of `Response` in a `Result` does not matter here.
@@ -12,6 +13,7 @@
 mod brokers;
 mod clusters;
 mod compaction;
+mod guard;
 mod lookup;
 mod messages;
 pub mod namespaces;
@@ -24,6 +26,7 @@ mod schemas;
 mod stats;
 mod subscriptions;
 mod tenants;
+mod topic_path;
 mod topics;
 mod transactions;
 
@@ -31,97 +34,16 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use pulsar_rs_broker::{BrokerError, Topic, TopicName};
-use serde_json::json;
 use tokio::sync::watch;
 
+use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;
-
-/// Pulsar-style error body with a status code.
-pub(crate) fn fail(status: StatusCode, reason: impl Into<String>) -> Response {
-    (status, Json(json!({ "reason": reason.into() }))).into_response()
-}
-
-pub(crate) fn broker_fail(e: &BrokerError) -> Response {
-    let status = match e {
-        BrokerError::TopicNotFound(_) | BrokerError::SubscriptionNotFound(_) => {
-            StatusCode::NOT_FOUND
-        }
-        BrokerError::AlreadyExists(_) => StatusCode::CONFLICT,
-        BrokerError::InvalidTopicName { .. } | BrokerError::InvalidConfig { .. } => {
-            StatusCode::PRECONDITION_FAILED
-        }
-        BrokerError::NotAllowed(_) => StatusCode::BAD_REQUEST,
-        BrokerError::ConsumerBusy(_) | BrokerError::ProducerBusy(_) => StatusCode::CONFLICT,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    fail(status, e.to_string())
-}
-
-/// Runs a blocking broker call on the blocking pool: 204 on success, the mapped error otherwise.
-pub(crate) async fn no_content(
-    ctx: &Arc<ServerContext>,
-    f: impl FnOnce(&pulsar_rs_broker::BrokerService) -> Result<(), BrokerError> + Send + 'static,
-) -> Response {
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || f(&svc)).await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
-}
-
-/// Runs a blocking call on the blocking pool and renders its value with `done`; a broker
-/// error is mapped by [`broker_fail`].
-pub(crate) async fn blocking<T: Send + 'static>(
-    ctx: &Arc<ServerContext>,
-    f: impl FnOnce(&ServerContext) -> Result<T, BrokerError> + Send + 'static,
-    done: impl FnOnce(T) -> Response,
-) -> Response {
-    let c = Arc::clone(ctx);
-    match tokio::task::spawn_blocking(move || f(&c)).await {
-        Ok(Ok(v)) => done(v),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
-}
-
-/// The topic named by a REST path; the error is the ready 4xx response (boxed: it is large).
-pub(crate) fn topic_name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Box<Response>> {
-    TopicName::parse(&format!("persistent://{tenant}/{ns}/{topic}"))
-        .map_err(|e| Box::new(broker_fail(&e)))
-}
-
-/// The topic of a path, which must exist (partitioned or not); the error is the 404.
-#[allow(clippy::result_large_err)] // cold path; the error is the ready response
-pub(crate) fn existing_topic(
-    ctx: &ServerContext,
-    tenant: &str,
-    ns: &str,
-    topic: &str,
-) -> Result<TopicName, Response> {
-    let name = topic_name(tenant, ns, topic).map_err(|r| *r)?;
-    let partitioned = ctx.service.partitions(&name, false).unwrap_or(0) > 0;
-    let exists = partitioned
-        || ctx.service.loaded_topic(&name).is_some()
-        || ctx
-            .service
-            .topics_of_namespace(&name.namespace_name())
-            .contains(&name);
-    if exists {
-        Ok(name)
-    } else {
-        Err(fail(
-            StatusCode::NOT_FOUND,
-            format!("Topic {name} not found"),
-        ))
-    }
-}
 
 /// Loads a topic on the blocking pool (a first load reads its ledger metadata); the error is
 /// the ready response.
@@ -174,14 +96,14 @@ where
 /// Serves the admin API over HTTPS until shutdown; each request knows its client certificate's
 /// CN (`AuthenticationProviderTls`).
 pub async fn serve_tls(
-    listener: crate::tls::TlsListener,
+    listener: crate::tls::listener::TlsListener,
     ctx: Arc<ServerContext>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let stop = async move {
         let _ = shutdown.changed().await;
     };
-    let app = router(ctx).into_make_service_with_connect_info::<crate::auth_tls::ClientCn>();
+    let app = router(ctx).into_make_service_with_connect_info::<crate::tls::listener::ClientCn>();
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await
@@ -212,9 +134,16 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(transactions::routes())
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
-            crate::auth::admin_guard,
+            guard::admin_guard,
         ))
-        .merge(crate::console::routes(&ctx))
+        // The console's page and assets are public; its API carries the guard itself.
+        .merge(crate::console::page_routes())
+        .merge(
+            crate::console::api_routes().route_layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&ctx),
+                guard::admin_guard,
+            )),
+        )
         .with_state(ctx);
     match limit {
         // Outermost, so a refused request costs no authentication or handler work.

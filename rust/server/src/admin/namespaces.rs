@@ -20,7 +20,8 @@ use pulsar_rs_broker::policies::backlog_quota::BacklogQuota;
 use pulsar_rs_broker::policies::Policies;
 use serde_json::{json, Map, Value};
 
-use super::{blocking, fail, Ctx};
+use super::Ctx;
+use crate::http::{blocking, fail};
 use crate::resources::valid_name;
 use crate::standalone_defaults::Kind;
 use crate::ServerContext;
@@ -140,7 +141,7 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
     }
     if let Some(v) = doc.get("auth_policies").filter(|v| !v.is_null()) {
         p.auth_policies = field("auth_policies", v)?;
-        crate::authz::validate_actions(&p.auth_policies).map_err(|e| {
+        crate::auth::authz::validate_actions(&p.auth_policies).map_err(|e| {
             fail(
                 StatusCode::BAD_REQUEST,
                 format!("invalid auth_policies: {e}"),

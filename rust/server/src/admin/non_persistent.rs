@@ -8,10 +8,11 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use pulsar_rs_broker::TopicName;
 use serde_json::json;
 
-use super::{broker_fail, no_content, Ctx};
+use super::topic_path::{DeferredTopicPath, TopicPath};
+use super::Ctx;
+use crate::http::{broker_fail, no_content};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -59,20 +60,7 @@ async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, Str
     Json(super::topics::partitioned_names(&ctx, &namespace, false)).into_response()
 }
 
-#[allow(clippy::result_large_err)] // cold path; the error is the ready response
-fn name(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
-    TopicName::parse(&format!("non-persistent://{tenant}/{ns}/{topic}"))
-        .map_err(|e| broker_fail(&e))
-}
-
-async fn stats(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     let topic = match ctx.service.non_persistent_topic(&name, false) {
         Ok(t) => t,
         Err(e) => return broker_fail(&e),
@@ -131,24 +119,17 @@ async fn stats(
     .into_response()
 }
 
-async fn get_partitions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    match name(&tenant, &ns, &topic).map(|n| ctx.service.partitions(&n, false)) {
-        Ok(Ok(n)) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(r) => r,
+async fn get_partitions(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    match ctx.service.partitions(&name, false) {
+        Ok(n) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
+        Err(e) => broker_fail(&e),
     }
 }
 
-async fn create_partitions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let name = match name(&tenant, &ns, &topic) {
-        Ok(n) => n,
+async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
         Err(r) => return r,
     };
     let n = match super::topics::create_count(&body) {
@@ -157,7 +138,7 @@ async fn create_partitions(
     };
     let max = ctx.service.max_partitions();
     if max > 0 && n > max {
-        return super::fail(
+        return crate::http::fail(
             axum::http::StatusCode::NOT_ACCEPTABLE,
             format!("Number of partitions should be less than or equal to {max}"),
         );

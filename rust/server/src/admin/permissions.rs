@@ -1,7 +1,7 @@
 //! The permission REST endpoints (Pulsar's `PersistentTopics`/`Namespaces` permission paths):
 //! namespace and topic grants, the roles allowed on a subscription and the namespace's
 //! `subscriptionAuthMode`. All of them read and write the namespace's Policies document
-//! (`auth_policies`); [`crate::authz::Authorizer`] decides with what they store.
+//! (`auth_policies`); [`crate::auth::authz::Authorizer`] decides with what they store.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,10 +14,11 @@ use axum::{Json, Router};
 use pulsar_rs_broker::policies::AuthPolicies;
 use pulsar_rs_broker::TopicName;
 
-use super::{blocking, fail, topic_name};
-use crate::authz::{
+use super::topic_path::TopicPath;
+use crate::auth::authz::{
     subscription_auth_mode, AuthAction, Grants, SubscriptionAuthMode, SUBSCRIPTION_AUTH_MODE,
 };
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;
@@ -232,14 +233,7 @@ async fn set_auth_mode(
 }
 
 /// A topic's permissions: its namespace's grants merged with its own (as Pulsar answers).
-async fn get_topic(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let t = match topic_name(&tenant, &ns, &topic) {
-        Ok(t) => t,
-        Err(r) => return *r,
-    };
+async fn get_topic(State(ctx): Ctx, TopicPath(t): TopicPath) -> Response {
     let mut all = ctx.authz.namespace_grants(&t.namespace_name());
     for (role, acts) in ctx.authz.topic_grants(&t) {
         all.entry(role).or_default().extend(acts);
@@ -267,13 +261,10 @@ async fn set_topic(
 
 async fn grant_topic(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, role)): Path<(String, String, String, String)>,
+    TopicPath(t): TopicPath,
+    Path((_, _, _, role)): Path<(String, String, String, String)>,
     body: axum::body::Bytes,
 ) -> Response {
-    let t = match topic_name(&tenant, &ns, &topic) {
-        Ok(t) => t,
-        Err(r) => return *r,
-    };
     let acts = match actions(&body) {
         Ok(a) => a,
         Err(r) => return *r,
@@ -283,11 +274,8 @@ async fn grant_topic(
 
 async fn revoke_topic(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, role)): Path<(String, String, String, String)>,
+    TopicPath(t): TopicPath,
+    Path((_, _, _, role)): Path<(String, String, String, String)>,
 ) -> Response {
-    let t = match topic_name(&tenant, &ns, &topic) {
-        Ok(t) => t,
-        Err(r) => return *r,
-    };
     set_topic(&ctx, t, role, BTreeSet::new()).await
 }

@@ -27,7 +27,9 @@ use pulsar_rs_broker::policies::{
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
-use super::{broker_fail, existing_topic, fail, Ctx};
+use super::topic_path::{existing, DeferredTopicPath};
+use super::Ctx;
+use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 /// A change to a policy document, applied under the policy store's lock.
@@ -370,7 +372,7 @@ async fn update(
     ctx: &Arc<ServerContext>,
     f: impl FnOnce(&BrokerService) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    crate::admin::no_content(ctx, move |svc| f(svc).map(|()| svc.refresh_policies())).await
+    crate::http::no_content(ctx, move |svc| f(svc).map(|()| svc.refresh_policies())).await
 }
 
 async fn get_namespace_policy(
@@ -425,12 +427,10 @@ async fn delete_namespace_policy(
 
 async fn get_topic_policy(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, policy)): Path<(String, String, String, String)>,
 ) -> Response {
-    let (k, name) = match (
-        kind(&policy, Level::Topic),
-        existing_topic(&ctx, &tenant, &ns, &topic),
-    ) {
+    let (k, name) = match (kind(&policy, Level::Topic), existing(&ctx, path)) {
         (Ok(k), Ok(n)) => (k, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
@@ -448,7 +448,8 @@ async fn get_topic_policy(
 
 async fn set_topic_policy(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, policy)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
     body: String,
 ) -> Response {
@@ -459,7 +460,7 @@ async fn set_topic_policy(
     };
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),
-        existing_topic(&ctx, &tenant, &ns, &topic),
+        existing(&ctx, path),
     ) {
         (Ok(f), Ok(n)) => (f, n),
         (Err(r), _) | (_, Err(r)) => return r,
@@ -469,12 +470,13 @@ async fn set_topic_policy(
 
 async fn delete_topic_policy(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, policy)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, policy)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| removal(k, &q)),
-        existing_topic(&ctx, &tenant, &ns, &topic),
+        existing(&ctx, path),
     ) {
         (Ok(f), Ok(n)) => (f, n),
         (Err(r), _) | (_, Err(r)) => return r,

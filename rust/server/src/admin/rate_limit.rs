@@ -9,7 +9,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use pulsar_rs_broker::rate::TokenBucket;
 
-use super::fail;
+use crate::http::fail;
 
 /// The admin request budget; absent when the limit is off.
 pub(crate) struct RequestLimit {

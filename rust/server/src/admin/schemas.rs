@@ -19,7 +19,9 @@ use pulsar_rs_broker::{BrokerError, SchemaInfo, TopicName};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{blocking, broker_fail, fail, topic_name, Ctx};
+use super::topic_path::{DeferredTopicPath, TopicPath};
+use super::Ctx;
+use crate::http::{blocking, broker_fail, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -73,13 +75,6 @@ fn parse_payload(body: &str) -> Result<SchemaInfo, Response> {
     })
 }
 
-/// The base topic of a path (schemas are kept per base topic).
-fn base(tenant: &str, ns: &str, topic: &str) -> Result<TopicName, Response> {
-    topic_name(tenant, ns, topic)
-        .map(|t| t.base())
-        .map_err(|r| *r)
-}
-
 /// Pulsar's `GetSchemaResponse`.
 fn schema_json(version: u64, s: &SchemaInfo) -> Value {
     let props: BTreeMap<&str, &str> = s
@@ -100,11 +95,9 @@ fn not_found() -> Response {
     fail(StatusCode::NOT_FOUND, "Schema not found")
 }
 
-async fn latest(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)>) -> Response {
-    let name = match base(&t, &n, &topic) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+async fn latest(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    // Schemas are kept per base topic.
+    let name = name.base();
     blocking(
         &ctx,
         move |c| c.service.schemas.latest(&name.to_string()),
@@ -118,12 +111,10 @@ async fn latest(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, Stri
 
 async fn one(
     State(ctx): Ctx,
-    Path((t, n, topic, version)): Path<(String, String, String, String)>,
+    TopicPath(name): TopicPath,
+    Path((_, _, _, version)): Path<(String, String, String, String)>,
 ) -> Response {
-    let name = match base(&t, &n, &topic) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+    let name = name.base();
     let Ok(version) = version.parse::<u64>() else {
         return fail(StatusCode::BAD_REQUEST, "the version must be a number");
     };
@@ -144,11 +135,9 @@ async fn one(
     .await
 }
 
-async fn all(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)>) -> Response {
-    let name = match base(&t, &n, &topic) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+async fn all(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    // Schemas are kept per base topic.
+    let name = name.base();
     blocking(
         &ctx,
         move |c| c.service.schemas.active(&name.to_string()),
@@ -160,11 +149,9 @@ async fn all(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)
     .await
 }
 
-async fn delete(State(ctx): Ctx, Path((t, n, topic)): Path<(String, String, String)>) -> Response {
-    let name = match base(&t, &n, &topic) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
+async fn delete(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    // Schemas are kept per base topic.
+    let name = name.base();
     blocking(
         &ctx,
         move |c| c.service.schemas.delete(&name.to_string()),
@@ -184,14 +171,22 @@ fn upload_fail(e: &BrokerError) -> Response {
     }
 }
 
-async fn upload(
-    State(ctx): Ctx,
-    Path((t, n, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let (name, schema) = match (base(&t, &n, &topic), parse_payload(&body)) {
-        (Ok(b), Ok(s)) => (b, s),
-        (Err(r), _) | (_, Err(r)) => return r,
+/// The base topic and the schema of an upload, version or compatibility request: the body was
+/// read first (an undecodable body is refused before an invalid name), then the name, then the
+/// payload is checked.
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
+fn schema_request(
+    path: DeferredTopicPath,
+    body: &str,
+) -> Result<(TopicName, SchemaInfo), Response> {
+    let TopicPath(name) = path?;
+    Ok((name.base(), parse_payload(body)?))
+}
+
+async fn upload(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    let (name, schema) = match schema_request(path, &body) {
+        Ok(r) => r,
+        Err(r) => return r,
     };
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || {
@@ -213,14 +208,10 @@ async fn upload(
     }
 }
 
-async fn version_of(
-    State(ctx): Ctx,
-    Path((t, n, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let (name, schema) = match (base(&t, &n, &topic), parse_payload(&body)) {
-        (Ok(b), Ok(s)) => (b, s),
-        (Err(r), _) | (_, Err(r)) => return r,
+async fn version_of(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    let (name, schema) = match schema_request(path, &body) {
+        Ok(r) => r,
+        Err(r) => return r,
     };
     blocking(
         &ctx,
@@ -233,14 +224,10 @@ async fn version_of(
     .await
 }
 
-async fn compatibility(
-    State(ctx): Ctx,
-    Path((t, n, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let (name, schema) = match (base(&t, &n, &topic), parse_payload(&body)) {
-        (Ok(b), Ok(s)) => (b, s),
-        (Err(r), _) | (_, Err(r)) => return r,
+async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    let (name, schema) = match schema_request(path, &body) {
+        Ok(r) => r,
+        Err(r) => return r,
     };
     blocking(
         &ctx,

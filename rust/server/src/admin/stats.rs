@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -16,7 +16,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use pulsar_rs_broker::{AccessMode, Topic};
 use serde_json::{json, Map, Value};
 
-use super::{blocking, fail, load_topic, topic_name, Ctx};
+use super::topic_path::TopicPath;
+use super::{load_topic, Ctx};
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -32,14 +34,7 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
 }
 
-async fn topic_stats(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
+async fn topic_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     match load_topic(&ctx, name).await {
         Ok(t) => Json(topic_json(&ctx, &t)).into_response(),
         Err(r) => r,
@@ -345,13 +340,9 @@ fn instant_string(t: SystemTime) -> String {
 /// Pulsar's "Partitioned Topic not found").
 async fn partitioned_stats(
     State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    TopicPath(name): TopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
     let n = ctx.service.partitions(&name, false).unwrap_or(0);
     if n == 0 {
         return fail(

@@ -16,7 +16,9 @@ use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
 
-use super::{broker_fail, existing_topic, fail, targets, Ctx};
+use super::topic_path::{existing, DeferredTopicPath, ExistingTopic, TopicPath};
+use super::{targets, Ctx};
+use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -63,10 +65,11 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
 /// Runs `f` on the subscription `sub` of every target topic (blocking pool).
 async fn on_subscription(
     ctx: Arc<ServerContext>,
-    (tenant, ns, topic, sub): (String, String, String, String),
+    path: DeferredTopicPath,
+    sub: String,
     f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };
@@ -93,8 +96,12 @@ async fn on_subscription(
     }
 }
 
-async fn skip_all(State(ctx): Ctx, Path(p): Path<(String, String, String, String)>) -> Response {
-    on_subscription(ctx, p, |_, s| {
+async fn skip_all(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+) -> Response {
+    on_subscription(ctx, path, sub, |_, s| {
         s.cursor.skip_all();
         Ok(())
     })
@@ -103,7 +110,8 @@ async fn skip_all(State(ctx): Ctx, Path(p): Path<(String, String, String, String
 
 async fn skip(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, n)): Path<(String, String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let Ok(n) = n.parse::<u64>() else {
         return fail(
@@ -111,7 +119,7 @@ async fn skip(
             "the number of messages to skip must be a non-negative integer",
         );
     };
-    on_subscription(ctx, (tenant, ns, topic, sub), move |_, s| {
+    on_subscription(ctx, path, sub, move |_, s| {
         s.cursor.skip_entries(n);
         Ok(())
     })
@@ -120,7 +128,8 @@ async fn skip(
 
 async fn reset_cursor(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, ts)): Path<(String, String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, ts)): Path<(String, String, String, String, String)>,
 ) -> Response {
     let Ok(ts) = ts.parse::<u64>() else {
         return fail(
@@ -128,10 +137,7 @@ async fn reset_cursor(
             "the timestamp must be milliseconds since the epoch",
         );
     };
-    on_subscription(ctx, (tenant, ns, topic, sub), move |_, s| {
-        s.seek_by_time(ts)
-    })
-    .await
+    on_subscription(ctx, path, sub, move |_, s| s.seek_by_time(ts)).await
 }
 
 /// A message id in a request body: Pulsar's `ResetCursorData` / `MessageIdImpl` JSON (the
@@ -205,14 +211,15 @@ impl MessageIdBody {
 /// the one with that id (or the one after it with `isExcluded`).
 async fn reset_cursor_to_id(
     State(ctx): Ctx,
-    Path(p): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
     let id = match MessageIdBody::parse(&body) {
         Ok(id) => id,
         Err(r) => return r,
     };
-    on_subscription(ctx, p, move |t, s| {
+    on_subscription(ctx, path, sub, move |t, s| {
         if id.addresses(t) {
             s.seek(id.position());
         }
@@ -235,7 +242,7 @@ fn expire_seconds(secs: &str) -> Result<u64, Response> {
 /// check was not issued (no backlog, almost caught up, or a check running; the others ran).
 async fn expire(
     ctx: Arc<ServerContext>,
-    (tenant, ns, topic): (String, String, String),
+    path: DeferredTopicPath,
     sub: Option<String>,
     secs: &str,
 ) -> Response {
@@ -243,7 +250,7 @@ async fn expire(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };
@@ -288,17 +295,19 @@ async fn expire(
 
 async fn expire_messages(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub, secs)): Path<(String, String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, secs)): Path<(String, String, String, String, String)>,
 ) -> Response {
-    expire(ctx, (tenant, ns, topic), Some(sub), &secs).await
+    expire(ctx, path, Some(sub), &secs).await
 }
 
 /// `POST .../all_subscription/expireMessages/{secs}`.
 async fn expire_messages_all(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, secs)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, secs)): Path<(String, String, String, String)>,
 ) -> Response {
-    expire(ctx, (tenant, ns, topic), None, &secs).await
+    expire(ctx, path, None, &secs).await
 }
 
 /// `POST .../subscription/{sub}/expireMessages` with a message id body (Pulsar's
@@ -307,14 +316,15 @@ async fn expire_messages_all(
 /// entry, or a check running).
 async fn expire_messages_to_id(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
     let id = match MessageIdBody::parse(&body) {
         Ok(id) => id,
         Err(r) => return r,
     };
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };
@@ -362,14 +372,7 @@ async fn expire_messages_to_id(
     }
 }
 
-async fn list_subscriptions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn list_subscriptions(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     match targets(&ctx, &name) {
         Ok(ts) => {
             let mut subs: Vec<String> = ts
@@ -390,7 +393,8 @@ async fn list_subscriptions(
 /// else at the body's message id (earliest, latest or a position); 409 when it exists.
 async fn create_subscription(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     body: String,
 ) -> Response {
     let start = if body.trim().is_empty() {
@@ -402,7 +406,7 @@ async fn create_subscription(
             Err(r) => return r,
         }
     };
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };
@@ -441,14 +445,11 @@ async fn create_subscription(
 /// `deleteForcefully`), then the subscription is deleted.
 async fn delete_subscription(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    ExistingTopic(name): ExistingTopic,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let force = q.get("force").is_some_and(|v| v == "true");
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
     if !force {
         // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
         // may load the topic: blocking pool).
@@ -469,7 +470,7 @@ async fn delete_subscription(
             );
         }
     }
-    on_subscription(ctx, (tenant, ns, topic, sub), move |t, s| {
+    on_subscription(ctx, Ok(TopicPath(name)), sub, move |t, s| {
         if force {
             s.disconnect_all();
         } else if !s.consumers().is_empty() {

@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
-use super::{blocking, fail, Ctx};
+use super::Ctx;
+use crate::http::{blocking, fail};
 use crate::resources::{valid_name, TenantInfo};
 use crate::ServerContext;
 

@@ -11,7 +11,9 @@ use axum::{Json, Router};
 use pulsar_rs_broker::service::topic_quota::EAGER_PARTITIONS;
 use serde_json::{json, Value};
 
-use super::{broker_fail, existing_topic, fail, load_topic, no_content, topic_name, Ctx};
+use super::topic_path::{DeferredTopicPath, ExistingTopic, TopicPath};
+use super::{load_topic, Ctx};
+use crate::http::{broker_fail, fail, no_content};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -75,13 +77,9 @@ pub(super) fn partitioned_names(
 
 async fn get_partitions(
     State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
+    TopicPath(name): TopicPath,
     axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
     // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
     let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
     match ctx.service.partitions(&name, auto_create) {
@@ -110,14 +108,11 @@ fn topic_exists(ctx: &ServerContext, name: &pulsar_rs_broker::TopicName) -> bool
             .contains(name)
 }
 
-async fn create_partitions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
+async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
     };
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
@@ -195,14 +190,11 @@ pub(super) fn partition_count(body: &str) -> Option<i64> {
 /// `POST .../partitions` (Pulsar's `updatePartitionedTopic`): the body is the new count. As Pulsar
 /// answers: 409 for a topic that is not partitioned, 422 for a count below the current one (0 and
 /// negative counts included), 204 and nothing changed for the current count.
-async fn update_partitions(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-    body: String,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
+async fn update_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
+    // The body is read before the name is checked (an undecodable body is refused first).
+    let TopicPath(name) = match path {
+        Ok(p) => p,
+        Err(r) => return r,
     };
     let Ok(n) = body.trim().parse::<i64>() else {
         return fail(
@@ -254,25 +246,11 @@ async fn update_partitions(
     }
 }
 
-async fn delete_partitioned(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
+async fn delete_partitioned(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     no_content(&ctx, move |svc| svc.delete_partitioned(&name)).await
 }
 
-async fn create_topic(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
+async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
     }
@@ -291,25 +269,11 @@ async fn create_topic(
     no_content(&ctx, move |svc| svc.topic(&name, true).map(drop)).await
 }
 
-async fn delete_topic(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match topic_name(&tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return *r,
-    };
+async fn delete_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     no_content(&ctx, move |svc| svc.delete_topic(&name)).await
 }
 
-async fn internal_stats(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
+async fn internal_stats(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
     let t = match load_topic(&ctx, name).await {
         Ok(t) => t,
         Err(r) => return r,

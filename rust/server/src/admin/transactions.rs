@@ -14,7 +14,9 @@ use pulsar_rs_broker::transaction::coordinator::TransactionCoordinator;
 use pulsar_rs_broker::transaction::TxnId;
 use serde_json::{json, Value};
 
-use super::{blocking, existing_topic, fail, Ctx};
+use super::topic_path::{existing, DeferredTopicPath};
+use super::Ctx;
+use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -136,14 +138,11 @@ async fn transaction_metadata(State(ctx): Ctx, Path((most, least)): Path<(u64, u
     .await
 }
 
-async fn buffer_stats(
-    State(ctx): Ctx,
-    Path((tenant, ns, topic)): Path<(String, String, String)>,
-) -> Response {
+async fn buffer_stats(State(ctx): Ctx, path: DeferredTopicPath) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };
@@ -168,12 +167,13 @@ async fn buffer_stats(
 
 async fn pending_ack_stats(
     State(ctx): Ctx,
-    Path((tenant, ns, topic, sub)): Path<(String, String, String, String)>,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
 ) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    let name = match existing_topic(&ctx, &tenant, &ns, &topic) {
+    let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
     };

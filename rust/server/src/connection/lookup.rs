@@ -7,7 +7,7 @@ use pulsar_rs_broker::TopicName;
 use pulsar_rs_proto::{commands, pb, ServerError as Wire};
 
 use super::Connection;
-use crate::authz::Action;
+use crate::auth::authz::Action;
 use crate::error::wire_code;
 
 impl Connection {

@@ -5,7 +5,8 @@
 //! flight, the connection stops reading its socket and resumes at half. Receipts go out in order
 //! per producer because one task per producer awaits the durable completions in append order.
 //!
-//! Commands are handled by one module per family: [`handshake`] (CONNECT), [`lookup`]
+//! Commands are handled by one module per family: [`handshake`] (CONNECT, and the refusal of
+//! an unauthenticated connection's requests), [`refresh`] (credential refresh), [`lookup`]
 //! (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), [`producer`] (PRODUCER, SEND,
 //! CLOSE_PRODUCER), [`consumer`] (SUBSCRIBE and everything on a consumer) and [`schema`].
 
@@ -16,10 +17,12 @@ mod non_persistent;
 mod offload;
 mod producer;
 mod receipts;
+mod refresh;
 mod schema;
 mod transaction;
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,10 +34,11 @@ use pulsar_rs_proto::{commands, BaseCommand, Frame};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
+use tokio_rustls::TlsAcceptor;
 
 use self::consumer::{detach_consumer, ConsumerSlot, Sink};
 use self::producer::Producer;
-use crate::authz::Action;
+use crate::auth::authz::Action;
 use crate::error::{wire_code, ServerError};
 use crate::writer::{self, Outbound};
 use crate::ServerContext;
@@ -88,29 +92,44 @@ struct Connection {
     /// The authenticated role (`None`: authentication off and no anonymous role), or why
     /// CONNECT failed authentication: then the first request is refused (see `auth`).
     role: Result<Option<String>, String>,
-    /// Credentials and their refresh (AUTH_CHALLENGE), see `auth_refresh`.
-    auth: crate::auth_refresh::AuthState,
+    /// Credentials and their refresh (AUTH_CHALLENGE), see [`refresh`].
+    auth: refresh::AuthState,
     /// Protocol version agreed at CONNECT.
     protocol_version: i32,
 }
 
-/// Serves one accepted socket until it closes or the broker shuts down.
+/// Serves one accepted socket until it closes or the broker shuts down; with `tls` (a
+/// `pulsar+ssl://` listener) after the TLS handshake, the client certificate's CN then being the
+/// connection's `tls` credential.
 pub async fn serve(
     socket: TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
     ctx: Arc<ServerContext>,
-    shutdown: tokio::sync::watch::Receiver<bool>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let peer = socket
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
     let _ = socket.set_nodelay(true);
-    let (rd, wr) = socket.into_split();
-    serve_io(rd, wr, peer, None, ctx, shutdown).await;
+    let peer = peer.to_string();
+    match tls {
+        None => {
+            let (rd, wr) = socket.into_split();
+            serve_io(rd, wr, peer, None, ctx, shutdown).await;
+        }
+        Some(acceptor) => {
+            let handshaken =
+                crate::tls::handshake(&acceptor, socket, &peer, "pulsar+ssl", &mut shutdown);
+            let Some(stream) = handshaken.await else {
+                return;
+            };
+            let cn = crate::tls::peer_common_name(stream.get_ref().1);
+            let (rd, wr) = tokio::io::split(stream);
+            serve_io(rd, wr, peer, cn, ctx, shutdown).await;
+        }
+    }
 }
 
 /// Serves one connection given as its read and write halves (plain TCP or TLS).
-pub async fn serve_io<R, W>(
+async fn serve_io<R, W>(
     mut rd: R,
     wr: W,
     peer: String,
@@ -160,7 +179,7 @@ pub async fn serve_io<R, W>(
         last_seen: Instant::now(),
         ping_outstanding: false,
         role: Ok(None),
-        auth: crate::auth_refresh::AuthState::new(peer_cn),
+        auth: refresh::AuthState::new(peer_cn),
         protocol_version: 0,
     };
     let max_frame =
@@ -330,7 +349,7 @@ impl Connection {
         }
         if let Err(reason) = &self.role {
             if !matches!(ty, Type::Connect | Type::Ping | Type::Pong) {
-                if let Some(reply) = crate::auth::refusal(ty, &cmd, reason) {
+                if let Some(reply) = handshake::refusal(ty, &cmd, reason) {
                     self.send(&reply);
                 }
                 return Err(ServerError::Authentication(reason.clone()));

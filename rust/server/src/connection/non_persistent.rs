@@ -11,7 +11,7 @@ use pulsar_rs_proto::pb::base_command::Type;
 use pulsar_rs_proto::{commands, BaseCommand, PayloadFrame, ServerError as Wire};
 
 use super::Connection;
-use crate::authz::Action;
+use crate::auth::authz::Action;
 use crate::error::ServerError;
 
 /// A non-persistent producer of this connection.

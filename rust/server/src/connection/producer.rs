@@ -18,7 +18,7 @@ use super::frame;
 use super::receipts::{self, Outcome, Receipts};
 use super::schema::{schema_info, version_bytes};
 use super::Connection;
-use crate::authz::Action;
+use crate::auth::authz::Action;
 use crate::error::{wire_code, ServerError};
 
 /// A producer of this connection; owned by the connection task.

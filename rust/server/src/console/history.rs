@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::stats::TopicRow;
+use super::stats::{now_millis, TopicRow};
 use crate::ServerContext;
 
 /// Sampling period of the background task.
@@ -156,13 +156,6 @@ impl History {
         }
         sum.into_values().collect()
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The sampler: one round every [`SAMPLE_EVERY`] until shutdown.

@@ -7,8 +7,8 @@
 //!   sampled by the broker ([`history`]).
 //!
 //! The page and its assets are public (they hold no data; the login form must load); the JSON
-//! endpoints go through the admin guard like every admin call, so with authentication on the
-//! page asks for a token and sends it as `Authorization: Bearer`.
+//! endpoints go through the admin guard like every admin call (the admin router mounts both),
+//! so with authentication on the page asks for a token and sends it as `Authorization: Bearer`.
 
 pub mod history;
 pub mod stats;
@@ -31,16 +31,8 @@ const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
 
-/// The console's routes. Merge them after the admin guard layer: the assets stay public and
-/// the API routes carry the guard themselves.
-pub fn routes(ctx: &Arc<ServerContext>) -> Router<Arc<ServerContext>> {
-    let api = Router::new()
-        .route("/console/api/overview", get(stats::overview_handler))
-        .route("/console/api/history", get(history_handler))
-        .route_layer(axum::middleware::from_fn_with_state(
-            Arc::clone(ctx),
-            crate::auth::admin_guard,
-        ));
+/// The console's page and assets, public: they hold no data, and the login form must load.
+pub fn page_routes() -> Router<Arc<ServerContext>> {
     Router::new()
         .route("/", get(|| asset("text/html; charset=utf-8", INDEX_HTML)))
         .route(
@@ -51,7 +43,13 @@ pub fn routes(ctx: &Arc<ServerContext>) -> Router<Arc<ServerContext>> {
             "/console/style.css",
             get(|| asset("text/css; charset=utf-8", STYLE_CSS)),
         )
-        .merge(api)
+}
+
+/// The console's JSON endpoints; the admin router mounts them behind its guard.
+pub fn api_routes() -> Router<Arc<ServerContext>> {
+    Router::new()
+        .route("/console/api/overview", get(stats::overview_handler))
+        .route("/console/api/history", get(history_handler))
 }
 
 async fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -128,7 +128,7 @@ pub fn overview(svc: &BrokerService) -> Overview {
     }
     topics.sort_by(|a, b| a.name.cmp(&b.name));
     Overview {
-        now: super::history::now_millis(),
+        now: now_millis(),
         cluster: svc.config.cluster_name.clone(),
         topics,
         partitioned,
@@ -140,6 +140,13 @@ pub async fn overview_handler(State(ctx): State<Arc<ServerContext>>) -> Response
     let svc = Arc::clone(&ctx.service);
     match tokio::task::spawn_blocking(move || overview(&svc)).await {
         Ok(o) => Json(o).into_response(),
-        Err(e) => crate::admin::fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => crate::http::fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use pulsar_rs_broker::{BrokerConfig, BrokerError};
 
-use crate::auth::{AuthError, Identity};
+use super::{AuthError, Identity};
 
 /// Verifies Pulsar JWTs; immutable after construction.
 pub struct TokenVerifier {

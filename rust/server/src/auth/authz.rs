@@ -3,7 +3,7 @@
 //! topics; other roles need `produce` (PRODUCER) or `consume` (SUBSCRIBE) granted on the
 //! topic's namespace or on the topic itself (a partition inherits its partitioned topic's
 //! grants); LOOKUP and PARTITIONED_METADATA need either. A client without credentials has the
-//! `anonymousUserRole` (see `auth`), which is checked like any role.
+//! `anonymousUserRole` (see [`crate::auth`]), which is checked like any role.
 //!
 //! Grants live where Pulsar keeps them, in the namespace's `Policies` document
 //! (`auth_policies.namespace_auth` and `.destination_auth`), set in the namespace body or
@@ -314,39 +314,6 @@ impl Authorizer {
             Err(_) => Ok(()),
         }
     }
-
-    /// Whether `role` may make an admin request (`method`, `path`): superusers always; a
-    /// tenant's admins on `/admin/v2/namespaces/{tenant}/...` and the tenant's topic paths;
-    /// roles with produce or consume permission on topic reads (stats, partitions,
-    /// subscriptions).
-    #[must_use]
-    pub fn allows_admin(
-        &self,
-        role: Option<&str>,
-        method: &axum::http::Method,
-        path: &str,
-    ) -> bool {
-        if self.is_superuser(role) {
-            return true;
-        }
-        let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        match segs.as_slice() {
-            ["admin", "v2", "namespaces", tenant, _, ..]
-            | ["admin", "v2", "persistent" | "non-persistent", tenant, ..]
-                if self.is_tenant_admin(role, tenant) =>
-            {
-                return true;
-            }
-            ["admin", "v2", "namespaces", tenant] if method == axum::http::Method::GET => {
-                return self.is_tenant_admin(role, tenant);
-            }
-            _ => {}
-        }
-        if method != axum::http::Method::GET {
-            return false;
-        }
-        topic_read_path(&segs).is_some_and(|t| self.check(role, &t, Action::Lookup).is_ok())
-    }
 }
 
 /// Pulsar's `SubscriptionAuthMode`: `None`, or `Prefix` (subscription names must start with
@@ -371,21 +338,6 @@ pub(crate) fn subscription_auth_mode(
 
 /// The Policies document's field for the subscription auth mode.
 pub(crate) const SUBSCRIPTION_AUTH_MODE: &str = "subscription_auth_mode";
-
-/// The topic of a topic-read admin path (`/admin/v2/persistent/t/ns/topic/stats` ...).
-fn topic_read_path(segs: &[&str]) -> Option<TopicName> {
-    match segs {
-        ["admin", "v2", "persistent", t, ns, topic, what]
-            if matches!(
-                *what,
-                "stats" | "internalStats" | "partitions" | "subscriptions" | "partitioned-stats"
-            ) =>
-        {
-            TopicName::parse(&format!("persistent://{t}/{ns}/{topic}")).ok()
-        }
-        _ => None,
-    }
-}
 
 /// Moves grants of the previous layout (their own records) into the namespace policies, once:
 /// the old records are deleted after the move. Namespaces are registered before this runs.
@@ -437,16 +389,17 @@ fn verb(a: Action) -> &'static str {
     }
 }
 
-// ---------------------------------------------------------------------------
-// Admin REST: Pulsar's permission paths.
-// ---------------------------------------------------------------------------
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::resources::TenantInfo;
 
-    fn authz(dir: &std::path::Path, supers: &[&str]) -> (Authorizer, Arc<BrokerService>) {
+    /// An authorizer over a fresh broker in `dir`: namespaces `public/default` and `acme/ns`,
+    /// tenant `acme` administered by `acme-admin`, `supers` as superusers.
+    pub(crate) fn authz(
+        dir: &std::path::Path,
+        supers: &[&str],
+    ) -> (Authorizer, Arc<BrokerService>) {
         let c = BrokerConfig {
             authorization_enabled: true,
             super_user_roles: supers.iter().map(|s| (*s).to_owned()).collect(),
@@ -473,7 +426,7 @@ mod tests {
         TopicName::parse(s).unwrap()
     }
 
-    fn acts(a: &[&str]) -> BTreeSet<String> {
+    pub(crate) fn acts(a: &[&str]) -> BTreeSet<String> {
         a.iter().map(|s| (*s).to_owned()).collect()
     }
 
@@ -516,22 +469,6 @@ mod tests {
         assert!(a
             .check(Some("acme-admin"), &topic, Action::Produce)
             .is_err());
-        let get = axum::http::Method::GET;
-        let put = axum::http::Method::PUT;
-        assert!(a.allows_admin(Some("acme-admin"), &put, "/admin/v2/namespaces/acme/ns2"));
-        assert!(!a.allows_admin(Some("acme-admin"), &put, "/admin/v2/namespaces/public/x"));
-        assert!(!a.allows_admin(Some("acme-admin"), &put, "/admin/v2/tenants/acme"));
-        assert!(a.allows_admin(Some("admin"), &put, "/admin/v2/tenants/acme"));
-        assert!(a.allows_admin(
-            Some("bob"),
-            &get,
-            "/admin/v2/persistent/public/default/orders/stats"
-        ));
-        assert!(!a.allows_admin(
-            Some("bob"),
-            &get,
-            "/admin/v2/persistent/public/default/other/stats"
-        ));
     }
 
     #[test]
@@ -584,14 +521,6 @@ mod tests {
             .check(None, &t("persistent://a/b/c"), Action::Produce)
             .is_ok());
         assert!(a.check_name(None, "not a topic", Action::Produce).is_ok());
-    }
-
-    #[test]
-    fn topic_read_paths() {
-        let segs = |p: &'static str| p.trim_start_matches('/').split('/').collect::<Vec<_>>();
-        assert!(topic_read_path(&segs("/admin/v2/persistent/t/ns/topic/stats")).is_some());
-        assert!(topic_read_path(&segs("/admin/v2/persistent/t/ns/topic/publishRate")).is_none());
-        assert!(topic_read_path(&segs("/admin/v2/namespaces/t/ns/permissions")).is_none());
     }
 
     #[test]

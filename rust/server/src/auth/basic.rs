@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use md5::{Digest, Md5};
 use pulsar_rs_broker::BrokerError;
 
-use crate::auth::{read_key_material, AuthError};
+use super::{read_key_material, AuthError};
 
 /// The users of the Basic provider; immutable after start.
 pub struct BasicUsers {

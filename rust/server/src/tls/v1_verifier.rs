@@ -17,7 +17,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, Error, SignatureScheme};
 use rustls_pki_types::{CertificateDer, UnixTime};
 
-use crate::auth_tls::element;
+use super::der::element;
 
 const SEQUENCE: u8 = 0x30;
 const BIT_STRING: u8 = 0x03;

@@ -1,9 +1,7 @@
-//! `AuthenticationProviderTls`: the role of a client is the Common Name (CN) of the certificate
-//! it presented in the TLS handshake (`pulsar+ssl://` or HTTPS), verified against
-//! `tlsTrustCertsFilePath`. The client names the method `tls` and sends no auth data.
-//!
-//! The CN is read from the certificate's DER with a minimal walk of the X.509 structure
-//! (Certificate → tbsCertificate → subject → the last `id-at-commonName` attribute).
+//! A minimal DER reader for X.509: one element at a time ([`element`], also used by the v1
+//! verifier), and the subject's Common Name, which is a client's role under
+//! `AuthenticationProviderTls` (the client names the method `tls` and sends no auth data).
+//! The walk: Certificate → tbsCertificate → subject → the last `id-at-commonName` attribute.
 
 /// A DER element: (tag, content, rest).
 pub(crate) fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
@@ -75,28 +73,6 @@ pub fn common_name(cert_der: &[u8]) -> Option<String> {
     cn
 }
 
-/// The client certificate's CN of an HTTPS admin connection (axum connect info; `None` when the
-/// client sent no certificate).
-#[derive(Clone, Debug)]
-pub struct ClientCn(pub Option<String>);
-
-/// The CN of the first certificate a TLS peer presented.
-#[must_use]
-pub fn peer_common_name(conn: &rustls::ServerConnection) -> Option<String> {
-    conn.peer_certificates()
-        .and_then(|c| c.first())
-        .and_then(|c| common_name(c.as_ref()))
-}
-
-impl
-    axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::tls::TlsListener>>
-    for ClientCn
-{
-    fn connect_info(stream: axum::serve::IncomingStream<'_, crate::tls::TlsListener>) -> Self {
-        ClientCn(peer_common_name(stream.io().get_ref().1))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,7 +81,7 @@ mod tests {
     fn cn_of_a_certificate() {
         // A self-signed certificate with subject "C=US, O=pulsar-rs, CN=client-role"
         // (generated with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256`).
-        let pem = include_str!("../tests/data/client-role.pem");
+        let pem = include_str!("../../tests/data/client-role.pem");
         let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
         let der = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
         assert_eq!(common_name(&der).as_deref(), Some("client-role"));

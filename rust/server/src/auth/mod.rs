@@ -1,31 +1,19 @@
 //! Authentication as Pulsar's providers do it, several at once, chosen by the client's method
-//! name: `token` (`AuthenticationProviderToken`, [`crate::auth_token`]), `basic` ([`crate::auth_basic`]) and `tls`
-//! ([`crate::auth_tls`]: the client certificate's CN). Token credentials expire (`exp`): long-lived
-//! connections are re-checked every `authenticationRefreshCheckSeconds` and sent AUTH_CHALLENGE
-//! (see [`crate::auth_refresh`]). Tokens: [`crate::auth_token`].
+//! name: `token` (`AuthenticationProviderToken`, [`token`]), `basic` ([`basic`]) and `tls` (the
+//! CN of the client certificate, which the TLS layer reads: see [`crate::tls`]). Token
+//! credentials expire (`exp`): long-lived connections are re-checked every
+//! `authenticationRefreshCheckSeconds` (see `connection::refresh`). Who may do what once
+//! authenticated: [`authz`].
 //!
-//! **Failed authentication on the binary protocol.** Java's broker answers a bad CONNECT with
-//! ERROR(AuthenticationError) and closes the socket. The C++ client (and so Python) treats
-//! anything but CONNECTED as the first reply as a *retryable* disconnection
-//! (`ClientConnection::handleIncomingCommand`, state `TcpConnected` → `ResultDisconnected`),
-//! so `create_producer` would retry until its operation timeout and raise `Timeout`. We
-//! therefore answer CONNECTED, refuse the connection's first request with AuthenticationError
-//! in the reply type that request expects (LOOKUP_RESPONSE / PARTITIONED_METADATA_RESPONSE
-//! `Failed`, otherwise ERROR) and then close the connection: the client raises
-//! `pulsar.AuthenticationError` at once, and the unauthenticated connection serves nothing.
+//! This folder knows credentials and roles only: no HTTP and no wire types. The admin API reads
+//! its `Authorization` header in `admin::guard`; the binary protocol reads CONNECT and refuses
+//! unauthenticated requests in `connection::handshake`.
 
-use std::sync::Arc;
+pub mod authz;
+pub mod basic;
+pub mod token;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
-use base64::Engine as _;
 use pulsar_rs_broker::{AuthProvider, BrokerConfig, BrokerError};
-use pulsar_rs_proto::pb::{self, base_command::Type};
-use pulsar_rs_proto::{commands, BaseCommand, ServerError as Wire};
-
-use crate::ServerContext;
 
 /// Why a client could not be authenticated.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
@@ -51,7 +39,7 @@ pub enum AuthError {
     NoRole(String),
 }
 
-pub use crate::auth_token::{read_key_material, TokenVerifier};
+pub use token::{read_key_material, TokenVerifier};
 
 /// Who a client is, once authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +51,7 @@ pub struct Identity {
 }
 
 impl Identity {
-    fn forever(role: String) -> Self {
+    pub(crate) fn forever(role: String) -> Self {
         Identity {
             role,
             expires_at: None,
@@ -85,7 +73,7 @@ pub struct Authenticator {
     /// The token provider, when configured.
     token: Option<TokenVerifier>,
     /// The Basic provider's users, when configured.
-    basic: Option<crate::auth_basic::BasicUsers>,
+    basic: Option<basic::BasicUsers>,
     /// Whether the TLS provider is configured.
     tls: bool,
     /// `anonymousUserRole`.
@@ -108,7 +96,7 @@ impl Authenticator {
             None
         };
         let basic = match (&c.basic_auth_conf, c.has_provider(AuthProvider::Basic)) {
-            (Some(spec), true) => Some(crate::auth_basic::BasicUsers::load(spec)?),
+            (Some(spec), true) => Some(basic::BasicUsers::load(spec)?),
             _ => None,
         };
         Ok(Authenticator {
@@ -122,13 +110,20 @@ impl Authenticator {
         })
     }
 
+    /// Whether `/metrics` needs credentials (`authenticateMetricsEndpoint`).
+    #[must_use]
+    pub fn metrics_need_auth(&self) -> bool {
+        self.metrics_need_auth
+    }
+
     /// Whether the TLS provider wants client certificates.
     #[must_use]
     pub fn wants_client_certificates(&self) -> bool {
         self.tls
     }
 
-    fn methods(&self) -> String {
+    /// The configured methods, for error messages.
+    pub(crate) fn methods(&self) -> String {
         let mut m = Vec::new();
         if self.token.is_some() {
             m.push("token");
@@ -190,178 +185,12 @@ impl Authenticator {
                 .ok_or_else(|| AuthError::Method(other.to_owned(), self.methods())),
         }
     }
-
-    /// Authenticates a CONNECT (or an AUTH_RESPONSE's data).
-    ///
-    /// # Errors
-    /// Why the connection is refused.
-    pub fn authenticate_connect(
-        &self,
-        c: &pb::CommandConnect,
-        peer_cn: Option<&str>,
-    ) -> Result<Option<Identity>, AuthError> {
-        let method = c.auth_method_name.as_deref().unwrap_or("");
-        let data = c.auth_data.as_deref().unwrap_or_default();
-        self.authenticate(method, data, peer_cn)
-    }
-
-    /// Authenticates an admin request: `Authorization: Bearer <jwt>` (token), `Basic
-    /// <base64 user:password>` (basic), or else the client certificate (tls) or the anonymous
-    /// role.
-    ///
-    /// # Errors
-    /// Why the request is refused.
-    pub fn authenticate_http(
-        &self,
-        authorization: Option<&str>,
-        peer_cn: Option<&str>,
-    ) -> Result<Option<String>, AuthError> {
-        let id = match authorization {
-            None if self.tls && peer_cn.is_some() => self.authenticate("tls", b"", peer_cn),
-            None => self.authenticate("none", b"", None),
-            Some(h) => {
-                let (scheme, rest) = h.split_once(' ').unwrap_or((h, ""));
-                if scheme.eq_ignore_ascii_case("bearer") {
-                    self.authenticate("token", rest.trim().as_bytes(), None)
-                } else if scheme.eq_ignore_ascii_case("basic") {
-                    let data = base64::engine::general_purpose::STANDARD
-                        .decode(rest.trim())
-                        .map_err(|_| {
-                            AuthError::InvalidCredentials("Base64 decoding failed".into())
-                        })?;
-                    self.authenticate("basic", &data, None)
-                } else {
-                    Err(AuthError::Method(scheme.to_owned(), self.methods()))
-                }
-            }
-        };
-        id.map(|i| i.map(|i| i.role))
-    }
-}
-
-/// The reply refusing `cmd` on a connection whose CONNECT failed authentication, in the
-/// frame type the client waits on for that request; `None` for commands without a request id.
-#[must_use]
-pub fn refusal(ty: Type, cmd: &BaseCommand, reason: &str) -> Option<BaseCommand> {
-    let code = Wire::AuthenticationError;
-    let msg = format!("Failed to authenticate: {reason}");
-    let rid = |id: Option<u64>| id.map(|r| commands::error(r, code, msg.clone()));
-    match ty {
-        Type::PartitionedMetadata => cmd
-            .partition_metadata
-            .as_ref()
-            .map(|c| commands::partitioned_metadata_failed(c.request_id, code, msg.clone())),
-        Type::Lookup => cmd
-            .lookup_topic
-            .as_ref()
-            .map(|c| commands::lookup_failed(c.request_id, code, msg.clone())),
-        Type::GetSchema => cmd
-            .get_schema
-            .as_ref()
-            .map(|c| commands::get_schema_response_error(c.request_id, code, msg.clone())),
-        Type::ConsumerStats => cmd
-            .consumer_stats
-            .as_ref()
-            .map(|c| commands::consumer_stats_response_error(c.request_id, code, msg.clone())),
-        Type::Producer => rid(cmd.producer.as_ref().map(|c| c.request_id)),
-        Type::Subscribe => rid(cmd.subscribe.as_ref().map(|c| c.request_id)),
-        Type::CloseProducer => rid(cmd.close_producer.as_ref().map(|c| c.request_id)),
-        Type::CloseConsumer => rid(cmd.close_consumer.as_ref().map(|c| c.request_id)),
-        Type::Unsubscribe => rid(cmd.unsubscribe.as_ref().map(|c| c.request_id)),
-        Type::Seek => rid(cmd.seek.as_ref().map(|c| c.request_id)),
-        Type::GetLastMessageId => rid(cmd.get_last_message_id.as_ref().map(|c| c.request_id)),
-        Type::GetTopicsOfNamespace => {
-            rid(cmd.get_topics_of_namespace.as_ref().map(|c| c.request_id))
-        }
-        Type::GetOrCreateSchema => rid(cmd.get_or_create_schema.as_ref().map(|c| c.request_id)),
-        _ => None,
-    }
-}
-
-/// Admin API guard: authenticates the Bearer token (401 on failure) and, with authorization
-/// on, lets through what [`crate::authz::Authorizer::allows_admin`] allows (superusers, tenant
-/// admins on their tenant, topic reads with a grant). Pulsar answers both failures with 401.
-pub(crate) async fn admin_guard(
-    State(ctx): State<Arc<ServerContext>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let path = req.uri().path().to_owned();
-    if path == "/metrics" && !ctx.auth.metrics_need_auth {
-        return next.run(req).await;
-    }
-    let header = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let role = if ctx.auth.enabled {
-        let peer_cn = req
-            .extensions()
-            .get::<axum::extract::ConnectInfo<crate::auth_tls::ClientCn>>()
-            .and_then(|c| c.0 .0.clone());
-        match ctx.auth.authenticate_http(header, peer_cn.as_deref()) {
-            Ok(role) => role,
-            Err(e) => {
-                tracing::info!(%path, error = %e, "admin request refused: authentication");
-                return crate::admin::fail(
-                    StatusCode::UNAUTHORIZED,
-                    format!("Authentication required: {e}"),
-                );
-            }
-        }
-    } else {
-        None
-    };
-    // As Java's broker: admin authorization applies only to authenticated requests.
-    if ctx.auth.enabled
-        && ctx.authz.enabled
-        && !ctx.authz.allows_admin(role.as_deref(), req.method(), &path)
-    {
-        // Beyond the admin rules, the REST lookup and a namespace's topic list (HTTP service
-        // URLs, pattern subscriptions) are open to roles granted lookup on the topic/namespace.
-        let get = req.method() == axum::http::Method::GET;
-        let allowed = get
-            && (lookup_topic_path(&path).is_some_and(|t| {
-                ctx.authz
-                    .check(role.as_deref(), &t, crate::authz::Action::Lookup)
-                    .is_ok()
-            }) || namespace_topics_path(&path)
-                .is_some_and(|ns| ctx.authz.check_namespace(role.as_deref(), &ns).is_ok()));
-        if !allowed {
-            tracing::info!(%path, role = ?role, "admin request refused: authorization");
-            return crate::admin::fail(
-                StatusCode::UNAUTHORIZED,
-                "This operation requires super-user access",
-            );
-        }
-    }
-    next.run(req).await
-}
-
-/// The namespace of `/admin/v2/namespaces/{t}/{ns}/topics` (REST lookup of a pattern
-/// subscription), which a role with a namespace grant may read.
-fn namespace_topics_path(path: &str) -> Option<String> {
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match segs.as_slice() {
-        ["admin", "v2", "namespaces", t, ns, "topics"] => Some(format!("{t}/{ns}")),
-        _ => None,
-    }
-}
-
-/// The topic of a REST lookup (`/lookup/v2/topic/persistent/t/ns/topic`).
-fn lookup_topic_path(path: &str) -> Option<pulsar_rs_broker::TopicName> {
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match segs.as_slice() {
-        ["lookup", "v2", "topic", domain, t, ns, topic] => {
-            pulsar_rs_broker::TopicName::parse(&format!("{domain}://{t}/{ns}/{topic}")).ok()
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
     use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
     use serde_json::json;
 
@@ -484,12 +313,6 @@ mod tests {
             a.authenticate("tls", b"", Some("cn")),
             Err(AuthError::Method(..))
         ));
-        let h = format!("Bearer {t}");
-        assert_eq!(
-            a.authenticate_http(Some(&h), None).unwrap().as_deref(),
-            Some("alice")
-        );
-        assert_eq!(a.authenticate_http(None, None), Err(AuthError::Missing));
         let exp = now() + 100;
         let t = hs_token(secret, &json!({"sub": "alice", "exp": exp}));
         let id = a
@@ -549,18 +372,6 @@ mod tests {
         assert_eq!(
             a.authenticate("tls", b"", None),
             Err(AuthError::NoClientCertificate)
-        );
-        let basic = format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode("admin:123456")
-        );
-        assert_eq!(
-            a.authenticate_http(Some(&basic), None).unwrap().as_deref(),
-            Some("admin")
-        );
-        assert_eq!(
-            a.authenticate_http(None, Some("cn1")).unwrap().as_deref(),
-            Some("cn1")
         );
         assert!(a.wants_client_certificates());
     }
@@ -625,19 +436,5 @@ kwIDAQAB
             .unwrap()
             .verify(&expired)
             .is_err());
-    }
-
-    #[test]
-    fn refusals_use_the_expected_reply_types() {
-        let lookup = commands::lookup("persistent://a/b/c", 7);
-        let r = refusal(Type::Lookup, &lookup, "x").unwrap();
-        let l = r.lookup_topic_response.unwrap();
-        assert_eq!(l.request_id, 7);
-        assert_eq!(l.error, Some(Wire::AuthenticationError as i32));
-        let pm = commands::partitioned_metadata_request("persistent://a/b/c", 8);
-        let r = refusal(Type::PartitionedMetadata, &pm, "x").unwrap();
-        assert_eq!(r.partition_metadata_response.unwrap().request_id, 8);
-        let flow = commands::flow(1, 10);
-        assert!(refusal(Type::Flow, &flow, "x").is_none());
     }
 }
