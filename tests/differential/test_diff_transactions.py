@@ -1,9 +1,10 @@
 """Transactions against Apache Pulsar and pulsar-rs, both with ``transactionCoordinatorEnabled=true``.
 
 The official Python client has no transaction API, so transactions are driven through
-:mod:`.txn_wire` (raw protocol: the txn id in CommandSend and in the metadata, as the Java client
-sends them) and observed with the official client's consumers and readers. The brokers are their own
-pair (the session's others keep Pulsar's default, transactions off), started once per module.
+:mod:`txn_wire` (``tests/txn_wire.py``; raw protocol: the txn id in CommandSend and in the metadata,
+as the Java client sends them) and observed with the official client's consumers and readers. The
+brokers are their own pair (the session's others keep Pulsar's default, transactions off), started
+once per module.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ pulsar = pytest.importorskip("pulsar")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools import pulsar_reference  # noqa: E402
 
+from txn_wire import ASSIGN_TOPIC, TxnError, TxnWire  # noqa: E402
+
 from .diffkit import Target, compare  # noqa: E402
-from .txn_wire import ASSIGN_TOPIC, TxnError, TxnWire  # noqa: E402
 
 pytestmark = [pytest.mark.differential, pytest.mark.slow]
 
