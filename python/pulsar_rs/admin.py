@@ -1,8 +1,8 @@
 """A client for the broker's admin REST API (Pulsar's ``/admin/v2`` paths), with the standard
-library only: ``Admin(url, token=None)`` with ``clusters``, ``tenants``, ``namespaces`` and
-``topics`` and ``schemas`` groups named as ``pulsar-admin``'s commands (``topics.skip``, ``topics.reset_cursor``,
-``namespaces.set_retention``, ...). A message id is ``"earliest"``, ``"latest"``, ``"L:E"`` or a
-``(ledger_id, entry_id)`` pair.
+library only: ``Admin(url, token=None)`` with ``clusters``, ``tenants``, ``namespaces``,
+``topics``, ``schemas`` and ``transactions`` groups named as ``pulsar-admin``'s commands
+(``topics.skip``, ``topics.reset_cursor``, ``namespaces.set_retention``, ...). A message id is
+``"earliest"``, ``"latest"``, ``"L:E"`` or a ``(ledger_id, entry_id)`` pair.
 
 >>> admin = Admin("http://127.0.0.1:8080")                       # doctest: +SKIP
 >>> admin.tenants.create("acme", admin_roles=["ops"])             # doctest: +SKIP
@@ -20,6 +20,7 @@ from typing import Any
 
 from ._admin_messages import messages_of
 from ._admin_policies import PolicySetters, TopicPolicySetters
+from ._admin_transactions import Transactions
 from ._native import PulsarRsError
 
 __all__ = ["Admin", "AdminError"]
@@ -89,6 +90,7 @@ class Admin:
         self.topics = _Topics(self)
         self.brokers = _Brokers(self)
         self.schemas = _Schemas(self)
+        self.transactions = Transactions(self)
 
     def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> Any:
         """One call; returns the parsed JSON answer (``None`` when empty). Raises

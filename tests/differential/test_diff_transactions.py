@@ -1,9 +1,10 @@
 """Transactions against Apache Pulsar and pulsar-rs, both with ``transactionCoordinatorEnabled=true``.
 
 The official Python client has no transaction API, so transactions are driven through
-:mod:`.txn_wire` (raw protocol: the txn id in CommandSend and in the metadata, as the Java client
-sends them) and observed with the official client's consumers and readers. The brokers are their own
-pair (the session's others keep Pulsar's default, transactions off), started once per module.
+:mod:`txn_wire` (``tests/txn_wire.py``; raw protocol: the txn id in CommandSend and in the metadata,
+as the Java client sends them) and observed with the official client's consumers and readers. The
+brokers are their own pair (the session's others keep Pulsar's default, transactions off), started
+once per module.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ pulsar = pytest.importorskip("pulsar")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools import pulsar_reference  # noqa: E402
 
+from txn_wire import ASSIGN_TOPIC, TxnError, TxnWire  # noqa: E402
+
 from .diffkit import Target, compare  # noqa: E402
-from .txn_wire import ASSIGN_TOPIC, TxnError, TxnWire  # noqa: E402
 
 pytestmark = [pytest.mark.differential, pytest.mark.slow]
 
 _ids = itertools.count()
+#: ``maxActiveTransactionsPerCoordinator`` of both brokers: above what any other scenario holds open.
+MAX_ACTIVE = 16
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +38,17 @@ def txn_brokers() -> Iterator[tuple[Any, Any]]:
     reason = pulsar_reference.available()
     if reason:
         pytest.skip(f"Apache Pulsar reference unavailable: {reason}")
-    ref = pulsar_reference.PulsarStandalone(
-        {"transactionCoordinatorEnabled": True, "brokerDeleteInactiveTopicsEnabled": False}
-    )
+    conf = {
+        "transactionCoordinatorEnabled": True,
+        "brokerDeleteInactiveTopicsEnabled": False,
+        "maxActiveTransactionsPerCoordinator": MAX_ACTIVE,
+    }
+    ref = pulsar_reference.PulsarStandalone(conf)
     ref.start()
     from pulsar_rs import Broker
 
     try:
-        with Broker(transactionCoordinatorEnabled=True, brokerDeleteInactiveTopicsEnabled=False) as rs:
+        with Broker(**conf) as rs:
             yield ref, rs
     finally:
         ref.cleanup()
@@ -206,3 +213,42 @@ def test_txn_id_only_on_the_send_command(txn_pair: tuple[Target, Target]) -> Non
         return seen
 
     compare(txn_pair, scenario)
+
+
+def test_new_txn_beyond_max_active_transactions_goes_unanswered(txn_pair: tuple[Target, Target]) -> None:
+    """``maxActiveTransactionsPerCoordinator``: NEW_TXN on a coordinator already holding that many
+    transactions not yet ended gets no answer at all (Pulsar leaves the client to time out,
+    apache/pulsar#15133), and is answered again once one of them ends."""
+
+    def scenario(t: Target) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        opened = []
+        with _wire(t) as w:
+            # After the connect: Pulsar loads the coordinator only then (404 before).
+            status, stats = t.rest("GET", "/admin/v3/transactions/coordinatorStats?coordinatorId=0")
+            assert status == 200, f"{t.name}: coordinator stats: {status} {stats}"
+            ongoing = stats["ongoingTxnSize"]
+            for _ in range(MAX_ACTIVE + 2):
+                w.sock.settimeout(3)
+                try:
+                    opened.append(w.new_txn())
+                except TimeoutError:
+                    out["unanswered_at_the_limit"] = ongoing + len(opened) == MAX_ACTIVE
+                    break
+                except TxnError as e:
+                    out["refused"] = e.code
+                    break
+            w.sock.settimeout(15)
+            if opened:
+                w.end_txn(opened.pop(0), commit=False)
+                try:
+                    opened.append(w.new_txn())
+                    out["after_one_ended"] = "ok"
+                except (TimeoutError, TxnError) as e:
+                    out["after_one_ended"] = getattr(e, "code", "unanswered")
+            for txn in opened:
+                w.end_txn(txn, commit=False)
+        return out
+
+    seen = compare(txn_pair, scenario)
+    assert seen == {"unanswered_at_the_limit": True, "after_one_ended": "ok"}, seen

@@ -68,6 +68,10 @@ pub enum BrokerError {
     /// A transactional ack conflicts with an ack or another transaction (TransactionConflict).
     #[error("{0}")]
     TransactionConflict(String),
+    /// NEW_TXN on a coordinator holding `maxActiveTransactionsPerCoordinator` transactions not
+    /// yet ended (Pulsar's `ReachMaxActiveTxnException`): the request gets no answer at all.
+    #[error("{0}")]
+    ReachMaxActiveTxn(String),
     /// The broker is shutting down.
     #[error("broker is shutting down")]
     ShuttingDown,

@@ -136,6 +136,9 @@ pub struct BrokerConfig {
     pub delayed_delivery_enabled: bool,
     /// Transactions: the coordinator, transaction buffers and pending acks.
     pub transaction_coordinator_enabled: bool,
+    /// Transactions not yet ended one coordinator holds before NEW_TXN goes unanswered, as
+    /// Pulsar leaves it (apache/pulsar#15133: the client times out); 0: no limit.
+    pub max_active_transactions_per_coordinator: u64,
     pub delayed_delivery_tick_time_millis: u64,
     pub delayed_delivery_deliver_at_time_strict: bool,
 
@@ -326,6 +329,7 @@ impl Default for BrokerConfig {
             key_shared_unblocking_interval_ms: 10,
             delayed_delivery_enabled: true,
             transaction_coordinator_enabled: false,
+            max_active_transactions_per_coordinator: 0,
             delayed_delivery_tick_time_millis: 1000,
             delayed_delivery_deliver_at_time_strict: false,
             max_publish_rate_per_topic_in_messages: 0,

@@ -210,13 +210,22 @@ impl BrokerService {
     /// NEW_TXN on TC `tc_id` with the client's timeout (ms); aborted when it expires.
     ///
     /// # Errors
-    /// As [`BrokerService::coordinator`]; log failures.
+    /// As [`BrokerService::coordinator`]; ReachMaxActiveTxn when the coordinator already holds
+    /// `maxActiveTransactionsPerCoordinator` transactions not yet ended; log failures.
     pub async fn new_txn(
         self: &Arc<Self>,
         tc_id: u64,
         timeout_ms: u64,
     ) -> Result<TxnId, BrokerError> {
         let tc = self.coordinator(tc_id)?;
+        let max = self.config.max_active_transactions_per_coordinator;
+        // Checked before the append, as Pulsar checks it: NEW_TXNs racing here may pass the
+        // limit by the number in flight, which Pulsar's check allows too.
+        if max > 0 && tc.active_count() as u64 >= max {
+            return Err(BrokerError::ReachMaxActiveTxn(format!(
+                "New txn op reach max active txn! tcId : {tc_id}"
+            )));
+        }
         let id = tc.new_txn(timeout_ms, now_ms()).await?;
         self.arm_timeout(id, timeout_ms);
         Ok(id)

@@ -460,3 +460,33 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
     assert!(tc.get(committed).is_none());
     assert_eq!(tc.get(open).map(|m| m.status), Some(TxnStatus::Open));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_txn_beyond_the_active_limit_is_refused_until_one_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let svc = tokio::task::spawn_blocking(move || {
+        let svc = BrokerService::open(
+            BrokerConfig {
+                journal_sync_data: false,
+                transaction_coordinator_enabled: true,
+                max_active_transactions_per_coordinator: 2,
+                ..BrokerConfig::default()
+            },
+            &path,
+        )
+        .unwrap();
+        svc.open_coordinators().unwrap();
+        svc
+    })
+    .await
+    .unwrap();
+    let first = svc.new_txn(0, 60_000).await.unwrap();
+    svc.new_txn(0, 60_000).await.unwrap();
+    assert!(matches!(
+        svc.new_txn(0, 60_000).await,
+        Err(BrokerError::ReachMaxActiveTxn(_))
+    ));
+    svc.end_txn(first, TxnAction::Abort).await.unwrap();
+    svc.new_txn(0, 60_000).await.unwrap();
+}

@@ -3,7 +3,7 @@
 //! END_TXN_ON_SUBSCRIPTION answered on the wire too. The work awaits durable log appends and
 //! markers, so it runs in a task of its own that queues the reply; the connection keeps serving.
 //! Without `transactionCoordinatorEnabled` each gets a generic ERROR NotAllowedError, as Pulsar
-//! answers.
+//! answers; a NEW_TXN beyond `maxActiveTransactionsPerCoordinator` gets no answer at all.
 
 use std::future::Future;
 
@@ -73,15 +73,23 @@ impl Connection {
         let (request_id, tc_id) = (c.request_id, c.tc_id.unwrap_or(0));
         // The field is named seconds but carries milliseconds (see PulsarApi.proto).
         let timeout_ms = c.txn_ttl_seconds.unwrap_or(0);
-        self.reply_later(async move {
-            match svc.new_txn(tc_id, timeout_ms).await {
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let reply = match svc.new_txn(tc_id, timeout_ms).await {
                 Ok(id) => commands::new_txn_response(request_id, (id.most, id.least), None),
+                // Pulsar answers nothing here, so that clients back off by timing out instead
+                // of retrying at once (apache/pulsar#15133).
+                Err(BrokerError::ReachMaxActiveTxn(why)) => {
+                    tracing::warn!(tc = tc_id, request_id, "{why}");
+                    return;
+                }
                 Err(e) => commands::new_txn_response(
                     request_id,
                     (tc_id, 0),
                     Some((wire_code(&e), e.to_string())),
                 ),
-            }
+            };
+            let _ = tx.send(frame(&reply));
         });
     }
 

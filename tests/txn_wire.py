@@ -1,16 +1,18 @@
-"""A minimal transactional client speaking Pulsar's binary protocol, for the differential scenarios.
+"""A minimal transactional client speaking Pulsar's binary protocol, for the differential scenarios
+and the transactional power-loss runs (``tests/power_loss/txn_run``).
 
 The official Python client has no transaction API (its C++ core never implemented one), so the
 scenarios drive transactions with this: one blocking TCP connection, hand-encoded protobuf for the
 handful of commands a transactional producer needs (CONNECT, PARTITIONED_METADATA, LOOKUP,
-TC_CLIENT_CONNECT, NEW_TXN, ADD_PARTITION_TO_TXN, PRODUCER, SEND with the txn id in both the command
-and the message metadata as the Java client sets them, END_TXN). Consumers and readers stay the
-official client's. Field numbers are PulsarApi.proto's; the protobuf primitives are
-``tests/raw_protocol.py``'s.
+TC_CLIENT_CONNECT, NEW_TXN, ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN, PRODUCER, SEND with the
+txn id in both the command and the message metadata as the Java client sets them, END_TXN, and a
+consumer's SUBSCRIBE, FLOW and transactional ACK). Readers stay the official client's. Field
+numbers are PulsarApi.proto's; the protobuf primitives are ``tests/raw_protocol.py``'s.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import time
@@ -37,10 +39,12 @@ SERVER_ERRORS = {
 }
 
 # BaseCommand types (= the command's field number in BaseCommand).
-CONNECT, CONNECTED, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 5, 6, 7, 8
-ERROR, PRODUCER_SUCCESS, PING, PONG = 14, 17, 18, 19
+CONNECT, CONNECTED, SUBSCRIBE, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 4, 5, 6, 7, 8
+MESSAGE, ACK, FLOW, SUCCESS, ERROR, PRODUCER_SUCCESS, PING, PONG = 9, 10, 11, 13, 14, 17, 18, 19
+ACK_RESPONSE = 38
 PARTITIONED_METADATA, PARTITIONED_METADATA_RESPONSE, LOOKUP, LOOKUP_RESPONSE = 21, 22, 23, 24
 NEW_TXN, NEW_TXN_RESPONSE, ADD_PARTITION_TO_TXN, ADD_PARTITION_TO_TXN_RESPONSE = 50, 51, 52, 53
+ADD_SUBSCRIPTION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN_RESPONSE = 54, 55
 END_TXN, END_TXN_RESPONSE = 56, 57
 TC_CLIENT_CONNECT_REQUEST, TC_CLIENT_CONNECT_RESPONSE = 62, 63
 
@@ -79,6 +83,8 @@ class Reply:
 
     type: int
     fields: dict[int, list[int | bytes]]
+    #: What follows the command in the frame (a MESSAGE's stored message).
+    rest: bytes = b""
 
     def get(self, num: int, default: int | bytes | None = None) -> int | bytes | None:
         v = self.fields.get(num)
@@ -101,6 +107,8 @@ class TxnWire:
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self._rid = 0
         self._seq = 0
+        #: MESSAGE frames that arrived while a request waited for its answer, oldest first.
+        self.inbox: list[Delivered] = []
         self._send(CONNECT, _message((1, "pulsar-rs-txn-wire"), (4, 19)))
         self._wait(lambda r: r.type == CONNECTED)
 
@@ -131,7 +139,7 @@ class TxnWire:
         cmd = parse(frame[4 : 4 + size])
         ty = int(cmd[1][0])
         body = cmd.get(ty, [b""])[0]
-        return Reply(ty, parse(body if isinstance(body, bytes) else b""))
+        return Reply(ty, parse(body if isinstance(body, bytes) else b""), frame[4 + size :])
 
     def _recv(self, n: int) -> bytes:
         buf = bytearray()
@@ -147,6 +155,9 @@ class TxnWire:
             r = self._read()
             if r.type == PING:
                 self._send(PONG, b"")
+                continue
+            if r.type == MESSAGE:
+                self.inbox.append(_delivered(r))
                 continue
             if r.type == ERROR and (request_id is None or r.get(1) == request_id):
                 raise TxnError(SERVER_ERRORS.get(int(r.get(2, 0)), str(r.get(2))), _text(r.get(3)))
@@ -212,6 +223,53 @@ class TxnWire:
             5,
         )
 
+    def add_subscription(self, txn: tuple[int, int], topic: str, subscription: str) -> None:
+        self._request(
+            ADD_SUBSCRIPTION_TO_TXN,
+            ADD_SUBSCRIPTION_TO_TXN_RESPONSE,
+            lambda rid: _message((1, rid), (2, txn[1]), (3, txn[0]), (4, _message((1, topic), (2, subscription)))),
+            4,
+            5,
+        )
+
+    def subscribe(self, topic: str, subscription: str, consumer_id: int, *, shared: bool = True) -> None:
+        """SUBSCRIBE (Shared or Exclusive, from the earliest message) after the LOOKUP."""
+        self.lookup(topic)
+        rid = self._next_rid()
+        sub_type = 1 if shared else 0
+        body = _message((1, topic), (2, subscription), (3, sub_type), (4, consumer_id), (5, rid), (13, 1))
+        self._send(SUBSCRIBE, body)
+        self._wait(lambda r: r.type == SUCCESS and r.get(1) == rid, rid)
+
+    def flow(self, consumer_id: int, permits: int) -> None:
+        self._send(FLOW, _message((1, consumer_id), (2, permits)))
+
+    def receive(self, timeout: float) -> Delivered | None:
+        """The next delivered message, or None after ``timeout`` seconds without one."""
+        if self.inbox:
+            return self.inbox.pop(0)
+        deadline = time.monotonic() + timeout
+        while True:
+            # Waits for the frame's first byte only: a whole frame is then read with the socket's timeout.
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                return None
+            r = self._read()
+            if r.type == PING:
+                self._send(PONG, b"")
+            elif r.type == MESSAGE:
+                return _delivered(r)
+
+    def ack_txn(self, consumer_id: int, txn: tuple[int, int], positions: list[tuple[int, int]]) -> None:
+        """An individual ACK of ``positions`` in ``txn``, waiting for its ACK_RESPONSE."""
+        rid = self._next_rid()
+        ids = [(3, _message((1, ledger), (2, entry))) for ledger, entry in positions]
+        self._send(ACK, _message((1, consumer_id), (2, 0), *ids, (6, txn[1]), (7, txn[0]), (8, rid)))
+        r = self._wait(lambda r: r.type == ACK_RESPONSE and r.get(6) == rid, rid)
+        if r.get(4) is not None:
+            code = int(r.get(4))
+            raise TxnError(SERVER_ERRORS.get(code, str(code)), _text(r.get(5)))
+
     def producer(self, topic: str, producer_id: int) -> None:
         """PRODUCER with ``txn_enabled``, after the LOOKUP that makes the broker own the topic."""
         self.lookup(topic)
@@ -236,6 +294,24 @@ class TxnWire:
         if r.type == SEND_ERROR:
             code = int(r.get(3, 0))
             raise TxnError(SERVER_ERRORS.get(code, str(code)), _text(r.get(4)))
+
+
+@dataclass
+class Delivered:
+    """A MESSAGE: its position and payload (a non-batched message)."""
+
+    consumer_id: int
+    position: tuple[int, int]
+    payload: bytes
+
+
+def _delivered(r: Reply) -> Delivered:
+    mid = parse(r.get(2, b""))
+    rest = r.rest
+    if rest[:2] == b"\x0e\x01":  # magic and checksum
+        rest = rest[6:]
+    size = struct.unpack(">I", rest[:4])[0]
+    return Delivered(int(r.get(1, 0)), (int(mid[1][0]), int(mid[2][0])), rest[4 + size :])
 
 
 def _text(v: int | bytes | None) -> str:
