@@ -27,8 +27,8 @@ import pulsar
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
-from tools.pulsar_reference import PulsarReferenceError, available  # noqa: E402
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster  # noqa: E402
+from tools.pulsar_reference import PulsarReferenceError, available
+from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)

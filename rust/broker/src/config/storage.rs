@@ -17,7 +17,12 @@ impl BrokerConfig {
         if url.is_empty() || url.starts_with("rocksdb:") || url.starts_with("memory:") {
             return None;
         }
-        Some(url.strip_prefix("zk:").unwrap_or(url).trim_end_matches('/').to_owned())
+        Some(
+            url.strip_prefix("zk:")
+                .unwrap_or(url)
+                .trim_end_matches('/')
+                .to_owned(),
+        )
     }
 
     /// The storage-layer settings.
