@@ -7,10 +7,7 @@ transaction buffer stats and a subscription's pending-ack stats. A broker withou
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
-
-if TYPE_CHECKING:
-    from .admin import Admin
+from typing import Any, Protocol, TypedDict
 
 __all__ = ["CoordinatorStats", "Transactions"]
 
@@ -28,6 +25,12 @@ class CoordinatorStats(TypedDict):
     recoverEndTime: int
 
 
+class _Requester(Protocol):
+    """What this group needs of :class:`pulsar_rs.Admin` (named so, not imported: no circle)."""
+
+    def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> Any: ...
+
+
 def _persistent_path(topic: str) -> str:
     """``persistent://t/ns/x`` (or ``t/ns/x``) → ``t/ns/x``, quoted."""
     from urllib.parse import quote
@@ -39,7 +42,7 @@ def _persistent_path(topic: str) -> str:
 class Transactions:
     """``admin.transactions``."""
 
-    def __init__(self, admin: Admin) -> None:
+    def __init__(self, admin: _Requester) -> None:
         self._a = admin
 
     def coordinator_stats(self) -> dict[int, CoordinatorStats]:

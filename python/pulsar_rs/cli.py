@@ -87,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         "perf",
         add_help=False,
         help="load generator (pulsar-perf): perf produce|consume [--rate R --size S --batch B --topics T"
-        " --producers N --consumers N --duration SECS --sub-type TYPE --url URL ...] (--help for all; --json)",
+        " --num-producers N (per topic) --producers N (in all) --consumers N --duration SECS --sub-type TYPE"
+        " --url URL ...] (--help for all; --json)",
     )
     perf.add_argument("mode", choices=("produce", "consume"))
     perf.add_argument("args", nargs=argparse.REMAINDER)

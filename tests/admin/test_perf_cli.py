@@ -61,6 +61,21 @@ def test_produce_then_consume(pulsar_broker) -> None:
     assert result["config"]["sub_type"] == "Shared"
 
 
+def test_num_producers_counts_per_topic_as_pulsar_perf(pulsar_broker) -> None:
+    # pulsar-perf's -n / --num-producers is per topic, one by default: every topic gets load.
+    url, admin = pulsar_broker.service_url, pulsar_broker.admin_url
+    run = perf("produce", "--url", url, "--topics", "3", "--topic-prefix", "perfn", "--rate", "300",
+               "--test-duration", "1.5", "--json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout[run.stdout.index("{") :])
+    assert result["config"]["producers"] == 3
+    assert all(in_counter(admin, f"perfn-{i}") > 0 for i in range(3))
+    run = perf("produce", "--url", url, "--topics", "2", "--topic-prefix", "perfn2", "--num-producers", "2",
+               "--rate", "200", "--test-duration", "1", "--json")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout[run.stdout.index("{") :])["config"]["producers"] == 4
+
+
 def test_bad_arguments_and_help() -> None:
     bad = perf("produce", "--rate", "fast")
     assert bad.returncode == 2 and "invalid value 'fast'" in bad.stderr

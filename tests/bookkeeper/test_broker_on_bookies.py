@@ -8,6 +8,9 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
 * A second broker opening the same topic fences the first: the first's later sends are never
   receipted, and the second serves everything the first receipted. (Without a cluster to say who
   owns the topic, nothing else stops the first from opening it again later: issue 34's ownership.)
+* Apache Pulsar 4.0.8 on the same ZooKeeper and bookies serves a topic pulsar-rs wrote, with the
+  subscription where pulsar-rs left it, and pulsar-rs serves a topic Apache Pulsar wrote: the same
+  entries, ledger lists and cursors, in Pulsar's formats.
 """
 
 from __future__ import annotations
@@ -217,3 +220,48 @@ def test_a_second_broker_fences_the_first(tmp_path, bookies):
         sigkill(b)
         with contextlib.suppress(Exception):
             ca.close()
+
+
+def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies):
+    ours, theirs = "persistent://public/default/written-by-pulsar-rs", "persistent://public/default/written-by-pulsar"
+    sent = [b"rs-%02d" % i for i in range(30)]
+    r, url = start_broker(tmp_path, bookies, "r")
+    try:
+        c = client(url)
+        consumer = c.subscribe(ours, "s")
+        producer = c.create_producer(ours, batching_enabled=False)
+        for m in sent:
+            producer.send(m)
+        for _ in range(10):
+            consumer.acknowledge(consumer.receive(timeout_millis=10000))
+        c.close()
+        r.send_signal(signal.SIGTERM)  # an orderly stop writes the cursor and closes the ledger
+        assert r.wait(timeout=30) == 0
+    finally:
+        sigkill(r)
+
+    pulsar_broker = bookies.start_pulsar_broker()
+    try:
+        c = client(pulsar_broker.service_url)
+        assert drain(c, ours, "s", 20) == sent[10:], "Apache Pulsar resumes our subscription where we left it"
+        assert drain(c, ours, "fresh", 30) == sent, "and serves every entry we wrote"
+        c.subscribe(theirs, "s2").close()
+        producer = c.create_producer(theirs, batching_enabled=False)
+        for i in range(20):
+            producer.send(b"java-%02d" % i)
+        consumer = c.subscribe(theirs, "s2")
+        for _ in range(5):
+            consumer.acknowledge(consumer.receive(timeout_millis=10000))
+        c.close()
+    finally:
+        pulsar_broker.stop(graceful=True)
+
+    r2, url2 = start_broker(tmp_path, bookies, "r2")
+    try:
+        c = client(url2)
+        expected = [b"java-%02d" % i for i in range(20)]
+        assert drain(c, theirs, "s2", 15) == expected[5:], "we resume Apache Pulsar's subscription"
+        assert drain(c, theirs, "fresh", 20) == expected, "and serve every entry it wrote"
+        c.close()
+    finally:
+        sigkill(r2)

@@ -39,6 +39,8 @@ class BookKeeperCluster:
         #: bookie id (``127.0.0.1:port``) -> process
         self.bookies: dict[str, subprocess.Popen[bytes]] = {}
         self._count = bookies
+        self._pulsar: list[PulsarBroker] = []
+        self._initialised: set[str] = set()
 
     @property
     def zk_servers(self) -> str:
@@ -175,9 +177,18 @@ class BookKeeperCluster:
                 raise PulsarReferenceError(f"timed out waiting for {what}:\n{tail}")
             time.sleep(0.2)  # polling an external JVM: there is no event to wait on
 
+    def start_pulsar_broker(self, cluster: str = "test") -> PulsarBroker:
+        """An Apache Pulsar broker on this ZooKeeper and these bookies (cluster metadata initialised
+        on first use, as ``pulsar initialize-cluster-metadata`` does); stopped with the cluster."""
+        broker = PulsarBroker(self, cluster)
+        self._pulsar.append(broker)
+        return broker.start()
+
     def stop(self) -> None:
         procs = [*self.bookies.values(), *([self._zk] if self._zk else [])]
-        self.bookies, self._zk = {}, None
+        for broker in self._pulsar:
+            broker.stop()
+        self.bookies, self._zk, self._pulsar = {}, None, []
         for p in procs:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
@@ -196,3 +207,104 @@ class BookKeeperCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.cleanup()
+
+
+class PulsarBroker:
+    """``bin/pulsar broker`` on a :class:`BookKeeperCluster`, 127.0.0.1, ephemeral ports."""
+
+    def __init__(self, bk: BookKeeperCluster, cluster: str) -> None:
+        self.bk = bk
+        self.cluster = cluster
+        self.port = free_port()
+        self.web_port = free_port()
+        self.dir = bk.dir / f"pulsar-broker-{self.port}"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def _env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PULSAR_MEM": "-Xms128m -Xmx512m -XX:MaxDirectMemorySize=512m",
+            "PULSAR_GC": "-XX:+UseSerialGC",
+            "PULSAR_GC_LOG": " ",
+            "PULSAR_LOG_DIR": str(self.dir / "logs"),
+        }
+
+    def start(self) -> Self:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        zk = self.bk.metadata_store_url
+        if self.cluster not in self.bk._initialised:
+            init = subprocess.run(
+                [
+                    str(self.bk.home / "bin" / "pulsar"),
+                    "initialize-cluster-metadata",
+                    "-c",
+                    self.cluster,
+                    "-md",
+                    zk,
+                    "-cms",
+                    zk,
+                    "-uw",
+                    self.admin_url,
+                    "-ub",
+                    self.service_url,
+                    "--existing-bk-metadata-service-uri",
+                    self.bk.bookkeeper_uri,
+                ],
+                capture_output=True,
+                env=self._env(),
+                timeout=180,
+                check=False,
+            )
+            if init.returncode != 0:
+                raise PulsarReferenceError(f"initialize-cluster-metadata failed:\n{init.stdout.decode()[-3000:]}")
+            self.bk._initialised.add(self.cluster)
+        shipped = (self.bk.home / "conf" / "broker.conf").read_text()
+        conf = self.dir / "broker.conf"
+        # Later keys win when Java loads the properties.
+        conf.write_text(
+            f"{shipped}\nmetadataStoreUrl={zk}\nconfigurationMetadataStoreUrl={zk}\nclusterName={self.cluster}\n"
+            f"brokerServicePort={self.port}\nwebServicePort={self.web_port}\nbindAddress=127.0.0.1\n"
+            f"advertisedAddress=127.0.0.1\nbookkeeperMetadataServiceUri={self.bk.bookkeeper_uri}\n"
+            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\n"
+            "managedLedgerDefaultAckQuorum=2\nfunctionsWorkerEnabled=false\n"
+        )
+        out = (self.dir / "broker.out").open("wb")
+        self._proc = subprocess.Popen(
+            [str(self.bk.home / "bin" / "pulsar"), "broker"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**self._env(), "PULSAR_BROKER_CONF": str(conf)},
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        out.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _port_open(self.port):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                tail = (self.dir / "broker.out").read_text(errors="replace")[-3000:]
+                self.stop()
+                raise PulsarReferenceError(f"the Apache Pulsar broker did not serve:\n{tail}")
+            time.sleep(0.5)  # polling an external JVM: there is no event to wait on
+        return self
+
+    def stop(self, graceful: bool = False) -> None:
+        """Stops the broker: SIGTERM and its orderly shutdown (topics closed, cursors written) when
+        ``graceful``, else SIGKILL."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM if graceful else signal.SIGKILL)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)

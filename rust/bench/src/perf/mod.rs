@@ -57,11 +57,25 @@ pub struct Args {
     /// Broker service URL.
     #[arg(long, default_value = "pulsar://127.0.0.1:6650")]
     pub url: String,
-    /// Number of producers (spread round-robin over the topics).
-    #[arg(long, visible_alias = "num-producers", default_value_t = 1)]
+    /// pulsar-perf's `--num-producers`: producers *per topic* (default 1 per topic, as
+    /// pulsar-perf); wins over `--producers`.
+    #[arg(long = "num-producers")]
+    pub num_producers: Option<usize>,
+    /// pulsar-perf's `--num-consumers`: consumers per topic (one subscription); wins over
+    /// `--consumers`.
+    #[arg(long = "num-consumers")]
+    pub num_consumers: Option<usize>,
+    /// Producers in all, spread round-robin over the topics (default: `--num-producers`).
+    #[arg(long = "producers")]
+    pub total_producers: Option<usize>,
+    /// Consumers in all, spread round-robin over the topics (default: `--num-consumers`).
+    #[arg(long = "consumers")]
+    pub total_consumers: Option<usize>,
+    /// The producers in all, as resolved from the options above by [`Args::resolved`].
+    #[arg(skip)]
     pub producers: usize,
-    /// Number of consumers (spread round-robin over the topics, one subscription).
-    #[arg(long, visible_alias = "num-consumers", default_value_t = 1)]
+    /// The consumers in all, as resolved by [`Args::resolved`].
+    #[arg(skip)]
     pub consumers: usize,
     /// Number of topics.
     #[arg(long, visible_alias = "num-topics", default_value_t = 1)]
@@ -119,6 +133,22 @@ pub struct Args {
     /// Tokio worker threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+}
+
+impl Args {
+    /// The counts in all: `--num-producers` / `--num-consumers` per topic (pulsar-perf's meaning),
+    /// else `--producers` / `--consumers` in all, else one of each per topic.
+    #[must_use]
+    pub fn resolved(mut self) -> Args {
+        let per_topic = |n: Option<usize>, total: Option<usize>| match (n, total) {
+            (Some(n), _) => n * self.topics,
+            (None, Some(t)) => t,
+            (None, None) => self.topics,
+        };
+        self.producers = per_topic(self.num_producers, self.total_producers);
+        self.consumers = per_topic(self.num_consumers, self.total_consumers);
+        self
+    }
 }
 
 /// Counters shared by all tasks. Relaxed atomics: statistics and stop flags; the Notify
@@ -261,6 +291,7 @@ pub async fn run(
     if args.batch == 0 || args.topics == 0 {
         return Err("--batch and --topics must be > 0".into());
     }
+    let args = Arc::new(args.as_ref().clone().resolved());
     let per_topic = args.consumers.div_ceil(args.topics);
     let sub_type = match args.sub_type {
         SubKind::Auto if per_topic > 1 => SubType::Shared,
