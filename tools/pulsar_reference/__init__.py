@@ -250,15 +250,7 @@ class PulsarStandalone:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        stop_process_group(proc, graceful=True)
 
     def cleanup(self) -> None:
         self.stop()
@@ -271,6 +263,21 @@ class PulsarStandalone:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.cleanup()
+
+
+def stop_process_group(proc: subprocess.Popen[bytes] | None, *, graceful: bool, wait_s: float = 30) -> None:
+    """Stops a process started in a session of its own (``bin/pulsar`` execs java, which keeps it):
+    SIGTERM and an orderly shutdown when ``graceful`` (SIGKILL after ``wait_s``), else SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM if graceful else signal.SIGKILL)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
 
 
 def _die_with_parent() -> None:

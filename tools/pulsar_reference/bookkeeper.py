@@ -11,10 +11,8 @@ Every process is stopped (and the directory removed) on exit.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -22,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from . import PulsarReferenceError, _die_with_parent, _port_open, ensure_distribution, free_port
+from . import PulsarReferenceError, _die_with_parent, _port_open, ensure_distribution, free_port, stop_process_group
 
 #: How long ZooKeeper plus the bookies may take to come up (JVM starts on a busy 2-core box).
 START_TIMEOUT_S = 180.0
@@ -137,10 +135,7 @@ class BookKeeperCluster:
 
     def kill_bookie(self, bookie: str) -> None:
         """SIGKILLs one bookie (its data stays on disk)."""
-        proc = self.bookies.pop(bookie)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        stop_process_group(self.bookies.pop(bookie), graceful=False)
 
     def writable_bookies(self) -> list[str]:
         """The bookies registered writable, as BookKeeper's shell lists them."""
@@ -190,11 +185,7 @@ class BookKeeperCluster:
             broker.stop()
         self.bookies, self._zk, self._pulsar = {}, None, []
         for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-        for p in procs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=30)
+            stop_process_group(p, graceful=False)
 
     def cleanup(self) -> None:
         self.stop()
@@ -299,12 +290,4 @@ class PulsarBroker:
         """Stops the broker: SIGTERM and its orderly shutdown (topics closed, cursors written) when
         ``graceful``, else SIGKILL."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM if graceful else signal.SIGKILL)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=30)
+        stop_process_group(proc, graceful=graceful, wait_s=60)

@@ -7,14 +7,16 @@
 
 #[path = "../../bookkeeper/tests/common/mod.rs"]
 mod common;
+#[path = "mltool/mod.rs"]
+mod mltool;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::{skip_unless_ready, tagged, Cluster, SERIAL};
+use mltool::mltool;
 use pulsar_rs_ledger::seam::LedgerStorage;
 use pulsar_rs_ledger::{LedgerConfig, LedgerError, Position, Storage, StorageConfig};
 use pulsar_rs_ledger_bk::BkSettings;
@@ -43,37 +45,6 @@ fn ledger_config(per_ledger: u64) -> LedgerConfig {
 
 fn payload(i: usize) -> Bytes {
     Bytes::from(format!("broker-entry-{i}"))
-}
-
-fn mltool(cluster: &Cluster, args: &[&str]) -> String {
-    let classes = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mltool-classes-storage");
-    std::fs::create_dir_all(&classes).unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/MlTool.java");
-    let ok = Command::new("javac")
-        .args(["-nowarn", "-d"])
-        .arg(&classes)
-        .args(["-cp", &format!("{}/lib/*", cluster.home.display())])
-        .arg(src)
-        .status()
-        .expect("javac");
-    assert!(ok.success(), "javac MlTool.java failed");
-    let out = Command::new("java")
-        .args([
-            "-Xmx128m",
-            "-cp",
-            &format!("{}:{}/lib/*", classes.display(), cluster.home.display()),
-            "MlTool",
-        ])
-        .args(args)
-        .output()
-        .expect("run MlTool");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "MlTool {args:?} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 #[test]

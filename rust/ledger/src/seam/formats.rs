@@ -3,7 +3,8 @@
 //!
 //! * [`ManagedLedgerInfo`]: the topic's ledger list, at `/managed-ledgers/{name}`;
 //! * [`ManagedCursorInfo`]: one cursor's mark-delete position and individually deleted ranges, at
-//!   `/managed-ledgers/{name}/{cursor}`.
+//!   `/managed-ledgers/{name}/{cursor}`;
+//! * [`PositionInfo`]: a cursor's state as Pulsar appends it to the cursor's own ledger.
 //!
 //! Field numbers and types follow the proto file (checked against the classes of Pulsar 4.0.8).
 //! Fields this crate does not interpret but must not drop when it rewrites a record Pulsar wrote
@@ -99,6 +100,18 @@ pub struct ManagedCursorInfo {
     /// `StringProperty`s (cursor properties), kept as they were read.
     #[prost(bytes = "vec", repeated, tag = "8")]
     pub cursor_properties: Vec<Vec<u8>>,
+}
+
+/// `PositionInfo`: the entry Pulsar writes to a cursor ledger (the fields read here; its
+/// properties and batch indexes are Pulsar's own).
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct PositionInfo {
+    #[prost(int64, required, tag = "1")]
+    pub ledger_id: i64,
+    #[prost(int64, required, tag = "2")]
+    pub entry_id: i64,
+    #[prost(message, repeated, tag = "3")]
+    pub individual_deleted_messages: Vec<MessageRange>,
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use prost::Message;
 
 use super::formats::{
     KeyValue, LedgerInfo as PbLedgerInfo, LongProperty, ManagedCursorInfo, ManagedLedgerInfo,
-    MessageRange, NestedPositionInfo,
+    MessageRange, NestedPositionInfo, PositionInfo,
 };
 use crate::{AckSet, CursorSnapshot, LedgerError, LedgerInfo, Position, Result};
 
@@ -193,16 +193,6 @@ pub fn decode_cursor(path: &str, raw: &[u8]) -> Result<std::result::Result<Curso
 /// # Errors
 /// [`LedgerError::CorruptMetadata`] naming `path`.
 pub fn decode_position_info(path: &str, raw: &[u8]) -> Result<CursorSnapshot> {
-    /// `PositionInfo`: the fields read here (properties and batch indexes kept by Pulsar only).
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct PositionInfo {
-        #[prost(int64, required, tag = "1")]
-        ledger_id: i64,
-        #[prost(int64, required, tag = "2")]
-        entry_id: i64,
-        #[prost(message, repeated, tag = "3")]
-        individual_deleted_messages: Vec<MessageRange>,
-    }
     let info = PositionInfo::decode(raw).map_err(|e| corrupt(path, &e))?;
     let mut s = CursorSnapshot {
         mark_delete: Position::new(info.ledger_id, info.entry_id),

@@ -15,20 +15,11 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use prost::Message;
 
-use super::formats::{LongProperty, ManagedCursorInfo, MessageRange, NestedPositionInfo};
+use super::formats::{
+    LongProperty, ManagedCursorInfo, MessageRange, NestedPositionInfo, PositionInfo,
+};
 use super::{cursor_path, SeamManagedLedger, Version};
 use crate::{Entry, LedgerError, Position, Result};
-
-/// `PositionInfo`, the entry Pulsar writes to a cursor ledger.
-#[derive(Clone, PartialEq, Eq, prost::Message)]
-struct PositionInfo {
-    #[prost(int64, required, tag = "1")]
-    ledger_id: i64,
-    #[prost(int64, required, tag = "2")]
-    entry_id: i64,
-    #[prost(message, repeated, tag = "3")]
-    individual_deleted_messages: Vec<MessageRange>,
-}
 
 /// A durable cursor.
 pub struct SeamCursor {
