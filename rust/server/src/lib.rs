@@ -369,6 +369,9 @@ impl Server {
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(inactive_topic_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(compaction_loop(Arc::clone(&ctx), rx.clone()));
+        if ctx.service.config.bookkeeper_zookeeper().is_some() {
+            tasks.spawn(fenced_topics_loop(Arc::clone(&ctx), rx.clone()));
+        }
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));
         tracing::info!(%service_addr, %admin_addr, ?service_tls_addr, ?admin_tls_addr, data_dir = %data_dir.display(), "pulsar_rs broker listening");
         Ok(Server {
@@ -542,6 +545,23 @@ async fn inactive_topic_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<
 
 /// Periodic backlog quota check (`backlogQuotaCheckIntervalInSeconds`): producer-blocking
 /// policies disconnect the topic's producers; eviction moves the slowest cursors.
+/// On BookKeeper, every second: topics another owner fenced are unloaded and their producers
+/// told CloseProducer, so clients reconnect (Pulsar closes such a topic at the failed add).
+async fn fenced_topics_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let service = Arc::clone(&ctx.service);
+        let handles = tokio::task::spawn_blocking(move || service.unload_fenced_topics()).await;
+        for handle in handles.unwrap_or_default() {
+            ctx.fence_producer(handle);
+        }
+    }
+}
+
 async fn backlog_quota_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>) {
     let cfg = Arc::clone(&ctx.service.config);
     if !cfg.backlog_quota_check_enabled {

@@ -470,6 +470,29 @@ impl BrokerService {
         self.topics.lock().values().cloned().collect()
     }
 
+    /// Unloads every loaded topic whose managed ledger another owner fenced (on BookKeeper), as
+    /// Pulsar's `PersistentTopic` closes itself on a `ManagedLedgerFencedException`: its
+    /// consumers are disconnected and its producers' handles returned (the server closes them),
+    /// so clients reconnect and the next use opens the topic afresh from the bookies.
+    pub fn unload_fenced_topics(&self) -> Vec<u64> {
+        let fenced: Vec<Arc<Topic>> = {
+            let mut topics = self.topics.lock();
+            let names: Vec<TopicName> = topics
+                .iter()
+                .filter(|(_, t)| t.ledger.is_fenced())
+                .map(|(n, _)| n.clone())
+                .collect();
+            names.iter().filter_map(|n| topics.remove(n)).collect()
+        };
+        let mut handles = Vec::new();
+        for t in fenced {
+            tracing::warn!(topic = %t.name, "another owner fenced the topic: unloading it");
+            handles.extend(t.take_producers());
+            t.close();
+        }
+        handles
+    }
+
     /// Deletes a topic (closing it) and its stored data.
     ///
     /// # Errors
