@@ -261,6 +261,35 @@ def main() -> None:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     work = Path(tempfile.mkdtemp(prefix="bk-vs-pulsar-", dir=os.environ.get("BENCH_TMP")))
     rows: dict[str, list[dict]] = {}
+
+    warm: dict = {}
+    rss: dict = {}
+    rs_log_lines: list[str] = []
+
+    def save() -> dict:
+        """Writes everything known so far (after every run: a run cut short keeps its figures)."""
+        med = {k: median_of(v) for k, v in rows.items()}
+        out = {
+            "started_utc": started,
+            "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "args": vars(a),
+            "nproc": os.cpu_count(),
+            "ensemble": {"E": ensemble[0], "Qw": ensemble[1], "Qa": ensemble[2]},
+            "bookies": 3,
+            "bookie_heap_mb": a.bookie_heap_mb,
+            "perf_command": ["pulsar-rs", "perf", "produce", "--url", "URL", "--json", "..."],
+            "workload_args": {wl: perf_args(w, "PREFIX", a.duration) for wl, w in WORKLOADS.items()},
+            "broker_peak_rss_mb": rss,
+            "pulsar_rs_warn_error_log_lines": rs_log_lines[:50],
+            "pulsar_rs_warn_error_log_count": len(rs_log_lines),
+            "warmup": warm,
+            "runs": rows,
+            "medians": med,
+        }
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(out, indent=1))
+        return med
+
     t_start = time.monotonic()
     bk = BookKeeperCluster(bookies=3, bookie_heap_mb=a.bookie_heap_mb)
     rs = None
@@ -286,7 +315,6 @@ def main() -> None:
             return run_one(*targets[b], w, prefix, duration)
 
         log(f"brokers up at {time.monotonic() - t_start:.0f} s: {targets}")
-        warm = {}
         for b in BROKERS:  # topic creation, ledger creation, JIT: not measured
             warm[b] = run(b, WORKLOADS["FIX1K"], f"{b}-warmup", 3)
             log("warm-up", b, json.dumps(warm[b])[:400])
@@ -299,8 +327,9 @@ def main() -> None:
                     r.update(round=i, loadavg_before=la0, loadavg_after=loadavg())
                     log(b, wl, i, json.dumps(r)[:500])
                     rows.setdefault(f"{b}/{wl}", []).append(r)
-        rss = {"pulsar-rs": group_hwm_mb(rs.pgid), "pulsar": group_hwm_mb(java._proc.pid)}
-        rs_log_lines = rs.errors_logged()
+                    save()
+        rss.update({"pulsar-rs": group_hwm_mb(rs.pgid), "pulsar": group_hwm_mb(java._proc.pid)})
+        rs_log_lines.extend(rs.errors_logged())
     finally:
         if rs is not None:
             rs.close()
@@ -310,26 +339,7 @@ def main() -> None:
         else:
             bk.cleanup()
             shutil.rmtree(work, ignore_errors=True)
-    med = {k: median_of(v) for k, v in rows.items()}
-    out = {
-        "started_utc": started,
-        "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "args": vars(a),
-        "nproc": os.cpu_count(),
-        "ensemble": {"E": ensemble[0], "Qw": ensemble[1], "Qa": ensemble[2]},
-        "bookies": 3,
-        "bookie_heap_mb": a.bookie_heap_mb,
-        "perf_command": ["pulsar-rs", "perf", "produce", "--url", "URL", "--json", "..."],
-        "workload_args": {wl: perf_args(w, "PREFIX", a.duration) for wl, w in WORKLOADS.items()},
-        "broker_peak_rss_mb": rss,
-        "pulsar_rs_warn_error_log_lines": rs_log_lines[:50],
-        "pulsar_rs_warn_error_log_count": len(rs_log_lines),
-        "warmup": warm,
-        "runs": rows,
-        "medians": med,
-    }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=1))
+    med = save()
     print(table(med, workloads))
     bad = {
         k: [(r.get("send_errors"), r.get("not_received"), r.get("perf_errors"), r.get("error")) for r in v]
@@ -343,6 +353,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # SIGTERM runs the cleanup (the JVMs die with this process anyway, PR_SET_PDEATHSIG).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         main()
     except PulsarReferenceError as e:
