@@ -29,7 +29,10 @@ START_TIMEOUT_S = 180.0
 class BookKeeperCluster:
     """ZooKeeper plus ``bookies`` bookies, stopped on exit."""
 
-    def __init__(self, bookies: int = 3) -> None:
+    def __init__(self, bookies: int = 3, bookie_heap_mb: int = 128) -> None:
+        """``bookie_heap_mb``: each bookie's ``-Xmx`` and ``-XX:MaxDirectMemorySize`` (small for the
+        tests; a bookie at 128 MiB runs out of heap under a sustained load of ~50 MB/s)."""
+        self.bookie_heap_mb = bookie_heap_mb
         self.home = ensure_distribution()
         self.dir = Path(tempfile.mkdtemp(prefix="pulsar-rs-bk-"))
         self.zk_port = free_port()
@@ -122,11 +125,11 @@ class BookKeeperCluster:
         port = free_port()
         conf = self._bookie_conf(i, port)
         proc = self._java(
-            "-XX:MaxDirectMemorySize=128m",
+            f"-XX:MaxDirectMemorySize={self.bookie_heap_mb}m",
             "org.apache.bookkeeper.server.Main",
             "--conf",
             str(conf),
-            heap="-Xmx128m",
+            heap=f"-Xmx{self.bookie_heap_mb}m",
             log=f"bookie{i}.log",
         )
         bookie = f"127.0.0.1:{port}"
@@ -172,10 +175,11 @@ class BookKeeperCluster:
                 raise PulsarReferenceError(f"timed out waiting for {what}:\n{tail}")
             time.sleep(0.2)  # polling an external JVM: there is no event to wait on
 
-    def start_pulsar_broker(self, cluster: str = "test") -> PulsarBroker:
+    def start_pulsar_broker(self, cluster: str = "test", ensemble: tuple[int, int, int] = (2, 2, 2)) -> PulsarBroker:
         """An Apache Pulsar broker on this ZooKeeper and these bookies (cluster metadata initialised
-        on first use, as ``pulsar initialize-cluster-metadata`` does); stopped with the cluster."""
-        broker = PulsarBroker(self, cluster)
+        on first use, as ``pulsar initialize-cluster-metadata`` does); stopped with the cluster.
+        ``ensemble`` is its managedLedgerDefault (EnsembleSize, WriteQuorum, AckQuorum)."""
+        broker = PulsarBroker(self, cluster, ensemble)
         self._pulsar.append(broker)
         return broker.start()
 
@@ -203,9 +207,10 @@ class BookKeeperCluster:
 class PulsarBroker:
     """``bin/pulsar broker`` on a :class:`BookKeeperCluster`, 127.0.0.1, ephemeral ports."""
 
-    def __init__(self, bk: BookKeeperCluster, cluster: str) -> None:
+    def __init__(self, bk: BookKeeperCluster, cluster: str, ensemble: tuple[int, int, int] = (2, 2, 2)) -> None:
         self.bk = bk
         self.cluster = cluster
+        self.ensemble = ensemble
         self.port = free_port()
         self.web_port = free_port()
         self.dir = bk.dir / f"pulsar-broker-{self.port}"
@@ -264,8 +269,8 @@ class PulsarBroker:
             f"{shipped}\nmetadataStoreUrl={zk}\nconfigurationMetadataStoreUrl={zk}\nclusterName={self.cluster}\n"
             f"brokerServicePort={self.port}\nwebServicePort={self.web_port}\nbindAddress=127.0.0.1\n"
             f"advertisedAddress=127.0.0.1\nbookkeeperMetadataServiceUri={self.bk.bookkeeper_uri}\n"
-            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\n"
-            "managedLedgerDefaultAckQuorum=2\nfunctionsWorkerEnabled=false\n"
+            f"managedLedgerDefaultEnsembleSize={self.ensemble[0]}\nmanagedLedgerDefaultWriteQuorum={self.ensemble[1]}\n"
+            f"managedLedgerDefaultAckQuorum={self.ensemble[2]}\nfunctionsWorkerEnabled=false\n"
         )
         out = (self.dir / "broker.out").open("wb")
         self._proc = subprocess.Popen(
