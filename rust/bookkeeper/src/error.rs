@@ -128,6 +128,23 @@ impl BkError {
         )
     }
 
+    /// Whether a bookie's failed *add* is answered by replacing it in the ensemble: every error
+    /// but the ledger being fenced or the key refused (and this client's own errors), as
+    /// BookKeeper's `PendingAddOp.writeComplete` does (a bookie out of memory answers EBADREQ).
+    pub fn replaces_bookie_on_add(&self) -> bool {
+        match self {
+            BkError::Fenced { .. } | BkError::Unauthorized { .. } => false,
+            BkError::Bookie { rc, .. } => !matches!(*rc, rc::EFENCED | rc::EUA),
+            BkError::BookieIo { .. }
+            | BkError::Timeout { .. }
+            | BkError::BookieNotAvailable { .. }
+            | BkError::Protocol(_)
+            | BkError::NoSuchLedger { .. }
+            | BkError::NoSuchEntry { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Whether the failure is the bookie's (unreachable, timed out, read-only, I/O error), so that
     /// replacing it in the ensemble can help.
     pub fn is_bookie_failure(&self) -> bool {
@@ -140,5 +157,21 @@ impl BkError {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_replace_a_bookie_on_every_error_but_fenced_and_unauthorized() {
+        let answered = |code| BkError::from_rc("127.0.0.1:3181", code, 1, 0);
+        assert!(answered(rc::EBADREQ).replaces_bookie_on_add());
+        assert!(answered(rc::EIO).replaces_bookie_on_add());
+        assert!(answered(rc::EREADONLY).replaces_bookie_on_add());
+        assert!(!answered(rc::EFENCED).replaces_bookie_on_add());
+        assert!(!answered(rc::EUA).replaces_bookie_on_add());
+        assert!(!BkError::LedgerClosed { ledger_id: 1 }.replaces_bookie_on_add());
     }
 }

@@ -383,7 +383,7 @@ impl Shared {
                             .map(|d| (d, Err(()))),
                     );
                 }
-                Err(e) if e.is_bookie_failure() && in_write_set => {
+                Err(e) if e.replaces_bookie_on_add() && in_write_set => {
                     tracing::warn!(ledger = self.ledger_id, bookie, error = %e, "bookie failed; changing ensemble");
                     if !st.failed_bookies.iter().any(|b| b == bookie) {
                         st.failed_bookies.push(bookie.to_string());

@@ -199,7 +199,7 @@ pub struct ManagedLedger {
     retention_size_bytes: std::sync::atomic::AtomicI64,
     /// Entries recovery found damaged or missing, in position order; fixed at open.
     corrupt: Vec<Position>,
-    /// On a seam backing, read handles of closed ledgers (their ensembles are final). Lock: map
+    /// On a seam backing, read handles by ledger (one that fails is replaced). Lock: map
     /// lookups and inserts only, never across a read; taken alone.
     pub(crate) readers: Mutex<HashMap<i64, Arc<dyn ReadLedger>>>,
 }

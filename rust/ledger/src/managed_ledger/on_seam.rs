@@ -262,7 +262,9 @@ impl ManagedLedger {
         });
     }
 
-    /// Reads `count` entries of ledger `ledger_id` from `first` on from the bookies.
+    /// Reads `count` entries of ledger `ledger_id` from `first` on from the bookies. The read
+    /// handle is kept per ledger; one that fails (say, an open ledger whose ensemble changed
+    /// after the handle was made) is replaced by a fresh one and the read retried once.
     pub(super) fn seam_read(
         &self,
         b: &SeamBacking,
@@ -274,17 +276,16 @@ impl ManagedLedger {
         let cached = self.readers.lock().get(&ledger_id).cloned();
         let ledgers = Arc::clone(&b.ledgers);
         let (reader, entries) = b.block(async move {
-            let reader = match cached {
-                Some(r) => r,
-                None => ledgers.open_ledger(ledger_id, false).await?,
-            };
-            let entries = reader.read(first, last).await?;
-            Ok((reader, entries))
+            if let Some(r) = cached {
+                if let Ok(entries) = r.read(first, last).await {
+                    return Ok((r, entries));
+                }
+            }
+            let r = ledgers.open_ledger(ledger_id, false).await?;
+            let entries = r.read(first, last).await?;
+            Ok((r, entries))
         })?;
-        if reader.last_entry_id().is_some() {
-            // Closed: its ensembles are final, the handle can serve every later read.
-            self.readers.lock().insert(ledger_id, reader);
-        }
+        self.readers.lock().insert(ledger_id, reader);
         Ok(entries)
     }
 
