@@ -285,15 +285,11 @@ mod tests {
         assert_eq!(c.super_user_roles, vec!["localhost", "superUser", "admin"]);
         assert!(c.delayed_delivery_deliver_at_time_strict);
         assert_eq!(c.token_secret_key.as_deref(), Some("file:///x"));
-        assert_eq!(
-            c.unimplemented_keys,
-            vec!["bookkeeperClientTimeoutInSeconds", "loadBalancerEnabled"]
-        );
+        // bookkeeperClientTimeoutInSeconds is a setting of the BookKeeper storage now.
+        assert_eq!(c.bookkeeper_client_timeout_in_seconds, 30);
+        assert_eq!(c.unimplemented_keys, vec!["loadBalancerEnabled"]);
         let w = c.unimplemented_warning().unwrap();
-        assert!(
-            w.contains("bookkeeperClientTimeoutInSeconds, loadBalancerEnabled"),
-            "{w}"
-        );
+        assert!(w.contains("loadBalancerEnabled"), "{w}");
     }
 
     #[test]
