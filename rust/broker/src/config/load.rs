@@ -273,6 +273,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn quorums_are_checked_only_on_bookkeeper() {
+        let journal = "managedLedgerDefaultEnsembleSize=1\nmanagedLedgerDefaultWriteQuorum=1\n";
+        assert!(BrokerConfig::from_properties(journal).is_ok());
+        let on_bk = format!("metadataStoreUrl=zk:127.0.0.1:2181\n{journal}");
+        let err = BrokerConfig::from_properties(&on_bk)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("managedLedgerDefaultWriteQuorum"), "{err}");
+        let ok = format!("{on_bk}managedLedgerDefaultAckQuorum=1\n");
+        let c = BrokerConfig::from_properties(&ok).unwrap();
+        assert_eq!(c.bookkeeper_zookeeper().as_deref(), Some("127.0.0.1:2181"));
+        assert!(BrokerConfig::from_properties("metadataStoreUrl=etcd:http://x:2379\n").is_err());
+    }
+
+    #[test]
     fn pulsar_conf_unchanged() {
         let text = "# Pulsar\nclusterName=standalone\nbrokerServicePort=6650\nbrokerServicePortTls=\n\
             zookeeperServers=\nbookkeeperClientTimeoutInSeconds=30\nmanagedLedgerCacheSizeMB=1024\n\

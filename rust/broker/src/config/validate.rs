@@ -127,7 +127,6 @@ impl BrokerConfig {
         Ok(())
     }
 
-    /// The security keys: what types cannot check (key files are read by the server).
     /// The BookKeeper settings: a store this broker can use, quorums BookKeeper accepts.
     fn validate_bookkeeper(&self) -> Result<(), BrokerError> {
         let url = self.metadata_store_url.trim();
@@ -138,6 +137,11 @@ impl BrokerConfig {
                     "only ZooKeeper (zk:host:port) or the embedded store (empty) is supported",
                 ));
             }
+        }
+        if self.bookkeeper_zookeeper().is_none() {
+            // On the journal the quorums are unused: accepted as Pulsar accepts them (a conf may
+            // set E=1 Qw=1 and leave Qa at its default 2; Pulsar only fails at ledger creation).
+            return Ok(());
         }
         if self.managed_ledger_default_ack_quorum == 0 {
             return Err(bad("managedLedgerDefaultAckQuorum", "must be at least 1"));
@@ -157,6 +161,7 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// The security keys: what types cannot check (key files are read by the server).
     fn validate_security(&self) -> Result<(), BrokerError> {
         if self.authentication_enabled {
             if self.authentication_providers.is_empty() {
