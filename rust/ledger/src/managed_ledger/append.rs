@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::completion::{pending, AddCompletion, AddWaiter};
 use super::{ManagedLedger, Slot, State, Unconfirmed};
-use crate::journal::{Completion, DurableThrough, KnownCrc, Loc};
+use crate::journal::{Completion, DurableThrough, KnownCrc};
 use crate::{LedgerError, Position, Result};
 
 /// How [`ManagedLedger::start_add_then`] queued an append.
@@ -258,11 +258,7 @@ impl ManagedLedger {
         let loc = match (backing, &slot.writer) {
             (Some(b), Some(writer)) => {
                 self.seam_append(b, writer, data.clone(), mark);
-                Loc {
-                    segment: u32::MAX - 1,
-                    len: u32::try_from(len).unwrap_or(u32::MAX - 1),
-                    offset: 0,
-                }
+                super::on_seam::remote_loc(len)
             }
             (Some(_), None) => {
                 return Err(LedgerError::Closed {

@@ -501,7 +501,7 @@ impl ManagedLedger {
             c.mark_closed();
         }
         match &self.shared.backing {
-            Some(b) => on_seam::delete_record(b, on_seam::cursor_path(&self.name, name))?,
+            Some(b) => on_seam::delete_record(b, crate::seam::cursor_path(&self.name, name))?,
             None => self
                 .shared
                 .meta
@@ -634,11 +634,11 @@ impl ManagedLedger {
     pub fn delete(&self) -> Result<()> {
         if let Some(b) = self.shared.backing.clone() {
             for name in self.persisted_cursor_names()? {
-                on_seam::delete_record(&b, on_seam::cursor_path(&self.name, &name))?;
+                on_seam::delete_record(&b, crate::seam::cursor_path(&self.name, &name))?;
             }
             let _ = self.close();
             let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();
-            on_seam::delete_record(&b, on_seam::ledger_path(&self.name))?;
+            on_seam::delete_record(&b, crate::seam::managed_ledger_path(&self.name))?;
             self.seam_delete_ledgers(&b, &ids);
             return Ok(());
         }

@@ -21,79 +21,27 @@ use bytes::Bytes;
 
 use super::{ManagedLedger, Slot};
 use crate::journal::Loc;
-use crate::seam::{records, SeamBacking, Version, WriteLedger};
+use crate::seam::{
+    cursor_path, ledger_name, managed_ledger_path as ledger_path, records, SeamBacking, Version,
+    WriteLedger,
+};
 use crate::{CursorSnapshot, LedgerError, LedgerInfo, Result};
-
-/// Pulsar's path of a managed ledger's record: `/managed-ledgers/{tenant}/{ns}/{domain}/{local}`
-/// with the local name URL-encoded as Java's `URLEncoder` does (Pulsar's
-/// `getPersistenceNamingEncoding`); names of other shapes are used as they are.
-#[must_use]
-pub fn ledger_path(name: &str) -> String {
-    let mut parts = name.splitn(4, '/');
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(t), Some(n), Some(d), Some(local)) => {
-            format!("/managed-ledgers/{t}/{n}/{d}/{}", url_encode(local))
-        }
-        _ => format!("/managed-ledgers/{name}"),
-    }
-}
-
-/// The managed-ledger name a record path under `/managed-ledgers/` stands for (inverse of
-/// [`ledger_path`] for four-segment names).
-#[must_use]
-pub fn ledger_name(tenant: &str, ns: &str, domain: &str, encoded_local: &str) -> String {
-    format!("{tenant}/{ns}/{domain}/{}", url_decode(encoded_local))
-}
-
-/// Java's `URLEncoder.encode(s, UTF_8)`: `[A-Za-z0-9.*_-]` kept, space as `+`, the rest `%XX`.
-fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'*' | b'_' | b'-' => {
-                out.push(b as char);
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-fn url_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let hex = |c: u8| (c as char).to_digit(16);
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
-                (Some(hi), Some(lo)) => {
-                    // Two hex digits are at most 0xFF: the cast cannot truncate.
-                    out.push((hi * 16 + lo) as u8);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// A ledger's entries without their journal locations: only the length counts (read budgets,
 /// sizes). An average where the ledger list gave only a total.
 fn remote_locs(entries: u64, size: u64) -> Vec<Loc> {
-    let each = size.checked_div(entries).unwrap_or(0);
-    #[allow(clippy::cast_possible_truncation)]
-    let loc = Loc {
-        segment: u32::MAX - 1,
-        len: each.min(u64::from(u32::MAX - 1)) as u32,
-        offset: 0,
-    };
+    let loc = remote_loc(size.checked_div(entries).unwrap_or(0));
     (0..entries).map(|_| loc).collect()
+}
+
+/// The location of an entry of `len` bytes kept on the backing, not in the journal: only its
+/// length is used.
+pub(super) fn remote_loc(len: u64) -> Loc {
+    Loc {
+        segment: u32::MAX - 1,
+        len: u32::try_from(len).unwrap_or(u32::MAX - 1).min(u32::MAX - 1),
+        offset: 0,
+    }
 }
 
 /// What a managed ledger's open read from the backing.
@@ -305,13 +253,6 @@ impl ManagedLedger {
     }
 }
 
-/// Pulsar's path of a cursor's record: a child of its managed ledger's, the name URL-encoded
-/// (Pulsar's topics hand their managed ledger `Codec.encode(subscription)`).
-#[must_use]
-pub fn cursor_path(ml_name: &str, cursor: &str) -> String {
-    format!("{}/{}", ledger_path(ml_name), url_encode(cursor))
-}
-
 /// A durable cursor's record and its version; `None` if it has none.
 pub(crate) fn load_cursor(
     b: &SeamBacking,
@@ -378,7 +319,10 @@ pub(crate) fn cursor_names(b: &SeamBacking, ml_name: &str) -> Result<Vec<String>
     let store = Arc::clone(&b.store);
     let path = ledger_path(ml_name);
     let names = b.block(async move { store.children(&path).await })?;
-    Ok(names.iter().map(|n| url_decode(n)).collect())
+    Ok(names
+        .iter()
+        .map(|n| crate::seam::paths::url_decode(n))
+        .collect())
 }
 
 /// Every managed ledger recorded under `/managed-ledgers` (`tenant/ns/domain/topic`).
@@ -450,22 +394,6 @@ pub fn publish_time(entry: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_encode_the_local_name_as_pulsar() {
-        assert_eq!(
-            ledger_path("public/default/persistent/a b:c%"),
-            "/managed-ledgers/public/default/persistent/a+b%3Ac%25"
-        );
-        assert_eq!(
-            ledger_name("public", "default", "persistent", "a+b%3Ac%25"),
-            "public/default/persistent/a b:c%"
-        );
-        assert_eq!(
-            ledger_path("t/n/persistent/x-partition-1"),
-            "/managed-ledgers/t/n/persistent/x-partition-1"
-        );
-    }
 
     #[test]
     fn publish_time_is_read_from_the_stored_metadata() {

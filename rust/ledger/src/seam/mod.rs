@@ -22,6 +22,7 @@ pub mod formats;
 pub mod journal_ledgers;
 pub mod local_store;
 pub mod managed_ledger;
+pub mod paths;
 pub mod records;
 pub mod seam_cursor;
 
@@ -35,6 +36,7 @@ use crate::Result;
 
 pub use backing::SeamBacking;
 pub use managed_ledger::{SeamLedgerConfig, SeamManagedLedger};
+pub use paths::{cursor_path, ledger_name, managed_ledger_path};
 pub use seam_cursor::SeamCursor;
 
 /// A boxed future, the shape every seam operation answers with.
@@ -108,17 +110,4 @@ pub trait VersionedStore: Send + Sync {
     fn delete(&self, path: &str, expected: Option<Version>) -> BoxFut<'_, Result<()>>;
     /// Names (last path segments) of the records directly below `path`.
     fn children(&self, path: &str) -> BoxFut<'_, Result<Vec<String>>>;
-}
-
-/// The path of a managed ledger's record, as Pulsar names it: `/managed-ledgers/{name}` where
-/// the name is `tenant/namespace/persistent/topic`.
-#[must_use]
-pub fn managed_ledger_path(name: &str) -> String {
-    format!("/managed-ledgers/{name}")
-}
-
-/// The path of a cursor's record: a child of its managed ledger's, `/managed-ledgers/{name}/{cursor}`.
-#[must_use]
-pub fn cursor_path(ml_name: &str, cursor: &str) -> String {
-    format!("/managed-ledgers/{ml_name}/{cursor}")
 }
