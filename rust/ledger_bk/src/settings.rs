@@ -3,9 +3,9 @@
 //! `managedLedgerDefaultWriteQuorum`, `managedLedgerDefaultAckQuorum`,
 //! `managedLedgerMaxEntriesPerLedger`, `bookkeeperClientTimeoutInSeconds`. Defaults are Pulsar's
 //! (2/2/2, 50 000 entries, 30 s). The digest is CRC32C and the password empty, as
-//! `ManagedLedgerConfig` has them by default.
+//! `ManagedLedgerConfig` has them by default. A broker's settings are read by its own
+//! configuration parser and handed over here (`pulsar_rs_server::bookkeeper::settings`).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use pulsar_rs_ledger::LedgerError;
@@ -45,51 +45,6 @@ impl BkSettings {
             client_timeout: Duration::from_secs(30),
             password: Vec::new(),
         }
-    }
-
-    /// The settings in a `broker.conf`'s keys; `None` when `metadataStoreUrl` is not set (the
-    /// broker then keeps topics in its local journal).
-    ///
-    /// # Errors
-    /// A number that does not parse, or quorums BookKeeper would refuse (E ≥ Qw ≥ Qa ≥ 1).
-    pub fn from_conf(conf: &HashMap<String, String>) -> Result<Option<BkSettings>, LedgerError> {
-        let Some(url) = conf.get("metadataStoreUrl").filter(|u| !u.is_empty()) else {
-            return Ok(None);
-        };
-        let mut s = BkSettings::new(url);
-        if let Some(u) = conf.get("bookkeeperMetadataServiceUri") {
-            s.bookkeeper_metadata_service_uri.clone_from(u);
-        }
-        fn num<T: std::str::FromStr>(
-            conf: &HashMap<String, String>,
-            key: &'static str,
-            into: &mut T,
-        ) -> Result<(), LedgerError> {
-            if let Some(v) = conf.get(key) {
-                *into = v.trim().parse().map_err(|_| LedgerError::InvalidConfig {
-                    key,
-                    reason: format!("not a number: {v}"),
-                })?;
-            }
-            Ok(())
-        }
-        num(
-            conf,
-            "managedLedgerDefaultEnsembleSize",
-            &mut s.ensemble_size,
-        )?;
-        num(conf, "managedLedgerDefaultWriteQuorum", &mut s.write_quorum)?;
-        num(conf, "managedLedgerDefaultAckQuorum", &mut s.ack_quorum)?;
-        num(
-            conf,
-            "managedLedgerMaxEntriesPerLedger",
-            &mut s.max_entries_per_ledger,
-        )?;
-        let mut secs = s.client_timeout.as_secs();
-        num(conf, "bookkeeperClientTimeoutInSeconds", &mut secs)?;
-        s.client_timeout = Duration::from_secs(secs.max(1));
-        s.validate()?;
-        Ok(Some(s))
     }
 
     /// Checks E ≥ Qw ≥ Qa ≥ 1, as BookKeeper does when creating a ledger.
@@ -159,25 +114,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pulsar_keys_and_defaults() {
-        let conf: HashMap<String, String> = [
-            ("metadataStoreUrl", "zk:127.0.0.1:2181"),
-            ("managedLedgerDefaultEnsembleSize", "3"),
-            ("managedLedgerDefaultWriteQuorum", "2"),
-        ]
-        .iter()
-        .map(|(k, v)| ((*k).into(), (*v).into()))
-        .collect();
-        let s = BkSettings::from_conf(&conf).unwrap().unwrap();
-        assert_eq!((s.ensemble_size, s.write_quorum, s.ack_quorum), (3, 2, 2));
+    fn quorums_and_the_bookkeeper_uri() {
+        let mut s = BkSettings::new("zk:127.0.0.1:2181");
+        assert_eq!((s.ensemble_size, s.write_quorum, s.ack_quorum), (2, 2, 2));
         assert_eq!(
             s.bookkeeper_uri().unwrap(),
             "metadata-store:zk:127.0.0.1:2181/ledgers"
         );
         assert!(s.password.is_empty());
-        assert!(BkSettings::from_conf(&HashMap::new()).unwrap().is_none());
-        let mut bad = conf.clone();
-        bad.insert("managedLedgerDefaultAckQuorum".into(), "3".into());
-        assert!(BkSettings::from_conf(&bad).is_err());
+        assert!(s.validate().is_ok());
+        s.ack_quorum = 3;
+        assert!(s.validate().is_err());
+        assert!(BkSettings::new("etcd:http://x:2379")
+            .metadata_servers()
+            .is_err());
     }
 }
