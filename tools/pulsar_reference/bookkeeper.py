@@ -11,11 +11,14 @@ Every process is stopped (and the directory removed) on exit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -283,13 +286,21 @@ class PulsarBroker:
         )
         out.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _port_open(self.port):
+        while not (_port_open(self.port) and self._answers_lookups()):
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 tail = (self.dir / "broker.out").read_text(errors="replace")[-3000:]
                 self.stop()
                 raise PulsarReferenceError(f"the Apache Pulsar broker did not serve:\n{tail}")
             time.sleep(0.5)  # polling an external JVM: there is no event to wait on
         return self
+
+    def _answers_lookups(self) -> bool:
+        """Ready once it owns a bundle of ``public/default`` and answers a topic lookup (its port
+        opens before its namespaces load; a client connecting then gets ConnectError)."""
+        url = f"{self.admin_url}/lookup/v2/topic/persistent/public/default/readiness-probe"
+        with contextlib.suppress(urllib.error.URLError, OSError), urllib.request.urlopen(url, timeout=5) as r:
+            return r.status == 200 and b"brokerUrl" in r.read()
+        return False
 
     def stop(self, graceful: bool = False) -> None:
         """Stops the broker: SIGTERM and its orderly shutdown (topics closed, cursors written) when
