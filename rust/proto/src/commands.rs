@@ -252,6 +252,26 @@ pub fn lookup_connect(
     .into()
 }
 
+/// LOOKUP_RESPONSE{Redirect}: ask the broker at these URLs again; with `authoritative` that
+/// broker takes the topic's bundle without asking further.
+pub fn lookup_redirect(
+    request_id: u64,
+    broker_service_url: &str,
+    broker_service_url_tls: Option<&str>,
+    authoritative: bool,
+) -> BaseCommand {
+    pb::CommandLookupTopicResponse {
+        broker_service_url: Some(broker_service_url.to_owned()),
+        broker_service_url_tls: broker_service_url_tls.map(str::to_owned),
+        response: Some(LookupResponseType::Redirect as i32),
+        request_id,
+        authoritative: Some(authoritative),
+        proxy_through_service_url: Some(false),
+        ..Default::default()
+    }
+    .into()
+}
+
 /// LOOKUP_RESPONSE{Failed} (lookups ignore ERROR frames).
 pub fn lookup_failed(
     request_id: u64,

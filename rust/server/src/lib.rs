@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod auth;
 pub mod bookkeeper;
+pub mod cluster;
 pub mod connection;
 pub mod console;
 pub mod error;
@@ -126,6 +127,9 @@ pub struct ServerContext {
     pub broker_publish_limiter: Option<pulsar_rs_broker::rate::RateLimiter>,
     /// Rates and backlog of the last minutes for the web console; filled by its sampler task.
     pub console_history: console::History,
+    /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at
+    /// start, before the listeners run.
+    pub cluster: std::sync::OnceLock<Arc<pulsar_rs_cluster::ClusterMember>>,
     /// Producer handle → (its connection's queue, its client-side id), to fence producers.
     producers: Mutex<HashMap<u64, (outbound::OutboundTx, u64)>>,
 }
@@ -349,8 +353,28 @@ impl Server {
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
             broker_publish_limiter,
             console_history: console::History::default(),
+            cluster: std::sync::OnceLock::new(),
             producers: Mutex::new(HashMap::new()),
         });
+        let broker_id = format!("{host}:{}", admin_addr.port());
+        let member_urls = pulsar_rs_cluster::BrokerUrls {
+            service: ctx.service_url.clone(),
+            service_tls: ctx.service_url_tls.clone(),
+            web: ctx.admin_url.clone(),
+            web_tls: admin_url_tls.clone(),
+        };
+        let config = Arc::clone(&ctx.service.config);
+        match cluster::join(&ctx, &config, broker_id, member_urls).await {
+            Ok(Some(member)) => {
+                let _ = ctx.cluster.set(member);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let service = Arc::clone(&ctx.service);
+                let _ = tokio::task::spawn_blocking(move || service.close()).await;
+                return Err(e);
+            }
+        }
         let (shutdown, rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         tasks.spawn(binary_listener(service_listener, None, &ctx, &rx));
@@ -418,6 +442,10 @@ impl Server {
     pub async fn shutdown(mut self) -> Result<(), ServerError> {
         let _ = self.shutdown.send(true);
         while self.tasks.join_next().await.is_some() {}
+        if let Some(member) = self.ctx.cluster.get() {
+            // Bundles released in order (topics closed, locks deleted): others take them now.
+            member.shutdown().await;
+        }
         let service = Arc::clone(&self.ctx.service);
         tokio::task::spawn_blocking(move || service.close())
             .await

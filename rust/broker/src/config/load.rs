@@ -17,10 +17,16 @@ use super::{properties, pulsar_keys};
 use crate::error::BrokerError;
 
 /// Pulsar's name for a setting we spell differently → our key.
-const ALIASES: &[(&str, &str)] = &[(
-    "isDelayedDeliveryDeliverAtTimeStrict",
-    "delayedDeliveryDeliverAtTimeStrict",
-)];
+const ALIASES: &[(&str, &str)] = &[
+    (
+        "isDelayedDeliveryDeliverAtTimeStrict",
+        "delayedDeliveryDeliverAtTimeStrict",
+    ),
+    (
+        "zooKeeperSessionTimeoutMillis",
+        "metadataStoreSessionTimeoutMillis",
+    ),
+];
 
 /// How a configuration file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -77,6 +77,11 @@ pub struct BrokerConfig {
     pub managed_ledger_default_ack_quorum: usize,
     /// Per bookie request.
     pub bookkeeper_client_timeout_in_seconds: u64,
+    /// The metadata-store session: this long after a broker stops answering, its bundles go
+    /// to the other brokers of the cluster (Pulsar's `zooKeeperSessionTimeoutMillis` too).
+    pub metadata_store_session_timeout_millis: u64,
+    /// Bundles of a namespace created through this broker, in a cluster.
+    pub default_number_of_namespace_bundles: u32,
     pub managed_ledger_max_size_per_ledger_mbytes: u64,
     pub managed_ledger_min_ledger_rollover_time_minutes: f64,
     pub managed_ledger_max_ledger_rollover_time_minutes: f64,
@@ -289,6 +294,8 @@ impl Default for BrokerConfig {
             managed_ledger_default_write_quorum: 2,
             managed_ledger_default_ack_quorum: 2,
             bookkeeper_client_timeout_in_seconds: 30,
+            metadata_store_session_timeout_millis: 30_000,
+            default_number_of_namespace_bundles: 4,
             managed_ledger_max_size_per_ledger_mbytes: 2048,
             managed_ledger_min_ledger_rollover_time_minutes: 10.0,
             managed_ledger_max_ledger_rollover_time_minutes: 240.0,

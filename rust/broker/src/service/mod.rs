@@ -232,6 +232,29 @@ impl BrokerService {
         Ok(())
     }
 
+    /// Takes a partitioned topic's count from the cluster's metadata store (another broker
+    /// created or raised it): recorded here too, so this broker serves its partitions as its
+    /// own. A count already known is replaced.
+    ///
+    /// # Errors
+    /// A partition name; storage failures.
+    pub fn adopt_partitioned(&self, name: &TopicName, n: u32) -> Result<(), BrokerError> {
+        if name.partition_index().is_some() || n == 0 {
+            return Err(BrokerError::NotAllowed(
+                "a partitioned topic's base name and a count above 0".into(),
+            ));
+        }
+        // Held across the metadata write, as `update_partitioned`.
+        let mut p = self.partitioned.lock();
+        if p.get(name) == Some(&n) {
+            return Ok(());
+        }
+        self.meta
+            .put(&partitions_key(name), n.to_string().as_bytes())?;
+        p.insert(name.clone(), n);
+        Ok(())
+    }
+
     /// Raises the partition count of a partitioned topic to `n` (Pulsar's
     /// `updatePartitionedTopic`: the count only grows; the new partitions are created on first
     /// use, as at creation).
@@ -475,18 +498,29 @@ impl BrokerService {
     /// consumers are disconnected and its producers' handles returned (the server closes them),
     /// so clients reconnect and the next use opens the topic afresh from the bookies.
     pub fn unload_fenced_topics(&self) -> Vec<u64> {
-        let fenced: Vec<Arc<Topic>> = {
+        self.unload_where(
+            |t| t.ledger.is_fenced(),
+            "another owner fenced the topic: unloading it",
+        )
+    }
+
+    /// Unloads the loaded topics `which` selects (a bundle this broker no longer owns, a
+    /// fenced ledger): each is closed (its consumers told CloseConsumer, its ledger closed) and
+    /// forgotten until it is loaded again; returns the handles of their producers, for the
+    /// server to tell them CloseProducer so their clients look the topic up again.
+    pub fn unload_where(&self, which: impl Fn(&Topic) -> bool, why: &str) -> Vec<u64> {
+        let chosen: Vec<Arc<Topic>> = {
             let mut topics = self.topics.lock();
             let names: Vec<TopicName> = topics
                 .iter()
-                .filter(|(_, t)| t.ledger.is_fenced())
+                .filter(|(_, t)| which(t))
                 .map(|(n, _)| n.clone())
                 .collect();
             names.iter().filter_map(|n| topics.remove(n)).collect()
         };
         let mut handles = Vec::new();
-        for t in fenced {
-            tracing::warn!(topic = %t.name, "another owner fenced the topic: unloading it");
+        for t in chosen {
+            tracing::warn!(topic = %t.name, "{why}");
             handles.extend(t.take_producers());
             t.close();
         }

@@ -31,7 +31,8 @@ pub fn ledger_name(tenant: &str, ns: &str, domain: &str, encoded_local: &str) ->
 }
 
 /// Java's `URLEncoder.encode(s, UTF_8)`: `[A-Za-z0-9.*_-]` kept, space as `+`, the rest `%XX`.
-fn url_encode(s: &str) -> String {
+#[must_use]
+pub fn url_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {

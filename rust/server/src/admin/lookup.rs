@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{OriginalUri, Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -37,11 +37,15 @@ pub(crate) fn routes() -> Router<Arc<ServerContext>> {
 
 async fn lookup_topic(
     State(ctx): Ctx,
-    // The name is only validated: this broker owns every topic.
-    TopicPath(_): TopicPath,
+    TopicPath(topic): TopicPath,
     Query(q): Query<HashMap<String, String>>,
+    OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Response {
+    if let Some(member) = ctx.cluster.get() {
+        let authoritative = q.get("authoritative").is_some_and(|v| v == "true");
+        return cluster_lookup(member, &topic.to_string(), authoritative, uri.path()).await;
+    }
     let listener = q.get("listenerName").map(String::as_str).or_else(|| {
         headers
             .get("X-Pulsar-ListenerName")
@@ -57,6 +61,44 @@ async fn lookup_topic(
         }))
         .into_response(),
         Err(msg) => fail(StatusCode::SERVICE_UNAVAILABLE, msg),
+    }
+}
+
+/// The REST lookup in a cluster (`TopicLookupBase.internalLookupTopicAsync`): the owner's
+/// `LookupData`, or 307 to the broker to ask next with `?authoritative=`.
+async fn cluster_lookup(
+    member: &pulsar_rs_cluster::ClusterMember,
+    topic: &str,
+    authoritative: bool,
+    path: &str,
+) -> Response {
+    use pulsar_rs_cluster::LookupAnswer;
+    match member.lookup(topic, authoritative).await {
+        Ok(LookupAnswer::Connect(u)) => Json(json!({
+            "brokerUrl": u.service,
+            "brokerUrlTls": u.service_tls.clone().unwrap_or_default(),
+            "httpUrl": u.web,
+            "httpUrlTls": u.web_tls.clone().unwrap_or_default(),
+            "nativeUrl": u.service,
+        }))
+        .into_response(),
+        Ok(LookupAnswer::Redirect {
+            urls,
+            authoritative,
+        }) => {
+            let to = format!(
+                "{}{path}?authoritative={authoritative}",
+                urls.web.trim_end_matches('/')
+            );
+            (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+        }
+        Err(e) => {
+            let status = match e {
+                pulsar_rs_cluster::ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
+                _ => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            fail(status, e.to_string())
+        }
     }
 }
 

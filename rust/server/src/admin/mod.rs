@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod brokers;
+mod cluster;
 mod clusters;
 mod compaction;
 mod guard;
@@ -117,6 +118,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
     let app = Router::new()
         .route("/admin/v2/openapi.json", get(openapi::serve))
         .merge(brokers::routes())
+        .merge(cluster::routes())
         .merge(clusters::routes())
         .merge(tenants::routes())
         .merge(namespaces::routes())

@@ -27,6 +27,33 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["GET"],
     ),
     ("brokers", "/admin/v2/brokers/health", &["GET"]),
+    ("cluster", "/admin/v2/brokers/leaderBroker", &["GET"]),
+    ("cluster", "/admin/v2/brokers/{cluster}", &["GET"]),
+    (
+        "cluster",
+        "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
+        &["GET"],
+    ),
+    (
+        "cluster",
+        "/admin/v2/namespaces/{tenant}/{ns}/bundles",
+        &["GET"],
+    ),
+    (
+        "cluster",
+        "/admin/v2/namespaces/{tenant}/{ns}/unload",
+        &["PUT"],
+    ),
+    (
+        "cluster",
+        "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/unload",
+        &["PUT"],
+    ),
+    (
+        "cluster",
+        "/admin/v2/{domain}/{tenant}/{ns}/{topic}/bundle",
+        &["GET"],
+    ),
     ("clusters", "/admin/v2/clusters", &["GET"]),
     (
         "clusters",

@@ -1,5 +1,6 @@
-//! Topic discovery: LOOKUP, PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE (this broker
-//! owns every topic, so a lookup always answers "connect here").
+//! Topic discovery: LOOKUP, PARTITIONED_METADATA and GET_TOPICS_OF_NAMESPACE. A broker on its
+//! own owns every topic, so a lookup answers "connect here"; in a cluster the answers come from
+//! the cluster (`super::cluster`).
 
 use std::sync::Arc;
 
@@ -41,6 +42,10 @@ impl Connection {
             ));
             return;
         }
+        if let Some(member) = self.ctx.cluster.get() {
+            self.cluster_partitioned_metadata(member, c);
+            return;
+        }
         let service = Arc::clone(&self.service);
         let (topic, request_id, auto) = (
             c.topic.clone(),
@@ -72,6 +77,10 @@ impl Connection {
                 code,
                 "Namespace not found",
             ));
+            return;
+        }
+        if let Some(member) = self.ctx.cluster.get() {
+            self.cluster_lookup(member, c);
             return;
         }
         let reply = match TopicName::parse(&c.topic) {

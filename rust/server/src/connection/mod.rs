@@ -7,9 +7,11 @@
 //!
 //! Commands are handled by one module per family: [`handshake`] (CONNECT, and the refusal of
 //! an unauthenticated connection's requests), [`refresh`] (credential refresh), [`lookup`]
-//! (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE), [`producer`] (PRODUCER, SEND,
+//! (LOOKUP, PARTITIONED_METADATA, GET_TOPICS_OF_NAMESPACE) with [`cluster`] (their answers in a
+//! cluster, and the ownership check), [`producer`] (PRODUCER, SEND,
 //! CLOSE_PRODUCER), [`consumer`] (SUBSCRIBE and everything on a consumer) and [`schema`].
 
+mod cluster;
 mod consumer;
 mod handshake;
 mod lookup;

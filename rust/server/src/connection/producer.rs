@@ -84,7 +84,9 @@ impl Connection {
             ));
             return;
         }
-        if self.refuse_missing_namespace(c.request_id, &c.topic) {
+        if self.refuse_missing_namespace(c.request_id, &c.topic)
+            || self.refuse_unowned(c.request_id, &c.topic)
+        {
             return;
         }
         if self.creating_producers.contains_key(&c.producer_id) {

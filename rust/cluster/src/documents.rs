@@ -1,0 +1,213 @@
+//! The JSON documents Pulsar keeps at those paths, with Pulsar's field names, so that Apache
+//! Pulsar brokers and pulsar_rs brokers read each other's records. Fields this broker does not
+//! use are kept where Pulsar's readers need them (a load report's resource usage).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// `NamespaceEphemeralData`: who owns a bundle (the ephemeral ownership lock's value).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceEphemeralData {
+    /// `pulsar://host:port` of the owner.
+    #[serde(default)]
+    pub native_url: Option<String>,
+    /// `pulsar+ssl://host:port` of the owner, when it serves TLS.
+    #[serde(default)]
+    pub native_url_tls: Option<String>,
+    /// `http://host:port` of the owner's web service.
+    #[serde(default)]
+    pub http_url: Option<String>,
+    /// `https://host:port` of the owner's web service, when it serves TLS.
+    #[serde(default)]
+    pub http_url_tls: Option<String>,
+    /// Set while the owner unloads the bundle: lookups must not send clients there.
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// A broker's URLs, as lookups give them out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BrokerUrls {
+    /// `pulsar://host:port`.
+    pub service: String,
+    /// `pulsar+ssl://host:port`.
+    pub service_tls: Option<String>,
+    /// `http://host:port`.
+    pub web: String,
+    /// `https://host:port`.
+    pub web_tls: Option<String>,
+}
+
+impl From<&BrokerUrls> for NamespaceEphemeralData {
+    fn from(u: &BrokerUrls) -> Self {
+        NamespaceEphemeralData {
+            native_url: Some(u.service.clone()),
+            native_url_tls: u.service_tls.clone(),
+            http_url: Some(u.web.clone()),
+            http_url_tls: u.web_tls.clone(),
+            disabled: false,
+        }
+    }
+}
+
+impl From<&NamespaceEphemeralData> for BrokerUrls {
+    fn from(d: &NamespaceEphemeralData) -> Self {
+        BrokerUrls {
+            service: d.native_url.clone().unwrap_or_default(),
+            service_tls: d.native_url_tls.clone(),
+            web: d.http_url.clone().unwrap_or_default(),
+            web_tls: d.http_url_tls.clone(),
+        }
+    }
+}
+
+/// `ResourceUsage` of a load report.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct ResourceUsage {
+    /// Used.
+    #[serde(default)]
+    pub usage: f64,
+    /// Available.
+    #[serde(default)]
+    pub limit: f64,
+}
+
+/// `LocalBrokerData`: a broker's registration and load report (the modular load manager's
+/// ephemeral `/loadbalance/brokers/{brokerId}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalBrokerData {
+    /// `http://host:port`.
+    #[serde(default)]
+    pub web_service_url: Option<String>,
+    /// `https://host:port`.
+    #[serde(default)]
+    pub web_service_url_tls: Option<String>,
+    /// `pulsar://host:port`.
+    #[serde(default)]
+    pub pulsar_service_url: Option<String>,
+    /// `pulsar+ssl://host:port`.
+    #[serde(default)]
+    pub pulsar_service_url_tls: Option<String>,
+    /// Serves persistent topics.
+    #[serde(default)]
+    pub persistent_topics_enabled: bool,
+    /// Serves non-persistent topics.
+    #[serde(default)]
+    pub non_persistent_topics_enabled: bool,
+    /// CPU usage (percent of the cores).
+    #[serde(default)]
+    pub cpu: ResourceUsage,
+    /// Heap memory, MB.
+    #[serde(default)]
+    pub memory: ResourceUsage,
+    /// Direct memory, MB.
+    #[serde(default)]
+    pub direct_memory: ResourceUsage,
+    /// Network in, KB/s.
+    #[serde(default)]
+    pub bandwidth_in: ResourceUsage,
+    /// Network out, KB/s.
+    #[serde(default)]
+    pub bandwidth_out: ResourceUsage,
+    /// Bundles this broker owns (`tenant/ns/0xLOW_0xHIGH`).
+    #[serde(default)]
+    pub bundles: BTreeSet<String>,
+    /// Their number.
+    #[serde(default)]
+    pub num_bundles: usize,
+    /// When this report was written (ms since the epoch).
+    #[serde(default)]
+    pub last_update: u64,
+    /// When the broker started (ms since the epoch).
+    #[serde(default)]
+    pub start_timestamp: u64,
+    /// Version string.
+    #[serde(default)]
+    pub broker_version_string: Option<String>,
+    /// The load manager that wrote the report.
+    #[serde(default)]
+    pub load_manager_class_name: Option<String>,
+}
+
+impl LocalBrokerData {
+    /// The URLs a lookup gives out for this broker.
+    #[must_use]
+    pub fn urls(&self) -> BrokerUrls {
+        BrokerUrls {
+            service: self.pulsar_service_url.clone().unwrap_or_default(),
+            service_tls: self.pulsar_service_url_tls.clone(),
+            web: self.web_service_url.clone().unwrap_or_default(),
+            web_tls: self.web_service_url_tls.clone(),
+        }
+    }
+}
+
+/// `LeaderBroker`: the leader's record at `/loadbalance/leader`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderBroker {
+    /// The leader's broker id (`host:webServicePort`).
+    #[serde(default)]
+    pub broker_id: String,
+    /// The leader's web service URL.
+    #[serde(default)]
+    pub service_url: String,
+}
+
+/// `PartitionedTopicMetadata`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PartitionedTopicMetadata {
+    /// The partition count (0: not partitioned).
+    pub partitions: u32,
+}
+
+/// `BundlesData`: a namespace's bundle boundaries, as `"0x%08x"` strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct BundlesData {
+    /// Sorted boundaries, first `0x00000000`, last `0xffffffff`.
+    #[serde(default)]
+    pub boundaries: Vec<String>,
+    /// `boundaries.len() - 1`.
+    #[serde(default)]
+    pub num_bundles: usize,
+}
+
+/// The part of `Policies` (and of `LocalPolicies`) a lookup reads: the bundles.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+pub struct BundlesOf {
+    /// Absent in a `LocalPolicies` that was never split.
+    #[serde(default)]
+    pub bundles: Option<BundlesData>,
+}
+
+/// Current time in ms since the epoch, for the reports' timestamps (the one clock).
+#[must_use]
+pub fn now_ms() -> u64 {
+    use pulsar_rs_ledger::clock::Clock;
+    pulsar_rs_ledger::clock::SystemClock.now_ms()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ownership_record_reads_pulsars() {
+        // As Apache Pulsar 4.0 writes it (NamespaceEphemeralData, Jackson).
+        let raw = r#"{"nativeUrl":"pulsar://h:6650","nativeUrlTls":null,"httpUrl":"http://h:8080","httpUrlTls":null,"disabled":false,"advertisedListeners":{}}"#;
+        let d: NamespaceEphemeralData = serde_json::from_str(raw).unwrap();
+        assert_eq!(d.native_url.as_deref(), Some("pulsar://h:6650"));
+        assert_eq!(BrokerUrls::from(&d).web, "http://h:8080");
+    }
+
+    #[test]
+    fn policies_bundles_read() {
+        let raw = r#"{"auth_policies":{},"bundles":{"boundaries":["0x00000000","0x80000000","0xffffffff"],"numBundles":2},"replication_clusters":["test"]}"#;
+        let p: BundlesOf = serde_json::from_str(raw).unwrap();
+        assert_eq!(p.bundles.unwrap().num_bundles, 2);
+    }
+}

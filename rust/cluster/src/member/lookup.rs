@@ -1,0 +1,144 @@
+//! Where a topic is served, decided as Pulsar's `NamespaceService.findBrokerServiceUrl` with the
+//! modular load manager decides it:
+//!
+//! 1. the bundle's owner, if it has one: `Connect` to it;
+//! 2. unowned, and the request `authoritative`: this broker takes it;
+//! 3. unowned, and this broker leads: the least-loaded broker is chosen; if that is this
+//!    broker it takes the bundle, otherwise the client is sent there with `authoritative`, so
+//!    that broker takes it without asking again;
+//! 4. unowned, and another broker leads: the client is sent to the leader (not authoritative);
+//!    with no live leader this broker decides as a leader would.
+
+use std::time::{Duration, Instant};
+
+use crate::bundles::{find_bundle, topic_hash, topic_parts, Bundle};
+use crate::documents::{BrokerUrls, LocalBrokerData};
+use crate::error::Result;
+
+use super::ownership::Owner;
+use super::ClusterMember;
+
+/// How long the leader counts a bundle it placed against the chosen broker's load before that
+/// broker's report shows it.
+const PREALLOCATION_TTL: Duration = Duration::from_secs(30);
+
+/// A lookup's answer (`CommandLookupTopicResponse`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupAnswer {
+    /// The topic is served at these URLs (this broker or the owner): connect there.
+    Connect(BrokerUrls),
+    /// Ask the broker at these URLs again, with `authoritative`.
+    Redirect {
+        /// Where to ask.
+        urls: BrokerUrls,
+        /// Whether that broker must take the bundle without asking further.
+        authoritative: bool,
+    },
+}
+
+/// The broker a placement chose.
+enum Candidate {
+    /// This broker.
+    Me,
+    /// Another broker: where to send the client.
+    Other(BrokerUrls),
+}
+
+impl ClusterMember {
+    /// The bundle a topic (full name) belongs to.
+    ///
+    /// # Errors
+    /// An invalid name; the namespace missing from the store; store failures.
+    pub async fn bundle_of(&self, full_name: &str) -> Result<Bundle> {
+        let ns = topic_parts(full_name)?.namespace_name();
+        let bounds = self.boundaries(&ns).await?;
+        Ok(find_bundle(&ns, &bounds, full_name))
+    }
+
+    /// Answers a lookup of `full_name`.
+    ///
+    /// # Errors
+    /// An invalid name; the namespace missing from the store; the bundle being unloaded; store
+    /// failures.
+    pub async fn lookup(&self, full_name: &str, authoritative: bool) -> Result<LookupAnswer> {
+        let bundle = self.bundle_of(full_name).await?;
+        match self.owner(&bundle).await? {
+            Some(Owner::Me) => return Ok(LookupAnswer::Connect(self.urls().clone())),
+            Some(Owner::Other(u)) => return Ok(LookupAnswer::Connect(u)),
+            None => {}
+        }
+        let candidate = if authoritative {
+            Candidate::Me
+        } else if self.is_leader() {
+            self.least_loaded(&bundle).await?
+        } else {
+            match self.live_leader().await? {
+                Some(leader) => {
+                    return Ok(LookupAnswer::Redirect {
+                        urls: leader.urls(),
+                        authoritative: false,
+                    })
+                }
+                None => self.least_loaded(&bundle).await?,
+            }
+        };
+        match candidate {
+            Candidate::Me => Ok(match self.acquire(&bundle).await? {
+                Owner::Me => LookupAnswer::Connect(self.urls().clone()),
+                Owner::Other(u) => LookupAnswer::Connect(u),
+            }),
+            Candidate::Other(urls) => Ok(LookupAnswer::Redirect {
+                urls,
+                authoritative: true,
+            }),
+        }
+    }
+
+    /// The leader's registration, when another broker leads and is registered.
+    async fn live_leader(&self) -> Result<Option<LocalBrokerData>> {
+        let Some(leader) = self.leader().await? else {
+            return Ok(None);
+        };
+        if leader.broker_id == self.broker_id() {
+            return Ok(None);
+        }
+        self.broker_data(&leader.broker_id).await
+    }
+
+    /// The least-loaded registered broker for `bundle`: fewest bundles owned (as reported,
+    /// plus those this leader placed there since), ties spread by a hash of bundle and broker.
+    async fn least_loaded(&self, bundle: &Bundle) -> Result<Candidate> {
+        let name = bundle.name();
+        let mut best: Option<((usize, u32), String, LocalBrokerData)> = None;
+        for id in self.brokers().await? {
+            let Some(data) = self.broker_data(&id).await? else {
+                continue;
+            };
+            let placed = {
+                let mut pre = self.preallocated.lock();
+                pre.retain(|b, (_, at)| at.elapsed() < PREALLOCATION_TTL && b != &name);
+                pre.iter()
+                    .filter(|(b, (to, _))| to == &id && !data.bundles.contains(*b))
+                    .count()
+            };
+            let key = (
+                data.bundles.len() + placed,
+                topic_hash(&format!("{name}@{id}")),
+            );
+            if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                best = Some((key, id, data));
+            }
+        }
+        let Some((_, id, data)) = best else {
+            return Ok(Candidate::Me);
+        };
+        if id == self.broker_id() {
+            return Ok(Candidate::Me);
+        }
+        self.preallocated
+            .lock()
+            .insert(name, (id.clone(), Instant::now()));
+        tracing::debug!(bundle = %bundle.name(), broker = %id, "bundle placed");
+        Ok(Candidate::Other(data.urls()))
+    }
+}

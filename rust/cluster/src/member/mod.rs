@@ -1,0 +1,114 @@
+//! [`ClusterMember`]: this broker as one of a Pulsar cluster's brokers. It registers under
+//! `/loadbalance/brokers`, takes part in the leader election at `/loadbalance/leader`, owns
+//! namespace bundles by ephemeral lock, answers lookups as Pulsar's modular load manager does,
+//! and gives up everything it owned when its metadata-store session is lost.
+//!
+//! Its methods are split by job: [`session`] (connecting, registration, load reports, the
+//! leader election, session loss), [`ownership`] (owning and releasing bundles, the ownership
+//! check of every producer and consumer), [`lookup`] (where a topic is served, and the leader's
+//! placement of unowned bundles), [`records`] (namespace bundles and partitioned-topic metadata
+//! in the store).
+
+mod lookup;
+mod ownership;
+mod records;
+mod session;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{watch, Notify};
+
+use crate::bundles::Bundle;
+use crate::documents::BrokerUrls;
+use crate::store::ZkMetadataStore;
+
+pub use lookup::LookupAnswer;
+pub use ownership::Owner;
+
+/// How this broker joins its cluster.
+#[derive(Debug, Clone)]
+pub struct MemberConfig {
+    /// ZooKeeper servers (`host:port[,host:port][/chroot]`).
+    pub zk_servers: String,
+    /// `metadataStoreSessionTimeoutMillis`: how long after this broker stops answering its
+    /// bundles go to others.
+    pub session_timeout: Duration,
+    /// `clusterName`.
+    pub cluster: String,
+    /// `advertisedAddress:webServicePort`, Pulsar's broker id.
+    pub broker_id: String,
+    /// This broker's URLs.
+    pub urls: BrokerUrls,
+    /// `defaultNumberOfNamespaceBundles`, for namespaces this broker creates.
+    pub default_bundles: u32,
+}
+
+/// A boxed future (what [`OnRelease`] answers with).
+pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Called with bundles this broker stops owning (unload, session loss, shutdown): it must close
+/// their topics, so clients look them up again. Ownership locks are deleted only after it ends.
+pub type OnRelease = Arc<dyn Fn(Vec<Bundle>) -> BoxFuture + Send + Sync>;
+
+/// This broker as a cluster member.
+pub struct ClusterMember {
+    /// Immutable.
+    config: MemberConfig,
+    /// The current session; replaced by the session task after a loss. The lock is held only
+    /// to clone the handle out, never across an `.await`.
+    store: RwLock<ZkMetadataStore>,
+    /// Bundles owned, by name. Written on acquire, release and session loss; read by the
+    /// ownership check of every PRODUCER and SUBSCRIBE. Held for map operations only.
+    owned: RwLock<HashMap<String, Bundle>>,
+    /// Namespace → bundle boundaries, as read from the store. Held for map operations only.
+    boundaries: RwLock<HashMap<String, Vec<u32>>>,
+    /// On the leader: bundles it placed on a broker whose load report does not show them yet,
+    /// with when (Pulsar's preallocated bundles). Held for map operations only.
+    preallocated: Mutex<HashMap<String, (String, Instant)>>,
+    /// Whether this broker holds `/loadbalance/leader` in its current session. Written by the
+    /// election loop; Relaxed: it orders nothing else, a stale read costs one extra redirect.
+    is_leader: AtomicBool,
+    /// Woken when `owned` changes, so the next load report is written.
+    owned_changed: Notify,
+    /// See [`OnRelease`].
+    on_release: OnRelease,
+    /// Stops the background tasks.
+    shutdown: watch::Sender<bool>,
+}
+
+impl ClusterMember {
+    /// This broker's id.
+    #[must_use]
+    pub fn broker_id(&self) -> &str {
+        &self.config.broker_id
+    }
+
+    /// This broker's URLs.
+    #[must_use]
+    pub fn urls(&self) -> &BrokerUrls {
+        &self.config.urls
+    }
+
+    /// The cluster's name.
+    #[must_use]
+    pub fn cluster(&self) -> &str {
+        &self.config.cluster
+    }
+
+    /// The current session's handle.
+    fn store(&self) -> ZkMetadataStore {
+        self.store.read().clone()
+    }
+
+    /// Whether this broker is the leader now.
+    #[must_use]
+    pub fn is_leader(&self) -> bool {
+        self.is_leader.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,160 @@
+//! The cluster's records a member reads and writes besides ownership: the cluster, tenant and
+//! namespace records a first broker writes when they are missing, each namespace's bundle
+//! boundaries (`LocalPolicies` first, then `Policies`, as `NamespaceBundleFactory`), and
+//! partitioned-topic metadata, which any broker answers from the store.
+
+use serde_json::json;
+
+use crate::bundles::{bundles_data, equal_boundaries, parse_boundaries, topic_parts};
+use crate::documents::{BundlesOf, PartitionedTopicMetadata};
+use crate::error::{ClusterError, Result};
+use crate::paths;
+
+use super::ClusterMember;
+
+/// Bundles of the namespaces Pulsar's cluster set-up creates (`public/default`,
+/// `pulsar/system`): `PulsarClusterMetadataSetup` gives them 16.
+pub const SETUP_BUNDLES: u32 = 16;
+
+impl ClusterMember {
+    /// Writes what `pulsar initialize-cluster-metadata` writes, where missing: the cluster's
+    /// `ClusterData`, the tenants `public` and `pulsar`, and the namespaces `public/default`
+    /// and `pulsar/system` with [`SETUP_BUNDLES`] bundles. Records that exist (another broker's,
+    /// Apache Pulsar's set-up) are left as they are.
+    pub(super) async fn initialize_cluster_metadata(&self) -> Result<()> {
+        let store = self.store();
+        let c = &self.config.cluster;
+        let u = &self.config.urls;
+        let mut cluster = json!({"serviceUrl": u.web, "brokerServiceUrl": u.service});
+        if let Some(t) = &u.web_tls {
+            cluster["serviceUrlTls"] = json!(t);
+        }
+        if let Some(t) = &u.service_tls {
+            cluster["brokerServiceUrlTls"] = json!(t);
+        }
+        store
+            .create_json_if_absent(&paths::cluster(c), &cluster)
+            .await?;
+        for tenant in ["public", "pulsar"] {
+            let info = json!({"adminRoles": [], "allowedClusters": [c]});
+            store
+                .create_json_if_absent(&paths::tenant(tenant), &info)
+                .await?;
+        }
+        for ns in ["public/default", "pulsar/system"] {
+            let policies = json!({
+                "bundles": bundles_data(&equal_boundaries(SETUP_BUNDLES)),
+                "replication_clusters": [c],
+            });
+            store
+                .create_json_if_absent(&paths::namespace_policies(ns), &policies)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Creates a namespace's policies record with `defaultNumberOfNamespaceBundles` bundles
+    /// unless it exists.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn ensure_namespace(&self, ns: &str) -> Result<()> {
+        let policies = json!({
+            "bundles": bundles_data(&equal_boundaries(self.config.default_bundles)),
+            "replication_clusters": [self.config.cluster],
+        });
+        self.store()
+            .create_json_if_absent(&paths::namespace_policies(ns), &policies)
+            .await
+            .map(|_| ())
+    }
+
+    /// A namespace's bundle boundaries (cached after the first read).
+    ///
+    /// # Errors
+    /// [`ClusterError::NamespaceNotFound`] when neither record exists; store failures.
+    pub async fn boundaries(&self, ns: &str) -> Result<Vec<u32>> {
+        if let Some(b) = self.boundaries.read().get(ns) {
+            return Ok(b.clone());
+        }
+        let store = self.store();
+        let mut found = None;
+        for path in [paths::local_policies(ns), paths::namespace_policies(ns)] {
+            if let Some((p, _)) = store.get_json::<BundlesOf>(&path).await? {
+                if let Some(b) = p.bundles.filter(|b| !b.boundaries.is_empty()) {
+                    found = Some(parse_boundaries(&b)?);
+                    break;
+                }
+                if path == paths::namespace_policies(ns) {
+                    // A namespace without bundles in its policies: Pulsar's default split.
+                    found = Some(equal_boundaries(self.config.default_bundles));
+                }
+            }
+        }
+        let b = found.ok_or_else(|| ClusterError::NamespaceNotFound(ns.to_owned()))?;
+        self.boundaries.write().insert(ns.to_owned(), b.clone());
+        Ok(b)
+    }
+
+    /// The partition count the store records for a topic (its base name); `None`: not a
+    /// partitioned topic.
+    ///
+    /// # Errors
+    /// Store failures; an invalid name.
+    pub async fn partitions(&self, full_name: &str) -> Result<Option<u32>> {
+        let p = topic_parts(full_name)?;
+        let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
+        Ok(self
+            .store()
+            .get_json::<PartitionedTopicMetadata>(&path)
+            .await?
+            .map(|(m, _)| m.partitions))
+    }
+
+    /// Records a partitioned topic with `n` partitions unless the store has it already; the
+    /// count the store holds afterwards (another broker's, if it was first).
+    ///
+    /// # Errors
+    /// Store failures; an invalid name.
+    pub async fn record_partitions(&self, full_name: &str, n: u32) -> Result<u32> {
+        let p = topic_parts(full_name)?;
+        let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
+        let store = self.store();
+        let meta = PartitionedTopicMetadata { partitions: n };
+        if store.create_json_if_absent(&path, &meta).await? {
+            return Ok(n);
+        }
+        Ok(store
+            .get_json::<PartitionedTopicMetadata>(&path)
+            .await?
+            .map_or(n, |(m, _)| m.partitions))
+    }
+
+    /// Raises a partitioned topic's recorded count to `n`.
+    ///
+    /// # Errors
+    /// Store failures; an invalid name.
+    pub async fn update_partitions(&self, full_name: &str, n: u32) -> Result<()> {
+        let p = topic_parts(full_name)?;
+        let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
+        let meta = PartitionedTopicMetadata { partitions: n };
+        let store = self.store();
+        match store.get(&path).await? {
+            Some((_, stat)) => store
+                .set_json(&path, &meta, Some(stat.version))
+                .await
+                .map(|_| ()),
+            None => store.create_json(&path, &meta, false).await,
+        }
+    }
+
+    /// Deletes a partitioned topic's record.
+    ///
+    /// # Errors
+    /// Store failures; an invalid name.
+    pub async fn delete_partitions(&self, full_name: &str) -> Result<()> {
+        let p = topic_parts(full_name)?;
+        let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
+        self.store().delete(&path, None).await
+    }
+}

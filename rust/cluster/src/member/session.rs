@@ -1,0 +1,240 @@
+//! Joining and leaving: the session with the store, this broker's registration and load
+//! report, the leader election, and what a lost session means (every bundle released, then a
+//! new session and a new registration).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::{watch, Notify};
+
+use super::{ClusterMember, MemberConfig, OnRelease};
+use crate::documents::{now_ms, LeaderBroker, LocalBrokerData};
+use crate::error::{ClusterError, Result};
+use crate::paths;
+use crate::store::ZkMetadataStore;
+
+/// How often the leader record is checked (and taken when free), and load reports written
+/// when ownership changed.
+const TICK: Duration = Duration::from_secs(1);
+
+impl ClusterMember {
+    /// Connects, writes the cluster's default records when missing (as Pulsar's standalone
+    /// does), registers this broker and starts the election and report tasks on the current
+    /// runtime.
+    ///
+    /// # Errors
+    /// The store cannot be reached or refuses the registration.
+    pub async fn start(config: MemberConfig, on_release: OnRelease) -> Result<Arc<ClusterMember>> {
+        let store = ZkMetadataStore::connect(&config.zk_servers, config.session_timeout).await?;
+        let (shutdown, _) = watch::channel(false);
+        let member = Arc::new(ClusterMember {
+            config,
+            store: RwLock::new(store),
+            owned: RwLock::new(HashMap::new()),
+            boundaries: RwLock::new(HashMap::new()),
+            preallocated: Mutex::new(HashMap::new()),
+            is_leader: AtomicBool::new(false),
+            owned_changed: Notify::new(),
+            on_release,
+            shutdown,
+        });
+        member.initialize_cluster_metadata().await?;
+        member.register().await?;
+        member.elect().await;
+        tokio::spawn(Arc::clone(&member).run());
+        tracing::info!(broker = %member.config.broker_id, cluster = %member.config.cluster, leader = member.is_leader(), "joined the cluster");
+        Ok(member)
+    }
+
+    /// This broker's load report.
+    fn report(&self) -> LocalBrokerData {
+        let bundles: std::collections::BTreeSet<String> =
+            self.owned.read().keys().cloned().collect();
+        let u = &self.config.urls;
+        LocalBrokerData {
+            web_service_url: Some(u.web.clone()),
+            web_service_url_tls: u.web_tls.clone(),
+            pulsar_service_url: Some(u.service.clone()),
+            pulsar_service_url_tls: u.service_tls.clone(),
+            persistent_topics_enabled: true,
+            non_persistent_topics_enabled: true,
+            num_bundles: bundles.len(),
+            bundles,
+            last_update: now_ms(),
+            broker_version_string: Some(format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION"))),
+            load_manager_class_name: Some(
+                "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl".into(),
+            ),
+            ..LocalBrokerData::default()
+        }
+    }
+
+    /// Creates this broker's ephemeral registration. A record left by an earlier session of
+    /// the same broker id (a restart within the session timeout) is replaced, as Pulsar's
+    /// `ResourceLockImpl` revalidation does.
+    async fn register(&self) -> Result<()> {
+        let store = self.store();
+        let path = paths::broker(&self.config.broker_id);
+        let mut report = self.report();
+        report.start_timestamp = now_ms();
+        match store.create_json(&path, &report, true).await {
+            Err(ClusterError::BadVersion { .. }) => {
+                if let Some((_, stat)) = store.get(&path).await? {
+                    if stat.ephemeral_owner != store.session_id() {
+                        store.delete(&path, Some(stat.version)).await?;
+                    }
+                }
+                store.create_json(&path, &report, true).await
+            }
+            r => r,
+        }
+    }
+
+    /// One round of the election: take `/loadbalance/leader` when free, and note whether
+    /// this session holds it.
+    async fn elect(&self) {
+        let store = self.store();
+        let mine = LeaderBroker {
+            broker_id: self.config.broker_id.clone(),
+            service_url: self.config.urls.web.clone(),
+        };
+        let held = match store.get(paths::LEADER).await {
+            Ok(Some((_, stat))) => stat.ephemeral_owner == store.session_id(),
+            Ok(None) => match store.create_json(paths::LEADER, &mine, true).await {
+                Ok(()) => {
+                    tracing::info!(broker = %self.config.broker_id, "became the cluster's leader");
+                    true
+                }
+                Err(_) => false,
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "leader election round failed");
+                false
+            }
+        };
+        self.is_leader.store(held, Ordering::Relaxed);
+    }
+
+    /// The background task: election rounds, load reports when ownership changed, and the
+    /// reaction to a lost session; until [`ClusterMember::shutdown`].
+    async fn run(self: Arc<Self>) {
+        let mut stop = self.shutdown.subscribe();
+        let mut tick = tokio::time::interval(TICK);
+        let mut reported = self.report().bundles;
+        loop {
+            let store = self.store();
+            tokio::select! {
+                _ = stop.changed() => return,
+                () = store.lost() => {
+                    drop(store);
+                    self.session_lost(&mut stop).await;
+                    continue;
+                }
+                _ = tick.tick() => {}
+                () = self.owned_changed.notified() => {}
+            }
+            self.elect().await;
+            let report = self.report();
+            if report.bundles != reported {
+                let path = paths::broker(&self.config.broker_id);
+                match store.set_json(&path, &report, None).await {
+                    Ok(_) => reported = report.bundles,
+                    Err(e) => tracing::debug!(error = %e, "writing the load report failed"),
+                }
+            }
+        }
+    }
+
+    /// The session is gone: every bundle is released (its topics closed) without touching the
+    /// store, then a new session is opened and this broker registers again.
+    async fn session_lost(&self, stop: &mut watch::Receiver<bool>) {
+        tracing::warn!(broker = %self.config.broker_id, "metadata store session lost: releasing every bundle");
+        self.is_leader.store(false, Ordering::Relaxed);
+        let lost: Vec<_> = self.owned.write().drain().map(|(_, b)| b).collect();
+        if !lost.is_empty() {
+            (self.on_release)(lost).await;
+        }
+        loop {
+            let opened =
+                ZkMetadataStore::connect(&self.config.zk_servers, self.config.session_timeout);
+            tokio::select! {
+                _ = stop.changed() => return,
+                r = opened => match r {
+                    Ok(store) => {
+                        *self.store.write() = store;
+                        match self.register().await {
+                            Ok(()) => {
+                                tracing::info!(broker = %self.config.broker_id, "metadata store session re-established");
+                                return;
+                            }
+                            Err(e) => tracing::warn!(error = %e, "registering again failed"),
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reconnecting to the metadata store failed"),
+                },
+            }
+            tokio::select! {
+                _ = stop.changed() => return,
+                () = tokio::time::sleep(TICK) => {}
+            }
+        }
+    }
+
+    /// Leaves the cluster in order: stops the tasks, releases every bundle (closing its
+    /// topics, then deleting its lock), and deletes the leader record and the registration, so
+    /// other brokers take over at once instead of after the session timeout.
+    pub async fn shutdown(&self) {
+        let _ = self.shutdown.send(true);
+        let owned: Vec<_> = self.owned.read().values().cloned().collect();
+        for b in owned {
+            if let Err(e) = self.release(&b).await {
+                tracing::warn!(bundle = %b.name(), error = %e, "releasing a bundle at shutdown");
+            }
+        }
+        let store = self.store();
+        if self.is_leader() {
+            let _ = store.delete(paths::LEADER, None).await;
+        }
+        let _ = store
+            .delete(&paths::broker(&self.config.broker_id), None)
+            .await;
+        tracing::info!(broker = %self.config.broker_id, "left the cluster");
+    }
+
+    /// Broker ids registered now.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn brokers(&self) -> Result<Vec<String>> {
+        let mut v = self.store().children(paths::BROKERS).await?;
+        v.sort();
+        Ok(v)
+    }
+
+    /// The leader's record, if there is a leader.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn leader(&self) -> Result<Option<LeaderBroker>> {
+        Ok(self
+            .store()
+            .get_json::<LeaderBroker>(paths::LEADER)
+            .await?
+            .map(|(l, _)| l))
+    }
+
+    /// A registered broker's load report.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn broker_data(&self, broker_id: &str) -> Result<Option<LocalBrokerData>> {
+        Ok(self
+            .store()
+            .get_json::<LocalBrokerData>(&paths::broker(broker_id))
+            .await?
+            .map(|(d, _)| d))
+    }
+}

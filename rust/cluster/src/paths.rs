@@ -1,0 +1,79 @@
+//! Pulsar's paths in its metadata store (`pulsar-broker-common`'s resources, the load manager and
+//! the ownership cache), each written once here.
+
+use pulsar_rs_ledger::seam::paths::url_encode;
+
+/// Registered brokers, one ephemeral child per broker id (`host:webServicePort`).
+pub const BROKERS: &str = "/loadbalance/brokers";
+/// The leader broker's ephemeral record.
+pub const LEADER: &str = "/loadbalance/leader";
+/// Root of bundle ownership: `/namespace/{tenant}/{ns}/{0xLOW_0xHIGH}`.
+pub const OWNERSHIP_ROOT: &str = "/namespace";
+
+/// A registered broker's record.
+#[must_use]
+pub fn broker(broker_id: &str) -> String {
+    format!("{BROKERS}/{broker_id}")
+}
+
+/// A cluster's `ClusterData`.
+#[must_use]
+pub fn cluster(name: &str) -> String {
+    format!("/admin/clusters/{name}")
+}
+
+/// A tenant's `TenantInfo`.
+#[must_use]
+pub fn tenant(name: &str) -> String {
+    format!("/admin/policies/{name}")
+}
+
+/// A namespace's `Policies` (`ns` is `tenant/ns`).
+#[must_use]
+pub fn namespace_policies(ns: &str) -> String {
+    format!("/admin/policies/{ns}")
+}
+
+/// A namespace's `LocalPolicies`, where the current bundle split is kept.
+#[must_use]
+pub fn local_policies(ns: &str) -> String {
+    format!("/admin/local-policies/{ns}")
+}
+
+/// A partitioned topic's `PartitionedTopicMetadata`: `tenant/ns/domain/local`, the local name
+/// URL-encoded as Pulsar's `Codec.encode`.
+#[must_use]
+pub fn partitioned_topic(tenant: &str, ns: &str, domain: &str, local: &str) -> String {
+    format!(
+        "/admin/partitioned-topics/{tenant}/{ns}/{domain}/{}",
+        url_encode(local)
+    )
+}
+
+/// The ownership lock of a bundle (`bundle` is `tenant/ns/0xLOW_0xHIGH`).
+#[must_use]
+pub fn ownership(bundle: &str) -> String {
+    format!("{OWNERSHIP_ROOT}/{bundle}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_pulsars() {
+        assert_eq!(
+            broker("127.0.0.1:8080"),
+            "/loadbalance/brokers/127.0.0.1:8080"
+        );
+        assert_eq!(
+            ownership("public/default/0x00000000_0x10000000"),
+            "/namespace/public/default/0x00000000_0x10000000"
+        );
+        assert_eq!(
+            partitioned_topic("public", "default", "persistent", "a b"),
+            "/admin/partitioned-topics/public/default/persistent/a+b"
+        );
+        assert_eq!(local_policies("t/n"), "/admin/local-policies/t/n");
+    }
+}

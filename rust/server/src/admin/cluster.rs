@@ -1,0 +1,189 @@
+//! The admin calls of a cluster: `pulsar-admin brokers list` / `leader-broker` /
+//! `namespaces <broker>` (`/admin/v2/brokers/...`), `namespaces bundles` and `unload`
+//! (`/admin/v2/namespaces/{tenant}/{ns}/bundles`, `.../unload`, `.../{bundle}/unload`), and
+//! `topics bundle-range`. A broker on its own answers as a one-broker cluster with one bundle
+//! per namespace; in a cluster the answers come from the metadata store, and unloading a
+//! bundle another broker owns is answered 307 to that broker, as Pulsar does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{OriginalUri, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use pulsar_rs_cluster::documents::BundlesData;
+use pulsar_rs_cluster::{bundles, Bundle, ClusterError};
+use serde_json::json;
+
+use super::topic_path::TopicPath;
+use super::Ctx;
+use crate::http::fail;
+use crate::ServerContext;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new()
+        .route("/admin/v2/brokers/leaderBroker", get(leader_broker))
+        .route("/admin/v2/brokers/{cluster}", get(brokers))
+        .route(
+            "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
+            get(owned_namespaces),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/bundles",
+            get(ns_bundles),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/unload",
+            put(unload_namespace),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/unload",
+            put(unload_bundle),
+        )
+        .route(
+            "/admin/v2/{domain}/{tenant}/{ns}/{topic}/bundle",
+            get(topic_bundle),
+        )
+}
+
+/// This broker's id when it is on its own: `host:webServicePort`.
+fn own_id(ctx: &ServerContext) -> String {
+    ctx.admin_url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+fn cluster_fail(e: &ClusterError) -> Response {
+    let status = match e {
+        ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
+        ClusterError::InvalidName(_) => StatusCode::PRECONDITION_FAILED,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    fail(status, e.to_string())
+}
+
+async fn leader_broker(State(ctx): Ctx) -> Response {
+    let Some(m) = ctx.cluster.get() else {
+        return Json(json!({"brokerId": own_id(&ctx), "serviceUrl": ctx.admin_url}))
+            .into_response();
+    };
+    match m.leader().await {
+        Ok(Some(l)) => Json(l).into_response(),
+        Ok(None) => fail(StatusCode::NOT_FOUND, "No leader broker"),
+        Err(e) => cluster_fail(&e),
+    }
+}
+
+async fn brokers(State(ctx): Ctx, Path(cluster): Path<String>) -> Response {
+    if cluster != ctx.service.config.cluster_name {
+        return fail(
+            StatusCode::PRECONDITION_FAILED,
+            format!("Cluster {cluster} does not exist"),
+        );
+    }
+    let Some(m) = ctx.cluster.get() else {
+        return Json(vec![own_id(&ctx)]).into_response();
+    };
+    match m.brokers().await {
+        Ok(b) => Json(b).into_response(),
+        Err(e) => cluster_fail(&e),
+    }
+}
+
+async fn owned_namespaces(
+    State(ctx): Ctx,
+    Path((_cluster, broker)): Path<(String, String)>,
+) -> Response {
+    let owned: Vec<String> = match ctx.cluster.get() {
+        None if broker == own_id(&ctx) => ctx
+            .service
+            .policies
+            .namespaces()
+            .into_iter()
+            .map(|ns| format!("{ns}/0x00000000_0xffffffff"))
+            .collect(),
+        None => return fail(StatusCode::NOT_FOUND, format!("Broker {broker} not found")),
+        Some(m) if broker == m.broker_id() => m.owned_bundles(),
+        Some(m) => match m.broker_data(&broker).await {
+            Ok(Some(d)) => d.bundles.into_iter().collect(),
+            Ok(None) => return fail(StatusCode::NOT_FOUND, format!("Broker {broker} not found")),
+            Err(e) => return cluster_fail(&e),
+        },
+    };
+    let status = json!({"broker_assignment": "shared", "is_controlled": false, "is_active": true});
+    let map: BTreeMap<String, serde_json::Value> =
+        owned.into_iter().map(|b| (b, status.clone())).collect();
+    Json(map).into_response()
+}
+
+async fn ns_bundles(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    let name = format!("{tenant}/{ns}");
+    let Some(m) = ctx.cluster.get() else {
+        if let Some(r) = super::namespaces::missing(&ctx, &name) {
+            return r;
+        }
+        return Json(bundles::bundles_data(&[0, u32::MAX])).into_response();
+    };
+    match m.boundaries(&name).await {
+        Ok(b) => Json::<BundlesData>(bundles::bundles_data(&b)).into_response(),
+        Err(e) => cluster_fail(&e),
+    }
+}
+
+async fn unload_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+    let name = format!("{tenant}/{ns}");
+    let Some(m) = ctx.cluster.get() else {
+        return match super::namespaces::missing(&ctx, &name) {
+            Some(r) => r,
+            None => StatusCode::NO_CONTENT.into_response(),
+        };
+    };
+    match m.unload(&name, None).await {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => cluster_fail(&e),
+    }
+}
+
+async fn unload_bundle(
+    State(ctx): Ctx,
+    OriginalUri(uri): OriginalUri,
+    Path((tenant, ns, range)): Path<(String, String, String)>,
+) -> Response {
+    let name = format!("{tenant}/{ns}");
+    let Some(m) = ctx.cluster.get() else {
+        return match super::namespaces::missing(&ctx, &name) {
+            Some(r) => r,
+            None => StatusCode::NO_CONTENT.into_response(),
+        };
+    };
+    let bundle = match Bundle::parse(&format!("{name}/{range}")) {
+        Ok(b) => b,
+        Err(e) => return cluster_fail(&e),
+    };
+    match m.owner(&bundle).await {
+        Ok(Some(pulsar_rs_cluster::member::Owner::Other(u))) => {
+            // Pulsar's `validateNamespaceBundleOwnership`: the owner does it.
+            let to = format!("{}{}", u.web.trim_end_matches('/'), uri);
+            (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+        }
+        Ok(_) => match m.release(&bundle).await {
+            Ok(()) => StatusCode::NO_CONTENT.into_response(),
+            Err(e) => cluster_fail(&e),
+        },
+        Err(e) => cluster_fail(&e),
+    }
+}
+
+async fn topic_bundle(State(ctx): Ctx, TopicPath(topic): TopicPath) -> Response {
+    let Some(m) = ctx.cluster.get() else {
+        return Json("0x00000000_0xffffffff").into_response();
+    };
+    match m.bundle_of(&topic.to_string()).await {
+        Ok(b) => Json(b.range()).into_response(),
+        Err(e) => cluster_fail(&e),
+    }
+}

@@ -1,0 +1,80 @@
+//! This broker in a cluster: when `metadataStoreUrl` names a ZooKeeper, the broker joins the
+//! cluster there ([`pulsar_rs_cluster::ClusterMember`]): it registers, owns namespace bundles,
+//! answers lookups with Connect or Redirect, refuses producers and consumers of topics it does
+//! not own, and closes the topics of a bundle it gives up so their clients look them up again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pulsar_rs_broker::BrokerConfig;
+use pulsar_rs_cluster::{BrokerUrls, Bundle, ClusterError, ClusterMember, MemberConfig};
+use pulsar_rs_proto::ServerError as Wire;
+
+use crate::{ServerContext, ServerError};
+
+/// Joins the cluster the configuration names, if any (`None`: a broker on its own).
+///
+/// # Errors
+/// The metadata store cannot be reached or refuses the registration.
+pub async fn join(
+    ctx: &Arc<ServerContext>,
+    config: &BrokerConfig,
+    broker_id: String,
+    urls: BrokerUrls,
+) -> Result<Option<Arc<ClusterMember>>, ServerError> {
+    let Some(zk) = config.bookkeeper_zookeeper() else {
+        return Ok(None);
+    };
+    let member_config = MemberConfig {
+        zk_servers: zk,
+        session_timeout: Duration::from_millis(
+            config.metadata_store_session_timeout_millis.max(1000),
+        ),
+        cluster: config.cluster_name.clone(),
+        broker_id,
+        urls,
+        default_bundles: config.default_number_of_namespace_bundles.max(1),
+    };
+    let weak = Arc::downgrade(ctx);
+    let on_release: pulsar_rs_cluster::OnRelease = Arc::new(move |bundles: Vec<Bundle>| {
+        let weak = weak.clone();
+        Box::pin(async move {
+            let Some(ctx) = weak.upgrade() else { return };
+            let service = Arc::clone(&ctx.service);
+            // Closing a topic closes its ledger on the bookies: blocking pool.
+            let handles = tokio::task::spawn_blocking(move || {
+                service.unload_where(
+                    |t| {
+                        let full = t.name.to_string();
+                        bundles.iter().any(|b| b.contains_topic(&full))
+                    },
+                    "bundle released: unloading the topic",
+                )
+            })
+            .await
+            .unwrap_or_default();
+            for h in handles {
+                ctx.fence_producer(h);
+            }
+        })
+    });
+    let member = ClusterMember::start(member_config, on_release)
+        .await
+        .map_err(|e| ServerError::BadRequest(format!("joining the cluster: {e}")))?;
+    Ok(Some(member))
+}
+
+/// The wire code and message a cluster failure is answered with (Pulsar's `TopicLookupBase`:
+/// metadata failures are `MetadataError`, everything else `ServiceNotReady`).
+#[must_use]
+pub fn wire(e: &ClusterError) -> (Wire, String) {
+    let code = match e {
+        ClusterError::Metadata { .. }
+        | ClusterError::Corrupt { .. }
+        | ClusterError::NamespaceNotFound(_)
+        | ClusterError::BadVersion { .. } => Wire::MetadataError,
+        ClusterError::InvalidName(_) => Wire::InvalidTopicName,
+        _ => Wire::ServiceNotReady,
+    };
+    (code, e.to_string())
+}

@@ -1,0 +1,137 @@
+//! A connection's commands in a cluster: LOOKUP answered by the cluster member (Connect to the
+//! owner, or Redirect with `authoritative`), PARTITIONED_METADATA from the cluster's store, and
+//! the ownership check before a PRODUCER or SUBSCRIBE (`ServiceNotReady`: redo the lookup).
+
+use std::sync::Arc;
+
+use pulsar_rs_broker::{BrokerError, TopicName};
+use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
+use pulsar_rs_proto::{commands, pb, BaseCommand, ServerError as Wire};
+
+use super::{frame, Connection};
+use crate::cluster::wire;
+use crate::error::wire_code;
+
+impl Connection {
+    /// In a cluster, refuses (and answers) a PRODUCER or SUBSCRIBE on a topic whose bundle
+    /// this broker does not own, as Pulsar's `checkTopicNsOwnership`.
+    pub(super) fn refuse_unowned(&self, request_id: u64, topic: &str) -> bool {
+        let Some(member) = self.ctx.cluster.get() else {
+            return false;
+        };
+        let Ok(name) = TopicName::parse(topic) else {
+            return false;
+        };
+        let full = name.to_string();
+        if member.owns(&full) {
+            return false;
+        }
+        self.send(&commands::error(
+            request_id,
+            Wire::ServiceNotReady,
+            format!(
+                "Namespace bundle for topic ({full}) not served by this instance. Please redo the lookup. Request is denied: namespace={}",
+                name.namespace_name()
+            ),
+        ));
+        true
+    }
+
+    /// LOOKUP in a cluster (after the authorization and namespace checks).
+    pub(super) fn cluster_lookup(&self, member: &Arc<ClusterMember>, c: &pb::CommandLookupTopic) {
+        let (member, tx, request_id) = (Arc::clone(member), self.tx.clone(), c.request_id);
+        let (topic, authoritative) = (TopicName::parse(&c.topic), c.authoritative());
+        tokio::spawn(async move {
+            let reply = match topic {
+                Err(e) => commands::lookup_failed(request_id, wire_code(&e), e.to_string()),
+                Ok(t) => match member.lookup(&t.to_string(), authoritative).await {
+                    Ok(LookupAnswer::Connect(u)) => {
+                        commands::lookup_connect(request_id, &u.service, u.service_tls.as_deref())
+                    }
+                    Ok(LookupAnswer::Redirect {
+                        urls,
+                        authoritative,
+                    }) => commands::lookup_redirect(
+                        request_id,
+                        &urls.service,
+                        urls.service_tls.as_deref(),
+                        authoritative,
+                    ),
+                    Err(e) => {
+                        let (code, msg) = wire(&e);
+                        commands::lookup_failed(request_id, code, msg)
+                    }
+                },
+            };
+            let _ = tx.send(frame(&reply));
+        });
+    }
+
+    /// PARTITIONED_METADATA in a cluster: the count the cluster's store records (adopted here
+    /// too), else this broker's answer (auto-creation included), recorded in the store so every
+    /// broker gives the same.
+    pub(super) fn cluster_partitioned_metadata(
+        &self,
+        member: &Arc<ClusterMember>,
+        c: &pb::CommandPartitionedTopicMetadata,
+    ) {
+        let (member, service, tx) = (
+            Arc::clone(member),
+            Arc::clone(&self.service),
+            self.tx.clone(),
+        );
+        let (topic, request_id, auto) = (
+            c.topic.clone(),
+            c.request_id,
+            c.metadata_auto_creation_enabled(),
+        );
+        tokio::spawn(async move {
+            let reply = partitions(&member, &service, &topic, auto).await;
+            let reply: BaseCommand = match reply {
+                Ok(n) => commands::partitioned_metadata(request_id, n),
+                Err((code, msg)) => commands::partitioned_metadata_failed(request_id, code, msg),
+            };
+            let _ = tx.send(frame(&reply));
+        });
+    }
+}
+
+async fn partitions(
+    member: &ClusterMember,
+    service: &Arc<pulsar_rs_broker::BrokerService>,
+    topic: &str,
+    auto: bool,
+) -> Result<u32, (Wire, String)> {
+    let broker = |e: BrokerError| (wire_code(&e), e.to_string());
+    let name = TopicName::parse(topic).map_err(broker)?;
+    if name.partition_index().is_some() {
+        return Ok(0);
+    }
+    let full = name.to_string();
+    // Storage writes (the local record): blocking pool.
+    let blocking = |f: Box<dyn FnOnce() -> Result<u32, BrokerError> + Send>| async move {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| (Wire::ServiceNotReady, e.to_string()))?
+            .map_err(broker)
+    };
+    if let Some(n) = member.partitions(&full).await.map_err(|e| wire(&e))? {
+        let (svc, name) = (Arc::clone(service), name.clone());
+        if n > 0 {
+            blocking(Box::new(move || {
+                svc.adopt_partitioned(&name, n).map(|()| n)
+            }))
+            .await?;
+        }
+        return Ok(n);
+    }
+    let (svc, local_name) = (Arc::clone(service), name.clone());
+    let n = blocking(Box::new(move || svc.partitions(&local_name, auto))).await?;
+    if n == 0 {
+        return Ok(0);
+    }
+    member
+        .record_partitions(&full, n)
+        .await
+        .map_err(|e| wire(&e))
+}
