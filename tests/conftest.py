@@ -37,9 +37,10 @@ ROOMS = (
     "go",
     "differential",
     "bookkeeper",
+    "cluster",
 )
 #: Rooms whose every test is slow: a JVM, a Go build, Apache Pulsar, bookies, FUSE, a wheel or a scale run.
-SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper"})
+SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper", "cluster"})
 _TESTS = Path(__file__).resolve().parent
 
 

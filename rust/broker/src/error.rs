@@ -75,4 +75,8 @@ pub enum BrokerError {
     /// The broker is shutting down.
     #[error("broker is shutting down")]
     ShuttingDown,
+    /// In a cluster, the topic's bundle is owned by another broker (or none): the client must
+    /// look the topic up again.
+    #[error("{0}")]
+    NotServed(String),
 }

@@ -53,7 +53,7 @@ pub fn wire_code(e: &BrokerError) -> Wire {
         BrokerError::ProducerFenced(_) => Wire::ProducerFenced,
         BrokerError::InvalidTopicName { .. } => Wire::InvalidTopicName,
         BrokerError::ConsumerAssign(_) => Wire::ConsumerAssignError,
-        BrokerError::ShuttingDown => Wire::ServiceNotReady,
+        BrokerError::ShuttingDown | BrokerError::NotServed(_) => Wire::ServiceNotReady,
         BrokerError::CoordinatorNotFound(_) => Wire::TransactionCoordinatorNotFound,
         BrokerError::InvalidTxnStatus(_) => Wire::InvalidTxnStatus,
         BrokerError::TransactionNotFound(_) => Wire::TransactionNotFound,

@@ -29,6 +29,7 @@ pub(crate) fn broker_fail(e: &BrokerError) -> Response {
         }
         BrokerError::NotAllowed(_) => StatusCode::BAD_REQUEST,
         BrokerError::ConsumerBusy(_) | BrokerError::ProducerBusy(_) => StatusCode::CONFLICT,
+        BrokerError::NotServed(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     fail(status, e.to_string())

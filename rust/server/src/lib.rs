@@ -366,6 +366,9 @@ impl Server {
         let config = Arc::clone(&ctx.service.config);
         match cluster::join(&ctx, &config, broker_id, member_urls).await {
             Ok(Some(member)) => {
+                let owner = Arc::clone(&member);
+                ctx.service
+                    .set_ownership_check(Box::new(move |t| owner.owns(&t.to_string())));
                 let _ = ctx.cluster.set(member);
             }
             Ok(None) => {}

@@ -47,6 +47,10 @@ pub struct BrokerService {
     loading: Mutex<HashMap<TopicName, Arc<Mutex<()>>>>,
     /// Names of topics that exist in storage (loaded or not).
     known: Mutex<HashSet<TopicName>>,
+    /// In a cluster, whether this broker owns a topic's bundle: a topic is loaded only where
+    /// it is owned (loading opens its ledger with recovery, which would fence the owner). Set
+    /// once at start by the server; unset on a broker of its own.
+    ownership: std::sync::OnceLock<OwnershipCheck>,
     /// Topics whose metadata or cursor state is corrupt, with why: they are not served (their
     /// clients get the reason) while every other topic is.
     quarantined: Mutex<HashMap<TopicName, String>>,
@@ -63,6 +67,12 @@ pub struct BrokerService {
     /// The transaction coordinators hosted here ([`transactions`]); its own short lock.
     coordinators: transactions::Coordinators,
 }
+
+/// Whether this broker owns a topic's bundle (see [`BrokerService::set_ownership_check`]).
+pub type OwnershipCheck = Box<dyn Fn(&TopicName) -> bool + Send + Sync>;
+
+/// The namespace of Pulsar's system topics (the transaction coordinator's).
+const SYSTEM_NAMESPACE: &str = "pulsar/system";
 
 impl BrokerService {
     /// Opens the data directory.
@@ -163,6 +173,7 @@ impl BrokerService {
             topics: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
             known: Mutex::new(known),
+            ownership: std::sync::OnceLock::new(),
             quarantined: Mutex::new(HashMap::new()),
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
@@ -349,11 +360,27 @@ impl BrokerService {
         result
     }
 
+    /// Makes topic loads depend on `owns` (the cluster's ownership of the topic's bundle):
+    /// a topic this broker does not own is refused with [`BrokerError::NotServed`]. The
+    /// `pulsar/system` namespace (this broker's transaction coordinator) is exempt. Only the
+    /// first call has an effect.
+    pub fn set_ownership_check(&self, owns: OwnershipCheck) {
+        let _ = self.ownership.set(owns);
+    }
+
     /// Opens a topic from storage (or creates it) and adds it to `topics`. Called with the
     /// topic's load lock held.
     fn load_topic(&self, name: &TopicName, create: bool) -> Result<Arc<Topic>, BrokerError> {
         if let Some(t) = self.topics.lock().get(name) {
             return Ok(Arc::clone(t));
+        }
+        if let Some(owns) = self.ownership.get() {
+            if name.namespace_name() != SYSTEM_NAMESPACE && !owns(name) {
+                return Err(BrokerError::NotServed(format!(
+                    "Namespace bundle for topic ({name}) not served by this instance. Please redo the lookup. Request is denied: namespace={}",
+                    name.namespace_name()
+                )));
+            }
         }
         let exists = self.known.lock().contains(name);
         let is_partition_of_known =

@@ -44,7 +44,11 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             put(unload_bundle),
         )
         .route(
-            "/admin/v2/{domain}/{tenant}/{ns}/{topic}/bundle",
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/bundle",
+            get(topic_bundle),
+        )
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/bundle",
             get(topic_bundle),
         )
 }

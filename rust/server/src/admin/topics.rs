@@ -82,6 +82,23 @@ async fn get_partitions(
 ) -> Response {
     // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
     let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
+    if let Some(member) = ctx.cluster.get() {
+        // In a cluster the store's record answers (a topic another broker created).
+        match member.partitions(&name.to_string()).await {
+            Ok(Some(n)) if n > 0 && name.partition_index().is_none() => {
+                let (svc, base) = (Arc::clone(&ctx.service), name.clone());
+                return match tokio::task::spawn_blocking(move || svc.adopt_partitioned(&base, n))
+                    .await
+                {
+                    Ok(Ok(())) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
+                    Ok(Err(e)) => broker_fail(&e),
+                    Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+                };
+            }
+            Ok(_) => {}
+            Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        }
+    }
     match ctx.service.partitions(&name, auto_create) {
         // As Pulsar: without auto-creation, a topic that is neither partitioned nor stored (nor a
         // partition within its topic's count) is 404.
@@ -132,6 +149,24 @@ async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
         if let Err(e) = ctx.service.admit_new_topics(&name.namespace_name(), n) {
             return fail(StatusCode::PRECONDITION_FAILED, e.to_string());
         }
+    }
+    if let Some(member) = ctx.cluster.get() {
+        // In a cluster the store's record is the one every broker answers from; the partitions
+        // are created on first use by their owners (loading them here would take them over).
+        match member.partitions(&name.to_string()).await {
+            Ok(Some(_)) => {
+                return fail(
+                    StatusCode::CONFLICT,
+                    format!("This topic already exists: {name}"),
+                )
+            }
+            Ok(None) => {}
+            Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        }
+        if let Err(e) = member.record_partitions(&name.to_string(), n).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+        return no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await;
     }
     // As Pulsar (`tryCreatePartitionsAsync`): the partitions are created with the partitioned
     // topic, so they are listed (and collected as inactive topics) before anyone uses them; past

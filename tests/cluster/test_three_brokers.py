@@ -1,0 +1,415 @@
+"""Three pulsar-rs brokers as one Pulsar cluster: real ZooKeeper and bookies from the pinned Apache
+Pulsar distribution, the official Python client (README, "Run a three-broker cluster").
+
+The tests Pulsar itself uses for this (`AdminApiMultiBrokersTest`, `BrokerServiceLookupTest`,
+`MultiBrokerLeaderElectionTest`), run against our brokers:
+
+* exactly one leader, known to every broker; every broker registered;
+* a lookup through any broker lands on one owner per topic, and the topics spread over brokers;
+* the redirect chain: a broker that does not lead sends a lookup of an unowned bundle to the
+  leader (not authoritative), the leader places it and sends the client on (authoritative), and
+  that broker takes it;
+* a partitioned topic spread over the brokers delivers every message once;
+* SIGKILL the broker owning some partitions while producing: after its session expires the
+  others take its bundles (fencing its ledgers on the bookies), the clients reconnect, nothing
+  receipted is lost, and deduplication delivers nothing twice;
+* a broker frozen past its session timeout (SIGSTOP, the process alive) loses its bundles to
+  the others; when it wakes it gives them up and joins again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pulsar
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
+from tools.pulsar_reference import PulsarReferenceError, available
+from tools.pulsar_reference.bookkeeper import BookKeeperCluster
+
+if (why := available()) is not None:
+    pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
+
+#: ZooKeeperServerMain's tickTime is 3 s, so its shortest session is 6 s.
+SESSION_MS = 6000
+
+
+class Broker:
+    """One ``pulsar-rs standalone`` process on the shared ZooKeeper and bookies."""
+
+    def __init__(self, tmp: Path, bk: BookKeeperCluster, name: str) -> None:
+        self.name = name
+        self.log_path = tmp / f"{name}.log"
+        conf = tmp / f"{name}.conf"
+        conf.write_text(
+            f"metadataStoreUrl={bk.metadata_store_url}\nmetadataStoreSessionTimeoutMillis={SESSION_MS}\n"
+            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\nmanagedLedgerDefaultAckQuorum=2\n"
+            "brokerDeduplicationEnabled=true\n"
+        )
+        log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pulsar_rs.cli",
+                "standalone",
+                "--config",
+                str(conf),
+                "--data-dir",
+                str(tmp / f"{name}-data"),
+                "--port",
+                "0",
+                "--admin-port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PULSAR_RS_LOG": "info"},
+        )
+        log.close()
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        m = re.match(r"READY (pulsar://\S+) (http://\S+)", line)
+        if not m:
+            self.kill()
+            pytest.fail(f"broker {name} did not start: {line!r}\n{self.log()[-3000:]}")
+        self.url, self.http = m.group(1), m.group(2)
+        self.broker_id = self.http.removeprefix("http://")
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def stop(self) -> None:
+        """An orderly stop (SIGTERM): bundles released, registration deleted."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ARG002
+        return None
+
+
+def get(url: str, follow: bool = True) -> tuple[int, dict | list | str, str | None]:
+    """(status, JSON body, Location) of a GET; with ``follow``, 307s are followed."""
+    opener = urllib.request.build_opener() if follow else urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(url, timeout=30) as r:
+            return r.status, json.loads(r.read() or b"null"), None
+    except urllib.error.HTTPError as e:
+        with e:
+            body = e.read()
+            return e.code, json.loads(body) if body else None, e.headers.get("Location")
+
+
+def lookup(broker: Broker, topic: str) -> str:
+    """The broker URL an HTTP lookup through ``broker`` ends at (307s followed)."""
+    local = topic.removeprefix("persistent://")
+    status, body, _ = get(f"{broker.http}/lookup/v2/topic/persistent/{local}")
+    assert status == 200, body
+    assert isinstance(body, dict)
+    return body["brokerUrl"]
+
+
+def client(brokers: list[Broker]) -> pulsar.Client:
+    """A client whose service URL names every broker (lookups go to any live one)."""
+    hosts = ",".join(b.url.removeprefix("pulsar://") for b in brokers)
+    return pulsar.Client(
+        f"pulsar://{hosts}",
+        operation_timeout_seconds=45,
+        connection_timeout_ms=3000,
+        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
+    )
+
+
+@pytest.fixture(scope="module")
+def bookies() -> Iterator[BookKeeperCluster]:
+    try:
+        cluster = BookKeeperCluster(bookies=3).start()
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture
+def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[Broker]]:
+    started: list[Broker] = []
+    try:
+        for name in ("b0", "b1", "b2"):
+            started.append(Broker(tmp_path, bookies, name))
+        yield started
+    finally:
+        for b in started:
+            b.stop()
+
+
+def wait_for(what: str, cond, timeout: float = 60.0):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_one_leader_every_broker_registered_lookups_converge(brokers):
+    ids = sorted(b.broker_id for b in brokers)
+    for b in brokers:
+        status, listed, _ = get(f"{b.http}/admin/v2/brokers/standalone")
+        assert status == 200 and sorted(listed) == ids, listed
+    leaders = {json.dumps(get(f"{b.http}/admin/v2/brokers/leaderBroker")[1], sort_keys=True) for b in brokers}
+    assert len(leaders) == 1, leaders
+    leader = json.loads(leaders.pop())
+    assert leader["brokerId"] in ids
+    status, bundles, _ = get(f"{brokers[0].http}/admin/v2/namespaces/public/default/bundles")
+    assert status == 200 and bundles["numBundles"] == 16, bundles
+
+    topics = [f"persistent://public/default/converge-{i}" for i in range(16)]
+    owners = {}
+    for t in topics:
+        seen = {lookup(b, t) for b in brokers}
+        assert len(seen) == 1, f"{t}: lookups through the brokers disagree: {seen}"
+        owners[t] = seen.pop()
+    urls = {b.url for b in brokers}
+    assert set(owners.values()) <= urls
+    assert len(set(owners.values())) >= 2, f"16 topics all on one broker: {owners}"
+    # Each owner lists the bundles it holds; no bundle has two owners.
+    held: dict[str, str] = {}
+    for b in brokers:
+        status, owned, _ = get(f"{b.http}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces")
+        assert status == 200
+        for bundle in owned:
+            assert bundle not in held, f"{bundle} owned by {held[bundle]} and {b.name}"
+            held[bundle] = b.name
+    for t, url in owners.items():
+        status, rng, _ = get(f"{brokers[0].http}/admin/v2/persistent/{t.removeprefix('persistent://')}/bundle")
+        assert status == 200
+        owner = next(b for b in brokers if b.url == url)
+        assert held.get(f"public/default/{rng}") == owner.name, (t, rng, held)
+
+
+def test_redirect_chain_with_authoritative(brokers):
+    leader_id = get(f"{brokers[0].http}/admin/v2/brokers/leaderBroker")[1]["brokerId"]
+    leader = next(b for b in brokers if b.broker_id == leader_id)
+    follower = next(b for b in brokers if b is not leader)
+    # A topic whose bundle nobody owns yet.
+    for i in range(1000):
+        topic = f"public/default/chain-{i}"
+        rng = get(f"{leader.http}/admin/v2/persistent/{topic}/bundle")[1]
+        if all(f"public/default/{rng}" not in get(f"{b.http}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces")[1] for b in brokers):
+            break
+    else:
+        pytest.fail("every bundle owned already")
+    path = f"/lookup/v2/topic/persistent/{topic}"
+    status, _, location = get(f"{follower.http}{path}", follow=False)
+    assert status == 307, "a follower sends an unowned bundle's lookup to the leader"
+    assert location == f"{leader.http}{path}?authoritative=false", location
+    status, body, location = get(location, follow=False)
+    if status == 307:
+        # The leader placed it on another broker: that broker must take it, no more asking.
+        assert location is not None and location.endswith(f"{path}?authoritative=true"), location
+        target = next(b for b in brokers if location.startswith(b.http))
+        assert target is not leader
+        status, body, _ = get(location, follow=False)
+        assert status == 200 and body["brokerUrl"] == target.url, body
+    else:
+        assert status == 200 and body["brokerUrl"] == leader.url, body
+    owner_url = body["brokerUrl"]
+    # Everyone agrees now, and a non-owner refuses producers of the topic (redo the lookup).
+    assert {lookup(b, f"persistent://{topic}") for b in brokers} == {owner_url}
+    c = client(brokers)
+    try:
+        p = c.create_producer(f"persistent://{topic}")
+        p.send(b"x")
+    finally:
+        c.close()
+
+
+def produce_all(c: pulsar.Client, topic: str, n: int) -> list[bytes]:
+    p = c.create_producer(topic, batching_enabled=False, send_timeout_millis=30000)
+    sent = [b"m-%04d" % i for i in range(n)]
+    for m in sent:
+        p.send_async(m, None, partition_key=m.decode())
+    p.flush()
+    p.close()
+    return sent
+
+
+def drain(c: pulsar.Client, topic: str, sub: str, expect: int, idle_ms: int = 5000) -> list[bytes]:
+    consumer = c.subscribe(topic, sub, initial_position=pulsar.InitialPosition.Earliest)
+    got: list[bytes] = []
+    try:
+        while True:
+            try:
+                m = consumer.receive(timeout_millis=idle_ms if len(got) >= expect else 60000)
+            except pulsar.Timeout:
+                return got
+            got.append(m.data())
+            consumer.acknowledge(m)
+    finally:
+        consumer.close()
+
+
+def partition_owners(brokers: list[Broker], topic: str, n: int) -> dict[int, str]:
+    return {i: lookup(brokers[i % len(brokers)], f"{topic}-partition-{i}") for i in range(n)}
+
+
+def test_partitioned_topic_spread_over_brokers_delivers_every_message_once(brokers):
+    topic = "persistent://public/default/spread"
+    local = topic.removeprefix("persistent://")
+    req = urllib.request.Request(f"{brokers[1].http}/admin/v2/persistent/{local}/partitions", data=b"8", method="PUT")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 204
+    # Any broker answers the partition count from the store.
+    for b in brokers:
+        assert get(f"{b.http}/admin/v2/persistent/{local}/partitions")[1]["partitions"] == 8
+    c = client(brokers)
+    try:
+        c.subscribe(topic, "all").close()
+        sent = produce_all(c, topic, 400)
+        got = drain(c, topic, "all", len(sent))
+    finally:
+        c.close()
+    assert sorted(got) == sent, f"{len(got)} received of {len(sent)}; duplicates {len(got) - len(set(got))}"
+    owners = partition_owners(brokers, topic, 8)
+    assert len(set(owners.values())) >= 2, f"8 partitions all on one broker: {owners}"
+
+
+def test_owner_killed_mid_stream_nothing_receipted_is_lost(brokers):
+    topic = "persistent://public/default/takeover"
+    n_parts = 6
+    local = topic.removeprefix("persistent://")
+    req = urllib.request.Request(f"{brokers[0].http}/admin/v2/persistent/{local}/partitions", data=str(n_parts).encode(), method="PUT")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 204
+    c = client(brokers)
+    receipted: list[bytes] = []
+    first_after_kill: dict[int, float] = {}
+    lock = threading.Lock()
+    killed_at = 0.0
+    try:
+        c.subscribe(topic, "check").close()
+        producer = c.create_producer(
+            topic, batching_enabled=False, send_timeout_millis=60000, block_if_queue_full=True, producer_name="takeover-p"
+        )
+        owners = partition_owners(brokers, topic, n_parts)
+        by_url = {b.url: b for b in brokers}
+        # The victim: the broker owning the most partitions (not all: the others must serve too).
+        counts = {u: list(owners.values()).count(u) for u in set(owners.values())}
+        victim = by_url[max(counts, key=lambda u: counts[u])]
+        victim_parts = {i for i, u in owners.items() if u == victim.url}
+        assert len(victim_parts) < n_parts or len(brokers) == 1
+
+        def done_cb(payload: bytes):
+            def done(res, msg_id) -> None:
+                if res == pulsar.Result.Ok:
+                    with lock:
+                        receipted.append(payload)
+                        if killed_at and msg_id.partition() in victim_parts:
+                            first_after_kill.setdefault(msg_id.partition(), time.monotonic() - killed_at)
+
+            return done
+
+        i = 0
+        for _ in range(300):
+            m = b"k-%05d" % i
+            producer.send_async(m, done_cb(m), partition_key=m.decode())
+            i += 1
+        producer.flush()
+        victim.kill()
+        killed_at = time.monotonic()
+        deadline = killed_at + 90
+        while time.monotonic() < deadline and len(first_after_kill) < len(victim_parts):
+            m = b"k-%05d" % i
+            producer.send_async(m, done_cb(m), partition_key=m.decode())
+            i += 1
+            time.sleep(0.01)
+        producer.flush()
+        producer.close()
+        survivors = [b for b in brokers if b is not victim]
+        with lock:
+            acked = list(receipted)
+        got = drain(client(survivors), topic, "check", len(acked))
+    finally:
+        c.close()
+    reconnect = sorted(first_after_kill.values())
+    print(
+        f"takeover: sent {i}, receipted {len(acked)}, read back {len(got)}, lost {len(set(acked) - set(got))}, "
+        f"duplicates {len(got) - len(set(got))}, victim partitions {sorted(victim_parts)}, "
+        f"first receipt after the kill per moved partition (s): {[round(r, 1) for r in reconnect]}"
+    )
+    assert len(first_after_kill) == len(victim_parts), "every moved partition took writes again"
+    assert not set(acked) - set(got), "receipted and lost"
+    assert len(got) == len(set(got)), "deduplication: nothing twice"
+    for b in brokers:
+        if b is not victim:
+            assert b.proc.poll() is None
+
+
+def test_frozen_broker_loses_its_bundles_and_rejoins(brokers):
+    topic = "persistent://public/default/frozen"
+    c = client(brokers)
+    try:
+        c.subscribe(topic, "s").close()
+        p = c.create_producer(topic, batching_enabled=False, send_timeout_millis=60000)
+        p.send(b"before")
+        owner_url = lookup(brokers[0], topic)
+        frozen = next(b for b in brokers if b.url == owner_url)
+        others = [b for b in brokers if b is not frozen]
+        frozen.proc.send_signal(signal.SIGSTOP)
+        try:
+            # Past the session timeout the others see it gone and a lookup moves the bundle.
+            wait_for(
+                "the frozen broker's registration to expire",
+                lambda: frozen.broker_id not in get(f"{others[0].http}/admin/v2/brokers/standalone")[1],
+                timeout=SESSION_MS / 1000 * 5,
+            )
+            new_owner = lookup(others[0], topic)
+            assert new_owner != owner_url
+            p.send(b"while-frozen")  # the client moves to the new owner
+        finally:
+            frozen.proc.send_signal(signal.SIGCONT)
+        # Awake, it notices its session is gone, gives its bundles up and joins again.
+        wait_for("the woken broker to release its bundles", lambda: "session lost" in frozen.log(), timeout=60)
+        wait_for(
+            "the woken broker to register again",
+            lambda: frozen.broker_id in get(f"{others[0].http}/admin/v2/brokers/standalone")[1],
+            timeout=60,
+        )
+        assert lookup(frozen, topic) == new_owner, "the moved bundle stays with its new owner"
+        p.send(b"after")
+        got = drain(c, topic, "s", 3)
+    finally:
+        with contextlib.suppress(Exception):
+            c.close()
+    assert got == [b"before", b"while-frozen", b"after"], got
