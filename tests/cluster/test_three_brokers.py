@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
+import raw_protocol as rp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
@@ -246,6 +247,16 @@ def test_redirect_chain_with_authoritative(brokers):
     owner_url = body["brokerUrl"]
     # Everyone agrees now, and a non-owner refuses producers of the topic (redo the lookup).
     assert {lookup(b, f"persistent://{topic}") for b in brokers} == {owner_url}
+    non_owner = next(b for b in brokers if b.url != owner_url)
+    raw = rp.Raw(non_owner.url)
+    try:
+        raw.connect()
+        raw.send(rp.simple_frame(rp.base(rp.PRODUCER, rp.fb(1, f"persistent://{topic}") + rp.fv(2, 1) + rp.fv(3, 1))))
+        ty, body = raw.recv()
+        assert ty == rp.ERROR and body[2] == [6], (ty, body)  # ServiceNotReady
+        assert b"not served by this instance" in body[3][0]
+    finally:
+        raw.close()
     c = client(brokers)
     try:
         p = c.create_producer(f"persistent://{topic}")

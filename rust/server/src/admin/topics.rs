@@ -90,7 +90,9 @@ async fn get_partitions(
                 return match tokio::task::spawn_blocking(move || svc.adopt_partitioned(&base, n))
                     .await
                 {
-                    Ok(Ok(())) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
+                    Ok(Ok(())) => {
+                        Json(json!({ "partitions": n, "deleted": false })).into_response()
+                    }
                     Ok(Err(e)) => broker_fail(&e),
                     Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
                 };
