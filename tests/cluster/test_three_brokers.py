@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
+
 import raw_protocol as rp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
@@ -105,15 +106,13 @@ class Broker:
         """An orderly stop (SIGTERM): bundles released, registration deleted."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ARG002
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None
 
 
@@ -127,6 +126,13 @@ def get(url: str, follow: bool = True) -> tuple[int, dict | list | str, str | No
         with e:
             body = e.read()
             return e.code, json.loads(body) if body else None, e.headers.get("Location")
+
+
+def bundle_range(broker: Broker, topic: str) -> str:
+    """``pulsar-admin topics bundle-range``: the bare range of the topic's bundle."""
+    local = topic.removeprefix("persistent://")
+    with urllib.request.urlopen(f"{broker.http}/lookup/v2/topic/persistent/{local}/bundle", timeout=30) as r:
+        return r.read().decode()
 
 
 def lookup(broker: Broker, topic: str) -> str:
@@ -171,7 +177,7 @@ def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[Broker]
             b.stop()
 
 
-def wait_for(what: str, cond, timeout: float = 60.0):  # noqa: ANN001, ANN201
+def wait_for(what: str, cond, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while True:
         v = cond()
@@ -212,8 +218,7 @@ def test_one_leader_every_broker_registered_lookups_converge(brokers):
             assert bundle not in held, f"{bundle} owned by {held[bundle]} and {b.name}"
             held[bundle] = b.name
     for t, url in owners.items():
-        status, rng, _ = get(f"{brokers[0].http}/admin/v2/persistent/{t.removeprefix('persistent://')}/bundle")
-        assert status == 200
+        rng = bundle_range(brokers[0], t)
         owner = next(b for b in brokers if b.url == url)
         assert held.get(f"public/default/{rng}") == owner.name, (t, rng, held)
 
@@ -225,8 +230,11 @@ def test_redirect_chain_with_authoritative(brokers):
     # A topic whose bundle nobody owns yet.
     for i in range(1000):
         topic = f"public/default/chain-{i}"
-        rng = get(f"{leader.http}/admin/v2/persistent/{topic}/bundle")[1]
-        if all(f"public/default/{rng}" not in get(f"{b.http}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces")[1] for b in brokers):
+        rng = bundle_range(leader, topic)
+        if all(
+            f"public/default/{rng}" not in get(f"{b.http}/admin/v2/brokers/standalone/{b.broker_id}/ownedNamespaces")[1]
+            for b in brokers
+        ):
             break
     else:
         pytest.fail("every bundle owned already")
@@ -320,7 +328,9 @@ def test_owner_killed_mid_stream_nothing_receipted_is_lost(brokers):
     topic = "persistent://public/default/takeover"
     n_parts = 6
     local = topic.removeprefix("persistent://")
-    req = urllib.request.Request(f"{brokers[0].http}/admin/v2/persistent/{local}/partitions", data=str(n_parts).encode(), method="PUT")
+    req = urllib.request.Request(
+        f"{brokers[0].http}/admin/v2/persistent/{local}/partitions", data=str(n_parts).encode(), method="PUT"
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         assert r.status == 204
     c = client(brokers)
@@ -331,7 +341,11 @@ def test_owner_killed_mid_stream_nothing_receipted_is_lost(brokers):
     try:
         c.subscribe(topic, "check").close()
         producer = c.create_producer(
-            topic, batching_enabled=False, send_timeout_millis=60000, block_if_queue_full=True, producer_name="takeover-p"
+            topic,
+            batching_enabled=False,
+            send_timeout_millis=60000,
+            block_if_queue_full=True,
+            producer_name="takeover-p",
         )
         owners = partition_owners(brokers, topic, n_parts)
         by_url = {b.url: b for b in brokers}

@@ -105,10 +105,29 @@ impl ClusterMember {
         self.broker_data(&leader.broker_id).await
     }
 
-    /// The least-loaded registered broker for `bundle`: fewest bundles owned (as reported,
-    /// plus those this leader placed there since), ties spread by a hash of bundle and broker.
+    /// Records, on the leader, where `bundle` goes at its next placement (an unload's
+    /// `destinationBroker`, Pulsar's `setNamespaceBundleAffinity`).
+    pub fn set_affinity(&self, bundle: &Bundle, broker_id: &str) {
+        self.affinity
+            .lock()
+            .insert(bundle.name(), broker_id.to_owned());
+    }
+
+    /// The least-loaded registered broker for `bundle`: the one an unload named, if it is
+    /// registered; else fewest bundles owned (as reported, plus those this leader placed there
+    /// since), ties spread by a hash of bundle and broker.
     async fn least_loaded(&self, bundle: &Bundle) -> Result<Candidate> {
         let name = bundle.name();
+        let wanted = self.affinity.lock().remove(&name);
+        if let Some(id) = wanted {
+            if id == self.broker_id() {
+                return Ok(Candidate::Me);
+            }
+            if let Some(data) = self.broker_data(&id).await? {
+                tracing::info!(bundle = %name, broker = %id, "bundle placed where its unload asked");
+                return Ok(Candidate::Other(data.urls()));
+            }
+        }
         let mut best: Option<((usize, u32), String, LocalBrokerData)> = None;
         for id in self.brokers().await? {
             let Some(data) = self.broker_data(&id).await? else {

@@ -71,6 +71,10 @@ pub struct ClusterMember {
     /// On the leader: bundles it placed on a broker whose load report does not show them yet,
     /// with when (Pulsar's preallocated bundles). Held for map operations only.
     preallocated: Mutex<HashMap<String, (String, Instant)>>,
+    /// On the leader: bundle name → the broker an unload asked it to go to next
+    /// (`destinationBroker`, Pulsar's bundle affinity); taken by the next placement. Held for
+    /// map operations only.
+    affinity: Mutex<HashMap<String, String>>,
     /// Whether this broker holds `/loadbalance/leader` in its current session. Written by the
     /// election loop; Relaxed: it orders nothing else, a stale read costs one extra redirect.
     is_leader: AtomicBool,

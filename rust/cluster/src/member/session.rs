@@ -36,6 +36,7 @@ impl ClusterMember {
             owned: RwLock::new(HashMap::new()),
             boundaries: RwLock::new(HashMap::new()),
             preallocated: Mutex::new(HashMap::new()),
+            affinity: Mutex::new(HashMap::new()),
             is_leader: AtomicBool::new(false),
             owned_changed: Notify::new(),
             on_release,

@@ -1,14 +1,16 @@
 //! The admin calls of a cluster: `pulsar-admin brokers list` / `leader-broker` /
 //! `namespaces <broker>` (`/admin/v2/brokers/...`), `namespaces bundles` and `unload`
 //! (`/admin/v2/namespaces/{tenant}/{ns}/bundles`, `.../unload`, `.../{bundle}/unload`), and
-//! `topics bundle-range`. A broker on its own answers as a one-broker cluster with one bundle
-//! per namespace; in a cluster the answers come from the metadata store, and unloading a
-//! bundle another broker owns is answered 307 to that broker, as Pulsar does.
+//! `topics bundle-range` (`/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle`). A broker on
+//! its own answers as a one-broker cluster with one bundle per namespace; in a cluster the
+//! answers come from the metadata store, unloading a bundle another broker owns is answered 307
+//! to that broker, and an unload's `destinationBroker` is recorded by the leader (a follower
+//! sends the call there first), whose next placement of the bundle honours it, as Pulsar does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
@@ -44,11 +46,7 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             put(unload_bundle),
         )
         .route(
-            "/admin/v2/persistent/{tenant}/{ns}/{topic}/bundle",
-            get(topic_bundle),
-        )
-        .route(
-            "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/bundle",
+            "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle",
             get(topic_bundle),
         )
 }
@@ -156,6 +154,7 @@ async fn unload_bundle(
     State(ctx): Ctx,
     OriginalUri(uri): OriginalUri,
     Path((tenant, ns, range)): Path<(String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let name = format!("{tenant}/{ns}");
     let Some(m) = ctx.cluster.get() else {
@@ -168,11 +167,48 @@ async fn unload_bundle(
         Ok(b) => b,
         Err(e) => return cluster_fail(&e),
     };
+    let authoritative = q.get("authoritative").is_some_and(|v| v == "true");
+    // Pulsar's `setNamespaceBundleAffinityAsync`: a destination must be a live broker, and the
+    // leader (which places bundles) records it; a follower sends the call to the leader.
+    if let Some(dest) = q.get("destinationBroker").filter(|d| !d.is_empty()) {
+        let dest = dest
+            .trim_start_matches("https://")
+            .trim_start_matches("http://");
+        match m.brokers().await {
+            Ok(live) if live.iter().any(|b| b == dest) => {}
+            Ok(_) => {
+                return fail(
+                    StatusCode::PRECONDITION_FAILED,
+                    "Not allowed unload namespace bundle to inactive destination broker",
+                )
+            }
+            Err(e) => return cluster_fail(&e),
+        }
+        if m.is_leader() {
+            m.set_affinity(&bundle, dest);
+        } else if !authoritative {
+            match m.leader().await {
+                Ok(Some(l)) => {
+                    let web = match m.broker_data(&l.broker_id).await {
+                        Ok(Some(d)) => d.urls().web,
+                        _ => l.service_url,
+                    };
+                    return redirect(&web, &uri, false);
+                }
+                Ok(None) => {
+                    return fail(
+                        StatusCode::PRECONDITION_FAILED,
+                        "The current leader is empty.",
+                    )
+                }
+                Err(e) => return cluster_fail(&e),
+            }
+        }
+    }
     match m.owner(&bundle).await {
+        // Pulsar's `validateNamespaceBundleOwnership`: the owner does it.
         Ok(Some(pulsar_rs_cluster::member::Owner::Other(u))) => {
-            // Pulsar's `validateNamespaceBundleOwnership`: the owner does it.
-            let to = format!("{}{}", u.web.trim_end_matches('/'), uri);
-            (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+            redirect(&u.web, &uri, m.is_leader())
         }
         Ok(_) => match m.release(&bundle).await {
             Ok(()) => StatusCode::NO_CONTENT.into_response(),
@@ -182,12 +218,32 @@ async fn unload_bundle(
     }
 }
 
-async fn topic_bundle(State(ctx): Ctx, TopicPath(topic): TopicPath) -> Response {
-    let Some(m) = ctx.cluster.get() else {
-        return Json("0x00000000_0xffffffff").into_response();
-    };
-    match m.bundle_of(&topic.to_string()).await {
-        Ok(b) => Json(b.range()).into_response(),
-        Err(e) => cluster_fail(&e),
+/// 307 to the same path and query on `web`, with `authoritative` set as given.
+fn redirect(web: &str, uri: &axum::http::Uri, authoritative: bool) -> Response {
+    let query: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("authoritative="))
+        .collect();
+    let mut to = format!("{}{}?", web.trim_end_matches('/'), uri.path());
+    for kv in query {
+        to.push_str(kv);
+        to.push('&');
     }
+    to.push_str(&format!("authoritative={authoritative}"));
+    (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+}
+
+/// The bundle range of a topic, as Pulsar's `TopicLookup.getNamespaceBundle` answers it: the
+/// bare range (`0xLOW_0xHIGH`), with a JSON content type.
+async fn topic_bundle(State(ctx): Ctx, TopicPath(topic): TopicPath) -> Response {
+    let range = match ctx.cluster.get() {
+        None => "0x00000000_0xffffffff".to_owned(),
+        Some(m) => match m.bundle_of(&topic.to_string()).await {
+            Ok(b) => b.range(),
+            Err(e) => return cluster_fail(&e),
+        },
+    };
+    ([(header::CONTENT_TYPE, "application/json")], range).into_response()
 }

@@ -51,12 +51,7 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "cluster",
-        "/admin/v2/persistent/{tenant}/{ns}/{topic}/bundle",
-        &["GET"],
-    ),
-    (
-        "cluster",
-        "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/bundle",
+        "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle",
         &["GET"],
     ),
     ("clusters", "/admin/v2/clusters", &["GET"]),

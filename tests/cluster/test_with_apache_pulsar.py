@@ -1,0 +1,242 @@
+"""One cluster of an Apache Pulsar 4.0 broker and a pulsar-rs broker, on the same ZooKeeper and
+bookies (issue 34, item 4): Apache Pulsar's `initialize-cluster-metadata` and its broker first
+(so it leads and places bundles with its own modular load manager), then pulsar-rs joining.
+
+* Each broker lists both, names the same leader, and a lookup through either lands on one owner;
+  messages flow through both.
+* A bundle unloaded with `destinationBroker` (pulsar-admin's `namespaces unload --bundle ..
+  --destinationBroker ..`) moves from the broker the Java leader placed it on to the other one
+  and back; each serves the topic's backlog and its subscription where the other left them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pulsar
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
+from tools.pulsar_reference import PulsarReferenceError, available
+from tools.pulsar_reference.bookkeeper import BookKeeperCluster, PulsarBroker
+
+if (why := available()) is not None:
+    pytest.skip(f"no Apache Pulsar here: {why}", allow_module_level=True)
+
+CLUSTER = "test"
+
+
+class Mixed:
+    """The Java broker and the pulsar-rs broker of one cluster."""
+
+    def __init__(self, bk: BookKeeperCluster, tmp: Path) -> None:
+        self.java: PulsarBroker = bk.start_pulsar_broker(cluster=CLUSTER)
+        conf = tmp / "rs.conf"
+        conf.write_text(
+            f"metadataStoreUrl={bk.metadata_store_url}\nclusterName={CLUSTER}\nmetadataStoreSessionTimeoutMillis=6000\n"
+            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\nmanagedLedgerDefaultAckQuorum=2\n"
+        )
+        self.log_path = tmp / "rs.log"
+        log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pulsar_rs.cli",
+                "standalone",
+                "--config",
+                str(conf),
+                "--data-dir",
+                str(tmp / "rs-data"),
+                "--port",
+                "0",
+                "--admin-port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PULSAR_RS_LOG": "info"},
+        )
+        log.close()
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        m = re.match(r"READY (pulsar://\S+) (http://\S+)", line)
+        if not m:
+            self.stop()
+            pytest.fail(f"pulsar-rs did not start: {line!r}\n{self.log_path.read_text()[-3000:]}")
+        self.rs_url, self.rs_http = m.group(1), m.group(2)
+        self.rs_id = self.rs_http.removeprefix("http://")
+        self.java_id = self.java.admin_url.removeprefix("http://")
+
+    def client(self) -> pulsar.Client:
+        hosts = f"{self.java.service_url.removeprefix('pulsar://')},{self.rs_url.removeprefix('pulsar://')}"
+        return pulsar.Client(
+            f"pulsar://{hosts}", operation_timeout_seconds=30, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def http(method: str, url: str) -> tuple[int, object, str | None]:
+    """(status, JSON body or text, Location); redirects are not followed."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *_args, **_kwargs):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(urllib.request.Request(url, method=method), timeout=60) as r:
+            raw = r.read().decode()
+            status, location = r.status, None
+    except urllib.error.HTTPError as e:
+        with e:
+            raw, status, location = e.read().decode(), e.code, e.headers.get("Location")
+    try:
+        return status, json.loads(raw) if raw else None, location
+    except json.JSONDecodeError:
+        return status, raw, location
+
+
+def follow(method: str, url: str) -> tuple[int, object, list[str]]:
+    """Follows 307s as pulsar-admin does (the method kept); (status, body, the hops taken)."""
+    hops = []
+    for _ in range(5):
+        status, body, location = http(method, url)
+        if status != 307:
+            return status, body, hops
+        assert location is not None
+        hops.append(location)
+        url = location
+    pytest.fail(f"more than 5 redirects: {hops}")
+
+
+def owner(base: str, topic: str) -> str:
+    status, body, _ = follow("GET", f"{base}/lookup/v2/topic/persistent/{topic}")
+    assert status == 200 and isinstance(body, dict), body
+    return body["brokerUrl"]
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
+    try:
+        bk = BookKeeperCluster(bookies=2).start()
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
+    m = None
+    try:
+        m = Mixed(bk, tmp_path_factory.mktemp("mixed"))
+        yield m
+    finally:
+        if m is not None:
+            m.stop()
+        bk.cleanup()
+
+
+def test_either_broker_answers_for_the_whole_cluster(mixed):
+    both = sorted([mixed.java_id, mixed.rs_id])
+    for base in (mixed.java.admin_url, mixed.rs_http):
+        status, listed, _ = http("GET", f"{base}/admin/v2/brokers/{CLUSTER}")
+        assert status == 200 and sorted(listed) == both, (base, listed)
+        status, leader, _ = http("GET", f"{base}/admin/v2/brokers/leaderBroker")
+        assert status == 200 and leader["brokerId"] == mixed.java_id, (base, leader)
+    owners = {}
+    for i in range(16):
+        topic = f"public/default/mixed-{i}"
+        seen = {owner(base, topic) for base in (mixed.java.admin_url, mixed.rs_http)}
+        assert len(seen) == 1, f"{topic}: {seen}"
+        owners[topic] = seen.pop()
+    # Where the Java leader places each bundle is its load manager's choice (its scores of the
+    # two brokers' load reports); whichever it chose, both brokers name that one owner.
+    assert set(owners.values()) <= {mixed.java.service_url, mixed.rs_url}, owners
+    print(f"placed by the Java leader: {sum(o == mixed.rs_url for o in owners.values())} of 16 on pulsar-rs")
+    c = mixed.client()
+    try:
+        for topic in owners:
+            consumer = c.subscribe(f"persistent://{topic}", "s")
+            c.create_producer(f"persistent://{topic}").send(topic.encode())
+            assert consumer.receive(timeout_millis=20000).data() == topic.encode()
+            consumer.close()
+    finally:
+        c.close()
+
+
+def drain(c: pulsar.Client, topic: str, sub: str) -> list[bytes]:
+    consumer = c.subscribe(topic, sub)
+    got = []
+    try:
+        while True:
+            try:
+                m = consumer.receive(timeout_millis=5000)
+            except pulsar.Timeout:
+                return got
+            got.append(m.data())
+            consumer.acknowledge(m)
+    finally:
+        consumer.close()
+
+
+def test_a_bundle_moves_between_apache_pulsar_and_pulsar_rs_both_ways(mixed):
+    java = (mixed.java.admin_url, mixed.java_id, mixed.java.service_url)
+    rs = (mixed.rs_http, mixed.rs_id, mixed.rs_url)
+    topic = "public/default/move-0"
+    full = f"persistent://{topic}"
+    c = mixed.client()
+    try:
+        consumer = c.subscribe(full, "s")
+        producer = c.create_producer(full, batching_enabled=False)
+        for k in range(20):
+            producer.send(b"first-%02d" % k)
+        for _ in range(5):
+            consumer.acknowledge(consumer.receive(timeout_millis=20000))
+    finally:
+        c.close()
+    status, rng, _ = http("GET", f"{java[0]}/lookup/v2/topic/persistent/{topic}/bundle")
+    assert status == 200 and isinstance(rng, str) and rng.startswith("0x"), rng
+    # Whichever broker the Java leader placed it on, it moves to the other and back.
+    first, second = (java, rs) if owner(java[0], topic) == java[2] else (rs, java)
+    expected = [b"first-%02d" % k for k in range(5, 20)]
+    for step, (src, dst) in enumerate(((first, second), (second, first))):
+        # `pulsar-admin namespaces unload public/default --bundle <range> --destinationBroker <id>`
+        # sent to the current owner: a pulsar-rs owner, not leading, sends it to the Java leader,
+        # which records the destination and sends it back to the owner to unload.
+        url = f"{src[0]}/admin/v2/namespaces/public/default/{rng}/unload?destinationBroker={dst[1]}"
+        status, body, hops = follow("PUT", url)
+        assert status == 204, body
+        if src is rs:
+            assert hops and hops[0].startswith(java[0]), hops
+        assert owner(java[0], topic) == dst[2], f"step {step}: the bundle went to {dst[1]}"
+        assert owner(rs[0], topic) == dst[2]
+        c = mixed.client()
+        try:
+            assert drain(c, full, "s") == expected, f"step {step}: the backlog, from where the cursor was"
+            producer = c.create_producer(full, batching_enabled=False)
+            expected = [b"step%d-%02d" % (step, k) for k in range(10)]
+            for m in expected:
+                producer.send(m)
+        finally:
+            c.close()
+    c = mixed.client()
+    try:
+        assert drain(c, full, "s") == expected
+    finally:
+        c.close()
