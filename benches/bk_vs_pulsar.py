@@ -34,7 +34,6 @@ pulsar-rs / Pulsar. Everything goes to JSON; a Markdown table is printed. Nothin
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -55,6 +54,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 from tools.pulsar_reference import PulsarReferenceError, available  # noqa: E402
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster  # noqa: E402
+from tools.pulsar_reference.pulsar_rs import PulsarRsBroker  # noqa: E402
 from vs_pulsar import fmt, group_cpu_s, group_hwm_mb, loadavg, log, ratio  # noqa: E402
 
 BROKERS = ("pulsar-rs", "pulsar")
@@ -66,63 +66,30 @@ WORKLOADS = {
 }
 
 
-class RsBroker:
+class RsBroker(PulsarRsBroker):
     """``pulsar-rs standalone`` on the bookies, in its own session, with a data directory of its own
     (which holds nothing of the topics: they are on the bookies)."""
 
     def __init__(self, bk: BookKeeperCluster, ensemble: tuple[int, int, int], work: Path) -> None:
-        self.dir = work / "pulsar-rs"
-        self.dir.mkdir()
-        conf = self.dir / "broker.conf"
         e, qw, qa = ensemble
-        conf.write_text(
-            f"metadataStoreUrl={bk.metadata_store_url}\n"
-            f"managedLedgerDefaultEnsembleSize={e}\nmanagedLedgerDefaultWriteQuorum={qw}\n"
-            f"managedLedgerDefaultAckQuorum={qa}\n"
-        )
-        self.cmd = [
-            sys.executable,
-            "-m",
-            "pulsar_rs.cli",
-            "standalone",
-            "--config",
-            str(conf),
-            "--data-dir",
-            str(self.dir / "data"),
-            "--port",
-            "0",
-            "--admin-port",
-            "0",
-        ]
-        self.log_path = self.dir / "broker.log"
-        log_f = self.log_path.open("wb")
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=log_f, text=True, start_new_session=True)
-        log_f.close()
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        m = re.match(r"READY (pulsar://\S+) (http://\S+)", line)
-        if not m:
-            self.close()
-            raise RuntimeError(f"pulsar-rs did not start: {line!r}\n{self.log_path.read_text()[-3000:]}")
-        self.service_url = m.group(1)
+        conf = {
+            "metadataStoreUrl": bk.metadata_store_url,
+            "managedLedgerDefaultEnsembleSize": e,
+            "managedLedgerDefaultWriteQuorum": qw,
+            "managedLedgerDefaultAckQuorum": qa,
+        }
+        super().__init__(work, "pulsar-rs", conf)
+        self.service_url = self.url
 
     @property
     def pgid(self) -> int:
         return self.proc.pid
 
     def errors_logged(self) -> list[str]:
-        text = self.log_path.read_text(errors="replace")
-        return [ln for ln in text.splitlines() if re.search(r"\b(ERROR|WARN)\b", ln)]
+        return [ln for ln in self.log().splitlines() if re.search(r"\b(ERROR|WARN)\b", ln)]
 
     def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=30)
+        self.stop()
 
 
 def perf_args(w: dict, topic_prefix: str, duration: float) -> list[str]:

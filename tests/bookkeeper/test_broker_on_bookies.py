@@ -17,10 +17,7 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -33,6 +30,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
+from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -48,59 +46,29 @@ def bookies() -> Iterator[BookKeeperCluster]:
     cluster.cleanup()
 
 
-def broker_conf(tmp: Path, bk: BookKeeperCluster, name: str) -> Path:
-    conf = tmp / f"{name}.conf"
-    conf.write_text(
-        f"metadataStoreUrl={bk.metadata_store_url}\n"
-        "managedLedgerDefaultEnsembleSize=3\nmanagedLedgerDefaultWriteQuorum=2\nmanagedLedgerDefaultAckQuorum=2\n"
-        "managedLedgerMaxEntriesPerLedger=40\nmanagedLedgerMinLedgerRolloverTimeMinutes=0\n"
-        "brokerDeduplicationEnabled=false\n"
+def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> tuple[PulsarRsBroker, str]:
+    """``pulsar-rs standalone`` on the bookies, with a data directory of its own; (broker, URL)."""
+    conf = {
+        "metadataStoreUrl": bk.metadata_store_url,
+        "managedLedgerDefaultEnsembleSize": 3,
+        "managedLedgerDefaultWriteQuorum": 2,
+        "managedLedgerDefaultAckQuorum": 2,
+        "managedLedgerMaxEntriesPerLedger": 40,
+        "managedLedgerMinLedgerRolloverTimeMinutes": 0,
+        "brokerDeduplicationEnabled": False,
         # The brokers form one cluster on this ZooKeeper: a killed broker's bundles go to the
         # others when its session expires (ZooKeeperServerMain's shortest: 6 s).
-        "metadataStoreSessionTimeoutMillis=6000\n"
-    )
-    return conf
+        "metadataStoreSessionTimeoutMillis": 6000,
+    }
+    try:
+        b = PulsarRsBroker(tmp, name, conf)
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
+    return b, b.url
 
 
-def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> tuple[subprocess.Popen[str], str]:
-    """``pulsar-rs standalone`` on the bookies, with a data directory of its own; (process, URL)."""
-    log = (tmp / f"{name}.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_rs.cli",
-            "standalone",
-            "--config",
-            str(broker_conf(tmp, bk, name)),
-            "--data-dir",
-            str(tmp / f"{name}-data"),
-            "--port",
-            "0",
-            "--admin-port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        env={**os.environ, "PULSAR_RS_LOG": "info"},
-    )
-    log.close()
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = re.match(r"READY (pulsar://\S+) ", line)
-    if not m:
-        sigkill(proc)
-        pytest.fail(f"broker {name} did not start: {line!r}\n{(tmp / f'{name}.log').read_text()[-3000:]}")
-    return proc, m.group(1)
-
-
-def sigkill(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    if proc.stdout is not None:
-        proc.stdout.close()
+def sigkill(b: PulsarRsBroker) -> None:
+    b.kill()
 
 
 def client(url: str) -> pulsar.Client:
@@ -200,7 +168,7 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
         for i in range(50):
             pa.send(b"a-%03d" % i)
             receipted.append(b"a-%03d" % i)
-        a.send_signal(signal.SIGSTOP)
+        a.signal(signal.SIGSTOP)
         settled = threading.Semaphore(0)
         try:
             # Sent to the frozen owner: they wait in its socket.
@@ -227,7 +195,7 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
                         raise
             receipted.append(b"b-000")
         finally:
-            a.send_signal(signal.SIGCONT)
+            a.signal(signal.SIGCONT)
         for _ in range(5):
             assert settled.acquire(timeout=90), "every late send settles (receipt or error)"
         log = (tmp_path / "a2.log").read_text()
@@ -265,8 +233,8 @@ def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies)
         for _ in range(10):
             consumer.acknowledge(consumer.receive(timeout_millis=10000))
         c.close()
-        r.send_signal(signal.SIGTERM)  # an orderly stop writes the cursor and closes the ledger
-        assert r.wait(timeout=30) == 0
+        r.stop()  # an orderly stop writes the cursor and closes the ledger
+        assert r.proc.returncode == 0
     finally:
         sigkill(r)
 

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -41,6 +38,7 @@ import raw_protocol as rp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
+from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -49,66 +47,23 @@ if (why := available()) is not None:
 SESSION_MS = 6000
 
 
-class Broker:
-    """One ``pulsar-rs standalone`` process on the shared ZooKeeper and bookies."""
-
-    def __init__(self, tmp: Path, bk: BookKeeperCluster, name: str) -> None:
-        self.name = name
-        self.log_path = tmp / f"{name}.log"
-        conf = tmp / f"{name}.conf"
-        conf.write_text(
-            f"metadataStoreUrl={bk.metadata_store_url}\nmetadataStoreSessionTimeoutMillis={SESSION_MS}\n"
-            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\nmanagedLedgerDefaultAckQuorum=2\n"
-            "brokerDeduplicationEnabled=true\n"
+def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> PulsarRsBroker:
+    """One pulsar-rs broker of the cluster on the shared ZooKeeper and bookies."""
+    try:
+        return PulsarRsBroker(
+            tmp,
+            name,
+            {
+                "metadataStoreUrl": bk.metadata_store_url,
+                "metadataStoreSessionTimeoutMillis": SESSION_MS,
+                "managedLedgerDefaultEnsembleSize": 2,
+                "managedLedgerDefaultWriteQuorum": 2,
+                "managedLedgerDefaultAckQuorum": 2,
+                "brokerDeduplicationEnabled": True,
+            },
         )
-        log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pulsar_rs.cli",
-                "standalone",
-                "--config",
-                str(conf),
-                "--data-dir",
-                str(tmp / f"{name}-data"),
-                "--port",
-                "0",
-                "--admin-port",
-                "0",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            env={**os.environ, "PULSAR_RS_LOG": "info"},
-        )
-        log.close()
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        m = re.match(r"READY (pulsar://\S+) (http://\S+)", line)
-        if not m:
-            self.kill()
-            pytest.fail(f"broker {name} did not start: {line!r}\n{self.log()[-3000:]}")
-        self.url, self.http = m.group(1), m.group(2)
-        self.broker_id = self.http.removeprefix("http://")
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-    def stop(self) -> None:
-        """An orderly stop (SIGTERM): bundles released, registration deleted."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=30)
-        self.kill()
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -128,14 +83,14 @@ def get(url: str, follow: bool = True) -> tuple[int, dict | list | str, str | No
             return e.code, json.loads(body) if body else None, e.headers.get("Location")
 
 
-def bundle_range(broker: Broker, topic: str) -> str:
+def bundle_range(broker: PulsarRsBroker, topic: str) -> str:
     """``pulsar-admin topics bundle-range``: the bare range of the topic's bundle."""
     local = topic.removeprefix("persistent://")
     with urllib.request.urlopen(f"{broker.http}/lookup/v2/topic/persistent/{local}/bundle", timeout=30) as r:
         return r.read().decode()
 
 
-def lookup(broker: Broker, topic: str) -> str:
+def lookup(broker: PulsarRsBroker, topic: str) -> str:
     """The broker URL an HTTP lookup through ``broker`` ends at (307s followed)."""
     local = topic.removeprefix("persistent://")
     status, body, _ = get(f"{broker.http}/lookup/v2/topic/persistent/{local}")
@@ -144,7 +99,7 @@ def lookup(broker: Broker, topic: str) -> str:
     return body["brokerUrl"]
 
 
-def client(brokers: list[Broker]) -> pulsar.Client:
+def client(brokers: list[PulsarRsBroker]) -> pulsar.Client:
     """A client whose service URL names every broker (lookups go to any live one)."""
     hosts = ",".join(b.url.removeprefix("pulsar://") for b in brokers)
     return pulsar.Client(
@@ -166,11 +121,11 @@ def bookies() -> Iterator[BookKeeperCluster]:
 
 
 @pytest.fixture
-def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[Broker]]:
-    started: list[Broker] = []
+def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[PulsarRsBroker]]:
+    started: list[PulsarRsBroker] = []
     try:
         for name in ("b0", "b1", "b2"):
-            started.append(Broker(tmp_path, bookies, name))
+            started.append(start_broker(tmp_path, bookies, name))
         yield started
     finally:
         for b in started:
@@ -298,7 +253,7 @@ def drain(c: pulsar.Client, topic: str, sub: str, expect: int, idle_ms: int = 50
         consumer.close()
 
 
-def partition_owners(brokers: list[Broker], topic: str, n: int) -> dict[int, str]:
+def partition_owners(brokers: list[PulsarRsBroker], topic: str, n: int) -> dict[int, str]:
     return {i: lookup(brokers[i % len(brokers)], f"{topic}-partition-{i}") for i in range(n)}
 
 
@@ -411,7 +366,7 @@ def test_frozen_broker_loses_its_bundles_and_rejoins(brokers):
         owner_url = lookup(brokers[0], topic)
         frozen = next(b for b in brokers if b.url == owner_url)
         others = [b for b in brokers if b is not frozen]
-        frozen.proc.send_signal(signal.SIGSTOP)
+        frozen.signal(signal.SIGSTOP)
         try:
             # Past the session timeout the others see it gone and a lookup moves the bundle.
             wait_for(
@@ -423,7 +378,7 @@ def test_frozen_broker_loses_its_bundles_and_rejoins(brokers):
             assert new_owner != owner_url
             p.send(b"while-frozen")  # the client moves to the new owner
         finally:
-            frozen.proc.send_signal(signal.SIGCONT)
+            frozen.signal(signal.SIGCONT)
         # Awake, it notices its session is gone, gives its bundles up and joins again.
         wait_for("the woken broker to release its bundles", lambda: "session lost" in frozen.log(), timeout=60)
         wait_for(

@@ -12,10 +12,6 @@ bookies (issue 34, item 4): Apache Pulsar's `initialize-cluster-metadata` and it
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -28,6 +24,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster, PulsarBroker
+from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
 
 if (why := available()) is not None:
     pytest.skip(f"no Apache Pulsar here: {why}", allow_module_level=True)
@@ -40,42 +37,19 @@ class Mixed:
 
     def __init__(self, bk: BookKeeperCluster, tmp: Path) -> None:
         self.java: PulsarBroker = bk.start_pulsar_broker(cluster=CLUSTER)
-        conf = tmp / "rs.conf"
-        conf.write_text(
-            f"metadataStoreUrl={bk.metadata_store_url}\nclusterName={CLUSTER}\nmetadataStoreSessionTimeoutMillis=6000\n"
-            "managedLedgerDefaultEnsembleSize=2\nmanagedLedgerDefaultWriteQuorum=2\nmanagedLedgerDefaultAckQuorum=2\n"
+        self.rs = PulsarRsBroker(
+            tmp,
+            "rs",
+            {
+                "metadataStoreUrl": bk.metadata_store_url,
+                "clusterName": CLUSTER,
+                "metadataStoreSessionTimeoutMillis": 6000,
+                "managedLedgerDefaultEnsembleSize": 2,
+                "managedLedgerDefaultWriteQuorum": 2,
+                "managedLedgerDefaultAckQuorum": 2,
+            },
         )
-        self.log_path = tmp / "rs.log"
-        log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "pulsar_rs.cli",
-                "standalone",
-                "--config",
-                str(conf),
-                "--data-dir",
-                str(tmp / "rs-data"),
-                "--port",
-                "0",
-                "--admin-port",
-                "0",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            env={**os.environ, "PULSAR_RS_LOG": "info"},
-        )
-        log.close()
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        m = re.match(r"READY (pulsar://\S+) (http://\S+)", line)
-        if not m:
-            self.stop()
-            pytest.fail(f"pulsar-rs did not start: {line!r}\n{self.log_path.read_text()[-3000:]}")
-        self.rs_url, self.rs_http = m.group(1), m.group(2)
-        self.rs_id = self.rs_http.removeprefix("http://")
+        self.rs_url, self.rs_http, self.rs_id = self.rs.url, self.rs.http, self.rs.broker_id
         self.java_id = self.java.admin_url.removeprefix("http://")
 
     def client(self) -> pulsar.Client:
@@ -85,15 +59,7 @@ class Mixed:
         )
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        self.rs.stop()
 
 
 def http(method: str, url: str) -> tuple[int, object, str | None]:
