@@ -302,14 +302,21 @@ class _Namespaces(_Group, PolicySetters):
         own)."""
         return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/bundles")
 
-    def unload(self, namespace: str, bundle: str | None = None) -> None:
+    def unload(self, namespace: str, bundle: str | None = None, destination_broker: str | None = None) -> None:
         """Unloads the namespace, or only its ``bundle`` (``0x..._0x...``), from the brokers that
         own it: their topics close and the next lookup places the bundles again (pulsar-admin's
-        ``namespaces unload [--bundle]``). A bundle another broker owns is unloaded there (307)."""
+        ``namespaces unload [--bundle] [--destinationBroker]``). A bundle another broker owns is
+        unloaded there (307). ``destination_broker`` (a broker id, ``host:port``, with a
+        ``bundle`` only) asks that the bundle be placed on that broker next."""
         path = f"/admin/v2/namespaces/{_ns_path(namespace)}"
         if bundle is not None:
             path += f"/{urllib.parse.quote(bundle, safe='')}"
-        self._a.request("PUT", path + "/unload")
+        elif destination_broker is not None:
+            raise ValueError("destination_broker needs a bundle")
+        path += "/unload"
+        if destination_broker is not None:
+            path += "?" + urllib.parse.urlencode({"destinationBroker": destination_broker})
+        self._a.request("PUT", path)
 
     def _policy_path(self, namespace: str, policy: str) -> str:
         return f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}"
@@ -493,8 +500,22 @@ class _Topics(_Group, TopicPolicySetters):
 
     def bundle_range(self, topic: str) -> str:
         """The range of the namespace bundle the topic falls in, ``0x..._0x...`` (pulsar-admin's
-        ``topics bundle-range``; ``0x00000000_0xffffffff`` on a broker on its own)."""
-        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/bundle")
+        ``topics bundle-range``; ``0x00000000_0xffffffff`` on a broker on its own).
+
+        Asks Pulsar's ``/lookup/v2/topic/.../bundle`` (a bare range), and, when a broker has no
+        such route (404 there and an answer at the other), ``/admin/v2/{domain}/.../bundle``
+        (a JSON string), where pulsar-rs first served it."""
+        try:
+            body = self._a.request_raw("GET", f"/lookup/v2/topic/{_topic_path(topic)}/bundle")[1]
+        except AdminError as first:
+            if first.status != 404:
+                raise
+            try:
+                body = self._a.request_raw("GET", f"/admin/v2/{_topic_path(topic)}/bundle")[1]
+            except AdminError:
+                raise first from None
+        text = body.decode().strip()
+        return json.loads(text) if text.startswith('"') else text
 
 
 def _schema_path(topic: str) -> str:

@@ -3,13 +3,14 @@
 ``lookup``) against a broker on its own, which answers as a one-broker cluster: its id is the
 ``host:port`` of its admin URL, it leads, and each namespace is one bundle. Redirects (307, 308),
 which a broker of a cluster answers for a bundle another broker owns, are followed with the same
-method, body and token, through a small redirecting server in front of the broker."""
+method, body and token, through a small redirecting server in front of the broker; a canned
+server stands for a broker serving the bundle range on Pulsar's ``/lookup/v2/topic/.../bundle``."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -76,33 +77,28 @@ def test_bundles_unload_bundle_range_lookup(pulsar_broker, client):
     assert admin.topics.stats("persistent://public/default/t")["msgInCounter"] == 1
 
 
-class Redirector:
-    """An HTTP server answering every request 307 (or 308): first to itself under ``/hop`` with a
-    relative ``Location``, then to the broker at the same path. It records each request it gets
-    as ``(method, path, Authorization, body)``; ``loop`` makes it redirect to itself forever."""
+class Server:
+    """A small HTTP server on an ephemeral port: ``respond(method, path, body)`` gives each answer
+    as ``(status, headers, body)``; every request is recorded in ``seen`` as ``(method, path,
+    Authorization, body)``."""
 
-    def __init__(self, target: str, code: int = 307) -> None:
-        self.target = target.rstrip("/")
-        self.code = code
-        self.loop = False
+    def __init__(self, respond: Callable[[str, str, bytes], tuple[int, dict[str, str], bytes]]) -> None:
         self.seen: list[tuple[str, str, str | None, bytes]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _redirect(self) -> None:
+            def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 outer.seen.append((self.command, self.path, self.headers.get("Authorization"), body))
-                if outer.loop or not self.path.startswith("/hop/"):
-                    location = "/hop" + self.path.removeprefix("/hop")
-                else:
-                    location = outer.target + self.path.removeprefix("/hop")
-                self.send_response(outer.code)
-                self.send_header("Location", location)
-                self.send_header("Content-Length", "0")
+                status, headers, out = respond(self.command, self.path, body)
+                self.send_response(status)
+                for k, v in {**headers, "Content-Length": str(len(out))}.items():
+                    self.send_header(k, v)
                 self.end_headers()
+                self.wfile.write(out)
 
-            do_GET = do_PUT = do_POST = do_DELETE = _redirect
+            do_GET = do_PUT = do_POST = do_DELETE = _answer
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -116,6 +112,23 @@ class Redirector:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+class Redirector(Server):
+    """Answers every request 307 (or 308): first to itself under ``/hop`` with a relative
+    ``Location``, then to ``target`` at the same path and query; ``loop`` makes it redirect to
+    itself forever."""
+
+    def __init__(self, target: str, code: int = 307) -> None:
+        self.code = code
+        self.loop = False
+
+        def respond(method: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+            if self.loop or not path.startswith("/hop/"):
+                return code, {"Location": "/hop" + path.removeprefix("/hop")}, b""
+            return code, {"Location": target.rstrip("/") + path.removeprefix("/hop")}, b""
+
+        super().__init__(respond)
 
 
 @pytest.fixture(params=[307, 308])
@@ -146,6 +159,13 @@ def test_redirects_are_followed_with_method_body_and_token(pulsar_broker, redire
         ("PUT", "/hop" + unload, auth, b""),
         ("PUT", "/admin/v2/namespaces/public/moved", auth, body),
         ("PUT", "/hop/admin/v2/namespaces/public/moved", auth, body),
+    ]
+    # destinationBroker (pulsar-admin's `unload -b RANGE -d BROKER`) rides along the redirects.
+    redirector.seen.clear()
+    via.namespaces.unload("public/default", bundle=FULL_RANGE, destination_broker="10.9.8.7:8080")
+    assert [(m, p) for m, p, _, _ in redirector.seen] == [
+        ("PUT", f"{unload}?destinationBroker=10.9.8.7%3A8080"),
+        ("PUT", f"/hop{unload}?destinationBroker=10.9.8.7%3A8080"),
     ]
     # A refusal at the end of the redirects is the broker's.
     with pytest.raises(AdminError) as e:
@@ -190,6 +210,8 @@ def test_cli(pulsar_broker, capsys):
     assert out("namespaces", "unload", "public/default") == ""
     assert out("namespaces", "unload", "public/default", "--bundle", FULL_RANGE) == ""
     assert out("namespaces", "unload", "public/default", "-b", FULL_RANGE) == ""
+    assert out("namespaces", "unload", "public/default", "-b", FULL_RANGE, "-d", me) == ""
+    assert out("namespaces", "unload", "public/default", "-b", FULL_RANGE, "--destinationBroker", me) == ""
     assert out("topics", "bundle-range", "persistent://public/default/t") == f"{FULL_RANGE}\n"
     assert json.loads(out("--json", "topics", "lookup", "persistent://public/default/t"))["brokerUrl"] == (
         pulsar_broker.service_url
@@ -201,7 +223,42 @@ def test_cli(pulsar_broker, capsys):
     assert capsys.readouterr().err == "pulsar-rs admin: 404 Broker 10.9.8.7:8080 not found\n"
     assert main([*url, "namespaces", "unload", "public/nope"]) == 1
     assert capsys.readouterr().err == "pulsar-rs admin: 404 Namespace does not exist\n"
+    assert main([*url, "namespaces", "unload", "public/default", "-d", me]) == 1
+    assert capsys.readouterr().err == "pulsar-rs admin: destination_broker needs a bundle\n"
     # pulsar-admin's `brokers namespaces` needs the broker.
     with pytest.raises(SystemExit):
         main([*url, "brokers", "namespaces", "standalone"])
     assert "--url" in capsys.readouterr().err
+
+
+def test_unload_destination_needs_a_bundle(pulsar_broker):
+    with pytest.raises(ValueError, match="destination_broker needs a bundle"):
+        Admin(pulsar_broker.admin_url).namespaces.unload("public/default", destination_broker="10.9.8.7:8080")
+
+
+def test_bundle_range_on_pulsars_lookup_route():
+    """Apache Pulsar serves the range at ``/lookup/v2/topic/.../bundle`` as a bare string; the
+    ``/admin/v2/.../bundle`` route (a JSON string) is asked only when that one is missing, and a
+    refusal there is the first route's."""
+    bare = "/lookup/v2/topic/persistent/public/default/t/bundle"
+
+    def respond(method: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        if path == bare:
+            return 200, {"Content-Type": "application/json"}, b"0x40000000_0x80000000"
+        reason = json.dumps({"reason": "Namespace does not exist" if "/lookup/" in path else "no route"})
+        return 404, {"Content-Type": "application/json"}, reason.encode()
+
+    server = Server(respond)
+    try:
+        admin = Admin(server.url)
+        assert admin.topics.bundle_range("persistent://public/default/t") == "0x40000000_0x80000000"
+        assert [p for _, p, _, _ in server.seen] == [bare]
+        with pytest.raises(AdminError) as e:
+            admin.topics.bundle_range("persistent://public/nope/t")
+        assert (e.value.status, e.value.reason) == (404, "Namespace does not exist")
+        assert [p for _, p, _, _ in server.seen][1:] == [
+            "/lookup/v2/topic/persistent/public/nope/t/bundle",
+            "/admin/v2/persistent/public/nope/t/bundle",
+        ]
+    finally:
+        server.close()
