@@ -500,20 +500,9 @@ class _Topics(_Group, TopicPolicySetters):
 
     def bundle_range(self, topic: str) -> str:
         """The range of the namespace bundle the topic falls in, ``0x..._0x...`` (pulsar-admin's
-        ``topics bundle-range``; ``0x00000000_0xffffffff`` on a broker on its own).
-
-        Asks Pulsar's ``/lookup/v2/topic/.../bundle`` (a bare range), and, when a broker has no
-        such route (404 there and an answer at the other), ``/admin/v2/{domain}/.../bundle``
-        (a JSON string), where pulsar-rs first served it."""
-        try:
-            body = self._a.request_raw("GET", f"/lookup/v2/topic/{_topic_path(topic)}/bundle")[1]
-        except AdminError as first:
-            if first.status != 404:
-                raise
-            try:
-                body = self._a.request_raw("GET", f"/admin/v2/{_topic_path(topic)}/bundle")[1]
-            except AdminError:
-                raise first from None
+        ``topics bundle-range``, at Pulsar's ``/lookup/v2/topic/.../bundle``, which answers the
+        bare range; ``0x00000000_0xffffffff`` on a broker on its own)."""
+        body = self._a.request_raw("GET", f"/lookup/v2/topic/{_topic_path(topic)}/bundle")[1]
         text = body.decode().strip()
         return json.loads(text) if text.startswith('"') else text
 
