@@ -1,8 +1,13 @@
 """A client for the broker's admin REST API (Pulsar's ``/admin/v2`` paths), with the standard
-library only: ``Admin(url, token=None)`` with ``clusters``, ``tenants``, ``namespaces``,
-``topics``, ``schemas`` and ``transactions`` groups named as ``pulsar-admin``'s commands
-(``topics.skip``, ``topics.reset_cursor``, ``namespaces.set_retention``, ...). A message id is
-``"earliest"``, ``"latest"``, ``"L:E"`` or a ``(ledger_id, entry_id)`` pair.
+library only: ``Admin(url, token=None)`` with ``brokers``, ``clusters``, ``tenants``,
+``namespaces``, ``topics``, ``schemas`` and ``transactions`` groups named as ``pulsar-admin``'s
+commands (``topics.skip``, ``topics.reset_cursor``, ``namespaces.set_retention``,
+``brokers.leader_broker``, ...). A message id is ``"earliest"``, ``"latest"``, ``"L:E"`` or a
+``(ledger_id, entry_id)`` pair.
+
+In a cluster a broker may answer ``307 Temporary Redirect`` (a lookup of a topic another broker
+owns, the unload of a bundle another broker owns): the call is repeated at the ``Location`` with
+the same method, body and headers (the token too), as Pulsar's admin client follows them.
 
 >>> admin = Admin("http://127.0.0.1:8080")                       # doctest: +SKIP
 >>> admin.tenants.create("acme", admin_roles=["ops"])             # doctest: +SKIP
@@ -24,6 +29,9 @@ from ._admin_transactions import Transactions
 from ._native import PulsarRsError
 
 __all__ = ["Admin", "AdminError"]
+
+#: How many redirects one call follows before it gives up (urllib's own limit).
+MAX_REDIRECTS = 10
 
 
 class AdminError(PulsarRsError):
@@ -70,6 +78,16 @@ def _sub(subscription: str) -> str:
     return urllib.parse.quote(subscription, safe="")
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Leaves 307 and 308 to :meth:`Admin.request_raw`, which repeats the call with its method
+    and body (urllib follows them for GET only, and drops the body)."""
+
+    def http_error_307(self, req: Any, fp: Any, code: int, msg: str, headers: Any) -> None:
+        return None
+
+    http_error_308 = http_error_307
+
+
 def _ns_path(namespace: str) -> str:
     tenant, sep, ns = namespace.partition("/")
     if not sep or not tenant or not ns or "/" in ns:
@@ -84,6 +102,7 @@ class Admin:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self._opener = urllib.request.build_opener(_NoRedirect)
         self.clusters = _Clusters(self)
         self.tenants = _Tenants(self)
         self.namespaces = _Namespaces(self)
@@ -101,23 +120,37 @@ class Admin:
     def request_raw(
         self, method: str, path: str, body: Any = None, raw: bytes | None = None
     ) -> tuple[dict[str, str], bytes]:
-        """One call; returns the answer's headers and body bytes (messages, health checks)."""
+        """One call; returns the answer's headers and body bytes (messages, health checks).
+        A 307 or 308 answer is followed: the same call again at its ``Location``."""
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                return dict(r.headers.items()), r.read()
-        except urllib.error.HTTPError as e:
-            text = e.read().decode(errors="replace")
+        url, status = self.url + path, 0
+        for _ in range(MAX_REDIRECTS + 1):
+            req = urllib.request.Request(url, data=data, method=method)
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            if self.token:
+                req.add_header("Authorization", f"Bearer {self.token}")
             try:
-                reason = json.loads(text).get("reason", text)
-            except (ValueError, AttributeError):
-                reason = text or e.reason
-            raise AdminError(e.code, str(reason)) from None
+                with self._opener.open(req, timeout=self.timeout) as r:
+                    return dict(r.headers.items()), r.read()
+            except urllib.error.HTTPError as e:
+                with e:
+                    location = e.headers.get("Location") if e.code in (307, 308) else None
+                    if not location:
+                        raise _admin_error(e) from None
+                    url = urllib.parse.urljoin(url, location)
+                    status = e.code
+        raise AdminError(status, f"more than {MAX_REDIRECTS} redirects, the last to {url}")
+
+
+def _admin_error(e: urllib.error.HTTPError) -> AdminError:
+    """The broker's refusal: its status and Pulsar's ``reason`` (or the body as it came)."""
+    text = e.read().decode(errors="replace")
+    try:
+        reason = json.loads(text).get("reason", text)
+    except (ValueError, AttributeError):
+        reason = text or e.reason
+    return AdminError(e.code, str(reason))
 
 
 class _Group:
@@ -129,6 +162,23 @@ class _Brokers(_Group):
     def healthcheck(self) -> str:
         """``ok`` when the broker serves (pulsar-admin's ``brokers healthcheck``)."""
         return self._a.request_raw("GET", "/admin/v2/brokers/health")[1].decode()
+
+    def list(self, cluster: str) -> list[str]:
+        """The ids (``host:webServicePort``) of the cluster's live brokers (pulsar-admin's
+        ``brokers list``; 412 for another cluster's name). A broker on its own lists itself."""
+        return self._a.request("GET", f"/admin/v2/brokers/{urllib.parse.quote(cluster, safe='')}")
+
+    def leader_broker(self) -> dict[str, str]:
+        """``{"brokerId", "serviceUrl"}`` of the cluster's leader, the broker that places unowned
+        bundles (pulsar-admin's ``brokers leader-broker``); a broker on its own is its leader."""
+        return self._a.request("GET", "/admin/v2/brokers/leaderBroker")
+
+    def owned_namespaces(self, cluster: str, broker_id: str) -> dict[str, dict[str, Any]]:
+        """The bundles broker ``broker_id`` (``host:port``, as :meth:`list` names it) owns:
+        ``{"tenant/ns/0x..._0x...": {"broker_assignment", "is_controlled", "is_active"}}``
+        (pulsar-admin's ``brokers namespaces CLUSTER --url BROKER``; 404 for an unknown broker)."""
+        path = f"/admin/v2/brokers/{urllib.parse.quote(cluster, safe='')}/{urllib.parse.quote(broker_id, safe=':')}"
+        return self._a.request("GET", path + "/ownedNamespaces")
 
 
 class _Clusters(_Group):
@@ -245,6 +295,28 @@ class _Namespaces(_Group, PolicySetters):
         """Every topic of the namespace, persistent and non-persistent, partitions by name
         (pulsar-admin's ``namespaces topics``)."""
         return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/topics")
+
+    def bundles(self, namespace: str) -> dict[str, Any]:
+        """The namespace's bundles: ``{"boundaries": ["0x00000000", ..., "0xffffffff"],
+        "numBundles": N}`` (pulsar-admin's ``namespaces bundles``; one bundle on a broker on its
+        own)."""
+        return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/bundles")
+
+    def unload(self, namespace: str, bundle: str | None = None, destination_broker: str | None = None) -> None:
+        """Unloads the namespace, or only its ``bundle`` (``0x..._0x...``), from the brokers that
+        own it: their topics close and the next lookup places the bundles again (pulsar-admin's
+        ``namespaces unload [--bundle] [--destinationBroker]``). A bundle another broker owns is
+        unloaded there (307). ``destination_broker`` (a broker id, ``host:port``, with a
+        ``bundle`` only) asks that the bundle be placed on that broker next."""
+        path = f"/admin/v2/namespaces/{_ns_path(namespace)}"
+        if bundle is not None:
+            path += f"/{urllib.parse.quote(bundle, safe='')}"
+        elif destination_broker is not None:
+            raise ValueError("destination_broker needs a bundle")
+        path += "/unload"
+        if destination_broker is not None:
+            path += "?" + urllib.parse.urlencode({"destinationBroker": destination_broker})
+        self._a.request("PUT", path)
 
     def _policy_path(self, namespace: str, policy: str) -> str:
         return f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}"
@@ -421,8 +493,18 @@ class _Topics(_Group, TopicPolicySetters):
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/compaction")
 
     def lookup(self, topic: str) -> dict[str, Any]:
-        """The broker serving the topic (``brokerUrl``, ``httpUrl``, ...)."""
+        """The broker serving the topic: ``{"brokerUrl", "brokerUrlTls", "httpUrl", "httpUrlTls",
+        "nativeUrl"}`` (the REST lookup; in a cluster the broker asked may redirect, 307, to the
+        leader or the owner, and the redirects are followed)."""
         return self._a.request("GET", f"/lookup/v2/topic/{_topic_path(topic)}")
+
+    def bundle_range(self, topic: str) -> str:
+        """The range of the namespace bundle the topic falls in, ``0x..._0x...`` (pulsar-admin's
+        ``topics bundle-range``, at Pulsar's ``/lookup/v2/topic/.../bundle``, which answers the
+        bare range; ``0x00000000_0xffffffff`` on a broker on its own)."""
+        body = self._a.request_raw("GET", f"/lookup/v2/topic/{_topic_path(topic)}/bundle")[1]
+        text = body.decode().strip()
+        return json.loads(text) if text.startswith('"') else text
 
 
 def _schema_path(topic: str) -> str:

@@ -34,6 +34,7 @@ import pulsar
 import pytest
 
 import raw_protocol as rp
+from pulsar_rs import Admin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
@@ -146,9 +147,9 @@ def wait_for(what: str, cond, timeout: float = 60.0):
 def test_one_leader_every_broker_registered_lookups_converge(brokers):
     ids = sorted(b.broker_id for b in brokers)
     for b in brokers:
-        status, listed, _ = get(f"{b.http}/admin/v2/brokers/standalone")
-        assert status == 200 and sorted(listed) == ids, listed
-    leaders = {json.dumps(get(f"{b.http}/admin/v2/brokers/leaderBroker")[1], sort_keys=True) for b in brokers}
+        listed = Admin(b.http).brokers.list("standalone")
+        assert sorted(listed) == ids, listed
+    leaders = {json.dumps(Admin(b.http).brokers.leader_broker(), sort_keys=True) for b in brokers}
     assert len(leaders) == 1, leaders
     leader = json.loads(leaders.pop())
     assert leader["brokerId"] in ids
@@ -179,7 +180,7 @@ def test_one_leader_every_broker_registered_lookups_converge(brokers):
 
 
 def test_redirect_chain_with_authoritative(brokers):
-    leader_id = get(f"{brokers[0].http}/admin/v2/brokers/leaderBroker")[1]["brokerId"]
+    leader_id = Admin(brokers[0].http).brokers.leader_broker()["brokerId"]
     leader = next(b for b in brokers if b.broker_id == leader_id)
     follower = next(b for b in brokers if b is not leader)
     # A topic whose bundle nobody owns yet.

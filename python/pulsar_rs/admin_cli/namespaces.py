@@ -2,8 +2,9 @@
 grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
 set-/get-subscription-auth-mode, set-/get-schema-compatibility-strategy (``--compatibility/-c``),
 set-/get-is-allow-auto-update-schema and set-/get-schema-validation-enforce (``--enable/-e`` or
-``--disable/-d``), and ``set-`` / ``get-`` / ``remove-`` for each policy the broker applies,
-with pulsar-admin's names and flags:
+``--disable/-d``), ``bundles`` and ``unload [--bundle/-b RANGE [--destinationBroker/-d BROKER]]``,
+and ``set-`` / ``get-`` / ``remove-`` for each policy the broker applies, with pulsar-admin's names
+and flags:
 
 ==========================  ==============================================================
 retention                   ``--time/-t`` (e.g. 3h; -1 unlimited), ``--size/-s`` (e.g. 10G)
@@ -240,6 +241,20 @@ def add(groups: Any) -> None:
     p = g.add_parser("get-subscription-auth-mode")
     p.add_argument("namespace")
     p.set_defaults(call=lambda admin, a: admin.namespaces.get_subscription_auth_mode(a.namespace))
+    p = g.add_parser("bundles", help="the namespace's bundle boundaries")
+    p.add_argument("namespace")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.bundles(a.namespace))
+    p = g.add_parser("unload", help="unload the namespace (or one bundle) from its brokers")
+    p.add_argument("namespace")
+    p.add_argument("--bundle", "-b", default=None, help="{start-boundary}_{end-boundary}, e.g. 0x00000000_0x40000000")
+    p.add_argument(
+        "--destinationBroker",
+        "-d",
+        dest="destination",
+        default=None,
+        help="with --bundle: the broker (host:port) to take it",
+    )
+    p.set_defaults(call=lambda admin, a: admin.namespaces.unload(a.namespace, a.bundle, a.destination))
 
     _add_schema_policies(g)
     add_policies(g, "namespace")

@@ -11,7 +11,7 @@ subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earl
 ``expire-messages-all-subscriptions T -t TIME``. TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
-``lookup`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
+``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
 """
 
 from __future__ import annotations
