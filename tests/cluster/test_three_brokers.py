@@ -394,3 +394,26 @@ def test_frozen_broker_loses_its_bundles_and_rejoins(brokers):
         with contextlib.suppress(Exception):
             c.close()
     assert got == [b"before", b"while-frozen", b"after"], got
+
+
+def test_a_namespace_created_through_one_broker_is_served_by_all(brokers):
+    """Tenants and namespaces created through one broker are written to the store (with
+    `defaultNumberOfNamespaceBundles` bundles); whichever broker a bundle lands on serves it."""
+    admin = Admin(brokers[2].http)
+    admin.tenants.create("acme", allowed_clusters=["standalone"])
+    admin.namespaces.create("acme/orders")
+    for b in brokers:
+        assert Admin(b.http).namespaces.bundles("acme/orders")["numBundles"] == 4
+    topics = [f"persistent://acme/orders/t-{i}" for i in range(8)]
+    owners = {t: {lookup(b, t) for b in brokers} for t in topics}
+    assert all(len(o) == 1 for o in owners.values()), owners
+    assert len({o.pop() for o in owners.values()}) >= 2, "the namespace's bundles spread"
+    c = client(brokers)
+    try:
+        for t in topics:
+            consumer = c.subscribe(t, "s")
+            c.create_producer(t).send(t.encode())
+            assert consumer.receive(timeout_millis=20000).data() == t.encode()
+            consumer.close()
+    finally:
+        c.close()

@@ -69,6 +69,28 @@ impl ClusterMember {
             .map(|_| ())
     }
 
+    /// Creates a tenant's `TenantInfo` record (`info`, Pulsar's JSON) unless it exists.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn ensure_tenant(&self, tenant: &str, info: &serde_json::Value) -> Result<()> {
+        self.store()
+            .create_json_if_absent(&paths::tenant(tenant), info)
+            .await
+            .map(|_| ())
+    }
+
+    /// Deletes a namespace's policies record (and forgets its bundles).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn delete_namespace(&self, ns: &str) -> Result<()> {
+        self.boundaries.write().remove(ns);
+        self.store()
+            .delete(&paths::namespace_policies(ns), None)
+            .await
+    }
+
     /// A namespace's bundle boundaries (cached after the first read).
     ///
     /// # Errors

@@ -249,7 +249,8 @@ async fn create(
         Err(r) => return r,
     };
     let ns = format!("{tenant}/{name}");
-    blocking(
+    let shared = ns.clone();
+    let created = blocking(
         &ctx,
         move |c| {
             let defaults = &c.resources.defaults;
@@ -282,7 +283,29 @@ async fn create(
             }
         },
     )
-    .await
+    .await;
+    if created.status() != StatusCode::NO_CONTENT {
+        return created;
+    }
+    match share_namespace(&ctx, &tenant, &shared).await {
+        Ok(()) => created,
+        Err(r) => r,
+    }
+}
+
+/// In a cluster, writes a namespace this broker created (and its tenant) to the store, where
+/// lookups read its bundles and other brokers find it.
+async fn share_namespace(ctx: &ServerContext, tenant: &str, ns: &str) -> Result<(), Response> {
+    let Some(m) = ctx.cluster.get() else {
+        return Ok(());
+    };
+    let info =
+        serde_json::to_value(ctx.resources.tenant(tenant).unwrap_or_default()).unwrap_or_default();
+    let shared = match m.ensure_tenant(tenant, &info).await {
+        Ok(()) => m.ensure_namespace(ns).await,
+        Err(e) => Err(e),
+    };
+    shared.map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))
 }
 
 async fn delete(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
@@ -295,10 +318,17 @@ async fn delete(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> 
     if busy {
         return fail(StatusCode::CONFLICT, "Cannot delete non empty namespace");
     }
-    blocking(
+    let shared = ns.clone();
+    let deleted = blocking(
         &ctx,
         move |c| c.service.policies.delete_namespace(&ns),
         |()| StatusCode::NO_CONTENT.into_response(),
     )
-    .await
+    .await;
+    if let (Some(m), StatusCode::NO_CONTENT) = (ctx.cluster.get(), deleted.status()) {
+        if let Err(e) = m.delete_namespace(&shared).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    deleted
 }

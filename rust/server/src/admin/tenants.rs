@@ -65,7 +65,11 @@ async fn create(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
         Ok(i) => i,
         Err(r) => return r,
     };
-    blocking(
+    let shared = (
+        name.clone(),
+        serde_json::to_value(&info).unwrap_or_default(),
+    );
+    let created = blocking(
         &ctx,
         move |c| c.resources.put_tenant(&name, info, true),
         |created| {
@@ -76,7 +80,14 @@ async fn create(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
             }
         },
     )
-    .await
+    .await;
+    // In a cluster the tenant is written to the store too, for the other brokers.
+    if let (Some(m), StatusCode::NO_CONTENT) = (ctx.cluster.get(), created.status()) {
+        if let Err(e) = m.ensure_tenant(&shared.0, &shared.1).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    created
 }
 
 async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Bytes) -> Response {

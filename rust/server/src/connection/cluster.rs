@@ -37,14 +37,30 @@ impl Connection {
         true
     }
 
-    /// LOOKUP in a cluster (after the authorization and namespace checks).
+    /// LOOKUP in a cluster (after the authorization check). When this broker is the answer,
+    /// the topic's namespace (which the store has) is made known here too.
     pub(super) fn cluster_lookup(&self, member: &Arc<ClusterMember>, c: &pb::CommandLookupTopic) {
         let (member, tx, request_id) = (Arc::clone(member), self.tx.clone(), c.request_id);
         let (topic, authoritative) = (TopicName::parse(&c.topic), c.authoritative());
+        let ctx = Arc::clone(&self.ctx);
         tokio::spawn(async move {
             let reply = match topic {
                 Err(e) => commands::lookup_failed(request_id, wire_code(&e), e.to_string()),
                 Ok(t) => match member.lookup(&t.to_string(), authoritative).await {
+                    Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
+                        match crate::cluster::adopt_namespace(&ctx, &t.namespace_name()).await {
+                            Ok(()) => commands::lookup_connect(
+                                request_id,
+                                &u.service,
+                                u.service_tls.as_deref(),
+                            ),
+                            Err(e) => commands::lookup_failed(
+                                request_id,
+                                Wire::MetadataError,
+                                e.to_string(),
+                            ),
+                        }
+                    }
                     Ok(LookupAnswer::Connect(u)) => {
                         commands::lookup_connect(request_id, &u.service, u.service_tls.as_deref())
                     }
@@ -75,18 +91,14 @@ impl Connection {
         member: &Arc<ClusterMember>,
         c: &pb::CommandPartitionedTopicMetadata,
     ) {
-        let (member, service, tx) = (
-            Arc::clone(member),
-            Arc::clone(&self.service),
-            self.tx.clone(),
-        );
+        let (member, ctx, tx) = (Arc::clone(member), Arc::clone(&self.ctx), self.tx.clone());
         let (topic, request_id, auto) = (
             c.topic.clone(),
             c.request_id,
             c.metadata_auto_creation_enabled(),
         );
         tokio::spawn(async move {
-            let reply = partitions(&member, &service, &topic, auto).await;
+            let reply = partitions(&member, &ctx, &topic, auto).await;
             let reply: BaseCommand = match reply {
                 Ok(n) => commands::partitioned_metadata(request_id, n),
                 Err((code, msg)) => commands::partitioned_metadata_failed(request_id, code, msg),
@@ -98,12 +110,28 @@ impl Connection {
 
 async fn partitions(
     member: &ClusterMember,
-    service: &Arc<pulsar_rs_broker::BrokerService>,
+    ctx: &Arc<crate::ServerContext>,
     topic: &str,
     auto: bool,
 ) -> Result<u32, (Wire, String)> {
     let broker = |e: BrokerError| (wire_code(&e), e.to_string());
     let name = TopicName::parse(topic).map_err(broker)?;
+    let service = &ctx.service;
+    // The namespace must be the cluster's (Pulsar: a missing one is TopicNotFound here); this
+    // broker then knows it too.
+    let ns = name.namespace_name();
+    if let Err(e) = member.boundaries(&ns).await {
+        return Err(match e {
+            pulsar_rs_cluster::ClusterError::NamespaceNotFound(_) => (
+                Wire::TopicNotFound,
+                format!("Tenant or namespace or topic does not exist: {ns}"),
+            ),
+            e => wire(&e),
+        });
+    }
+    crate::cluster::adopt_namespace(ctx, &ns)
+        .await
+        .map_err(|e| (Wire::MetadataError, e.to_string()))?;
     if name.partition_index().is_some() {
         return Ok(0);
     }

@@ -13,6 +13,20 @@ use crate::error::wire_code;
 
 impl Connection {
     pub(super) fn partitioned_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) {
+        if let Some(member) = self.ctx.cluster.get() {
+            // Tenants and namespaces of the cluster are checked against its store.
+            if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
+                let code = Wire::AuthorizationError;
+                self.send(&commands::partitioned_metadata_failed(
+                    c.request_id,
+                    code,
+                    msg,
+                ));
+                return;
+            }
+            self.cluster_partitioned_metadata(member, c);
+            return;
+        }
         if let Some(ns) = self.missing_tenant(&c.topic) {
             // Pulsar: authorizing a lookup starts with `validateTenantAdminAccess`, whose 404
             // for a missing tenant `ServerCnx` answers with TopicNotFound, for every role (a
@@ -42,10 +56,6 @@ impl Connection {
             ));
             return;
         }
-        if let Some(member) = self.ctx.cluster.get() {
-            self.cluster_partitioned_metadata(member, c);
-            return;
-        }
         let service = Arc::clone(&self.service);
         let (topic, request_id, auto) = (
             c.topic.clone(),
@@ -69,6 +79,10 @@ impl Connection {
             self.send(&commands::lookup_failed(c.request_id, code, msg));
             return;
         }
+        if let Some(member) = self.ctx.cluster.get() {
+            self.cluster_lookup(member, c);
+            return;
+        }
         if self.missing_namespace(&c.topic).is_some() {
             // Pulsar's lookup answers a failed namespace validation with MetadataError.
             let code = Wire::MetadataError;
@@ -77,10 +91,6 @@ impl Connection {
                 code,
                 "Namespace not found",
             ));
-            return;
-        }
-        if let Some(member) = self.ctx.cluster.get() {
-            self.cluster_lookup(member, c);
             return;
         }
         let reply = match TopicName::parse(&c.topic) {
