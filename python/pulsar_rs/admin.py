@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from ._admin_limits import NamespaceLimits, TopicLimits
 from ._admin_messages import messages_of
 from ._admin_policies import PolicySetters, TopicPolicySetters
 from ._admin_transactions import Transactions
@@ -174,7 +175,7 @@ class _Tenants(_Group):
         self._a.request("DELETE", f"/admin/v2/tenants/{name}")
 
 
-class _Namespaces(_Group, PolicySetters):
+class _Namespaces(_Group, PolicySetters, NamespaceLimits):
     def list(self, tenant: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/namespaces/{tenant}")
 
@@ -250,7 +251,7 @@ class _Namespaces(_Group, PolicySetters):
         return f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}"
 
 
-class _Topics(_Group, TopicPolicySetters):
+class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def list(self, namespace: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/persistent/{_ns_path(namespace)}")
 
