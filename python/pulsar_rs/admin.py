@@ -279,6 +279,11 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def subscriptions(self, topic: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/subscriptions")
 
+    def partitioned_internal_stats(self, topic: str) -> dict[str, Any]:
+        """``{"metadata": {"partitions": N, ...}, "partitions": {name: internal stats}}`` for the
+        partitions that exist (pulsar-admin's ``topics partitioned-stats-internal``)."""
+        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/partitioned-internalStats")
+
     def partitioned_stats(self, topic: str, per_partition: bool = True) -> dict[str, Any]:
         """The partitions' stats summed, with ``metadata.partitions`` and (``per_partition``)
         each partition's own under ``partitions``."""

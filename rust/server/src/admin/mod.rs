@@ -14,6 +14,7 @@ mod brokers;
 mod clusters;
 mod compaction;
 mod guard;
+mod internal_stats;
 mod lookup;
 mod messages;
 pub mod namespaces;
@@ -122,6 +123,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(namespaces::routes())
         .merge(topics::routes())
         .merge(stats::routes())
+        .merge(internal_stats::routes())
         .merge(compaction::routes())
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))
