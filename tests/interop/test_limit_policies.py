@@ -219,6 +219,7 @@ def test_max_num_partitions_per_partitioned_topic(pulsar_broker_factory) -> None
 
 def test_negative_limits_are_refused(pulsar_broker, topic: str) -> None:
     a = Admin(pulsar_broker.admin_url)
+    a.topics.create(topic)
     for call in (
         lambda: a.namespaces.set_max_producers_per_topic("public/default", -1),
         lambda: a.namespaces.set_max_topics_per_namespace("public/default", -1),

@@ -261,6 +261,58 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_settings_are_applied_not_ignored() {
+        let keys = [
+            ("maxNumPartitionsPerPartitionedTopic", 2),
+            ("maxTopicsPerNamespace", 3),
+            ("maxSubscriptionsPerTopic", 4),
+            ("maxProducersPerTopic", 5),
+            ("maxConsumersPerTopic", 6),
+            ("maxConsumersPerSubscription", 7),
+            ("maxSameAddressProducersPerTopic", 8),
+            ("maxSameAddressConsumersPerTopic", 9),
+            ("maxMessageSize", 10_000),
+        ];
+        let map = keys
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::json!(v)))
+            .collect();
+        let c = BrokerConfig::from_json_map(map).unwrap();
+        assert!(
+            c.unimplemented_keys.is_empty(),
+            "{:?}",
+            c.unimplemented_keys
+        );
+        assert_eq!(
+            [
+                c.max_num_partitions_per_partitioned_topic,
+                c.max_topics_per_namespace,
+                c.max_subscriptions_per_topic,
+                c.max_producers_per_topic,
+                c.max_consumers_per_topic,
+                c.max_consumers_per_subscription,
+                c.max_same_address_producers_per_topic,
+                c.max_same_address_consumers_per_topic,
+                c.max_message_size,
+            ],
+            [2, 3, 4, 5, 6, 7, 8, 9, 10_000]
+        );
+        let l = Limits::resolve(&Policies::default(), &Policies::default(), &c);
+        assert_eq!(
+            (l.max_subscriptions, l.max_producers, l.max_consumers),
+            (4, 5, 6)
+        );
+        assert_eq!(
+            (
+                l.max_consumers_per_subscription,
+                l.max_same_address_producers,
+                l.max_same_address_consumers
+            ),
+            (7, 8, 9)
+        );
+    }
+
+    #[test]
     fn validation_messages() {
         let p = Policies {
             max_subscriptions_per_topic: Some(-1),
