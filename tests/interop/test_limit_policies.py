@@ -20,6 +20,7 @@ import pytest
 import raw_protocol as rp
 from conftest import admin, new_client
 from pulsar_rs import Admin, AdminError
+from txn_wire import TxnError, TxnWire
 
 
 def _sub(c: pulsar.Client, topic: str, name: str, kind=pulsar.ConsumerType.Shared) -> pulsar.Consumer:
@@ -115,6 +116,11 @@ def test_max_subscriptions_per_topic(pulsar_broker, topic: str) -> None:
         _sub(c, topic, "s2")
         with pytest.raises(pulsar.NotAllowedError):
             _sub(c, topic, "s3")
+        # A reader is a (non-durable) subscription too, as in Pulsar's getNonDurableSubscription.
+        with pytest.raises(pulsar.NotAllowedError):
+            c.create_reader(topic, pulsar.MessageId.earliest)
+        a.topics.set_max_subscriptions_per_topic(topic, 3)
+        c.create_reader(topic, pulsar.MessageId.earliest).close()
     finally:
         c.close()
         a.namespaces.remove_max_subscriptions_per_topic("public/default")
@@ -228,3 +234,22 @@ def test_negative_limits_are_refused(pulsar_broker, topic: str) -> None:
         with pytest.raises(AdminError) as e:
             call()
         assert e.value.status == 412, e.value
+
+
+def test_the_subscription_type_is_checked_before_its_consumer_count(pulsar_broker_factory, topic: str) -> None:
+    """As Pulsar's dispatchers: a second Exclusive consumer, or one of another type, is refused for
+    that reason (``ConsumerBusy``) before ``maxConsumersPerSubscription`` is looked at."""
+    b = pulsar_broker_factory(maxConsumersPerSubscription=1)
+    with TxnWire(b.service_url) as w:
+        w.subscribe(topic, "x", 1, shared=False)
+        for consumer_id, shared, reason in (
+            (2, False, "Exclusive consumer is already connected"),
+            (3, True, "Subscription x is of type Exclusive"),
+        ):
+            with pytest.raises(TxnError) as e:
+                w.subscribe(topic, "x", consumer_id, shared=shared)
+            assert e.value.code == "ConsumerBusy" and reason in str(e.value), e.value
+        w.subscribe(topic, "y", 4, shared=True)
+        with pytest.raises(TxnError, match="Subscription reached max consumers limit") as e:
+            w.subscribe(topic, "y", 5, shared=True)
+        assert e.value.code == "ConsumerBusy"
