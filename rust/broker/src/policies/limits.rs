@@ -28,9 +28,10 @@ pub struct Limits {
     pub max_message_size: Option<u32>,
 }
 
-/// A non-negative policy value as a limit (negative values never get stored: [`validate`]).
+/// A policy value as a limit: a negative one counts as unset, as Pulsar's
+/// `AbstractTopic.normalizeValue` reads it (the admin paths refuse negatives: [`validate`]).
 fn limit(v: Option<i32>) -> Option<u32> {
-    v.map(|v| u32::try_from(v).unwrap_or(0))
+    v.and_then(|v| u32::try_from(v).ok())
 }
 
 impl Limits {
@@ -226,6 +227,15 @@ mod tests {
         );
         assert_eq!(
             Limits::resolve(&Policies::default(), &Policies::default(), &c).max_producers,
+            5
+        );
+        // A negative value (an old namespace document's -1) is unset, as Pulsar reads it.
+        let old = Policies {
+            max_producers_per_topic: Some(-1),
+            ..Policies::default()
+        };
+        assert_eq!(
+            Limits::resolve(&Policies::default(), &old, &c).max_producers,
             5
         );
     }
