@@ -293,3 +293,43 @@ def _accepted_eventually(attempt: Callable[[], Any]) -> str:
             if time.monotonic() > deadline:
                 return error_name(e)
             time.sleep(0.2)
+
+
+#: The limits of a namespace's ``Policies`` document.
+POLICY_LIMITS = (
+    "max_producers_per_topic",
+    "max_consumers_per_topic",
+    "max_consumers_per_subscription",
+    "max_subscriptions_per_topic",
+    "max_topics_per_namespace",
+)
+
+
+def test_limits_in_a_policies_document_and_readers(pair: tuple[Target, Target]) -> None:
+    """Limits given in a namespace's create body (a negative one included) as the document and the
+    limit paths show them and as producers meet them; a reader is refused past
+    ``maxSubscriptionsPerTopic`` like a new subscription."""
+
+    def scenario(t: Target) -> list[Any]:
+        ns = f"{t.namespace}-doc"
+        body = {"max_producers_per_topic": 1, "max_topics_per_namespace": 5, "max_consumers_per_topic": -1}
+        out: list[Any] = [t.rest("PUT", f"/admin/v2/namespaces/{ns}", body)[0]]
+        for name in ("maxProducersPerTopic", "maxConsumersPerTopic", "maxTopicsPerNamespace"):
+            out.append((name, t.rest("GET", f"/admin/v2/namespaces/{ns}/{name}")))
+        doc = t.rest("GET", f"/admin/v2/namespaces/{ns}")[1]
+        out.append(("document", {k: doc.get(k, "absent") for k in POLICY_LIMITS}))
+        c = t.client()
+        topic = f"persistent://{ns}/t"
+        p1 = c.create_producer(topic)
+        out.append(("second producer", _refused(lambda: c.create_producer(topic))))
+        p1.close()
+
+        base = f"/admin/v2/namespaces/{t.namespace}"
+        topic = t.topic("readers")
+        s1 = c.subscribe(topic, "a")
+        out.append(t.rest("POST", f"{base}/maxSubscriptionsPerTopic", 1)[0])
+        out.append(("reader", _refused(lambda: c.create_reader(topic, pulsar.MessageId.earliest))))
+        s1.close()
+        return out
+
+    compare(pair, scenario)

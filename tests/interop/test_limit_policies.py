@@ -257,22 +257,27 @@ def test_the_subscription_type_is_checked_before_its_consumer_count(pulsar_broke
 
 def test_limits_in_a_namespace_policies_document(pulsar_broker, client_factory) -> None:
     """A namespace created with a ``Policies`` body carrying limits applies them at once and shows
-    them in the document and on their own paths; a negative one is unset (Pulsar's
-    ``normalizeValue``), so the broker's setting applies."""
+    them in the document and on their own paths; a negative one is shown as given and read as
+    unset (Pulsar's ``normalizeValue``), so the broker's setting applies."""
     url = pulsar_broker.admin_url
     body = {"max_producers_per_topic": 1, "max_topics_per_namespace": 5, "max_consumers_per_topic": -1}
     assert admin(url, "PUT", "/admin/v2/namespaces/public/withlimits", body)[0] == 204
     a = Admin(url)
     assert a.namespaces.get_max_producers_per_topic("public/withlimits") == 1
     assert a.namespaces.get_max_topics_per_namespace("public/withlimits") == 5
-    assert a.namespaces.get_max_consumers_per_topic("public/withlimits") is None
+    assert a.namespaces.get_max_consumers_per_topic("public/withlimits") == -1
     doc = a.namespaces.policies("public/withlimits")
     assert doc["max_producers_per_topic"] == 1 and doc["max_topics_per_namespace"] == 5
-    assert "max_consumers_per_topic" not in doc
+    assert doc["max_consumers_per_topic"] == -1
+    assert "max_subscriptions_per_topic" not in doc  # an unset limit is left out, as Pulsar's
     c = client_factory(pulsar_broker.service_url)
     topic = "persistent://public/withlimits/t"
     c.create_producer(topic)
     with pytest.raises(pulsar.ProducerBusy):
         c.create_producer(topic)
+    for s in ("a", "b", "c"):  # -1 consumers per topic: unlimited (the broker's 0)
+        c.subscribe(topic, s)
+    # Another change keeps the -1 as it is.
     a.namespaces.set_max_subscriptions_per_topic("public/withlimits", 2)
+    assert a.namespaces.get_max_consumers_per_topic("public/withlimits") == -1
     assert a.namespaces.policies("public/withlimits")["max_subscriptions_per_topic"] == 2

@@ -159,31 +159,14 @@ pub fn max_topics_per_namespace(namespace: &Policies, c: &BrokerConfig) -> u32 {
     limit(namespace.max_topics_per_namespace).unwrap_or(c.max_topics_per_namespace)
 }
 
-/// Checks the limit fields of a policy document, with Pulsar's messages (namespace paths say
-/// `maxProducersPerTopic must be 0 or more`, topic paths their own names). `broker_max_message_size`
-/// bounds the topic's `maxMessageSize`.
+/// Checks the limit fields of a policy document as stored: a topic's `maxMessageSize` within
+/// `broker_max_message_size`. Negative count limits are stored as given (an old namespace
+/// document may carry -1, as Pulsar accepts it) and read as unset ([`Limits::resolve`]); the
+/// admin paths that set one refuse a negative value themselves, with Pulsar's 412.
 ///
 /// # Errors
 /// [`BrokerError::InvalidConfig`] naming the field.
 pub fn validate(p: &Policies, broker_max_message_size: u32) -> Result<(), BrokerError> {
-    let negative = |v: Option<i32>| v.is_some_and(|v| v < 0);
-    for (key, v) in [
-        ("maxProducersPerTopic", p.max_producers_per_topic),
-        ("maxConsumersPerTopic", p.max_consumers_per_topic),
-        (
-            "maxConsumersPerSubscription",
-            p.max_consumers_per_subscription,
-        ),
-        ("maxSubscriptionsPerTopic", p.max_subscriptions_per_topic),
-        ("maxTopicsPerNamespace", p.max_topics_per_namespace),
-    ] {
-        if negative(v) {
-            return Err(BrokerError::InvalidConfig {
-                key: key.into(),
-                reason: format!("{key} must be 0 or more"),
-            });
-        }
-    }
     if p.max_message_size
         .is_some_and(|m| m < 0 || i64::from(m) > i64::from(broker_max_message_size))
     {
@@ -324,16 +307,12 @@ mod tests {
 
     #[test]
     fn validation_messages() {
+        // A stored -1 is kept (read as unset); the admin paths refuse it themselves.
         let p = Policies {
             max_subscriptions_per_topic: Some(-1),
             ..Policies::default()
         };
-        let e = validate(&p, 100).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("maxSubscriptionsPerTopic must be 0 or more"),
-            "{e}"
-        );
+        assert!(validate(&p, 100).is_ok());
         let p = Policies {
             max_message_size: Some(101),
             ..Policies::default()

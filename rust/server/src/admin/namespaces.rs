@@ -224,9 +224,9 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
         ("max_topics_per_namespace", &mut p.max_topics_per_namespace),
     ] {
         if let Some(v) = doc.get(name).filter(|v| !v.is_null()) {
-            let v: i32 = field(name, v)?;
-            // Pulsar reads a negative limit as unset (`AbstractTopic.normalizeValue`).
-            *slot = (v >= 0).then_some(v);
+            // Kept as given: Pulsar stores and shows a negative limit, and reads it as unset
+            // (`AbstractTopic.normalizeValue`; `Limits::resolve` here).
+            *slot = Some(field(name, v)?);
         }
     }
     for (k, v) in doc {
