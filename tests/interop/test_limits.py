@@ -201,5 +201,5 @@ def test_partitioned_internal_stats(pulsar_broker) -> None:
     assert admin(url, "PUT", f"{base}/plain")[0] == 204
     assert admin(url, "GET", f"{base}/plain/partitioned-internalStats") == (
         404,
-        {"reason": "Partitioned Topic not found: persistent://public/default/plain has zero partitions"},
+        {"reason": "Partitioned Topic persistent://public/default/plain not found"},
     )

@@ -43,14 +43,14 @@ async fn internal_stats(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> 
     }
 }
 
-/// `GET .../partitioned-internalStats`: 404 when the topic is not partitioned, with Pulsar's
-/// message (`getPartitionedTopicNotFoundErrorMessage`).
+/// `GET .../partitioned-internalStats`: 404 when the topic is not partitioned, with Apache
+/// Pulsar 4.0's message (`getPartitionedTopicNotFoundErrorMessage`).
 async fn partitioned_internal_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     let n = ctx.service.partitions(&name, false).unwrap_or(0);
     if n == 0 {
         return fail(
             StatusCode::NOT_FOUND,
-            format!("Partitioned Topic not found: {name} has zero partitions"),
+            format!("Partitioned Topic {name} not found"),
         );
     }
     blocking(
