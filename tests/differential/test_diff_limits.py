@@ -22,6 +22,7 @@ import pytest
 from tools import pulsar_reference
 
 import raw_protocol
+from txn_wire import TxnError, TxnWire
 
 from .diffkit import Target, compare, error_name
 
@@ -330,6 +331,35 @@ def test_limits_in_a_policies_document_and_readers(pair: tuple[Target, Target]) 
         out.append(t.rest("POST", f"{base}/maxSubscriptionsPerTopic", 1)[0])
         out.append(("reader", _refused(lambda: c.create_reader(topic, pulsar.MessageId.earliest))))
         s1.close()
+        return out
+
+    compare(pair, scenario)
+
+
+def test_subscription_type_before_its_consumer_count(pair: tuple[Target, Target]) -> None:
+    """With ``maxConsumersPerSubscription`` 1: a second Exclusive consumer, and a Shared one on an
+    Exclusive subscription, are refused for their type; a second Shared consumer for the count.
+    The wire client shows each refusal's ServerError and message."""
+
+    def scenario(t: Target) -> list[Any]:
+        out: list[Any] = [t.rest("POST", f"/admin/v2/namespaces/{t.namespace}/maxConsumersPerSubscription", 1)[0]]
+        topic = t.topic("sub-type-order")
+        deadline = time.monotonic() + APPLY_WAIT_S
+        with TxnWire(t.service_url) as w:
+            w.subscribe(topic, "x", 1, shared=False)
+            w.subscribe(topic, "y", 2, shared=True)
+            for consumer_id, sub, shared in ((3, "x", False), (4, "x", True), (5, "y", True)):
+                while True:  # Pulsar applies the namespace policy asynchronously
+                    try:
+                        w.subscribe(topic, sub, consumer_id, shared=shared)
+                        answer: Any = "accepted"
+                    except TxnError as e:
+                        answer = str(e)
+                    if answer != "accepted" or time.monotonic() > deadline:
+                        break
+                    consumer_id += 10
+                    time.sleep(0.2)
+                out.append((sub, "shared" if shared else "exclusive", answer))
         return out
 
     compare(pair, scenario)

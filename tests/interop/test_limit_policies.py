@@ -244,7 +244,7 @@ def test_the_subscription_type_is_checked_before_its_consumer_count(pulsar_broke
         w.subscribe(topic, "x", 1, shared=False)
         for consumer_id, shared, reason in (
             (2, False, "Exclusive consumer is already connected"),
-            (3, True, "Subscription x is of type Exclusive"),
+            (3, True, "Subscription is of different type"),
         ):
             with pytest.raises(TxnError) as e:
                 w.subscribe(topic, "x", consumer_id, shared=shared)

@@ -311,19 +311,20 @@ impl Subscription {
         if st.consumers.is_empty() {
             return Ok(());
         }
+        // Apache Pulsar 4.0's messages (`PersistentSubscription.addConsumer`, the Exclusive
+        // dispatcher).
         if st.sub_type != Some(sub_type) {
             return Err(BrokerError::ConsumerBusy(format!(
-                "Subscription {} is of type {}, cannot attach a {} consumer",
-                self.name,
+                "Subscription is of different type. Active subscription type of '{}' is different \
+                 than the connecting consumer's type '{}'.",
                 st.sub_type.map_or("?", SubType::as_str),
                 sub_type.as_str()
             )));
         }
         if sub_type == SubType::Exclusive {
-            return Err(BrokerError::ConsumerBusy(format!(
-                "Exclusive consumer is already connected to {}",
-                self.name
-            )));
+            return Err(BrokerError::ConsumerBusy(
+                "Exclusive consumer is already connected".into(),
+            ));
         }
         Ok(())
     }
