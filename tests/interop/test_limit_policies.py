@@ -281,3 +281,21 @@ def test_limits_in_a_namespace_policies_document(pulsar_broker, client_factory) 
     a.namespaces.set_max_subscriptions_per_topic("public/withlimits", 2)
     assert a.namespaces.get_max_consumers_per_topic("public/withlimits") == -1
     assert a.namespaces.policies("public/withlimits")["max_subscriptions_per_topic"] == 2
+
+
+def test_system_topics_have_no_count_limits(pulsar_broker_factory, client_factory) -> None:
+    """Topics of Pulsar's system namespace ``pulsar/system`` are system topics, which Pulsar holds to
+    none of the count limits (``AbstractTopic.isSystemTopic``); other namespaces keep them."""
+    b = pulsar_broker_factory(maxProducersPerTopic=1, maxSubscriptionsPerTopic=1, maxTopicsPerNamespace=1)
+    c = client_factory(b.service_url)
+    system = "persistent://pulsar/system/limits-exempt"
+    c.create_producer(system)
+    c.create_producer(system)
+    _sub(c, system, "a")
+    _sub(c, system, "b")
+    assert admin(b.admin_url, "PUT", "/admin/v2/persistent/pulsar/system/another")[0] == 204
+    plain = "persistent://public/default/limited"
+    c.create_producer(plain)
+    with pytest.raises(pulsar.ProducerBusy):
+        c.create_producer(plain)
+    assert admin(b.admin_url, "PUT", "/admin/v2/persistent/public/default/another")[0] == 409

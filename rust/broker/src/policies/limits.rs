@@ -28,6 +28,12 @@ pub struct Limits {
     pub max_message_size: Option<u32>,
 }
 
+/// Pulsar's system namespace (`NamespaceService.isSystemServiceNamespace`): its topics are
+/// system topics, which Pulsar holds to none of the count limits (`AbstractTopic.isSystemTopic`
+/// in `isProducersExceeded`, `isConsumersExceededOnTopic`, `checkMaxSubscriptionsPerTopicExceed`,
+/// the dispatchers' subscription check and `BrokerService.checkMaxTopicsPerNamespace`).
+pub const SYSTEM_NAMESPACE: &str = "pulsar/system";
+
 /// A policy value as a limit: a negative one counts as unset, as Pulsar's
 /// `AbstractTopic.normalizeValue` reads it (the admin paths refuse negatives: [`validate`]).
 fn limit(v: Option<i32>) -> Option<u32> {
@@ -64,6 +70,15 @@ impl Limits {
             max_same_address_producers: c.max_same_address_producers_per_topic,
             max_same_address_consumers: c.max_same_address_consumers_per_topic,
             max_message_size: limit(topic.max_message_size).filter(|m| *m > 0),
+        }
+    }
+
+    /// The limits of a system topic: its `maxMessageSize` only (no count limit).
+    #[must_use]
+    pub fn of_system_topic(self) -> Self {
+        Limits {
+            max_message_size: self.max_message_size,
+            ..Limits::default()
         }
     }
 
@@ -153,9 +168,13 @@ fn reached(max: u32, count: usize) -> bool {
     max > 0 && count >= max as usize
 }
 
-/// How many topics a namespace may hold: its policy, else the broker's setting (0 = unlimited).
+/// How many topics the namespace `name` may hold: its policy, else the broker's setting
+/// (0 = unlimited; always for [`SYSTEM_NAMESPACE`]).
 #[must_use]
-pub fn max_topics_per_namespace(namespace: &Policies, c: &BrokerConfig) -> u32 {
+pub fn max_topics_per_namespace(name: &str, namespace: &Policies, c: &BrokerConfig) -> u32 {
+    if name == SYSTEM_NAMESPACE {
+        return 0;
+    }
     limit(namespace.max_topics_per_namespace).unwrap_or(c.max_topics_per_namespace)
 }
 
@@ -221,6 +240,31 @@ mod tests {
             Limits::resolve(&Policies::default(), &old, &c).max_producers,
             5
         );
+    }
+
+    #[test]
+    fn system_topics_have_no_count_limits() {
+        let c = BrokerConfig {
+            max_producers_per_topic: 1,
+            max_topics_per_namespace: 1,
+            ..BrokerConfig::default()
+        };
+        let topic = Policies {
+            max_message_size: Some(100),
+            max_subscriptions_per_topic: Some(1),
+            ..Policies::default()
+        };
+        let l = Limits::resolve(&topic, &Policies::default(), &c).of_system_topic();
+        assert_eq!(
+            l,
+            Limits {
+                max_message_size: Some(100),
+                ..Limits::default()
+            }
+        );
+        let ns = Policies::default();
+        assert_eq!(max_topics_per_namespace(SYSTEM_NAMESPACE, &ns, &c), 0);
+        assert_eq!(max_topics_per_namespace("public/default", &ns, &c), 1);
     }
 
     #[test]

@@ -46,8 +46,11 @@ impl BrokerService {
     /// # Errors
     /// [`BrokerError::NotAllowed`] with Pulsar's message when they do not.
     pub fn admit_new_topics(&self, namespace: &str, adding: u32) -> Result<(), BrokerError> {
-        let max =
-            limits::max_topics_per_namespace(&self.policies.namespace(namespace), &self.config);
+        let max = limits::max_topics_per_namespace(
+            namespace,
+            &self.policies.namespace(namespace),
+            &self.config,
+        );
         if max > 0 && self.topic_count(namespace) + u64::from(adding) > u64::from(max) {
             return Err(BrokerError::NotAllowed(NAMESPACE_FULL.into()));
         }
