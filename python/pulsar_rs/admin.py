@@ -23,6 +23,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from ._admin_limits import NamespaceLimits, TopicLimits
 from ._admin_messages import messages_of
 from ._admin_policies import PolicySetters, TopicPolicySetters
 from ._admin_transactions import Transactions
@@ -224,7 +225,7 @@ class _Tenants(_Group):
         self._a.request("DELETE", f"/admin/v2/tenants/{name}")
 
 
-class _Namespaces(_Group, PolicySetters):
+class _Namespaces(_Group, PolicySetters, NamespaceLimits):
     def list(self, tenant: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/namespaces/{tenant}")
 
@@ -322,7 +323,7 @@ class _Namespaces(_Group, PolicySetters):
         return f"/admin/v2/namespaces/{_ns_path(namespace)}/{policy}"
 
 
-class _Topics(_Group, TopicPolicySetters):
+class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def list(self, namespace: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/persistent/{_ns_path(namespace)}")
 
@@ -349,6 +350,11 @@ class _Topics(_Group, TopicPolicySetters):
 
     def subscriptions(self, topic: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/subscriptions")
+
+    def partitioned_internal_stats(self, topic: str) -> dict[str, Any]:
+        """``{"metadata": {"partitions": N, ...}, "partitions": {name: internal stats}}`` for the
+        partitions that exist (pulsar-admin's ``topics partitioned-stats-internal``)."""
+        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/partitioned-internalStats")
 
     def partitioned_stats(self, topic: str, per_partition: bool = True) -> dict[str, Any]:
         """The partitions' stats summed, with ``metadata.partitions`` and (``per_partition``)

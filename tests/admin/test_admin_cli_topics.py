@@ -3,7 +3,7 @@ official ``pulsar-client``: peek-messages / examine-messages / get-message-by-id
 ``position/{n}``, ``examinemessage`` and ``ledger/{l}/entry/{e}`` answers, batches split by
 ``pulsar_rs.Admin``), ``unsubscribe -f``, topic-level policies (``topics set-retention ...`` and
 the ``topicPolicies`` group), ``namespaces topics``, ``topics lookup`` / ``compact`` /
-``compaction-status`` and ``brokers healthcheck``."""
+``compaction-status``, ``partitioned-stats-internal`` and ``brokers healthcheck``."""
 
 from __future__ import annotations
 
@@ -208,3 +208,13 @@ def test_admin_client_errors_for_messages(pulsar_broker, topic):
     with pytest.raises(AdminError) as e:
         admin.topics.peek_messages(topic, "nope")
     assert (e.value.status, e.value.reason) == (404, "Subscription not found")
+
+
+def test_partitioned_stats_internal(cli, client, topic):
+    cli("topics", "create-partitioned-topic", topic, "-p", "2")
+    client.create_producer(f"{topic}-partition-0").send(b"one")
+    doc = json.loads(cli("--json", "topics", "partitioned-stats-internal", topic).stdout)
+    assert doc["metadata"]["partitions"] == 2
+    assert [doc["partitions"][f"{topic}-partition-{i}"]["numberOfEntries"] for i in range(2)] == [1, 0]
+    p = cli("topics", "partitioned-stats-internal", topic + "-plain", ok=False)
+    assert p.returncode == 1 and p.stderr.startswith("pulsar-rs admin: 404 "), p.stderr

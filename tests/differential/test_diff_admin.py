@@ -157,6 +157,28 @@ def test_internal_stats_shape(pair: tuple[Target, Target]) -> None:
     compare(pair, scenario)
 
 
+def test_partitioned_internal_stats(pair: tuple[Target, Target]) -> None:
+    def scenario(t: Target) -> Any:
+        base = f"/admin/v2/persistent/{t.namespace}"
+        out: list[Any] = [t.rest("PUT", f"{base}/parted/partitions", 2)[0], t.rest("PUT", f"{base}/plain")[0]]
+        t.client().create_producer(t.topic("parted-partition-1")).send(b"one")
+        status, stats = t.rest("GET", f"{base}/parted/partitioned-internalStats")
+        out.append(
+            {
+                "status": status,
+                "top": sorted(stats),
+                "metadata": stats["metadata"],
+                "partitions": sorted(stats["partitions"]),
+                "entries": [stats["partitions"][p]["numberOfEntries"] for p in sorted(stats["partitions"])],
+            }
+        )
+        out.append(t.rest("GET", f"{base}/plain/partitioned-internalStats"))
+        out.append(t.rest("GET", f"{base}/plain/partitioned-stats"))
+        return out
+
+    compare(pair, scenario)
+
+
 def _wait_backlog(t: Target, base: str, sub: str, expected: int) -> None:
     deadline = time.monotonic() + 10
     while t.rest("GET", f"{base}/stats")[1]["subscriptions"][sub]["msgBacklog"] != expected:

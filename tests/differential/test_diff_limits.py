@@ -22,6 +22,7 @@ import pytest
 from tools import pulsar_reference
 
 import raw_protocol
+from txn_wire import TxnError, TxnWire
 
 from .diffkit import Target, compare, error_name
 
@@ -293,3 +294,72 @@ def _accepted_eventually(attempt: Callable[[], Any]) -> str:
             if time.monotonic() > deadline:
                 return error_name(e)
             time.sleep(0.2)
+
+
+#: The limits of a namespace's ``Policies`` document.
+POLICY_LIMITS = (
+    "max_producers_per_topic",
+    "max_consumers_per_topic",
+    "max_consumers_per_subscription",
+    "max_subscriptions_per_topic",
+    "max_topics_per_namespace",
+)
+
+
+def test_limits_in_a_policies_document_and_readers(pair: tuple[Target, Target]) -> None:
+    """Limits given in a namespace's create body (a negative one included) as the document and the
+    limit paths show them and as producers meet them; a reader is refused past
+    ``maxSubscriptionsPerTopic`` like a new subscription."""
+
+    def scenario(t: Target) -> list[Any]:
+        ns = f"{t.namespace}-doc"
+        body = {"max_producers_per_topic": 1, "max_topics_per_namespace": 5, "max_consumers_per_topic": -1}
+        out: list[Any] = [t.rest("PUT", f"/admin/v2/namespaces/{ns}", body)[0]]
+        for name in ("maxProducersPerTopic", "maxConsumersPerTopic", "maxTopicsPerNamespace"):
+            out.append((name, t.rest("GET", f"/admin/v2/namespaces/{ns}/{name}")))
+        doc = t.rest("GET", f"/admin/v2/namespaces/{ns}")[1]
+        out.append(("document", {k: doc.get(k, "absent") for k in POLICY_LIMITS}))
+        c = t.client()
+        topic = f"persistent://{ns}/t"
+        p1 = c.create_producer(topic)
+        out.append(("second producer", _refused(lambda: c.create_producer(topic))))
+        p1.close()
+
+        base = f"/admin/v2/namespaces/{t.namespace}"
+        topic = t.topic("readers")
+        s1 = c.subscribe(topic, "a")
+        out.append(t.rest("POST", f"{base}/maxSubscriptionsPerTopic", 1)[0])
+        out.append(("reader", _refused(lambda: c.create_reader(topic, pulsar.MessageId.earliest))))
+        s1.close()
+        return out
+
+    compare(pair, scenario)
+
+
+def test_subscription_type_before_its_consumer_count(pair: tuple[Target, Target]) -> None:
+    """With ``maxConsumersPerSubscription`` 1: a second Exclusive consumer, and a Shared one on an
+    Exclusive subscription, are refused for their type; a second Shared consumer for the count.
+    The wire client shows each refusal's ServerError and message."""
+
+    def scenario(t: Target) -> list[Any]:
+        out: list[Any] = [t.rest("POST", f"/admin/v2/namespaces/{t.namespace}/maxConsumersPerSubscription", 1)[0]]
+        topic = t.topic("sub-type-order")
+        deadline = time.monotonic() + APPLY_WAIT_S
+        with TxnWire(t.service_url) as w:
+            w.subscribe(topic, "x", 1, shared=False)
+            w.subscribe(topic, "y", 2, shared=True)
+            for consumer_id, sub, shared in ((3, "x", False), (4, "x", True), (5, "y", True)):
+                while True:  # Pulsar applies the namespace policy asynchronously
+                    try:
+                        w.subscribe(topic, sub, consumer_id, shared=shared)
+                        answer: Any = "accepted"
+                    except TxnError as e:
+                        answer = str(e)
+                    if answer != "accepted" or time.monotonic() > deadline:
+                        break
+                    consumer_id += 10
+                    time.sleep(0.2)
+                out.append((sub, "shared" if shared else "exclusive", answer))
+        return out
+
+    compare(pair, scenario)

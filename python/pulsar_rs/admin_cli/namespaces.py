@@ -21,6 +21,8 @@ inactive-topic-policies     ``--enable-delete-while-inactive/-e`` or
                             ``--max-inactive-duration/-t``, ``--delete-mode/-m``
 ==========================  ==============================================================
 
+The limit commands (``set-max-producers-per-topic`` and the others) are in :mod:`.limits`.
+
 The same policy commands serve the topic level (:func:`add_policies` with a ``topic``
 positional; the TTL flag is then ``--ttl/-t``), registered by :mod:`.topic_policies`.
 """
@@ -32,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..admin import Admin
+from . import limits
 from .output import NOT_SET
 from .units import csv, seconds, size
 
@@ -258,6 +261,7 @@ def add(groups: Any) -> None:
 
     _add_schema_policies(g)
     add_policies(g, "namespace")
+    limits.add(g, "namespace")
 
 
 def _call(method: str, *fields: str) -> _Call:

@@ -1,7 +1,9 @@
 """Topic-level policies, with pulsar-admin's names: ``topics set-retention T -t TIME -s SIZE``
 (and ``get-`` / ``remove-``) for retention, message-ttl (``--ttl/-t``), backlog-quota(s),
 deduplication, publish-rate, dispatch-rate, subscription-dispatch-rate, compaction-threshold and
-inactive-topic-policies, plus the older ``enable-deduplication`` / ``disable-deduplication`` /
+inactive-topic-policies, the limits of :mod:`.limits` (``set-max-producers``, ``set-max-consumers``,
+``set-max-consumers-per-subscription``, ``set-max-subscriptions-per-topic``, ``set-max-message-size``),
+plus the older ``enable-deduplication`` / ``disable-deduplication`` /
 ``get-deduplication-enabled``. The same commands form pulsar-admin's ``topicPolicies`` group.
 A topic-level policy overrides the namespace's for that topic; a getter shows the topic's own
 setting (``(not set)`` when it follows the namespace)."""
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import limits
 from .namespaces import add_policies
 
 
@@ -20,6 +23,7 @@ def _topic_arg(p: Any) -> None:
 def add_to(g: Any) -> None:
     """Registers the topic-level policy commands on a group's sub-parsers ``g``."""
     add_policies(g, "topic")
+    limits.add(g, "topic")
     for verb, enabled in (("enable-deduplication", True), ("disable-deduplication", False)):
         p = g.add_parser(verb)
         _topic_arg(p)

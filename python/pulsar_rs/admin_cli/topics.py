@@ -3,7 +3,8 @@
 Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T``,
 ``create-partitioned-topic T -p N``, ``get-partitioned-topic-metadata T``,
 ``update-partitioned-topic T -p N``, ``delete-partitioned-topic T``, ``stats T``,
-``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``); permissions:
+``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``),
+``partitioned-stats-internal T``; permissions:
 ``permissions T``, ``grant-permission T --role R --actions a,b``, ``revoke-permission T --role R``;
 subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earliest|L:E]``,
 ``unsubscribe T -s S [-f]``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
@@ -91,6 +92,7 @@ def add(groups: Any) -> None:
     )
     p = _topic_parser(g, "partitioned-stats", lambda admin, a: admin.topics.partitioned_stats(a.topic, a.per_partition))
     p.add_argument("--per-partition", action="store_true", help="each partition's stats too")
+    _topic_parser(g, "partitioned-stats-internal", lambda admin, a: admin.topics.partitioned_internal_stats(a.topic))
 
     _topic_parser(g, "permissions", lambda admin, a: admin.topics.permissions(a.topic))
     p = _topic_parser(

@@ -28,9 +28,16 @@ pub struct Limits {
     pub max_message_size: Option<u32>,
 }
 
-/// A non-negative policy value as a limit (negative values never get stored: [`validate`]).
+/// Pulsar's system namespace (`NamespaceService.isSystemServiceNamespace`): its topics are
+/// system topics, which Pulsar holds to none of the count limits (`AbstractTopic.isSystemTopic`
+/// in `isProducersExceeded`, `isConsumersExceededOnTopic`, `checkMaxSubscriptionsPerTopicExceed`,
+/// the dispatchers' subscription check and `BrokerService.checkMaxTopicsPerNamespace`).
+pub const SYSTEM_NAMESPACE: &str = "pulsar/system";
+
+/// A policy value as a limit: a negative one counts as unset, as Pulsar's
+/// `AbstractTopic.normalizeValue` reads it (the admin paths refuse negatives: [`validate`]).
 fn limit(v: Option<i32>) -> Option<u32> {
-    v.map(|v| u32::try_from(v).unwrap_or(0))
+    v.and_then(|v| u32::try_from(v).ok())
 }
 
 impl Limits {
@@ -63,6 +70,15 @@ impl Limits {
             max_same_address_producers: c.max_same_address_producers_per_topic,
             max_same_address_consumers: c.max_same_address_consumers_per_topic,
             max_message_size: limit(topic.max_message_size).filter(|m| *m > 0),
+        }
+    }
+
+    /// The limits of a system topic: its `maxMessageSize` only (no count limit).
+    #[must_use]
+    pub fn of_system_topic(self) -> Self {
+        Limits {
+            max_message_size: self.max_message_size,
+            ..Limits::default()
         }
     }
 
@@ -152,37 +168,24 @@ fn reached(max: u32, count: usize) -> bool {
     max > 0 && count >= max as usize
 }
 
-/// How many topics a namespace may hold: its policy, else the broker's setting (0 = unlimited).
+/// How many topics the namespace `name` may hold: its policy, else the broker's setting
+/// (0 = unlimited; always for [`SYSTEM_NAMESPACE`]).
 #[must_use]
-pub fn max_topics_per_namespace(namespace: &Policies, c: &BrokerConfig) -> u32 {
+pub fn max_topics_per_namespace(name: &str, namespace: &Policies, c: &BrokerConfig) -> u32 {
+    if name == SYSTEM_NAMESPACE {
+        return 0;
+    }
     limit(namespace.max_topics_per_namespace).unwrap_or(c.max_topics_per_namespace)
 }
 
-/// Checks the limit fields of a policy document, with Pulsar's messages (namespace paths say
-/// `maxProducersPerTopic must be 0 or more`, topic paths their own names). `broker_max_message_size`
-/// bounds the topic's `maxMessageSize`.
+/// Checks the limit fields of a policy document as stored: a topic's `maxMessageSize` within
+/// `broker_max_message_size`. Negative count limits are stored as given (an old namespace
+/// document may carry -1, as Pulsar accepts it) and read as unset ([`Limits::resolve`]); the
+/// admin paths that set one refuse a negative value themselves, with Pulsar's 412.
 ///
 /// # Errors
 /// [`BrokerError::InvalidConfig`] naming the field.
 pub fn validate(p: &Policies, broker_max_message_size: u32) -> Result<(), BrokerError> {
-    let negative = |v: Option<i32>| v.is_some_and(|v| v < 0);
-    for (key, v) in [
-        ("maxProducersPerTopic", p.max_producers_per_topic),
-        ("maxConsumersPerTopic", p.max_consumers_per_topic),
-        (
-            "maxConsumersPerSubscription",
-            p.max_consumers_per_subscription,
-        ),
-        ("maxSubscriptionsPerTopic", p.max_subscriptions_per_topic),
-        ("maxTopicsPerNamespace", p.max_topics_per_namespace),
-    ] {
-        if negative(v) {
-            return Err(BrokerError::InvalidConfig {
-                key: key.into(),
-                reason: format!("{key} must be 0 or more"),
-            });
-        }
-    }
     if p.max_message_size
         .is_some_and(|m| m < 0 || i64::from(m) > i64::from(broker_max_message_size))
     {
@@ -228,6 +231,40 @@ mod tests {
             Limits::resolve(&Policies::default(), &Policies::default(), &c).max_producers,
             5
         );
+        // A negative value (an old namespace document's -1) is unset, as Pulsar reads it.
+        let old = Policies {
+            max_producers_per_topic: Some(-1),
+            ..Policies::default()
+        };
+        assert_eq!(
+            Limits::resolve(&Policies::default(), &old, &c).max_producers,
+            5
+        );
+    }
+
+    #[test]
+    fn system_topics_have_no_count_limits() {
+        let c = BrokerConfig {
+            max_producers_per_topic: 1,
+            max_topics_per_namespace: 1,
+            ..BrokerConfig::default()
+        };
+        let topic = Policies {
+            max_message_size: Some(100),
+            max_subscriptions_per_topic: Some(1),
+            ..Policies::default()
+        };
+        let l = Limits::resolve(&topic, &Policies::default(), &c).of_system_topic();
+        assert_eq!(
+            l,
+            Limits {
+                max_message_size: Some(100),
+                ..Limits::default()
+            }
+        );
+        let ns = Policies::default();
+        assert_eq!(max_topics_per_namespace(SYSTEM_NAMESPACE, &ns, &c), 0);
+        assert_eq!(max_topics_per_namespace("public/default", &ns, &c), 1);
     }
 
     #[test]
@@ -261,17 +298,65 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_settings_are_applied_not_ignored() {
+        let keys = [
+            ("maxNumPartitionsPerPartitionedTopic", 2),
+            ("maxTopicsPerNamespace", 3),
+            ("maxSubscriptionsPerTopic", 4),
+            ("maxProducersPerTopic", 5),
+            ("maxConsumersPerTopic", 6),
+            ("maxConsumersPerSubscription", 7),
+            ("maxSameAddressProducersPerTopic", 8),
+            ("maxSameAddressConsumersPerTopic", 9),
+            ("maxMessageSize", 10_000),
+        ];
+        let map = keys
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::json!(v)))
+            .collect();
+        let c = BrokerConfig::from_json_map(map).unwrap();
+        assert!(
+            c.unimplemented_keys.is_empty(),
+            "{:?}",
+            c.unimplemented_keys
+        );
+        assert_eq!(
+            [
+                c.max_num_partitions_per_partitioned_topic,
+                c.max_topics_per_namespace,
+                c.max_subscriptions_per_topic,
+                c.max_producers_per_topic,
+                c.max_consumers_per_topic,
+                c.max_consumers_per_subscription,
+                c.max_same_address_producers_per_topic,
+                c.max_same_address_consumers_per_topic,
+                c.max_message_size,
+            ],
+            [2, 3, 4, 5, 6, 7, 8, 9, 10_000]
+        );
+        let l = Limits::resolve(&Policies::default(), &Policies::default(), &c);
+        assert_eq!(
+            (l.max_subscriptions, l.max_producers, l.max_consumers),
+            (4, 5, 6)
+        );
+        assert_eq!(
+            (
+                l.max_consumers_per_subscription,
+                l.max_same_address_producers,
+                l.max_same_address_consumers
+            ),
+            (7, 8, 9)
+        );
+    }
+
+    #[test]
     fn validation_messages() {
+        // A stored -1 is kept (read as unset); the admin paths refuse it themselves.
         let p = Policies {
             max_subscriptions_per_topic: Some(-1),
             ..Policies::default()
         };
-        let e = validate(&p, 100).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("maxSubscriptionsPerTopic must be 0 or more"),
-            "{e}"
-        );
+        assert!(validate(&p, 100).is_ok());
         let p = Policies {
             max_message_size: Some(101),
             ..Policies::default()

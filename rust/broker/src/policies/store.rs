@@ -336,7 +336,11 @@ impl PolicyStore {
             .or(np.schema_validation_enforced)
             .unwrap_or(c.is_schema_validation_enforced);
         Effective {
-            limits: Limits::resolve(&tp, &np, c),
+            limits: if t.namespace_name() == super::limits::SYSTEM_NAMESPACE {
+                Limits::resolve(&tp, &np, c).of_system_topic()
+            } else {
+                Limits::resolve(&tp, &np, c)
+            },
             schema_compatibility_strategy,
             allow_auto_update_schema,
             schema_validation_enforced,

@@ -46,8 +46,11 @@ impl BrokerService {
     /// # Errors
     /// [`BrokerError::NotAllowed`] with Pulsar's message when they do not.
     pub fn admit_new_topics(&self, namespace: &str, adding: u32) -> Result<(), BrokerError> {
-        let max =
-            limits::max_topics_per_namespace(&self.policies.namespace(namespace), &self.config);
+        let max = limits::max_topics_per_namespace(
+            namespace,
+            &self.policies.namespace(namespace),
+            &self.config,
+        );
         if max > 0 && self.topic_count(namespace) + u64::from(adding) > u64::from(max) {
             return Err(BrokerError::NotAllowed(NAMESPACE_FULL.into()));
         }
@@ -83,5 +86,65 @@ impl BrokerService {
     #[must_use]
     pub fn max_partitions(&self) -> u32 {
         self.config.max_num_partitions_per_partitioned_topic
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BrokerConfig;
+
+    fn service(dir: &std::path::Path, cfg: BrokerConfig) -> std::sync::Arc<BrokerService> {
+        BrokerService::open(
+            BrokerConfig {
+                journal_sync_data: false,
+                ..cfg
+            },
+            dir,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_declared_count_costs_what_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = service(dir.path(), BrokerConfig::default());
+        let base = TopicName::parse("persistent://public/default/huge").unwrap();
+        svc.create_partitioned(&base, 1_000_000_000).unwrap();
+        let targets = svc.partition_targets(&base, 1_000_000_000);
+        assert_eq!(targets.len(), EAGER_PARTITIONS as usize);
+        assert_eq!(targets[1023], base.partition(1023));
+        // A partition past the eager ones counts once it exists, in index order.
+        svc.topic(&base.partition(999_999_999), true).unwrap();
+        svc.topic(&base.partition(5000), true).unwrap();
+        let targets = svc.partition_targets(&base, 1_000_000_000);
+        assert_eq!(targets.len(), EAGER_PARTITIONS as usize + 2);
+        assert_eq!(targets[1024], base.partition(5000));
+        assert_eq!(targets[1025], base.partition(999_999_999));
+        // Pulsar counts every declared partition against maxTopicsPerNamespace.
+        assert_eq!(svc.topic_count("public/default"), 1_000_000_000);
+    }
+
+    #[test]
+    fn max_topics_per_namespace_counts_every_declared_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig {
+            max_topics_per_namespace: 3,
+            ..BrokerConfig::default()
+        };
+        let svc = service(dir.path(), cfg);
+        svc.topic(
+            &TopicName::parse("persistent://public/default/one").unwrap(),
+            true,
+        )
+        .unwrap();
+        let parted = TopicName::parse("persistent://public/default/parted").unwrap();
+        svc.create_partitioned(&parted, 2).unwrap();
+        svc.topic(&parted.partition(0), true).unwrap();
+        // partition 1 is not loaded, yet counted (the metadata's count).
+        assert_eq!(svc.topic_count("public/default"), 3);
+        let e = svc.admit_new_topics("public/default", 1).unwrap_err();
+        assert!(matches!(e, BrokerError::NotAllowed(m) if m == NAMESPACE_FULL));
+        assert!(svc.admit_new_topics("other/ns", 3).is_ok());
     }
 }

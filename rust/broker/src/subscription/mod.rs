@@ -296,6 +296,39 @@ impl Subscription {
         self.wake.notify_one();
     }
 
+    /// Whether a consumer of `sub_type` may join, as far as the subscription's type goes: one
+    /// of another type than its consumers' is refused, and so is a second Exclusive one
+    /// (`ConsumerBusy`, as Pulsar's `PersistentSubscription.addConsumer` and its dispatchers,
+    /// which check this before `maxConsumersPerSubscription`).
+    ///
+    /// # Errors
+    /// [`BrokerError::ConsumerBusy`] with the reason.
+    pub fn admits_type(&self, sub_type: SubType) -> Result<(), BrokerError> {
+        self.joinable(&self.state.lock(), sub_type)
+    }
+
+    fn joinable(&self, st: &State, sub_type: SubType) -> Result<(), BrokerError> {
+        if st.consumers.is_empty() {
+            return Ok(());
+        }
+        // Apache Pulsar 4.0's messages (`PersistentSubscription.addConsumer`, the Exclusive
+        // dispatcher).
+        if st.sub_type != Some(sub_type) {
+            return Err(BrokerError::ConsumerBusy(format!(
+                "Subscription is of different type. Active subscription type of '{}' is different \
+                 than the connecting consumer's type '{}'.",
+                st.sub_type.map_or("?", SubType::as_str),
+                sub_type.as_str()
+            )));
+        }
+        if sub_type == SubType::Exclusive {
+            return Err(BrokerError::ConsumerBusy(
+                "Exclusive consumer is already connected".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Attaches a consumer. `key_shared` carries the client's `KeySharedMeta` (Key_Shared only;
     /// absent = AUTO_SPLIT).
     ///
@@ -314,22 +347,7 @@ impl Subscription {
                 self.name
             )));
         }
-        if !st.consumers.is_empty() {
-            if st.sub_type != Some(consumer.sub_type) {
-                return Err(BrokerError::ConsumerBusy(format!(
-                    "Subscription {} is of type {}, cannot attach a {} consumer",
-                    self.name,
-                    st.sub_type.map_or("?", SubType::as_str),
-                    consumer.sub_type.as_str()
-                )));
-            }
-            if consumer.sub_type == SubType::Exclusive {
-                return Err(BrokerError::ConsumerBusy(format!(
-                    "Exclusive consumer is already connected to {}",
-                    self.name
-                )));
-            }
-        }
+        self.joinable(&st, consumer.sub_type)?;
         let first = st.consumers.is_empty();
         let State {
             sub_type,

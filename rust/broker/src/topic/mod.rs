@@ -428,7 +428,8 @@ impl Topic {
     /// that name is never replaced.
     ///
     /// # Errors
-    /// [`BrokerError::NotAllowed`] if a durable subscription has this name.
+    /// [`BrokerError::NotAllowed`] if a durable subscription has this name, or if a new one would
+    /// pass the topic's `maxSubscriptionsPerTopic` (readers count, as in Pulsar).
     pub fn reader_subscription(
         &self,
         name: &str,
@@ -442,6 +443,9 @@ impl Topic {
             }
             return Ok(s);
         }
+        // Pulsar's getNonDurableSubscription: a reader is a subscription too, within the limit.
+        let limits = self.limits.read().effective.limits;
+        limits.admit_subscription(&self.name.to_string(), self.subscriptions.lock().len())?;
         let cursor = self.ledger.open_non_durable_cursor(name, start);
         if cursor.is_durable() {
             // A durable cursor open without a subscription (another user of the ledger).

@@ -166,7 +166,12 @@ fn topic_read_path(segs: &[&str]) -> Option<TopicName> {
         ["admin", "v2", "persistent", t, ns, topic, what]
             if matches!(
                 *what,
-                "stats" | "internalStats" | "partitions" | "subscriptions" | "partitioned-stats"
+                "stats"
+                    | "internalStats"
+                    | "partitions"
+                    | "subscriptions"
+                    | "partitioned-stats"
+                    | "partitioned-internalStats"
             ) =>
         {
             topic_path::name("persistent", t, ns, topic).ok()

@@ -15,6 +15,7 @@ mod cluster;
 mod clusters;
 mod compaction;
 mod guard;
+mod internal_stats;
 mod lookup;
 mod messages;
 pub mod namespaces;
@@ -124,6 +125,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(namespaces::routes())
         .merge(topics::routes())
         .merge(stats::routes())
+        .merge(internal_stats::routes())
         .merge(compaction::routes())
         .merge(non_persistent::routes())
         .route("/metrics", get(crate::metrics::render))

@@ -90,12 +90,32 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
         if let Some(Ok(v)) = p.inactive_topic_policies.map(serde_json::to_value) {
             m.insert("inactive_topic_policies".into(), v);
         }
+        // The limits, when set (Pulsar leaves a null `Integer` out of the document).
+        for (name, v) in limit_fields(p) {
+            if let Some(v) = v {
+                m.insert(name.into(), v.into());
+            }
+        }
     }
     doc
 }
 
+/// The namespace limits of a `Policies` document, by their JSON names.
+fn limit_fields(p: &Policies) -> [(&'static str, Option<i32>); 5] {
+    [
+        ("max_producers_per_topic", p.max_producers_per_topic),
+        ("max_consumers_per_topic", p.max_consumers_per_topic),
+        (
+            "max_consumers_per_subscription",
+            p.max_consumers_per_subscription,
+        ),
+        ("max_subscriptions_per_topic", p.max_subscriptions_per_topic),
+        ("max_topics_per_namespace", p.max_topics_per_namespace),
+    ]
+}
+
 /// Fields the document renders itself (a body's values for them are not kept in `other`).
-const RENDERED: [&str; 15] = [
+const RENDERED: [&str; 20] = [
     "deduplicationEnabled",
     "schema_compatibility_strategy",
     "is_allow_auto_update_schema",
@@ -111,6 +131,11 @@ const RENDERED: [&str; 15] = [
     "retention_policies",
     "bundles",
     "replication_clusters",
+    "max_producers_per_topic",
+    "max_consumers_per_topic",
+    "max_consumers_per_subscription",
+    "max_subscriptions_per_topic",
+    "max_topics_per_namespace",
 ];
 
 /// Parses a `Policies` document (as Pulsar's admin clients send it) into stored policies.
@@ -184,6 +209,25 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
     }
     if let Some(v) = doc.get("deduplicationEnabled").filter(|v| !v.is_null()) {
         p.deduplication_enabled = Some(field("deduplicationEnabled", v)?);
+    }
+    for (name, slot) in [
+        ("max_producers_per_topic", &mut p.max_producers_per_topic),
+        ("max_consumers_per_topic", &mut p.max_consumers_per_topic),
+        (
+            "max_consumers_per_subscription",
+            &mut p.max_consumers_per_subscription,
+        ),
+        (
+            "max_subscriptions_per_topic",
+            &mut p.max_subscriptions_per_topic,
+        ),
+        ("max_topics_per_namespace", &mut p.max_topics_per_namespace),
+    ] {
+        if let Some(v) = doc.get(name).filter(|v| !v.is_null()) {
+            // Kept as given: Pulsar stores and shows a negative limit, and reads it as unset
+            // (`AbstractTopic.normalizeValue`; `Limits::resolve` here).
+            *slot = Some(field(name, v)?);
+        }
     }
     for (k, v) in doc {
         if !RENDERED.contains(&k.as_str()) {

@@ -71,6 +71,16 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["PUT", "GET"],
     ),
     (
+        "internal_stats",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
+        &["GET"],
+    ),
+    (
+        "internal_stats",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitioned-internalStats",
+        &["GET"],
+    ),
+    (
         "lookup",
         "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}",
         &["GET"],
@@ -278,11 +288,6 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "topics",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}",
         &["PUT", "DELETE"],
-    ),
-    (
-        "topics",
-        "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
-        &["GET"],
     ),
     (
         "transactions",

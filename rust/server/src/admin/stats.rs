@@ -336,8 +336,8 @@ fn instant_string(t: SystemTime) -> String {
     }
 }
 
-/// `GET .../partitioned-stats[?perPartition=false]`: 404 when the topic is not partitioned (as
-/// Pulsar's "Partitioned Topic not found").
+/// `GET .../partitioned-stats[?perPartition=false]`: 404 when the topic is not partitioned, with
+/// Apache Pulsar 4.0's message.
 async fn partitioned_stats(
     State(ctx): Ctx,
     TopicPath(name): TopicPath,
@@ -347,7 +347,7 @@ async fn partitioned_stats(
     if n == 0 {
         return fail(
             StatusCode::NOT_FOUND,
-            format!("Partitioned Topic not found: {name} has zero partitions"),
+            format!("Partitioned Topic {name} not found"),
         );
     }
     let per_partition = q.get("perPartition").is_none_or(|v| v != "false");

@@ -482,8 +482,10 @@ fn attach_consumer(
             .collect(),
     );
     let key_shared = c.key_shared_meta.as_ref().map(key_shared_meta);
-    let admitted = topic
-        .admit_consumer(Some(&sub), &consumer.address)
+    // The subscription's type first, then its consumer count, as Pulsar's dispatchers check.
+    let admitted = sub
+        .admits_type(sub_type)
+        .and_then(|()| topic.admit_consumer(Some(&sub), &consumer.address))
         .and_then(|()| sub.add_consumer(Arc::clone(&consumer), key_shared));
     if let Err(e) = admitted {
         if !sub.durable && sub.consumers().is_empty() {

@@ -1,0 +1,184 @@
+//! `internalStats` (Pulsar's `PersistentTopicInternalStats`: a topic's managed ledger and
+//! cursors) and `partitioned-internalStats` (Pulsar's `PartitionedTopicInternalStats`: the
+//! partition metadata and each partition's internal stats). As Pulsar, which leaves out the
+//! partitions whose stats it cannot get, the partitioned form covers the partitions that exist
+//! ([`super::targets`]), never a declared count one by one.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use pulsar_rs_broker::Topic;
+use serde_json::{json, Map, Value};
+
+use super::topic_path::{ExistingTopic, TopicPath};
+use super::{load_topic, Ctx};
+use crate::http::{blocking, fail};
+use crate::ServerContext;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new()
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
+            get(internal_stats),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitioned-internalStats",
+            get(partitioned_internal_stats),
+        )
+}
+
+async fn internal_stats(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
+    let t = match load_topic(&ctx, name).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    match tokio::task::spawn_blocking(move || internal_stats_json(&t)).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// `GET .../partitioned-internalStats`: 404 when the topic is not partitioned, with Apache
+/// Pulsar 4.0's message (`getPartitionedTopicNotFoundErrorMessage`).
+async fn partitioned_internal_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    let n = ctx.service.partitions(&name, false).unwrap_or(0);
+    if n == 0 {
+        return fail(
+            StatusCode::NOT_FOUND,
+            format!("Partitioned Topic {name} not found"),
+        );
+    }
+    blocking(
+        &ctx,
+        move |c| {
+            let mut partitions = Map::new();
+            for t in super::targets(c, &name)? {
+                partitions.insert(t.name.to_string(), internal_stats_json(&t));
+            }
+            Ok(partitions)
+        },
+        move |partitions| {
+            Json(json!({
+                "metadata": { "partitions": n, "deleted": false },
+                "partitions": partitions,
+            }))
+            .into_response()
+        },
+    )
+    .await
+}
+
+/// Pulsar's `PersistentTopicInternalStats` of one topic or partition: its managed ledger, the
+/// cursors of its subscriptions and the `__compaction` cursor.
+fn internal_stats_json(t: &Topic) -> Value {
+    let st = t.ledger.stats();
+    let pos = |p: pulsar_rs_ledger::Position| format!("{}:{}", p.ledger_id, p.entry_id);
+    let all_ledgers = t.ledger.ledgers();
+    // `entries` and `size` of the current ledger are what it holds so far (Pulsar shows 0 until
+    // it is closed; `currentLedgerEntries` carries the same number there).
+    let ledgers: Vec<Value> = all_ledgers
+        .iter()
+        .map(|l| {
+            json!({"ledgerId": l.ledger_id, "entries": l.entries, "size": l.size,
+                   "offloaded": false, "underReplicated": false})
+        })
+        .collect();
+    let last_created = all_ledgers.last().map_or(0, |l| l.created_ms);
+    let mut cursors = serde_json::Map::new();
+    let mut waiting = 0;
+    let subs = t.subscriptions();
+    // The subscriptions' cursors, and the `__compaction` cursor (the compaction horizon).
+    let compaction_cursor = t
+        .ledger
+        .cursors()
+        .into_iter()
+        .filter(|c| c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR)
+        .map(|c| (c, None));
+    for (c, sub) in subs
+        .iter()
+        .map(|s| (Arc::clone(&s.cursor), Some(s)))
+        .chain(compaction_cursor)
+    {
+        let ranges: Vec<String> = c
+            .acked_ranges()
+            .iter()
+            .map(|(a, b)| format!("({}:{}..{}]", a.ledger_id, a.entry_id - 1, pos(*b)))
+            .collect();
+        // A subscription's dispatcher waits for new entries when it has consumers and has read
+        // everything written (Pulsar's waiting read op).
+        let read = c.read_position();
+        let waiting_read =
+            sub.is_some_and(|s| !s.consumers().is_empty()) && read > st.last_confirmed;
+        waiting += usize::from(waiting_read);
+        let backlog = c.backlog();
+        let opened = sub.map_or(t.loaded_ms, |s| {
+            s.stats.opened_ms.load(std::sync::atomic::Ordering::Relaxed)
+        });
+        cursors.insert(
+            c.name().to_owned(),
+            json!({
+                "markDeletePosition": pos(c.mark_delete_position()),
+                "readPosition": pos(read),
+                "waitingReadOp": waiting_read,
+                // Reads are synchronous within a dispatcher pass: none is ever outstanding.
+                "pendingReadOps": 0,
+                // As Pulsar's invariant: entries added since load minus the entries backlog.
+                "messagesConsumedCounter": i64::try_from(st.entries_added).unwrap_or(i64::MAX)
+                    - i64::try_from(backlog).unwrap_or(i64::MAX),
+                // Cursors are stored in the metadata store, not in a ledger.
+                "cursorLedger": -1,
+                "cursorLedgerLastEntry": -1,
+                "individuallyDeletedMessages": format!("[{}]", ranges.join(", ")),
+                // When this process opened the cursor (there is no cursor ledger to switch).
+                "lastLedgerSwitchTimestamp": super::messages::iso_time(opened),
+                "state": "Open",
+                "active": c.is_active(),
+                "numberOfEntriesSinceFirstNotAckedMessage": backlog + c.acked_count(),
+                "totalNonContiguousDeletedMessagesRange": ranges.len(),
+                "subscriptionHavePendingRead": waiting_read,
+                "subscriptionHavePendingReplayRead": false,
+                "properties": c.properties(),
+            }),
+        );
+    }
+    json!({
+        "entriesAddedCounter": st.entries_added,
+        "numberOfEntries": st.number_of_entries,
+        "totalSize": st.total_size,
+        "currentLedgerEntries": st.current_ledger_entries,
+        "currentLedgerSize": st.current_ledger_size,
+        "lastLedgerCreatedTimestamp": super::messages::iso_time(last_created),
+        "waitingCursorsCount": waiting,
+        // Adds are confirmed in the journal's completion pass; none is held by the ledger.
+        "pendingAddEntriesCount": 0,
+        "lastConfirmedEntry": pos(st.last_confirmed),
+        "state": "LedgerOpened",
+        "ledgers": ledgers,
+        "cursors": cursors,
+        // Schemas are kept in the metadata store, not in ledgers.
+        "schemaLedgers": [],
+        "compactedLedger": compacted_ledger(t),
+        // Not in Pulsar (which has no such recovery): entries recovery found damaged.
+        "corruptEntries": t.ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),
+    })
+}
+
+/// Pulsar's `compactedLedger` of `internalStats` (ledger −1 when never compacted). The horizon
+/// is the `__compaction` cursor's mark-delete position, the last run's time is in `stats`'
+/// `compaction` block.
+fn compacted_ledger(t: &Topic) -> Value {
+    let info = t.compaction.info();
+    let compacted = info.ledger_id.is_some();
+    json!({
+        "ledgerId": info.ledger_id.unwrap_or(-1),
+        "entries": if compacted { i64::try_from(info.entries).unwrap_or(i64::MAX) } else { -1 },
+        "size": if compacted { i64::try_from(info.size).unwrap_or(i64::MAX) } else { -1 },
+        "offloaded": false,
+        "underReplicated": false,
+    })
+}
