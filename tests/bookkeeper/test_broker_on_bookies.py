@@ -17,10 +17,12 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,8 +69,11 @@ def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> tuple[PulsarRsB
     return b, b.url
 
 
-def sigkill(b: PulsarRsBroker) -> None:
-    b.kill()
+def owner_url(via: PulsarRsBroker, topic: str) -> str:
+    """The broker URL a REST lookup through ``via`` ends at (its 307s followed)."""
+    local = topic.removeprefix("persistent://")
+    with urllib.request.urlopen(f"{via.http}/lookup/v2/topic/persistent/{local}", timeout=30) as r:
+        return json.loads(r.read())["brokerUrl"]
 
 
 def client(url: str) -> pulsar.Client:
@@ -126,10 +131,10 @@ def test_topic_outlives_a_bookie_its_broker_and_its_disk(tmp_path, bookies):
         for i in range(300, 600):
             producer.send_async(b"m-%05d" % i, sent(i))
         time.sleep(0.05)  # let some of them reach the bookies (not a wait for a condition)
-        sigkill(a)
+        a.kill()
         ca.close()
     finally:
-        sigkill(a)
+        a.kill()
     with lock:
         acked = set(receipted)
     assert len(acked) >= 300
@@ -141,7 +146,7 @@ def test_topic_outlives_a_bookie_its_broker_and_its_disk(tmp_path, bookies):
         got = drain(cb, topic, "sub", len(acked))
         cb.close()
     finally:
-        sigkill(b)
+        b.kill()
     lost = acked - set(got)
     assert not lost, f"{len(lost)} receipted messages lost, e.g. {sorted(lost)[:5]}"
     assert got == sorted(got), "stored in send order"
@@ -154,9 +159,11 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
     the other broker takes the bundle and opens the topic, fencing the old owner's ledger on the
     bookies. The old owner wakes with sends in its socket: they cannot land in the fenced
     ledger; it gives the topic up, its client looks it up again and resends to the new owner."""
-    topic = "persistent://public/default/fenced-owner"
     a, url_a = start_broker(tmp_path, bookies, "a2")
     b, url_b = start_broker(tmp_path, bookies, "b2")
+    # A topic whose bundle a owns (the leader places a new bundle on the less loaded broker).
+    names = (f"persistent://public/default/fenced-owner-{i}" for i in range(64))
+    topic = next(t for t in names if owner_url(a, t) == url_a)
     ca = cb = None
     receipted: list[bytes] = []
     lock = threading.Lock()
@@ -201,8 +208,8 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
         log = (tmp_path / "a2.log").read_text()
         assert "metadata store session lost" in log or "another owner fenced the topic" in log, log[-3000:]
     finally:
-        sigkill(a)
-        sigkill(b)
+        a.kill()
+        b.kill()
         for c in (ca, cb):
             with contextlib.suppress(Exception):
                 c.close()
@@ -213,7 +220,7 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
         got = drain(cc, topic, "check", len(receipted))
         cc.close()
     finally:
-        sigkill(c_proc)
+        c_proc.kill()
     lost = set(receipted) - set(got)
     assert not lost, f"receipted and lost: {sorted(lost)}"
     assert len(got) == len(set(got)), f"duplicates: {got}"
@@ -236,7 +243,7 @@ def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies)
         r.stop()  # an orderly stop writes the cursor and closes the ledger
         assert r.proc.returncode == 0
     finally:
-        sigkill(r)
+        r.kill()
 
     pulsar_broker = bookies.start_pulsar_broker()
     try:
@@ -265,4 +272,4 @@ def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies)
         assert drain(c, theirs, "fresh", 20) == expected, "and serve every entry it wrote"
         c.close()
     finally:
-        sigkill(r2)
+        r2.kill()

@@ -80,3 +80,14 @@ pub enum BrokerError {
     #[error("{0}")]
     NotServed(String),
 }
+
+impl BrokerError {
+    /// A topic whose bundle this broker does not own, in Pulsar's words
+    /// (`checkTopicNsOwnership`): the client must look the topic up again.
+    #[must_use]
+    pub fn not_served(topic: &str, namespace: &str) -> BrokerError {
+        BrokerError::NotServed(format!(
+            "Namespace bundle for topic ({topic}) not served by this instance. Please redo the lookup. Request is denied: namespace={namespace}"
+        ))
+    }
+}

@@ -135,6 +135,13 @@ pub struct ServerContext {
 }
 
 impl ServerContext {
+    /// Pulsar's broker id, `advertisedAddress:webServicePort` (the admin URL without its
+    /// scheme): this broker's name in a cluster's registry, and on its own.
+    #[must_use]
+    pub fn broker_id(&self) -> String {
+        self.admin_url.trim_start_matches("http://").to_owned()
+    }
+
     pub(crate) fn register_producer(
         &self,
         handle: u64,
@@ -356,7 +363,6 @@ impl Server {
             cluster: std::sync::OnceLock::new(),
             producers: Mutex::new(HashMap::new()),
         });
-        let broker_id = format!("{host}:{}", admin_addr.port());
         let member_urls = pulsar_rs_cluster::BrokerUrls {
             service: ctx.service_url.clone(),
             service_tls: ctx.service_url_tls.clone(),
@@ -364,7 +370,7 @@ impl Server {
             web_tls: admin_url_tls.clone(),
         };
         let config = Arc::clone(&ctx.service.config);
-        match cluster::join(&ctx, &config, broker_id, member_urls).await {
+        match cluster::join(&ctx, &config, ctx.broker_id(), member_urls).await {
             Ok(Some(member)) => {
                 let owner = Arc::clone(&member);
                 ctx.service

@@ -376,10 +376,10 @@ impl BrokerService {
         }
         if let Some(owns) = self.ownership.get() {
             if name.namespace_name() != SYSTEM_NAMESPACE && !owns(name) {
-                return Err(BrokerError::NotServed(format!(
-                    "Namespace bundle for topic ({name}) not served by this instance. Please redo the lookup. Request is denied: namespace={}",
-                    name.namespace_name()
-                )));
+                return Err(BrokerError::not_served(
+                    &name.to_string(),
+                    &name.namespace_name(),
+                ));
             }
         }
         let exists = self.known.lock().contains(name);

@@ -51,14 +51,6 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
 }
 
-/// This broker's id when it is on its own: `host:webServicePort`.
-fn own_id(ctx: &ServerContext) -> String {
-    ctx.admin_url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned()
-}
-
 fn cluster_fail(e: &ClusterError) -> Response {
     let status = match e {
         ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
@@ -70,7 +62,7 @@ fn cluster_fail(e: &ClusterError) -> Response {
 
 async fn leader_broker(State(ctx): Ctx) -> Response {
     let Some(m) = ctx.cluster.get() else {
-        return Json(json!({"brokerId": own_id(&ctx), "serviceUrl": ctx.admin_url}))
+        return Json(json!({"brokerId": ctx.broker_id(), "serviceUrl": ctx.admin_url}))
             .into_response();
     };
     match m.leader().await {
@@ -88,7 +80,7 @@ async fn brokers(State(ctx): Ctx, Path(cluster): Path<String>) -> Response {
         );
     }
     let Some(m) = ctx.cluster.get() else {
-        return Json(vec![own_id(&ctx)]).into_response();
+        return Json(vec![ctx.broker_id()]).into_response();
     };
     match m.brokers().await {
         Ok(b) => Json(b).into_response(),
@@ -101,7 +93,7 @@ async fn owned_namespaces(
     Path((_cluster, broker)): Path<(String, String)>,
 ) -> Response {
     let owned: Vec<String> = match ctx.cluster.get() {
-        None if broker == own_id(&ctx) => ctx
+        None if broker == ctx.broker_id() => ctx
             .service
             .policies
             .namespaces()

@@ -26,14 +26,10 @@ impl Connection {
         if member.owns(&full) {
             return false;
         }
-        self.send(&commands::error(
+        self.error(
             request_id,
-            Wire::ServiceNotReady,
-            format!(
-                "Namespace bundle for topic ({full}) not served by this instance. Please redo the lookup. Request is denied: namespace={}",
-                name.namespace_name()
-            ),
-        ));
+            &BrokerError::not_served(&full, &name.namespace_name()),
+        );
         true
     }
 

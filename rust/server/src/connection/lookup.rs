@@ -15,16 +15,9 @@ impl Connection {
     pub(super) fn partitioned_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) {
         if let Some(member) = self.ctx.cluster.get() {
             // Tenants and namespaces of the cluster are checked against its store.
-            if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
-                let code = Wire::AuthorizationError;
-                self.send(&commands::partitioned_metadata_failed(
-                    c.request_id,
-                    code,
-                    msg,
-                ));
-                return;
+            if !self.refuse_unauthorized_metadata(c) {
+                self.cluster_partitioned_metadata(member, c);
             }
-            self.cluster_partitioned_metadata(member, c);
             return;
         }
         if let Some(ns) = self.missing_tenant(&c.topic) {
@@ -38,13 +31,7 @@ impl Connection {
             ));
             return;
         }
-        if let Err(msg) = self.authorized(&c.topic, Action::Lookup) {
-            let code = Wire::AuthorizationError;
-            self.send(&commands::partitioned_metadata_failed(
-                c.request_id,
-                code,
-                msg,
-            ));
+        if self.refuse_unauthorized_metadata(c) {
             return;
         }
         if let Some(ns) = self.missing_namespace(&c.topic) {
@@ -71,6 +58,20 @@ impl Connection {
                 }
             }
         });
+    }
+
+    /// Refuses (and answers) a PARTITIONED_METADATA the connection's role may not look up;
+    /// `true` when refused.
+    fn refuse_unauthorized_metadata(&self, c: &pb::CommandPartitionedTopicMetadata) -> bool {
+        let Err(msg) = self.authorized(&c.topic, Action::Lookup) else {
+            return false;
+        };
+        self.send(&commands::partitioned_metadata_failed(
+            c.request_id,
+            Wire::AuthorizationError,
+            msg,
+        ));
+        true
     }
 
     pub(super) fn lookup(&self, c: &pb::CommandLookupTopic) {
