@@ -17,6 +17,7 @@ the same method, body and headers (the token too), as Pulsar's admin client foll
 
 from __future__ import annotations
 
+import builtins
 import json
 import urllib.error
 import urllib.parse
@@ -206,18 +207,26 @@ class _Tenants(_Group):
     def get(self, name: str) -> dict[str, Any]:
         return self._a.request("GET", f"/admin/v2/tenants/{name}")
 
-    def _info(self, admin_roles: list[str] | tuple[str, ...], allowed_clusters: list[str] | None) -> dict[str, Any]:
+    def _info(
+        self, admin_roles: builtins.list[str] | tuple[str, ...], allowed_clusters: builtins.list[str] | None
+    ) -> dict[str, Any]:
         clusters = allowed_clusters if allowed_clusters is not None else self._a.clusters.list()
         return {"adminRoles": list(admin_roles), "allowedClusters": list(clusters)}
 
     def create(
-        self, name: str, admin_roles: list[str] | tuple[str, ...] = (), allowed_clusters: list[str] | None = None
+        self,
+        name: str,
+        admin_roles: builtins.list[str] | tuple[str, ...] = (),
+        allowed_clusters: builtins.list[str] | None = None,
     ) -> None:
         """Creates a tenant; ``allowed_clusters`` defaults to every cluster (as pulsar-admin)."""
         self._a.request("PUT", f"/admin/v2/tenants/{name}", self._info(admin_roles, allowed_clusters))
 
     def update(
-        self, name: str, admin_roles: list[str] | tuple[str, ...] = (), allowed_clusters: list[str] | None = None
+        self,
+        name: str,
+        admin_roles: builtins.list[str] | tuple[str, ...] = (),
+        allowed_clusters: builtins.list[str] | None = None,
     ) -> None:
         self._a.request("POST", f"/admin/v2/tenants/{name}", self._info(admin_roles, allowed_clusters))
 
@@ -240,10 +249,10 @@ class _Namespaces(_Group, PolicySetters, NamespaceLimits):
         """The namespace's ``Policies`` document."""
         return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}")
 
-    def permissions(self, namespace: str) -> dict[str, list[str]]:
+    def permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
         return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions")
 
-    def grant_permission(self, namespace: str, role: str, actions: list[str]) -> None:
+    def grant_permission(self, namespace: str, role: str, actions: builtins.list[str]) -> None:
         self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/{role}", actions)
 
     def revoke_permission(self, namespace: str, role: str) -> None:
@@ -273,11 +282,11 @@ class _Namespaces(_Group, PolicySetters, NamespaceLimits):
         """Whether producers without a schema are refused on topics that have one."""
         self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/schemaValidationEnforced", enabled)
 
-    def subscription_permissions(self, namespace: str) -> dict[str, list[str]]:
+    def subscription_permissions(self, namespace: str) -> dict[str, builtins.list[str]]:
         """Subscription → the only roles that may subscribe with it."""
         return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/subscription")
 
-    def grant_subscription_permission(self, namespace: str, subscription: str, roles: list[str]) -> None:
+    def grant_subscription_permission(self, namespace: str, subscription: str, roles: builtins.list[str]) -> None:
         path = f"/admin/v2/namespaces/{_ns_path(namespace)}/permissions/subscription/{_sub(subscription)}"
         self._a.request("POST", path, roles)
 
@@ -292,7 +301,7 @@ class _Namespaces(_Group, PolicySetters, NamespaceLimits):
         """``"None"`` or ``"Prefix"`` (subscription names must start with the role)."""
         self._a.request("POST", f"/admin/v2/namespaces/{_ns_path(namespace)}/subscriptionAuthMode", mode)
 
-    def topics(self, namespace: str) -> list[str]:
+    def topics(self, namespace: str) -> builtins.list[str]:
         """Every topic of the namespace, persistent and non-persistent, partitions by name
         (pulsar-admin's ``namespaces topics``)."""
         return self._a.request("GET", f"/admin/v2/namespaces/{_ns_path(namespace)}/topics")
@@ -327,7 +336,7 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def list(self, namespace: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/persistent/{_ns_path(namespace)}")
 
-    def list_partitioned(self, namespace: str) -> list[str]:
+    def list_partitioned(self, namespace: str) -> builtins.list[str]:
         return self._a.request("GET", f"/admin/v2/persistent/{_ns_path(namespace)}/partitioned")
 
     def create(self, topic: str, partitions: int = 0) -> None:
@@ -348,7 +357,7 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def internal_stats(self, topic: str) -> dict[str, Any]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/internalStats")
 
-    def subscriptions(self, topic: str) -> list[str]:
+    def subscriptions(self, topic: str) -> builtins.list[str]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/subscriptions")
 
     def partitioned_internal_stats(self, topic: str) -> dict[str, Any]:
@@ -440,10 +449,10 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def expire_messages_all_subscriptions(self, topic: str, seconds: int) -> None:
         self._a.request("POST", f"/admin/v2/{_topic_path(topic)}/all_subscription/expireMessages/{seconds}")
 
-    def permissions(self, topic: str) -> dict[str, list[str]]:
+    def permissions(self, topic: str) -> dict[str, builtins.list[str]]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/permissions")
 
-    def grant_permission(self, topic: str, role: str, actions: list[str]) -> None:
+    def grant_permission(self, topic: str, role: str, actions: builtins.list[str]) -> None:
         self._a.request("POST", f"/admin/v2/{_topic_path(topic)}/permissions/{role}", actions)
 
     def revoke_permission(self, topic: str, role: str) -> None:
@@ -452,11 +461,11 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def _policy_path(self, topic: str, policy: str) -> str:
         return f"/admin/v2/{_topic_path(topic)}/{policy}"
 
-    def _messages(self, path: str) -> list[dict[str, Any]]:
+    def _messages(self, path: str) -> builtins.list[dict[str, Any]]:
         headers, body = self._a.request_raw("GET", f"/admin/v2/{path}")
         return messages_of(headers, body)
 
-    def peek_messages(self, topic: str, subscription: str, count: int = 1) -> list[dict[str, Any]]:
+    def peek_messages(self, topic: str, subscription: str, count: int = 1) -> builtins.list[dict[str, Any]]:
         """The first ``count`` messages of the subscription's backlog, without consuming them
         (a batch counts each of its messages); see :mod:`pulsar_rs._admin_messages` for a
         message's keys. Not on a partitioned topic's base name (405): peek a partition."""
@@ -481,7 +490,7 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
         query = f"initialPosition={initial_position}&messagePosition={int(message_position)}"
         return self._messages(f"{_topic_path(topic)}/examinemessage?{query}")[0]
 
-    def get_message_by_id(self, topic: str, ledger_id: int, entry_id: int) -> list[dict[str, Any]]:
+    def get_message_by_id(self, topic: str, ledger_id: int, entry_id: int) -> builtins.list[dict[str, Any]]:
         """The messages of entry ``ledger_id:entry_id`` (several for a batch)."""
         return self._messages(f"{_topic_path(topic)}/ledger/{int(ledger_id)}/entry/{int(entry_id)}")
 

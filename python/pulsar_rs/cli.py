@@ -135,8 +135,8 @@ def _run_perf(args: argparse.Namespace) -> int:
                 f" {con['msg_per_s']:.1f} msg/s,"
                 f" {con['mb_per_s']:.2f} MB/s, e2e latency ms {_latency(con['e2e_latency_ms'])}"
             )
-    for e in result["errors"]:
-        print(f"pulsar-rs perf: {e}", file=sys.stderr)
+    for err in result["errors"]:
+        print(f"pulsar-rs perf: {err}", file=sys.stderr)
     return 1 if result["errors"] else 0
 
 

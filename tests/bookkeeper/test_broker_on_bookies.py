@@ -32,7 +32,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
+from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -142,6 +142,7 @@ def test_topic_outlives_a_bookie_its_broker_and_its_disk(tmp_path, bookies):
     # A new broker with an empty data directory: everything comes from ZooKeeper and the bookies.
     b, url_b = start_broker(tmp_path, bookies, "b")
     try:
+        wait_for_cluster([b])  # a's registration lapses with its session
         cb = client(url_b)
         got = drain(cb, topic, "sub", len(acked))
         cb.close()
@@ -160,10 +161,35 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
     bookies. The old owner wakes with sends in its socket: they cannot land in the fenced
     ledger; it gives the topic up, its client looks it up again and resends to the new owner."""
     a, url_a = start_broker(tmp_path, bookies, "a2")
-    b, url_b = start_broker(tmp_path, bookies, "b2")
-    # A topic whose bundle a owns (the leader places a new bundle on the less loaded broker).
-    names = (f"persistent://public/default/fenced-owner-{i}" for i in range(64))
-    topic = next(t for t in names if owner_url(a, t) == url_a)
+    with a, start_broker(tmp_path, bookies, "b2")[0] as b:
+        url_b = b.url
+        # The first test's brokers were killed: wait until their sessions have expired (they
+        # stay registered, and may stay leader, until then) so lookups end at a live broker.
+        wait_for_cluster([a, b])
+        # A topic whose bundle a owns (the leader places a new bundle on the less loaded broker).
+        names = (f"persistent://public/default/fenced-owner-{i}" for i in range(64))
+        topic = next(t for t in names if owner_url(a, t) == url_a)
+        receipted = _freeze_the_owner_while_the_other_takes_over(tmp_path, topic, a, url_a, url_b)
+    # Whoever owned the topic when: a broker with an empty data directory serves every receipt.
+    c_proc, url_c = start_broker(tmp_path, bookies, "c2")
+    try:
+        wait_for_cluster([c_proc])
+        cc = client(url_c)
+        got = drain(cc, topic, "check", len(receipted))
+        cc.close()
+    finally:
+        c_proc.kill()
+    lost = set(receipted) - set(got)
+    assert not lost, f"receipted and lost: {sorted(lost)}"
+    assert len(got) == len(set(got)), f"duplicates: {got}"
+    assert got[:50] == [b"a-%03d" % i for i in range(50)]
+
+
+def _freeze_the_owner_while_the_other_takes_over(
+    tmp_path: Path, topic: str, a: PulsarRsBroker, url_a: str, url_b: str
+) -> list[bytes]:
+    """Produces to ``a``, freezes it with sends in flight, lets the broker at ``url_b`` take the
+    topic over; the messages receipted (by either broker)."""
     ca = cb = None
     receipted: list[bytes] = []
     lock = threading.Lock()
@@ -208,23 +234,10 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
         log = (tmp_path / "a2.log").read_text()
         assert "metadata store session lost" in log or "another owner fenced the topic" in log, log[-3000:]
     finally:
-        a.kill()
-        b.kill()
         for c in (ca, cb):
             with contextlib.suppress(Exception):
                 c.close()
-    # Whoever owned the topic when: a broker with an empty data directory serves every receipt.
-    c_proc, url_c = start_broker(tmp_path, bookies, "c2")
-    try:
-        cc = client(url_c)
-        got = drain(cc, topic, "check", len(receipted))
-        cc.close()
-    finally:
-        c_proc.kill()
-    lost = set(receipted) - set(got)
-    assert not lost, f"receipted and lost: {sorted(lost)}"
-    assert len(got) == len(set(got)), f"duplicates: {got}"
-    assert got[:50] == [b"a-%03d" % i for i in range(50)]
+    return receipted
 
 
 def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies):

@@ -39,7 +39,7 @@ from pulsar_rs import Admin
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
+from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -127,6 +127,8 @@ def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[PulsarR
     try:
         for name in ("b0", "b1", "b2"):
             started.append(start_broker(tmp_path, bookies, name))
+        # A broker an earlier test killed stays registered until its session expires.
+        wait_for_cluster(started)
         yield started
     finally:
         for b in started:

@@ -138,7 +138,7 @@ def _render_conf(shipped: str, overrides: Mapping[str, str]) -> str:
     out, seen = [], set()
     for line in shipped.splitlines():
         key = line.split("=", 1)[0].strip() if "=" in line and not line.lstrip().startswith("#") else None
-        if key in overrides:
+        if key is not None and key in overrides:
             out.append(f"{key}={overrides[key]}")
             seen.add(key)
         else:

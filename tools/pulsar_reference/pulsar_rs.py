@@ -9,13 +9,18 @@ brokers (on bookies, in a cluster, beside Apache Pulsar): a configuration writte
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+import urllib.request
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from . import PulsarReferenceError, _conf_value, _die_with_parent, stop_process_group
 
@@ -74,8 +79,47 @@ class PulsarRsBroker:
         stop_process_group(self.proc, graceful=True)  # type: ignore[arg-type]
         self._reap()
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.kill()
+
     def _reap(self) -> None:
         if self.proc.poll() is None:
             self.proc.wait(timeout=30)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+
+def wait_for_cluster(brokers: Iterable[PulsarRsBroker], cluster: str = "standalone", timeout: float = 60) -> None:
+    """Waits until every one of ``brokers`` lists exactly ``brokers`` as the cluster's brokers and
+    names one of them leader: brokers killed earlier on the same ZooKeeper stay registered (and may
+    stay leader or owner, so lookups redirect to them) until their sessions expire."""
+    brokers = list(brokers)
+    want = sorted(b.broker_id for b in brokers)
+    deadline = time.monotonic() + timeout
+    seen: object = None
+    while True:
+        try:
+            views = [(_get_json(f"{b.http}/admin/v2/brokers/{cluster}"), _leader(b)) for b in brokers]
+            seen = views
+            if all(isinstance(ls, list) and sorted(ls) == want and leader in want for ls, leader in views):
+                return
+        except (OSError, ValueError) as e:  # a broker still starting, or redirecting to a dead one
+            seen = e
+        if time.monotonic() > deadline:
+            raise PulsarReferenceError(f"the cluster did not settle on {want} in {timeout} s: {seen}")
+        time.sleep(0.2)
+
+
+def _leader(b: PulsarRsBroker) -> str | None:
+    doc = _get_json(f"{b.http}/admin/v2/brokers/leaderBroker")
+    return doc.get("brokerId") if isinstance(doc, dict) else None
+
+
+def _get_json(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
