@@ -419,3 +419,45 @@ def test_a_namespace_created_through_one_broker_is_served_by_all(brokers):
             consumer.close()
     finally:
         c.close()
+
+
+def test_topic_admin_calls_through_any_broker_are_answered_by_the_owner(brokers):
+    """Pulsar's `validateTopicOwnership`: a topic's admin calls sent to a broker that does not own
+    it are answered 307 to the owner (the same path, ``authoritative=true``), so stats and
+    writes through any broker act on the one topic; a partitioned topic's stats, through any
+    broker, gather every partition from its owner (Pulsar's `AdminApiMultiBrokersTest`)."""
+    topic = "persistent://public/default/admin-anywhere"
+    local = topic.removeprefix("persistent://")
+    parted = "persistent://public/default/admin-anywhere-parted"
+    c = client(brokers)
+    try:
+        p = c.create_producer(topic, batching_enabled=False)
+        for i in range(5):
+            p.send(b"x-%d" % i)
+        c.subscribe(topic, "s").close()
+        owner = next(b for b in brokers if b.url == lookup(brokers[0], topic))
+        others = [b for b in brokers if b is not owner]
+        status, _, location = get(f"{others[0].http}/admin/v2/persistent/{local}/stats", follow=False)
+        assert status == 307, status
+        assert location is not None and location.startswith(f"{owner.http}/admin/v2/persistent/{local}/stats?")
+        assert "authoritative=true" in location
+        for b in brokers:
+            st = Admin(b.http).topics.stats(topic)
+            assert st["msgInCounter"] == 5 and len(st["publishers"]) == 1, (b.name, st)
+        # A write through another broker acts on the owner's topic.
+        Admin(others[1].http).topics.create_subscription(topic, "made-elsewhere", "earliest")
+        assert Admin(owner.http).topics.stats(topic)["subscriptions"]["made-elsewhere"]["msgBacklog"] == 5
+
+        Admin(brokers[2].http).topics.create(parted, partitions=6)
+        sent = produce_all(c, parted, 60)
+        owners = partition_owners(brokers, parted, 6)
+        assert len(set(owners.values())) >= 2, f"6 partitions all on one broker: {owners}"
+        for b in brokers:
+            ps = Admin(b.http).topics.partitioned_stats(parted)
+            assert ps["msgInCounter"] == len(sent), (b.name, ps["msgInCounter"])
+            assert sorted(ps["partitions"]) == sorted(f"{parted}-partition-{i}" for i in range(6))
+            internal = Admin(b.http).topics.partitioned_internal_stats(parted)
+            entries = sum(d["numberOfEntries"] for d in internal["partitions"].values())
+            assert len(internal["partitions"]) == 6 and entries == len(sent), (b.name, entries)
+    finally:
+        c.close()

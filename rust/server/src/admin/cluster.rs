@@ -51,7 +51,8 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
 }
 
-fn cluster_fail(e: &ClusterError) -> Response {
+/// A cluster failure as an admin answer (404 for a namespace the cluster does not have).
+pub(super) fn cluster_fail(e: &ClusterError) -> Response {
     let status = match e {
         ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
         ClusterError::InvalidName(_) => StatusCode::PRECONDITION_FAILED,

@@ -7,16 +7,17 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use pulsar_rs_broker::Topic;
 use serde_json::{json, Map, Value};
 
+use super::partitions::{self, PartitionDocument};
 use super::topic_path::{ExistingTopic, TopicPath};
 use super::{load_topic, Ctx};
-use crate::http::{blocking, fail};
+use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -45,32 +46,34 @@ async fn internal_stats(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> 
 
 /// `GET .../partitioned-internalStats`: 404 when the topic is not partitioned, with Apache
 /// Pulsar 4.0's message (`getPartitionedTopicNotFoundErrorMessage`).
-async fn partitioned_internal_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
-    let n = ctx.service.partitions(&name, false).unwrap_or(0);
+async fn partitioned_internal_stats(
+    State(ctx): Ctx,
+    TopicPath(name): TopicPath,
+    headers: HeaderMap,
+) -> Response {
+    let n = match partitions::count(&ctx, &name).await {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     if n == 0 {
         return fail(
             StatusCode::NOT_FOUND,
             format!("Partitioned Topic {name} not found"),
         );
     }
-    blocking(
-        &ctx,
-        move |c| {
-            let mut partitions = Map::new();
-            for t in super::targets(c, &name)? {
-                partitions.insert(t.name.to_string(), internal_stats_json(&t));
-            }
-            Ok(partitions)
-        },
-        move |partitions| {
-            Json(json!({
-                "metadata": { "partitions": n, "deleted": false },
-                "partitions": partitions,
-            }))
-            .into_response()
-        },
-    )
-    .await
+    let doc = PartitionDocument {
+        op: "internalStats",
+        local: |_, t| internal_stats_json(t),
+    };
+    let auth = headers.get(header::AUTHORIZATION).cloned();
+    match partitions::documents(&ctx, &name, n, doc, auth).await {
+        Ok(docs) => Json(json!({
+            "metadata": { "partitions": n, "deleted": false },
+            "partitions": docs.into_iter().collect::<Map<_, _>>(),
+        }))
+        .into_response(),
+        Err(r) => r,
+    }
 }
 
 /// Pulsar's `PersistentTopicInternalStats` of one topic or partition: its managed ledger, the

@@ -92,13 +92,7 @@ async fn cluster_lookup(
             );
             (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
         }
-        Err(e) => {
-            let status = match e {
-                pulsar_rs_cluster::ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
-                _ => StatusCode::SERVICE_UNAVAILABLE,
-            };
-            fail(status, e.to_string())
-        }
+        Err(e) => super::cluster::cluster_fail(&e),
     }
 }
 

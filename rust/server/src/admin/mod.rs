@@ -4,7 +4,8 @@
 //! [`topics`], [`stats`], [`compaction`], [`policies`], [`schemas`], [`subscriptions`], [`messages`] (peek /
 //! examine / by id), [`lookup`] (REST lookup) (permissions live in
 //! [`crate::auth::authz`]); [`guard`] authenticates and authorizes every request, and
-//! [`topic_path`] reads the topic a path names.
+//! [`topic_path`] reads the topic a path names; in a cluster, [`owner`] sends a topic's calls to
+//! the broker that owns it.
 
 // Helpers across the admin tree return the ready 4xx response as their error; the admin path is
 // cold, so the size of `Response` in a `Result` does not matter here.
@@ -21,6 +22,9 @@ mod messages;
 pub mod namespaces;
 mod non_persistent;
 mod openapi;
+mod owner;
+mod partitions;
+mod peer;
 mod permissions;
 mod policies;
 mod rate_limit;
@@ -136,6 +140,11 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(permissions::routes())
         .merge(lookup::routes())
         .merge(transactions::routes())
+        // Inside the guard: a caller is authenticated (and refused) before any redirect.
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&ctx),
+            owner::serve_at_owner,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             guard::admin_guard,

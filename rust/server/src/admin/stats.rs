@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -16,9 +16,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use pulsar_rs_broker::{AccessMode, Topic};
 use serde_json::{json, Map, Value};
 
+use super::partitions::{self, PartitionDocument};
 use super::topic_path::TopicPath;
 use super::{load_topic, Ctx};
-use crate::http::{blocking, fail};
+use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -342,8 +343,12 @@ async fn partitioned_stats(
     State(ctx): Ctx,
     TopicPath(name): TopicPath,
     Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Response {
-    let n = ctx.service.partitions(&name, false).unwrap_or(0);
+    let n = match partitions::count(&ctx, &name).await {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
     if n == 0 {
         return fail(
             StatusCode::NOT_FOUND,
@@ -351,34 +356,34 @@ async fn partitioned_stats(
         );
     }
     let per_partition = q.get("perPartition").is_none_or(|v| v != "false");
-    let c2 = Arc::clone(&ctx);
-    blocking(
-        &ctx,
-        move |c| super::targets(c, &name),
-        move |topics| {
-            let mut total = Value::Object(Map::new());
-            let mut partitions = Map::new();
-            for t in &topics {
-                let one = topic_json(&c2, t);
-                merge(&mut total, &one);
-                if per_partition {
-                    partitions.insert(t.name.to_string(), one);
-                }
-            }
-            if let Value::Object(m) = &mut total {
-                // As Pulsar's `PartitionedTopicStats`: these are per partition only.
-                m.remove("deduplicationStatus");
-                m.remove("ownerBroker");
-                m.insert(
-                    "metadata".into(),
-                    json!({ "partitions": n, "deleted": false }),
-                );
-                m.insert("partitions".into(), Value::Object(partitions));
-            }
-            Json(total).into_response()
-        },
-    )
-    .await
+    let doc = PartitionDocument {
+        op: "stats",
+        local: topic_json,
+    };
+    let auth = headers.get(header::AUTHORIZATION).cloned();
+    let docs = match partitions::documents(&ctx, &name, n, doc, auth).await {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    let mut total = Value::Object(Map::new());
+    let mut partitions = Map::new();
+    for (partition, one) in docs {
+        merge(&mut total, &one);
+        if per_partition {
+            partitions.insert(partition, one);
+        }
+    }
+    if let Value::Object(m) = &mut total {
+        // As Pulsar's `PartitionedTopicStats`: these are per partition only.
+        m.remove("deduplicationStatus");
+        m.remove("ownerBroker");
+        m.insert(
+            "metadata".into(),
+            json!({ "partitions": n, "deleted": false }),
+        );
+        m.insert("partitions".into(), Value::Object(partitions));
+    }
+    Json(total).into_response()
 }
 
 /// Adds one partition's stats into the running total, as `PartitionedTopicStatsImpl.add`:

@@ -79,23 +79,14 @@ async fn get_partitions(
 ) -> Response {
     // `checkAllowAutoCreation=true` (HTTP lookups): auto-create as PARTITIONED_METADATA does.
     let auto_create = q.get("checkAllowAutoCreation").is_some_and(|v| v == "true");
-    if let Some(member) = ctx.cluster.get() {
+    if ctx.cluster.get().is_some() {
         // In a cluster the store's record answers (a topic another broker created).
-        match member.partitions(&name.to_string()).await {
-            Ok(Some(n)) if n > 0 && name.partition_index().is_none() => {
-                let (svc, base) = (Arc::clone(&ctx.service), name.clone());
-                return match tokio::task::spawn_blocking(move || svc.adopt_partitioned(&base, n))
-                    .await
-                {
-                    Ok(Ok(())) => {
-                        Json(json!({ "partitions": n, "deleted": false })).into_response()
-                    }
-                    Ok(Err(e)) => broker_fail(&e),
-                    Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-                };
+        match super::partitions::count(&ctx, &name).await {
+            Ok(n) if n > 0 && name.partition_index().is_none() => {
+                return Json(json!({ "partitions": n, "deleted": false })).into_response();
             }
             Ok(_) => {}
-            Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            Err(r) => return r,
         }
     }
     match ctx.service.partitions(&name, auto_create) {

@@ -1,0 +1,120 @@
+//! One document per partition of a partitioned topic (its stats, its internal stats), for the
+//! calls that answer for the topic as a whole: computed here for the partitions this broker
+//! serves and, in a cluster, asked of each other partition's owner (through [`super::peer`]), as
+//! Pulsar's broker asks through its admin client. Bounded by the partitions that exist
+//! ([`super::targets`]), never a declared count one by one.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use pulsar_rs_broker::{Topic, TopicName};
+use pulsar_rs_cluster::LookupAnswer;
+use serde_json::Value;
+
+use super::cluster::cluster_fail;
+use super::peer;
+use crate::http::{broker_fail, fail};
+use crate::ServerContext;
+
+/// A topic's partition count as the cluster knows it (0: not partitioned): in a cluster, the
+/// store's record, taken on here so this broker's own answers agree (a topic created through
+/// another broker); else this broker's record.
+///
+/// # Errors
+/// The ready response: the store did not answer (503), or the local record failed.
+pub(crate) async fn count(ctx: &Arc<ServerContext>, name: &TopicName) -> Result<u32, Response> {
+    if let (Some(member), None) = (ctx.cluster.get(), name.partition_index()) {
+        let stored = member
+            .partitions(&name.to_string())
+            .await
+            .map_err(|e| cluster_fail(&e))?;
+        if let Some(n) = stored.filter(|n| *n > 0) {
+            let (svc, base) = (Arc::clone(&ctx.service), name.clone());
+            // The local record is a file write: blocking pool.
+            tokio::task::spawn_blocking(move || svc.adopt_partitioned(&base, n))
+                .await
+                .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+                .map_err(|e| broker_fail(&e))?;
+            return Ok(n);
+        }
+    }
+    Ok(ctx.service.partitions(name, false).unwrap_or(0))
+}
+
+/// What one partition's document is: its admin path's last segment and how it is made here.
+pub(crate) struct PartitionDocument {
+    /// `stats` or `internalStats` (`/admin/v2/persistent/{tenant}/{ns}/{partition}/{op}`).
+    pub op: &'static str,
+    /// The document of a partition this broker serves.
+    pub local: fn(&ServerContext, &Topic) -> Value,
+}
+
+/// `(partition name, document)` for each partition of `name` (`n` declared) that exists, in
+/// partition order; `authorization` (the caller's) goes with the reads from other brokers.
+///
+/// # Errors
+/// The ready response: the partitions' topics failed to load here, an owner could not be
+/// found, or an owner did not answer (503 naming it).
+pub(crate) async fn documents(
+    ctx: &Arc<ServerContext>,
+    name: &TopicName,
+    n: u32,
+    doc: PartitionDocument,
+    authorization: Option<HeaderValue>,
+) -> Result<Vec<(String, Value)>, Response> {
+    let mut here = Vec::new();
+    let mut elsewhere = Vec::new();
+    match ctx.cluster.get() {
+        None => here = ctx.service.partition_targets(name, n),
+        Some(member) => {
+            for p in ctx.service.partition_targets(name, n) {
+                let full = p.to_string();
+                if member.owns(&full) {
+                    here.push(p);
+                    continue;
+                }
+                let path = format!(
+                    "/admin/v2/persistent/{}/{}/{}/{}",
+                    p.tenant, p.namespace, p.local, doc.op
+                );
+                match member.lookup(&full, false).await {
+                    // A free bundle was just placed here.
+                    Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
+                        here.push(p);
+                    }
+                    Ok(LookupAnswer::Connect(u)) => elsewhere.push((p, format!("{}{path}", u.web))),
+                    Ok(LookupAnswer::Redirect {
+                        urls,
+                        authoritative,
+                    }) => elsewhere.push((
+                        p,
+                        format!("{}{path}?authoritative={authoritative}", urls.web),
+                    )),
+                    Err(e) => return Err(cluster_fail(&e)),
+                }
+            }
+        }
+    }
+    let c = Arc::clone(ctx);
+    let local = doc.local;
+    let mut out = tokio::task::spawn_blocking(move || {
+        here.iter()
+            .map(|p| {
+                let t = c.service.topic(p, true)?;
+                Ok((p.clone(), local(&c, &t)))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| broker_fail(&e))?;
+    for (p, url) in elsewhere {
+        let v = peer::get_json(&url, authorization.as_ref())
+            .await
+            .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e))?;
+        out.push((p, v));
+    }
+    out.sort_by_key(|(p, _)| p.partition_index());
+    Ok(out.into_iter().map(|(p, v)| (p.to_string(), v)).collect())
+}
