@@ -5,7 +5,7 @@
 //! serves until `stop()` or the end of a `with` block. Settings are Pulsar's `broker.conf` keys.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use pulsar_rs_broker::{BrokerConfig, BrokerError};
 use pulsar_rs_server::{Server, ServerError};
@@ -13,27 +13,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
-use crate::error::{self, BrokerError as PyBrokerError, ServerError as PyServerError};
-
-/// The runtime of work that belongs to no broker (offline exports).
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .thread_name("pulsar-rs")
-            .build()
-            .expect("cannot start the Tokio runtime")
-    })
-}
-
-pub(crate) fn broker_err(py: Python<'_>, e: BrokerError) -> PyErr {
-    match e {
-        BrokerError::Ledger(l) => error::to_py_err(py, l),
-        BrokerError::InvalidConfig { key, reason } => error::invalid_config(py, &key, &reason),
-        other => PyBrokerError::new_err(other.to_string()),
-    }
-}
+use crate::error::{self, broker_err, ServerError as PyServerError};
 
 fn server_err(py: Python<'_>, e: ServerError) -> PyErr {
     match e {

@@ -288,3 +288,15 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PerfError", py.get_type::<PerfError>())?;
     Ok(())
 }
+
+/// A broker failure as its Python exception (a ledger failure as the ledger's, an invalid
+/// setting as `InvalidConfigError`).
+pub(crate) fn broker_err(py: Python<'_>, e: pulsar_rs_broker::BrokerError) -> PyErr {
+    match e {
+        pulsar_rs_broker::BrokerError::Ledger(l) => to_py_err(py, l),
+        pulsar_rs_broker::BrokerError::InvalidConfig { key, reason } => {
+            invalid_config(py, &key, &reason)
+        }
+        other => BrokerError::new_err(other.to_string()),
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::ffi::CString;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
@@ -14,8 +14,19 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 
-use crate::broker::runtime;
 use crate::error::{self, BrokerError as PyBrokerError};
+
+/// The runtime of work that belongs to no broker (offline exports).
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("pulsar-rs")
+            .build()
+            .expect("cannot start the Tokio runtime")
+    })
+}
 
 /// One exported table, consumable once as an Arrow C stream.
 #[pyclass(name = "ArrowStream", module = "pulsar_rs._native", frozen)]
@@ -69,7 +80,7 @@ impl PyArrowStream {
 fn export_err(py: Python<'_>, e: ExportError) -> PyErr {
     match e {
         ExportError::Ledger(l) => error::to_py_err(py, l),
-        ExportError::Broker(b) => crate::broker::broker_err(py, b),
+        ExportError::Broker(b) => crate::error::broker_err(py, b),
         other => PyBrokerError::new_err(other.to_string()),
     }
 }
