@@ -34,7 +34,7 @@ import pulsar
 import pytest
 
 import raw_protocol as rp
-from pulsar_rs import Admin
+from pulsar_rs import Admin, AdminError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
@@ -461,3 +461,46 @@ def test_topic_admin_calls_through_any_broker_are_answered_by_the_owner(brokers)
             assert len(internal["partitions"]) == 6 and entries == len(sent), (b.name, entries)
     finally:
         c.close()
+
+
+def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brokers):
+    """Calls on a partitioned topic's name that act on each partition (its subscriptions, its
+    deletion), sent to any broker, reach every partition: the broker asked sends each the same
+    call on the partition's name to the partition's owner (Pulsar's admin client does) and acts
+    on its own."""
+    topic = "persistent://public/default/fanned"
+    Admin(brokers[0].http).topics.create(topic, partitions=6)
+    c = client(brokers)
+    try:
+        sent = produce_all(c, topic, 60)
+    finally:
+        c.close()
+    owners = partition_owners(brokers, topic, 6)
+    assert len(set(owners.values())) >= 2, f"6 partitions all on one broker: {owners}"
+
+    def backlogs(sub: str) -> dict[str, int]:
+        st = Admin(brokers[2].http).topics.partitioned_stats(topic)
+        return {
+            p: d["subscriptions"][sub]["msgBacklog"] for p, d in st["partitions"].items() if sub in d["subscriptions"]
+        }
+
+    Admin(brokers[1].http).topics.create_subscription(topic, "fan", "earliest")
+    assert len(backlogs("fan")) == 6, "the subscription is on every partition"
+    assert sum(backlogs("fan").values()) == len(sent)
+    for b in brokers:
+        assert Admin(b.http).topics.subscriptions(topic) == ["fan"], b.name
+    Admin(brokers[2].http).topics.clear_backlog(topic, "fan")
+    assert set(backlogs("fan").values()) == {0}, backlogs("fan")
+    Admin(brokers[0].http).topics.unsubscribe(topic, "fan")
+    assert backlogs("fan") == {}, "unsubscribed on every partition"
+    with pytest.raises(AdminError) as e:
+        Admin(brokers[1].http).topics.unsubscribe(topic, "fan")
+    assert e.value.status == 404
+
+    Admin(brokers[1].http).topics.delete(topic, partitioned=True)
+    for b in brokers:
+        listed = Admin(b.http).topics.list("public/default")
+        assert not [t for t in listed if t.startswith(topic)], (b.name, listed)
+        status, body, _ = get(f"{b.http}/admin/v2/persistent/public/default/fanned/partitions")
+        # Not partitioned any more: 404 (no such topic), as Apache Pulsar answers.
+        assert status == 404 or (status == 200 and body["partitions"] == 0), (b.name, status, body)

@@ -5,6 +5,7 @@
 
 pub mod backlog_quota;
 pub mod inactive;
+mod ownership;
 mod schema_admission;
 pub mod topic_quota;
 pub mod transactions;
@@ -68,11 +69,7 @@ pub struct BrokerService {
     coordinators: transactions::Coordinators,
 }
 
-/// Whether this broker owns a topic's bundle (see [`BrokerService::set_ownership_check`]).
-pub type OwnershipCheck = Box<dyn Fn(&TopicName) -> bool + Send + Sync>;
-
-/// The namespace of Pulsar's system topics (the transaction coordinator's).
-const SYSTEM_NAMESPACE: &str = "pulsar/system";
+pub use ownership::OwnershipCheck;
 
 impl BrokerService {
     /// Opens the data directory.
@@ -266,6 +263,22 @@ impl BrokerService {
         Ok(())
     }
 
+    /// Forgets the record of a partitioned topic the cluster's store no longer has (deleted
+    /// through another broker), leaving its partitions' data alone (their owners delete it).
+    /// Whether there was a record.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn forget_partitioned(&self, name: &TopicName) -> Result<bool, BrokerError> {
+        // Held across the metadata write, as `adopt_partitioned`.
+        let mut p = self.partitioned.lock();
+        if p.remove(name).is_none() {
+            return Ok(false);
+        }
+        self.meta.delete(&partitions_key(name))?;
+        Ok(true)
+    }
+
     /// Raises the partition count of a partitioned topic to `n` (Pulsar's
     /// `updatePartitionedTopic`: the count only grows; the new partitions are created on first
     /// use, as at creation).
@@ -360,28 +373,13 @@ impl BrokerService {
         result
     }
 
-    /// Makes topic loads depend on `owns` (the cluster's ownership of the topic's bundle):
-    /// a topic this broker does not own is refused with [`BrokerError::NotServed`]. The
-    /// `pulsar/system` namespace (this broker's transaction coordinator) is exempt. Only the
-    /// first call has an effect.
-    pub fn set_ownership_check(&self, owns: OwnershipCheck) {
-        let _ = self.ownership.set(owns);
-    }
-
     /// Opens a topic from storage (or creates it) and adds it to `topics`. Called with the
     /// topic's load lock held.
     fn load_topic(&self, name: &TopicName, create: bool) -> Result<Arc<Topic>, BrokerError> {
         if let Some(t) = self.topics.lock().get(name) {
             return Ok(Arc::clone(t));
         }
-        if let Some(owns) = self.ownership.get() {
-            if name.namespace_name() != SYSTEM_NAMESPACE && !owns(name) {
-                return Err(BrokerError::not_served(
-                    &name.to_string(),
-                    &name.namespace_name(),
-                ));
-            }
-        }
+        self.check_served(name)?;
         let exists = self.known.lock().contains(name);
         let is_partition_of_known =
             name.partition_index().is_some() && self.partitioned.lock().contains_key(&name.base());
@@ -557,8 +555,11 @@ impl BrokerService {
     /// Deletes a topic (closing it) and its stored data.
     ///
     /// # Errors
-    /// [`BrokerError::TopicNotFound`]; storage failures.
+    /// [`BrokerError::TopicNotFound`]; [`BrokerError::NotServed`] in a cluster when another
+    /// broker owns it; storage failures.
     pub fn delete_topic(&self, name: &TopicName) -> Result<(), BrokerError> {
+        // In a cluster only the owner deletes a topic (its ledger is shared storage).
+        self.check_served(name)?;
         let topic = self.topics.lock().remove(name);
         let known = self.known.lock().remove(name);
         if topic.is_none() && !known {
@@ -583,7 +584,8 @@ impl BrokerService {
         Ok(())
     }
 
-    /// Deletes partitioned-topic metadata and every partition.
+    /// Deletes partitioned-topic metadata and every partition (in a cluster, every partition
+    /// this broker owns: the others are their owners' to delete).
     ///
     /// # Errors
     /// [`BrokerError::TopicNotFound`]; storage failures.
@@ -595,7 +597,8 @@ impl BrokerService {
             .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
         for partition in self.partition_targets(name, n) {
             match self.delete_topic(&partition) {
-                Ok(()) | Err(BrokerError::TopicNotFound(_)) => {}
+                // In a cluster, another broker's partition is deleted by its owner.
+                Ok(()) | Err(BrokerError::TopicNotFound(_) | BrokerError::NotServed(_)) => {}
                 Err(e) => return Err(e),
             }
         }

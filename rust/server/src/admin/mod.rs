@@ -15,6 +15,7 @@ mod brokers;
 mod cluster;
 mod clusters;
 mod compaction;
+mod fan_out;
 mod guard;
 mod internal_stats;
 mod lookup;
@@ -65,7 +66,8 @@ pub(crate) async fn load_topic(
     }
 }
 
-/// The loaded topics a path addresses: the topic, or every partition of a partitioned topic.
+/// The loaded topics a path addresses: the topic, or every partition of a partitioned topic
+/// (in a cluster, every partition this broker owns: [`fan_out`] sends the call to the others').
 pub(crate) fn targets(
     ctx: &ServerContext,
     name: &TopicName,
@@ -74,10 +76,12 @@ pub(crate) fn targets(
     if n == 0 {
         return Ok(vec![ctx.service.topic(name, false)?]);
     }
+    let served = |p: &TopicName| ctx.cluster.get().is_none_or(|m| m.owns(&p.to_string()));
     // Bounded by what exists (and the first EAGER_PARTITIONS), not by the declared count.
     ctx.service
         .partition_targets(name, n)
         .iter()
+        .filter(|p| served(p))
         .map(|p| ctx.service.topic(p, true))
         .collect()
 }

@@ -1,27 +1,32 @@
 //! In a cluster, a topic's admin calls are answered by the broker that owns its bundle, as
 //! Pulsar's `validateTopicOwnership`: a broker that does not own the topic answers `307` to the
 //! owner's web service URL (the same path and query, with `authoritative`), after placing an
-//! unowned bundle as a lookup does (so the call may land here). Calls on a partitioned topic's
-//! own name (its metadata, its partitioned stats, its policies) are answered by any broker, as
-//! are namespace and cluster calls; a broker on its own serves everything.
+//! unowned bundle as a lookup does (so the call may land here). A call on a partitioned topic's
+//! own name is answered by any broker: its metadata, stats and policies here, and a call that
+//! acts on each partition (its subscriptions, its deletion) sent on to each partition's owner
+//! ([`super::fan_out`]). Namespace and cluster calls are answered by any broker; a broker on its
+//! own serves everything.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, MatchedPath, Path, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use pulsar_rs_broker::TopicName;
 use pulsar_rs_cluster::LookupAnswer;
 
 use super::cluster::cluster_fail;
-use super::topic_path;
+use super::{fan_out, partitions, topic_path};
 use crate::http::fail;
 use crate::ServerContext;
 
-/// The route templates under `/admin/v2/persistent/{tenant}/{ns}/{topic}` answered by any broker:
-/// they address a partitioned topic as a whole (its partitions are each served by their owner).
+/// The prefix of the route templates that name a persistent topic.
+pub(super) const TOPIC_ROUTE: &str = "/admin/v2/persistent/{tenant}/{ns}/{topic}";
+
+/// The route templates under [`TOPIC_ROUTE`] answered by any broker: they address a
+/// partitioned topic as a whole (its partitions are each served by their owner).
 const ANY_BROKER_OPS: [&str; 3] = [
     "/partitions",
     "/partitioned-stats",
@@ -29,7 +34,8 @@ const ANY_BROKER_OPS: [&str; 3] = [
 ];
 
 /// Route layer: passes the call on when this broker serves the topic the route names (or the
-/// route names none), else answers the 307 to its owner.
+/// route names none), sends a partitioned topic's per-partition call to each owner, else
+/// answers the 307 to the topic's owner.
 pub(crate) async fn serve_at_owner(
     State(ctx): State<Arc<ServerContext>>,
     req: Request,
@@ -39,20 +45,28 @@ pub(crate) async fn serve_at_owner(
         return next.run(req).await;
     };
     let (mut parts, body) = req.into_parts();
-    let topic = bundle_topic(&mut parts, &ctx).await;
+    let route = route_topic(&mut parts, &ctx).await;
     let req = Request::from_parts(parts, body);
-    let Some(topic) = topic else {
+    let Some((topic, op)) = route else {
         return next.run(req).await;
     };
+    let per_partition = fan_out::fans_out(req.method(), &op);
     let full = topic.to_string();
-    if member.owns(&full) {
+    let anywhere = ANY_BROKER_OPS.contains(&op.as_str());
+    if !per_partition && (anywhere || member.owns(&full)) {
         return next.run(req).await;
     }
-    match super::partitions::count(&ctx, &topic).await {
+    match partitions::count(&ctx, &topic).await {
+        Ok(n) if n > 0 && per_partition => {
+            return fan_out::across_owners(&ctx, member, &topic, n, req, next).await
+        }
         // A partitioned topic's name is no bundle's topic.
         Ok(n) if n > 0 => return next.run(req).await,
         Ok(_) => {}
         Err(r) => return r,
+    }
+    if anywhere || member.owns(&full) {
+        return next.run(req).await;
     }
     let authoritative = req
         .uri()
@@ -66,25 +80,22 @@ pub(crate) async fn serve_at_owner(
                 Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             }
         }
-        Ok(LookupAnswer::Connect(u)) => redirect(&u.web, &req, true),
+        Ok(LookupAnswer::Connect(u)) => redirect(&at(&u.web, req.uri(), None, true)),
         Ok(LookupAnswer::Redirect {
             urls,
             authoritative,
-        }) => redirect(&urls.web, &req, authoritative),
+        }) => redirect(&at(&urls.web, req.uri(), None, authoritative)),
         Err(e) => cluster_fail(&e),
     }
 }
 
-/// The persistent topic a route names, when its calls belong to the topic's owner.
-async fn bundle_topic(
+/// The persistent topic a route names and the rest of its template (`/stats`, `""`, ...).
+async fn route_topic(
     parts: &mut axum::http::request::Parts,
     ctx: &Arc<ServerContext>,
-) -> Option<TopicName> {
+) -> Option<(TopicName, String)> {
     let template = parts.extensions.get::<MatchedPath>()?.as_str().to_owned();
-    let op = template.strip_prefix("/admin/v2/persistent/{tenant}/{ns}/{topic}")?;
-    if ANY_BROKER_OPS.contains(&op) {
-        return None;
-    }
+    let op = template.strip_prefix(TOPIC_ROUTE)?.to_owned();
     let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, ctx)
         .await
         .ok()?;
@@ -94,12 +105,13 @@ async fn bundle_topic(
         params.get("topic")?,
     );
     // A name that does not parse is the handler's to refuse (412).
-    topic_path::name("persistent", tenant, ns, topic).ok()
+    let name = topic_path::name("persistent", tenant, ns, topic).ok()?;
+    Some((name, op))
 }
 
-/// `307` to the same call at `web` (a broker's `http://host:port`), `authoritative` set.
-fn redirect(web: &str, req: &Request, authoritative: bool) -> Response {
-    let uri = req.uri();
+/// The URL of the call `uri` at `web` (a broker's `http://host:port`): its path, or `path`
+/// instead, and its query with `authoritative` set.
+pub(super) fn at(web: &str, uri: &Uri, path: Option<&str>, authoritative: bool) -> String {
     let mut query: Vec<&str> = uri
         .query()
         .unwrap_or_default()
@@ -108,11 +120,41 @@ fn redirect(web: &str, req: &Request, authoritative: bool) -> Response {
         .collect();
     let flag = format!("authoritative={authoritative}");
     query.push(&flag);
-    let to = format!(
+    format!(
         "{}{}?{}",
         web.trim_end_matches('/'),
-        uri.path(),
+        path.unwrap_or(uri.path()),
         query.join("&")
-    );
+    )
+}
+
+fn redirect(to: &str) -> Response {
     (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redirect_keeps_the_query_and_sets_authoritative_once() {
+        let uri: Uri =
+            "/admin/v2/persistent/t/ns/x/stats?getPreciseBacklog=true&authoritative=false"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            at("http://b:8081/", &uri, None, true),
+            "http://b:8081/admin/v2/persistent/t/ns/x/stats?getPreciseBacklog=true&authoritative=true"
+        );
+        let bare: Uri = "/admin/v2/persistent/t/ns/x".parse().unwrap();
+        assert_eq!(
+            at(
+                "http://b:8081",
+                &bare,
+                Some("/admin/v2/persistent/t/ns/x-partition-1"),
+                false
+            ),
+            "http://b:8081/admin/v2/persistent/t/ns/x-partition-1?authoritative=false"
+        );
+    }
 }

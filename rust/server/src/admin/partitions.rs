@@ -18,28 +18,40 @@ use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 /// A topic's partition count as the cluster knows it (0: not partitioned): in a cluster, the
-/// store's record, taken on here so this broker's own answers agree (a topic created through
-/// another broker); else this broker's record.
+/// store's record, which this broker's own record is brought to (taken on for a topic created
+/// through another broker, forgotten for one deleted through another); else this broker's
+/// record.
 ///
 /// # Errors
 /// The ready response: the store did not answer (503), or the local record failed.
 pub(crate) async fn count(ctx: &Arc<ServerContext>, name: &TopicName) -> Result<u32, Response> {
-    if let (Some(member), None) = (ctx.cluster.get(), name.partition_index()) {
-        let stored = member
-            .partitions(&name.to_string())
-            .await
-            .map_err(|e| cluster_fail(&e))?;
-        if let Some(n) = stored.filter(|n| *n > 0) {
-            let (svc, base) = (Arc::clone(&ctx.service), name.clone());
-            // The local record is a file write: blocking pool.
-            tokio::task::spawn_blocking(move || svc.adopt_partitioned(&base, n))
-                .await
-                .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-                .map_err(|e| broker_fail(&e))?;
-            return Ok(n);
-        }
+    let (Some(member), None) = (ctx.cluster.get(), name.partition_index()) else {
+        return Ok(ctx.service.partitions(name, false).unwrap_or(0));
+    };
+    let stored = member
+        .partitions(&name.to_string())
+        .await
+        .map_err(|e| cluster_fail(&e))?
+        .unwrap_or(0);
+    let local = ctx.service.partitions(name, false).unwrap_or(0);
+    if stored == local {
+        return Ok(stored);
     }
-    Ok(ctx.service.partitions(name, false).unwrap_or(0))
+    let (svc, base) = (Arc::clone(&ctx.service), name.clone());
+    // The local record is a file write: blocking pool. A record the store no longer has is
+    // stale (the topic was deleted through another broker).
+    let recorded = tokio::task::spawn_blocking(move || {
+        if stored > 0 {
+            svc.adopt_partitioned(&base, stored)
+        } else {
+            svc.forget_partitioned(&base).map(drop)
+        }
+    });
+    recorded
+        .await
+        .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+        .map_err(|e| broker_fail(&e))?;
+    Ok(stored)
 }
 
 /// What one partition's document is: its admin path's last segment and how it is made here.

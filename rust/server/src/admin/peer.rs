@@ -1,54 +1,84 @@
-//! Reads a broker makes from the other brokers of its cluster to answer an admin call whole (a
-//! partitioned topic's partitions owned elsewhere), as Pulsar's broker asks through its own
-//! admin client: one `GET` of a JSON document over plain HTTP, with the caller's credentials,
-//! following the answering broker's `307`s.
+//! Calls a broker makes to the other brokers of its cluster to answer an admin call whole (a
+//! partitioned topic's partitions owned elsewhere), as Pulsar's broker calls through its own
+//! admin client: one request over plain HTTP, with the caller's credentials, following the
+//! answering broker's `307`s.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{header, HeaderValue, Request, StatusCode};
-use http_body_util::{BodyExt, Empty};
+use axum::http::{header, HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-/// How many redirects one read follows (a lookup chain is at most leader, then owner).
+/// How many redirects one call follows (a lookup chain is at most leader, then owner).
 const MAX_REDIRECTS: usize = 5;
-/// How long one read may take, redirects included (Pulsar's admin client's read timeout).
-const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one call may take, redirects included (Pulsar's admin client's read timeout).
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The pooled client every read shares (connections to the same broker are reused).
-static CLIENT: LazyLock<Client<HttpConnector, Empty<Bytes>>> =
+/// The pooled client every call shares (connections to the same broker are reused).
+static CLIENT: LazyLock<Client<HttpConnector, Full<Bytes>>> =
     LazyLock::new(|| Client::builder(TokioExecutor::new()).build_http());
 
-/// The JSON document at `url`, asked with `authorization` (the caller's header, if any).
+/// One call: `method` on `url` with `body` (JSON when not empty) and `authorization` (the
+/// caller's header, if any); the final answer's status and body.
 ///
 /// # Errors
-/// A message naming the URL: unreachable, too slow, not JSON, or any answer but 200.
+/// A message naming the URL: unreachable, too slow, or redirected too often.
+pub(crate) async fn call(
+    method: &Method,
+    url: &str,
+    body: &Bytes,
+    authorization: Option<&HeaderValue>,
+) -> Result<(StatusCode, Bytes), String> {
+    tokio::time::timeout(
+        CALL_TIMEOUT,
+        follow(method, url.to_owned(), body, authorization),
+    )
+    .await
+    .map_err(|_| format!("{method} {url}: no answer in {} s", CALL_TIMEOUT.as_secs()))?
+}
+
+/// The JSON document at `url` (a `GET` answered 200).
+///
+/// # Errors
+/// As [`call`], and any answer but 200 or a body that is not JSON.
 pub(crate) async fn get_json(
     url: &str,
     authorization: Option<&HeaderValue>,
 ) -> Result<Value, String> {
-    tokio::time::timeout(READ_TIMEOUT, follow(url.to_owned(), authorization))
-        .await
-        .map_err(|_| format!("GET {url}: no answer in {} s", READ_TIMEOUT.as_secs()))?
+    let (status, body) = call(&Method::GET, url, &Bytes::new(), authorization).await?;
+    if status != StatusCode::OK {
+        return Err(format!(
+            "GET {url}: {status} {}",
+            String::from_utf8_lossy(&body)
+        ));
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("GET {url}: {e}"))
 }
 
-async fn follow(mut url: String, authorization: Option<&HeaderValue>) -> Result<Value, String> {
+async fn follow(
+    method: &Method,
+    mut url: String,
+    body: &Bytes,
+    authorization: Option<&HeaderValue>,
+) -> Result<(StatusCode, Bytes), String> {
+    let fail = |url: &str, e: &dyn std::fmt::Display| format!("{method} {url}: {e}");
     for _ in 0..=MAX_REDIRECTS {
-        let mut req = Request::get(url.as_str());
+        let mut req = Request::builder().method(method.clone()).uri(url.as_str());
         if let Some(a) = authorization {
             req = req.header(header::AUTHORIZATION, a);
         }
+        if !body.is_empty() {
+            req = req.header(header::CONTENT_TYPE, "application/json");
+        }
         let req = req
-            .body(Empty::new())
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        let resp = CLIENT
-            .request(req)
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+            .body(Full::new(body.clone()))
+            .map_err(|e| fail(&url, &e))?;
+        let resp = CLIENT.request(req).await.map_err(|e| fail(&url, &e))?;
         let status = resp.status();
         if matches!(
             status,
@@ -57,25 +87,18 @@ async fn follow(mut url: String, authorization: Option<&HeaderValue>) -> Result<
             let to = resp
                 .headers()
                 .get(header::LOCATION)
-                .and_then(|v| v.to_str().ok());
-            url = to
-                .ok_or_else(|| format!("GET {url}: {status} without a Location"))?
-                .to_owned();
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| fail(&url, &"a redirect without a Location"))?;
+            url = to.to_owned();
             continue;
         }
-        let body = resp
+        let bytes = resp
             .into_body()
             .collect()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?
+            .map_err(|e| fail(&url, &e))?
             .to_bytes();
-        if status != StatusCode::OK {
-            return Err(format!(
-                "GET {url}: {status} {}",
-                String::from_utf8_lossy(&body)
-            ));
-        }
-        return serde_json::from_slice(&body).map_err(|e| format!("GET {url}: {e}"));
+        return Ok((status, bytes));
     }
-    Err(format!("GET {url}: more than {MAX_REDIRECTS} redirects"))
+    Err(fail(&url, &format!("more than {MAX_REDIRECTS} redirects")))
 }

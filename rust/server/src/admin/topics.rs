@@ -272,6 +272,13 @@ async fn update_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
 }
 
 async fn delete_partitioned(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    if let Some(member) = ctx.cluster.get() {
+        // The store's record goes first, so no broker adopts the topic again; the partitions
+        // other brokers own were deleted by them (admin::fan_out).
+        if let Err(e) = member.delete_partitions(&name.to_string()).await {
+            return super::cluster::cluster_fail(&e);
+        }
+    }
     no_content(&ctx, move |svc| svc.delete_partitioned(&name)).await
 }
 

@@ -1,0 +1,91 @@
+//! A cluster's say over this broker's topics: with an ownership check set (the cluster's
+//! ownership of each topic's bundle), a topic this broker does not own is neither loaded nor
+//! deleted here ([`BrokerError::NotServed`]: its owner serves it, and its ledger is shared
+//! storage). A broker on its own serves every topic.
+
+use crate::error::BrokerError;
+use crate::naming::TopicName;
+
+use super::BrokerService;
+
+/// Whether this broker owns a topic's bundle (see [`BrokerService::set_ownership_check`]).
+pub type OwnershipCheck = Box<dyn Fn(&TopicName) -> bool + Send + Sync>;
+
+/// The namespace of Pulsar's system topics (the transaction coordinator's), served by every
+/// broker for its own coordinators.
+const SYSTEM_NAMESPACE: &str = "pulsar/system";
+
+impl BrokerService {
+    /// Makes topic loads depend on `owns` (the cluster's ownership of the topic's bundle):
+    /// a topic this broker does not own is refused with [`BrokerError::NotServed`]. The
+    /// `pulsar/system` namespace (this broker's transaction coordinator) is exempt. Only the
+    /// first call has an effect.
+    pub fn set_ownership_check(&self, owns: OwnershipCheck) {
+        let _ = self.ownership.set(owns);
+    }
+
+    /// Refuses a topic this broker does not serve (see [`BrokerService::set_ownership_check`]).
+    pub(super) fn check_served(&self, name: &TopicName) -> Result<(), BrokerError> {
+        match self.ownership.get() {
+            Some(owns) if name.namespace_name() != SYSTEM_NAMESPACE && !owns(name) => Err(
+                BrokerError::not_served(&name.to_string(), &name.namespace_name()),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use crate::config::BrokerConfig;
+    use crate::error::BrokerError;
+    use crate::naming::TopicName;
+    use crate::service::BrokerService;
+
+    #[test]
+    fn a_topic_another_broker_owns_is_neither_loaded_nor_deleted_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig {
+            journal_sync_data: false,
+            ..BrokerConfig::default()
+        };
+        let svc = BrokerService::open(cfg, dir.path()).unwrap();
+        let owned = Arc::new(AtomicBool::new(true));
+        let flag = Arc::clone(&owned);
+        // Relaxed: a test's single flag, read after the store that set it on the same thread.
+        svc.set_ownership_check(Box::new(move |_| flag.load(Ordering::Relaxed)));
+        let t = TopicName::parse("persistent://public/default/owned-elsewhere").unwrap();
+        svc.topic(&t, true).unwrap();
+        let parted = TopicName::parse("persistent://public/default/parted").unwrap();
+        svc.create_partitioned(&parted, 2).unwrap();
+        svc.topic(&parted.partition(0), true).unwrap();
+
+        owned.store(false, Ordering::Relaxed);
+        let other = TopicName::parse("persistent://public/default/never-loaded").unwrap();
+        assert!(matches!(
+            svc.topic(&other, true),
+            Err(BrokerError::NotServed(_))
+        ));
+        assert!(matches!(
+            svc.delete_topic(&t),
+            Err(BrokerError::NotServed(_))
+        ));
+        assert!(
+            svc.loaded_topic(&t).is_some(),
+            "the topic stays for its owner"
+        );
+        // Deleting the partitioned topic forgets it here; its partitions are their owners'.
+        svc.delete_partitioned(&parted).unwrap();
+        assert!(svc.loaded_topic(&parted.partition(0)).is_some());
+        // The transaction coordinator's namespace is every broker's own.
+        let system = TopicName::parse("persistent://pulsar/system/transaction_log_0").unwrap();
+        assert!(svc.topic(&system, true).is_ok());
+
+        owned.store(true, Ordering::Relaxed);
+        svc.delete_topic(&t).unwrap();
+        assert!(svc.loaded_topic(&t).is_none());
+    }
+}
