@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import sys
 import threading
@@ -504,3 +505,36 @@ def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brok
         status, body, _ = get(f"{b.http}/admin/v2/persistent/public/default/fanned/partitions")
         # Not partitioned any more: 404 (no such topic), as Apache Pulsar answers.
         assert status == 404 or (status == 200 and body["partitions"] == 0), (b.name, status, body)
+
+
+def test_a_namespaces_topics_are_the_clusters_through_any_broker(brokers):
+    """A namespace's topic list, and so a pattern subscription, through any broker names the
+    topics every broker serves (Pulsar lists the managed ledgers in the metadata store)."""
+    topics = [f"persistent://public/default/pat-{i}" for i in range(8)]
+    c = client(brokers)
+    try:
+        for t in topics:
+            c.create_producer(t).send(t.encode())
+    finally:
+        c.close()
+    owners = {lookup(brokers[0], t) for t in topics}
+    assert len(owners) >= 2, f"8 topics all on one broker: {owners}"
+    for b in brokers:
+        listed = Admin(b.http).topics.list("public/default")
+        assert set(topics) <= set(listed), (b.name, sorted(set(topics) - set(listed)))
+    # A pattern consumer whose client knows one broker: the namespace's topics come from it.
+    one = pulsar.Client(
+        brokers[1].url, operation_timeout_seconds=45, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
+    try:
+        consumer = one.subscribe(
+            re.compile("persistent://public/default/pat-.*"),
+            "pattern",
+            initial_position=pulsar.InitialPosition.Earliest,
+        )
+        got = set()
+        while len(got) < len(topics):
+            got.add(consumer.receive(timeout_millis=30000).data().decode())
+        assert got == set(topics)
+    finally:
+        one.close()

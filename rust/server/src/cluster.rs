@@ -114,3 +114,20 @@ pub async fn adopt_namespace(ctx: &Arc<ServerContext>, ns: &str) -> Result<(), S
     .map_err(|e| ServerError::BadRequest(format!("adopting a namespace: {e}")))?
     .map_err(ServerError::from)
 }
+
+/// In a cluster, brings the topics this broker knows of to the cluster's (created or deleted
+/// through other brokers) before a namespace's topics are listed; a broker on its own skips it.
+///
+/// # Errors
+/// Metadata store failures.
+pub async fn refresh_known_topics(ctx: &Arc<ServerContext>) -> Result<(), ServerError> {
+    if ctx.cluster.get().is_none() {
+        return Ok(());
+    }
+    let svc = Arc::clone(&ctx.service);
+    // Reads the metadata store: blocking pool.
+    tokio::task::spawn_blocking(move || svc.refresh_known_topics())
+        .await
+        .map_err(|e| ServerError::BadRequest(format!("listing the cluster's topics: {e}")))?
+        .map_err(ServerError::from)
+}

@@ -1,7 +1,10 @@
 //! A cluster's say over this broker's topics: with an ownership check set (the cluster's
 //! ownership of each topic's bundle), a topic this broker does not own is neither loaded nor
 //! deleted here ([`BrokerError::NotServed`]: its owner serves it, and its ledger is shared
-//! storage). A broker on its own serves every topic.
+//! storage), and the topics this broker knows of are brought to the storage's on a listing
+//! (topics created or deleted through other brokers). A broker on its own serves every topic.
+
+use std::collections::HashSet;
 
 use crate::error::BrokerError;
 use crate::naming::TopicName;
@@ -32,6 +35,32 @@ impl BrokerService {
             ),
             _ => Ok(()),
         }
+    }
+}
+
+impl BrokerService {
+    /// In a cluster, brings the topics this broker knows of to the ones its storage holds
+    /// (the cluster's: created or deleted through other brokers), keeping the loaded ones; on
+    /// its own, the broker's record is already complete. Blocking: reads the metadata store.
+    ///
+    /// # Errors
+    /// Metadata store failures.
+    pub fn refresh_known_topics(&self) -> Result<(), BrokerError> {
+        if self.ownership.get().is_none() {
+            return Ok(());
+        }
+        let stored: HashSet<TopicName> = self
+            .storage
+            .ledger_names()?
+            .iter()
+            .filter_map(|n| TopicName::from_ledger_name(n))
+            .collect();
+        // Lock order as in `topic`: topics, then known; neither is held across the read above.
+        let topics = self.topics.lock();
+        let mut known = self.known.lock();
+        known.retain(|t| stored.contains(t) || topics.contains_key(t));
+        known.extend(stored);
+        Ok(())
     }
 }
 

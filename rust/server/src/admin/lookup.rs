@@ -108,6 +108,9 @@ async fn namespace_topics(
             format!("mode must be PERSISTENT, NON_PERSISTENT or ALL, not {mode}"),
         );
     }
+    if let Err(e) = crate::cluster::refresh_known_topics(&ctx).await {
+        return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+    }
     let names = ctx.service.discoverable_topics(
         &format!("{tenant}/{ns}"),
         mode != "NON_PERSISTENT",

@@ -42,6 +42,9 @@ async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>
     if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
         return r;
     }
+    if let Err(e) = crate::cluster::refresh_known_topics(&ctx).await {
+        return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+    }
     let names: Vec<String> = ctx
         .service
         .topics_of_namespace(&format!("{tenant}/{ns}"))

@@ -123,12 +123,33 @@ impl Connection {
             Mode::NonPersistent => (false, true),
             Mode::All => (true, true),
         };
-        let topics = self
-            .service
-            .discoverable_topics(&g.namespace, persistent, non_persistent);
-        self.send(&commands::get_topics_of_namespace_response(
+        if self.ctx.cluster.get().is_none() {
+            let topics = self
+                .service
+                .discoverable_topics(&g.namespace, persistent, non_persistent);
+            self.send(&commands::get_topics_of_namespace_response(
+                g.request_id,
+                topics,
+            ));
+            return;
+        }
+        let (ctx, tx, request_id, ns) = (
+            Arc::clone(&self.ctx),
+            self.tx.clone(),
             g.request_id,
-            topics,
-        ));
+            g.namespace.clone(),
+        );
+        // In a cluster the list is the cluster's, read from the metadata store off this task.
+        tokio::spawn(async move {
+            let reply = match crate::cluster::refresh_known_topics(&ctx).await {
+                Ok(()) => commands::get_topics_of_namespace_response(
+                    request_id,
+                    ctx.service
+                        .discoverable_topics(&ns, persistent, non_persistent),
+                ),
+                Err(e) => commands::error(request_id, Wire::MetadataError, e.to_string()),
+            };
+            let _ = tx.send(super::frame(&reply));
+        });
     }
 }
