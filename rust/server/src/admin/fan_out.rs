@@ -82,6 +82,11 @@ pub(super) async fn across_owners(
             Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e),
         }
     }
+    // A partition its owner would not delete keeps the partitioned topic (its record stays).
+    let refused = |(s, _): &(StatusCode, Bytes)| !s.is_success() && *s != StatusCode::NOT_FOUND;
+    if delete && answers.iter().any(refused) {
+        return combine(answers, false);
+    }
     // The partitioned topic's own record is this broker's to delete, whoever owns its partitions.
     if here || delete {
         let resp = next.run(Request::from_parts(parts, Body::from(body))).await;
