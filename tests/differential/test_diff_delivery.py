@@ -329,6 +329,10 @@ def test_chunked_message_round_trip(pair: tuple[Target, Target]) -> None:
         p.send(payload)
         m = cons.receive(timeout_millis=20000)
         cons.acknowledge(m)
+        # The client sends acknowledgements asynchronously: closing the consumer sends them and
+        # waits for the broker, so the stats below are read after the broker has them (reading
+        # at once raced the acknowledgement on either broker).
+        cons.close()
         status, stats = t.rest("GET", f"/admin/v2/persistent/{topic.split('://')[1]}/stats")
         return [m.data() == payload, status, stats["msgInCounter"], stats["subscriptions"]["s"]["msgBacklog"]]
 
