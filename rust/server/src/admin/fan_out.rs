@@ -16,8 +16,8 @@ use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use serde_json::Value;
 
 use super::cluster::cluster_fail;
-use super::owner::{at, TOPIC_ROUTE};
-use super::peer;
+use super::peer::{self, url_at};
+use super::topic_path::TOPIC_ROUTE;
 use crate::http::fail;
 use crate::ServerContext;
 
@@ -64,12 +64,12 @@ pub(super) async fn across_owners(
             // A free bundle was just placed here.
             Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => here = true,
             Ok(LookupAnswer::Connect(u)) => {
-                elsewhere.push(at(&u.web, &parts.uri, Some(&path), true))
+                elsewhere.push(url_at(&u.web, &parts.uri, Some(&path), true))
             }
             Ok(LookupAnswer::Redirect {
                 urls,
                 authoritative,
-            }) => elsewhere.push(at(&urls.web, &parts.uri, Some(&path), authoritative)),
+            }) => elsewhere.push(url_at(&urls.web, &parts.uri, Some(&path), authoritative)),
             Err(e) => return cluster_fail(&e),
         }
     }

@@ -11,19 +11,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, MatchedPath, Path, Request, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use pulsar_rs_broker::TopicName;
 use pulsar_rs_cluster::LookupAnswer;
 
 use super::cluster::cluster_fail;
-use super::{fan_out, partitions, topic_path};
+use super::peer::url_at;
+use super::topic_path::{self, TOPIC_ROUTE};
+use super::{fan_out, partitions};
 use crate::http::fail;
 use crate::ServerContext;
-
-/// The prefix of the route templates that name a persistent topic.
-pub(super) const TOPIC_ROUTE: &str = "/admin/v2/persistent/{tenant}/{ns}/{topic}";
 
 /// The route templates under [`TOPIC_ROUTE`] answered by any broker: they address a
 /// partitioned topic as a whole (its partitions are each served by their owner).
@@ -80,11 +79,11 @@ pub(crate) async fn serve_at_owner(
                 Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             }
         }
-        Ok(LookupAnswer::Connect(u)) => redirect(&at(&u.web, req.uri(), None, true)),
+        Ok(LookupAnswer::Connect(u)) => redirect(&url_at(&u.web, req.uri(), None, true)),
         Ok(LookupAnswer::Redirect {
             urls,
             authoritative,
-        }) => redirect(&at(&urls.web, req.uri(), None, authoritative)),
+        }) => redirect(&url_at(&urls.web, req.uri(), None, authoritative)),
         Err(e) => cluster_fail(&e),
     }
 }
@@ -109,52 +108,6 @@ async fn route_topic(
     Some((name, op))
 }
 
-/// The URL of the call `uri` at `web` (a broker's `http://host:port`): its path, or `path`
-/// instead, and its query with `authoritative` set.
-pub(super) fn at(web: &str, uri: &Uri, path: Option<&str>, authoritative: bool) -> String {
-    let mut query: Vec<&str> = uri
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .filter(|kv| !kv.is_empty() && !kv.starts_with("authoritative="))
-        .collect();
-    let flag = format!("authoritative={authoritative}");
-    query.push(&flag);
-    format!(
-        "{}{}?{}",
-        web.trim_end_matches('/'),
-        path.unwrap_or(uri.path()),
-        query.join("&")
-    )
-}
-
 fn redirect(to: &str) -> Response {
     (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_redirect_keeps_the_query_and_sets_authoritative_once() {
-        let uri: Uri =
-            "/admin/v2/persistent/t/ns/x/stats?getPreciseBacklog=true&authoritative=false"
-                .parse()
-                .unwrap();
-        assert_eq!(
-            at("http://b:8081/", &uri, None, true),
-            "http://b:8081/admin/v2/persistent/t/ns/x/stats?getPreciseBacklog=true&authoritative=true"
-        );
-        let bare: Uri = "/admin/v2/persistent/t/ns/x".parse().unwrap();
-        assert_eq!(
-            at(
-                "http://b:8081",
-                &bare,
-                Some("/admin/v2/persistent/t/ns/x-partition-1"),
-                false
-            ),
-            "http://b:8081/admin/v2/persistent/t/ns/x-partition-1?authoritative=false"
-        );
-    }
 }

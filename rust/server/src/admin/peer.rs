@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{header, HeaderValue, Method, Request, StatusCode};
+use axum::http::{header, HeaderValue, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -60,6 +60,25 @@ pub(crate) async fn get_json(
     serde_json::from_slice(&body).map_err(|e| format!("GET {url}: {e}"))
 }
 
+/// The URL of the call `uri` at `web` (a broker's `http://host:port`): its path, or `path`
+/// instead, and its query with `authoritative` set.
+pub(super) fn url_at(web: &str, uri: &Uri, path: Option<&str>, authoritative: bool) -> String {
+    let mut query: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("authoritative="))
+        .collect();
+    let flag = format!("authoritative={authoritative}");
+    query.push(&flag);
+    format!(
+        "{}{}?{}",
+        web.trim_end_matches('/'),
+        path.unwrap_or(uri.path()),
+        query.join("&")
+    )
+}
+
 async fn follow(
     method: &Method,
     mut url: String,
@@ -101,4 +120,31 @@ async fn follow(
         return Ok((status, bytes));
     }
     Err(fail(&url, &format!("more than {MAX_REDIRECTS} redirects")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_elsewhere_keeps_the_query_and_sets_authoritative_once() {
+        let uri: Uri =
+            "/admin/v2/persistent/t/ns/x/stats?getPreciseBacklog=true&authoritative=false"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            url_at("http://b:8081/", &uri, None, true),
+            "http://b:8081/admin/v2/persistent/t/ns/x/stats?getPreciseBacklog=true&authoritative=true"
+        );
+        let bare: Uri = "/admin/v2/persistent/t/ns/x".parse().unwrap();
+        assert_eq!(
+            url_at(
+                "http://b:8081",
+                &bare,
+                Some("/admin/v2/persistent/t/ns/x-partition-1"),
+                false
+            ),
+            "http://b:8081/admin/v2/persistent/t/ns/x-partition-1?authoritative=false"
+        );
+    }
 }

@@ -17,6 +17,9 @@ use pulsar_rs_broker::{BrokerError, TopicName};
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
+/// The prefix of the admin route templates that name a persistent topic.
+pub(crate) const TOPIC_ROUTE: &str = "/admin/v2/persistent/{tenant}/{ns}/{topic}";
+
 /// The topic named by a domain and the three segments of a REST path.
 ///
 /// # Errors
