@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -121,7 +122,14 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
 def test_either_broker_answers_for_the_whole_cluster(mixed):
     both = sorted([mixed.java_id, mixed.rs_id])
     for base in (mixed.java.admin_url, mixed.rs_http):
-        status, listed, _ = http("GET", f"{base}/admin/v2/brokers/{CLUSTER}")
+        # Each broker's list follows ZooKeeper through a watch: the Java broker names a broker
+        # that has just joined a moment later (CI once asked within 0.2 s of the join).
+        deadline = time.monotonic() + 30
+        while True:
+            status, listed, _ = http("GET", f"{base}/admin/v2/brokers/{CLUSTER}")
+            if (status == 200 and sorted(listed) == both) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert status == 200 and sorted(listed) == both, (base, listed)
         status, leader, _ = http("GET", f"{base}/admin/v2/brokers/leaderBroker")
         assert status == 200 and leader["brokerId"] == mixed.java_id, (base, leader)
