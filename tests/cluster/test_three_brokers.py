@@ -23,6 +23,7 @@ import contextlib
 import json
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -38,7 +39,7 @@ import raw_protocol as rp
 from pulsar_rs import Admin, AdminError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
-from tools.pulsar_reference import PulsarReferenceError, available
+from tools.pulsar_reference import PulsarReferenceError, available, ensure_distribution
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
@@ -538,3 +539,27 @@ def test_a_namespaces_topics_are_the_clusters_through_any_broker(brokers):
         assert got == set(topics)
     finally:
         one.close()
+
+
+def test_apache_pulsars_own_pulsar_admin_through_a_broker_that_does_not_own_the_topic(brokers):
+    """Apache Pulsar 4.0.8's ``bin/pulsar-admin`` (a JVM per call) pointed at a broker that does not
+    own the topic: it follows the 307 to the owner, as against an Apache Pulsar cluster."""
+    topic = "persistent://public/default/java-admin"
+    c = client(brokers)
+    try:
+        p = c.create_producer(topic, batching_enabled=False)
+        for i in range(3):
+            p.send(b"m-%d" % i)
+    finally:
+        c.close()
+    other = next(b for b in brokers if b.url != lookup(brokers[0], topic))
+    admin = ensure_distribution() / "bin" / "pulsar-admin"
+
+    def run(*args: str) -> str:
+        p = subprocess.run([str(admin), "--admin-url", other.http, *args], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, f"pulsar-admin {' '.join(args)}: rc={p.returncode}\n{p.stdout}{p.stderr}"
+        return p.stdout
+
+    assert json.loads(run("topics", "stats", topic))["msgInCounter"] == 3
+    run("topics", "create-subscription", "-s", "through-another", topic)
+    assert "through-another" in run("topics", "subscriptions", topic).split()
