@@ -547,9 +547,7 @@ def test_apache_pulsars_own_pulsar_admin_through_a_broker_that_does_not_own_the_
     topic = "persistent://public/default/java-admin"
     c = client(brokers)
     try:
-        p = c.create_producer(topic, batching_enabled=False)
-        for i in range(3):
-            p.send(b"m-%d" % i)
+        produce_all(c, topic, 3)
     finally:
         c.close()
     other = next(b for b in brokers if b.url != lookup(brokers[0], topic))

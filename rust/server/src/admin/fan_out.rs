@@ -12,10 +12,10 @@ use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use pulsar_rs_broker::TopicName;
-use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
+use pulsar_rs_cluster::ClusterMember;
 use serde_json::Value;
 
-use super::cluster::cluster_fail;
+use super::partitions::by_owner;
 use super::peer::{self, url_at};
 use super::topic_path::TOPIC_ROUTE;
 use crate::http::fail;
@@ -51,32 +51,21 @@ pub(super) async fn across_owners(
         Err(e) => return fail(StatusCode::BAD_REQUEST, e.to_string()),
     };
     let delete = parts.method == Method::DELETE && parts.uri.path().ends_with("/partitions");
-    let mut here = false;
-    let mut elsewhere = Vec::new();
-    for p in ctx.service.partition_targets(topic, n) {
-        let full = p.to_string();
-        if member.owns(&full) {
-            here = true;
-            continue;
-        }
-        let path = partition_path(parts.uri.path(), &p, delete);
-        match member.lookup(&full, false).await {
-            // A free bundle was just placed here.
-            Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => here = true,
-            Ok(LookupAnswer::Connect(u)) => {
-                elsewhere.push(url_at(&u.web, &parts.uri, Some(&path), true))
-            }
-            Ok(LookupAnswer::Redirect {
-                urls,
-                authoritative,
-            }) => elsewhere.push(url_at(&urls.web, &parts.uri, Some(&path), authoritative)),
-            Err(e) => return cluster_fail(&e),
-        }
-    }
+    let partitions = ctx.service.partition_targets(topic, n);
+    let (owned, elsewhere) = match by_owner(member, partitions, |web, p, authoritative| {
+        let path = partition_path(parts.uri.path(), p, delete);
+        url_at(web, &parts.uri, Some(&path), authoritative)
+    })
+    .await
+    {
+        Ok(split) => split,
+        Err(r) => return r,
+    };
+    let here = !owned.is_empty();
     let auth = parts.headers.get(header::AUTHORIZATION).cloned();
     let method_is_create = parts.method == Method::PUT;
     let mut answers = Vec::new();
-    for url in &elsewhere {
+    for (_, url) in &elsewhere {
         match peer::call(&parts.method, url, &body, auth.as_ref()).await {
             Ok(a) => answers.push(a),
             Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e),

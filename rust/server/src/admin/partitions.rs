@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use pulsar_rs_broker::{Topic, TopicName};
-use pulsar_rs_cluster::LookupAnswer;
+use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use serde_json::Value;
 
 use super::cluster::cluster_fail;
@@ -54,6 +54,43 @@ pub(crate) async fn count(ctx: &Arc<ServerContext>, name: &TopicName) -> Result<
     Ok(stored)
 }
 
+/// `partitions` split into the ones this broker serves (a free bundle is placed first, as a
+/// lookup places it, and may land here) and, for each other one, the URL of the call at the
+/// broker to ask (`url(web, partition, authoritative)`: its owner, or the leader that places it).
+///
+/// # Errors
+/// The ready response when the cluster cannot say.
+pub(crate) async fn by_owner(
+    member: &ClusterMember,
+    partitions: Vec<TopicName>,
+    url: impl Fn(&str, &TopicName, bool) -> String,
+) -> Result<(Vec<TopicName>, Vec<(TopicName, String)>), Response> {
+    let (mut here, mut elsewhere) = (Vec::new(), Vec::new());
+    for p in partitions {
+        let full = p.to_string();
+        if member.owns(&full) {
+            here.push(p);
+            continue;
+        }
+        match member.lookup(&full, false).await {
+            Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => here.push(p),
+            Ok(LookupAnswer::Connect(u)) => {
+                let to = url(u.web.trim_end_matches('/'), &p, true);
+                elsewhere.push((p, to));
+            }
+            Ok(LookupAnswer::Redirect {
+                urls,
+                authoritative,
+            }) => {
+                let to = url(urls.web.trim_end_matches('/'), &p, authoritative);
+                elsewhere.push((p, to));
+            }
+            Err(e) => return Err(cluster_fail(&e)),
+        }
+    }
+    Ok((here, elsewhere))
+}
+
 /// What one partition's document is: its admin path's last segment and how it is made here.
 pub(crate) struct PartitionDocument {
     /// `stats` or `internalStats` (`/admin/v2/persistent/{tenant}/{ns}/{partition}/{op}`).
@@ -75,39 +112,21 @@ pub(crate) async fn documents(
     doc: PartitionDocument,
     authorization: Option<HeaderValue>,
 ) -> Result<Vec<(String, Value)>, Response> {
-    let mut here = Vec::new();
-    let mut elsewhere = Vec::new();
-    match ctx.cluster.get() {
-        None => here = ctx.service.partition_targets(name, n),
+    let partitions = ctx.service.partition_targets(name, n);
+    let (here, elsewhere) = match ctx.cluster.get() {
+        None => (partitions, Vec::new()),
         Some(member) => {
-            for p in ctx.service.partition_targets(name, n) {
-                let full = p.to_string();
-                if member.owns(&full) {
-                    here.push(p);
-                    continue;
-                }
+            let op = doc.op;
+            by_owner(member, partitions, |web, p, authoritative| {
                 let path = format!(
-                    "/admin/v2/persistent/{}/{}/{}/{}",
-                    p.tenant, p.namespace, p.local, doc.op
+                    "/admin/v2/persistent/{}/{}/{}/{op}",
+                    p.tenant, p.namespace, p.local
                 );
-                match member.lookup(&full, false).await {
-                    // A free bundle was just placed here.
-                    Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
-                        here.push(p);
-                    }
-                    Ok(LookupAnswer::Connect(u)) => elsewhere.push((p, format!("{}{path}", u.web))),
-                    Ok(LookupAnswer::Redirect {
-                        urls,
-                        authoritative,
-                    }) => elsewhere.push((
-                        p,
-                        format!("{}{path}?authoritative={authoritative}", urls.web),
-                    )),
-                    Err(e) => return Err(cluster_fail(&e)),
-                }
-            }
+                format!("{web}{path}?authoritative={authoritative}")
+            })
+            .await?
         }
-    }
+    };
     let c = Arc::clone(ctx);
     let local = doc.local;
     let mut out = tokio::task::spawn_blocking(move || {
