@@ -72,12 +72,18 @@ class RsBroker(PulsarRsBroker):
 
     def __init__(self, bk: BookKeeperCluster, ensemble: tuple[int, int, int], work: Path) -> None:
         e, qw, qa = ensemble
+        # Its own cluster's metadata under a chroot of the same ZooKeeper (the bookies' `/ledgers`
+        # named explicitly), so the two brokers are two clusters sharing one BookKeeper, each owning
+        # every bundle of its own `public/default`: on one metadata root they would form one
+        # cluster and each refuse the topics whose bundles the other owns.
         conf = {
-            "metadataStoreUrl": bk.metadata_store_url,
+            "metadataStoreUrl": f"{bk.metadata_store_url}/pulsar-rs",
+            "bookkeeperMetadataServiceUri": f"zk+hierarchical://{bk.zk_servers}/ledgers",
             "managedLedgerDefaultEnsembleSize": e,
             "managedLedgerDefaultWriteQuorum": qw,
             "managedLedgerDefaultAckQuorum": qa,
         }
+        bk.create_znode("/pulsar-rs")
         super().__init__(work, "pulsar-rs", conf)
         self.service_url = self.url
 
@@ -110,9 +116,10 @@ def perf_args(w: dict, topic_prefix: str, duration: float) -> list[str]:
 
 
 def pulsar_lookup(admin_url: str, topic: str) -> None:
-    """Has the Apache Pulsar broker take ownership of the topic's bundle: ``pulsar-rs perf`` sends no
-    LOOKUP (it connects to the broker directly), and a broker of a cluster serves only the bundles it
-    owns (ServiceNotReady "Namespace bundle ... not served by this instance" otherwise)."""
+    """Has the broker at ``admin_url`` take ownership of the topic's bundle: ``pulsar-rs perf`` sends
+    no LOOKUP (it connects to the broker directly), and a broker of a cluster (Apache Pulsar, or
+    pulsar-rs with a metadata store) serves only the bundles it owns (ServiceNotReady "Namespace
+    bundle ... not served by this instance" otherwise)."""
     url = f"{admin_url}/lookup/v2/topic/persistent/public/default/{topic}"
     deadline = time.monotonic() + 120
     while True:
@@ -277,8 +284,8 @@ def main() -> None:
             ]
             if gone:
                 raise RuntimeError(f"processes gone before {b} {prefix}: {gone}")
-            if b == "pulsar":
-                pulsar_lookup(java.admin_url, f"{prefix}-0")
+            # A broker with a metadata store serves only the bundles it owns: the lookup places it.
+            pulsar_lookup(java.admin_url if b == "pulsar" else rs.http, f"{prefix}-0")
             return run_one(*targets[b], w, prefix, duration)
 
         log(f"brokers up at {time.monotonic() - t_start:.0f} s: {targets}")

@@ -163,6 +163,28 @@ class BookKeeperCluster:
         ).stdout.decode(errors="replace")
         return [b for b in self.bookies if f"127.0.0.1:{b.rsplit(':', 1)[1]}" in out]
 
+    def create_znode(self, path: str) -> None:
+        """Creates a persistent, empty znode (and its parents) with ZooKeeper's own shell, as an
+        operator prepares a chroot before brokers use ``metadataStoreUrl=zk:host:port/chroot``."""
+        parts = [p for p in path.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            subprocess.run(
+                [
+                    "java",
+                    "-Xmx96m",
+                    "-cp",
+                    f"{self.home}/lib/*",
+                    "org.apache.zookeeper.ZooKeeperMain",
+                    "-server",
+                    self.zk_servers,
+                    "create",
+                    "/" + "/".join(parts[:i]),
+                ],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+
     def wait_writable(self, n: int) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         while len(self.writable_bookies()) < n:

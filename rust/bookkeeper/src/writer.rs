@@ -5,7 +5,7 @@
 //! place from the first unconfirmed entry on, the metadata is compare-and-set) and the pending
 //! entries are sent again. Any bookie answering EFENCED ends the handle: a recovery open took over.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -28,10 +28,11 @@ struct PendingAdd {
     length: i64,
     /// The digest-framed entry, resent unchanged after an ensemble change.
     stored: Bytes,
-    /// Bookies that confirmed it (only those still in its write set count).
-    acked: HashSet<String>,
-    /// Bookies it was sent to and that have not answered.
-    outstanding: HashSet<String>,
+    /// Bookies that confirmed it (only those still in its write set count). At most Qw ids, so a
+    /// vector searched linearly: cheaper than hashing an id per answer.
+    acked: Vec<Arc<str>>,
+    /// Bookies it was sent to and that have not answered (at most Qw, as `acked`).
+    outstanding: Vec<Arc<str>>,
     /// The caller waiting for the entry id.
     done: Option<oneshot::Sender<Result<i64>>>,
 }
@@ -99,7 +100,7 @@ pub struct LedgerWriter {
 
 /// A request to send: entry to bookie.
 struct AddSend {
-    bookie: String,
+    bookie: Arc<str>,
     entry_id: i64,
     stored: Bytes,
 }
@@ -185,11 +186,15 @@ impl LedgerWriter {
                     entry_id,
                     length,
                     stored,
-                    acked: HashSet::new(),
-                    outstanding: HashSet::new(),
+                    acked: Vec::new(),
+                    outstanding: Vec::new(),
                     done: Some(done),
                 });
-                let sends = sends_missing(&mut st);
+                // Only the new entry: every earlier one was sent when it was appended, or is
+                // resent by the ensemble change that holds the sends back.
+                let mut sends = Vec::new();
+                let last = st.pending.len() - 1;
+                sends_missing_for(&mut st, last, &mut sends);
                 drop(st);
                 self.shared.clone().dispatch(sends);
                 None
@@ -282,30 +287,45 @@ impl LedgerWriter {
 }
 
 /// For every pending entry, the members of its write set it was not yet sent to and that have not
-/// confirmed it. Nothing is sent while an ensemble change runs.
+/// confirmed it (after an ensemble change). Nothing is sent while an ensemble change runs.
 fn sends_missing(st: &mut WriterState) -> Vec<AddSend> {
-    if st.changing_ensemble || st.terminal.is_some() {
-        return Vec::new();
-    }
     let mut out = Vec::new();
-    let (e, qw) = (st.metadata.ensemble_size, st.metadata.write_quorum);
     for i in 0..st.pending.len() {
-        let entry_id = st.pending[i].entry_id;
-        let ensemble = st.metadata.ensemble_for(entry_id).to_vec();
-        for pos in write_set(entry_id, e, qw) {
-            let b = &ensemble[pos];
-            let p = &mut st.pending[i];
-            if !p.acked.contains(b) && !p.outstanding.contains(b) {
-                p.outstanding.insert(b.clone());
-                out.push(AddSend {
-                    bookie: b.clone(),
-                    entry_id,
-                    stored: p.stored.clone(),
-                });
-            }
-        }
+        sends_missing_for(st, i, &mut out);
     }
     out
+}
+
+/// The sends `sends_missing` makes for the pending entry at index `i`, pushed onto `out`.
+fn sends_missing_for(st: &mut WriterState, i: usize, out: &mut Vec<AddSend>) {
+    if st.changing_ensemble || st.terminal.is_some() {
+        return;
+    }
+    let (e, qw) = (st.metadata.ensemble_size, st.metadata.write_quorum);
+    let entry_id = st.pending[i].entry_id;
+    let ensemble = st.metadata.ensemble_for(entry_id);
+    let p = &mut st.pending[i];
+    for pos in write_set(entry_id, e, qw) {
+        let b = ensemble[pos].as_str();
+        let named = |v: &Vec<Arc<str>>| v.iter().any(|x| &**x == b);
+        if !named(&p.acked) && !named(&p.outstanding) {
+            let b: Arc<str> = Arc::from(b);
+            p.outstanding.push(b.clone());
+            out.push(AddSend {
+                bookie: b,
+                entry_id,
+                stored: p.stored.clone(),
+            });
+        }
+    }
+}
+
+/// The index in `pending` of entry `entry_id`: pending entries are consecutive ids (appended in
+/// order, completed from the front, failed all at once), so no search is needed.
+fn pending_index(pending: &VecDeque<PendingAdd>, entry_id: i64) -> Option<usize> {
+    let first = pending.front()?.entry_id;
+    let i = usize::try_from(entry_id.checked_sub(first)?).ok()?;
+    (i < pending.len()).then_some(i)
 }
 
 impl Shared {
@@ -365,13 +385,18 @@ impl Shared {
                 .into_iter()
                 .any(|pos| ensemble[pos] == bookie)
             };
-            let Some(p) = st.pending.iter_mut().find(|p| p.entry_id == entry_id) else {
+            let Some(i) = pending_index(&st.pending, entry_id) else {
                 return; // already completed or failed
             };
-            p.outstanding.remove(bookie);
+            let p = &mut st.pending[i];
+            debug_assert_eq!(p.entry_id, entry_id);
+            let Some(at) = p.outstanding.iter().position(|b| &**b == bookie) else {
+                return; // answered before an ensemble change forgot it
+            };
+            let bookie_id = p.outstanding.swap_remove(at);
             match r {
                 Ok(()) if in_write_set => {
-                    p.acked.insert(bookie.to_string());
+                    p.acked.push(bookie_id);
                 }
                 Ok(()) => {} // an ack from a bookie replaced meanwhile does not count
                 Err(BkError::Fenced { .. }) => {
@@ -491,10 +516,8 @@ impl Shared {
                         st.failed_bookies.retain(|b| !failed.contains(b));
                         // Acks from replaced bookies no longer count.
                         for p in st.pending.iter_mut() {
-                            for f in &failed {
-                                p.acked.remove(f);
-                                p.outstanding.remove(f);
-                            }
+                            p.acked.retain(|b| !failed.iter().any(|f| **b == **f));
+                            p.outstanding.retain(|b| !failed.iter().any(|f| **b == **f));
                         }
                         if !st.failed_bookies.is_empty() {
                             continue;
@@ -544,5 +567,36 @@ impl Shared {
         };
         self.progress.notify_waiters();
         self.dispatch(sends);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(ids: std::ops::Range<i64>) -> VecDeque<PendingAdd> {
+        ids.map(|entry_id| PendingAdd {
+            entry_id,
+            length: 0,
+            stored: Bytes::new(),
+            acked: Vec::new(),
+            outstanding: Vec::new(),
+            done: None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_pending_entry_is_found_by_its_offset_from_the_first() {
+        let p = pending(7..12);
+        for id in 7..12 {
+            let i = pending_index(&p, id).expect("pending");
+            assert_eq!(p[i].entry_id, id);
+        }
+        // Completed (before the first), never appended (after the last), nothing pending.
+        assert_eq!(pending_index(&p, 6), None);
+        assert_eq!(pending_index(&p, 12), None);
+        assert_eq!(pending_index(&p, i64::MIN), None);
+        assert_eq!(pending_index(&pending(0..0), 0), None);
     }
 }
