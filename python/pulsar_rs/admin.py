@@ -347,9 +347,11 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
         else:
             self._a.request("PUT", path)
 
-    def delete(self, topic: str, partitioned: bool = False) -> None:
-        path = f"/admin/v2/{_topic_path(topic)}"
-        self._a.request("DELETE", path + "/partitions" if partitioned else path)
+    def delete(self, topic: str, partitioned: bool = False, force: bool = False) -> None:
+        """Deletes a topic (``partitioned``: the partitioned topic and its partitions): refused
+        (412) while producers or consumers are connected, unless ``force``, which closes them."""
+        path = f"/admin/v2/{_topic_path(topic)}" + ("/partitions" if partitioned else "")
+        self._a.request("DELETE", path + ("?force=true" if force else ""))
 
     def stats(self, topic: str) -> dict[str, Any]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/stats")
@@ -382,8 +384,8 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
         """Raises the partition count (it never shrinks)."""
         self._a.request("POST", f"/admin/v2/{_topic_path(topic)}/partitions", raw=str(partitions).encode())
 
-    def delete_partitioned_topic(self, topic: str) -> None:
-        self.delete(topic, partitioned=True)
+    def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
+        self.delete(topic, partitioned=True, force=force)
 
     def create_subscription(self, topic: str, subscription: str, message_id: str | tuple[int, int] = "latest") -> None:
         """A durable subscription starting at ``message_id`` (default ``latest``)."""

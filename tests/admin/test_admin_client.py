@@ -26,12 +26,17 @@ def test_admin_class_round_trip(pulsar_broker, client):
     admin.topics.create("persistent://acme/orders/t")
     admin.topics.create("persistent://acme/orders/p", partitions=3)
     assert admin.topics.list_partitioned("acme/orders") == ["persistent://acme/orders/p"]
-    client.create_producer("persistent://acme/orders/t").send(b"x")
+    producer = client.create_producer("persistent://acme/orders/t")
+    producer.send(b"x")
     assert admin.topics.stats("persistent://acme/orders/t")["msgInCounter"] == 1
     assert "persistent://acme/orders/t" in admin.topics.list("acme/orders")
     with pytest.raises(AdminError) as e:
         admin.namespaces.delete("acme/orders")
     assert e.value.status == 409 and e.value.reason == "Cannot delete non empty namespace"
+    with pytest.raises(AdminError) as e:  # its producer is connected (Pulsar's TopicBusy)
+        admin.topics.delete("persistent://acme/orders/t")
+    assert e.value.status == 412 and e.value.reason == "Topic has 1 connected producers/consumers"
+    producer.close()
     admin.topics.delete("persistent://acme/orders/t")
     admin.topics.delete("persistent://acme/orders/p", partitioned=True)
     admin.namespaces.delete("acme/orders")

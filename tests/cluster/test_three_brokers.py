@@ -499,6 +499,18 @@ def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brok
         Admin(brokers[1].http).topics.unsubscribe(topic, "fan")
     assert e.value.status == 404
 
+    # A consumer on a partition another broker owns refuses the delete asked of this one, in
+    # Pulsar's words, and nothing is deleted.
+    remote = next(i for i, url in owners.items() if url != brokers[1].url)
+    c = client(brokers)
+    try:
+        c.subscribe(f"{topic}-partition-{remote}", "busy")
+        with pytest.raises(AdminError) as e:
+            Admin(brokers[1].http).topics.delete(topic, partitioned=True)
+        assert (e.value.status, e.value.reason) == (412, "Topic has active producers/subscriptions")
+        assert get(f"{brokers[1].http}/admin/v2/persistent/public/default/fanned/partitions")[1]["partitions"] == 6
+    finally:
+        c.close()
     Admin(brokers[1].http).topics.delete(topic, partitioned=True)
     for b in brokers:
         listed = Admin(b.http).topics.list("public/default")

@@ -107,6 +107,34 @@ def test_partitioned_topic_lifecycle(pair: tuple[Target, Target]) -> None:
     compare(pair, scenario)
 
 
+def test_delete_topics_in_use(pair: tuple[Target, Target]) -> None:
+    """A topic (and a partitioned topic) with clients connected: refused without ``force``, with
+    Pulsar's status and reason; deleted with it."""
+
+    def scenario(t: Target) -> list[Any]:
+        base = f"/admin/v2/persistent/{t.namespace}"
+        client = t.client()
+        producer = client.create_producer(t.topic("busy"))
+        consumer = client.subscribe(t.topic("busy"), "s")
+        assert t.rest("PUT", f"{base}/parted/partitions", 2)[0] == 204
+        on_partition = client.subscribe(t.topic("parted-partition-0"), "s")
+        out: list[Any] = [
+            t.rest("DELETE", f"{base}/busy"),  # a producer and a consumer: 412
+            t.rest("DELETE", f"{base}/parted/partitions"),  # a consumer on a partition: 412
+            t.rest("GET", f"{base}/parted/partitions")[1],  # still there
+        ]
+        consumer.close()
+        out.append(t.rest("DELETE", f"{base}/busy"))  # the producer alone still counts
+        out.append(t.rest("DELETE", f"{base}/parted/partitions?force=true")[0])
+        out.append(t.rest("GET", f"{base}/parted/partitions")[1])
+        out.append(t.rest("DELETE", f"{base}/busy?force=true")[0])
+        producer.close()
+        on_partition.close()
+        return out
+
+    compare(pair, scenario)
+
+
 def _topic_with_traffic(t: Target, stem: str) -> str:
     topic = t.topic(stem)
     client = t.client()

@@ -1,8 +1,8 @@
 """``pulsar-rs admin topics``: pulsar-admin's topic commands with its names and flags.
 
-Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T``,
+Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T [-f]``,
 ``create-partitioned-topic T -p N``, ``get-partitioned-topic-metadata T``,
-``update-partitioned-topic T -p N``, ``delete-partitioned-topic T``, ``stats T``,
+``update-partitioned-topic T -p N``, ``delete-partitioned-topic T [-f]``, ``stats T``,
 ``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``),
 ``partitioned-stats-internal T``; permissions:
 ``permissions T``, ``grant-permission T --role R --actions a,b``, ``revoke-permission T --role R``;
@@ -73,8 +73,13 @@ def add(groups: Any) -> None:
 
     p = _topic_parser(g, "create", lambda admin, a: admin.topics.create(a.topic, a.partitions))
     p.add_argument("--partitions", "-p", type=int, default=0, help="create it partitioned (> 0)")
-    p = _topic_parser(g, "delete", lambda admin, a: admin.topics.delete(a.topic, a.partitioned))
+    p = _topic_parser(g, "delete", lambda admin, a: admin.topics.delete(a.topic, a.partitioned, a.force))
     p.add_argument("--partitioned", action="store_true")
+    p.add_argument("--force", "-f", action="store_true", help="close its producers and consumers, then delete it")
+    p = _topic_parser(
+        g, "delete-partitioned-topic", lambda admin, a: admin.topics.delete_partitioned_topic(a.topic, a.force)
+    )
+    p.add_argument("--force", "-f", action="store_true", help="close its producers and consumers, then delete it")
     p = _topic_parser(
         g, "create-partitioned-topic", lambda admin, a: admin.topics.create_partitioned_topic(a.topic, a.partitions)
     )
@@ -83,7 +88,7 @@ def add(groups: Any) -> None:
         g, "update-partitioned-topic", lambda admin, a: admin.topics.update_partitioned_topic(a.topic, a.partitions)
     )
     p.add_argument("--partitions", "-p", type=int, required=True, help="the new count (only grows)")
-    for verb in ("get-partitioned-topic-metadata", "delete-partitioned-topic", "stats"):
+    for verb in ("get-partitioned-topic-metadata", "stats"):
         fn = verb.replace("-", "_")
         _topic_parser(g, verb, lambda admin, a, fn=fn: getattr(admin.topics, fn)(a.topic))
     # pulsar-admin's name is stats-internal; internal-stats is this CLI's first name for it.

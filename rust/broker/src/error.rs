@@ -44,6 +44,10 @@ pub enum BrokerError {
     /// The request is not allowed in this state or with these arguments.
     #[error("{0}")]
     NotAllowed(String),
+    /// A delete without `force` found producers or consumers connected (Pulsar's
+    /// `TopicBusyException`); the message is Pulsar's.
+    #[error("{0}")]
+    TopicBusy(String),
     /// Already exists (partitioned topic metadata, ...).
     #[error("{0} already exists")]
     AlreadyExists(String),

@@ -24,9 +24,9 @@ pub(crate) fn broker_fail(e: &BrokerError) -> Response {
             StatusCode::NOT_FOUND
         }
         BrokerError::AlreadyExists(_) => StatusCode::CONFLICT,
-        BrokerError::InvalidTopicName { .. } | BrokerError::InvalidConfig { .. } => {
-            StatusCode::PRECONDITION_FAILED
-        }
+        BrokerError::InvalidTopicName { .. }
+        | BrokerError::InvalidConfig { .. }
+        | BrokerError::TopicBusy(_) => StatusCode::PRECONDITION_FAILED,
         BrokerError::NotAllowed(_) => StatusCode::BAD_REQUEST,
         BrokerError::ConsumerBusy(_) | BrokerError::ProducerBusy(_) => StatusCode::CONFLICT,
         BrokerError::NotServed(_) => StatusCode::SERVICE_UNAVAILABLE,

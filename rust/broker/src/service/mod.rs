@@ -552,21 +552,33 @@ impl BrokerService {
         handles
     }
 
-    /// Deletes a topic (closing it) and its stored data.
+    /// Deletes a topic (closing it) and its stored data, as Pulsar's `deleteTopic`: without
+    /// `force`, a topic with producers or consumers connected is refused and left untouched;
+    /// with it, its consumers are disconnected and its producers' handles returned, for the
+    /// server to close them.
     ///
     /// # Errors
-    /// [`BrokerError::TopicNotFound`]; [`BrokerError::NotServed`] in a cluster when another
-    /// broker owns it; storage failures.
-    pub fn delete_topic(&self, name: &TopicName) -> Result<(), BrokerError> {
+    /// [`BrokerError::TopicNotFound`]; [`BrokerError::TopicBusy`]; [`BrokerError::NotServed`]
+    /// in a cluster when another broker owns it; storage failures.
+    pub fn delete_topic(&self, name: &TopicName, force: bool) -> Result<Vec<u64>, BrokerError> {
         // In a cluster only the owner deletes a topic (its ledger is shared storage).
         self.check_served(name)?;
-        let topic = self.topics.lock().remove(name);
+        let topic = {
+            // Lock: held across the check and the removal, so no client is admitted between.
+            let mut topics = self.topics.lock();
+            if !force {
+                busy(topics.get(name))?;
+            }
+            topics.remove(name)
+        };
         let known = self.known.lock().remove(name);
         if topic.is_none() && !known {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
+        let mut producers = Vec::new();
         let ledger = match topic {
             Some(t) => {
+                producers = t.take_producers();
                 t.close();
                 Arc::clone(&t.ledger)
             }
@@ -581,29 +593,52 @@ impl BrokerService {
                 tracing::warn!(path = %dir.display(), error = %e, "removing compacted ledgers");
             }
         }
-        Ok(())
+        Ok(producers)
     }
 
     /// Deletes partitioned-topic metadata and every partition (in a cluster, every partition
-    /// this broker owns: the others are their owners' to delete).
+    /// this broker owns: the others are their owners' to delete). Without `force`, a partition
+    /// with producers or consumers connected refuses the whole delete before anything is
+    /// deleted (Pulsar answers "Topic has active producers/subscriptions"); with it, the
+    /// producers' handles of every partition are returned, for the server to close them.
     ///
     /// # Errors
-    /// [`BrokerError::TopicNotFound`]; storage failures.
-    pub fn delete_partitioned(&self, name: &TopicName) -> Result<(), BrokerError> {
+    /// [`BrokerError::TopicNotFound`]; [`BrokerError::TopicBusy`]; storage failures.
+    pub fn delete_partitioned(
+        &self,
+        name: &TopicName,
+        force: bool,
+    ) -> Result<Vec<u64>, BrokerError> {
         let n = self
             .partitioned
             .lock()
-            .remove(name)
+            .get(name)
+            .copied()
             .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
-        for partition in self.partition_targets(name, n) {
-            match self.delete_topic(&partition) {
+        let partitions = self.partition_targets(name, n);
+        if !force {
+            // Lock: the topics table, for the look only.
+            let topics = self.topics.lock();
+            for p in &partitions {
+                busy(topics.get(p)).map_err(|_| {
+                    BrokerError::TopicBusy("Topic has active producers/subscriptions".into())
+                })?;
+            }
+        }
+        if self.partitioned.lock().remove(name).is_none() {
+            return Err(BrokerError::TopicNotFound(name.to_string()));
+        }
+        let mut producers = Vec::new();
+        for partition in partitions {
+            match self.delete_topic(&partition, force) {
+                Ok(handles) => producers.extend(handles),
                 // In a cluster, another broker's partition is deleted by its owner.
-                Ok(()) | Err(BrokerError::TopicNotFound(_) | BrokerError::NotServed(_)) => {}
+                Err(BrokerError::TopicNotFound(_) | BrokerError::NotServed(_)) => {}
                 Err(e) => return Err(e),
             }
         }
         self.meta.delete(&partitions_key(name))?;
-        Ok(())
+        Ok(producers)
     }
 
     /// Deletes a loaded topic if `idle` still holds under the topics lock (inactive-topic GC,
@@ -758,5 +793,15 @@ impl BrokerService {
         }
         self.storage.close()?;
         Ok(())
+    }
+}
+
+/// Pulsar's `TopicBusyException` for a loaded topic with producers or consumers connected.
+fn busy(topic: Option<&Arc<Topic>>) -> Result<(), BrokerError> {
+    match topic.map_or(0, |t| t.usage_count()) {
+        0 => Ok(()),
+        n => Err(BrokerError::TopicBusy(format!(
+            "Topic has {n} connected producers/consumers"
+        ))),
     }
 }

@@ -99,7 +99,7 @@ mod tests {
             Err(BrokerError::NotServed(_))
         ));
         assert!(matches!(
-            svc.delete_topic(&t),
+            svc.delete_topic(&t, false),
             Err(BrokerError::NotServed(_))
         ));
         assert!(
@@ -107,14 +107,14 @@ mod tests {
             "the topic stays for its owner"
         );
         // Deleting the partitioned topic forgets it here; its partitions are their owners'.
-        svc.delete_partitioned(&parted).unwrap();
+        svc.delete_partitioned(&parted, false).unwrap();
         assert!(svc.loaded_topic(&parted.partition(0)).is_some());
         // The transaction coordinator's namespace is every broker's own.
         let system = TopicName::parse("persistent://pulsar/system/transaction_log_0").unwrap();
         assert!(svc.topic(&system, true).is_ok());
 
         owned.store(true, Ordering::Relaxed);
-        svc.delete_topic(&t).unwrap();
+        svc.delete_topic(&t, false).unwrap();
         assert!(svc.loaded_topic(&t).is_none());
     }
 }

@@ -383,6 +383,19 @@ impl Topic {
         )
     }
 
+    /// Producers and consumers connected to the topic (Pulsar's `currentUsageCount`).
+    #[must_use]
+    pub fn usage_count(&self) -> usize {
+        // Locks: the producers' table, then each subscription's consumers, one at a time.
+        let producers = self.producers.lock().len();
+        producers
+            + self
+                .subscriptions()
+                .iter()
+                .map(|s| s.consumers().len())
+                .sum::<usize>()
+    }
+
     /// All subscriptions.
     #[must_use]
     pub fn subscriptions(&self) -> Vec<Arc<Subscription>> {

@@ -74,6 +74,16 @@ pub(super) async fn across_owners(
     // A partition its owner would not delete keeps the partitioned topic (its record stays).
     let refused = |(s, _): &(StatusCode, Bytes)| !s.is_success() && *s != StatusCode::NOT_FOUND;
     if delete && answers.iter().any(refused) {
+        // A partition with clients (412) refuses the whole delete, in Pulsar's words for it.
+        if answers
+            .iter()
+            .any(|(s, _)| *s == StatusCode::PRECONDITION_FAILED)
+        {
+            return fail(
+                StatusCode::PRECONDITION_FAILED,
+                "Topic has active producers/subscriptions",
+            );
+        }
         return combine(answers, false);
     }
     // The partitioned topic's own record is this broker's to delete, whoever owns its partitions.

@@ -2,14 +2,16 @@
 //! its update (`stats` and `partitioned-stats` live in [`super::stats`], `internalStats` and
 //! `partitioned-internalStats` in [`super::internal_stats`]).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use pulsar_rs_broker::service::topic_quota::EAGER_PARTITIONS;
+use pulsar_rs_broker::BrokerError;
 use serde_json::{json, Value};
 
 use super::topic_path::{DeferredTopicPath, TopicPath};
@@ -274,7 +276,13 @@ async fn update_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
     }
 }
 
-async fn delete_partitioned(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+/// `DELETE .../{topic}/partitions[?force=true]` (Pulsar's `deletePartitionedTopic`).
+async fn delete_partitioned(
+    State(ctx): Ctx,
+    TopicPath(name): TopicPath,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let force = forced(&q);
     if let Some(member) = ctx.cluster.get() {
         // The store's record goes first, so no broker adopts the topic again; the partitions
         // other brokers own were deleted by them (admin::fan_out).
@@ -282,7 +290,7 @@ async fn delete_partitioned(State(ctx): Ctx, TopicPath(name): TopicPath) -> Resp
             return super::cluster::cluster_fail(&e);
         }
     }
-    no_content(&ctx, move |svc| svc.delete_partitioned(&name)).await
+    closing_producers(&ctx, move |svc| svc.delete_partitioned(&name, force)).await
 }
 
 async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
@@ -304,6 +312,39 @@ async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     no_content(&ctx, move |svc| svc.topic(&name, true).map(drop)).await
 }
 
-async fn delete_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
-    no_content(&ctx, move |svc| svc.delete_topic(&name)).await
+/// `DELETE .../{topic}[?force=true]` (Pulsar's `deleteTopic`): 412 while producers or
+/// consumers are connected; with `force` they are closed and the topic deleted.
+async fn delete_topic(
+    State(ctx): Ctx,
+    TopicPath(name): TopicPath,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let force = forced(&q);
+    closing_producers(&ctx, move |svc| svc.delete_topic(&name, force)).await
+}
+
+/// Pulsar's `force` query parameter (`false` unless `true`).
+fn forced(q: &HashMap<String, String>) -> bool {
+    q.get("force").is_some_and(|v| v == "true")
+}
+
+/// Runs a delete on the blocking pool, then sends CLOSE_PRODUCER to the producers it
+/// unregistered (their clients reconnect, as after Pulsar's forced delete): 204, or the error.
+async fn closing_producers(
+    ctx: &Arc<ServerContext>,
+    delete: impl FnOnce(&pulsar_rs_broker::BrokerService) -> Result<Vec<u64>, BrokerError>
+        + Send
+        + 'static,
+) -> Response {
+    let svc = Arc::clone(&ctx.service);
+    match tokio::task::spawn_blocking(move || delete(&svc)).await {
+        Ok(Ok(producers)) => {
+            for handle in producers {
+                ctx.fence_producer(handle);
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
