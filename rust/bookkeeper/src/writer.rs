@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::oneshot;
 
 use crate::bookie_client::BookieClient;
@@ -349,24 +350,37 @@ impl Shared {
         }
     }
 
+    /// Sends `sends` from one task (an append's Qw sends, or an ensemble change's resends), each
+    /// answer handled as it arrives: one task per call rather than one per bookie request.
     fn dispatch(self: Arc<Self>, sends: Vec<AddSend>) {
-        for s in sends {
-            let me = self.clone();
-            tokio::spawn(async move {
-                let r = me
-                    .bookies
-                    .add(
-                        &s.bookie,
-                        me.master_key,
-                        me.ledger_id,
-                        s.entry_id,
-                        s.stored,
-                        false,
-                    )
-                    .await;
-                me.on_add_response(s.entry_id, &s.bookie, r);
-            });
+        if sends.is_empty() {
+            return;
         }
+        tokio::spawn(async move {
+            let mut answers: FuturesUnordered<_> = sends
+                .into_iter()
+                .map(|s| {
+                    let me = &self;
+                    async move {
+                        let r = me
+                            .bookies
+                            .add(
+                                &s.bookie,
+                                me.master_key,
+                                me.ledger_id,
+                                s.entry_id,
+                                s.stored,
+                                false,
+                            )
+                            .await;
+                        (s.entry_id, s.bookie, r)
+                    }
+                })
+                .collect();
+            while let Some((entry_id, bookie, r)) = answers.next().await {
+                self.on_add_response(entry_id, &bookie, r);
+            }
+        });
     }
 
     fn on_add_response(self: &Arc<Self>, entry_id: i64, bookie: &str, r: Result<()>) {
