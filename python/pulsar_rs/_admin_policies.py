@@ -6,7 +6,7 @@ the deduplication path (``deduplicationEnabled``) and in sending the TTL as ``?m
 Policies go by their REST path names (``retention``, ``messageTTL``, ``backlogQuota`` /
 ``backlogQuotaMap``, ``deduplication`` / ``deduplicationEnabled``, ``publishRate``,
 ``dispatchRate``, ``subscriptionDispatchRate``, ``compactionThreshold``,
-``inactiveTopicPolicies``); a getter answers ``None`` when the policy is not set.
+``inactiveTopicPolicies``, ``persistence``); a getter answers ``None`` when the policy is not set.
 """
 
 from __future__ import annotations
@@ -40,6 +40,20 @@ class PolicySetters:
         """-1 is unlimited, 0 no retention (as Pulsar's ``RetentionPolicies``)."""
         body = {"retentionTimeInMinutes": time_in_minutes, "retentionSizeInMB": size_in_mb}
         self.set_policy(target, "retention", body)
+
+    def set_persistence(
+        self, target: str, ensemble: int, write_quorum: int, ack_quorum: int, mark_delete_max_rate: float = 0.0
+    ) -> None:
+        """E, Qw and Qa of the new ledgers of a namespace's (or a topic's) topics on BookKeeper
+        (Pulsar's ``PersistencePolicies``): each ledger created from now on, including the
+        next rollover of a loaded topic, takes them."""
+        body = {
+            "bookkeeperEnsemble": ensemble,
+            "bookkeeperWriteQuorum": write_quorum,
+            "bookkeeperAckQuorum": ack_quorum,
+            "managedLedgerMaxMarkDeleteRate": mark_delete_max_rate,
+        }
+        self.set_policy(target, "persistence", body)
 
     def set_message_ttl(self, target: str, seconds: int) -> None:
         self.set_policy(target, "messageTTL", seconds)

@@ -299,6 +299,22 @@ POLICIES = [
     ),
     ("compaction-threshold", ["-t", "10M"], {str(10 << 20): ""}, 10 << 20),
     (
+        "persistence",
+        ["-e", "3", "-w", "3", "-a", "2"],
+        {
+            "bookkeeperEnsemble": "3",
+            "bookkeeperWriteQuorum": "3",
+            "bookkeeperAckQuorum": "2",
+            "managedLedgerMaxMarkDeleteRate": "0.0",
+        },
+        {
+            "bookkeeperEnsemble": 3,
+            "bookkeeperWriteQuorum": 3,
+            "bookkeeperAckQuorum": 2,
+            "managedLedgerMaxMarkDeleteRate": 0.0,
+        },
+    ),
+    (
         "inactive-topic-policies",
         ["-e", "-t", "1h", "-m", "delete_when_subscriptions_caught_up"],
         {

@@ -9,6 +9,8 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
   fences its ledger: the sends it held while frozen cannot land there; whoever held the topic
   when, every receipted message is in the log (the brokers form one cluster; tests/cluster has
   the rest of it).
+* The ``persistence`` policy (namespace, then topic) chooses E/Qw/Qa of each new ledger, a
+  rollover included, as BookKeeper's own shell reads them from the ledgers' metadata.
 * Apache Pulsar 4.0.8 on the same ZooKeeper and bookies serves a topic pulsar-rs wrote, with the
   subscription where pulsar-rs left it, and pulsar-rs serves a topic Apache Pulsar wrote: the same
   entries, ledger lists and cursors, in Pulsar's formats.
@@ -33,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
+
+from pulsar_rs import Admin
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -286,3 +290,36 @@ def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies)
         c.close()
     finally:
         r2.kill()
+
+
+def test_persistence_policies_choose_the_quorums_of_each_new_ledger(tmp_path, bookies):
+    """The broker's defaults are E=3 Qw=2 Qa=2; a namespace policy of 3/3/2 applies to the
+    topic's first ledger, a topic policy of 2/2/1 set while it is loaded to the ledger its
+    rollover (40 entries) creates, and every message is still there."""
+    topic = "persistent://public/default/quorums"
+    broker, url = start_broker(tmp_path, bookies, "quorums")
+    with broker:
+        wait_for_cluster([broker])
+        admin = Admin(broker.http)
+        admin.namespaces.set_persistence("public/default", 3, 3, 2)
+        assert admin.namespaces.get_policy("public/default", "persistence")["bookkeeperWriteQuorum"] == 3
+        owner_url(broker, topic)  # the lookup places the bundle here
+        c = client(url)
+        try:
+            # A subscription holds the backlog, so no ledger is trimmed on the rollover.
+            c.subscribe(topic, "all").close()
+            p = c.create_producer(topic, batching_enabled=False)
+            for i in range(10):
+                p.send(f"m{i}".encode())
+            first = admin.topics.internal_stats(topic)["ledgers"][-1]["ledgerId"]
+            admin.topics.set_persistence(topic, 2, 2, 1)
+            for i in range(10, 50):
+                p.send(f"m{i}".encode())
+            ledgers = [entry["ledgerId"] for entry in admin.topics.internal_stats(topic)["ledgers"]]
+            p.close()
+            assert ledgers[0] == first and len(ledgers) >= 2, ledgers
+            assert bookies.ledger_quorums(first) == (3, 3, 2)
+            assert bookies.ledger_quorums(ledgers[-1]) == (2, 2, 1)
+            assert drain(c, topic, "all", 50) == [f"m{i}".encode() for i in range(50)]
+        finally:
+            c.close()

@@ -107,6 +107,33 @@ def test_partitioned_topic_lifecycle(pair: tuple[Target, Target]) -> None:
     compare(pair, scenario)
 
 
+def test_persistence_policies(pair: tuple[Target, Target]) -> None:
+    """The ``persistence`` policy over REST, namespace and topic level: unset, set, read, Pulsar's
+    400s for quorums out of bounds or out of order, removed."""
+
+    def scenario(t: Target) -> list[Any]:
+        ns = f"/admin/v2/namespaces/{t.namespace}/persistence"
+        topic = f"/admin/v2/persistent/{t.namespace}/kept"
+        assert t.rest("PUT", topic)[0] == 204
+        body = {"bookkeeperEnsemble": 3, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 2}
+        out: list[Any] = [t.rest("GET", ns), t.rest("POST", ns, body)[0], t.rest("GET", ns)]
+        for e, qw, qa in [(2, 3, 2), (3, 2, 3), (0, 0, 0), (6, 2, 2), (3, 6, 2), (3, 2, 0), (-1, 2, 2)]:
+            bad = {"bookkeeperEnsemble": e, "bookkeeperWriteQuorum": qw, "bookkeeperAckQuorum": qa}
+            out.append(t.rest("POST", ns, bad))
+        out.append(t.rest("POST", ns, {"bookkeeperEnsemble": 1})[0])  # the others default to 2
+        out += [t.rest("DELETE", ns)[0], t.rest("GET", ns)]
+        out += [
+            t.rest("GET", f"{topic}/persistence"),
+            t.rest("POST", f"{topic}/persistence", body)[0],
+            t.rest("GET", f"{topic}/persistence"),
+            t.rest("POST", f"{topic}/persistence", {**body, "bookkeeperAckQuorum": 3}),
+            t.rest("DELETE", f"{topic}/persistence")[0],
+        ]
+        return out
+
+    compare(pair, scenario)
+
+
 def test_delete_topics_in_use(pair: tuple[Target, Target]) -> None:
     """A topic (and a partitioned topic) with clients connected: refused without ``force``, with
     Pulsar's status and reason; deleted with it."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -162,6 +163,32 @@ class BookKeeperCluster:
             check=False,
         ).stdout.decode(errors="replace")
         return [b for b in self.bookies if f"127.0.0.1:{b.rsplit(':', 1)[1]}" in out]
+
+    def ledger_quorums(self, ledger_id: int) -> tuple[int, int, int]:
+        """(E, Qw, Qa) of a ledger as BookKeeper's own shell reads its metadata."""
+        out = subprocess.run(
+            [
+                "java",
+                "-Xmx96m",
+                "-cp",
+                f"{self.home}/lib/*",
+                "org.apache.bookkeeper.bookie.BookieShell",
+                "-conf",
+                str(self.dir / "bookie0" / "bk.conf"),
+                "ledgermetadata",
+                "-ledgerid",
+                str(ledger_id),
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        text = out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
+        m = re.search(r"ensembleSize=(\d+), writeQuorumSize=(\d+), ackQuorumSize=(\d+)", text)
+        if m is None:
+            raise PulsarReferenceError(f"no metadata for ledger {ledger_id}: {text[-2000:]}")
+        e, qw, qa = (int(g) for g in m.groups())
+        return e, qw, qa
 
     def create_znode(self, path: str) -> None:
         """Creates a persistent, empty znode (and its parents) with ZooKeeper's own shell, as an

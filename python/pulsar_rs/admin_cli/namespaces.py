@@ -16,6 +16,8 @@ publish-rate                ``--msg-publish-rate/-m``, ``--byte-publish-rate/-b`
 dispatch-rate               ``--msg-dispatch-rate/-md``, ``--byte-dispatch-rate/-bd``,
 subscription-dispatch-rate  ``--dispatch-rate-period/-dt``, ``--relative-to-publish-rate/-rp``
 compaction-threshold        ``--threshold/-t`` (e.g. 100M)
+persistence                 ``--bookkeeper-ensemble/-e``, ``--bookkeeper-write-quorum/-w``,
+                            ``--bookkeeper-ack-quorum/-a``, ``--ml-mark-delete-max-rate/-r``
 inactive-topic-policies     ``--enable-delete-while-inactive/-e`` or
                             ``--disable-delete-while-inactive/-d``,
                             ``--max-inactive-duration/-t``, ``--delete-mode/-m``
@@ -123,6 +125,13 @@ def _add_policy(
 def _retention_flags(p: Any) -> None:
     p.add_argument("--time", "-t", type=seconds, required=True, help="e.g. 100m, 3h, 2d; -1 unlimited, 0 none")
     p.add_argument("--size", "-s", type=size, required=True, help="e.g. 10M, 16G; -1 unlimited, 0 none")
+
+
+def _persistence_flags(p: Any) -> None:
+    p.add_argument("--bookkeeper-ensemble", "-e", type=int, required=True)
+    p.add_argument("--bookkeeper-write-quorum", "-w", type=int, required=True)
+    p.add_argument("--bookkeeper-ack-quorum", "-a", type=int, required=True)
+    p.add_argument("--ml-mark-delete-max-rate", "-r", type=float, default=0.0)
 
 
 def _ttl_flags(p: Any) -> None:
@@ -284,6 +293,14 @@ def add_policies(g: Any, target: str) -> None:
     ttl_flags = _ttl_flags if target == "namespace" else _topic_ttl_flags
     dedup = "deduplication" if target == "namespace" else "deduplicationEnabled"
     _add_policy(g, "retention", "retention", _set_retention, _retention_flags, target)
+    persistence = _call(
+        "set_persistence",
+        "bookkeeper_ensemble",
+        "bookkeeper_write_quorum",
+        "bookkeeper_ack_quorum",
+        "ml_mark_delete_max_rate",
+    )
+    _add_policy(g, "persistence", "persistence", persistence, _persistence_flags, target)
     _add_policy(g, "message-ttl", "messageTTL", _call("set_message_ttl", "ttl"), ttl_flags, target)
     _add_policy(g, "deduplication", dedup, _call("set_deduplication", "enabled"), _on_off_flags, target)
     rate = _call("set_publish_rate", "msg_publish_rate", "byte_publish_rate")

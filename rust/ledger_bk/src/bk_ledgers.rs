@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use pulsar_rs_bookkeeper::{BookKeeper, LedgerConfig, LedgerReader, LedgerWriter};
-use pulsar_rs_ledger::seam::{BoxFut, LedgerStorage, ReadLedger, WriteLedger};
+use pulsar_rs_ledger::seam::{BoxFut, LedgerStorage, Quorums, ReadLedger, WriteLedger};
 use pulsar_rs_ledger::Result;
 
 use crate::errors::from_bk;
@@ -58,11 +58,20 @@ struct BkReader {
 }
 
 impl LedgerStorage for BkLedgerStorage {
-    fn create_ledger(&self, ml_name: &str) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>> {
+    fn create_ledger(
+        &self,
+        ml_name: &str,
+        quorums: Option<Quorums>,
+    ) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>> {
+        let q = quorums.unwrap_or(Quorums {
+            ensemble: self.settings.ensemble_size,
+            write: self.settings.write_quorum,
+            ack: self.settings.ack_quorum,
+        });
         let cfg = LedgerConfig {
-            ensemble_size: self.settings.ensemble_size,
-            write_quorum: self.settings.write_quorum,
-            ack_quorum: self.settings.ack_quorum,
+            ensemble_size: q.ensemble,
+            write_quorum: q.write,
+            ack_quorum: q.ack,
             password: self.settings.password.clone(),
             custom_metadata: vec![
                 ("application".into(), b"pulsar".to_vec()),

@@ -75,6 +75,12 @@ pub struct BrokerConfig {
     pub managed_ledger_default_write_quorum: usize,
     /// Copies acknowledged before an entry is (Qa).
     pub managed_ledger_default_ack_quorum: usize,
+    /// The largest ensemble a `persistence` policy may ask for.
+    pub managed_ledger_max_ensemble_size: usize,
+    /// The largest write quorum a `persistence` policy may ask for.
+    pub managed_ledger_max_write_quorum: usize,
+    /// The largest ack quorum a `persistence` policy may ask for.
+    pub managed_ledger_max_ack_quorum: usize,
     /// Per bookie request.
     pub bookkeeper_client_timeout_in_seconds: u64,
     /// The metadata-store session: this long after a broker stops answering, its bundles go
@@ -293,6 +299,9 @@ impl Default for BrokerConfig {
             managed_ledger_default_ensemble_size: 2,
             managed_ledger_default_write_quorum: 2,
             managed_ledger_default_ack_quorum: 2,
+            managed_ledger_max_ensemble_size: 5,
+            managed_ledger_max_write_quorum: 5,
+            managed_ledger_max_ack_quorum: 5,
             bookkeeper_client_timeout_in_seconds: 30,
             metadata_store_session_timeout_millis: 30_000,
             default_number_of_namespace_bundles: 4,

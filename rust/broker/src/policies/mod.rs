@@ -59,6 +59,84 @@ pub struct Retention {
     pub retention_size_in_mb: i64,
 }
 
+/// Pulsar's `PersistencePolicies`: the bookies a topic's new ledgers are striped over (E), copied
+/// to (Qw) and acknowledged by (Qa). A field left out of a request body takes Pulsar's default
+/// (2, 2, 2, 0.0), as its no-argument constructor gives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PersistencePolicies {
+    /// Ensemble size (E).
+    pub bookkeeper_ensemble: i32,
+    /// Write quorum (Qw).
+    pub bookkeeper_write_quorum: i32,
+    /// Ack quorum (Qa).
+    pub bookkeeper_ack_quorum: i32,
+    /// Mark-delete persist rate limit (kept and shown; cursors here persist on their own schedule).
+    pub managed_ledger_max_mark_delete_rate: f64,
+    /// A managed-ledger storage class (Pulsar 4's field; kept and shown, not chosen from;
+    /// left out of the JSON when unset, as Pulsar's mapper leaves nulls out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_ledger_storage_class_name: Option<String>,
+}
+
+impl Default for PersistencePolicies {
+    fn default() -> Self {
+        PersistencePolicies {
+            bookkeeper_ensemble: 2,
+            bookkeeper_write_quorum: 2,
+            bookkeeper_ack_quorum: 2,
+            managed_ledger_max_mark_delete_rate: 0.0,
+            managed_ledger_storage_class_name: None,
+        }
+    }
+}
+
+impl PersistencePolicies {
+    /// Pulsar's `validatePersistencePolicies` with the broker's `managedLedgerMax*` bounds:
+    /// `Err` holds Pulsar's message (a 400 over REST).
+    ///
+    /// # Errors
+    /// A quorum outside 1..=its bound, or E ≥ Qw ≥ Qa broken.
+    pub fn check(&self, max: (usize, usize, usize)) -> Result<(), String> {
+        let within = |v: i32, bound: usize| v > 0 && usize::try_from(v).is_ok_and(|v| v <= bound);
+        if !within(self.bookkeeper_ensemble, max.0) {
+            return Err(format!("Bookkeeper-Ensemble must be <= {} and > 0.", max.0));
+        }
+        if !within(self.bookkeeper_write_quorum, max.1) {
+            return Err(format!(
+                "Bookkeeper-WriteQuorum must be <= {} and > 0.",
+                max.1
+            ));
+        }
+        if !within(self.bookkeeper_ack_quorum, max.2) {
+            return Err(format!(
+                "Bookkeeper-AckQuorum must be <= {} and > 0.",
+                max.2
+            ));
+        }
+        if self.bookkeeper_ensemble < self.bookkeeper_write_quorum
+            || self.bookkeeper_write_quorum < self.bookkeeper_ack_quorum
+        {
+            return Err(format!(
+                "Bookkeeper Ensemble ({}) >= WriteQuorum ({}) >= AckQuorum ({})",
+                self.bookkeeper_ensemble, self.bookkeeper_write_quorum, self.bookkeeper_ack_quorum
+            ));
+        }
+        Ok(())
+    }
+
+    /// The quorums new ledgers take.
+    #[must_use]
+    pub fn quorums(&self) -> pulsar_rs_ledger::seam::Quorums {
+        let n = |v: i32| usize::try_from(v.max(1)).unwrap_or(1);
+        pulsar_rs_ledger::seam::Quorums {
+            ensemble: n(self.bookkeeper_ensemble),
+            write: n(self.bookkeeper_write_quorum),
+            ack: n(self.bookkeeper_ack_quorum),
+        }
+    }
+}
+
 /// Pulsar's `InactiveTopicPolicies`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -143,6 +221,9 @@ pub struct Policies {
     pub backlog_quota_map: HashMap<String, BacklogQuota>,
     /// Retention.
     pub retention: Option<Retention>,
+    /// Ensemble and quorums of new ledgers on BookKeeper; Pulsar's `persistence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistence: Option<PersistencePolicies>,
     /// Deduplication on or off (`None`: inherit; broker `brokerDeduplicationEnabled`).
     #[serde(default)]
     pub deduplication_enabled: Option<bool>,

@@ -10,7 +10,7 @@ use pulsar_rs_ledger::MetaStore;
 
 use super::backlog_quota::{BacklogQuota, RetentionPolicy};
 use super::limits::{self, Limits};
-use super::{positive, validate, Effective, InactiveTopicPolicies, Policies};
+use super::{positive, validate, Effective, InactiveTopicPolicies, PersistencePolicies, Policies};
 use crate::config::schema_strategy::Strategy;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
@@ -207,6 +207,15 @@ impl PolicyStore {
             self.meta.delete(&metadata_keys::topic_policies(&name))?;
         }
         Ok(())
+    }
+
+    /// The `persistence` policy of a topic: its own, else its namespace's; `None`: the broker's
+    /// `managedLedgerDefault*` settings.
+    #[must_use]
+    pub fn persistence(&self, t: &TopicName) -> Option<PersistencePolicies> {
+        self.topic(t)
+            .persistence
+            .or_else(|| self.namespace(&t.namespace_name()).persistence)
     }
 
     /// The effective policy of a topic.

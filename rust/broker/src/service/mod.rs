@@ -115,8 +115,22 @@ impl BrokerService {
         backing: Arc<pulsar_rs_ledger::seam::SeamBacking>,
     ) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
-        let storage = Storage::open_on_backing(data_dir, config.storage_config(), backing, false)?;
-        Self::over(config, storage)
+        let storage = Storage::open_on_backing(
+            data_dir,
+            config.storage_config(),
+            Arc::clone(&backing),
+            false,
+        )?;
+        let service = Self::over(config, storage)?;
+        // New ledgers take the `persistence` policy of their topic (or its namespace) in force
+        // when each is created, as Pulsar's managed-ledger config does after a policy update.
+        let policies = Arc::downgrade(&service);
+        backing.set_quorum_source(Arc::new(move |ml_name| {
+            let service = policies.upgrade()?;
+            let topic = TopicName::from_ledger_name(ml_name)?;
+            service.policies.persistence(&topic).map(|p| p.quorums())
+        }));
+        Ok(service)
     }
 
     /// Opens the data directory read-only, for export and inspection: no lock, no

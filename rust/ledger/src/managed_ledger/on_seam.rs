@@ -147,7 +147,8 @@ impl ManagedLedger {
     pub(super) fn seam_new_writer(&self, b: &SeamBacking) -> Result<Arc<dyn WriteLedger>> {
         let ledgers = Arc::clone(&b.ledgers);
         let name = self.name.clone();
-        b.block(async move { ledgers.create_ledger(&name).await })
+        let quorums = b.quorums_for(&name);
+        b.block(async move { ledgers.create_ledger(&name, quorums).await })
     }
 
     /// Closes a writer the managed ledger no longer appends to (after its pending appends).

@@ -10,9 +10,9 @@
 //! Appends do not block: their completion is reported from the backing's runtime.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use super::{LedgerStorage, VersionedStore};
+use super::{LedgerStorage, QuorumSource, Quorums, VersionedStore};
 use crate::{LedgerError, Result};
 
 /// Ledgers and metadata somewhere else than the data directory.
@@ -27,6 +27,9 @@ pub struct SeamBacking {
     handle: tokio::runtime::Handle,
     /// A short description for logs and stats (`bookkeeper zk:127.0.0.1:2181`); immutable.
     pub describe: String,
+    /// Where new ledgers' quorums come from (the broker's persistence policies); set once by
+    /// whoever owns the policies, read when a ledger is created.
+    quorums: OnceLock<QuorumSource>,
 }
 
 impl SeamBacking {
@@ -44,7 +47,20 @@ impl SeamBacking {
             handle: runtime.handle().clone(),
             runtime: Some(runtime),
             describe,
+            quorums: OnceLock::new(),
         }
+    }
+
+    /// Sets where new ledgers' quorums come from; a second call is ignored (the first owner of the
+    /// policies keeps them).
+    pub fn set_quorum_source(&self, source: QuorumSource) {
+        let _ = self.quorums.set(source);
+    }
+
+    /// The quorums of the next ledger of managed ledger `ml_name` (`None`: the storage's defaults).
+    #[must_use]
+    pub fn quorums_for(&self, ml_name: &str) -> Option<Quorums> {
+        self.quorums.get().and_then(|source| source(ml_name))
     }
 
     /// The runtime the clients run on.

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::{BoxFut, LedgerStorage, ReadLedger, WriteLedger};
+use super::{BoxFut, LedgerStorage, Quorums, ReadLedger, WriteLedger};
 use crate::journal::{Completion, Loc};
 use crate::storage::Shared;
 use crate::{LedgerError, Result};
@@ -108,7 +108,12 @@ impl JournalLedgers {
 }
 
 impl LedgerStorage for JournalLedgers {
-    fn create_ledger(&self, _ml_name: &str) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>> {
+    /// One journal on one disk: there is nothing to replicate, so `quorums` does not apply.
+    fn create_ledger(
+        &self,
+        _ml_name: &str,
+        _quorums: Option<Quorums>,
+    ) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>> {
         Box::pin(async move {
             if self.shared.read_only {
                 return Err(LedgerError::ReadOnly {

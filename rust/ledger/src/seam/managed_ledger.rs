@@ -164,7 +164,7 @@ impl SeamManagedLedger {
                 "dropping the empty recovered ledger"
             );
         }
-        let writer = storage.create_ledger(name).await?;
+        let writer = storage.create_ledger(name, None).await?;
         info.ledger_info.push(LedgerInfo {
             ledger_id: writer.id(),
             entries: None,
@@ -352,7 +352,7 @@ impl SeamManagedLedger {
             // A failed ledger may not close cleanly; the next owner's recovery closes it.
             tracing::warn!(ledger = %self.name, ledger_id = old.id(), error = %e, "closing the ledger failed");
         }
-        let new = self.storage.create_ledger(&self.name).await?;
+        let new = self.storage.create_ledger(&self.name, None).await?;
         let now = self.clock.now_ms() as i64;
         let (raw, version) = {
             // Lock: bookkeeping only, released before any await or I/O.

@@ -79,11 +79,33 @@ pub trait ReadLedger: Send + Sync {
     fn read_last_add_confirmed(&self) -> BoxFut<'_, Result<i64>>;
 }
 
+/// How many storage nodes a new ledger is striped over and copied to (BookKeeper's E, Qw, Qa):
+/// Pulsar's `persistence` policy of the ledger's topic or namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quorums {
+    /// Ensemble size (E).
+    pub ensemble: usize,
+    /// Write quorum (Qw).
+    pub write: usize,
+    /// Ack quorum (Qa).
+    pub ack: usize,
+}
+
+/// The quorums a managed ledger's next ledger is created with, asked each time one is created
+/// (so a policy changed meanwhile applies from the next ledger on, as in Pulsar); `None`: the
+/// storage's defaults.
+pub type QuorumSource = Arc<dyn Fn(&str) -> Option<Quorums> + Send + Sync>;
+
 /// Where ledgers live.
 pub trait LedgerStorage: Send + Sync {
     /// Creates a new ledger for the managed ledger `ml_name` (recorded as the ledger's owner where
-    /// the storage keeps such metadata) and opens it for writing.
-    fn create_ledger(&self, ml_name: &str) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>>;
+    /// the storage keeps such metadata) and opens it for writing, with `quorums` where the
+    /// storage replicates (else its defaults).
+    fn create_ledger(
+        &self,
+        ml_name: &str,
+        quorums: Option<Quorums>,
+    ) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>>;
     /// Opens a ledger for reading. With `recover`, it is fenced first (its writer can add no
     /// more) and closed at its last durable entry, as a new owner must do.
     fn open_ledger(&self, ledger_id: i64, recover: bool)

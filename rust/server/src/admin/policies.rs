@@ -5,7 +5,8 @@
 //! `schemaValidationEnforced`, at namespace and topic level; the limits (namespace
 //! `maxProducersPerTopic`, `maxConsumersPerTopic`, `maxConsumersPerSubscription`,
 //! `maxSubscriptionsPerTopic`, `maxTopicsPerNamespace`; topic `maxProducers`, `maxConsumers`,
-//! `maxConsumersPerSubscription`, `maxSubscriptionsPerTopic`, `maxMessageSize`).
+//! `maxConsumersPerSubscription`, `maxSubscriptionsPerTopic`, `maxMessageSize`); `persistence`
+//! (E/Qw/Qa of new ledgers on BookKeeper).
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
 // `Response` in a `Result` does not matter here.
@@ -22,7 +23,7 @@ use axum::{Json, Router};
 use pulsar_rs_broker::config::schema_strategy::Strategy;
 use pulsar_rs_broker::policies::backlog_quota::BacklogQuota;
 use pulsar_rs_broker::policies::{
-    DispatchRate, InactiveTopicPolicies, Policies, PublishRate, Retention,
+    DispatchRate, InactiveTopicPolicies, PersistencePolicies, Policies, PublishRate, Retention,
 };
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
@@ -76,6 +77,7 @@ enum Kind {
     MaxSubscriptions,
     MaxTopics,
     MaxMessageSize,
+    Persistence,
 }
 
 /// Where a policy path is: a namespace's or a topic's (some policies exist at one level only,
@@ -118,6 +120,7 @@ fn kind(name: &str, level: Level) -> Result<Kind, Response> {
         "schemaCompatibilityStrategy" => Kind::SchemaCompatibilityStrategy,
         "isAllowAutoUpdateSchema" => Kind::IsAllowAutoUpdateSchema,
         "schemaValidationEnforced" => Kind::SchemaValidationEnforced,
+        "persistence" => Kind::Persistence,
         other => {
             return Err(fail(
                 StatusCode::NOT_FOUND,
@@ -167,6 +170,7 @@ fn view(p: &Policies, k: Kind) -> Value {
         // Pulsar answers 0 when the namespace sets nothing (the broker's value is not shown).
         Kind::MaxTopics => serde_json::to_value(p.max_topics_per_namespace.unwrap_or(0)),
         Kind::MaxMessageSize => serde_json::to_value(p.max_message_size),
+        Kind::Persistence => serde_json::to_value(&p.persistence),
     };
     v.unwrap_or(Value::Null)
 }
@@ -205,6 +209,17 @@ struct Request<'a> {
     name: &'a str,
     level: Level,
     broker_max_message_size: u32,
+    /// The broker's `managedLedgerMaxEnsembleSize`, `...MaxWriteQuorum`, `...MaxAckQuorum`.
+    max_quorums: (usize, usize, usize),
+}
+
+/// The bounds of a `persistence` policy.
+fn max_quorums(c: &pulsar_rs_broker::BrokerConfig) -> (usize, usize, usize) {
+    (
+        c.managed_ledger_max_ensemble_size,
+        c.managed_ledger_max_write_quorum,
+        c.managed_ledger_max_ack_quorum,
+    )
 }
 
 /// Parses `body` for `k` and returns the change to apply, or the 4xx response.
@@ -242,6 +257,12 @@ fn change(
         Kind::Retention => {
             let v: Retention = parse(body)?;
             Box::new(move |p| p.retention = Some(v))
+        }
+        Kind::Persistence => {
+            let v: PersistencePolicies = parse(body)?;
+            v.check(r.max_quorums)
+                .map_err(|why| fail(StatusCode::BAD_REQUEST, why))?;
+            Box::new(move |p| p.persistence = Some(v))
         }
         Kind::Deduplication => {
             let v: bool = parse(body)?;
@@ -346,6 +367,7 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         Kind::MaxSubscriptions => Box::new(|p| p.max_subscriptions_per_topic = None),
         Kind::MaxTopics => Box::new(|p| p.max_topics_per_namespace = None),
         Kind::MaxMessageSize => Box::new(|p| p.max_message_size = None),
+        Kind::Persistence => Box::new(|p| p.persistence = None),
 
         Kind::BacklogQuotaMap => {
             return Err(fail(
@@ -399,6 +421,7 @@ async fn set_namespace_policy(
         name: &policy,
         level: Level::Namespace,
         broker_max_message_size: ctx.service.config.max_message_size,
+        max_quorums: max_quorums(&ctx.service.config),
     };
     let (f, ns) = match (
         kind(&policy, Level::Namespace).and_then(|k| change(k, &body, &q, &request)),
@@ -457,6 +480,7 @@ async fn set_topic_policy(
         name: &policy,
         level: Level::Topic,
         broker_max_message_size: ctx.service.config.max_message_size,
+        max_quorums: max_quorums(&ctx.service.config),
     };
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),
