@@ -144,46 +144,29 @@ class BookKeeperCluster:
         """SIGKILLs one bookie (its data stays on disk)."""
         stop_process_group(self.bookies.pop(bookie), graceful=False)
 
-    def writable_bookies(self) -> list[str]:
-        """The bookies registered writable, as BookKeeper's shell lists them."""
+    def _tool(self, main_class: str, *args: str) -> str:
+        """Runs one of the distribution's command-line tools to the end: its stdout and stderr."""
         out = subprocess.run(
-            [
-                "java",
-                "-Xmx96m",
-                "-cp",
-                f"{self.home}/lib/*",
-                "org.apache.bookkeeper.bookie.BookieShell",
-                "-conf",
-                str(self.dir / "bookie0" / "bk.conf"),
-                "listbookies",
-                "-rw",
-            ],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        ).stdout.decode(errors="replace")
-        return [b for b in self.bookies if f"127.0.0.1:{b.rsplit(':', 1)[1]}" in out]
-
-    def ledger_quorums(self, ledger_id: int) -> tuple[int, int, int]:
-        """(E, Qw, Qa) of a ledger as BookKeeper's own shell reads its metadata."""
-        out = subprocess.run(
-            [
-                "java",
-                "-Xmx96m",
-                "-cp",
-                f"{self.home}/lib/*",
-                "org.apache.bookkeeper.bookie.BookieShell",
-                "-conf",
-                str(self.dir / "bookie0" / "bk.conf"),
-                "ledgermetadata",
-                "-ledgerid",
-                str(ledger_id),
-            ],
+            ["java", "-Xmx96m", "-cp", f"{self.home}/lib/*", main_class, *args],
             capture_output=True,
             timeout=60,
             check=False,
         )
-        text = out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
+        return out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
+
+    def _bookie_shell(self, *args: str) -> str:
+        return self._tool(
+            "org.apache.bookkeeper.bookie.BookieShell", "-conf", str(self.dir / "bookie0" / "bk.conf"), *args
+        )
+
+    def writable_bookies(self) -> list[str]:
+        """The bookies registered writable, as BookKeeper's shell lists them."""
+        out = self._bookie_shell("listbookies", "-rw")
+        return [b for b in self.bookies if f"127.0.0.1:{b.rsplit(':', 1)[1]}" in out]
+
+    def ledger_quorums(self, ledger_id: int) -> tuple[int, int, int]:
+        """(E, Qw, Qa) of a ledger as BookKeeper's own shell reads its metadata."""
+        text = self._bookie_shell("ledgermetadata", "-ledgerid", str(ledger_id))
         m = re.search(r"ensembleSize=(\d+), writeQuorumSize=(\d+), ackQuorumSize=(\d+)", text)
         if m is None:
             raise PulsarReferenceError(f"no metadata for ledger {ledger_id}: {text[-2000:]}")
@@ -195,22 +178,8 @@ class BookKeeperCluster:
         operator prepares a chroot before brokers use ``metadataStoreUrl=zk:host:port/chroot``."""
         parts = [p for p in path.split("/") if p]
         for i in range(1, len(parts) + 1):
-            subprocess.run(
-                [
-                    "java",
-                    "-Xmx96m",
-                    "-cp",
-                    f"{self.home}/lib/*",
-                    "org.apache.zookeeper.ZooKeeperMain",
-                    "-server",
-                    self.zk_servers,
-                    "create",
-                    "/" + "/".join(parts[:i]),
-                ],
-                capture_output=True,
-                timeout=60,
-                check=False,
-            )
+            znode = "/" + "/".join(parts[:i])
+            self._tool("org.apache.zookeeper.ZooKeeperMain", "-server", self.zk_servers, "create", znode)
 
     def wait_writable(self, n: int) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
