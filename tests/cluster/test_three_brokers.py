@@ -509,6 +509,15 @@ def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brok
             Admin(brokers[1].http).topics.delete(topic, partitioned=True)
         assert (e.value.status, e.value.reason) == (412, "Topic has active producers/subscriptions")
         assert get(f"{brokers[1].http}/admin/v2/persistent/public/default/fanned/partitions")[1]["partitions"] == 6
+        # A consumer on a partition the asked broker owns itself: refused before the store's
+        # record is touched, so every broker still knows the topic.
+        asked = next(b for b in brokers if b.url == owners[0])
+        c.subscribe(f"{topic}-partition-0", "busy-here")
+        with pytest.raises(AdminError) as e:
+            Admin(asked.http).topics.delete(topic, partitioned=True)
+        assert (e.value.status, e.value.reason) == (412, "Topic has active producers/subscriptions")
+        for b in brokers:
+            assert get(f"{b.http}/admin/v2/persistent/public/default/fanned/partitions")[1]["partitions"] == 6
     finally:
         c.close()
     Admin(brokers[1].http).topics.delete(topic, partitioned=True)

@@ -631,13 +631,7 @@ impl BrokerService {
             .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
         let partitions = self.partition_targets(name, n);
         if !force {
-            // Lock: the topics table, for the look only.
-            let topics = self.topics.lock();
-            for p in &partitions {
-                busy(topics.get(p)).map_err(|_| {
-                    BrokerError::TopicBusy("Topic has active producers/subscriptions".into())
-                })?;
-            }
+            self.partitions_idle(&partitions)?;
         }
         if self.partitioned.lock().remove(name).is_none() {
             return Err(BrokerError::TopicNotFound(name.to_string()));
@@ -653,6 +647,34 @@ impl BrokerService {
         }
         self.meta.delete(&partitions_key(name))?;
         Ok(producers)
+    }
+
+    /// Whether a partitioned topic may be deleted without `force`: none of the partitions this
+    /// broker serves has producers or consumers connected (a cluster checks this before it
+    /// deletes the store's record).
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicBusy`] in Pulsar's words for a partitioned topic;
+    /// [`BrokerError::TopicNotFound`].
+    pub fn partitioned_idle(&self, name: &TopicName) -> Result<(), BrokerError> {
+        let n = self
+            .partitioned
+            .lock()
+            .get(name)
+            .copied()
+            .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
+        self.partitions_idle(&self.partition_targets(name, n))
+    }
+
+    fn partitions_idle(&self, partitions: &[TopicName]) -> Result<(), BrokerError> {
+        // Lock: the topics table, for the look only.
+        let topics = self.topics.lock();
+        for p in partitions {
+            busy(topics.get(p)).map_err(|_| {
+                BrokerError::TopicBusy("Topic has active producers/subscriptions".into())
+            })?;
+        }
+        Ok(())
     }
 
     /// Deletes a loaded topic if `idle` still holds under the topics lock (inactive-topic GC,

@@ -284,6 +284,15 @@ async fn delete_partitioned(
 ) -> Response {
     let force = forced(&q);
     if let Some(member) = ctx.cluster.get() {
+        // Refused while a partition here is in use, before the store's record is touched.
+        if !force {
+            let (svc, n) = (Arc::clone(&ctx.service), name.clone());
+            match tokio::task::spawn_blocking(move || svc.partitioned_idle(&n)).await {
+                Ok(Ok(()) | Err(BrokerError::TopicNotFound(_))) => {}
+                Ok(Err(e)) => return broker_fail(&e),
+                Err(e) => return fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            }
+        }
         // The store's record goes first, so no broker adopts the topic again; the partitions
         // other brokers own were deleted by them (admin::fan_out).
         if let Err(e) = member.delete_partitions(&name.to_string()).await {
