@@ -59,7 +59,9 @@ def ensure_cargo_afl() -> None:
 
 def build() -> None:
     """Builds the instrumented targets and writes the seed corpus to fuzz/out/seeds."""
-    _cargo("afl", "build", "--release", "--locked")
+    # The fuzz crate's own target directory, named: a CARGO_TARGET_DIR in the environment would
+    # put the instrumented binaries elsewhere (and mix their flags with the workspace's builds).
+    _cargo("afl", "build", "--release", "--locked", "--target-dir", str(FUZZ / "target"))
     seeds = FUZZ / "out" / "seeds"
     shutil.rmtree(seeds, ignore_errors=True)
     subprocess.run([str(FUZZ / "target/release/seeds"), str(seeds)], check=True)
