@@ -623,21 +623,16 @@ impl BrokerService {
         name: &TopicName,
         force: bool,
     ) -> Result<Vec<u64>, BrokerError> {
+        if !force {
+            self.partitioned_idle(name)?;
+        }
         let n = self
             .partitioned
             .lock()
-            .get(name)
-            .copied()
+            .remove(name)
             .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
-        let partitions = self.partition_targets(name, n);
-        if !force {
-            self.partitions_idle(&partitions)?;
-        }
-        if self.partitioned.lock().remove(name).is_none() {
-            return Err(BrokerError::TopicNotFound(name.to_string()));
-        }
         let mut producers = Vec::new();
-        for partition in partitions {
+        for partition in self.partition_targets(name, n) {
             match self.delete_topic(&partition, force) {
                 Ok(handles) => producers.extend(handles),
                 // In a cluster, another broker's partition is deleted by its owner.
@@ -663,13 +658,10 @@ impl BrokerService {
             .get(name)
             .copied()
             .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
-        self.partitions_idle(&self.partition_targets(name, n))
-    }
-
-    fn partitions_idle(&self, partitions: &[TopicName]) -> Result<(), BrokerError> {
+        let partitions = self.partition_targets(name, n);
         // Lock: the topics table, for the look only.
         let topics = self.topics.lock();
-        for p in partitions {
+        for p in &partitions {
             busy(topics.get(p)).map_err(|_| {
                 BrokerError::TopicBusy("Topic has active producers/subscriptions".into())
             })?;
