@@ -98,7 +98,17 @@ def follow(method: str, url: str) -> tuple[int, object, list[str]]:
 
 
 def owner(base: str, topic: str) -> str:
-    status, body, _ = follow("GET", f"{base}/lookup/v2/topic/persistent/{topic}")
+    # Right after an unload, Apache Pulsar may still hold the old owner's lock, marked disabled,
+    # in its metadata cache (the delete reaches it by a watch a moment later) and answers
+    # 500 "Namespace bundle ... is being unloaded" (NamespaceService.findBrokerServiceUrl);
+    # Pulsar's clients retry a lookup then, and so does this one, for a bounded time.
+    deadline = time.monotonic() + 30
+    while True:
+        status, body, _ = follow("GET", f"{base}/lookup/v2/topic/persistent/{topic}")
+        transient = status == 500 and "being unloaded" in str(body)
+        if not transient or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert status == 200 and isinstance(body, dict), body
     return body["brokerUrl"]
 
