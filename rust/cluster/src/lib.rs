@@ -25,4 +25,4 @@ pub use bundles::Bundle;
 pub use documents::BrokerUrls;
 pub use error::{ClusterError, Result};
 pub use member::{ClusterMember, LookupAnswer, MemberConfig, OnRelease};
-pub use store::ZkMetadataStore;
+pub use store::{StoreEvent, StoreWatch, ZkMetadataStore};

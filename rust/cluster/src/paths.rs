@@ -22,16 +22,30 @@ pub fn cluster(name: &str) -> String {
     format!("/admin/clusters/{name}")
 }
 
+/// Root of the tenants' `TenantInfo` (`/admin/policies/{tenant}`) and the namespaces'
+/// `Policies` (`/admin/policies/{tenant}/{ns}`).
+pub const POLICIES_ROOT: &str = "/admin/policies";
+
 /// A tenant's `TenantInfo`.
 #[must_use]
 pub fn tenant(name: &str) -> String {
-    format!("/admin/policies/{name}")
+    format!("{POLICIES_ROOT}/{name}")
 }
 
 /// A namespace's `Policies` (`ns` is `tenant/ns`).
 #[must_use]
 pub fn namespace_policies(ns: &str) -> String {
-    format!("/admin/policies/{ns}")
+    format!("{POLICIES_ROOT}/{ns}")
+}
+
+/// The namespace (`tenant/ns`) whose `Policies` live at `path`, if it is such a record (not a
+/// tenant's, nor a v1 namespace's `tenant/cluster/ns`).
+#[must_use]
+pub fn namespace_of_policies(path: &str) -> Option<&str> {
+    let ns = path.strip_prefix(POLICIES_ROOT)?.strip_prefix('/')?;
+    let mut parts = ns.split('/');
+    let valid = |p: Option<&str>| p.is_some_and(|p| !p.is_empty());
+    (valid(parts.next()) && valid(parts.next()) && parts.next().is_none()).then_some(ns)
 }
 
 /// A namespace's `LocalPolicies`, where the current bundle split is kept.
@@ -59,6 +73,17 @@ pub fn ownership(bundle: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_namespace_records_name_a_namespace() {
+        let ns = namespace_of_policies;
+        assert_eq!(ns(&namespace_policies("t/n")), Some("t/n"));
+        assert_eq!(ns(&tenant("t")), None);
+        assert_eq!(ns("/admin/policies/t/c/n"), None);
+        assert_eq!(ns("/admin/policies"), None);
+        assert_eq!(ns("/admin/policies/t/"), None);
+        assert_eq!(ns("/admin/local-policies/t/n"), None);
+    }
 
     #[test]
     fn paths_are_pulsars() {

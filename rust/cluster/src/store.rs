@@ -21,6 +21,42 @@ pub struct RecordStat {
     pub ephemeral_owner: i64,
 }
 
+/// What a watch on a subtree reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreEvent {
+    /// A record below the watched path was created, changed or deleted (its path).
+    Changed(String),
+    /// The connection was lost or re-established: events may have been missed in between
+    /// (ZOOKEEPER-4698), so a follower must read everything again; once the session is over,
+    /// every later call answers this too.
+    Resync,
+}
+
+/// A persistent, recursive watch on one subtree of the store (ZooKeeper 3.6+'s `addWatch`),
+/// as Pulsar's metadata cache follows the store.
+pub struct StoreWatch {
+    /// The watch; `None` once a terminal session event came (the client panics if polled
+    /// again after one).
+    watcher: Option<zk::PersistentWatcher>,
+}
+
+impl StoreWatch {
+    /// The next change below the watched path.
+    pub async fn next(&mut self) -> StoreEvent {
+        let Some(w) = self.watcher.as_mut() else {
+            return std::future::pending().await;
+        };
+        let event = w.changed().await;
+        if event.event_type == zk::EventType::Session {
+            if event.session_state.is_terminated() {
+                self.watcher = None;
+            }
+            return StoreEvent::Resync;
+        }
+        StoreEvent::Changed(event.path)
+    }
+}
+
 /// One session with ZooKeeper. Cheap to clone (the client is shared); every clone is the same
 /// session, which closes when the last clone is dropped.
 #[derive(Clone)]
@@ -222,6 +258,21 @@ impl ZkMetadataStore {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),
             Err(e) => Err(meta(path, e)),
         }
+    }
+
+    /// Watches every record below `path` (created, changed, deleted) until the session ends.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn watch(&self, path: &str) -> Result<StoreWatch> {
+        let watcher = self
+            .zk
+            .watch(path, zk::AddWatchMode::PersistentRecursive)
+            .await
+            .map_err(|e| meta(path, e))?;
+        Ok(StoreWatch {
+            watcher: Some(watcher),
+        })
     }
 
     /// Names of the records directly below `path` (none when it does not exist).

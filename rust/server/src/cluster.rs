@@ -79,42 +79,6 @@ pub fn wire(e: &ClusterError) -> (Wire, String) {
     (code, e.to_string())
 }
 
-/// In a cluster, makes a namespace the store has (created through another broker) known here
-/// too, with its tenant: created with default policies, so this broker can serve its topics.
-/// Policies set through another broker are not copied (each broker keeps its own).
-///
-/// # Errors
-/// Storage failures.
-pub async fn adopt_namespace(ctx: &Arc<ServerContext>, ns: &str) -> Result<(), ServerError> {
-    if ctx.service.policies.namespace_exists(ns) {
-        return Ok(());
-    }
-    let (c, ns) = (Arc::clone(ctx), ns.to_owned());
-    tokio::task::spawn_blocking(move || {
-        let tenant = ns.split('/').next().unwrap_or_default().to_owned();
-        if c.resources.tenant(&tenant).is_none() {
-            let mut info = crate::resources::TenantInfo::default();
-            info.allowed_clusters
-                .insert(c.service.config.cluster_name.clone());
-            c.resources.put_tenant(&tenant, info, true)?;
-        }
-        match c
-            .service
-            .policies
-            .create_namespace(&ns, pulsar_rs_broker::policies::Policies::default())
-        {
-            Ok(()) | Err(pulsar_rs_broker::BrokerError::AlreadyExists(_)) => {}
-            Err(e) => return Err(e),
-        }
-        c.service.refresh_policies();
-        tracing::info!(namespace = %ns, "namespace of the cluster adopted");
-        Ok(())
-    })
-    .await
-    .map_err(|e| ServerError::BadRequest(format!("adopting a namespace: {e}")))?
-    .map_err(ServerError::from)
-}
-
 /// In a cluster, brings the topics this broker knows of to the cluster's (created or deleted
 /// through other brokers) before a namespace's topics are listed; a broker on its own skips it.
 ///

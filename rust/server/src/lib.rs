@@ -21,7 +21,9 @@ pub mod http;
 pub mod listen;
 pub mod lookup;
 pub mod metrics;
+pub mod namespace_sync;
 pub mod outbound;
+pub mod policies_document;
 pub mod resources;
 pub mod standalone_defaults;
 pub mod tls;
@@ -398,6 +400,9 @@ impl Server {
             tasks.spawn(admin::serve_tls(listener, Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
+        if ctx.cluster.get().is_some() {
+            tasks.spawn(namespace_sync::follow(Arc::clone(&ctx), rx.clone()));
+        }
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(inactive_topic_loop(Arc::clone(&ctx), rx.clone()));

@@ -157,8 +157,22 @@ impl PolicyStore {
         ns: &str,
         f: impl FnOnce(&mut Policies),
     ) -> Result<(), BrokerError> {
+        self.change_namespace(ns, f).map(|_| ())
+    }
+
+    /// As [`PolicyStore::update_namespace`], answering the policies before and after the
+    /// change (a cluster member shares what changed).
+    ///
+    /// # Errors
+    /// Invalid values or metadata I/O.
+    pub fn change_namespace(
+        &self,
+        ns: &str,
+        f: impl FnOnce(&mut Policies),
+    ) -> Result<(Policies, Policies), BrokerError> {
         let _update = self.updates.lock();
-        let mut p = self.namespaces.read().get(ns).cloned().unwrap_or_default();
+        let before = self.namespaces.read().get(ns).cloned().unwrap_or_default();
+        let mut p = before.clone();
         f(&mut p);
         validate(&p)?;
         limits::validate(&p, self.config.max_message_size)?;
@@ -167,8 +181,29 @@ impl PolicyStore {
             &serde_json::to_vec(&p).unwrap_or_default(),
         )?;
         // Short write lock: the new value is published once it is durable.
+        self.namespaces.write().insert(ns.to_owned(), p.clone());
+        Ok((before, p))
+    }
+
+    /// Installs a namespace's policies as the cluster's metadata store holds them (set through
+    /// any broker of the cluster), creating the namespace here if needed. They are not
+    /// validated again: the broker that wrote them did, and a value this broker would have
+    /// refused is still the cluster's. Whether anything changed.
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub fn install_namespace(&self, ns: &str, p: Policies) -> Result<bool, BrokerError> {
+        let _update = self.updates.lock();
+        if self.namespaces.read().get(ns) == Some(&p) {
+            return Ok(false);
+        }
+        self.meta.put(
+            &metadata_keys::namespace_policies(ns),
+            &serde_json::to_vec(&p).unwrap_or_default(),
+        )?;
+        // Short write lock: the new value is published once it is durable.
         self.namespaces.write().insert(ns.to_owned(), p);
-        Ok(())
+        Ok(true)
     }
 
     /// Changes a topic's policies with `f` and persists them.

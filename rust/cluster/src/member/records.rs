@@ -10,6 +10,7 @@ use crate::documents::{BundlesOf, PartitionedTopicMetadata};
 use crate::error::{ClusterError, Result};
 use crate::paths;
 
+use super::policies::Document;
 use super::ClusterMember;
 
 /// Bundles of the namespaces Pulsar's cluster set-up creates (`public/default`,
@@ -53,16 +54,18 @@ impl ClusterMember {
         Ok(())
     }
 
-    /// Creates a namespace's policies record with `defaultNumberOfNamespaceBundles` bundles
-    /// unless it exists.
+    /// Creates a namespace's policies record with `defaultNumberOfNamespaceBundles` bundles and
+    /// the policy fields `fields` unless it exists.
     ///
     /// # Errors
     /// Store failures.
-    pub async fn ensure_namespace(&self, ns: &str) -> Result<()> {
-        let policies = json!({
-            "bundles": bundles_data(&equal_boundaries(self.config.default_bundles)),
-            "replication_clusters": [self.config.cluster],
-        });
+    pub async fn ensure_namespace(&self, ns: &str, fields: &Document) -> Result<()> {
+        let mut policies = fields.clone();
+        policies.insert(
+            "bundles".into(),
+            json!(bundles_data(&equal_boundaries(self.config.default_bundles))),
+        );
+        policies.insert("replication_clusters".into(), json!([self.config.cluster]));
         self.store()
             .create_json_if_absent(&paths::namespace_policies(ns), &policies)
             .await

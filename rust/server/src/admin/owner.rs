@@ -74,7 +74,7 @@ pub(crate) async fn serve_at_owner(
     match member.lookup(&full, authoritative).await {
         Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
             // The bundle was free and is now this broker's: serve the call here.
-            match crate::cluster::adopt_namespace(&ctx, &topic.namespace_name()).await {
+            match crate::namespace_sync::adopt_namespace(&ctx, &topic.namespace_name()).await {
                 Ok(()) => next.run(req).await,
                 Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             }

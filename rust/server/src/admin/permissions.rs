@@ -18,7 +18,7 @@ use super::topic_path::TopicPath;
 use crate::auth::authz::{
     subscription_auth_mode, AuthAction, Grants, SubscriptionAuthMode, SUBSCRIPTION_AUTH_MODE,
 };
-use crate::http::{blocking, fail};
+use crate::http::fail;
 use crate::ServerContext;
 
 type Ctx = State<Arc<ServerContext>>;
@@ -91,16 +91,7 @@ async fn change(
     if let Some(r) = crate::admin::namespaces::missing(ctx, &ns) {
         return r;
     }
-    blocking(
-        ctx,
-        move |c| {
-            c.service
-                .policies
-                .update_namespace(&ns, |p| f(&mut p.auth_policies))
-        },
-        |()| StatusCode::NO_CONTENT.into_response(),
-    )
-    .await
+    crate::namespace_sync::update_namespace(ctx, ns, |p| f(&mut p.auth_policies)).await
 }
 
 async fn get_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
@@ -217,18 +208,12 @@ async fn set_auth_mode(
     if let Some(r) = crate::admin::namespaces::missing(&ctx, &ns) {
         return r;
     }
-    blocking(
-        &ctx,
-        move |c| {
-            c.service.policies.update_namespace(&ns, |p| {
-                p.other.insert(
-                    SUBSCRIPTION_AUTH_MODE.to_owned(),
-                    serde_json::to_value(mode).unwrap_or_default(),
-                );
-            })
-        },
-        |()| StatusCode::NO_CONTENT.into_response(),
-    )
+    crate::namespace_sync::update_namespace(&ctx, ns, move |p| {
+        p.other.insert(
+            SUBSCRIPTION_AUTH_MODE.to_owned(),
+            serde_json::to_value(mode).unwrap_or_default(),
+        );
+    })
     .await
 }
 

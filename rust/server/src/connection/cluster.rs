@@ -44,7 +44,9 @@ impl Connection {
                 Err(e) => commands::lookup_failed(request_id, wire_code(&e), e.to_string()),
                 Ok(t) => match member.lookup(&t.to_string(), authoritative).await {
                     Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
-                        match crate::cluster::adopt_namespace(&ctx, &t.namespace_name()).await {
+                        match crate::namespace_sync::adopt_namespace(&ctx, &t.namespace_name())
+                            .await
+                        {
                             Ok(()) => commands::lookup_connect(
                                 request_id,
                                 &u.service,
@@ -125,7 +127,7 @@ async fn partitions(
             e => wire(&e),
         });
     }
-    crate::cluster::adopt_namespace(ctx, &ns)
+    crate::namespace_sync::adopt_namespace(ctx, &ns)
         .await
         .map_err(|e| (Wire::MetadataError, e.to_string()))?;
     if name.partition_index().is_some() {

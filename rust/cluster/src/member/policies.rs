@@ -1,0 +1,93 @@
+//! Namespace `Policies` documents in the store, as every broker of the cluster (Apache Pulsar's
+//! too) reads and writes them at `/admin/policies/{tenant}/{ns}`: read one, change some of its
+//! fields by compare-and-set (the others, another broker's, kept as they are), list every
+//! namespace, and watch them all for changes made through other brokers.
+
+use serde_json::{Map, Value};
+
+use crate::error::{ClusterError, Result};
+use crate::paths;
+use crate::store::StoreWatch;
+
+use super::ClusterMember;
+
+/// Attempts of one field change against concurrent writers before it gives up.
+const CAS_ATTEMPTS: usize = 16;
+
+/// A namespace's `Policies` document, as JSON fields.
+pub type Document = Map<String, Value>;
+
+impl ClusterMember {
+    /// A namespace's `Policies` document (`None`: no such namespace in the cluster).
+    ///
+    /// # Errors
+    /// Store failures; a record that is not a JSON object.
+    pub async fn namespace_document(&self, ns: &str) -> Result<Option<Document>> {
+        Ok(self
+            .store()
+            .get_json::<Document>(&paths::namespace_policies(ns))
+            .await?
+            .map(|(d, _)| d))
+    }
+
+    /// Sets the fields `set` and removes the fields `removed` of a namespace's document, by
+    /// compare-and-set: fields changed meanwhile through another broker are kept.
+    ///
+    /// # Errors
+    /// [`ClusterError::NamespaceNotFound`]; [`ClusterError::BadVersion`] after
+    /// [`CAS_ATTEMPTS`] lost races; store failures.
+    pub async fn update_namespace_document(
+        &self,
+        ns: &str,
+        set: &Document,
+        removed: &[String],
+    ) -> Result<()> {
+        let path = paths::namespace_policies(ns);
+        let store = self.store();
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((mut doc, stat)) = store.get_json::<Document>(&path).await? else {
+                return Err(ClusterError::NamespaceNotFound(ns.to_owned()));
+            };
+            for (k, v) in set {
+                doc.insert(k.clone(), v.clone());
+            }
+            for k in removed {
+                doc.remove(k);
+            }
+            match store.set_json(&path, &doc, Some(stat.version)).await {
+                Ok(_) => return Ok(()),
+                Err(ClusterError::BadVersion { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ClusterError::BadVersion { path })
+    }
+
+    /// Every namespace (`tenant/ns`) with a `Policies` document.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn namespaces(&self) -> Result<Vec<String>> {
+        let store = self.store();
+        let mut out = Vec::new();
+        for tenant in store.children(paths::POLICIES_ROOT).await? {
+            for ns in store.children(&paths::tenant(&tenant)).await? {
+                let name = format!("{tenant}/{ns}");
+                if paths::namespace_of_policies(&paths::namespace_policies(&name)).is_some() {
+                    out.push(name);
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Watches every tenant and namespace document in the current session (a new session
+    /// needs a new watch: [`StoreWatch::next`] answers `Resync` once this one ended).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn watch_policies(&self) -> Result<StoreWatch> {
+        self.store().watch(paths::POLICIES_ROOT).await
+    }
+}
