@@ -423,6 +423,63 @@ def test_a_namespace_created_through_one_broker_is_served_by_all(brokers):
         c.close()
 
 
+def policy(broker: PulsarRsBroker, ns: str, name: str) -> object:
+    """A namespace policy as ``broker`` answers it; ``"missing"`` while it does not know the
+    namespace yet (its watch of the store has not brought it)."""
+    try:
+        return Admin(broker.http).namespaces.get_policy(ns, name)
+    except AdminError as e:
+        if e.status == 404:
+            return "missing"
+        raise
+
+
+def test_namespace_policies_set_through_one_broker_apply_on_every_broker(brokers, tmp_path, bookies):
+    """A namespace's policies are the cluster's, as in Pulsar (`/admin/policies/{tenant}/{ns}`
+    in the metadata store): set through one broker, every broker answers them and the broker
+    owning a topic applies them; changes of different policies through different brokers both
+    survive; removing one through a third broker removes it everywhere."""
+    ns = f"acme/limits-{time.monotonic_ns() % 10**9}"
+    with contextlib.suppress(AdminError):  # an earlier test of this module may have made it
+        Admin(brokers[1].http).tenants.create("acme", allowed_clusters=["standalone"])
+    Admin(brokers[1].http).namespaces.create(ns)
+    topic = f"persistent://{ns}/limited"
+    owner = next(b for b in brokers if b.url == lookup(brokers[0], topic))
+    setter = next(b for b in brokers if b is not owner)
+    other = next(b for b in brokers if b is not owner and b is not setter)
+    Admin(setter.http).namespaces.set_max_producers_per_topic(ns, 1)
+    Admin(other.http).namespaces.set_retention(ns, 60, 10)
+    retention = {"retentionTimeInMinutes": 60, "retentionSizeInMB": 10}
+    for b in brokers:
+        wait_for(
+            f"{b.name} answering the policies",
+            lambda b=b: policy(b, ns, "maxProducersPerTopic") == 1 and policy(b, ns, "retention") == retention,
+        )
+    c = client(brokers)
+    try:
+        first = c.create_producer(topic)
+        # The owner applies a limit set through another broker (Pulsar: ProducerBusy).
+        with pytest.raises(pulsar.ProducerBusy):
+            c.create_producer(topic)
+        Admin(other.http).namespaces.remove_max_producers_per_topic(ns)
+        for b in brokers:
+            wait_for(f"{b.name} forgetting the limit", lambda b=b: policy(b, ns, "maxProducersPerTopic") is None)
+        # Retention set through the third broker is still there after the other changes.
+        assert policy(owner, ns, "retention") == retention
+        second = c.create_producer(topic)
+        first.close()
+        second.close()
+    finally:
+        c.close()
+    # A broker that joins later reads the cluster's policies at start.
+    late = start_broker(tmp_path, bookies, "late")
+    try:
+        wait_for("the late broker reading the policies", lambda: policy(late, ns, "retention") == retention)
+        assert policy(late, ns, "maxProducersPerTopic") is None
+    finally:
+        late.stop()
+
+
 def test_topic_admin_calls_through_any_broker_are_answered_by_the_owner(brokers):
     """Pulsar's `validateTopicOwnership`: a topic's admin calls sent to a broker that does not own
     it are answered 307 to the owner (the same path, ``authoritative=true``), so stats and

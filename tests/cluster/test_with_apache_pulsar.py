@@ -84,6 +84,29 @@ def http(method: str, url: str) -> tuple[int, object, str | None]:
         return status, raw, location
 
 
+def send(method: str, url: str, body: object) -> tuple[int, object]:
+    """A JSON request as pulsar-admin sends it; (status, JSON body or text). 307s are followed."""
+    for _ in range(5):
+        req = urllib.request.Request(
+            url, data=json.dumps(body).encode(), method=method, headers={"Content-Type": "application/json"}
+        )
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *_args, **_kwargs):
+                return None
+
+        try:
+            with urllib.request.build_opener(NoRedirect).open(req, timeout=60) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            with e:
+                if e.code == 307 and e.headers.get("Location"):
+                    url = e.headers["Location"]
+                    continue
+                return e.code, e.read().decode()
+    pytest.fail(f"more than 5 redirects for {url}")
+
+
 def follow(method: str, url: str) -> tuple[int, object, list[str]]:
     """Follows 307s as pulsar-admin does (the method kept); (status, body, the hops taken)."""
     hops = []
@@ -162,6 +185,46 @@ def test_either_broker_answers_for_the_whole_cluster(mixed):
             consumer.close()
     finally:
         c.close()
+
+
+def test_namespace_policies_are_shared_with_apache_pulsar_both_ways(mixed):
+    """Pulsar keeps a namespace's policies in its `Policies` document at
+    `/admin/policies/{tenant}/{ns}`: a policy set through the Java broker is answered (and
+    applied) by pulsar-rs, one set through pulsar-rs by the Java broker, and neither write loses
+    the other's fields; the Java broker still reads the whole document."""
+    java, rs = mixed.java.admin_url, mixed.rs_http
+    ns = "public/shared-policies"
+    status, body = send("PUT", f"{java}/admin/v2/namespaces/{ns}", {})
+    assert status in (204, 409), body
+    retention = {"retentionTimeInMinutes": 30, "retentionSizeInMB": 5}
+    status, body = send("POST", f"{java}/admin/v2/namespaces/{ns}/retention", retention)
+    assert status == 204, body
+
+    def answered(base: str, policy: str) -> object:
+        status, body, _ = http("GET", f"{base}/admin/v2/namespaces/{ns}/{policy}")
+        return body if status == 200 else ("status", status, body)
+
+    def eventually(what: str, cond) -> None:
+        deadline = time.monotonic() + 30
+        while not cond():
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+            time.sleep(0.2)
+
+    eventually("pulsar-rs answering the Java broker's retention", lambda: answered(rs, "retention") == retention)
+    for policy, value in (("messageTTL", 120), ("maxProducersPerTopic", 1)):
+        status, body = send("POST", f"{rs}/admin/v2/namespaces/{ns}/{policy}", value)
+        assert status == 204, body
+    eventually("the Java broker answering pulsar-rs's TTL", lambda: answered(java, "messageTTL") == 120)
+    eventually("the Java broker answering pulsar-rs's limit", lambda: answered(java, "maxProducersPerTopic") == 1)
+    assert answered(java, "retention") == retention
+    status, doc, _ = http("GET", f"{java}/admin/v2/namespaces/{ns}")
+    assert status == 200 and isinstance(doc, dict), doc
+    assert doc["message_ttl_in_seconds"] == 120 and doc["retention_policies"] == retention, doc
+    # Removed through pulsar-rs: gone for the Java broker too.
+    status, _, _ = http("DELETE", f"{rs}/admin/v2/namespaces/{ns}/messageTTL")
+    assert status == 204
+    eventually("the Java broker forgetting the TTL", lambda: answered(java, "messageTTL") in (None, ""))
 
 
 def drain(c: pulsar.Client, topic: str, sub: str) -> list[bytes]:

@@ -4,7 +4,8 @@
 //! unowned bundle as a lookup does (so the call may land here). A call on a partitioned topic's
 //! own name is answered by any broker: its metadata, stats and policies here, and a call that
 //! acts on each partition (its subscriptions, its deletion) sent on to each partition's owner
-//! ([`super::fan_out`]). Namespace and cluster calls are answered by any broker; a broker on its
+//! ([`super::fan_out`]). Namespace and cluster calls are answered by any broker (a namespace the
+//! cluster has and this broker has not met yet is read from the store first); a broker on its
 //! own serves everything.
 
 use std::collections::HashMap;
@@ -44,6 +45,7 @@ pub(crate) async fn serve_at_owner(
         return next.run(req).await;
     };
     let (mut parts, body) = req.into_parts();
+    adopt_named_namespace(&mut parts, &ctx).await;
     let route = route_topic(&mut parts, &ctx).await;
     let req = Request::from_parts(parts, body);
     let Some((topic, op)) = route else {
@@ -85,6 +87,26 @@ pub(crate) async fn serve_at_owner(
             authoritative,
         }) => redirect(&url_at(&urls.web, req.uri(), None, authoritative)),
         Err(e) => cluster_fail(&e),
+    }
+}
+
+/// Makes the namespace a route names known here when the cluster's store has it and this
+/// broker has not met it yet (as Pulsar reads the store on a cache miss), so a call through any
+/// broker acts on the cluster's namespace.
+async fn adopt_named_namespace(parts: &mut axum::http::request::Parts, ctx: &Arc<ServerContext>) {
+    let Ok(Path(params)) = Path::<HashMap<String, String>>::from_request_parts(parts, ctx).await
+    else {
+        return;
+    };
+    let (Some(tenant), Some(ns)) = (params.get("tenant"), params.get("ns")) else {
+        return;
+    };
+    let ns = format!("{tenant}/{ns}");
+    if ctx.service.policies.namespace_exists(&ns) {
+        return;
+    }
+    if let Err(e) = crate::namespace_sync::adopt_namespace(ctx, &ns).await {
+        tracing::debug!(namespace = %ns, error = %e, "adopting a namespace of the cluster failed");
     }
 }
 
