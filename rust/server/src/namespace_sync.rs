@@ -89,7 +89,15 @@ pub async fn update_namespace(
     if set.is_empty() && removed.is_empty() {
         return StatusCode::NO_CONTENT.into_response();
     }
-    match m.update_namespace_document(&ns, &set, &removed).await {
+    let shared = match m.update_namespace_document(&ns, &set, &removed).await {
+        // A namespace this broker had before it joined the cluster: the store gets it now.
+        Err(ClusterError::NamespaceNotFound(_)) => {
+            let tenant = ns.split('/').next().unwrap_or_default();
+            share_new_namespace(ctx, tenant, &ns).await
+        }
+        r => r,
+    };
+    match shared {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => {
             tracing::warn!(namespace = %ns, error = %e, "sharing a policy change failed: reading the cluster's back");
