@@ -471,6 +471,14 @@ def test_namespace_policies_set_through_one_broker_apply_on_every_broker(brokers
         second.close()
     finally:
         c.close()
+    # A tenant's admin roles changed through one broker are the cluster's too.
+    roles = {"adminRoles": ["ops", "sre"], "allowedClusters": ["standalone"]}
+    Admin(setter.http).request("POST", "/admin/v2/tenants/acme", roles)
+    for b in brokers:
+        wait_for(
+            f"{b.name} answering the tenant",
+            lambda b=b: Admin(b.http).request("GET", "/admin/v2/tenants/acme") == roles,
+        )
     # A broker that joins later reads the cluster's policies at start.
     late = start_broker(tmp_path, bookies, "late")
     try:

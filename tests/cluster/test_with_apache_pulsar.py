@@ -227,6 +227,40 @@ def test_namespace_policies_are_shared_with_apache_pulsar_both_ways(mixed):
     eventually("the Java broker forgetting the TTL", lambda: answered(java, "messageTTL") in (None, ""))
 
 
+def test_tenants_are_shared_with_apache_pulsar_both_ways(mixed):
+    """Pulsar keeps a tenant's `TenantInfo` at `/admin/policies/{tenant}`: one created through the
+    Java broker is answered by pulsar-rs; its admin roles changed through pulsar-rs are answered
+    by the Java broker; deleted through pulsar-rs, it is gone for the Java broker."""
+    java, rs = mixed.java.admin_url, mixed.rs_http
+    tenant = "shared-tenant"
+    info = {"adminRoles": ["ops"], "allowedClusters": [CLUSTER]}
+    status, body = send("PUT", f"{java}/admin/v2/tenants/{tenant}", info)
+    assert status == 204, body
+
+    def answered(base: str) -> object:
+        status, body, _ = http("GET", f"{base}/admin/v2/tenants/{tenant}")
+        return body if status == 200 else status
+
+    def eventually(what: str, cond) -> None:
+        deadline = time.monotonic() + 30
+        while not cond():
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+            time.sleep(0.2)
+
+    eventually("pulsar-rs answering the Java broker's tenant", lambda: answered(rs) == info)
+    changed = {"adminRoles": ["dev", "ops"], "allowedClusters": [CLUSTER]}
+    status, body = send("POST", f"{rs}/admin/v2/tenants/{tenant}", changed)
+    assert status == 204, body
+    eventually(
+        "the Java broker answering pulsar-rs's change",
+        lambda: isinstance(a := answered(java), dict) and sorted(a["adminRoles"]) == ["dev", "ops"],
+    )
+    status, _, _ = http("DELETE", f"{rs}/admin/v2/tenants/{tenant}")
+    assert status == 204
+    eventually("the Java broker forgetting the tenant", lambda: answered(java) == 404)
+
+
 def drain(c: pulsar.Client, topic: str, sub: str) -> list[bytes]:
     consumer = c.subscribe(topic, sub)
     got = []

@@ -38,6 +38,13 @@ pub fn namespace_policies(ns: &str) -> String {
     format!("{POLICIES_ROOT}/{ns}")
 }
 
+/// The tenant whose `TenantInfo` lives at `path`, if it is such a record.
+#[must_use]
+pub fn tenant_of(path: &str) -> Option<&str> {
+    let name = path.strip_prefix(POLICIES_ROOT)?.strip_prefix('/')?;
+    (!name.is_empty() && !name.contains('/')).then_some(name)
+}
+
 /// The namespace (`tenant/ns`) whose `Policies` live at `path`, if it is such a record (not a
 /// tenant's, nor a v1 namespace's `tenant/cluster/ns`).
 #[must_use]
@@ -83,6 +90,9 @@ mod tests {
         assert_eq!(ns("/admin/policies"), None);
         assert_eq!(ns("/admin/policies/t/"), None);
         assert_eq!(ns("/admin/local-policies/t/n"), None);
+        assert_eq!(tenant_of(&tenant("t")), Some("t"));
+        assert_eq!(tenant_of(&namespace_policies("t/n")), None);
+        assert_eq!(tenant_of("/admin/policies/"), None);
     }
 
     #[test]

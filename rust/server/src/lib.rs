@@ -14,6 +14,7 @@ pub mod admin;
 pub mod auth;
 pub mod bookkeeper;
 pub mod cluster;
+pub mod cluster_sync;
 pub mod connection;
 pub mod console;
 pub mod error;
@@ -21,7 +22,6 @@ pub mod http;
 pub mod listen;
 pub mod lookup;
 pub mod metrics;
-pub mod namespace_sync;
 pub mod outbound;
 pub mod policies_document;
 pub mod resources;
@@ -401,7 +401,7 @@ impl Server {
         }
         tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
         if ctx.cluster.get().is_some() {
-            tasks.spawn(namespace_sync::follow(Arc::clone(&ctx), rx.clone()));
+            tasks.spawn(cluster_sync::follow(Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));

@@ -190,6 +190,29 @@ impl Resources {
     /// # Errors
     /// Metadata I/O.
     pub fn delete_tenant(&self, name: &str) -> Result<bool, BrokerError> {
+        self.delete_tenant_record(name)
+    }
+
+    /// Installs a tenant as the cluster's metadata store holds it (created or changed through
+    /// any broker of the cluster); whether anything changed.
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub fn install_tenant(&self, name: &str, info: TenantInfo) -> Result<bool, BrokerError> {
+        // Write lock: the comparison, the store write and the map change happen together.
+        let mut map = self.tenants.write();
+        if map.get(name) == Some(&info) {
+            return Ok(false);
+        }
+        self.meta.put(
+            &metadata_keys::tenant(name),
+            &serde_json::to_vec(&info).unwrap_or_default(),
+        )?;
+        map.insert(name.to_owned(), info);
+        Ok(true)
+    }
+
+    fn delete_tenant_record(&self, name: &str) -> Result<bool, BrokerError> {
         let mut map = self.tenants.write();
         if !map.contains_key(name) {
             return Ok(false);

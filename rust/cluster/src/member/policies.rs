@@ -1,7 +1,8 @@
-//! Namespace `Policies` documents in the store, as every broker of the cluster (Apache Pulsar's
-//! too) reads and writes them at `/admin/policies/{tenant}/{ns}`: read one, change some of its
-//! fields by compare-and-set (the others, another broker's, kept as they are), list every
-//! namespace, and watch them all for changes made through other brokers.
+//! Tenant and namespace documents in the store, as every broker of the cluster (Apache
+//! Pulsar's too) reads and writes them: `TenantInfo` at `/admin/policies/{tenant}`, `Policies`
+//! at `/admin/policies/{tenant}/{ns}`. Read one, change some of a namespace's fields by
+//! compare-and-set (the others, another broker's, kept as they are), replace or delete a
+//! tenant's, list them, and watch them all for changes made through other brokers.
 
 use serde_json::{Map, Value};
 
@@ -61,6 +62,54 @@ impl ClusterMember {
             }
         }
         Err(ClusterError::BadVersion { path })
+    }
+
+    /// A tenant's `TenantInfo` document (`None`: no such tenant in the cluster).
+    ///
+    /// # Errors
+    /// Store failures; a record that is not JSON.
+    pub async fn tenant_document(&self, tenant: &str) -> Result<Option<Value>> {
+        Ok(self
+            .store()
+            .get_json::<Value>(&paths::tenant(tenant))
+            .await?
+            .map(|(d, _)| d))
+    }
+
+    /// Replaces a tenant's `TenantInfo` (as Pulsar's `updateTenant` writes the whole record),
+    /// creating it when missing.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn put_tenant_document(&self, tenant: &str, info: &Value) -> Result<()> {
+        let path = paths::tenant(tenant);
+        let store = self.store();
+        match store.set_json(&path, info, None).await {
+            Ok(_) => Ok(()),
+            Err(ClusterError::Metadata { .. }) if store.get(&path).await?.is_none() => {
+                store.create_json_if_absent(&path, info).await.map(|_| ())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes a tenant's record; one that still has namespaces in the store is refused with
+    /// [`ClusterError::Metadata`] (ZooKeeper's `NotEmpty`).
+    ///
+    /// # Errors
+    /// As above; store failures.
+    pub async fn delete_tenant(&self, tenant: &str) -> Result<()> {
+        self.store().delete(&paths::tenant(tenant), None).await
+    }
+
+    /// Every tenant with a `TenantInfo` document.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn tenants(&self) -> Result<Vec<String>> {
+        let mut out = self.store().children(paths::POLICIES_ROOT).await?;
+        out.sort();
+        Ok(out)
     }
 
     /// Every namespace (`tenant/ns`) with a `Policies` document.

@@ -135,7 +135,7 @@ async fn create(
     if created.status() != StatusCode::NO_CONTENT {
         return created;
     }
-    match crate::namespace_sync::share_new_namespace(&ctx, &tenant, &shared).await {
+    match crate::cluster_sync::share_new_namespace(&ctx, &tenant, &shared).await {
         Ok(()) => created,
         Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

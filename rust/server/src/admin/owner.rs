@@ -76,7 +76,7 @@ pub(crate) async fn serve_at_owner(
     match member.lookup(&full, authoritative).await {
         Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
             // The bundle was free and is now this broker's: serve the call here.
-            match crate::namespace_sync::adopt_namespace(&ctx, &topic.namespace_name()).await {
+            match crate::cluster_sync::adopt_namespace(&ctx, &topic.namespace_name()).await {
                 Ok(()) => next.run(req).await,
                 Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             }
@@ -105,7 +105,7 @@ async fn adopt_named_namespace(parts: &mut axum::http::request::Parts, ctx: &Arc
     if ctx.service.policies.namespace_exists(&ns) {
         return;
     }
-    if let Err(e) = crate::namespace_sync::adopt_namespace(ctx, &ns).await {
+    if let Err(e) = crate::cluster_sync::adopt_namespace(ctx, &ns).await {
         tracing::debug!(namespace = %ns, error = %e, "adopting a namespace of the cluster failed");
     }
 }

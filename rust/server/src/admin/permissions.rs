@@ -91,7 +91,7 @@ async fn change(
     if let Some(r) = crate::admin::namespaces::missing(ctx, &ns) {
         return r;
     }
-    crate::namespace_sync::update_namespace(ctx, ns, |p| f(&mut p.auth_policies)).await
+    crate::cluster_sync::update_namespace(ctx, ns, |p| f(&mut p.auth_policies)).await
 }
 
 async fn get_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
@@ -208,7 +208,7 @@ async fn set_auth_mode(
     if let Some(r) = crate::admin::namespaces::missing(&ctx, &ns) {
         return r;
     }
-    crate::namespace_sync::update_namespace(&ctx, ns, move |p| {
+    crate::cluster_sync::update_namespace(&ctx, ns, move |p| {
         p.other.insert(
             SUBSCRIPTION_AUTH_MODE.to_owned(),
             serde_json::to_value(mode).unwrap_or_default(),

@@ -430,7 +430,7 @@ async fn set_namespace_policy(
         (Ok(f), Ok(ns)) => (f, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    crate::namespace_sync::update_namespace(&ctx, ns, f).await
+    crate::cluster_sync::update_namespace(&ctx, ns, f).await
 }
 
 async fn delete_namespace_policy(
@@ -445,7 +445,7 @@ async fn delete_namespace_policy(
         (Ok(f), Ok(ns)) => (f, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    crate::namespace_sync::update_namespace(&ctx, ns, f).await
+    crate::cluster_sync::update_namespace(&ctx, ns, f).await
 }
 
 async fn get_topic_policy(

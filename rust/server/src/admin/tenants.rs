@@ -98,7 +98,8 @@ async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
         Ok(i) => i,
         Err(r) => return r,
     };
-    blocking(
+    let shared = name.clone();
+    let updated = blocking(
         &ctx,
         move |c| c.resources.put_tenant(&name, info, false),
         |updated| {
@@ -109,7 +110,14 @@ async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
             }
         },
     )
-    .await
+    .await;
+    // In a cluster the whole record is written to the store, for the other brokers.
+    if updated.status() == StatusCode::NO_CONTENT {
+        if let Err(e) = crate::cluster_sync::share_tenant(&ctx, &shared).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    updated
 }
 
 async fn delete(State(ctx): Ctx, Path(name): Path<String>) -> Response {
@@ -129,7 +137,21 @@ async fn delete(State(ctx): Ctx, Path(name): Path<String>) -> Response {
             "The tenant still has active namespaces",
         );
     }
-    blocking(
+    // In a cluster, namespaces made through other brokers count too.
+    if let Some(m) = ctx.cluster.get() {
+        match m.namespaces().await {
+            Ok(all) if all.iter().any(|n| n.starts_with(&prefix)) => {
+                return fail(
+                    StatusCode::CONFLICT,
+                    "The tenant still has active namespaces",
+                )
+            }
+            Ok(_) => {}
+            Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        }
+    }
+    let shared = name.clone();
+    let deleted = blocking(
         &ctx,
         move |c| c.resources.delete_tenant(&name),
         |deleted| {
@@ -140,5 +162,11 @@ async fn delete(State(ctx): Ctx, Path(name): Path<String>) -> Response {
             }
         },
     )
-    .await
+    .await;
+    if deleted.status() == StatusCode::NO_CONTENT {
+        if let Err(e) = crate::cluster_sync::unshare_tenant(&ctx, &shared).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    deleted
 }

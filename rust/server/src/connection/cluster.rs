@@ -44,8 +44,7 @@ impl Connection {
                 Err(e) => commands::lookup_failed(request_id, wire_code(&e), e.to_string()),
                 Ok(t) => match member.lookup(&t.to_string(), authoritative).await {
                     Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
-                        match crate::namespace_sync::adopt_namespace(&ctx, &t.namespace_name())
-                            .await
+                        match crate::cluster_sync::adopt_namespace(&ctx, &t.namespace_name()).await
                         {
                             Ok(()) => commands::lookup_connect(
                                 request_id,
@@ -127,7 +126,7 @@ async fn partitions(
             e => wire(&e),
         });
     }
-    crate::namespace_sync::adopt_namespace(ctx, &ns)
+    crate::cluster_sync::adopt_namespace(ctx, &ns)
         .await
         .map_err(|e| (Wire::MetadataError, e.to_string()))?;
     if name.partition_index().is_some() {

@@ -1,18 +1,20 @@
-//! In a cluster, a namespace and its policies are the cluster's, as in Pulsar: its `Policies`
-//! document in the metadata store (`/admin/policies/{tenant}/{ns}`) is the one every broker
-//! applies, whichever broker (a pulsar-rs one or an Apache Pulsar one) an operator set them
-//! through. This broker
+//! In a cluster, tenants and namespaces with their policies are the cluster's, as in Pulsar:
+//! a tenant's `TenantInfo` (`/admin/policies/{tenant}`) and a namespace's `Policies` document
+//! (`/admin/policies/{tenant}/{ns}`) in the metadata store are the ones every broker applies,
+//! whichever broker (a pulsar-rs one or an Apache Pulsar one) an operator changed them through.
+//! This broker
 //!
-//! * writes each change it makes to the store, only the document fields the change touched,
-//!   by compare-and-set, so concurrent changes of other fields through other brokers survive
-//!   ([`update_namespace`], [`share_new_namespace`]);
-//! * follows the store with a watch on `/admin/policies` and installs every namespace document
-//!   that changed, after a full read at start and whenever the watch may have missed events
-//!   ([`follow`]), and adopts a namespace it meets in a lookup before the watch brought it
-//!   ([`adopt_namespace`]).
+//! * writes each namespace change it makes to the store, only the document fields the change
+//!   touched, by compare-and-set, so concurrent changes of other fields through other brokers
+//!   survive ([`update_namespace`], [`share_new_namespace`]), and each tenant change as the
+//!   whole record, as Pulsar does ([`share_tenant`], [`unshare_tenant`]);
+//! * follows the store with a watch on `/admin/policies` and installs every tenant and namespace
+//!   document that changed, after a full read at start and whenever the watch may have missed
+//!   events ([`follow`]), and adopts a namespace it meets in a lookup before the watch brought
+//!   it ([`adopt_namespace`]).
 //!
-//! A broker on its own keeps its policies in its local store only. Topic policies (Pulsar keeps
-//! them in each namespace's `__change_events` topic) stay with the broker they were set on.
+//! A broker on its own keeps them in its local store only. Topic policies (Pulsar keeps them in
+//! each namespace's `__change_events` topic) stay with the broker they were set on.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -195,6 +197,69 @@ fn store_error(e: ClusterError) -> ServerError {
     ServerError::BadRequest(format!("reading the cluster's policies: {e}"))
 }
 
+/// In a cluster, writes a tenant created or changed here to the store (the whole record).
+///
+/// # Errors
+/// Store failures.
+pub async fn share_tenant(ctx: &ServerContext, tenant: &str) -> Result<(), ClusterError> {
+    let (Some(m), Some(info)) = (ctx.cluster.get(), ctx.resources.tenant(tenant)) else {
+        return Ok(());
+    };
+    m.put_tenant_document(tenant, &serde_json::to_value(info).unwrap_or_default())
+        .await
+}
+
+/// In a cluster, deletes a tenant deleted here from the store.
+///
+/// # Errors
+/// Store failures (a tenant that still has namespaces in the store among them).
+pub async fn unshare_tenant(ctx: &ServerContext, tenant: &str) -> Result<(), ClusterError> {
+    match ctx.cluster.get() {
+        Some(m) => m.delete_tenant(tenant).await,
+        None => Ok(()),
+    }
+}
+
+/// Installs a tenant from the store here; one the store no longer has is deleted here too when
+/// `deleted_elsewhere` (the watch saw it go) and no namespace of it is known here.
+///
+/// # Errors
+/// Store failures; local metadata I/O.
+async fn sync_tenant(
+    ctx: &Arc<ServerContext>,
+    m: &ClusterMember,
+    tenant: &str,
+    deleted_elsewhere: bool,
+) -> Result<(), ServerError> {
+    let doc = m.tenant_document(tenant).await.map_err(store_error)?;
+    let (c, tenant) = (Arc::clone(ctx), tenant.to_owned());
+    tokio::task::spawn_blocking(move || {
+        match doc {
+            Some(doc) => {
+                let Ok(info) = serde_json::from_value::<crate::resources::TenantInfo>(doc) else {
+                    tracing::warn!(tenant = %tenant, "the store's TenantInfo does not parse: kept as it was here");
+                    return Ok(());
+                };
+                if c.resources.install_tenant(&tenant, info)? {
+                    tracing::info!(tenant = %tenant, "tenant of the cluster installed");
+                }
+            }
+            None if deleted_elsewhere => {
+                let prefix = format!("{tenant}/");
+                let used = c.service.policies.namespaces().iter().any(|n| n.starts_with(&prefix));
+                if !used && c.resources.delete_tenant(&tenant)? {
+                    tracing::info!(tenant = %tenant, "tenant deleted through another broker");
+                }
+            }
+            None => {}
+        }
+        Ok::<_, pulsar_rs_broker::BrokerError>(())
+    })
+    .await
+    .map_err(|e| ServerError::BadRequest(format!("installing a tenant: {e}")))?
+    .map_err(ServerError::from)
+}
+
 /// In a cluster, makes a namespace the store has (created through another broker) known here
 /// too, with its tenant and the cluster's policies, so this broker can serve its topics.
 ///
@@ -210,8 +275,8 @@ pub async fn adopt_namespace(ctx: &Arc<ServerContext>, ns: &str) -> Result<(), S
     sync_namespace(ctx, m, ns, false).await
 }
 
-/// Follows the cluster's namespace documents until `stop`: reads them all, then installs each
-/// one the watch reports changed; reads them all again whenever the watch may have missed
+/// Follows the cluster's tenant and namespace documents until `stop`: reads them all, then
+/// installs each one the watch reports changed; reads them all again whenever the watch may have missed
 /// events (a reconnection, a new session).
 pub async fn follow(ctx: Arc<ServerContext>, mut stop: watch::Receiver<bool>) {
     let Some(m) = ctx.cluster.get().map(Arc::clone) else {
@@ -228,6 +293,16 @@ pub async fn follow(ctx: Arc<ServerContext>, mut stop: watch::Receiver<bool>) {
                 }
             }
         };
+        match m.tenants().await {
+            Ok(all) => {
+                for t in all {
+                    if let Err(e) = sync_tenant(&ctx, &m, &t, false).await {
+                        tracing::warn!(tenant = %t, error = %e, "installing the cluster's tenant failed");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "listing the cluster's tenants failed"),
+        }
         match m.namespaces().await {
             Ok(all) => {
                 for ns in all {
@@ -245,11 +320,14 @@ pub async fn follow(ctx: Arc<ServerContext>, mut stop: watch::Receiver<bool>) {
             };
             match event {
                 StoreEvent::Changed(path) => {
-                    let Some(ns) = paths::namespace_of_policies(&path) else {
-                        continue;
-                    };
-                    if let Err(e) = sync_namespace(&ctx, &m, ns, true).await {
-                        tracing::warn!(namespace = %ns, error = %e, "installing the cluster's policies failed");
+                    if let Some(t) = paths::tenant_of(&path) {
+                        if let Err(e) = sync_tenant(&ctx, &m, t, true).await {
+                            tracing::warn!(tenant = %t, error = %e, "installing the cluster's tenant failed");
+                        }
+                    } else if let Some(ns) = paths::namespace_of_policies(&path) {
+                        if let Err(e) = sync_namespace(&ctx, &m, ns, true).await {
+                            tracing::warn!(namespace = %ns, error = %e, "installing the cluster's policies failed");
+                        }
                     }
                 }
                 StoreEvent::Resync => break,
