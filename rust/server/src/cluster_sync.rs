@@ -169,6 +169,11 @@ async fn sync_namespace(
     };
     let p = match parse_document(&doc, m.cluster()) {
         Ok(p) => p,
+        // A namespace met for the first time is still served, with default policies.
+        Err(_) if !ctx.service.policies.namespace_exists(&ns) => {
+            tracing::warn!(namespace = %ns, "the store's Policies document does not parse: default policies here");
+            Policies::default()
+        }
         Err(_) => {
             tracing::warn!(namespace = %ns, "the store's Policies document does not parse: kept as it was here");
             return Ok(());
