@@ -187,6 +187,15 @@ def test_either_broker_answers_for_the_whole_cluster(mixed):
         c.close()
 
 
+def eventually(what: str, cond) -> None:
+    """Waits up to 30 s for ``cond()``: a broker sees another's change through its watch."""
+    deadline = time.monotonic() + 30
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
 def test_namespace_policies_are_shared_with_apache_pulsar_both_ways(mixed):
     """Pulsar keeps a namespace's policies in its `Policies` document at
     `/admin/policies/{tenant}/{ns}`: a policy set through the Java broker is answered (and
@@ -203,13 +212,6 @@ def test_namespace_policies_are_shared_with_apache_pulsar_both_ways(mixed):
     def answered(base: str, policy: str) -> object:
         status, body, _ = http("GET", f"{base}/admin/v2/namespaces/{ns}/{policy}")
         return body if status == 200 else ("status", status, body)
-
-    def eventually(what: str, cond) -> None:
-        deadline = time.monotonic() + 30
-        while not cond():
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}")
-            time.sleep(0.2)
 
     eventually("pulsar-rs answering the Java broker's retention", lambda: answered(rs, "retention") == retention)
     for policy, value in (("messageTTL", 120), ("maxProducersPerTopic", 1)):
@@ -240,13 +242,6 @@ def test_tenants_are_shared_with_apache_pulsar_both_ways(mixed):
     def answered(base: str) -> object:
         status, body, _ = http("GET", f"{base}/admin/v2/tenants/{tenant}")
         return body if status == 200 else status
-
-    def eventually(what: str, cond) -> None:
-        deadline = time.monotonic() + 30
-        while not cond():
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}")
-            time.sleep(0.2)
 
     eventually("pulsar-rs answering the Java broker's tenant", lambda: answered(rs) == info)
     changed = {"adminRoles": ["dev", "ops"], "allowedClusters": [CLUSTER]}
