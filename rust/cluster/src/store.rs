@@ -27,8 +27,8 @@ pub enum StoreEvent {
     /// A record below the watched path was created, changed or deleted (its path).
     Changed(String),
     /// The connection was lost or re-established: events may have been missed in between
-    /// (ZOOKEEPER-4698), so a follower must read everything again; once the session is over,
-    /// every later call answers this too.
+    /// (ZOOKEEPER-4698), so a follower must read everything again. After the session is over
+    /// nothing more comes: the follower watches again in the new session.
     Resync,
 }
 

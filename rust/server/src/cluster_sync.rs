@@ -280,6 +280,42 @@ pub async fn adopt_namespace(ctx: &Arc<ServerContext>, ns: &str) -> Result<(), S
     sync_namespace(ctx, m, ns, false).await
 }
 
+/// Installs the tenant or namespace document at `path` (other paths are not this module's);
+/// see [`sync_tenant`] and [`sync_namespace`] for `deleted_elsewhere`.
+async fn sync_path(
+    ctx: &Arc<ServerContext>,
+    m: &ClusterMember,
+    path: &str,
+    deleted_elsewhere: bool,
+) {
+    let synced = if let Some(t) = paths::tenant_of(path) {
+        sync_tenant(ctx, m, t, deleted_elsewhere).await
+    } else if let Some(ns) = paths::namespace_of_policies(path) {
+        sync_namespace(ctx, m, ns, deleted_elsewhere).await
+    } else {
+        return;
+    };
+    if let Err(e) = synced {
+        tracing::warn!(path = %path, error = %e, "installing a document of the cluster failed");
+    }
+}
+
+/// Installs every tenant, then every namespace, the store holds.
+///
+/// # Errors
+/// Listing them failed.
+async fn sync_all(ctx: &Arc<ServerContext>, m: &ClusterMember) -> Result<(), ClusterError> {
+    let tenants = m.tenants().await?.into_iter().map(|t| paths::tenant(&t));
+    let namespaces = m.namespaces().await?;
+    let all: Vec<String> = tenants
+        .chain(namespaces.iter().map(|n| paths::namespace_policies(n)))
+        .collect();
+    for path in all {
+        sync_path(ctx, m, &path, false).await;
+    }
+    Ok(())
+}
+
 /// Follows the cluster's tenant and namespace documents until `stop`: reads them all, then
 /// installs each one the watch reports changed; reads them all again whenever the watch may have missed
 /// events (a reconnection, a new session).
@@ -298,25 +334,8 @@ pub async fn follow(ctx: Arc<ServerContext>, mut stop: watch::Receiver<bool>) {
                 }
             }
         };
-        match m.tenants().await {
-            Ok(all) => {
-                for t in all {
-                    if let Err(e) = sync_tenant(&ctx, &m, &t, false).await {
-                        tracing::warn!(tenant = %t, error = %e, "installing the cluster's tenant failed");
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "listing the cluster's tenants failed"),
-        }
-        match m.namespaces().await {
-            Ok(all) => {
-                for ns in all {
-                    if let Err(e) = sync_namespace(&ctx, &m, &ns, false).await {
-                        tracing::warn!(namespace = %ns, error = %e, "installing the cluster's policies failed");
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "listing the cluster's namespaces failed"),
+        if let Err(e) = sync_all(&ctx, &m).await {
+            tracing::warn!(error = %e, "reading the cluster's tenants and namespaces failed");
         }
         loop {
             let event = tokio::select! {
@@ -324,17 +343,7 @@ pub async fn follow(ctx: Arc<ServerContext>, mut stop: watch::Receiver<bool>) {
                 e = watch.next() => e,
             };
             match event {
-                StoreEvent::Changed(path) => {
-                    if let Some(t) = paths::tenant_of(&path) {
-                        if let Err(e) = sync_tenant(&ctx, &m, t, true).await {
-                            tracing::warn!(tenant = %t, error = %e, "installing the cluster's tenant failed");
-                        }
-                    } else if let Some(ns) = paths::namespace_of_policies(&path) {
-                        if let Err(e) = sync_namespace(&ctx, &m, ns, true).await {
-                            tracing::warn!(namespace = %ns, error = %e, "installing the cluster's policies failed");
-                        }
-                    }
-                }
+                StoreEvent::Changed(path) => sync_path(&ctx, &m, &path, true).await,
                 StoreEvent::Resync => break,
             }
         }

@@ -7,7 +7,7 @@
 //! leader election, session loss), [`ownership`] (owning and releasing bundles, the ownership
 //! check of every producer and consumer), [`lookup`] (where a topic is served, and the leader's
 //! placement of unowned bundles), [`records`] (namespace bundles and partitioned-topic metadata
-//! in the store), [`policies`] (namespace `Policies` documents, changed and followed).
+//! in the store), [`policies`] (tenant and namespace documents, changed and followed).
 
 mod lookup;
 mod ownership;

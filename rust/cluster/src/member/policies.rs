@@ -24,11 +24,12 @@ impl ClusterMember {
     /// # Errors
     /// Store failures; a record that is not a JSON object.
     pub async fn namespace_document(&self, ns: &str) -> Result<Option<Document>> {
-        Ok(self
-            .store()
-            .get_json::<Document>(&paths::namespace_policies(ns))
-            .await?
-            .map(|(d, _)| d))
+        self.document(&paths::namespace_policies(ns)).await
+    }
+
+    /// The JSON record at `path`, without its version.
+    async fn document<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
+        Ok(self.store().get_json::<T>(path).await?.map(|(d, _)| d))
     }
 
     /// Sets the fields `set` and removes the fields `removed` of a namespace's document, by
@@ -69,11 +70,7 @@ impl ClusterMember {
     /// # Errors
     /// Store failures; a record that is not JSON.
     pub async fn tenant_document(&self, tenant: &str) -> Result<Option<Value>> {
-        Ok(self
-            .store()
-            .get_json::<Value>(&paths::tenant(tenant))
-            .await?
-            .map(|(d, _)| d))
+        self.document(&paths::tenant(tenant)).await
     }
 
     /// Replaces a tenant's `TenantInfo` (as Pulsar's `updateTenant` writes the whole record),
@@ -119,12 +116,9 @@ impl ClusterMember {
     pub async fn namespaces(&self) -> Result<Vec<String>> {
         let store = self.store();
         let mut out = Vec::new();
-        for tenant in store.children(paths::POLICIES_ROOT).await? {
+        for tenant in self.tenants().await? {
             for ns in store.children(&paths::tenant(&tenant)).await? {
-                let name = format!("{tenant}/{ns}");
-                if paths::namespace_of_policies(&paths::namespace_policies(&name)).is_some() {
-                    out.push(name);
-                }
+                out.push(format!("{tenant}/{ns}"));
             }
         }
         out.sort();
