@@ -64,15 +64,25 @@ async fn partitioned_internal_stats(
     let doc = PartitionDocument {
         op: "internalStats",
         local: |_, t| internal_stats_json(t),
+        per_partition: true,
     };
     let auth = headers.get(header::AUTHORIZATION).cloned();
-    match partitions::documents(&ctx, &name, n, doc, auth).await {
-        Ok(docs) => Json(json!({
-            "metadata": { "partitions": n, "deleted": false },
-            "partitions": docs.into_iter().collect::<Map<_, _>>(),
-        }))
-        .into_response(),
-        Err(r) => r,
+    partitions::answer(&ctx, &name, n, doc, auth, Metadata(n)).await
+}
+
+/// Pulsar's `PartitionedTopicInternalStats` besides the partitions: the partition metadata.
+struct Metadata(u32);
+
+impl partitions::Summary for Metadata {
+    fn add(&mut self, _doc: &Value) {}
+
+    fn fields(self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(
+            "metadata".into(),
+            json!({ "partitions": self.0, "deleted": false }),
+        );
+        m
     }
 }
 

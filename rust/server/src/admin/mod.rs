@@ -31,6 +31,7 @@ mod policies;
 mod rate_limit;
 mod schemas;
 mod stats;
+mod streamed;
 mod subscriptions;
 mod tenants;
 mod topic_path;

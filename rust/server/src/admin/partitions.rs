@@ -2,7 +2,8 @@
 //! calls that answer for the topic as a whole: computed here for the partitions this broker
 //! serves and, in a cluster, asked of each other partition's owner (through [`super::peer`]), as
 //! Pulsar's broker asks through its admin client. Bounded by the partitions that exist
-//! ([`super::targets`]), never a declared count one by one.
+//! ([`super::targets`]), never a declared count one by one, and written while it is sent
+//! ([`answer`]): a step of partitions at a time, stopped when the client leaves.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use pulsar_rs_broker::{Topic, TopicName};
 use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::cluster::cluster_fail;
 use super::peer;
@@ -97,55 +98,180 @@ pub(crate) struct PartitionDocument {
     pub op: &'static str,
     /// The document of a partition this broker serves.
     pub local: fn(&ServerContext, &Topic) -> Value,
+    /// Whether each partition's document is in the answer (`perPartition`), or only the
+    /// summary.
+    pub per_partition: bool,
 }
 
-/// `(partition name, document)` for each partition of `name` (`n` declared) that exists, in
-/// partition order; `authorization` (the caller's) goes with the reads from other brokers.
-///
-/// # Errors
-/// The ready response: the partitions' topics failed to load here, an owner could not be
-/// found, or an owner did not answer (503 naming it).
-pub(crate) async fn documents(
+/// What an answer over all partitions says besides each partition's document.
+pub(crate) trait Summary: Send + 'static {
+    /// Takes one partition's document in.
+    fn add(&mut self, doc: &Value);
+    /// The answer's fields besides `partitions`, once every partition was added.
+    fn fields(self) -> Map<String, Value>;
+}
+
+/// Partitions this broker serves, made in one blocking call: a step of the answer is at most
+/// this many, so the broker holds one step's documents (a few hundred KB) at a time.
+const STEP: usize = 256;
+
+/// One step of an answer: partitions served here, or one partition asked of the broker that
+/// serves it (the URL of the call).
+enum Step {
+    Here(Vec<TopicName>),
+    Peer(TopicName, String),
+}
+
+/// Answers `{"partitions": {name: document, ...}, <the summary's fields>}` for each partition of
+/// `name` (`n` declared) that exists, in partition order; `authorization` (the caller's) goes
+/// with the reads from other brokers. The answer is written while it is sent
+/// ([`super::streamed`]), a step of partitions at a time, so its memory stays a few steps'
+/// worth however many partitions there are, and the work stops when the client leaves. A
+/// failure in the first step is answered with its status; a later one aborts the answer.
+pub(crate) async fn answer<S: Summary>(
     ctx: &Arc<ServerContext>,
     name: &TopicName,
     n: u32,
     doc: PartitionDocument,
     authorization: Option<HeaderValue>,
-) -> Result<Vec<(String, Value)>, Response> {
+    mut summary: S,
+) -> Response {
     let partitions = ctx.service.partition_targets(name, n);
     let (here, elsewhere) = match ctx.cluster.get() {
         None => (partitions, Vec::new()),
         Some(member) => {
             let op = doc.op;
-            by_owner(member, partitions, |web, p, authoritative| {
+            let split = by_owner(member, partitions, |web, p, authoritative| {
                 let path = format!(
                     "/admin/v2/persistent/{}/{}/{}/{op}",
                     p.tenant, p.namespace, p.local
                 );
                 format!("{web}{path}?authoritative={authoritative}")
             })
-            .await?
+            .await;
+            match split {
+                Ok(s) => s,
+                Err(r) => return r,
+            }
         }
     };
-    let c = Arc::clone(ctx);
-    let local = doc.local;
-    let mut out = tokio::task::spawn_blocking(move || {
-        here.iter()
-            .map(|p| {
-                let t = c.service.topic(p, true)?;
-                Ok((p.clone(), local(&c, &t)))
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await
-    .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|e| broker_fail(&e))?;
-    for (p, url) in elsewhere {
-        let v = peer::get_json(&url, authorization.as_ref())
-            .await
-            .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e))?;
-        out.push((p, v));
+    let mut steps = steps(here, elsewhere).into_iter();
+    let mut out = b"{\"partitions\":{".to_vec();
+    let mut first = true;
+    if let Some(step) = steps.next() {
+        match run(ctx, step, &doc, authorization.as_ref()).await {
+            Ok(docs) => write(&mut out, &mut first, &mut summary, &doc, docs),
+            Err(r) => return r,
+        }
     }
-    out.sort_by_key(|(p, _)| p.partition_index());
-    Ok(out.into_iter().map(|(p, v)| (p.to_string(), v)).collect())
+    let (response, tx) = super::streamed::json_response(out);
+    let ctx = Arc::clone(ctx);
+    tokio::spawn(async move {
+        for step in steps {
+            let docs = match run(&ctx, step, &doc, authorization.as_ref()).await {
+                Ok(d) => d,
+                Err(r) => {
+                    let why = format!("partition answer failed: status {}", r.status());
+                    tracing::warn!("{why}");
+                    tx.fail(why).await;
+                    return;
+                }
+            };
+            let mut out = Vec::new();
+            write(&mut out, &mut first, &mut summary, &doc, docs);
+            if out.is_empty() {
+                // JSON allows whitespace between tokens: a step with nothing to write still
+                // sends a byte, so a client that left is noticed at every step.
+                out.push(b' ');
+            }
+            if tx.send(out).await.is_err() {
+                tracing::debug!("the client left: partition answer stopped");
+                return;
+            }
+        }
+        let mut out = b"}".to_vec();
+        for (k, v) in summary.fields() {
+            out.push(b',');
+            // Strings and JSON values serialize into a Vec without failing.
+            let _ = serde_json::to_writer(&mut out, &k);
+            out.push(b':');
+            let _ = serde_json::to_writer(&mut out, &v);
+        }
+        out.push(b'}');
+        let _ = tx.send(out).await;
+    });
+    response
+}
+
+/// The partitions in index order, consecutive ones served here grouped by [`STEP`].
+fn steps(here: Vec<TopicName>, elsewhere: Vec<(TopicName, String)>) -> Vec<Step> {
+    let mut all: Vec<(TopicName, Option<String>)> = here
+        .into_iter()
+        .map(|p| (p, None))
+        .chain(elsewhere.into_iter().map(|(p, u)| (p, Some(u))))
+        .collect();
+    all.sort_by_key(|(p, _)| p.partition_index());
+    let mut out: Vec<Step> = Vec::new();
+    for (p, url) in all {
+        match (url, out.last_mut()) {
+            (Some(u), _) => out.push(Step::Peer(p, u)),
+            (None, Some(Step::Here(v))) if v.len() < STEP => v.push(p),
+            (None, _) => out.push(Step::Here(vec![p])),
+        }
+    }
+    out
+}
+
+/// The documents of one step's partitions.
+async fn run(
+    ctx: &Arc<ServerContext>,
+    step: Step,
+    doc: &PartitionDocument,
+    authorization: Option<&HeaderValue>,
+) -> Result<Vec<(TopicName, Value)>, Response> {
+    match step {
+        Step::Here(here) => {
+            let (c, local) = (Arc::clone(ctx), doc.local);
+            // Loading a partition reads its ledger: blocking pool.
+            tokio::task::spawn_blocking(move || {
+                here.into_iter()
+                    .map(|p| {
+                        let t = c.service.topic(&p, true)?;
+                        let v = local(&c, &t);
+                        Ok((p, v))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await
+            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+            .map_err(|e| broker_fail(&e))
+        }
+        Step::Peer(p, url) => peer::get_json(&url, authorization)
+            .await
+            .map(|v| vec![(p, v)])
+            .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
+}
+
+/// Adds one step's documents to the summary and, per partition, to the answer.
+fn write<S: Summary>(
+    out: &mut Vec<u8>,
+    first: &mut bool,
+    summary: &mut S,
+    doc: &PartitionDocument,
+    docs: Vec<(TopicName, Value)>,
+) {
+    for (p, v) in docs {
+        summary.add(&v);
+        if !doc.per_partition {
+            continue;
+        }
+        if !std::mem::take(first) {
+            out.push(b',');
+        }
+        // Strings and JSON values serialize into a Vec without failing.
+        let _ = serde_json::to_writer(&mut *out, &p.to_string());
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut *out, &v);
+    }
 }

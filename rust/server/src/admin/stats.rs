@@ -355,35 +355,45 @@ async fn partitioned_stats(
             format!("Partitioned Topic {name} not found"),
         );
     }
-    let per_partition = q.get("perPartition").is_none_or(|v| v != "false");
     let doc = PartitionDocument {
         op: "stats",
         local: topic_json,
+        per_partition: q.get("perPartition").is_none_or(|v| v != "false"),
     };
     let auth = headers.get(header::AUTHORIZATION).cloned();
-    let docs = match partitions::documents(&ctx, &name, n, doc, auth).await {
-        Ok(d) => d,
-        Err(r) => return r,
+    let total = Total {
+        sum: Value::Object(Map::new()),
+        partitions: n,
     };
-    let mut total = Value::Object(Map::new());
-    let mut partitions = Map::new();
-    for (partition, one) in docs {
-        merge(&mut total, &one);
-        if per_partition {
-            partitions.insert(partition, one);
-        }
+    partitions::answer(&ctx, &name, n, doc, auth, total).await
+}
+
+/// Pulsar's `PartitionedTopicStats` besides the partitions: their stats summed.
+struct Total {
+    /// The partitions' stats added so far ([`merge`]).
+    sum: Value,
+    /// The declared partition count.
+    partitions: u32,
+}
+
+impl partitions::Summary for Total {
+    fn add(&mut self, doc: &Value) {
+        merge(&mut self.sum, doc);
     }
-    if let Value::Object(m) = &mut total {
+
+    fn fields(self) -> Map<String, Value> {
+        let Value::Object(mut m) = self.sum else {
+            return Map::new();
+        };
         // As Pulsar's `PartitionedTopicStats`: these are per partition only.
         m.remove("deduplicationStatus");
         m.remove("ownerBroker");
         m.insert(
             "metadata".into(),
-            json!({ "partitions": n, "deleted": false }),
+            json!({ "partitions": self.partitions, "deleted": false }),
         );
-        m.insert("partitions".into(), Value::Object(partitions));
+        m
     }
-    Json(total).into_response()
 }
 
 /// Adds one partition's stats into the running total, as `PartitionedTopicStatsImpl.add`:
