@@ -85,6 +85,17 @@ impl Shared {
         pending.load()
     }
 
+    /// Keeps the entry index of a ledger closed on the journal until it is opened again
+    /// ([`Recovered::give_back`]).
+    pub(crate) fn give_back(&self, ledger_id: i64, locs: Vec<Loc>) {
+        self.recovered.lock().give_back(ledger_id, locs);
+    }
+
+    /// Drops what is kept of a deleted ledger's entries.
+    pub(crate) fn forget_recovered(&self, ledger_id: i64) {
+        self.recovered.lock().remove(ledger_id);
+    }
+
     pub(crate) fn forget(&self, name: &str) {
         self.open.lock().by_name.remove(name);
     }

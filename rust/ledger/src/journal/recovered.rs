@@ -52,6 +52,13 @@ impl Recovered {
         self.scanned.entry(ledger).or_default().push((entry, loc));
     }
 
+    /// Gives back the entries of a ledger closed in this process (its index lived in memory),
+    /// so the next open of the ledger finds them as a restart's scan would.
+    pub(crate) fn give_back(&mut self, ledger: i64, locs: Vec<Loc>) {
+        let entries = self.scanned.entry(ledger).or_default();
+        entries.extend((0_i64..).zip(locs));
+    }
+
     pub(crate) fn add_block(&mut self, ledger: i64, block: Block) {
         self.indexed.entry(ledger).or_default().push(block);
     }

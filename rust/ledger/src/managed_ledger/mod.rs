@@ -608,6 +608,27 @@ impl ManagedLedger {
                 }
             }
         }
+        if self.shared.backing.is_none() {
+            // On the journal, the entry index lives only in memory until a restart's scan: it
+            // goes back to the storage, so the next open of this ledger in this process (a
+            // topic unloaded, then used again) finds every confirmed entry. Taken under the
+            // state lock, handed back after it is released (the storage's lock is never held
+            // inside it).
+            let kept: Vec<(i64, Vec<Loc>)> = {
+                let mut st = self.state.lock();
+                st.ledgers
+                    .values_mut()
+                    .map(|s| {
+                        let mut locs = std::mem::take(&mut s.locs);
+                        locs.truncate(usize::try_from(s.confirmed).unwrap_or(usize::MAX));
+                        (s.info.ledger_id, locs)
+                    })
+                    .collect()
+            };
+            for (id, locs) in kept {
+                self.shared.give_back(id, locs);
+            }
+        }
         self.cache.clear();
         self.new_entries.notify_waiters();
         self.shared.forget(&self.name);
@@ -651,6 +672,8 @@ impl ManagedLedger {
         let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();
         self.shared.meta.delete(&info_key(&self.name))?;
         for id in ids {
+            // The entry index `close` handed back is not needed: the ledger is gone.
+            self.shared.forget_recovered(id);
             self.shared.journal.release_ledger(id);
         }
         Ok(())
