@@ -29,6 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Self
 
 HERE = Path(__file__).resolve().parent
 TICK = os.sysconf("SC_CLK_TCK")
@@ -57,7 +58,7 @@ class Peak:
         while not self._stop.wait(0.02):
             self.peak = max(self.peak, rss_mb(self.pid))
 
-    def __enter__(self) -> Peak:
+    def __enter__(self) -> Self:
         self._t.start()
         return self
 
@@ -97,8 +98,11 @@ def abandoned(pid: int, admin: str, path: str, after_s: float = 1.0, watch_s: fl
     s.close()
     c0 = cpu_s(pid)
     time.sleep(watch_s)
-    return {"call": f"GET {path} (client gone after {after_s} s)", "cpu_s_after_client_left": round(cpu_s(pid) - c0, 2),
-            "watch_s": watch_s}
+    return {
+        "call": f"GET {path} (client gone after {after_s} s)",
+        "cpu_s_after_client_left": round(cpu_s(pid) - c0, 2),
+        "watch_s": watch_s,
+    }
 
 
 def start(bin_dir: Path, data: Path, work: Path) -> tuple[subprocess.Popen, str]:

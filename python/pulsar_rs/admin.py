@@ -242,8 +242,12 @@ class _Namespaces(_Group, PolicySetters, NamespaceLimits):
         """Creates ``tenant/name``, optionally with a Pulsar ``Policies`` document."""
         self._a.request("PUT", f"/admin/v2/namespaces/{_ns_path(namespace)}", policies)
 
-    def delete(self, namespace: str) -> None:
-        self._a.request("DELETE", f"/admin/v2/namespaces/{_ns_path(namespace)}")
+    def delete(self, namespace: str, force: bool = False) -> None:
+        """Deletes an empty namespace (409 while it has topics); ``force`` deletes its topics
+        first, closing their clients, where the broker's ``forceDeleteNamespaceAllowed`` allows
+        it (else 405)."""
+        path = f"/admin/v2/namespaces/{_ns_path(namespace)}"
+        self._a.request("DELETE", path + ("?force=true" if force else ""))
 
     def policies(self, namespace: str) -> dict[str, Any]:
         """The namespace's ``Policies`` document."""
@@ -500,6 +504,12 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
         """``{"ledgerId", "entryId", "partitionIndex"}`` of the last message (with ``batchIndex``
         when it ends a batch; -1:-1 when the topic is empty)."""
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/lastMessageId")
+
+    def unload(self, topic: str) -> None:
+        """Unloads the topic, or each partition of a partitioned topic, from the broker serving
+        it: it is closed until its next use, its producers and consumers reconnect (pulsar-admin's
+        ``topics unload``). Nothing stored changes."""
+        self._a.request("PUT", f"/admin/v2/{_topic_path(topic)}/unload")
 
     def compact(self, topic: str) -> None:
         """Starts a compaction run (409 while one runs)."""

@@ -1,4 +1,4 @@
-"""``pulsar-rs admin namespaces``: list, create, delete, policies, permissions, topics,
+"""``pulsar-rs admin namespaces``: list, create, delete [--force/-f], policies, permissions, topics,
 grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
 set-/get-subscription-auth-mode, set-/get-schema-compatibility-strategy (``--compatibility/-c``),
 set-/get-is-allow-auto-update-schema and set-/get-schema-validation-enforce (``--enable/-e`` or
@@ -216,10 +216,14 @@ def add(groups: Any) -> None:
     p = g.add_parser("list")
     p.add_argument("tenant")
     p.set_defaults(call=lambda admin, a: admin.namespaces.list(a.tenant))
-    for verb in ("create", "delete", "policies", "permissions", "topics"):
+    for verb in ("create", "policies", "permissions", "topics"):
         p = g.add_parser(verb)
         p.add_argument("namespace", help="tenant/name")
         p.set_defaults(call=lambda admin, a: getattr(admin.namespaces, a.action)(a.namespace))
+    p = g.add_parser("delete")
+    p.add_argument("namespace", help="tenant/name")
+    p.add_argument("--force", "-f", action="store_true", help="delete its topics too (forceDeleteNamespaceAllowed)")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.delete(a.namespace, a.force))
     p = g.add_parser("grant-permission")
     p.add_argument("namespace")
     p.add_argument("--role", required=True)

@@ -109,6 +109,9 @@ pub struct BrokerConfig {
     // over them; see `crate::policies::limits`.
     /// Most partitions a partitioned topic may have (REST create and update).
     pub max_num_partitions_per_partitioned_topic: u32,
+    /// Whether `DELETE /admin/v2/namespaces/{tenant}/{ns}?force=true` deletes the namespace
+    /// with its topics (else refused 405, as Pulsar).
+    pub force_delete_namespace_allowed: bool,
     /// Most persistent topics (partitions counted one by one) in one namespace.
     pub max_topics_per_namespace: u32,
     /// Most subscriptions on one topic.
@@ -319,6 +322,7 @@ impl Default for BrokerConfig {
             default_num_partitions: 1,
             allow_auto_subscription_creation: true,
             max_num_partitions_per_partitioned_topic: 0,
+            force_delete_namespace_allowed: false,
             max_topics_per_namespace: 0,
             max_subscriptions_per_topic: 0,
             max_producers_per_topic: 0,

@@ -557,9 +557,13 @@ impl BrokerService {
                 .collect();
             names.iter().filter_map(|n| topics.remove(n)).collect()
         };
+        if !chosen.is_empty() {
+            // One line per call: a namespace's unload may close 100 000 topics.
+            tracing::info!(topics = chosen.len(), "{why}");
+        }
         let mut handles = Vec::new();
         for t in chosen {
-            tracing::warn!(topic = %t.name, "{why}");
+            tracing::debug!(topic = %t.name, "{why}");
             handles.extend(t.take_producers());
             t.close();
         }
@@ -641,6 +645,32 @@ impl BrokerService {
             }
         }
         self.meta.delete(&partitions_key(name))?;
+        Ok(producers)
+    }
+
+    /// Deletes every persistent topic of `namespace` with `force` (Pulsar's forced namespace
+    /// delete, before the namespace itself goes): each partitioned topic with its partitions,
+    /// then every other topic; their producers' handles are returned, for the server to close
+    /// them. The work is one topic at a time, over what exists.
+    ///
+    /// # Errors
+    /// Storage failures (the topics deleted so far stay deleted).
+    pub fn delete_namespace_topics(&self, namespace: &str) -> Result<Vec<u64>, BrokerError> {
+        let mut producers = Vec::new();
+        for (name, _) in self.partitioned_topics(namespace) {
+            match self.delete_partitioned(&name, true) {
+                Ok(handles) => producers.extend(handles),
+                Err(BrokerError::TopicNotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        for name in self.topics_of_namespace(namespace) {
+            match self.delete_topic(&name, true) {
+                Ok(handles) => producers.extend(handles),
+                Err(BrokerError::TopicNotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(producers)
     }
 

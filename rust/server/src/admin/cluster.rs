@@ -132,10 +132,12 @@ async fn ns_bundles(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>)
 async fn unload_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
     let name = format!("{tenant}/{ns}");
     let Some(m) = ctx.cluster.get() else {
-        return match super::namespaces::missing(&ctx, &name) {
-            Some(r) => r,
-            None => StatusCode::NO_CONTENT.into_response(),
-        };
+        // On its own, the broker owns the namespace's every bundle: its topics are unloaded.
+        if let Some(r) = super::namespaces::missing(&ctx, &name) {
+            return r;
+        }
+        let why = "namespace unloaded by an admin call";
+        return super::unload::unload(&ctx, move |t| t.name.namespace_name() == name, why).await;
     };
     match m.unload(&name, None).await {
         Ok(_) => StatusCode::NO_CONTENT.into_response(),

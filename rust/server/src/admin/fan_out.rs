@@ -26,12 +26,13 @@ const BODY_LIMIT: usize = 1 << 20;
 
 /// Whether the call `method` on the route `op` (its template past [`TOPIC_ROUTE`]) acts on each
 /// partition of a partitioned topic: its subscriptions (list, create, delete, skip, reset,
-/// expire) and deleting the partitioned topic.
+/// expire), deleting the partitioned topic and unloading it.
 pub(super) fn fans_out(method: &Method, op: &str) -> bool {
     op == "/subscriptions"
         || op.starts_with("/subscription/")
         || op.starts_with("/all_subscription/")
         || (op == "/partitions" && method == Method::DELETE)
+        || (op == "/unload" && method == Method::PUT)
 }
 
 /// Sends `req` (on the partitioned topic `topic`, `n` partitions) to the owner of each

@@ -37,6 +37,7 @@ mod tenants;
 mod topic_path;
 mod topics;
 mod transactions;
+mod unload;
 
 use std::sync::Arc;
 
@@ -145,6 +146,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(permissions::routes())
         .merge(lookup::routes())
         .merge(transactions::routes())
+        .merge(unload::routes())
         // Inside the guard: a caller is authenticated (and refused) before any redirect.
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),

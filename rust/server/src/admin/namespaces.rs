@@ -8,9 +8,10 @@
 // Helpers return the ready 4xx response as their error; the admin path is cold.
 #![allow(clippy::result_large_err)]
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -141,8 +142,40 @@ async fn create(
     }
 }
 
-async fn delete(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+/// `DELETE /admin/v2/namespaces/{tenant}/{ns}[?force=true]` (Pulsar's `deleteNamespace`): 409
+/// while the namespace has topics; with `force` (allowed by `forceDeleteNamespaceAllowed`,
+/// else 405) its topics are deleted first, their clients disconnected.
+async fn delete(
+    State(ctx): Ctx,
+    Path((tenant, ns)): Path<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     let ns = format!("{tenant}/{ns}");
+    if q.get("force").is_some_and(|v| v == "true") {
+        if !ctx.service.config.force_delete_namespace_allowed {
+            return fail(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Broker doesn't allow forced deletion of namespaces",
+            );
+        }
+        if ctx.cluster.get().is_some() {
+            // The topics are their owners' to delete, across brokers: not done yet.
+            return fail(
+                StatusCode::NOT_IMPLEMENTED,
+                "forced namespace deletion is not supported in a cluster yet",
+            );
+        }
+        if let Some(r) = missing(&ctx, &ns) {
+            return r;
+        }
+        let of = ns.clone();
+        let deleted =
+            super::topics::closing_producers(&ctx, move |svc| svc.delete_namespace_topics(&of))
+                .await;
+        if deleted.status() != StatusCode::NO_CONTENT {
+            return deleted;
+        }
+    }
     if let Some(r) = missing(&ctx, &ns) {
         return r;
     }

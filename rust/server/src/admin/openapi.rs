@@ -310,6 +310,11 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["GET"],
     ),
     ("openapi", "/admin/v2/openapi.json", &["GET"]),
+    (
+        "unload",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload",
+        &["PUT"],
+    ),
 ];
 
 /// The OpenAPI 3.0 document of [`OPERATIONS`].

@@ -339,7 +339,7 @@ fn forced(q: &HashMap<String, String>) -> bool {
 
 /// Runs a delete on the blocking pool, then sends CLOSE_PRODUCER to the producers it
 /// unregistered (their clients reconnect, as after Pulsar's forced delete): 204, or the error.
-async fn closing_producers(
+pub(super) async fn closing_producers(
     ctx: &Arc<ServerContext>,
     delete: impl FnOnce(&pulsar_rs_broker::BrokerService) -> Result<Vec<u64>, BrokerError>
         + Send

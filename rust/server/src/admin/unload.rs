@@ -1,0 +1,66 @@
+//! Unloading (Pulsar's `unloadTopic`, and a namespace's unload on a broker on its own): the
+//! loaded topics chosen are closed and forgotten until their next use, their producers told
+//! `CloseProducer` and their consumers `CloseConsumer`, so the clients reconnect and load them
+//! afresh; the memory they held is released. Nothing stored changes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::put;
+use axum::Router;
+use pulsar_rs_broker::{Topic, TopicName};
+
+use super::topic_path::ExistingTopic;
+use super::Ctx;
+use crate::http::fail;
+use crate::ServerContext;
+
+/// The routes of this module.
+pub(super) fn routes() -> Router<Arc<ServerContext>> {
+    Router::new().route(
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload",
+        put(unload_topic),
+    )
+}
+
+/// `PUT .../{topic}/unload`: the topic, or each loaded partition of a partitioned topic (in a
+/// cluster, the ones this broker serves: the call is sent on to the other partitions' owners),
+/// unloaded; 404 for a topic that does not exist, 204 also when it was not loaded.
+async fn unload_topic(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
+    let chosen: HashSet<TopicName> = match ctx.service.partitions(&name, false) {
+        Ok(n) if n > 0 => ctx
+            .service
+            .partition_targets(&name, n)
+            .into_iter()
+            .collect(),
+        _ => HashSet::from([name]),
+    };
+    unload(
+        &ctx,
+        move |t| chosen.contains(&t.name),
+        "unloaded by an admin call",
+    )
+    .await
+}
+
+/// Unloads the loaded topics `which` selects and tells their producers; 204.
+pub(super) async fn unload(
+    ctx: &Arc<ServerContext>,
+    which: impl Fn(&Topic) -> bool + Send + 'static,
+    why: &'static str,
+) -> Response {
+    let svc = Arc::clone(&ctx.service);
+    // Closing a topic closes its ledger (on BookKeeper, calls to the bookies): blocking pool.
+    match tokio::task::spawn_blocking(move || svc.unload_where(which, why)).await {
+        Ok(handles) => {
+            for h in handles {
+                ctx.fence_producer(h);
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
