@@ -14,6 +14,7 @@ import pytest
 
 from conftest import receive_all
 from pulsar_rs import Admin, AdminError
+from pulsar_rs.cli import main
 
 
 def _since(admin: Admin, topic: str) -> tuple[str, str]:
@@ -103,3 +104,18 @@ def test_forced_namespace_delete_deletes_its_topics(pulsar_broker_factory) -> No
         assert admin.topics.list_partitioned("public/gone") == []
     finally:
         c.close()
+
+
+def test_the_cli_unloads_and_force_deletes(pulsar_broker_factory, capsys) -> None:
+    b = pulsar_broker_factory(forceDeleteNamespaceAllowed=True)
+    url = ["admin", "--admin-url", b.admin_url]
+    assert main([*url, "namespaces", "create", "public/cli"]) == 0
+    assert main([*url, "topics", "create", "persistent://public/cli/t"]) == 0
+    assert main([*url, "topics", "unload", "persistent://public/cli/t"]) == 0
+    assert main([*url, "topics", "unload", "persistent://public/cli/none"]) == 1
+    assert "404" in capsys.readouterr().err
+    assert main([*url, "namespaces", "delete", "public/cli"]) == 1
+    assert "409" in capsys.readouterr().err
+    assert main([*url, "namespaces", "delete", "public/cli", "--force"]) == 0
+    assert main([*url, "namespaces", "list", "public"]) == 0
+    assert "public/cli" not in capsys.readouterr().out.split()
