@@ -137,7 +137,10 @@ async fn unload_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, Str
             return r;
         }
         let why = "namespace unloaded by an admin call";
-        return super::unload::unload(&ctx, move |t| t.name.namespace_name() == name, why).await;
+        return super::closing::closing_producers(&ctx, move |svc| {
+            Ok(svc.unload_where(|t| t.name.namespace_name() == name, why))
+        })
+        .await;
     };
     match m.unload(&name, None).await {
         Ok(_) => StatusCode::NO_CONTENT.into_response(),

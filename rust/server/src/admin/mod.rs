@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 mod brokers;
+mod closing;
 mod cluster;
 mod clusters;
 mod compaction;

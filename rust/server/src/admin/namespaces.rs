@@ -170,7 +170,7 @@ async fn delete(
         }
         let of = ns.clone();
         let deleted =
-            super::topics::closing_producers(&ctx, move |svc| svc.delete_namespace_topics(&of))
+            super::closing::closing_producers(&ctx, move |svc| svc.delete_namespace_topics(&of))
                 .await;
         if deleted.status() != StatusCode::NO_CONTENT {
             return deleted;

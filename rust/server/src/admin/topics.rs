@@ -299,7 +299,7 @@ async fn delete_partitioned(
             return super::cluster::cluster_fail(&e);
         }
     }
-    closing_producers(&ctx, move |svc| svc.delete_partitioned(&name, force)).await
+    super::closing::closing_producers(&ctx, move |svc| svc.delete_partitioned(&name, force)).await
 }
 
 async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
@@ -329,31 +329,10 @@ async fn delete_topic(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let force = forced(&q);
-    closing_producers(&ctx, move |svc| svc.delete_topic(&name, force)).await
+    super::closing::closing_producers(&ctx, move |svc| svc.delete_topic(&name, force)).await
 }
 
 /// Pulsar's `force` query parameter (`false` unless `true`).
 fn forced(q: &HashMap<String, String>) -> bool {
     q.get("force").is_some_and(|v| v == "true")
-}
-
-/// Runs a delete on the blocking pool, then sends CLOSE_PRODUCER to the producers it
-/// unregistered (their clients reconnect, as after Pulsar's forced delete): 204, or the error.
-pub(super) async fn closing_producers(
-    ctx: &Arc<ServerContext>,
-    delete: impl FnOnce(&pulsar_rs_broker::BrokerService) -> Result<Vec<u64>, BrokerError>
-        + Send
-        + 'static,
-) -> Response {
-    let svc = Arc::clone(&ctx.service);
-    match tokio::task::spawn_blocking(move || delete(&svc)).await {
-        Ok(Ok(producers)) => {
-            for handle in producers {
-                ctx.fence_producer(handle);
-            }
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
 }

@@ -1,21 +1,21 @@
 //! Unloading (Pulsar's `unloadTopic`, and a namespace's unload on a broker on its own): the
 //! loaded topics chosen are closed and forgotten until their next use, their producers told
 //! `CloseProducer` and their consumers `CloseConsumer`, so the clients reconnect and load them
-//! afresh; the memory they held is released. Nothing stored changes.
+//! afresh; the memory they held is released. Nothing stored changes. (A namespace's unload is
+//! with the bundles', in [`super::cluster`].)
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::put;
 use axum::Router;
-use pulsar_rs_broker::{Topic, TopicName};
+use pulsar_rs_broker::TopicName;
 
+use super::closing::closing_producers;
 use super::topic_path::ExistingTopic;
 use super::Ctx;
-use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -38,29 +38,9 @@ async fn unload_topic(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Re
             .collect(),
         _ => HashSet::from([name]),
     };
-    unload(
-        &ctx,
-        move |t| chosen.contains(&t.name),
-        "unloaded by an admin call",
-    )
+    let why = "unloaded by an admin call";
+    closing_producers(&ctx, move |svc| {
+        Ok(svc.unload_where(|t| chosen.contains(&t.name), why))
+    })
     .await
-}
-
-/// Unloads the loaded topics `which` selects and tells their producers; 204.
-pub(super) async fn unload(
-    ctx: &Arc<ServerContext>,
-    which: impl Fn(&Topic) -> bool + Send + 'static,
-    why: &'static str,
-) -> Response {
-    let svc = Arc::clone(&ctx.service);
-    // Closing a topic closes its ledger (on BookKeeper, calls to the bookies): blocking pool.
-    match tokio::task::spawn_blocking(move || svc.unload_where(which, why)).await {
-        Ok(handles) => {
-            for h in handles {
-                ctx.fence_producer(h);
-            }
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
 }
