@@ -583,6 +583,22 @@ def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brok
         assert (e.value.status, e.value.reason) == (412, "Topic has active producers/subscriptions")
         for b in brokers:
             assert get(f"{b.http}/admin/v2/persistent/public/default/fanned/partitions")[1]["partitions"] == 6
+
+        # An unload asked of a broker that owns neither partition reaches their owners: the
+        # consumers on both are closed and reconnect.
+        def since(p: int, sub: str) -> str | None:
+            st = Admin(brokers[0].http).topics.stats(f"{topic}-partition-{p}")
+            consumers = st["subscriptions"].get(sub, {}).get("consumers", [])
+            return consumers[0]["connectedSince"] if consumers else None
+
+        before = {(remote, "busy"): since(remote, "busy"), (0, "busy-here"): since(0, "busy-here")}
+        assert None not in before.values(), before
+        via = next(b for b in brokers if b.url not in (owners[0], owners[remote]))
+        Admin(via.http).topics.unload(topic)
+        deadline = time.monotonic() + 30
+        while any(since(p, sub) in (None, was) for (p, sub), was in before.items()):
+            assert time.monotonic() < deadline, f"the unload did not reach every partition's owner: {before}"
+            time.sleep(0.2)
     finally:
         c.close()
     Admin(brokers[1].http).topics.delete(topic, partitioned=True)
