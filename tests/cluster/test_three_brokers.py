@@ -407,7 +407,11 @@ def test_a_namespace_created_through_one_broker_is_served_by_all(brokers):
     admin.tenants.create("acme", allowed_clusters=["standalone"])
     admin.namespaces.create("acme/orders")
     for b in brokers:
-        assert Admin(b.http).namespaces.bundles("acme/orders")["numBundles"] == 4
+        bundles = Admin(b.http).namespaces.bundles("acme/orders")
+        assert bundles["numBundles"] == 4
+        # The namespace's Policies document shows the same bundles (pulsar-admin namespaces
+        # policies), not one bundle.
+        assert Admin(b.http).namespaces.policies("acme/orders")["bundles"] == bundles, b.name
     topics = [f"persistent://acme/orders/t-{i}" for i in range(8)]
     owners = {t: {lookup(b, t) for b in brokers} for t in topics}
     assert all(len(o) == 1 for o in owners.values()), owners

@@ -17,6 +17,18 @@ pub(crate) fn fail(status: StatusCode, reason: impl Into<String>) -> Response {
     (status, Json(json!({ "reason": reason.into() }))).into_response()
 }
 
+/// A cluster failure as an admin answer (404 for a namespace the cluster does not have, 412
+/// for an invalid name, else 503).
+pub(crate) fn cluster_fail(e: &pulsar_rs_cluster::ClusterError) -> Response {
+    use pulsar_rs_cluster::ClusterError;
+    let status = match e {
+        ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
+        ClusterError::InvalidName(_) => StatusCode::PRECONDITION_FAILED,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    fail(status, e.to_string())
+}
+
 /// The response for a broker error: Pulsar's status code for its kind, the message as reason.
 pub(crate) fn broker_fail(e: &BrokerError) -> Response {
     let status = match e {

@@ -16,12 +16,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
 use pulsar_rs_cluster::documents::BundlesData;
-use pulsar_rs_cluster::{bundles, Bundle, ClusterError};
+use pulsar_rs_cluster::{bundles, Bundle};
 use serde_json::json;
 
 use super::topic_path::TopicPath;
 use super::Ctx;
-use crate::http::fail;
+use crate::http::{cluster_fail, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
@@ -49,16 +49,6 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle",
             get(topic_bundle),
         )
-}
-
-/// A cluster failure as an admin answer (404 for a namespace the cluster does not have).
-pub(super) fn cluster_fail(e: &ClusterError) -> Response {
-    let status = match e {
-        ClusterError::NamespaceNotFound(_) => StatusCode::NOT_FOUND,
-        ClusterError::InvalidName(_) => StatusCode::PRECONDITION_FAILED,
-        _ => StatusCode::SERVICE_UNAVAILABLE,
-    };
-    fail(status, e.to_string())
 }
 
 async fn leader_broker(State(ctx): Ctx) -> Response {

@@ -92,7 +92,7 @@ async fn cluster_lookup(
             );
             (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response()
         }
-        Err(e) => super::cluster::cluster_fail(&e),
+        Err(e) => crate::http::cluster_fail(&e),
     }
 }
 

@@ -63,7 +63,21 @@ async fn get_one(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) ->
         return r;
     }
     let p = ctx.service.policies.namespace(&ns);
-    Json(document(&p, &ctx.service.config.cluster_name)).into_response()
+    let mut doc = document(&p, &ctx.service.config.cluster_name);
+    if let Some(m) = ctx.cluster.get() {
+        // In a cluster the bundles are the store's (split or not), as `namespaces bundles`
+        // answers them; a broker on its own has one bundle per namespace.
+        match m.boundaries(&ns).await {
+            Ok(b) => match serde_json::to_value(pulsar_rs_cluster::bundles::bundles_data(&b)) {
+                Ok(v) => {
+                    doc["bundles"] = v;
+                }
+                Err(e) => return fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            },
+            Err(e) => return crate::http::cluster_fail(&e),
+        }
+    }
+    Json(doc).into_response()
 }
 
 async fn create(

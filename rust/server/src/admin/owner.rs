@@ -18,10 +18,10 @@ use axum::response::{IntoResponse, Response};
 use pulsar_rs_broker::TopicName;
 use pulsar_rs_cluster::LookupAnswer;
 
-use super::cluster::cluster_fail;
 use super::peer::url_at;
 use super::topic_path::{self, TOPIC_ROUTE};
 use super::{fan_out, partitions};
+use crate::http::cluster_fail;
 use crate::http::fail;
 use crate::ServerContext;
 

@@ -13,8 +13,8 @@ use pulsar_rs_broker::{Topic, TopicName};
 use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use serde_json::{Map, Value};
 
-use super::cluster::cluster_fail;
 use super::peer;
+use crate::http::cluster_fail;
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 

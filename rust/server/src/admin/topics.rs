@@ -296,7 +296,7 @@ async fn delete_partitioned(
         // The store's record goes first, so no broker adopts the topic again; the partitions
         // other brokers own were deleted by them (admin::fan_out).
         if let Err(e) = member.delete_partitions(&name.to_string()).await {
-            return super::cluster::cluster_fail(&e);
+            return crate::http::cluster_fail(&e);
         }
     }
     super::closing::closing_producers(&ctx, move |svc| svc.delete_partitioned(&name, force)).await
