@@ -119,3 +119,36 @@ def test_the_cli_unloads_and_force_deletes(pulsar_broker_factory, capsys) -> Non
     assert main([*url, "namespaces", "delete", "public/cli", "--force"]) == 0
     assert main([*url, "namespaces", "list", "public"]) == 0
     assert "public/cli" not in capsys.readouterr().out.split()
+
+
+def test_non_persistent_topic_delete_and_unload(pulsar_broker, client) -> None:
+    """A non-persistent topic exists while loaded: deleting it is refused while clients are
+    connected (412), forced it closes them; unloading closes them too, and they come back to a
+    new topic of that name."""
+    admin = Admin(pulsar_broker.admin_url)
+    topic = "non-persistent://public/default/np-gone"
+    producer = client.create_producer(topic)
+    consumer = client.subscribe(topic, "sub")
+    with pytest.raises(AdminError) as e:
+        admin.topics.delete(topic)
+    assert (e.value.status, e.value.reason) == (412, "Topic has 2 connected producers/consumers")
+
+    admin.topics.unload(topic)
+    deadline = time.monotonic() + 20
+    while True:  # both clients reconnect to a new topic of that name
+        try:
+            st = admin.topics.stats(topic)
+            if len(st["publishers"]) == 1 and len(st["subscriptions"]["sub"]["consumers"]) == 1:
+                break
+        except (AdminError, KeyError):
+            pass  # not back yet
+        assert time.monotonic() < deadline, "the clients did not come back after the unload"
+        time.sleep(0.1)
+    producer.send(b"after")
+    assert consumer.receive(timeout_millis=5000).data() == b"after"
+
+    admin.topics.delete(topic, force=True)
+    assert topic not in admin.namespaces.topics("public/default")
+    with pytest.raises(AdminError) as e:
+        admin.topics.delete("non-persistent://public/default/never-made")
+    assert e.value.status == 404

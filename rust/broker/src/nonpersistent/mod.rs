@@ -96,6 +96,33 @@ impl NonPersistentTopic {
         limits.admit_consumer(on_topic, 0, on_sub)
     }
 
+    /// Producers and consumers connected (a topic in use is not deleted without `force`).
+    #[must_use]
+    pub fn usage_count(&self) -> usize {
+        // Locks: the producers' table, then each subscription's consumers, one at a time.
+        let producers = self.producers.lock().len();
+        producers
+            + self
+                .subscriptions()
+                .iter()
+                .map(|s| s.consumer_count())
+                .sum::<usize>()
+    }
+
+    /// Closes the topic (it was unloaded or deleted): each consumer is told `CloseConsumer`
+    /// (its client subscribes again, to a new topic of that name), and the producers' handles
+    /// are returned for the server to tell them `CloseProducer`. Nothing is stored, so nothing
+    /// else remains.
+    pub fn close(&self) -> Vec<u64> {
+        let subs: Vec<Arc<NonPersistentSubscription>> =
+            self.subscriptions.lock().drain().map(|(_, s)| s).collect();
+        for c in subs.iter().flat_map(|s| s.consumers()) {
+            c.close();
+            c.notify(crate::consumer::ConsumerEvent::Closed { consumer_id: c.id });
+        }
+        self.producers.lock().drain().map(|(_, h)| h).collect()
+    }
+
     /// Unregisters a producer.
     pub fn remove_producer(&self, name: &str, handle: u64) {
         let mut p = self.producers.lock();

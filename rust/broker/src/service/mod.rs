@@ -474,6 +474,32 @@ impl BrokerService {
         Ok(t)
     }
 
+    /// Removes a non-persistent topic (Pulsar's delete and unload of one: either way it is
+    /// gone until next used, as nothing of it is stored), closing its consumers; returns its
+    /// producers' handles, for the server to close them. Without `force`, a topic with
+    /// producers or consumers connected is refused and left as it is.
+    ///
+    /// # Errors
+    /// [`BrokerError::TopicNotFound`]; [`BrokerError::TopicBusy`].
+    pub fn remove_non_persistent(
+        &self,
+        name: &TopicName,
+        force: bool,
+    ) -> Result<Vec<u64>, BrokerError> {
+        let topic = {
+            // Lock: held across the check and the removal, so no client is admitted between.
+            let mut map = self.non_persistent.lock();
+            let Some(t) = map.get(name) else {
+                return Err(BrokerError::TopicNotFound(name.to_string()));
+            };
+            if !force {
+                in_use(t.usage_count())?;
+            }
+            map.remove(name)
+        };
+        Ok(topic.map(|t| t.close()).unwrap_or_default())
+    }
+
     /// The topics of a namespace a client discovers (GET_TOPICS_OF_NAMESPACE, REST
     /// `namespaces/{tenant}/{ns}/topics`), as Pulsar's `NamespaceService.getListOfTopics`:
     /// `persistent` → every persistent topic and the partitions of partitioned ones;
@@ -856,7 +882,12 @@ impl BrokerService {
 
 /// Pulsar's `TopicBusyException` for a loaded topic with producers or consumers connected.
 fn busy(topic: Option<&Arc<Topic>>) -> Result<(), BrokerError> {
-    match topic.map_or(0, |t| t.usage_count()) {
+    in_use(topic.map_or(0, |t| t.usage_count()))
+}
+
+/// Pulsar's refusal of a delete while `n` producers and consumers are connected.
+fn in_use(n: usize) -> Result<(), BrokerError> {
+    match n {
         0 => Ok(()),
         n => Err(BrokerError::TopicBusy(format!(
             "Topic has {n} connected producers/consumers"

@@ -1,15 +1,17 @@
 //! Admin REST for `non-persistent://` topics: the namespace's topic lists, `stats` (with
-//! `msgDropRate` on the topic, its publishers' side and each subscription) and partitioned-topic
-//! metadata.
+//! `msgDropRate` on the topic, its publishers' side and each subscription), partitioned-topic
+//! metadata, and a topic's delete and unload.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get, put};
 use axum::{Json, Router};
 use serde_json::json;
 
+use super::closing::closing_producers;
 use super::topic_path::{DeferredTopicPath, TopicPath};
 use super::Ctx;
 use crate::http::{broker_fail, no_content};
@@ -31,6 +33,32 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/partitions",
             get(get_partitions).put(create_partitions),
         )
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}/{topic}",
+            delete(delete_topic),
+        )
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/unload",
+            put(unload_topic),
+        )
+}
+
+/// `DELETE /admin/v2/non-persistent/{t}/{ns}/{topic}[?force=true]`: 404 for a topic not loaded
+/// (a non-persistent topic exists only while loaded), 412 while producers or consumers are
+/// connected; with `force` they are closed.
+async fn delete_topic(
+    State(ctx): Ctx,
+    TopicPath(name): TopicPath,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let force = q.get("force").is_some_and(|v| v == "true");
+    closing_producers(&ctx, move |svc| svc.remove_non_persistent(&name, force)).await
+}
+
+/// `PUT /admin/v2/non-persistent/{t}/{ns}/{topic}/unload`: the topic closed, its clients
+/// reconnect to a new one of that name; 404 for a topic not loaded.
+async fn unload_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+    closing_producers(&ctx, move |svc| svc.remove_non_persistent(&name, true)).await
 }
 
 /// `GET /admin/v2/non-persistent/{tenant}/{ns}`: the namespace's live non-persistent topics, as

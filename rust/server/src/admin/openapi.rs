@@ -138,6 +138,16 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["GET", "PUT"],
     ),
     (
+        "non_persistent",
+        "/admin/v2/non-persistent/{tenant}/{ns}/{topic}",
+        &["DELETE"],
+    ),
+    (
+        "non_persistent",
+        "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/unload",
+        &["PUT"],
+    ),
+    (
         "permissions",
         "/admin/v2/namespaces/{tenant}/{ns}/permissions",
         &["GET"],

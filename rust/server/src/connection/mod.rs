@@ -332,7 +332,7 @@ impl Connection {
     }
 
     fn cleanup(&mut self) {
-        self.np.cleanup();
+        self.np.cleanup(&self.ctx);
         for (_, p) in self.producers.drain() {
             p.topic.remove_producer(&p.name, p.handle);
             self.ctx.unregister_producer(p.handle);

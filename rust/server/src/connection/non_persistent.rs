@@ -37,9 +37,10 @@ pub(super) struct NpState {
 
 impl NpState {
     /// Detaches everything (connection closed).
-    pub(super) fn cleanup(&mut self) {
+    pub(super) fn cleanup(&mut self, ctx: &crate::ServerContext) {
         for (_, p) in self.producers.drain() {
             p.topic.remove_producer(&p.name, p.handle);
+            ctx.unregister_producer(p.handle);
         }
         for (_, c) in self.consumers.drain() {
             c.topic.unsubscribe_consumer(&c.sub, &c.consumer);
@@ -63,6 +64,15 @@ impl Connection {
             Type::Producer => {
                 let c = cmd.producer.as_deref()?;
                 let name = non_persistent_name(&c.topic)?;
+                if self
+                    .np
+                    .producers
+                    .get(&c.producer_id)
+                    .is_some_and(|p| !self.ctx.is_registered(p.handle))
+                {
+                    // Closed by the broker (its topic unloaded or deleted): a fresh creation.
+                    self.np.producers.remove(&c.producer_id);
+                }
                 if self.np.producers.contains_key(&c.producer_id) {
                     let p = &self.np.producers[&c.producer_id];
                     self.send(&commands::producer_success(
@@ -111,6 +121,9 @@ impl Connection {
                             -1,
                             None,
                         ));
+                        // Registered, so the broker can close it (`ServerContext::fence_producer`).
+                        self.ctx
+                            .register_producer(p.handle, self.tx.clone(), c.producer_id);
                         self.np.producers.insert(c.producer_id, p);
                     }
                     Err(e) => self.error(c.request_id, &e),
@@ -158,6 +171,7 @@ impl Connection {
                 let c = cmd.close_producer.as_ref()?;
                 let p = self.np.producers.remove(&c.producer_id)?;
                 p.topic.remove_producer(&p.name, p.handle);
+                self.ctx.unregister_producer(p.handle);
                 self.send(&commands::success(c.request_id));
                 Some(Ok(()))
             }
@@ -171,6 +185,16 @@ impl Connection {
                         msg,
                     ));
                     return Some(Ok(()));
+                }
+                // A consumer the broker closed (its topic unloaded or deleted) is replaced by
+                // its client's new SUBSCRIBE, as on a persistent topic.
+                if self
+                    .np
+                    .consumers
+                    .get(&c.consumer_id)
+                    .is_some_and(|slot| slot.consumer.is_closed())
+                {
+                    self.np.consumers.remove(&c.consumer_id);
                 }
                 let r = (|| {
                     if self.np.consumers.contains_key(&c.consumer_id) {
