@@ -14,8 +14,7 @@ use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use serde_json::{Map, Value};
 
 use super::peer;
-use crate::http::cluster_fail;
-use crate::http::{broker_fail, fail};
+use crate::http::{broker_fail, cluster_fail, fail};
 use crate::ServerContext;
 
 /// A topic's partition count as the cluster knows it (0: not partitioned): in a cluster, the
