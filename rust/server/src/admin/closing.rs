@@ -2,6 +2,7 @@
 //! runs on the blocking pool (it closes ledgers and writes metadata), then each producer it
 //! unregistered is told `CLOSE_PRODUCER`, so its client reconnects, as after Pulsar's.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
@@ -28,4 +29,9 @@ pub(super) async fn closing_producers(
         Ok(Err(e)) => broker_fail(&e),
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// Pulsar's `force` query parameter of a delete (`false` unless `true`).
+pub(super) fn forced(q: &HashMap<String, String>) -> bool {
+    q.get("force").is_some_and(|v| v == "true")
 }

@@ -165,7 +165,7 @@ async fn delete(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let ns = format!("{tenant}/{ns}");
-    if q.get("force").is_some_and(|v| v == "true") {
+    if super::closing::forced(&q) {
         if !ctx.service.config.force_delete_namespace_allowed {
             return fail(
                 StatusCode::METHOD_NOT_ALLOWED,

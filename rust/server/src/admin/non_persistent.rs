@@ -51,7 +51,7 @@ async fn delete_topic(
     TopicPath(name): TopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let force = q.get("force").is_some_and(|v| v == "true");
+    let force = super::closing::forced(&q);
     closing_producers(&ctx, move |svc| svc.remove_non_persistent(&name, force)).await
 }
 

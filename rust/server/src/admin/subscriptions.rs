@@ -449,7 +449,7 @@ async fn delete_subscription(
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let force = q.get("force").is_some_and(|v| v == "true");
+    let force = super::closing::forced(&q);
     if !force {
         // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
         // may load the topic: blocking pool).

@@ -282,7 +282,7 @@ async fn delete_partitioned(
     TopicPath(name): TopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let force = forced(&q);
+    let force = super::closing::forced(&q);
     if let Some(member) = ctx.cluster.get() {
         // Refused while a partition here is in use, before the store's record is touched.
         if !force {
@@ -328,11 +328,6 @@ async fn delete_topic(
     TopicPath(name): TopicPath,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let force = forced(&q);
+    let force = super::closing::forced(&q);
     super::closing::closing_producers(&ctx, move |svc| svc.delete_topic(&name, force)).await
-}
-
-/// Pulsar's `force` query parameter (`false` unless `true`).
-fn forced(q: &HashMap<String, String>) -> bool {
-    q.get("force").is_some_and(|v| v == "true")
 }
