@@ -5,7 +5,9 @@
 section 4): the config file is Pulsar's own ``broker.conf`` / ``standalone.conf`` (Java properties)
 or TOML with the same keys, and flags override it; it can write live snapshots periodically.
 ``pulsar-rs export --data-dir DIR --out OUT [--every 60s [--count N]]`` writes Parquet snapshots of a
-data directory, opened read-only (spark/SCHEMA.md), with a progress line on a terminal.
+data directory, opened read-only (spark/SCHEMA.md), with a progress line on a terminal;
+``--metadata-store-url zk:HOST:PORT`` instead of ``--data-dir`` snapshots every topic a cluster keeps
+on BookKeeper, fencing nothing.
 ``--log-format text|json`` on both. ``pulsar-rs admin ...`` administers a running broker (see
 ``admin_cli``). ``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/bench``
 (pulsar-perf's options; a line per second, a summary at the end).
@@ -70,9 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     standalone.add_argument("--export-out", type=Path, default=None, help="where --export-every writes snapshots")
     export = commands.add_parser(
-        "export", parents=[common], help="write a Parquet snapshot of a data directory (broker stopped)"
+        "export",
+        parents=[common],
+        help="write a Parquet snapshot of a data directory (broker stopped) or of a cluster's topics on BookKeeper",
     )
-    export.add_argument("--data-dir", type=Path, required=True, help="data directory of a stopped broker")
+    source = export.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data-dir", type=Path, help="data directory of a stopped broker")
+    source.add_argument(
+        "--metadata-store-url",
+        metavar="zk:HOST:PORT",
+        help="a cluster's metadataStoreUrl: every topic it keeps on BookKeeper, read without fencing (brokers running)",
+    )
     export.add_argument("--out", type=Path, required=True, help="output directory (snapshots accumulate there)")
     export.add_argument("--broker-id", default=None, help="broker partition value (default: host name)")
     export.add_argument(
@@ -181,9 +191,13 @@ def _snapshots(
 
 def _run_export(args: argparse.Namespace) -> int:
     from . import PulsarRsError
-    from .export import write_snapshot
+    from .export import is_metadata_store_url, write_snapshot
 
     log = cli_logger(args.log_format)
+    source = args.data_dir if args.data_dir is not None else args.metadata_store_url
+    if args.metadata_store_url is not None and not is_metadata_store_url(args.metadata_store_url):
+        print(f"pulsar-rs export: --metadata-store-url must be zk:host:port, not {args.metadata_store_url!r}", file=sys.stderr)
+        return 2
     if args.every is None:
         if args.count is not None:
             print("pulsar-rs export: --count needs --every", file=sys.stderr)
@@ -191,7 +205,7 @@ def _run_export(args: argparse.Namespace) -> int:
         progress = ExportProgress()
         started = time.monotonic()
         try:
-            manifest = write_snapshot(args.data_dir, args.out, broker_id=args.broker_id, progress=progress)
+            manifest = write_snapshot(source, args.out, broker_id=args.broker_id, progress=progress)
         except PulsarRsError as e:
             progress.finish("")
             print(f"pulsar-rs export: {e}", file=sys.stderr)
@@ -208,7 +222,7 @@ def _run_export(args: argparse.Namespace) -> int:
         progress = ExportProgress()
         try:
             return write_snapshot(
-                args.data_dir, args.out, broker_id=args.broker_id, snapshot_ms=snapshot_ms, progress=progress
+                source, args.out, broker_id=args.broker_id, snapshot_ms=snapshot_ms, progress=progress
             )
         finally:
             progress.finish(f"export: snapshot_ms={snapshot_ms}, {progress.rows} rows")

@@ -5,8 +5,11 @@
 * :func:`write_snapshot` writes them as Parquet under ``OUT/<table>/broker=<id>/snapshot_ms=<t>/``
   with a JSON manifest, so snapshots of many brokers and times sit side by side.
 
-The source is a running :class:`pulsar_rs.Broker` (a *live* snapshot, with consumers) or the path
-of a data directory that no broker has open (an *offline* snapshot).
+The source is a running :class:`pulsar_rs.Broker` (a *live* snapshot, with consumers), the path
+of a data directory that no broker has open (an *offline* snapshot), or a Pulsar cluster's
+``metadataStoreUrl`` (``"zk:host:port"``: every topic the cluster keeps on BookKeeper, whichever
+broker wrote it, read from ZooKeeper and the bookies without fencing anything: a *bookkeeper*
+snapshot; a ledger still being written is read up to its last add confirmed).
 """
 
 from __future__ import annotations
@@ -37,7 +40,18 @@ def _streams(
 ) -> tuple[dict[str, _native.ArrowStream], str]:
     if isinstance(source, _native.Broker):
         return source.export_tables(progress), "live"
+    if is_metadata_store_url(source):
+        return _native.export_metadata_store(str(source), progress), "bookkeeper"
     return _native.export_data_dir(Path(source), progress), "offline"
+
+
+def is_metadata_store_url(source: object) -> bool:
+    """Whether an export source names a ZooKeeper metadata store (``zk:...``) rather than a path."""
+    return isinstance(source, str) and source.startswith(METADATA_STORE_SCHEMES)
+
+
+#: Source prefixes read as a metadata store: Pulsar's ``metadataStoreUrl`` forms of ZooKeeper.
+METADATA_STORE_SCHEMES = ("zk:", "metadata-store:zk:")
 
 
 def snapshot_tables(source: _native.Broker | str | os.PathLike[str]) -> dict[str, pa.Table]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -275,6 +276,7 @@ def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies)
         consumer = c.subscribe(theirs, "s2")
         for _ in range(5):
             consumer.acknowledge(consumer.receive(timeout_millis=10000))
+        exported_while_pulsar_writes(bookies, pulsar_broker, theirs, producer, consumer)
         c.close()
     finally:
         pulsar_broker.stop(graceful=True)
@@ -282,14 +284,52 @@ def test_apache_pulsar_and_pulsar_rs_serve_each_others_topics(tmp_path, bookies)
     r2, url2 = start_broker(tmp_path, bookies, "r2")
     try:
         c = client(url2)
-        expected = [b"java-%02d" % i for i in range(20)]
+        expected = [b"java-%02d" % i for i in range(21)]
         # Made before s2 is drained: with retention 0, ledgers every cursor consumed are trimmed.
         c.subscribe(theirs, "fresh", initial_position=pulsar.InitialPosition.Earliest).close()
-        assert drain(c, theirs, "s2", 15) == expected[5:], "we resume Apache Pulsar's subscription"
-        assert drain(c, theirs, "fresh", 20) == expected, "and serve every entry it wrote"
+        assert drain(c, theirs, "s2", 15) == expected[6:], "we resume Apache Pulsar's subscription"
+        assert drain(c, theirs, "fresh", 21) == expected, "and serve every entry it wrote"
         c.close()
     finally:
         r2.kill()
+
+
+def pulsar_internal_stats(broker, topic: str) -> dict:
+    local = topic.removeprefix("persistent://")
+    with urllib.request.urlopen(f"{broker.admin_url}/admin/v2/persistent/{local}/internalStats", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def exported_while_pulsar_writes(bookies, pulsar_broker, topic: str, producer, consumer) -> None:
+    """A read-only export of the store while Apache Pulsar serves ``topic`` (20 sent, 5 of them
+    acknowledged on ``s2``): Pulsar's entries and subscription are read, and nothing of Pulsar's
+    is fenced: it goes on writing its ledger and its subscription's cursor ledger."""
+    deadline = time.monotonic() + 30
+    while True:  # Pulsar writes its acknowledgements to a cursor ledger it makes on the first one
+        before = pulsar_internal_stats(pulsar_broker, topic)
+        if before["cursors"]["s2"]["cursorLedgerLastEntry"] >= 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert before["cursors"]["s2"]["cursorLedger"] >= 0, before["cursors"]
+    entries = export_rows(bookies.metadata_store_url, "entries", topic)
+    assert 19 <= len(entries) <= 20 and {e["ledger_id"] for e in entries} == {before["ledgers"][-1]["ledgerId"]}
+    subs = {r["subscription"]: r for r in export_rows(bookies.metadata_store_url, "subscriptions", topic)}
+    # (Pulsar keeps a replicator's cursor, pulsar.repl.<cluster>, beside the subscription.)
+    assert "s2" in subs and 0 <= subs["s2"]["mark_delete_entry"] <= 4, subs  # read from the cursor ledger
+    time.sleep(1.2)  # past Pulsar's mark-delete rate limit (1/s): the next ack is written at once
+    producer.send(b"java-20")
+    consumer.acknowledge(consumer.receive(timeout_millis=10000))
+    deadline = time.monotonic() + 20
+    while True:
+        after = pulsar_internal_stats(pulsar_broker, topic)
+        cursor, was = after["cursors"]["s2"], before["cursors"]["s2"]
+        wrote = cursor["cursorLedgerLastEntry"] > was["cursorLedgerLastEntry"]
+        if wrote or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert after["ledgers"][-1]["ledgerId"] == before["ledgers"][-1]["ledgerId"], (before["ledgers"], after["ledgers"])
+    assert after["currentLedgerEntries"] == 21, after
+    assert cursor["cursorLedger"] == was["cursorLedger"] and wrote, (was, cursor)
 
 
 def test_persistence_policies_choose_the_quorums_of_each_new_ledger(tmp_path, bookies):
@@ -321,5 +361,99 @@ def test_persistence_policies_choose_the_quorums_of_each_new_ledger(tmp_path, bo
             assert bookies.ledger_quorums(first) == (3, 3, 2)
             assert bookies.ledger_quorums(ledgers[-1]) == (2, 2, 1)
             assert drain(c, topic, "all", 50) == [f"m{i}".encode() for i in range(50)]
+        finally:
+            c.close()
+
+
+def export_rows(source: str, table: str, topic: str) -> list[dict]:
+    """One table of a read-only export of the cluster on the bookies, the rows of one topic."""
+    from pulsar_rs.export import snapshot_tables
+
+    return [r for r in snapshot_tables(source)[table].to_pylist() if r["topic"] == topic]
+
+
+def test_an_export_reads_a_live_topic_from_the_bookies_and_fences_nothing(tmp_path, bookies):
+    """``pulsar-rs export --metadata-store-url zk:...`` (and ``snapshot_tables("zk:...")``) while a
+    broker writes the topic: its entries come from the bookies (a closed ledger whole, the ledger
+    being written up to its last add confirmed), with their keys and the subscription's
+    acknowledgements; nothing is fenced: the broker goes on appending to the same ledger."""
+    topic = "persistent://public/default/exported"
+    broker, url = start_broker(tmp_path, bookies, "exporter")
+    with broker:
+        wait_for_cluster([broker])
+        admin = Admin(broker.http)
+        owner_url(broker, topic)
+        c = client(url)
+        try:
+            consumer = c.subscribe(topic, "s")
+            producer = c.create_producer(topic, batching_enabled=False)
+            for i in range(50):  # 40 in the first ledger (closed by the rollover), 10 in the next
+                producer.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
+            for _ in range(20):
+                consumer.acknowledge(consumer.receive(timeout_millis=10000))
+            writing = admin.topics.internal_stats(topic)["ledgers"][-1]["ledgerId"]
+
+            deadline = time.monotonic() + 30
+            while True:  # the acknowledgements reach the store a moment after the acks
+                subs = export_rows(bookies.metadata_store_url, "subscriptions", topic)
+                if subs and subs[0]["backlog_entries"] <= 30 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            entries = export_rows(bookies.metadata_store_url, "entries", topic)
+            assert 49 <= len(entries) <= 50, len(entries)  # the last one may be past the LAC
+            assert [(e["key"], e["messages"]) for e in entries] == [(f"k{i % 5}", 1) for i in range(len(entries))]
+            ledgers = sorted({e["ledger_id"] for e in entries})
+            assert len(ledgers) == 2 and ledgers[1] == writing, (ledgers, writing)
+            assert [e["entry_id"] for e in entries if e["ledger_id"] == ledgers[0]] == list(range(40))
+            assert len(subs) == 1 and subs[0]["subscription"] == "s"
+            assert (subs[0]["mark_delete_ledger"], subs[0]["mark_delete_entry"]) == (ledgers[0], 19), subs
+            assert subs[0]["backlog_entries"] == len(entries) - 20, subs
+
+            # The command line writes the same from the store, as Parquet for the Spark jobs.
+            out = tmp_path / "snapshots"
+            cli = [sys.executable, "-m", "pulsar_rs.cli", "export", "--metadata-store-url", bookies.metadata_store_url]
+            done = subprocess.run([*cli, "--out", str(out)], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            manifest = json.loads(done.stdout)
+            assert manifest["source"] == "bookkeeper" and manifest["tables"]["entries"] >= len(entries), manifest
+            bad = subprocess.run([*cli[:-1], "/tmp/zk", "--out", str(out)], capture_output=True, text=True, timeout=60)
+            assert bad.returncode == 2 and "zk:host:port" in bad.stderr, bad.stderr
+
+            # Not fenced: the broker appends to the ledger it was writing, it did not reopen the topic.
+            for i in range(50, 60):
+                producer.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
+            after = admin.topics.internal_stats(topic)
+            assert after["ledgers"][-1]["ledgerId"] == writing, after["ledgers"]
+            assert after["currentLedgerEntries"] == 20, after
+            got = [consumer.receive(timeout_millis=10000).data() for _ in range(40)]
+            assert got == [f"m{i}".encode() for i in range(20, 60)]
+        finally:
+            c.close()
+
+
+def test_a_seek_by_time_finds_the_first_message_published_at_or_after_it_on_the_bookies(tmp_path, bookies):
+    """On the bookies an entry carries no append time of its own: a seek by time reads the
+    publish times in the stored messages (as Pulsar's does), across a closed ledger and the one
+    being written."""
+    topic = "persistent://public/default/seek-by-time"
+    broker, url = start_broker(tmp_path, bookies, "seeker")
+    with broker:
+        wait_for_cluster([broker])
+        owner_url(broker, topic)
+        c = client(url)
+        try:
+            consumer = c.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+            producer = c.create_producer(topic, batching_enabled=False)
+            for i in range(60):  # 40 in the first ledger, 20 in the second
+                if i in (30, 45):
+                    time.sleep(0.05)  # strictly later publish times from here on
+                producer.send(f"m{i}".encode())
+            received = [consumer.receive(timeout_millis=10000) for _ in range(60)]
+            for m in received:
+                consumer.acknowledge(m)
+            for target in (45, 30):  # forwards into the second ledger, then back into the first
+                consumer.seek(received[target].publish_timestamp())
+                got = [consumer.receive(timeout_millis=10000).data() for _ in range(60 - target)]
+                assert got == [f"m{i}".encode() for i in range(target, 60)], (target, got[:3])
         finally:
             c.close()

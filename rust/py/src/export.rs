@@ -185,3 +185,42 @@ pub fn export_data_dir(
     });
     reporter.finish(py, result)
 }
+
+/// Exports the topics a Pulsar cluster keeps on BookKeeper, read from its metadata store
+/// (`metadata_store_url`, Pulsar's `metadataStoreUrl`: `zk:host:port[,host:port]`): every managed
+/// ledger under `/managed-ledgers`, whichever broker (pulsar-rs or Apache Pulsar) wrote it, its
+/// entries read from the bookies. Read-only: nothing is fenced or written, so the brokers serving
+/// those topics go on; a ledger still being written is read up to its last add confirmed.
+#[pyfunction]
+#[pyo3(signature = (metadata_store_url, progress=None))]
+pub fn export_metadata_store(
+    py: Python<'_>,
+    metadata_store_url: String,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'_, PyDict>> {
+    let mut config = BrokerConfig::default();
+    config.metadata_store_url = metadata_store_url;
+    let mut reporter = Reporter::new(progress);
+    let result = py.detach(|| -> Result<Option<Vec<Table>>, ExportError> {
+        let _guard = runtime().enter();
+        let Some(backing) = pulsar_rs_server::bookkeeper::backing(&config)? else {
+            return Ok(None);
+        };
+        // The broker's own records (policies, schemas' index) are not in the store: none.
+        let empty = tempfile::tempdir().map_err(|e| {
+            pulsar_rs_ledger::LedgerError::io("making an empty directory for the export", e)
+        })?;
+        let service = BrokerService::open_read_only_on_backing(config, empty.path(), backing)?;
+        let tables =
+            pulsar_rs_export::snapshot_with_progress(&service, &mut |p| reporter.report(p));
+        service.close()?;
+        tables.map(Some)
+    });
+    match result {
+        Ok(None) => Err(PyValueError::new_err(
+            "metadata_store_url names no ZooKeeper (expected zk:host:port[,host:port])",
+        )),
+        Ok(Some(tables)) => reporter.finish(py, Ok(tables)),
+        Err(e) => reporter.finish(py, Err(e)),
+    }
+}

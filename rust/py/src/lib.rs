@@ -33,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<broker::PyBroker>()?;
     m.add_class::<export::PyArrowStream>()?;
     m.add_function(wrap_pyfunction!(export::export_data_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(export::export_metadata_store, m)?)?;
     m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
     m.add_function(wrap_pyfunction!(broker::read_config, m)?)?;
     m.add_function(wrap_pyfunction!(perf::perf, m)?)?;

@@ -133,6 +133,23 @@ impl BrokerService {
         Ok(service)
     }
 
+    /// Opens the managed ledgers on `backing` read-only, for export and inspection: each ledger
+    /// list and cursor is read where it stands and no ledger is fenced (a ledger still open is
+    /// read up to its last add confirmed), so the brokers serving those topics go on unaware.
+    /// `data_dir` need not exist (its records, policies for one, are read if it does).
+    ///
+    /// # Errors
+    /// Invalid settings, storage failures.
+    pub fn open_read_only_on_backing(
+        config: BrokerConfig,
+        data_dir: &Path,
+        backing: Arc<pulsar_rs_ledger::seam::SeamBacking>,
+    ) -> Result<Arc<Self>, BrokerError> {
+        config.validate()?;
+        let storage = Storage::open_on_backing(data_dir, config.storage_config(), backing, true)?;
+        Self::over(config, storage)
+    }
+
     /// Opens the data directory read-only, for export and inspection: no lock, no
     /// housekeeping, no truncation, no writes (see [`Storage::open_read_only`]). Safe on a copy
     /// of a live broker's directory.

@@ -254,11 +254,13 @@ impl ManagedLedger {
     }
 }
 
-/// A durable cursor's record and its version; `None` if it has none.
+/// A durable cursor's record and its version; `None` if it has none. A `read_only` load never
+/// fences: a cursor ledger still open (its broker alive) is read up to its last entry written.
 pub(crate) fn load_cursor(
     b: &SeamBacking,
     ml_name: &str,
     cursor: &str,
+    read_only: bool,
 ) -> Result<Option<(CursorSnapshot, Version)>> {
     let path = cursor_path(ml_name, cursor);
     let store = Arc::clone(&b.store);
@@ -266,27 +268,45 @@ pub(crate) fn load_cursor(
     let Some((raw, version)) = b.block(async move { store.get(&p).await })? else {
         return Ok(None);
     };
-    let snapshot = match records::decode_cursor(&path, &raw)? {
-        Ok(s) => s,
-        Err(cursor_ledger) => {
-            // Pulsar keeps a live cursor's state in a ledger of its own: its last entry.
-            let ledgers = Arc::clone(&b.ledgers);
-            let raw = b.block(async move {
-                let l = ledgers.open_ledger(cursor_ledger, true).await?;
-                let last = l.last_entry_id().unwrap_or(-1);
-                if last < 0 {
-                    return Ok(None);
-                }
-                Ok(l.read(last, last).await?.into_iter().next())
-            })?;
-            let raw = raw.ok_or_else(|| LedgerError::CorruptMetadata {
-                key: path.clone(),
-                reason: format!("cursor ledger {cursor_ledger} is empty"),
-            })?;
-            records::decode_position_info(&path, &raw)?
+    let (recorded, cursor_ledger) = records::decode_cursor(&path, &raw)?;
+    let Some(cursor_ledger) = cursor_ledger else {
+        return Ok(Some((recorded, version)));
+    };
+    // Pulsar keeps a live cursor's state in a ledger of its own: its last entry.
+    let ledgers = Arc::clone(&b.ledgers);
+    let raw = b.block(async move {
+        let l = ledgers.open_ledger(cursor_ledger, !read_only).await?;
+        let last = match l.last_entry_id() {
+            Some(last) => last,
+            None => last_written(l.as_ref()).await?,
+        };
+        if last < 0 {
+            return Ok(None);
+        }
+        Ok(l.read(last, last).await?.into_iter().next())
+    })?;
+    let snapshot = match raw {
+        Some(raw) => records::decode_position_info(&path, &raw)?,
+        None => {
+            // As Pulsar's cursor recovery: an empty cursor ledger rolls back to the record's own
+            // position (the broker that made the ledger died before writing to it).
+            tracing::warn!(cursor = %path, cursor_ledger, "cursor ledger holds no entry: the record's position is used");
+            recorded
         }
     };
     Ok(Some((snapshot, version)))
+}
+
+/// The last entry of a ledger still open that a reader sees without fencing it: its last add
+/// confirmed, then each entry after it that a bookie already holds (BookKeeper's unconfirmed
+/// read): a writer's last add is confirmed only by its next one, and a cursor ledger's last
+/// entry is the cursor's newest state.
+async fn last_written(l: &dyn crate::seam::ReadLedger) -> Result<i64> {
+    let mut last = l.read_last_add_confirmed().await?;
+    while l.read(last + 1, last + 1).await.is_ok() {
+        last += 1;
+    }
+    Ok(last)
 }
 
 /// Compare-and-sets a durable cursor's record; a newer version means another owner: fenced.

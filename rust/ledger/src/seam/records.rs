@@ -154,16 +154,15 @@ pub fn encode_cursor(s: &CursorSnapshot, now_ms: u64) -> Vec<u8> {
     .encode_to_vec()
 }
 
-/// Reads a cursor record. A record whose state Pulsar left in a cursor ledger
-/// (`cursorsLedgerId >= 0`) gives `Ok(Err(id))`: the caller reads that ledger's last entry.
+/// Reads a cursor record: its own state, and the cursor ledger Pulsar keeps the newer state in
+/// (`cursorsLedgerId >= 0`), whose last entry the caller reads; the record's own state is what
+/// Pulsar rolls back to when that ledger holds no entry.
 ///
 /// # Errors
 /// [`LedgerError::CorruptMetadata`] naming `path`.
-pub fn decode_cursor(path: &str, raw: &[u8]) -> Result<std::result::Result<CursorSnapshot, i64>> {
+pub fn decode_cursor(path: &str, raw: &[u8]) -> Result<(CursorSnapshot, Option<i64>)> {
     let info = ManagedCursorInfo::decode(raw).map_err(|e| corrupt(path, &e))?;
-    if info.cursors_ledger_id >= 0 {
-        return Ok(Err(info.cursors_ledger_id));
-    }
+    let cursor_ledger = (info.cursors_ledger_id >= 0).then_some(info.cursors_ledger_id);
     let mut s = CursorSnapshot {
         mark_delete: Position::new(
             info.mark_delete_ledger_id.unwrap_or(-1),
@@ -185,7 +184,7 @@ pub fn decode_cursor(path: &str, raw: &[u8]) -> Result<std::result::Result<Curso
             b.delete_set.iter().map(|w| *w as u64).collect(),
         );
     }
-    Ok(Ok(s))
+    Ok((s, cursor_ledger))
 }
 
 /// The cursor state Pulsar left in the last entry of a cursor ledger (`PositionInfo`).
@@ -268,7 +267,7 @@ mod tests {
             (5, 8),
             "Pulsar's ranges are open-closed"
         );
-        assert_eq!(decode_cursor("/c", &raw).unwrap().unwrap(), s);
+        assert_eq!(decode_cursor("/c", &raw).unwrap(), (s, None));
         assert!(decode_cursor("/c", b"\xff\xff").is_err());
     }
 }

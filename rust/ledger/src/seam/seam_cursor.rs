@@ -111,15 +111,20 @@ impl SeamCursor {
                     }
                 })?;
                 kept = (info.properties.clone(), info.cursor_properties.clone());
-                let md = if info.cursors_ledger_id == -1 {
-                    expand(&info.individual_deleted_messages, &mut acked);
-                    Position::new(
-                        info.mark_delete_ledger_id.unwrap_or(-1),
-                        info.mark_delete_entry_id.unwrap_or(-1),
-                    )
+                let recorded = Position::new(
+                    info.mark_delete_ledger_id.unwrap_or(-1),
+                    info.mark_delete_entry_id.unwrap_or(-1),
+                );
+                let in_ledger = if info.cursors_ledger_id == -1 {
+                    None
                 } else {
                     Self::from_cursor_ledger(&ml, info.cursors_ledger_id, &path, &mut acked).await?
                 };
+                // An empty cursor ledger rolls back to the record's own state, as Pulsar's does.
+                let md = in_ledger.unwrap_or_else(|| {
+                    expand(&info.individual_deleted_messages, &mut acked);
+                    recorded
+                });
                 (md, Some(v))
             }
         };
@@ -140,20 +145,18 @@ impl SeamCursor {
         }))
     }
 
-    /// The position Pulsar left in the cursor ledger `id`: its last entry, after recovery.
+    /// The position Pulsar left in the cursor ledger `id`: its last entry, after recovery (`None`:
+    /// the ledger holds no entry).
     async fn from_cursor_ledger(
         ml: &SeamManagedLedger,
         id: i64,
         path: &str,
         acked: &mut BTreeSet<Position>,
-    ) -> Result<Position> {
+    ) -> Result<Option<Position>> {
         let ledger = ml.storage.open_ledger(id, true).await?;
         let last = ledger.last_entry_id().unwrap_or(-1);
         if last < 0 {
-            return Err(LedgerError::CorruptMetadata {
-                key: path.to_owned(),
-                reason: format!("cursor ledger {id} is empty"),
-            });
+            return Ok(None);
         }
         let raw = ledger.read(last, last).await?;
         let info = PositionInfo::decode(raw.first().map_or(&[][..], |b| &b[..])).map_err(|e| {
@@ -163,7 +166,7 @@ impl SeamCursor {
             }
         })?;
         expand(&info.individual_deleted_messages, acked);
-        Ok(Position::new(info.ledger_id, info.entry_id))
+        Ok(Some(Position::new(info.ledger_id, info.entry_id)))
     }
 
     /// The cursor's name.
