@@ -196,7 +196,8 @@ def _run_export(args: argparse.Namespace) -> int:
     log = cli_logger(args.log_format)
     source = args.data_dir if args.data_dir is not None else args.metadata_store_url
     if args.metadata_store_url is not None and not is_metadata_store_url(args.metadata_store_url):
-        print(f"pulsar-rs export: --metadata-store-url must be zk:host:port, not {args.metadata_store_url!r}", file=sys.stderr)
+        wrong = args.metadata_store_url
+        print(f"pulsar-rs export: --metadata-store-url must be zk:host:port, not {wrong!r}", file=sys.stderr)
         return 2
     if args.every is None:
         if args.count is not None:

@@ -14,12 +14,18 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
 * Apache Pulsar 4.0.8 on the same ZooKeeper and bookies serves a topic pulsar-rs wrote, with the
   subscription where pulsar-rs left it, and pulsar-rs serves a topic Apache Pulsar wrote: the same
   entries, ledger lists and cursors, in Pulsar's formats.
+* An export of the store (``pulsar-rs export --metadata-store-url``) while pulsar-rs, and while
+  Apache Pulsar, write a topic reads its entries and cursors from the bookies (Pulsar's cursor
+  ledger too) and fences nothing: both brokers go on with the same ledgers; the Spark jobs'
+  backlog over that snapshot is the cursor's.
+* A seek by time on the bookies, across a closed ledger and the one being written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -396,7 +402,7 @@ def test_an_export_reads_a_live_topic_from_the_bookies_and_fences_nothing(tmp_pa
             deadline = time.monotonic() + 30
             while True:  # the acknowledgements reach the store a moment after the acks
                 subs = export_rows(bookies.metadata_store_url, "subscriptions", topic)
-                if subs and subs[0]["backlog_entries"] <= 30 or time.monotonic() > deadline:
+                if (subs and subs[0]["backlog_entries"] <= 30) or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
             entries = export_rows(bookies.metadata_store_url, "entries", topic)
@@ -416,6 +422,26 @@ def test_an_export_reads_a_live_topic_from_the_bookies_and_fences_nothing(tmp_pa
             assert done.returncode == 0, done.stderr
             manifest = json.loads(done.stdout)
             assert manifest["source"] == "bookkeeper" and manifest["tables"]["entries"] >= len(entries), manifest
+            # The Spark jobs over it: the backlog they count from the entries and acknowledged
+            # ranges read from the bookies is the one the cursor records.
+            jobs = [sys.executable, "-m", "pulsar_rs_spark", "--master", "local[1]", "--driver-memory", "512m"]
+            spark = subprocess.run(
+                [*jobs, "--no-html", "--input", str(out), "--output", str(tmp_path / "results")],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "spark")},
+            )
+            assert spark.returncode == 0, spark.stderr[-3000:]
+            import pyarrow.parquet as pq
+
+            backlog = [
+                r
+                for r in pq.read_table(tmp_path / "results" / "backlog").to_pylist()
+                if r["topic"] == topic and r["subscription"] == "s"
+            ]
+            assert len(backlog) == 1 and backlog[0]["matches_broker"] is True, backlog
+            assert backlog[0]["backlog_entries"] == len(entries) - 20, backlog
             bad = subprocess.run([*cli[:-1], "/tmp/zk", "--out", str(out)], capture_output=True, text=True, timeout=60)
             assert bad.returncode == 2 and "zk:host:port" in bad.stderr, bad.stderr
 

@@ -77,8 +77,13 @@ impl Cursor {
         }
         let key = cursor_key(ml.name(), name);
         let recorded = match &ml.shared.backing {
-            Some(b) => crate::managed_ledger::on_seam::load_cursor(b, ml.name(), name, ml.shared.read_only)?
-                .map(|(s, v)| (s, Some(v))),
+            Some(b) => crate::managed_ledger::on_seam::load_cursor(
+                b,
+                ml.name(),
+                name,
+                ml.shared.read_only,
+            )?
+            .map(|(s, v)| (s, Some(v))),
             None => match ml.shared.meta.get(&key)? {
                 Some(raw) => Some((CursorSnapshot::decode(&key, &raw)?, None)),
                 None => None,

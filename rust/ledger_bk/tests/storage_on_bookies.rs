@@ -183,3 +183,94 @@ fn broker_storage_on_bookies_hands_over_without_loss() {
     );
     b.close().unwrap();
 }
+
+/// A read-only storage (the export's) opens a managed ledger another broker is writing without
+/// fencing anything: it reads the entries up to the last add confirmed and the cursors, and the
+/// writer goes on appending to the same ledger. A cursor record naming a cursor ledger with no
+/// entry (its broker died right after making it) rolls back to the record's own position, as
+/// Pulsar's cursor recovery does.
+#[test]
+fn a_read_only_storage_reads_a_live_managed_ledger_without_fencing_it() {
+    use prost::Message;
+    use pulsar_rs_ledger::seam::formats::ManagedCursorInfo;
+    use pulsar_rs_ledger::seam::{cursor_path, VersionedStore};
+
+    let Some(home) = skip_unless_ready() else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cluster = Cluster::start(&home, 3);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(cluster.wait_writable(3));
+    let dirs = tempfile::tempdir().unwrap();
+    let name = "public/default/persistent/read only";
+
+    let writer = broker(&cluster, &dirs.path().join("w"));
+    let ml = writer.open_ledger(name, ledger_config(100)).unwrap();
+    let cursor = ml.open_cursor("sub").unwrap();
+    let positions: Vec<Position> = (0..6)
+        .map(|i| ml.add_entry_blocking(payload(i)).unwrap())
+        .collect();
+    cursor.mark_delete(positions[2]).unwrap();
+    cursor.flush().unwrap();
+    // A second cursor whose record points at an empty cursor ledger, as Pulsar leaves one.
+    let empty_cursor_ledger = rt.block_on(async {
+        let (ledgers, store) = pulsar_rs_ledger_bk::connect(&settings(&cluster))
+            .await
+            .unwrap();
+        let l = ledgers.create_ledger(name, None).await.unwrap();
+        let info = ManagedCursorInfo {
+            cursors_ledger_id: l.id(),
+            mark_delete_ledger_id: Some(positions[1].ledger_id),
+            mark_delete_entry_id: Some(positions[1].entry_id),
+            ..ManagedCursorInfo::default()
+        };
+        let path = cursor_path(name, "sub-2");
+        store.put(&path, info.encode_to_vec(), None).await.unwrap();
+        l
+    });
+    let current = ml.ledgers().last().unwrap().ledger_id;
+
+    let backing = pulsar_rs_ledger_bk::backing(&settings(&cluster)).unwrap();
+    let reader = Storage::open_on_backing(
+        dirs.path().join("r"),
+        StorageConfig::default(),
+        Arc::new(backing),
+        true,
+    )
+    .unwrap();
+    let ml_r = reader.open_ledger(name, ledger_config(100)).unwrap();
+    let seen: Vec<Position> = ml_r
+        .open_non_durable_cursor("reader", Position::EARLIEST)
+        .read_entries(100)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.position)
+        .collect();
+    // Up to the last add confirmed: the writer's last add is confirmed by its next one.
+    assert!(
+        seen.len() >= 5 && seen[..] == positions[..seen.len()],
+        "{seen:?} of {positions:?}"
+    );
+    assert_eq!(
+        ml_r.open_cursor("sub").unwrap().mark_delete_position(),
+        positions[2]
+    );
+    assert_eq!(
+        ml_r.open_cursor("sub-2").unwrap().mark_delete_position(),
+        positions[1],
+        "an empty cursor ledger rolls back to the record's position"
+    );
+    reader.close().unwrap();
+
+    // Nothing was fenced: the writer appends to the same ledger and moves its cursor on.
+    let next = ml.add_entry_blocking(payload(6)).unwrap();
+    assert_eq!(next.ledger_id, current, "still the same ledger: {next:?}");
+    cursor.mark_delete(positions[5]).unwrap();
+    cursor.flush().unwrap();
+    drop(empty_cursor_ledger);
+    writer.close().unwrap();
+}

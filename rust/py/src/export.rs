@@ -198,8 +198,10 @@ pub fn export_metadata_store(
     metadata_store_url: String,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'_, PyDict>> {
-    let mut config = BrokerConfig::default();
-    config.metadata_store_url = metadata_store_url;
+    let config = BrokerConfig {
+        metadata_store_url,
+        ..BrokerConfig::default()
+    };
     let mut reporter = Reporter::new(progress);
     let result = py.detach(|| -> Result<Option<Vec<Table>>, ExportError> {
         let _guard = runtime().enter();
