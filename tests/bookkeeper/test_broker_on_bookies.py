@@ -483,3 +483,78 @@ def test_a_seek_by_time_finds_the_first_message_published_at_or_after_it_on_the_
                 assert got == [f"m{i}".encode() for i in range(target, 60)], (target, got[:3])
         finally:
             c.close()
+
+
+def read_compacted(url: str, topic: str) -> list[str]:
+    """Every message a compacted reader from the earliest position receives."""
+    c = client(url)
+    try:
+        reader = c.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+        got = []
+        while True:
+            try:
+                got.append(reader.read_next(timeout_millis=3000).data().decode())
+            except pulsar.Timeout:
+                return got
+    finally:
+        c.close()
+
+
+def compact(admin_url: str, topic: str) -> None:
+    """Pulsar's ``PUT .../compaction``, then its status until it is done."""
+    path = f"{admin_url}/admin/v2/persistent/{topic.removeprefix('persistent://')}/compaction"
+    urllib.request.urlopen(urllib.request.Request(path, method="PUT"), timeout=30).close()
+    deadline = time.monotonic() + 60
+    while True:
+        with urllib.request.urlopen(path, timeout=30) as r:
+            status = json.loads(r.read())
+        if status["status"] == "SUCCESS":
+            return
+        assert status["status"] in ("RUNNING", "NOT_RUN") and time.monotonic() < deadline, status
+        time.sleep(0.5)
+
+
+def produce_keyed(url: str, topic: str, values: range) -> None:
+    c = client(url)
+    try:
+        p = c.create_producer(topic, batching_enabled=False)
+        for i in values:
+            p.send(f"k{i % 5}={i}".encode(), partition_key=f"k{i % 5}")
+    finally:
+        c.close()
+
+
+def test_a_compacted_view_on_the_bookies_is_served_by_any_broker_apache_pulsar_included(tmp_path, bookies):
+    """Compaction on the bookies writes Pulsar's compacted ledger (a BookKeeper ledger of
+    ``RawMessage`` entries named by the ``__compaction`` cursor): a broker with an empty data
+    directory serves the compacted view pulsar-rs made, Apache Pulsar serves it too, and pulsar-rs
+    serves the view Apache Pulsar compacted. A compacted reader gets the latest value per key
+    (all 30 or 35 messages would mean the view was not found)."""
+    topic = "persistent://public/default/compacted-on-bookies"
+    latest = [f"k{i % 5}={i}" for i in range(25, 30)]
+    r, url = start_broker(tmp_path, bookies, "compactor")
+    with r:
+        wait_for_cluster([r])
+        produce_keyed(url, topic, range(30))
+        compact(r.http, topic)
+        assert read_compacted(url, topic) == latest
+        r.stop()
+    r2, url2 = start_broker(tmp_path, bookies, "compacted-reader")
+    with r2:
+        wait_for_cluster([r2])
+        assert read_compacted(url2, topic) == latest, "the compacted view is on the bookies"
+        r2.stop()
+
+    pulsar_broker = bookies.start_pulsar_broker()
+    try:
+        assert read_compacted(pulsar_broker.service_url, topic) == latest, "Apache Pulsar serves our view"
+        produce_keyed(pulsar_broker.service_url, topic, range(30, 35))
+        compact(pulsar_broker.admin_url, topic)
+        theirs = [f"k{i % 5}={i}" for i in range(30, 35)]
+        assert read_compacted(pulsar_broker.service_url, topic) == theirs
+    finally:
+        pulsar_broker.stop(graceful=True)
+    r3, url3 = start_broker(tmp_path, bookies, "reads-pulsars-view")
+    with r3:
+        wait_for_cluster([r3])
+        assert read_compacted(url3, topic) == theirs, "we serve the view Apache Pulsar compacted"

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::bookie_client::BookieClient;
-use crate::digest::master_key;
+use crate::digest::{master_key, DigestType};
 use crate::error::{BkError, Result};
 use crate::metadata::{LedgerMetadata, LedgerState};
 use crate::placement::new_ensemble;
@@ -30,6 +30,8 @@ pub struct LedgerConfig {
     pub ack_quorum: usize,
     pub password: Vec<u8>,
     pub custom_metadata: Vec<(String, Vec<u8>)>,
+    /// CRC32C for Pulsar's managed ledgers (the default), CRC32 for its compacted ledgers.
+    pub digest_type: DigestType,
 }
 
 impl Default for LedgerConfig {
@@ -40,6 +42,7 @@ impl Default for LedgerConfig {
             ack_quorum: 2,
             password: Vec::new(),
             custom_metadata: Vec::new(),
+            digest_type: DigestType::Crc32c,
         }
     }
 }
@@ -82,6 +85,7 @@ impl BookKeeper {
             &cfg.password,
             ctime,
             cfg.custom_metadata.clone(),
+            cfg.digest_type,
         );
         loop {
             let id = self.store.generate_ledger_id().await?;

@@ -1,10 +1,11 @@
 //! Entry digests and the master key, computed as BookKeeper's `DigestManager` /
-//! `CRC32CDigestManager` compute them.
+//! `CRC32CDigestManager` / `CRC32DigestManager` compute them.
 //!
 //! A stored entry is `ledgerId(8) entryId(8) lastAddConfirmed(8) length(8)` (big-endian), then the
-//! digest, then the payload. The CRC32C digest is a 4-byte big-endian Castagnoli CRC over the 32 header
-//! bytes followed by the payload (the header digest is resumed over the payload, which for CRC32C is
-//! one CRC over both). The master key sent with adds and fencing reads is SHA-1("ledger" ‖ password),
+//! digest, then the payload. The CRC32C digest (Pulsar's managed ledgers) is a 4-byte big-endian
+//! Castagnoli CRC over the 32 header bytes followed by the payload (the header digest is resumed
+//! over the payload, which is one CRC over both); the CRC32 digest (Pulsar's compacted ledgers) is
+//! the IEEE CRC over the same bytes, written as an 8-byte big-endian long. The master key sent with adds and fencing reads is SHA-1("ledger" ‖ password),
 //! for an empty password too.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -16,6 +17,8 @@ use crate::error::{BkError, Result};
 pub const METADATA_LENGTH: usize = 32;
 /// Bytes of a CRC32C digest.
 pub const CRC32C_LENGTH: usize = 4;
+/// Bytes of a CRC32 digest (a Java `long`).
+pub const CRC32_LENGTH: usize = 8;
 /// Bytes of the master key in v2 frames (`BookieProtocol.MASTER_KEY_LENGTH`).
 pub const MASTER_KEY_LENGTH: usize = 20;
 
@@ -37,22 +40,53 @@ pub fn master_key(password: &[u8]) -> [u8; MASTER_KEY_LENGTH] {
     h.finalize().into()
 }
 
+impl DigestType {
+    /// Bytes of this digest in a stored entry; `None` for the types not implemented (HMAC,
+    /// dummy).
+    #[must_use]
+    pub fn length(self) -> Option<usize> {
+        match self {
+            DigestType::Crc32c => Some(CRC32C_LENGTH),
+            DigestType::Crc32 => Some(CRC32_LENGTH),
+            DigestType::Hmac | DigestType::Dummy => None,
+        }
+    }
+
+    /// The digest of `header` then `payload`, as stored (big-endian); empty for the types not
+    /// implemented (ledgers of those types are refused when opened or created).
+    fn compute(self, header: &[u8], payload: &[u8]) -> Vec<u8> {
+        match self {
+            // Resuming the CRC over the payload is what `update(digest, data, ...)` does in Java.
+            DigestType::Crc32c => crc32c::crc32c_append(crc32c::crc32c(header), payload)
+                .to_be_bytes()
+                .to_vec(),
+            DigestType::Crc32 => {
+                let mut h = crc32fast::Hasher::new();
+                h.update(header);
+                h.update(payload);
+                u64::from(h.finalize()).to_be_bytes().to_vec()
+            }
+            DigestType::Hmac | DigestType::Dummy => Vec::new(),
+        }
+    }
+}
+
 /// An entry as a bookie stores it: digest header then payload.
 pub fn package_entry(
+    digest: DigestType,
     ledger_id: i64,
     entry_id: i64,
     lac: i64,
     length: i64,
     payload: &[u8],
 ) -> Bytes {
-    let mut buf = BytesMut::with_capacity(METADATA_LENGTH + CRC32C_LENGTH + payload.len());
+    let mut buf = BytesMut::with_capacity(METADATA_LENGTH + CRC32_LENGTH + payload.len());
     buf.put_i64(ledger_id);
     buf.put_i64(entry_id);
     buf.put_i64(lac);
     buf.put_i64(length);
-    // Resuming the CRC over the payload is what `update(digest, data, ...)` does in Java.
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[..METADATA_LENGTH]), payload);
-    buf.put_u32(crc);
+    let code = digest.compute(&buf[..METADATA_LENGTH], payload);
+    buf.put_slice(&code);
     buf.put_slice(payload);
     buf.freeze()
 }
@@ -72,26 +106,29 @@ pub struct VerifiedEntry {
 /// Checks a stored entry's digest (and, when `expect_entry` is given, that it is that entry) and
 /// splits it into its fields.
 pub fn verify_entry(
+    digest: DigestType,
     ledger_id: i64,
     expect_entry: Option<i64>,
     mut stored: Bytes,
 ) -> Result<VerifiedEntry> {
-    if stored.len() < METADATA_LENGTH + CRC32C_LENGTH {
+    let code_len = digest.length().unwrap_or(usize::MAX / 2);
+    if stored.len() < METADATA_LENGTH + code_len {
         return Err(BkError::Protocol(format!(
             "stored entry of {} bytes is too short",
             stored.len()
         )));
     }
-    let crc = crc32c::crc32c_append(
-        crc32c::crc32c(&stored[..METADATA_LENGTH]),
-        &stored[METADATA_LENGTH + CRC32C_LENGTH..],
+    let code = digest.compute(
+        &stored[..METADATA_LENGTH],
+        &stored[METADATA_LENGTH + code_len..],
     );
+    let matches = code[..] == stored[METADATA_LENGTH..METADATA_LENGTH + code_len];
     let got_ledger = stored.get_i64();
     let entry_id = stored.get_i64();
     let lac = stored.get_i64();
     let length = stored.get_i64();
-    let want = stored.get_u32();
-    if crc != want || got_ledger != ledger_id || expect_entry.is_some_and(|e| e != entry_id) {
+    stored.advance(code_len);
+    if !matches || got_ledger != ledger_id || expect_entry.is_some_and(|e| e != entry_id) {
         return Err(BkError::DigestMismatch {
             ledger_id,
             entry_id: expect_entry.unwrap_or(entry_id),
@@ -122,13 +159,13 @@ mod tests {
     fn matches_bookkeeper_empty_password() {
         let key = master_key(b"");
         assert_eq!(hex(&key), "850bf1071c5e3d8c24235676f8816ae0cbe2f14f");
-        let e = package_entry(7, 3, 2, 1234, b"hello, bookie");
+        let e = package_entry(DigestType::Crc32c, 7, 3, 2, 1234, b"hello, bookie");
         assert_eq!(
             hex(&e),
             "0000000000000007000000000000000300000000000000020000000000000\
              4d2d581685068656c6c6f2c20626f6f6b6965"
         );
-        let v = verify_entry(7, Some(3), e).unwrap();
+        let v = verify_entry(DigestType::Crc32c, 7, Some(3), e).unwrap();
         assert_eq!(
             (v.entry_id, v.lac, v.length, &v.payload[..]),
             (3, 2, 1234, &b"hello, bookie"[..])
@@ -141,7 +178,7 @@ mod tests {
             hex(&master_key(b"secret")),
             "e793cbc379107648537183605cd361d3bb789a39"
         );
-        let e = package_entry(2147483648, 0, -1, 5, b"x");
+        let e = package_entry(DigestType::Crc32c, 2147483648, 0, -1, 5, b"x");
         assert_eq!(
             hex(&e),
             "00000000800000000000000000000000ffffffffffffffff00000000000000050a8b690778"
@@ -150,14 +187,14 @@ mod tests {
 
     #[test]
     fn rejects_corruption() {
-        let mut e = package_entry(7, 3, 2, 1234, b"hello, bookie").to_vec();
+        let mut e = package_entry(DigestType::Crc32c, 7, 3, 2, 1234, b"hello, bookie").to_vec();
         let last = e.len() - 1;
         e[last] ^= 1;
         assert!(matches!(
-            verify_entry(7, Some(3), e.into()),
+            verify_entry(DigestType::Crc32c, 7, Some(3), e.into()),
             Err(BkError::DigestMismatch { .. })
         ));
-        let e = package_entry(7, 3, 2, 1234, b"hello");
-        assert!(verify_entry(7, Some(4), e).is_err());
+        let e = package_entry(DigestType::Crc32c, 7, 3, 2, 1234, b"hello");
+        assert!(verify_entry(DigestType::Crc32c, 7, Some(4), e).is_err());
     }
 }

@@ -96,6 +96,7 @@ impl LedgerMetadata {
         password: &[u8],
         ctime: i64,
         custom_metadata: Vec<(String, Vec<u8>)>,
+        digest_type: DigestType,
     ) -> LedgerMetadata {
         LedgerMetadata {
             ensemble_size: ensemble.len(),
@@ -105,7 +106,7 @@ impl LedgerMetadata {
             last_entry_id: -1,
             length: 0,
             ensembles: BTreeMap::from([(0, ensemble)]),
-            digest_type: DigestType::Crc32c,
+            digest_type,
             password: password.to_vec(),
             ctime: Some(ctime),
             custom_metadata,
@@ -113,14 +114,14 @@ impl LedgerMetadata {
         }
     }
 
-    /// Refuses ledgers this client cannot verify: only CRC32C digests (Pulsar's
-    /// `managedLedgerDigestType` default) are implemented.
+    /// Refuses ledgers this client cannot verify: CRC32C (Pulsar's `managedLedgerDigestType`
+    /// default) and CRC32 (Pulsar's compacted ledgers) digests are implemented.
     pub fn check_digest_supported(&self) -> Result<()> {
-        if self.digest_type == DigestType::Crc32c {
+        if self.digest_type.length().is_some() {
             Ok(())
         } else {
             Err(BkError::Metadata(format!(
-                "digest type {:?} is not supported (CRC32C only)",
+                "digest type {:?} is not supported (CRC32C and CRC32 only)",
                 self.digest_type
             )))
         }
@@ -275,6 +276,7 @@ mod tests {
             b"",
             1700000000000,
             vec![("application".into(), b"pulsar".to_vec())],
+            DigestType::Crc32c,
         );
         m.ensembles
             .insert(5, vec!["127.0.0.1:3181".into(), "127.0.0.1:3183".into()]);

@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn add_frame_matches_bookkeeper() {
         // The full v2 ADD frame printed by BookKeeper 4.17.2 (see digest.rs tests).
-        let stored = package_entry(7, 3, 2, 1234, b"hello, bookie");
+        let stored = package_entry(crate::DigestType::Crc32c, 7, 3, 2, 1234, b"hello, bookie");
         let req = Request::Add {
             flags: 0,
             master_key: master_key(b""),

@@ -87,7 +87,7 @@ impl LedgerReader {
                 .await
             {
                 Ok(stored) => {
-                    let v = verify_entry(self.ledger_id, None, stored)?;
+                    let v = verify_entry(self.metadata.digest_type, self.ledger_id, None, stored)?;
                     lac = lac.max(v.lac);
                     answered += 1;
                 }
@@ -123,10 +123,12 @@ pub(crate) async fn read_from_write_set(
             .read(&ensemble[pos], ledger_id, entry_id, fence)
             .await
         {
-            Ok(stored) => match verify_entry(ledger_id, Some(entry_id), stored) {
-                Ok(v) => return Ok(v),
-                Err(e) => last_err = e,
-            },
+            Ok(stored) => {
+                match verify_entry(metadata.digest_type, ledger_id, Some(entry_id), stored) {
+                    Ok(v) => return Ok(v),
+                    Err(e) => last_err = e,
+                }
+            }
             Err(e) => last_err = e,
         }
     }

@@ -139,7 +139,7 @@ async fn fence_and_read_lac(
         let (i, r) = joined.map_err(|e| BkError::Protocol(format!("fence task: {e}")))?;
         match r {
             Ok(stored) => {
-                let v = verify_entry(ledger_id, None, stored)?;
+                let v = verify_entry(m.digest_type, ledger_id, None, stored)?;
                 lac = lac.max(v.lac);
                 answered[i] = true;
             }
@@ -190,7 +190,7 @@ async fn recovery_read(
             .await
             .map_err(|e| BkError::Protocol(format!("recovery read task: {e}")))?
         {
-            Ok(stored) => match verify_entry(ledger_id, Some(entry_id), stored) {
+            Ok(stored) => match verify_entry(m.digest_type, ledger_id, Some(entry_id), stored) {
                 Ok(v) => found = Some(v),
                 Err(e) => last_err = Some(e),
             },
@@ -220,7 +220,14 @@ async fn recovery_add(
     e: &VerifiedEntry,
     master_key: [u8; MASTER_KEY_LENGTH],
 ) -> Result<std::result::Result<(), Vec<String>>> {
-    let stored = package_entry(ledger_id, e.entry_id, e.lac, e.length, &e.payload);
+    let stored = package_entry(
+        m.digest_type,
+        ledger_id,
+        e.entry_id,
+        e.lac,
+        e.length,
+        &e.payload,
+    );
     let ensemble = m.ensemble_for(e.entry_id);
     let tasks: Vec<_> = write_set(e.entry_id, m.ensemble_size, m.write_quorum)
         .into_iter()

@@ -181,7 +181,14 @@ impl LedgerWriter {
                 let entry_id = st.next_entry_id;
                 st.next_entry_id += 1;
                 st.length += payload.len() as i64;
-                let stored = package_entry(ledger_id, entry_id, st.lac, st.length, payload);
+                let stored = package_entry(
+                    st.metadata.digest_type,
+                    ledger_id,
+                    entry_id,
+                    st.lac,
+                    st.length,
+                    payload,
+                );
                 let length = st.length;
                 st.pending.push_back(PendingAdd {
                     entry_id,

@@ -389,6 +389,12 @@ impl Storage {
         &self.dir
     }
 
+    /// The ledgers and metadata store the managed ledgers live on, when not the journal.
+    #[must_use]
+    pub fn backing(&self) -> Option<&Arc<crate::seam::SeamBacking>> {
+        self.shared.backing.as_ref()
+    }
+
     /// The settings.
     #[must_use]
     pub fn config(&self) -> &StorageConfig {

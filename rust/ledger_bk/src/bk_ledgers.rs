@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use pulsar_rs_bookkeeper::{BookKeeper, LedgerConfig, LedgerReader, LedgerWriter};
+use pulsar_rs_bookkeeper::{BookKeeper, DigestType, LedgerConfig, LedgerReader, LedgerWriter};
 use pulsar_rs_ledger::seam::{BoxFut, LedgerStorage, Quorums, ReadLedger, WriteLedger};
 use pulsar_rs_ledger::Result;
 
@@ -77,6 +77,32 @@ impl LedgerStorage for BkLedgerStorage {
                 ("application".into(), b"pulsar".to_vec()),
                 ("component".into(), b"managed-ledger".to_vec()),
                 ("pulsar/managed-ledger".into(), ml_name.as_bytes().to_vec()),
+            ],
+            digest_type: DigestType::Crc32c,
+        };
+        Box::pin(async move {
+            let writer = self.bk.create_ledger(&cfg).await.map_err(from_bk)?;
+            Ok(Arc::new(BkWriter { writer }) as Arc<dyn WriteLedger>)
+        })
+    }
+
+    fn create_compacted_ledger(
+        &self,
+        topic: &str,
+        compacted_to: Vec<u8>,
+    ) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>> {
+        let cfg = LedgerConfig {
+            ensemble_size: self.settings.ensemble_size,
+            write_quorum: self.settings.write_quorum,
+            ack_quorum: self.settings.ack_quorum,
+            // Pulsar's `Compactor.COMPACTED_TOPIC_LEDGER_PASSWORD` and `_DIGEST_TYPE`.
+            password: Vec::new(),
+            digest_type: DigestType::Crc32,
+            custom_metadata: vec![
+                ("application".into(), b"pulsar".to_vec()),
+                ("component".into(), b"compacted-ledger".to_vec()),
+                ("compactedTopic".into(), topic.as_bytes().to_vec()),
+                ("compactedTo".into(), compacted_to),
             ],
         };
         Box::pin(async move {

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use pulsar_rs_ledger::{Entry, LedgerError, Position};
 
+use super::on_bookies::BookieLedger;
 use crate::error::BrokerError;
 
 const HEADER_MAGIC: &[u8; 8] = b"PRSCMPL1";
@@ -44,21 +45,61 @@ struct Slot {
     crc: u32,
 }
 
-/// An opened compacted ledger (immutable once written).
+/// An opened compacted ledger (immutable once written): a file beside the journal, or a
+/// BookKeeper ledger when the topic is on bookies ([`super::on_bookies`]).
 #[derive(Debug)]
 pub struct CompactedLedger {
     /// Its id (the `CompactedTopicLedger` cursor property).
     pub id: i64,
-    /// The file's path.
-    path: PathBuf,
-    /// The file, open for reading (so a run deleting it does not disturb a reader).
-    file: File,
     /// The last topic position the compaction read (everything up to it is in the view).
     pub horizon: Position,
-    /// Records in position order.
-    slots: Vec<Slot>,
-    /// Size of the file in bytes.
+    /// Size in bytes.
     pub size: u64,
+    /// Where its entries are.
+    store: Store,
+}
+
+/// Where a compacted ledger's entries are.
+#[derive(Debug)]
+enum Store {
+    File {
+        /// The file's path.
+        path: PathBuf,
+        /// The file, open for reading (so a run deleting it does not disturb a reader).
+        file: File,
+        /// Records in position order.
+        slots: Vec<Slot>,
+    },
+    Bookies(BookieLedger),
+}
+
+impl CompactedLedger {
+    /// A compacted ledger on the bookies.
+    pub(super) fn on_bookies(id: i64, horizon: Position, size: u64, l: BookieLedger) -> Self {
+        CompactedLedger {
+            id,
+            horizon,
+            size,
+            store: Store::Bookies(l),
+        }
+    }
+
+    /// Deletes it (a newer run replaced it); readers holding it keep reading a file until they
+    /// drop it.
+    pub(super) fn discard(
+        &self,
+        backing: Option<&std::sync::Arc<pulsar_rs_ledger::seam::SeamBacking>>,
+    ) {
+        match (&self.store, backing) {
+            (Store::File { path, .. }, _) => {
+                if let Err(e) = std::fs::remove_file(path) {
+                    tracing::warn!(path = %path.display(), error = %e, "removing old compacted ledger");
+                }
+            }
+            (Store::Bookies(_), Some(b)) => super::on_bookies::delete(b, self.id),
+            (Store::Bookies(_), None) => {}
+        }
+    }
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> BrokerError {
@@ -146,11 +187,13 @@ pub fn write(
         let file = File::open(&path).map_err(|e| io("opening", &path, e))?;
         Ok(CompactedLedger {
             id,
-            path: path.clone(),
-            file,
             horizon,
-            slots,
             size: offset + TRAILER_LEN,
+            store: Store::File {
+                path: path.clone(),
+                file,
+                slots,
+            },
         })
     })();
     if result.is_err() {
@@ -224,11 +267,9 @@ pub fn open(dir: &Path, id: i64) -> Result<CompactedLedger, BrokerError> {
     }
     Ok(CompactedLedger {
         id,
-        path,
-        file,
         horizon,
-        slots,
         size,
+        store: Store::File { path, file, slots },
     })
 }
 
@@ -236,19 +277,24 @@ impl CompactedLedger {
     /// Entries in the compacted view.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.slots.len()
+        match &self.store {
+            Store::File { slots, .. } => slots.len(),
+            Store::Bookies(l) => l.positions.len(),
+        }
     }
 
     /// Whether the compacted view is empty (every key was deleted, or no keyed message).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len() == 0
     }
 
-    /// The file.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The position of the last entry of the view.
+    fn last_position(&self) -> Option<Position> {
+        match &self.store {
+            Store::File { slots, .. } => slots.last().map(|s| s.position),
+            Store::Bookies(l) => l.positions.last().copied(),
+        }
     }
 
     /// Reads up to `n` entries at or after `from` (Pulsar's `findStartPoint` + read), checking
@@ -257,22 +303,22 @@ impl CompactedLedger {
     /// # Errors
     /// I/O failures, a CRC mismatch.
     pub fn read_from(&self, from: Position, n: usize) -> Result<Vec<Entry>, BrokerError> {
-        let start = self.slots.partition_point(|s| s.position < from);
-        let picked = &self.slots[start..self.slots.len().min(start.saturating_add(n))];
+        let (path, file, slots) = match &self.store {
+            Store::File { path, file, slots } => (path, file, slots),
+            Store::Bookies(l) => return l.read_from(from, n),
+        };
+        let start = slots.partition_point(|s| s.position < from);
+        let picked = &slots[start..slots.len().min(start.saturating_add(n))];
         if picked.is_empty() {
             return Ok(Vec::new());
         }
         let mut out = Vec::with_capacity(picked.len());
         for s in picked {
             let mut buf = vec![0u8; s.len as usize];
-            self.file
-                .read_exact_at(&mut buf, s.offset)
-                .map_err(|e| io("reading", &self.path, e))?;
+            file.read_exact_at(&mut buf, s.offset)
+                .map_err(|e| io("reading", path, e))?;
             if record_crc(s.position, &buf) != s.crc {
-                return Err(corrupt(
-                    &self.path,
-                    format!("bad record at offset {}", s.offset),
-                ));
+                return Err(corrupt(path, format!("bad record at offset {}", s.offset)));
             }
             out.push(Entry {
                 position: s.position,
@@ -287,8 +333,8 @@ impl CompactedLedger {
     /// # Errors
     /// I/O failures, a CRC mismatch.
     pub fn last_entry(&self) -> Result<Option<Entry>, BrokerError> {
-        match self.slots.last() {
-            Some(s) => Ok(self.read_from(s.position, 1)?.pop()),
+        match self.last_position() {
+            Some(p) => Ok(self.read_from(p, 1)?.pop()),
             None => Ok(None),
         }
     }

@@ -13,6 +13,7 @@
 
 pub mod compactor;
 pub mod ledger;
+pub mod on_bookies;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,12 +21,14 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
+use pulsar_rs_ledger::seam::SeamBacking;
 use pulsar_rs_ledger::{Entry, ManagedLedger, Position};
 use serde::Serialize;
 
 use self::compactor::KeyMap;
 use self::ledger::CompactedLedger;
 use crate::error::BrokerError;
+use crate::naming::TopicName;
 
 /// Pulsar's `Compactor.COMPACTION_SUBSCRIPTION`.
 pub const COMPACTION_CURSOR: &str = "__compaction";
@@ -100,6 +103,9 @@ pub struct LastRun {
 pub struct Compaction {
     /// Directory of this topic's compacted ledgers; immutable.
     dir: PathBuf,
+    /// The bookies the topic is on, which then hold its compacted ledgers too (as Pulsar keeps
+    /// them); immutable.
+    backing: Option<Arc<SeamBacking>>,
     /// Keep messages without a key (`topicCompactionRetainNullKey`); immutable.
     retain_null_key: bool,
     /// The current compacted ledger. Read (a short read lock, cloned out) by each compacted read;
@@ -127,27 +133,50 @@ pub fn topic_dir(data_dir: &Path, ledger_name: &str) -> PathBuf {
         .join(ledger_name.replace('%', "%25").replace('/', "%2F"))
 }
 
+/// The compacted ledger the `__compaction` cursor of `ml` names, if any.
+#[must_use]
+pub fn compacted_ledger_id(ml: &ManagedLedger) -> Option<i64> {
+    ml.cursors()
+        .into_iter()
+        .find(|c| c.name() == COMPACTION_CURSOR)
+        .and_then(|c| c.properties().get(COMPACTED_LEDGER_PROPERTY).copied())
+}
+
 impl Compaction {
     /// Opens a topic's compaction state: the view named by the `__compaction` cursor, if any.
     /// A compacted ledger that fails its checks is logged and not served (its cursor stays, so
     /// the next run rebuilds the view from what the topic still holds). Blocking I/O.
     #[must_use]
-    pub fn open(dir: PathBuf, ml: &ManagedLedger, retain_null_key: bool) -> Arc<Self> {
+    pub fn open(
+        dir: PathBuf,
+        backing: Option<Arc<SeamBacking>>,
+        ml: &ManagedLedger,
+        retain_null_key: bool,
+    ) -> Arc<Self> {
         let cursor = ml
             .cursors()
             .into_iter()
             .find(|c| c.name() == COMPACTION_CURSOR);
-        let view = cursor
-            .and_then(|c| c.properties().get(COMPACTED_LEDGER_PROPERTY).copied())
-            .and_then(|id| match ledger::open(&dir, id) {
+        let view = cursor.and_then(|c| {
+            let id = compacted_ledger_id(ml)?;
+            let opened = match &backing {
+                // On the bookies the horizon is the cursor's mark-delete, as in Pulsar.
+                Some(b) => on_bookies::open(b, id).map(|(l, size)| {
+                    CompactedLedger::on_bookies(id, c.mark_delete_position(), size, l)
+                }),
+                None => ledger::open(&dir, id),
+            };
+            match opened {
                 Ok(l) => Some(Arc::new(l)),
                 Err(e) => {
                     tracing::error!(ledger = ml.name(), error = %e, "compacted ledger not usable");
                     None
                 }
-            });
+            }
+        });
         Arc::new(Compaction {
             dir,
+            backing,
             retain_null_key,
             view: RwLock::new(view),
             run: Mutex::new(RunState {
@@ -312,18 +341,27 @@ impl Compaction {
                 kept.extend(keys.rewrite(e));
             }
         })?;
-        let id = old.as_ref().map_or(1, |o| o.id + 1);
-        let dir = self.dir.clone();
-        let written = ledger::write(&dir, id, upto, kept)?;
+        let written = match &self.backing {
+            Some(b) => {
+                let topic = TopicName::from_ledger_name(ml.name())
+                    .map_or_else(|| ml.name().to_owned(), |t| t.to_string());
+                let (id, l, size) = on_bookies::write(b, &topic, upto, kept)?;
+                CompactedLedger::on_bookies(id, upto, size, l)
+            }
+            None => ledger::write(&self.dir, old.as_ref().map_or(1, |o| o.id + 1), upto, kept)?,
+        };
         let mut props = BTreeMap::new();
-        props.insert(COMPACTED_LEDGER_PROPERTY.to_owned(), id);
-        cursor.mark_delete_with_properties(upto, props)?;
-        cursor.flush()?;
+        props.insert(COMPACTED_LEDGER_PROPERTY.to_owned(), written.id);
+        let moved = cursor
+            .mark_delete_with_properties(upto, props)
+            .and_then(|()| cursor.flush());
+        if let Err(e) = moved {
+            written.discard(self.backing.as_ref()); // never named by the cursor: nobody reads it
+            return Err(e.into());
+        }
         *self.view.write() = Some(Arc::new(written));
         if let Some(old) = old {
-            if let Err(e) = std::fs::remove_file(old.path()) {
-                tracing::warn!(path = %old.path().display(), error = %e, "removing old compacted ledger");
-            }
+            old.discard(self.backing.as_ref());
         }
         tracing::info!(
             ledger = ml.name(),

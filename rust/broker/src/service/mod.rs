@@ -443,6 +443,7 @@ impl BrokerService {
         };
         let compaction = Compaction::open(
             compaction::topic_dir(self.storage.dir(), &name.ledger_name()),
+            self.storage.backing().cloned(),
             &ledger,
             self.config.topic_compaction_retain_null_key,
         );
@@ -647,7 +648,11 @@ impl BrokerService {
                 .storage
                 .open_ledger(&name.ledger_name(), self.config.ledger_config())?,
         };
+        let compacted = compaction::compacted_ledger_id(&ledger);
         ledger.delete()?;
+        if let (Some(b), Some(id)) = (self.storage.backing(), compacted) {
+            compaction::on_bookies::delete(b, id); // as Pulsar deletes a topic's compacted ledger
+        }
         let dir = compaction::topic_dir(self.storage.dir(), &name.ledger_name());
         if let Err(e) = std::fs::remove_dir_all(&dir) {
             if e.kind() != std::io::ErrorKind::NotFound {

@@ -106,6 +106,19 @@ pub trait LedgerStorage: Send + Sync {
         ml_name: &str,
         quorums: Option<Quorums>,
     ) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>>;
+    /// Creates the ledger of a topic's compacted view as Pulsar's compactor creates one (on
+    /// BookKeeper: CRC32 digest, empty password, custom metadata `component=compacted-ledger`,
+    /// `compactedTopic={topic}`, `compactedTo={compacted_to}`, a serialized `MessageIdData`).
+    /// Storages that keep no compacted ledgers (the journal keeps them in files) refuse.
+    fn create_compacted_ledger(
+        &self,
+        topic: &str,
+        compacted_to: Vec<u8>,
+    ) -> BoxFut<'_, Result<Arc<dyn WriteLedger>>> {
+        let _ = compacted_to;
+        let context = format!("this storage keeps no compacted ledger (for {topic})");
+        Box::pin(async move { Err(crate::LedgerError::Backend { context }) })
+    }
     /// Opens a ledger for reading. With `recover`, it is fenced first (its writer can add no
     /// more) and closed at its last durable entry, as a new owner must do.
     fn open_ledger(&self, ledger_id: i64, recover: bool)
