@@ -19,6 +19,8 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
   ledger too) and fences nothing: both brokers go on with the same ledgers; the Spark jobs'
   backlog over that snapshot is the cursor's.
 * A seek by time on the bookies, across a closed ledger and the one being written.
+* Compaction on the bookies in Pulsar's format: a new owner, Apache Pulsar and pulsar-rs serve
+  each other's compacted views.
 """
 
 from __future__ import annotations
