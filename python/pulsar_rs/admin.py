@@ -360,8 +360,11 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
     def stats(self, topic: str) -> dict[str, Any]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/stats")
 
-    def internal_stats(self, topic: str) -> dict[str, Any]:
-        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/internalStats")
+    def internal_stats(self, topic: str, metadata: bool = False) -> dict[str, Any]:
+        """Pulsar's ``PersistentTopicInternalStats``; with ``metadata``, each ledger on BookKeeper
+        carries its ``metadata`` (quorums, state, ensembles) as Pulsar shows it."""
+        query = "?metadata=true" if metadata else ""
+        return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/internalStats{query}")
 
     def subscriptions(self, topic: str) -> builtins.list[str]:
         return self._a.request("GET", f"/admin/v2/{_topic_path(topic)}/subscriptions")

@@ -7,7 +7,8 @@ the bookie turns itself read-only (BookKeeper's ``readOnlyModeEnabled``): it ref
 up and registered under ``available/readonly``. The broker's writer takes the refusal as Pulsar's
 ``PendingAddOp`` does, replaces the bookie in the ledger's ensemble by the spare writable one, and
 publishing goes on with nothing receipted lost; a ledger created afterwards never names the
-read-only bookie.
+read-only bookie. ``internalStats?metadata=true`` shows the ledger's ensembles as BookKeeper's own
+shell reads them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
+from tools.pulsar_reference.bookkeeper import BookKeeperCluster, parse_ensembles
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 from pulsar_rs import Admin
@@ -111,6 +112,11 @@ def test_a_bookie_whose_disk_fills_turns_read_only_and_publishing_goes_on(tmp_pa
                 producer.send(b"%04d" % i + payload)
             ensembles = bk.ledger_ensembles(ledger)
             assert len(ensembles) >= 2 and full not in ensembles[-1] and spare in ensembles[-1], ensembles
+            # internalStats?metadata=true shows them as Pulsar does (BookKeeper's toSafeString).
+            shown = admin.topics.internal_stats(topic, metadata=True)["ledgers"][0]["metadata"]
+            assert parse_ensembles(shown) == ensembles, shown
+            assert "ensembleSize=3, writeQuorumSize=2, ackQuorumSize=2, state=OPEN" in shown, shown
+            assert "password=OMITTED" in shown and "metadata" not in admin.topics.internal_stats(topic)["ledgers"][0]
 
             # The next ledger is placed on writable bookies only.
             admin.topics.unload(topic)

@@ -30,6 +30,12 @@ from . import PulsarReferenceError, _die_with_parent, _port_open, ensure_distrib
 START_TIMEOUT_S = 180.0
 
 
+def parse_ensembles(text: str) -> list[list[str]]:
+    """The ensembles of BookKeeper's ``LedgerMetadata{..., ensembles={0=[a, b], 5=[a, c]}, ...}``."""
+    found = re.findall(r"\d+=\[([^\]]*)\]", text.split("ensembles=", 1)[-1].split("}", 1)[0])
+    return [[b.strip() for b in e.split(",")] for e in found]
+
+
 class BookKeeperCluster:
     """ZooKeeper plus ``bookies`` bookies, stopped on exit."""
 
@@ -185,10 +191,10 @@ class BookKeeperCluster:
     def ledger_ensembles(self, ledger_id: int) -> list[list[str]]:
         """The ensembles of a ledger (oldest first), as BookKeeper's own shell reads its metadata."""
         text = self._bookie_shell("ledgermetadata", "-ledgerid", str(ledger_id))
-        found = re.findall(r"\d+=\[([^\]]*)\]", text.split("ensembles=", 1)[-1].split("}", 1)[0])
+        found = parse_ensembles(text)
         if not found:
             raise PulsarReferenceError(f"no ensembles for ledger {ledger_id}: {text[-2000:]}")
-        return [[b.strip() for b in e.split(",")] for e in found]
+        return found
 
     def ledger_quorums(self, ledger_id: int) -> tuple[int, int, int]:
         """(E, Qw, Qa) of a ledger as BookKeeper's own shell reads its metadata."""

@@ -92,9 +92,13 @@ def add(groups: Any) -> None:
         fn = verb.replace("-", "_")
         _topic_parser(g, verb, lambda admin, a, fn=fn: getattr(admin.topics, fn)(a.topic))
     # pulsar-admin's name is stats-internal; internal-stats is this CLI's first name for it.
-    _topic_parser(
-        g, "internal-stats", lambda admin, a: admin.topics.internal_stats(a.topic), aliases=["stats-internal"]
+    p = _topic_parser(
+        g,
+        "internal-stats",
+        lambda admin, a: admin.topics.internal_stats(a.topic, a.metadata),
+        aliases=["stats-internal"],
     )
+    p.add_argument("--metadata", "-m", action="store_true", help="each ledger's metadata (ensembles) too")
     p = _topic_parser(g, "partitioned-stats", lambda admin, a: admin.topics.partitioned_stats(a.topic, a.per_partition))
     p.add_argument("--per-partition", action="store_true", help="each partition's stats too")
     _topic_parser(g, "partitioned-stats-internal", lambda admin, a: admin.topics.partitioned_internal_stats(a.topic))

@@ -62,6 +62,11 @@ impl BookKeeper {
         &self.store
     }
 
+    /// A ledger's metadata as the metadata store holds it now.
+    pub async fn ledger_metadata(&self, ledger_id: i64) -> Result<LedgerMetadata> {
+        Ok(self.store.read_ledger_metadata(ledger_id).await?.0)
+    }
+
     /// Creates a ledger on a new ensemble of writable bookies and opens it for writing.
     pub async fn create_ledger(&self, cfg: &LedgerConfig) -> Result<LedgerWriter> {
         if !(cfg.ensemble_size >= cfg.write_quorum

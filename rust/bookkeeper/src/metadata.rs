@@ -88,6 +88,50 @@ pub struct LedgerMetadata {
 }
 
 impl LedgerMetadata {
+    /// BookKeeper's `LedgerMetadata.toSafeString()` (the password left out), which Pulsar's
+    /// `internalStats?metadata=true` shows per ledger: `LedgerMetadata{formatVersion=3,
+    /// ensembleSize=3, ..., ensembles={0=[host:port, ...], ...}, customMetadata={k=base64:...}}`.
+    #[must_use]
+    pub fn to_safe_string(&self) -> String {
+        use base64::Engine;
+        use std::fmt::Write;
+        let state = match self.state {
+            LedgerState::Open => "OPEN",
+            LedgerState::InRecovery => "IN_RECOVERY",
+            LedgerState::Closed => "CLOSED",
+        };
+        let mut s = format!(
+            "LedgerMetadata{{formatVersion=3, ensembleSize={}, writeQuorumSize={}, ackQuorumSize={}, state={state}",
+            self.ensemble_size, self.write_quorum, self.ack_quorum
+        );
+        if self.state == LedgerState::Closed {
+            let _ = write!(
+                s,
+                ", length={}, lastEntryId={}",
+                self.length, self.last_entry_id
+            );
+        }
+        let digest = match self.digest_type {
+            DigestType::Crc32 => "CRC32",
+            DigestType::Hmac => "MAC",
+            DigestType::Crc32c => "CRC32C",
+            DigestType::Dummy => "DUMMY",
+        };
+        let _ = write!(s, ", digestType={digest}, password=OMITTED, ensembles={{");
+        for (i, (first, bookies)) in self.ensembles.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(s, "{sep}{first}=[{}]", bookies.join(", "));
+        }
+        s.push_str("}, customMetadata={");
+        for (i, (k, v)) in self.custom_metadata.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let v = base64::engine::general_purpose::STANDARD.encode(v);
+            let _ = write!(s, "{sep}{k}=base64:{v}");
+        }
+        s.push_str("}}");
+        s
+    }
+
     /// Metadata of a new, open ledger on `ensemble`.
     pub fn new_open(
         write_quorum: usize,
@@ -265,6 +309,34 @@ mod tests {
             ledger_path("/ledgers", 2147483647),
             "/ledgers/000/0000/0021/4748/L3647"
         );
+    }
+
+    #[test]
+    fn safe_string_is_bookkeepers() {
+        let mut m = LedgerMetadata::new_open(
+            2,
+            2,
+            vec!["127.0.0.1:3181".into(), "127.0.0.1:3182".into()],
+            b"secret",
+            1700000000000,
+            vec![("application".into(), b"pulsar".to_vec())],
+            DigestType::Crc32c,
+        );
+        m.ensembles
+            .insert(5, vec!["127.0.0.1:3181".into(), "127.0.0.1:3183".into()]);
+        assert_eq!(
+            m.to_safe_string(),
+            "LedgerMetadata{formatVersion=3, ensembleSize=2, writeQuorumSize=2, ackQuorumSize=2, \
+             state=OPEN, digestType=CRC32C, password=OMITTED, ensembles={0=[127.0.0.1:3181, \
+             127.0.0.1:3182], 5=[127.0.0.1:3181, 127.0.0.1:3183]}, \
+             customMetadata={application=base64:cHVsc2Fy}}"
+        );
+        m.state = LedgerState::Closed;
+        m.length = 10;
+        m.last_entry_id = 6;
+        assert!(m
+            .to_safe_string()
+            .contains("state=CLOSED, length=10, lastEntryId=6, digestType=CRC32C"));
     }
 
     #[test]

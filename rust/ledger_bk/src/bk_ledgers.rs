@@ -111,6 +111,13 @@ impl LedgerStorage for BkLedgerStorage {
         })
     }
 
+    fn ledger_metadata(&self, ledger_id: i64) -> BoxFut<'_, Result<Option<String>>> {
+        Box::pin(async move {
+            let m = self.bk.ledger_metadata(ledger_id).await.map_err(from_bk)?;
+            Ok(Some(m.to_safe_string()))
+        })
+    }
+
     fn open_ledger(
         &self,
         ledger_id: i64,

@@ -514,6 +514,20 @@ impl ManagedLedger {
         self.cursors.lock().remove(name);
     }
 
+    /// The metadata of ledger `ledger_id` as its storage describes it (on BookKeeper:
+    /// BookKeeper's `toSafeString`, with the ensembles); `None` on the journal. Blocking: a
+    /// metadata-store round trip.
+    ///
+    /// # Errors
+    /// The metadata store failed or has no such ledger.
+    pub fn ledger_metadata(&self, ledger_id: i64) -> Result<Option<String>> {
+        let Some(b) = &self.shared.backing else {
+            return Ok(None);
+        };
+        let ledgers = Arc::clone(&b.ledgers);
+        b.block(async move { ledgers.ledger_metadata(ledger_id).await })
+    }
+
     /// Every ledger with its confirmed entries and size.
     #[must_use]
     pub fn ledgers(&self) -> Vec<LedgerInfo> {

@@ -123,6 +123,12 @@ pub trait LedgerStorage: Send + Sync {
     /// more) and closed at its last durable entry, as a new owner must do.
     fn open_ledger(&self, ledger_id: i64, recover: bool)
         -> BoxFut<'_, Result<Arc<dyn ReadLedger>>>;
+    /// A ledger's metadata as the storage describes it (BookKeeper's `toSafeString`: quorums,
+    /// state, ensembles), `None` where ledgers have none (the journal).
+    fn ledger_metadata(&self, ledger_id: i64) -> BoxFut<'_, Result<Option<String>>> {
+        let _ = ledger_id;
+        Box::pin(async { Ok(None) })
+    }
     /// Deletes a ledger; deleting a missing one is not an error.
     fn delete_ledger(&self, ledger_id: i64) -> BoxFut<'_, Result<()>>;
 }

@@ -2,11 +2,15 @@
 //! cursors) and `partitioned-internalStats` (Pulsar's `PartitionedTopicInternalStats`: the
 //! partition metadata and each partition's internal stats). As Pulsar, which leaves out the
 //! partitions whose stats it cannot get, the partitioned form covers the partitions that exist
-//! ([`super::targets`]), never a declared count one by one.
+//! ([`super::targets`]), never a declared count one by one. `?metadata=true` adds each ledger's
+//! metadata as its storage describes it (on BookKeeper: quorums, state, ensembles), as Pulsar's
+//! `LedgerInfo.metadata`.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -33,12 +37,25 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
 }
 
-async fn internal_stats(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
+async fn internal_stats(
+    State(ctx): Ctx,
+    ExistingTopic(name): ExistingTopic,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     let t = match load_topic(&ctx, name).await {
         Ok(t) => t,
         Err(r) => return r,
     };
-    match tokio::task::spawn_blocking(move || internal_stats_json(&t)).await {
+    let metadata = q.get("metadata").is_some_and(|v| v == "true");
+    match tokio::task::spawn_blocking(move || {
+        let mut doc = internal_stats_json(&t);
+        if metadata {
+            add_ledger_metadata(&t, &mut doc);
+        }
+        doc
+    })
+    .await
+    {
         Ok(v) => Json(v).into_response(),
         Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
@@ -83,6 +100,28 @@ impl partitions::Summary for Metadata {
             json!({ "partitions": self.0, "deleted": false }),
         );
         m
+    }
+}
+
+/// Sets `metadata` on each ledger of `doc` whose storage describes it (Pulsar leaves it out of a
+/// ledger whose metadata it cannot read). Blocking: a metadata-store read per ledger.
+fn add_ledger_metadata(t: &Topic, doc: &mut Value) {
+    let Some(ledgers) = doc.get_mut("ledgers").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for l in ledgers {
+        let Some(id) = l.get("ledgerId").and_then(Value::as_i64) else {
+            continue;
+        };
+        match t.ledger.ledger_metadata(id) {
+            Ok(Some(m)) => {
+                l["metadata"] = Value::String(m);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(ledger_id = id, error = %e, "no ledger metadata for internalStats")
+            }
+        }
     }
 }
 
