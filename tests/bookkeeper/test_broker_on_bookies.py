@@ -21,6 +21,7 @@ Apache Pulsar distribution, the official Python client, E=3 Qw=2 Qa=2 (README, "
 * A seek by time on the bookies, across a closed ledger and the one being written.
 * Compaction on the bookies in Pulsar's format: a new owner, Apache Pulsar and pulsar-rs serve
   each other's compacted views.
+* Expiry by age, a backlog quota and retention's trimming on the bookies.
 """
 
 from __future__ import annotations
@@ -560,3 +561,57 @@ def test_a_compacted_view_on_the_bookies_is_served_by_any_broker_apache_pulsar_i
     with r3:
         wait_for_cluster([r3])
         assert read_compacted(url3, topic) == theirs, "we serve the view Apache Pulsar compacted"
+
+
+def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookies):
+    """The policies that read a topic's stored messages or sizes: expiry by age reads the publish
+    times in the entries on the bookies (they carry no time of their own); a backlog quota counts
+    the backlog held there; with retention 0 the ledgers every subscription consumed are trimmed
+    from the list (and the bookies) once a rollover closes them (40 entries per ledger here)."""
+    topic = "persistent://public/default/policies-on-bookies"
+    broker, url = start_broker(tmp_path, bookies, "policies")
+    with broker:
+        wait_for_cluster([broker])
+        admin = Admin(broker.http)
+        owner_url(broker, topic)
+        c = client(url)
+        try:
+            c.subscribe(topic, "s").close()
+            p = c.create_producer(topic, batching_enabled=False)
+            for i in range(10):
+                p.send(b"old-%02d" % i)
+            time.sleep(2.5)  # the first ten are older than 2 s, the next ten are not
+            for i in range(10):
+                p.send(b"new-%02d" % i)
+            admin.topics.expire_messages(topic, "s", seconds=2)
+            assert admin.topics.stats(topic)["subscriptions"]["s"]["msgBacklog"] == 10
+            consumer = c.subscribe(topic, "s")
+            assert consumer.receive(timeout_millis=10000).data() == b"new-00", "expired by publish time"
+            consumer.close()
+
+            admin.topics.set_backlog_quota(topic, limit_size=5_000, policy="producer_exception")
+            for _ in range(10):
+                p.send(b"q" * 1000)
+            with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+                c.create_producer(topic)
+            admin.topics.remove_backlog_quota(topic)
+
+            first = admin.topics.internal_stats(topic)["ledgers"][0]["ledgerId"]
+            consumer = c.subscribe(topic, "s")
+            while True:  # consume everything, then roll over with 40 more, consumed too
+                try:
+                    consumer.acknowledge(consumer.receive(timeout_millis=3000))
+                except pulsar.Timeout:
+                    break
+            for i in range(40):
+                p.send(b"r-%02d" % i)
+            for _ in range(40):
+                consumer.acknowledge(consumer.receive(timeout_millis=10000))
+            consumer.close()  # the acknowledgements are sent and the cursor moves
+            deadline = time.monotonic() + 30
+            while first in [led["ledgerId"] for led in admin.topics.internal_stats(topic)["ledgers"]]:
+                assert time.monotonic() < deadline, admin.topics.internal_stats(topic)["ledgers"]
+                admin.topics.unload(topic)  # a reload trims what every cursor consumed
+                time.sleep(1)
+        finally:
+            c.close()
