@@ -197,4 +197,23 @@ mod tests {
         let e = package_entry(DigestType::Crc32c, 7, 3, 2, 1234, b"hello");
         assert!(verify_entry(DigestType::Crc32c, 7, Some(4), e).is_err());
     }
+
+    // CRC32 (Pulsar's compacted ledgers): an 8-byte big-endian long of the IEEE CRC over the
+    // header and payload (BookKeeper's `CRC32DigestManager`); "123456789" has the check value
+    // 0xCBF43926, so a header-less CRC over it ends the same.
+    #[test]
+    fn crc32_digest_is_a_long_of_the_ieee_crc() {
+        let e = package_entry(DigestType::Crc32, 7, 3, 2, 1234, b"hello, bookie");
+        assert_eq!(e.len(), METADATA_LENGTH + CRC32_LENGTH + 13);
+        let mut h = crc32fast::Hasher::new();
+        h.update(&e[..METADATA_LENGTH]);
+        h.update(b"hello, bookie");
+        let want = u64::from(h.finalize()).to_be_bytes();
+        assert_eq!(&e[METADATA_LENGTH..METADATA_LENGTH + 8], &want[..]);
+        assert_eq!(&e[METADATA_LENGTH..METADATA_LENGTH + 4], &[0, 0, 0, 0]);
+        let v = verify_entry(DigestType::Crc32, 7, Some(3), e.clone()).unwrap();
+        assert_eq!(&v.payload[..], b"hello, bookie");
+        assert!(verify_entry(DigestType::Crc32c, 7, Some(3), e).is_err());
+        assert_eq!(crc32fast::hash(b"123456789"), 0xCBF4_3926);
+    }
 }
