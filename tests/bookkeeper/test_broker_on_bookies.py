@@ -83,6 +83,21 @@ def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> tuple[PulsarRsB
     return b, b.url
 
 
+@contextlib.contextmanager
+def serving(tmp: Path, bk: BookKeeperCluster, name: str, topic: str) -> Iterator[tuple[Admin, pulsar.Client]]:
+    """A broker on the bookies that owns ``topic`` (a lookup placed its bundle there), its admin
+    client and a client, all closed afterwards."""
+    broker, url = start_broker(tmp, bk, name)
+    with broker:
+        wait_for_cluster([broker])
+        owner_url(broker, topic)
+        c = client(url)
+        try:
+            yield Admin(broker.http), c
+        finally:
+            c.close()
+
+
 def owner_url(via: PulsarRsBroker, topic: str) -> str:
     """The broker URL a REST lookup through ``via`` ends at (its 307s followed)."""
     local = topic.removeprefix("persistent://")
@@ -387,77 +402,69 @@ def test_an_export_reads_a_live_topic_from_the_bookies_and_fences_nothing(tmp_pa
     being written up to its last add confirmed), with their keys and the subscription's
     acknowledgements; nothing is fenced: the broker goes on appending to the same ledger."""
     topic = "persistent://public/default/exported"
-    broker, url = start_broker(tmp_path, bookies, "exporter")
-    with broker:
-        wait_for_cluster([broker])
-        admin = Admin(broker.http)
-        owner_url(broker, topic)
-        c = client(url)
-        try:
-            consumer = c.subscribe(topic, "s")
-            producer = c.create_producer(topic, batching_enabled=False)
-            for i in range(50):  # 40 in the first ledger (closed by the rollover), 10 in the next
-                producer.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
-            for _ in range(20):
-                consumer.acknowledge(consumer.receive(timeout_millis=10000))
-            writing = admin.topics.internal_stats(topic)["ledgers"][-1]["ledgerId"]
+    with serving(tmp_path, bookies, "exporter", topic) as (admin, c):
+        consumer = c.subscribe(topic, "s")
+        producer = c.create_producer(topic, batching_enabled=False)
+        for i in range(50):  # 40 in the first ledger (closed by the rollover), 10 in the next
+            producer.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
+        for _ in range(20):
+            consumer.acknowledge(consumer.receive(timeout_millis=10000))
+        writing = admin.topics.internal_stats(topic)["ledgers"][-1]["ledgerId"]
 
-            deadline = time.monotonic() + 30
-            while True:  # the acknowledgements reach the store a moment after the acks
-                subs = export_rows(bookies.metadata_store_url, "subscriptions", topic)
-                if (subs and subs[0]["backlog_entries"] <= 30) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            entries = export_rows(bookies.metadata_store_url, "entries", topic)
-            assert 49 <= len(entries) <= 50, len(entries)  # the last one may be past the LAC
-            assert [(e["key"], e["messages"]) for e in entries] == [(f"k{i % 5}", 1) for i in range(len(entries))]
-            ledgers = sorted({e["ledger_id"] for e in entries})
-            assert len(ledgers) == 2 and ledgers[1] == writing, (ledgers, writing)
-            assert [e["entry_id"] for e in entries if e["ledger_id"] == ledgers[0]] == list(range(40))
-            assert len(subs) == 1 and subs[0]["subscription"] == "s"
-            assert (subs[0]["mark_delete_ledger"], subs[0]["mark_delete_entry"]) == (ledgers[0], 19), subs
-            assert subs[0]["backlog_entries"] == len(entries) - 20, subs
+        deadline = time.monotonic() + 30
+        while True:  # the acknowledgements reach the store a moment after the acks
+            subs = export_rows(bookies.metadata_store_url, "subscriptions", topic)
+            if (subs and subs[0]["backlog_entries"] <= 30) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        entries = export_rows(bookies.metadata_store_url, "entries", topic)
+        assert 49 <= len(entries) <= 50, len(entries)  # the last one may be past the LAC
+        assert [(e["key"], e["messages"]) for e in entries] == [(f"k{i % 5}", 1) for i in range(len(entries))]
+        ledgers = sorted({e["ledger_id"] for e in entries})
+        assert len(ledgers) == 2 and ledgers[1] == writing, (ledgers, writing)
+        assert [e["entry_id"] for e in entries if e["ledger_id"] == ledgers[0]] == list(range(40))
+        assert len(subs) == 1 and subs[0]["subscription"] == "s"
+        assert (subs[0]["mark_delete_ledger"], subs[0]["mark_delete_entry"]) == (ledgers[0], 19), subs
+        assert subs[0]["backlog_entries"] == len(entries) - 20, subs
 
-            # The command line writes the same from the store, as Parquet for the Spark jobs.
-            out = tmp_path / "snapshots"
-            cli = [sys.executable, "-m", "pulsar_rs.cli", "export", "--metadata-store-url", bookies.metadata_store_url]
-            done = subprocess.run([*cli, "--out", str(out)], capture_output=True, text=True, timeout=120)
-            assert done.returncode == 0, done.stderr
-            manifest = json.loads(done.stdout)
-            assert manifest["source"] == "bookkeeper" and manifest["tables"]["entries"] >= len(entries), manifest
-            # The Spark jobs over it: the backlog they count from the entries and acknowledged
-            # ranges read from the bookies is the one the cursor records.
-            jobs = [sys.executable, "-m", "pulsar_rs_spark", "--master", "local[1]", "--driver-memory", "512m"]
-            spark = subprocess.run(
-                [*jobs, "--no-html", "--input", str(out), "--output", str(tmp_path / "results")],
-                capture_output=True,
-                text=True,
-                timeout=300,
-                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "spark")},
-            )
-            assert spark.returncode == 0, spark.stderr[-3000:]
-            import pyarrow.parquet as pq
+        # The command line writes the same from the store, as Parquet for the Spark jobs.
+        out = tmp_path / "snapshots"
+        cli = [sys.executable, "-m", "pulsar_rs.cli", "export", "--metadata-store-url", bookies.metadata_store_url]
+        done = subprocess.run([*cli, "--out", str(out)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        manifest = json.loads(done.stdout)
+        assert manifest["source"] == "bookkeeper" and manifest["tables"]["entries"] >= len(entries), manifest
+        # The Spark jobs over it: the backlog they count from the entries and acknowledged
+        # ranges read from the bookies is the one the cursor records.
+        jobs = [sys.executable, "-m", "pulsar_rs_spark", "--master", "local[1]", "--driver-memory", "512m"]
+        spark = subprocess.run(
+            [*jobs, "--no-html", "--input", str(out), "--output", str(tmp_path / "results")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "spark")},
+        )
+        assert spark.returncode == 0, spark.stderr[-3000:]
+        import pyarrow.parquet as pq
 
-            backlog = [
-                r
-                for r in pq.read_table(tmp_path / "results" / "backlog").to_pylist()
-                if r["topic"] == topic and r["subscription"] == "s"
-            ]
-            assert len(backlog) == 1 and backlog[0]["matches_broker"] is True, backlog
-            assert backlog[0]["backlog_entries"] == len(entries) - 20, backlog
-            bad = subprocess.run([*cli[:-1], "/tmp/zk", "--out", str(out)], capture_output=True, text=True, timeout=60)
-            assert bad.returncode == 2 and "zk:host:port" in bad.stderr, bad.stderr
+        backlog = [
+            r
+            for r in pq.read_table(tmp_path / "results" / "backlog").to_pylist()
+            if r["topic"] == topic and r["subscription"] == "s"
+        ]
+        assert len(backlog) == 1 and backlog[0]["matches_broker"] is True, backlog
+        assert backlog[0]["backlog_entries"] == len(entries) - 20, backlog
+        bad = subprocess.run([*cli[:-1], "/tmp/zk", "--out", str(out)], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "zk:host:port" in bad.stderr, bad.stderr
 
-            # Not fenced: the broker appends to the ledger it was writing, it did not reopen the topic.
-            for i in range(50, 60):
-                producer.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
-            after = admin.topics.internal_stats(topic)
-            assert after["ledgers"][-1]["ledgerId"] == writing, after["ledgers"]
-            assert after["currentLedgerEntries"] == 20, after
-            got = [consumer.receive(timeout_millis=10000).data() for _ in range(40)]
-            assert got == [f"m{i}".encode() for i in range(20, 60)]
-        finally:
-            c.close()
+        # Not fenced: the broker appends to the ledger it was writing, it did not reopen the topic.
+        for i in range(50, 60):
+            producer.send(f"m{i}".encode(), partition_key=f"k{i % 5}")
+        after = admin.topics.internal_stats(topic)
+        assert after["ledgers"][-1]["ledgerId"] == writing, after["ledgers"]
+        assert after["currentLedgerEntries"] == 20, after
+        got = [consumer.receive(timeout_millis=10000).data() for _ in range(40)]
+        assert got == [f"m{i}".encode() for i in range(20, 60)]
 
 
 def test_a_seek_by_time_finds_the_first_message_published_at_or_after_it_on_the_bookies(tmp_path, bookies):
@@ -569,49 +576,41 @@ def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookie
     the backlog held there; with retention 0 the ledgers every subscription consumed are trimmed
     from the list (and the bookies) once a rollover closes them (40 entries per ledger here)."""
     topic = "persistent://public/default/policies-on-bookies"
-    broker, url = start_broker(tmp_path, bookies, "policies")
-    with broker:
-        wait_for_cluster([broker])
-        admin = Admin(broker.http)
-        owner_url(broker, topic)
-        c = client(url)
-        try:
-            c.subscribe(topic, "s").close()
-            p = c.create_producer(topic, batching_enabled=False)
-            for i in range(10):
-                p.send(b"old-%02d" % i)
-            time.sleep(2.5)  # the first ten are older than 2 s, the next ten are not
-            for i in range(10):
-                p.send(b"new-%02d" % i)
-            admin.topics.expire_messages(topic, "s", seconds=2)
-            assert admin.topics.stats(topic)["subscriptions"]["s"]["msgBacklog"] == 10
-            consumer = c.subscribe(topic, "s")
-            assert consumer.receive(timeout_millis=10000).data() == b"new-00", "expired by publish time"
-            consumer.close()
+    with serving(tmp_path, bookies, "policies", topic) as (admin, c):
+        c.subscribe(topic, "s").close()
+        p = c.create_producer(topic, batching_enabled=False)
+        for i in range(10):
+            p.send(b"old-%02d" % i)
+        time.sleep(2.5)  # the first ten are older than 2 s, the next ten are not
+        for i in range(10):
+            p.send(b"new-%02d" % i)
+        admin.topics.expire_messages(topic, "s", seconds=2)
+        assert admin.topics.stats(topic)["subscriptions"]["s"]["msgBacklog"] == 10
+        consumer = c.subscribe(topic, "s")
+        assert consumer.receive(timeout_millis=10000).data() == b"new-00", "expired by publish time"
+        consumer.close()
 
-            admin.topics.set_backlog_quota(topic, limit_size=5_000, policy="producer_exception")
-            for _ in range(10):
-                p.send(b"q" * 1000)
-            with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
-                c.create_producer(topic)
-            admin.topics.remove_backlog_quota(topic)
+        admin.topics.set_backlog_quota(topic, limit_size=5_000, policy="producer_exception")
+        for _ in range(10):
+            p.send(b"q" * 1000)
+        with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
+            c.create_producer(topic)
+        admin.topics.remove_backlog_quota(topic)
 
-            first = admin.topics.internal_stats(topic)["ledgers"][0]["ledgerId"]
-            consumer = c.subscribe(topic, "s")
-            while True:  # consume everything, then roll over with 40 more, consumed too
-                try:
-                    consumer.acknowledge(consumer.receive(timeout_millis=3000))
-                except pulsar.Timeout:
-                    break
-            for i in range(40):
-                p.send(b"r-%02d" % i)
-            for _ in range(40):
-                consumer.acknowledge(consumer.receive(timeout_millis=10000))
-            consumer.close()  # the acknowledgements are sent and the cursor moves
-            deadline = time.monotonic() + 30
-            while first in [led["ledgerId"] for led in admin.topics.internal_stats(topic)["ledgers"]]:
-                assert time.monotonic() < deadline, admin.topics.internal_stats(topic)["ledgers"]
-                admin.topics.unload(topic)  # a reload trims what every cursor consumed
-                time.sleep(1)
-        finally:
-            c.close()
+        first = admin.topics.internal_stats(topic)["ledgers"][0]["ledgerId"]
+        consumer = c.subscribe(topic, "s")
+        while True:  # consume everything, then roll over with 40 more, consumed too
+            try:
+                consumer.acknowledge(consumer.receive(timeout_millis=3000))
+            except pulsar.Timeout:
+                break
+        for i in range(40):
+            p.send(b"r-%02d" % i)
+        for _ in range(40):
+            consumer.acknowledge(consumer.receive(timeout_millis=10000))
+        consumer.close()  # the acknowledgements are sent and the cursor moves
+        deadline = time.monotonic() + 30
+        while first in [led["ledgerId"] for led in admin.topics.internal_stats(topic)["ledgers"]]:
+            assert time.monotonic() < deadline, admin.topics.internal_stats(topic)["ledgers"]
+            admin.topics.unload(topic)  # a reload trims what every cursor consumed
+            time.sleep(1)

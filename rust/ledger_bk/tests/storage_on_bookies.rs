@@ -47,19 +47,30 @@ fn payload(i: usize) -> Bytes {
     Bytes::from(format!("broker-entry-{i}"))
 }
 
-#[test]
-fn broker_storage_on_bookies_hands_over_without_loss() {
-    let Some(home) = skip_unless_ready() else {
-        return;
-    };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+/// ZooKeeper and three writable bookies (one test at a time), a runtime for direct client calls
+/// and a directory for the brokers' data; `None` (the test skips) without the distribution.
+fn three_bookies() -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    Cluster,
+    tokio::runtime::Runtime,
+    tempfile::TempDir,
+)> {
+    let home = skip_unless_ready()?;
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cluster = Cluster::start(&home, 3);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(cluster.wait_writable(3));
-    let dirs = tempfile::tempdir().unwrap();
+    Some((serial, cluster, rt, tempfile::tempdir().unwrap()))
+}
+
+#[test]
+fn broker_storage_on_bookies_hands_over_without_loss() {
+    let Some((_serial, cluster, rt, dirs)) = three_bookies() else {
+        return;
+    };
     let name = "public/default/persistent/broker on bookies";
 
     // Broker A: 23 entries, 10 per ledger; a cursor acknowledges the first 12 and one more.
@@ -195,17 +206,9 @@ fn a_read_only_storage_reads_a_live_managed_ledger_without_fencing_it() {
     use pulsar_rs_ledger::seam::formats::ManagedCursorInfo;
     use pulsar_rs_ledger::seam::{cursor_path, VersionedStore};
 
-    let Some(home) = skip_unless_ready() else {
+    let Some((_serial, cluster, rt, dirs)) = three_bookies() else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let cluster = Cluster::start(&home, 3);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(cluster.wait_writable(3));
-    let dirs = tempfile::tempdir().unwrap();
     let name = "public/default/persistent/read only";
 
     let writer = broker(&cluster, &dirs.path().join("w"));
