@@ -86,18 +86,14 @@ impl CompactedLedger {
 
     /// Deletes it (a newer run replaced it); readers holding it keep reading a file until they
     /// drop it.
-    pub(super) fn discard(
-        &self,
-        backing: Option<&std::sync::Arc<pulsar_rs_ledger::seam::SeamBacking>>,
-    ) {
-        match (&self.store, backing) {
-            (Store::File { path, .. }, _) => {
+    pub(super) fn discard(&self) {
+        match &self.store {
+            Store::File { path, .. } => {
                 if let Err(e) = std::fs::remove_file(path) {
                     tracing::warn!(path = %path.display(), error = %e, "removing old compacted ledger");
                 }
             }
-            (Store::Bookies(_), Some(b)) => super::on_bookies::delete(b, self.id),
-            (Store::Bookies(_), None) => {}
+            Store::Bookies(l) => l.delete(),
         }
     }
 }

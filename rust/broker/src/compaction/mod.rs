@@ -356,12 +356,12 @@ impl Compaction {
             .mark_delete_with_properties(upto, props)
             .and_then(|()| cursor.flush());
         if let Err(e) = moved {
-            written.discard(self.backing.as_ref()); // never named by the cursor: nobody reads it
+            written.discard(); // never named by the cursor: nobody reads it
             return Err(e.into());
         }
         *self.view.write() = Some(Arc::new(written));
         if let Some(old) = old {
-            old.discard(self.backing.as_ref());
+            old.discard();
         }
         tracing::info!(
             ledger = ml.name(),

@@ -212,6 +212,11 @@ pub fn delete(backing: &Arc<SeamBacking>, id: i64) {
 }
 
 impl BookieLedger {
+    /// Deletes this ledger from the bookies (in the background): a newer one replaced it.
+    pub fn delete(&self) {
+        delete(&self.backing, self.reader.id());
+    }
+
     /// Reads up to `n` entries at or after `from`. Blocking.
     ///
     /// # Errors
