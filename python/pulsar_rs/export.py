@@ -31,6 +31,9 @@ SCHEMA_VERSION = 1
 TABLES = ("topics", "ledgers", "entries", "subscriptions", "ack_ranges", "consumers")
 
 
+#: Source prefixes read as a metadata store: Pulsar's ``metadataStoreUrl`` forms of ZooKeeper.
+METADATA_STORE_SCHEMES = ("zk:", "metadata-store:zk:")
+
 #: ``(topics_done, topics_total, rows)`` progress callback of an export.
 Progress = Callable[[int, int, int], None]
 
@@ -48,10 +51,6 @@ def _streams(
 def is_metadata_store_url(source: object) -> bool:
     """Whether an export source names a ZooKeeper metadata store (``zk:...``) rather than a path."""
     return isinstance(source, str) and source.startswith(METADATA_STORE_SCHEMES)
-
-
-#: Source prefixes read as a metadata store: Pulsar's ``metadataStoreUrl`` forms of ZooKeeper.
-METADATA_STORE_SCHEMES = ("zk:", "metadata-store:zk:")
 
 
 def snapshot_tables(source: _native.Broker | str | os.PathLike[str]) -> dict[str, pa.Table]:

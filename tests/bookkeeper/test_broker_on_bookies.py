@@ -568,6 +568,19 @@ def test_a_compacted_view_on_the_bookies_is_served_by_any_broker_apache_pulsar_i
     with r3:
         wait_for_cluster([r3])
         assert read_compacted(url3, topic) == theirs, "we serve the view Apache Pulsar compacted"
+        # Deleting the topic deletes its compacted ledger from BookKeeper, as Pulsar does.
+        admin = Admin(r3.http)
+        compacted = admin.topics.internal_stats(topic)["compactedLedger"]["ledgerId"]
+        assert compacted >= 0
+        admin.topics.delete(topic)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                bookies.ledger_ensembles(compacted)
+            except PulsarReferenceError:
+                break  # no metadata left: deleted
+            assert time.monotonic() < deadline, f"compacted ledger {compacted} still on BookKeeper"
+            time.sleep(0.5)
 
 
 def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookies):

@@ -136,7 +136,8 @@ impl BrokerService {
     /// Opens the managed ledgers on `backing` read-only, for export and inspection: each ledger
     /// list and cursor is read where it stands and no ledger is fenced (a ledger still open is
     /// read up to its last add confirmed), so the brokers serving those topics go on unaware.
-    /// `data_dir` need not exist (its records, policies for one, are read if it does).
+    /// `data_dir` holds the broker's other records (policies, for one), read as they are; an
+    /// empty directory will do.
     ///
     /// # Errors
     /// Invalid settings, storage failures.
@@ -638,17 +639,22 @@ impl BrokerService {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
         let mut producers = Vec::new();
-        let ledger = match topic {
+        // The compacted ledger is read before the topic closes (closing closes its cursors).
+        let (ledger, compacted) = match topic {
             Some(t) => {
                 producers = t.take_producers();
+                let compacted = compaction::compacted_ledger_id(&t.ledger);
                 t.close();
-                Arc::clone(&t.ledger)
+                (Arc::clone(&t.ledger), compacted)
             }
-            None => self
-                .storage
-                .open_ledger(&name.ledger_name(), self.config.ledger_config())?,
+            None => {
+                let l = self
+                    .storage
+                    .open_ledger(&name.ledger_name(), self.config.ledger_config())?;
+                let compacted = compaction::compacted_ledger_id(&l);
+                (l, compacted)
+            }
         };
-        let compacted = compaction::compacted_ledger_id(&ledger);
         ledger.delete()?;
         if let (Some(b), Some(id)) = (self.storage.backing(), compacted) {
             compaction::on_bookies::delete(b, id); // as Pulsar deletes a topic's compacted ledger
