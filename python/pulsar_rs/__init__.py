@@ -1,6 +1,7 @@
 """pulsar_rs: a broker with Apache Pulsar's semantics, with a Rust core.
 
-In-process broker: :class:`Broker` (``with Broker() as b: pulsar.Client(b.service_url)``).
+In-process broker: :class:`Broker` (``with Broker() as b: pulsar.Client(b.service_url)``), on the
+system clock or a :class:`ManualClock` that tests advance instead of sleeping.
 Storage access: :class:`ManagedLedger` (one topic's log in a data directory), its
 :class:`Cursor` objects and :class:`Position` values. Admin REST client: :class:`Admin`.
 Every error raised derives from :class:`PulsarRsError`.
@@ -21,6 +22,7 @@ from ._native import (
     InvalidPositionError,
     LedgerIoError,
     ManagedLedger,
+    ManualClock,
     NoSpaceError,
     PerfError,
     Position,
@@ -49,6 +51,7 @@ __all__ = [
     "InvalidPositionError",
     "LedgerIoError",
     "ManagedLedger",
+    "ManualClock",
     "NoSpaceError",
     "PerfError",
     "Position",

@@ -242,6 +242,22 @@ class ServerError(PulsarRsError):
 class PerfError(PulsarRsError):
     """The load generator (``pulsar-rs perf``) failed: connection, protocol or broker refusal."""
 
+# --- clock ------------------------------------------------------------------------------------
+
+class ManualClock:
+    """The broker's clock for tests, moved by hand instead of sleeping.
+
+    ``ManualClock()`` reads the real time plus every advance so far (clients stamp messages with
+    the real time, so a message sent after an advance is new); ``ManualClock(start_ms=T)`` is
+    frozen at ``T`` and moves only when advanced. Pass it to ``Broker(clock=...)``.
+    """
+
+    def __new__(cls, start_ms: int | None = None) -> Self: ...
+    def now_ms(self) -> int:
+        """The clock's time in milliseconds since the Unix epoch."""
+    def advance(self, seconds: float) -> None:
+        """Move ``seconds`` forward (never back; ``ValueError`` otherwise); waiting dispatchers look again."""
+
 # --- broker -----------------------------------------------------------------------------------
 
 class Broker:
@@ -251,7 +267,9 @@ class Broker:
     temporary directory (removed on exit); port 0 picks a free port; settings are Pulsar's
     ``broker.conf`` keys (``maxMessageSize=...``). Pulsar keys pulsar-rs does not implement are
     accepted and named in one ``UserWarning``; a key Pulsar does not have raises
-    ``InvalidConfigError`` naming it and the closest known key.
+    ``InvalidConfigError`` naming it and the closest known key. ``clock``: a :class:`ManualClock`
+    the broker reads instead of the system clock (TTL, retention, inactive topics, delayed
+    delivery, token expiry, timestamps).
     """
 
     def __new__(
@@ -259,6 +277,7 @@ class Broker:
         data_dir: str | PathLike[str] | None = None,
         port: int = 0,
         admin_port: int = 0,
+        clock: ManualClock | None = None,
         **settings: bool | float | str | list[str] | None,
     ) -> Self: ...
     @property

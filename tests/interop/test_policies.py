@@ -10,6 +10,7 @@ import time
 import pulsar
 import pytest
 
+import pulsar_rs
 from conftest import admin, receive_all
 
 NS = "/admin/v2/namespaces/public/default"
@@ -255,7 +256,10 @@ def test_retention_keeps_then_trims(pulsar_broker_factory, client_factory, topic
     assert stats["storageSize"] < kept / 2, "consumed ledgers were not trimmed after retention was removed"
 
 
-def test_subscription_operations(pulsar_broker, client, topic):
+def test_subscription_operations(pulsar_broker_factory, client_factory, topic):
+    clock = pulsar_rs.ManualClock()
+    pulsar_broker = pulsar_broker_factory(clock=clock)
+    client = client_factory(pulsar_broker.service_url)
     producer = client.create_producer(topic, batching_enabled=False)
     consumer = client.subscribe(topic, "ops", initial_position=pulsar.InitialPosition.Earliest)
     consumer.close()
@@ -272,7 +276,7 @@ def test_subscription_operations(pulsar_broker, client, topic):
     assert admin(url, "POST", base + f"/resetcursor/{t0}")[0] == 204
     _, stats = admin(url, "GET", _path(topic) + "/stats")
     assert stats["subscriptions"]["ops"]["msgBacklog"] == 20
-    time.sleep(1.1)
+    clock.advance(1.1)
     assert admin(url, "POST", base + "/expireMessages/1")[0] == 204
     _, stats = admin(url, "GET", _path(topic) + "/stats")
     assert stats["subscriptions"]["ops"]["msgBacklog"] == 0

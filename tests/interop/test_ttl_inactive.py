@@ -6,7 +6,11 @@ its own tests call ``BrokerService.checkMessageExpiry()`` directly (``BrokerTest
 .runMessageExpiryCheck``), which ``Broker.check_message_expiry()`` is here. A policy change also
 runs the check (Pulsar's ``applyUpdatedTopicPolicies``), and so do the admin ``expireMessages``
 calls. Inactive topics use Pulsar's second-granular keys (``brokerDeleteInactiveTopics
-FrequencySeconds`` / ``MaxInactiveDurationSeconds``), so the real schedule runs in the tests.
+FrequencySeconds`` / ``MaxInactiveDurationSeconds``): one test runs the real schedule; the others
+call ``Broker.check_gc()`` (Pulsar's ``BrokerService.checkGC``) as Pulsar's own tests do.
+
+Nothing here sleeps for time to pass: every broker runs on a :class:`pulsar_rs.ManualClock` (the
+real time plus the test's advances), and a test advances it past a TTL or an inactivity limit.
 """
 
 from __future__ import annotations
@@ -17,15 +21,35 @@ import pulsar
 import pytest
 
 from conftest import admin, new_client
-from pulsar_rs import Admin, AdminError
+from pulsar_rs import Admin, AdminError, ManualClock
 
 NS = "/admin/v2/namespaces/public/default"
 
-#: Brokers whose inactive-topic check runs every second, deleting after one idle second.
+#: Brokers whose inactive-topic check runs every second, deleting after one idle second: the
+#: real schedule.
 FAST_GC = {
     "brokerDeleteInactiveTopicsFrequencySeconds": 1,
     "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": 1,
 }
+
+#: Brokers that delete a topic idle for a minute of their clock; the schedule (hourly) never runs
+#: in a test, which calls ``check_gc`` after advancing the clock.
+IDLE_MINUTE = {
+    "brokerDeleteInactiveTopicsFrequencySeconds": 3600,
+    "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": 60,
+}
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """The brokers' clock: the real time plus the advances the test makes."""
+    return ManualClock()
+
+
+@pytest.fixture
+def pulsar_broker(pulsar_broker_factory, clock):
+    """A broker on the test's clock (replaces the plugin's fixture in this module)."""
+    return pulsar_broker_factory(clock=clock)
 
 
 def _path(topic: str) -> str:
@@ -59,7 +83,7 @@ def _wait_gone(url: str, topic: str, timeout: float = 6.0) -> bool:
     while time.monotonic() < deadline:
         if topic not in _topics(url):
             return True
-        time.sleep(0.2)
+        time.sleep(0.2)  # polls the broker's own schedule, which runs on the real clock
     return False
 
 
@@ -85,18 +109,21 @@ def test_message_ttl_policy_endpoints(pulsar_broker, client, topic):
     assert admin(url, "GET", _path(topic) + "/messageTTL") == (200, None)
 
 
-def test_namespace_ttl_expires_backlog_on_check(pulsar_broker, client, topic):
+def test_namespace_ttl_expires_backlog_on_check(pulsar_broker, client, topic, clock):
     url = pulsar_broker.admin_url
     assert admin(url, "POST", NS + "/messageTTL", 1)[0] == 204
     _backlogged(client, topic, "s", 10)
-    assert _sub_stats(url, topic, "s")["msgBacklog"] == 10
-    time.sleep(1.2)
+    pulsar_broker.check_message_expiry()
+    assert _sub_stats(url, topic, "s")["msgBacklog"] == 10  # not a second old on the clock
+    clock.advance(1.2)
     pulsar_broker.check_message_expiry()
     stats = _sub_stats(url, topic, "s")
     assert stats["msgBacklog"] == 0
     assert stats["totalMsgExpired"] == 10
     assert stats["lastExpireTimestamp"] > 0
-    # A fresh message is not expired and is delivered; the expired ones are not.
+    # The expired messages are not delivered; a message sent afterwards is. (Without the TTL: the
+    # clock is 1.2 s ahead of the client's, so any message now looks older than a second.)
+    assert admin(url, "DELETE", NS + "/messageTTL")[0] == 204
     producer = client.create_producer(topic)
     producer.send(b"fresh")
     pulsar_broker.check_message_expiry()
@@ -108,23 +135,23 @@ def test_namespace_ttl_expires_backlog_on_check(pulsar_broker, client, topic):
     assert "pulsar_subscription_total_msg_expired" in metrics
 
 
-def test_policy_change_runs_expiry_check(pulsar_broker, client, topic):
+def test_policy_change_runs_expiry_check(pulsar_broker, client, topic, clock):
     url = pulsar_broker.admin_url
     _backlogged(client, topic, "s", 5)
-    time.sleep(1.2)
+    clock.advance(1.2)
     assert _sub_stats(url, topic, "s")["msgBacklog"] == 5
     # As Pulsar's applyUpdatedTopicPolicies: setting the TTL checks expiry at once.
     assert admin(url, "POST", _path(topic) + "/messageTTL?messageTTL=1")[0] == 204
     assert _sub_stats(url, topic, "s")["msgBacklog"] == 0
 
 
-def test_topic_ttl_overrides_namespace_and_zero_disables(pulsar_broker, client, topic):
+def test_topic_ttl_overrides_namespace_and_zero_disables(pulsar_broker, client, topic, clock):
     url = pulsar_broker.admin_url
     assert admin(url, "POST", NS + "/messageTTL", 1)[0] == 204
     _backlogged(client, topic, "s", 4)
     # The topic's 0 wins over the namespace's 1: messages never expire.
     assert admin(url, "POST", _path(topic) + "/messageTTL?messageTTL=0")[0] == 204
-    time.sleep(1.2)
+    clock.advance(1.2)
     pulsar_broker.check_message_expiry()
     assert _sub_stats(url, topic, "s")["msgBacklog"] == 4
     assert admin(url, "POST", _path(topic) + "/messageTTL?messageTTL=3600")[0] == 204
@@ -134,30 +161,32 @@ def test_topic_ttl_overrides_namespace_and_zero_disables(pulsar_broker, client, 
     assert _sub_stats(url, topic, "s")["msgBacklog"] == 0
 
 
-def test_broker_default_ttl(pulsar_broker_factory, client_factory, topic):
-    broker = pulsar_broker_factory(ttlDurationDefaultInSeconds=1)
+def test_broker_default_ttl(pulsar_broker_factory, client_factory, topic, clock):
+    broker = pulsar_broker_factory(clock=clock, ttlDurationDefaultInSeconds=1)
     client = client_factory(broker.service_url)
     _backlogged(client, topic, "s", 3)
     broker.check_message_expiry()
     assert _sub_stats(broker.admin_url, topic, "s")["msgBacklog"] == 3  # not a second old yet
-    time.sleep(1.2)
+    clock.advance(1.2)
     broker.check_message_expiry()
     assert _sub_stats(broker.admin_url, topic, "s")["msgBacklog"] == 0
 
 
-def test_ttl_is_entry_granular_with_batches(pulsar_broker, client, topic):
+def test_ttl_is_entry_granular_with_batches(pulsar_broker, client, topic, clock):
     url = pulsar_broker.admin_url
     assert admin(url, "POST", NS + "/messageTTL", 1)[0] == 204
     _backlogged(client, topic, "s", 10, batch=True)  # one entry of 10 messages
     assert _sub_stats(url, topic, "s")["msgBacklog"] == 1
-    time.sleep(1.2)
+    clock.advance(1.2)
+    pulsar_broker.check_message_expiry()
+    stats = _sub_stats(url, topic, "s")
+    assert stats["msgBacklog"] == 0 and stats["totalMsgExpired"] == 1  # entries, as Pulsar counts
+    # Sent after the expiry (without the TTL: see test_namespace_ttl_expires_backlog_on_check).
+    assert admin(url, "DELETE", NS + "/messageTTL")[0] == 204
     producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=10)
     for i in range(10):
         producer.send_async(f"new-{i}".encode(), None)
     producer.flush()
-    pulsar_broker.check_message_expiry()
-    stats = _sub_stats(url, topic, "s")
-    assert stats["msgBacklog"] == 1 and stats["totalMsgExpired"] == 1  # entries, as Pulsar counts
     consumer = client.subscribe(topic, "s")
     got = []
     while True:
@@ -170,7 +199,7 @@ def test_ttl_is_entry_granular_with_batches(pulsar_broker, client, topic):
     assert got == [f"new-{i}".encode() for i in range(10)]
 
 
-def test_expire_messages_admin_endpoints(pulsar_broker, client, topic):
+def test_expire_messages_admin_endpoints(pulsar_broker, client, topic, clock):
     url = pulsar_broker.admin_url
     _backlogged(client, topic, "a", 6)
     client.subscribe(topic, "b").close()
@@ -179,7 +208,7 @@ def test_expire_messages_admin_endpoints(pulsar_broker, client, topic):
     for i in range(3):
         producer.send(f"{i}".encode())
     admin(url, "POST", _path(topic) + "/subscription/c/skip_all")
-    time.sleep(1.2)
+    clock.advance(1.2)
     # One subscription: issued, its backlog expires.
     assert admin(url, "POST", _path(topic) + "/subscription/a/expireMessages/1")[0] == 204
     assert _sub_stats(url, topic, "a")["msgBacklog"] == 0
@@ -264,9 +293,8 @@ def test_inactive_topic_policies_endpoints(pulsar_broker, client, topic):
     assert admin(url, "GET", _path(topic) + "/inactiveTopicPolicies") == (200, policy)
 
 
-@pytest.mark.slow  # about 8 s here (README, 'Tests')
-def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_factory, topic):
-    broker = pulsar_broker_factory(**FAST_GC)
+def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_factory, topic, clock):
+    broker = pulsar_broker_factory(clock=clock, **IDLE_MINUTE)
     url = broker.admin_url
     client = client_factory(broker.service_url)
     idle, with_producer, with_sub = topic + "-idle", topic + "-prod", topic + "-sub"
@@ -277,15 +305,17 @@ def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_f
     producer.send(b"y")
     consumer = client.subscribe(with_sub, "s")
     client.create_producer(with_sub).close()
-    assert _wait_gone(url, idle), "an idle topic without subscriptions was not deleted"
+    assert broker.check_gc() == [], "a topic idle for less than a minute was deleted"
+    clock.advance(61)
+    assert broker.check_gc() == [idle], "only the idle topic without subscriptions goes"
     assert admin(url, "GET", _path(idle) + "/stats")[0] == 404
-    time.sleep(2.5)
     names = _topics(url)
     assert with_producer in names, "a topic with a connected producer was deleted"
     assert with_sub in names, "a topic with a subscription was deleted"
     producer.send(b"still works")
     consumer.close()  # the durable subscription still keeps it (delete_when_no_subscriptions)
-    time.sleep(2.5)
+    clock.advance(61)
+    assert broker.check_gc() == []
     assert with_sub in _topics(url)
     # The deleted topic can be used again (auto-creation) and starts empty.
     c2 = client.subscribe(idle, "fresh", initial_position=pulsar.InitialPosition.Earliest)
@@ -296,24 +326,36 @@ def test_idle_topic_is_deleted_busy_ones_are_not(pulsar_broker_factory, client_f
         pass
 
 
-@pytest.mark.slow  # about 6 s here (README, 'Tests')
-def test_caught_up_mode_deletes_topics_without_backlog(pulsar_broker_factory, client_factory, topic):
-    broker = pulsar_broker_factory(brokerDeleteInactiveTopicsMode="delete_when_subscriptions_caught_up", **FAST_GC)
+def test_the_inactive_topic_schedule_runs_on_its_own(pulsar_broker_factory, client_factory, topic):
+    """The real schedule (every second, one idle second) with the system clock: no check_gc."""
+    broker = pulsar_broker_factory(**FAST_GC)
+    client = client_factory(broker.service_url)
+    client.create_producer(topic).close()
+    assert _wait_gone(broker.admin_url, topic), "the periodic check did not delete an idle topic"
+
+
+def test_caught_up_mode_deletes_topics_without_backlog(pulsar_broker_factory, client_factory, topic, clock):
+    broker = pulsar_broker_factory(
+        clock=clock, brokerDeleteInactiveTopicsMode="delete_when_subscriptions_caught_up", **IDLE_MINUTE
+    )
     url = broker.admin_url
     client = client_factory(broker.service_url)
     backlog, caught_up = topic + "-backlog", topic + "-caught"
     _backlogged(client, backlog, "s", 2)
     client.subscribe(caught_up, "s").close()
     client.create_producer(caught_up).close()
-    assert _wait_gone(url, caught_up), "a caught-up topic was not deleted"
-    time.sleep(2.5)
+    clock.advance(61)
+    assert broker.check_gc() == [caught_up], "the caught-up topic (only) goes"
     assert backlog in _topics(url), "a topic whose subscription has a backlog was deleted"
     assert admin(url, "POST", _path(backlog) + "/subscription/s/skip_all")[0] == 204
-    assert _wait_gone(url, backlog), "the topic was not deleted once its subscription caught up"
+    # That check found it active: it must now stay idle for a minute of its own.
+    assert broker.check_gc() == []
+    clock.advance(61)
+    assert broker.check_gc() == [backlog], "the topic was not deleted once its subscription caught up"
 
 
-def test_namespace_policy_and_retention_keep_topics(pulsar_broker_factory, client_factory, topic):
-    broker = pulsar_broker_factory(**FAST_GC)
+def test_namespace_policy_and_retention_keep_topics(pulsar_broker_factory, client_factory, topic, clock):
+    broker = pulsar_broker_factory(clock=clock, **IDLE_MINUTE)
     url = broker.admin_url
     client = client_factory(broker.service_url)
     off = {
@@ -327,20 +369,21 @@ def test_namespace_policy_and_retention_keep_topics(pulsar_broker_factory, clien
     client.create_producer(retained).close()
     retention = {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
     assert admin(url, "POST", _path(retained) + "/retention", retention)[0] == 204
-    time.sleep(3.5)
+    clock.advance(61)
+    assert broker.check_gc() == []
     names = _topics(url)
     assert kept in names, "deleteWhileInactive=false did not keep the topic"
     assert retained in names, "infinite retention did not keep the topic"
-    assert broker.check_gc() == []
     assert admin(url, "DELETE", _path(kept) + "/inactiveTopicPolicies")[0] == 204
-    assert _wait_gone(url, kept)
+    assert broker.check_gc() == [kept]
 
 
-def test_gc_disabled_by_broker_key(pulsar_broker_factory, client_factory, topic):
-    broker = pulsar_broker_factory(brokerDeleteInactiveTopicsEnabled=False, **FAST_GC)
+def test_gc_disabled_by_broker_key(pulsar_broker_factory, client_factory, topic, clock):
+    broker = pulsar_broker_factory(clock=clock, brokerDeleteInactiveTopicsEnabled=False, **IDLE_MINUTE)
     client = client_factory(broker.service_url)
     client.create_producer(topic).close()
-    time.sleep(2.5)
+    clock.advance(61)
+    assert broker.check_gc() == []
     assert topic in _topics(broker.admin_url)
 
 
@@ -361,13 +404,13 @@ def test_partitioned_topic_metadata_deleted_with_its_partitions(pulsar_broker_fa
         _, parted = admin(url, "GET", "/admin/v2/persistent/public/default/partitioned")
         if topic not in parted:
             break
-        time.sleep(0.2)
+        time.sleep(0.2)  # polls the broker's own schedule, which runs on the real clock
     assert topic not in parted, "partitioned metadata survived the deletion of every partition"
     assert not [t for t in _topics(url) if t.startswith(topic)]
 
 
-def test_partitioned_metadata_kept_by_default(pulsar_broker_factory, topic):
-    broker = pulsar_broker_factory(**FAST_GC)
+def test_partitioned_metadata_kept_by_default(pulsar_broker_factory, topic, clock):
+    broker = pulsar_broker_factory(clock=clock, **IDLE_MINUTE)
     url = broker.admin_url
     assert admin(url, "PUT", _path(topic) + "/partitions", 2)[0] in (200, 204)
     client = new_client(broker.service_url)
@@ -375,13 +418,14 @@ def test_partitioned_metadata_kept_by_default(pulsar_broker_factory, topic):
         client.create_producer(topic).close()
     finally:
         client.close()
-    assert _wait_gone(url, topic + "-partition-0") and _wait_gone(url, topic + "-partition-1")
+    clock.advance(61)
+    assert sorted(broker.check_gc()) == [topic + "-partition-0", topic + "-partition-1"]
     _, parted = admin(url, "GET", "/admin/v2/persistent/public/default/partitioned")
     assert topic in parted
 
 
-def test_non_persistent_idle_topic_is_deleted(pulsar_broker_factory, client_factory):
-    broker = pulsar_broker_factory(**FAST_GC)
+def test_non_persistent_idle_topic_is_deleted(pulsar_broker_factory, client_factory, clock):
+    broker = pulsar_broker_factory(clock=clock, **IDLE_MINUTE)
     url = broker.admin_url
     client = client_factory(broker.service_url)
     name = f"non-persistent://public/default/np-gc-{time.monotonic_ns()}"
@@ -391,9 +435,9 @@ def test_non_persistent_idle_topic_is_deleted(pulsar_broker_factory, client_fact
     p.close()
     consumer = client.subscribe(busy, "s")
     assert admin(url, "GET", _path(name) + "/stats")[0] == 200
-    deadline = time.monotonic() + 6
-    while admin(url, "GET", _path(name) + "/stats")[0] == 200 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    assert broker.check_gc() == []
+    clock.advance(61)
+    assert broker.check_gc() == [name]
     assert admin(url, "GET", _path(name) + "/stats")[0] == 404, "an idle non-persistent topic was not deleted"
     assert admin(url, "GET", _path(busy) + "/stats")[0] == 200, "a non-persistent topic with a consumer was deleted"
     consumer.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pulsar
 import pytest
 
+import pulsar_rs
 from conftest import OP_TIMEOUT_S
 
 jwt = pytest.importorskip("jwt")
@@ -373,8 +374,25 @@ def test_method_without_provider_is_the_anonymous_role(pulsar_broker_factory, tm
 
 
 @pytest.fixture
-def refresh_broker(pulsar_broker_factory):
+def clock() -> pulsar_rs.ManualClock:
+    """The refresh brokers' clock, which tokens expire on: the real time plus the test's advances."""
+    return pulsar_rs.ManualClock()
+
+
+#: The wait for the broker's credential check, which runs every `authenticationRefreshCheckSeconds`
+#: (1) of real time: a schedule, not a passage of the broker's time (that is the clock's job).
+REFRESH_TICK = 1.5
+
+
+def _in(clock: pulsar_rs.ManualClock, seconds: int) -> int:
+    """`exp` for a token that expires `seconds` from now on the broker's clock."""
+    return clock.now_ms() // 1000 + seconds
+
+
+@pytest.fixture
+def refresh_broker(pulsar_broker_factory, clock):
     return pulsar_broker_factory(
+        clock=clock,
         authenticationEnabled=True,
         authenticationProviders=f"{PROVIDERS}Token",
         tokenSecretKey=SECRET_URL,
@@ -382,12 +400,12 @@ def refresh_broker(pulsar_broker_factory):
     )
 
 
-@pytest.mark.slow  # about 6 s here (README, 'Tests')
-def test_expired_token_closes_the_connection(refresh_broker, topic):
-    c = new_client(refresh_broker.service_url, pulsar.AuthenticationToken(token("alice", exp=int(time.time()) + 3)))
+def test_expired_token_closes_the_connection(refresh_broker, topic, clock):
+    c = new_client(refresh_broker.service_url, pulsar.AuthenticationToken(token("alice", exp=_in(clock, 3))))
     try:
         c.create_producer(topic).send(b"before expiry")
-        time.sleep(6)
+        clock.advance(4)
+        time.sleep(REFRESH_TICK)
         # The broker challenged, got the same expired token back and closed the connection;
         # a new connection with it is refused.
         with pytest.raises(pulsar.AuthenticationError):
@@ -396,13 +414,12 @@ def test_expired_token_closes_the_connection(refresh_broker, topic):
         c.close()
 
 
-@pytest.mark.slow  # about 7 s here (README, 'Tests')
-def test_token_refreshed_through_auth_challenge(refresh_broker, topic):
+def test_token_refreshed_through_auth_challenge(refresh_broker, topic, clock):
     calls = []
 
     def supplier() -> str:
-        calls.append(time.time())
-        return token("alice", exp=int(time.time()) + 3)
+        calls.append(clock.now_ms())
+        return token("alice", exp=_in(clock, 3))
 
     c = new_client(refresh_broker.service_url, pulsar.AuthenticationToken(supplier))
     try:
@@ -410,7 +427,9 @@ def test_token_refreshed_through_auth_challenge(refresh_broker, topic):
         consumer = c.subscribe(topic, "s")
         for i in range(7):
             producer.send(f"m{i}".encode())
-            time.sleep(1)
+            if i == 2:
+                clock.advance(4)  # past the first token's expiry
+                time.sleep(REFRESH_TICK)
         assert [consumer.receive(timeout_millis=5000).data() for _ in range(7)] == [f"m{i}".encode() for i in range(7)]
         # Answered AUTH_CHALLENGE at least once with a fresh token (the first call is CONNECT's).
         assert len(calls) >= 2, calls

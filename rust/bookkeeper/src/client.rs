@@ -79,10 +79,8 @@ impl BookKeeper {
             )));
         }
         let ensemble = new_ensemble(self.store.writable_bookies().await?, cfg.ensemble_size)?;
-        let ctime = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
+        // BookKeeper's client stamps `ctime` with its own wall clock, as this does.
+        let ctime = pulsar_rs_clock::Clock::now_ms_i64(&pulsar_rs_clock::SystemClock);
         let m = LedgerMetadata::new_open(
             cfg.write_quorum,
             cfg.ack_quorum,

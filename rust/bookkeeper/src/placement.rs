@@ -29,13 +29,15 @@ pub fn covers_every_write_quorum(
     })
 }
 
-/// A pseudo-random shuffle seed from the clock (placement needs no cryptographic randomness).
+/// A pseudo-random shuffle seed (placement needs no cryptographic randomness): the standard
+/// library's per-process random hasher keys, mixed with a counter so successive calls differ.
 fn seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    nanos ^ 0x9e37_79b9_7f4a_7c15
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    // Relaxed: only distinctness matters.
+    h.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.finish() ^ 0x9e37_79b9_7f4a_7c15
 }
 
 fn shuffle(v: &mut [String]) {

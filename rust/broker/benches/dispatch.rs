@@ -103,6 +103,7 @@ fn rig(ml: &Arc<ManagedLedger>, sub_type: SubType, consumers: usize) -> Rig {
                 sub_type,
                 "bench".into(),
                 Arc::clone(&sink) as Arc<dyn ConsumerSink>,
+                Arc::new(pulsar_rs_clock::SystemClock),
             );
             sub.add_consumer(Arc::clone(&c), None)
                 .expect("add consumer");

@@ -133,6 +133,8 @@ pub struct Consumer {
     pending: Mutex<BTreeMap<Position, u32>>,
     /// Where events go; owned by the connection.
     sink: Arc<dyn ConsumerSink>,
+    /// The broker's clock, for the consume and ack timestamps; immutable.
+    clock: Arc<dyn pulsar_rs_clock::Clock>,
     /// Messages and bytes sent.
     pub out: Meter,
     /// Messages acknowledged.
@@ -171,6 +173,7 @@ impl Consumer {
         sub_type: SubType,
         address: String,
         sink: Arc<dyn ConsumerSink>,
+        clock: Arc<dyn pulsar_rs_clock::Clock>,
     ) -> Arc<Self> {
         Arc::new(Consumer {
             id,
@@ -180,12 +183,13 @@ impl Consumer {
             priority_level,
             sub_type,
             address,
-            connected_since: SystemTime::now(),
+            connected_since: pulsar_rs_clock::system_time_of_ms(clock.now_ms()),
             permits: PermitCounter::new(),
             unacked: AtomicI64::new(0),
             blocked: AtomicBool::new(false),
             pending: Mutex::new(BTreeMap::new()),
             sink,
+            clock,
             out: Meter::default(),
             acks: Meter::default(),
             redelivered: Meter::default(),
@@ -308,10 +312,8 @@ impl Consumer {
         self.out.record(u64::from(messages), len);
         // Relaxed: statistics read by the admin API; nothing is published through them.
         self.entries_out.fetch_add(1, Ordering::Relaxed);
-        self.last_consumed_ms.store(
-            pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
-            Ordering::Relaxed,
-        );
+        self.last_consumed_ms
+            .store(self.clock.now_ms(), Ordering::Relaxed);
         if redelivery_count > 0 {
             self.redelivered.record(u64::from(messages), len);
         }
@@ -352,10 +354,8 @@ impl Consumer {
         let now = self.unacked.fetch_sub(n, Ordering::Relaxed) - n;
         self.acks.record(u64::try_from(n).unwrap_or(0), 0);
         // Relaxed: a statistic for the admin API.
-        self.last_acked_ms.store(
-            pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
-            Ordering::Relaxed,
-        );
+        self.last_acked_ms
+            .store(self.clock.now_ms(), Ordering::Relaxed);
         if self.is_blocked() && now <= i64::from(unacked_limit / 2) {
             self.blocked.store(false, Ordering::Relaxed);
         }
@@ -413,6 +413,7 @@ mod tests {
             SubType::Exclusive,
             String::new(),
             Arc::new(Open),
+            Arc::new(pulsar_rs_clock::SystemClock),
         );
         let at = |l, e| Position::new(l, e);
         for (pos, n) in [(at(3, 7), 2), (at(3, 8), 1), (at(4, 0), 5), (at(4, 1), 1)] {

@@ -22,7 +22,7 @@ impl Default for Meter {
         Meter {
             count: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
-            window: Mutex::new((Instant::now(), 0, 0, 0.0, 0.0)),
+            window: Mutex::new((pulsar_rs_clock::monotonic(), 0, 0, 0.0, 0.0)),
         }
     }
 }
@@ -61,7 +61,7 @@ impl Meter {
                 w.3 = (c - w.1) as f64 / secs;
                 w.4 = (b - w.2) as f64 / secs;
             }
-            *w = (Instant::now(), c, b, w.3, w.4);
+            *w = (pulsar_rs_clock::monotonic(), c, b, w.3, w.4);
         }
         (w.3, w.4)
     }
@@ -69,25 +69,6 @@ impl Meter {
 
 /// Fixed-point scale of [`TokenBucket`]'s counter: it counts thousandths of a token.
 const MILLI: f64 = 1000.0;
-
-/// Nanoseconds since the first call, from `CLOCK_MONOTONIC_COARSE`: the kernel updates it once
-/// per tick (1–4 ms) and reading it is a plain load from the vDSO page, several times cheaper
-/// than a precise clock read. A bucket refills at most once per tick, so the clock read and the
-/// refill are amortised over every call within one tick.
-fn coarse_now_ns() -> u64 {
-    static ORIGIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_COARSE exists on every Linux
-    // since 2.6.32 and clock_gettime only writes the struct it is given.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &raw mut ts) };
-    debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC_COARSE)");
-    #[allow(clippy::cast_sign_loss)]
-    let now = (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64;
-    now - *ORIGIN.get_or_init(|| now)
-}
 
 /// A token bucket refilled continuously at `rate` per second with capacity `rate` (one second of
 /// burst), as in Pulsar's PIP-322. Tokens may go negative: a request already accepted is never
@@ -108,9 +89,9 @@ pub struct TokenBucket {
     capacity: i64,
     /// Tokens available, in thousandths (negative: owed). Updated by every caller.
     tokens: AtomicI64,
-    /// [`coarse_now_ns`] of the last refill. Advanced by the caller that wins its CAS.
+    /// [`pulsar_rs_clock::coarse_monotonic_ns`] of the last refill. Advanced by the caller that wins its CAS.
     last_ns: AtomicU64,
-    /// The clock: [`coarse_now_ns`], or a test's; immutable.
+    /// The clock: [`pulsar_rs_clock::coarse_monotonic_ns`], or a test's; immutable.
     clock: fn() -> u64,
 }
 
@@ -124,7 +105,7 @@ impl TokenBucket {
     /// A bucket with an explicit burst capacity, starting full.
     #[must_use]
     pub fn with_capacity(rate: f64, capacity: f64) -> Self {
-        Self::with_clock(rate, capacity, coarse_now_ns)
+        Self::with_clock(rate, capacity, pulsar_rs_clock::coarse_monotonic_ns)
     }
 
     /// A bucket reading time (in ns) from `clock`.
@@ -255,7 +236,7 @@ mod tests {
 
     /// Runs `threads` callers taking one token at a time for `run`; returns the tokens taken.
     fn race(b: &std::sync::Arc<TokenBucket>, threads: usize, run: Duration) -> u64 {
-        let start = Instant::now();
+        let start = pulsar_rs_clock::monotonic();
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 let b = std::sync::Arc::clone(b);
@@ -474,7 +455,7 @@ mod limiter_tests {
     #[test]
     fn pacing_by_consume_waits_converges_to_the_rate() {
         let l = RateLimiter::new(2000.0, 0.0).unwrap();
-        let start = Instant::now();
+        let start = pulsar_rs_clock::monotonic();
         let mut sent = 0u64;
         while start.elapsed() < Duration::from_millis(500) {
             sent += 10;

@@ -98,6 +98,7 @@ fn a_stored_entry_damaged_on_disk_is_reported_not_delivered() {
         SubType::Exclusive,
         "s".into(),
         Arc::clone(&sink) as Arc<dyn ConsumerSink>,
+        Arc::new(pulsar_rs_clock::SystemClock),
     );
     sub.add_consumer(Arc::clone(&c), None).unwrap();
     sub.flow(&c, 1000);

@@ -187,8 +187,8 @@ pub struct BundlesOf {
 /// Current time in ms since the epoch, for the reports' timestamps (the one clock).
 #[must_use]
 pub fn now_ms() -> u64 {
-    use pulsar_rs_ledger::clock::Clock;
-    pulsar_rs_ledger::clock::SystemClock.now_ms()
+    use pulsar_rs_clock::Clock;
+    pulsar_rs_clock::SystemClock.now_ms()
 }
 
 #[cfg(test)]

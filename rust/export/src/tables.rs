@@ -454,10 +454,7 @@ fn consumers_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
                 b_unacked.append_value(c.unacked());
                 b_blocked.append_value(c.is_blocked());
                 b_rate.append_value(c.out.rates().0);
-                let since = c
-                    .connected_since
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis());
+                let since = pulsar_rs_clock::system_time_ms(c.connected_since);
                 b_since.append_value(i64::try_from(since).unwrap_or(i64::MAX));
             }
         }

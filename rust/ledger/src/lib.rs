@@ -9,7 +9,7 @@
 
 pub mod ack_set;
 pub mod cache;
-pub mod clock;
+pub use pulsar_rs_clock as clock;
 pub mod config;
 pub mod cursor;
 pub mod cursor_codec;

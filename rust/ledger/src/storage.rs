@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -202,13 +202,14 @@ impl Storage {
         dir: impl AsRef<Path>,
         config: StorageConfig,
         backing: Arc<crate::seam::SeamBacking>,
+        clock: Arc<dyn Clock>,
         read_only: bool,
     ) -> Result<Arc<Storage>> {
         Self::open_backed(
             Arc::new(RealFs),
             dir,
             config,
-            Arc::new(SystemClock),
+            clock,
             read_only,
             Some(backing),
         )
@@ -490,6 +491,12 @@ impl Storage {
         }))
     }
 
+    /// The broker's clock (see [`pulsar_rs_clock`]): the one every layer above reads.
+    #[must_use]
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.shared.clock)
+    }
+
     /// The metadata store, for other layers' records (policies, partitioned topics, schemas).
     #[must_use]
     pub fn meta(&self) -> Arc<dyn MetaStore> {
@@ -628,7 +635,7 @@ fn run_housekeeping(shared: &Shared) -> Result<()> {
 }
 
 fn housekeeping_loop(shared: &Shared, stop: &Stop, cfg: &StorageConfig) {
-    let mut last_full = Instant::now();
+    let mut last_full = crate::clock::monotonic();
     loop {
         {
             let mut stopped = stop.flag.lock();
@@ -643,7 +650,7 @@ fn housekeeping_loop(shared: &Shared, stop: &Stop, cfg: &StorageConfig) {
         }
         shared.cache.evict_expired(shared.clock.now_ms());
         if last_full.elapsed() >= cfg.cursor_flush_interval.max(Duration::from_millis(10)) {
-            last_full = Instant::now();
+            last_full = crate::clock::monotonic();
             let _ = run_housekeeping(shared);
             // Index the segments sealed since the last pass: the next restart reads their
             // index headers instead of scanning them.

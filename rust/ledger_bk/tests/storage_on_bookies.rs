@@ -18,7 +18,7 @@ use bytes::Bytes;
 use common::{skip_unless_ready, tagged, Cluster, SERIAL};
 use mltool::mltool;
 use pulsar_rs_ledger::seam::LedgerStorage;
-use pulsar_rs_ledger::{LedgerConfig, LedgerError, Position, Storage, StorageConfig};
+use pulsar_rs_ledger::{LedgerConfig, LedgerError, Position, Storage, StorageConfig, SystemClock};
 use pulsar_rs_ledger_bk::BkSettings;
 
 fn settings(cluster: &Cluster) -> BkSettings {
@@ -32,7 +32,14 @@ fn settings(cluster: &Cluster) -> BkSettings {
 /// A "broker": its own data directory, BookKeeper client and ZooKeeper session.
 fn broker(cluster: &Cluster, dir: &Path) -> Arc<Storage> {
     let backing = pulsar_rs_ledger_bk::backing(&settings(cluster)).unwrap();
-    Storage::open_on_backing(dir, StorageConfig::default(), Arc::new(backing), false).unwrap()
+    Storage::open_on_backing(
+        dir,
+        StorageConfig::default(),
+        Arc::new(backing),
+        Arc::new(SystemClock),
+        false,
+    )
+    .unwrap()
 }
 
 fn ledger_config(per_ledger: u64) -> LedgerConfig {
@@ -242,6 +249,7 @@ fn a_read_only_storage_reads_a_live_managed_ledger_without_fencing_it() {
         dirs.path().join("r"),
         StorageConfig::default(),
         Arc::new(backing),
+        Arc::new(SystemClock),
         true,
     )
     .unwrap();

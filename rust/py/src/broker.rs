@@ -170,12 +170,13 @@ impl PyBroker {
 #[pymethods]
 impl PyBroker {
     #[new]
-    #[pyo3(signature = (data_dir=None, port=0, admin_port=0, **settings))]
+    #[pyo3(signature = (data_dir=None, port=0, admin_port=0, clock=None, **settings))]
     fn new(
         py: Python<'_>,
         data_dir: Option<PathBuf>,
         port: u16,
         admin_port: u16,
+        clock: Option<PyRef<'_, crate::clock::PyManualClock>>,
         settings: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let mut cfg = config_from(py, settings)?;
@@ -198,8 +199,12 @@ impl PyBroker {
             .map_err(|e| PyServerError::new_err(format!("starting the broker's threads: {e}")))?;
         let d = dir.clone();
         let r = Arc::clone(&rt);
+        let seams = pulsar_rs_server::Seams {
+            fs: None,
+            clock: clock.map(|c| Arc::clone(&c.inner) as Arc<dyn pulsar_rs_clock::Clock>),
+        };
         let server = py
-            .detach(move || r.block_on(Server::start(cfg, d)))
+            .detach(move || r.block_on(Server::start_with(cfg, d, seams)))
             .map_err(|e| server_err(py, e))?;
         Ok(PyBroker {
             service_url: server.service_url().to_owned(),
@@ -294,9 +299,7 @@ impl PyBroker {
     /// directly, as this does).
     fn check_message_expiry(&self, py: Python<'_>) -> PyResult<()> {
         let service = self.service()?;
-        py.detach(move || {
-            service.check_message_expiry(pulsar_rs_broker::subscription::expiry::now_ms())
-        });
+        py.detach(move || service.check_message_expiry(service.clock().now_ms()));
         Ok(())
     }
 

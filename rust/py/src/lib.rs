@@ -6,6 +6,7 @@
 //! GIL through [`error::blocking`].
 
 mod broker;
+mod clock;
 mod error;
 mod export;
 mod ledger;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ledger::PyManagedLedger>()?;
     m.add_class::<ledger::PyCursor>()?;
     m.add_class::<broker::PyBroker>()?;
+    m.add_class::<clock::PyManualClock>()?;
     m.add_class::<export::PyArrowStream>()?;
     m.add_function(wrap_pyfunction!(export::export_data_dir, m)?)?;
     m.add_function(wrap_pyfunction!(export::export_metadata_store, m)?)?;

@@ -208,26 +208,38 @@ pub fn io_runtime(config: &BrokerConfig) -> std::io::Result<tokio::runtime::Runt
         .build()
 }
 
+/// What a server runs on besides its settings and data directory: the seams tests inject.
+/// `Seams::default()` is the real file system and the system clock.
+#[derive(Default)]
+pub struct Seams {
+    /// The file system under the data directory (`None`: the real one).
+    pub fs: Option<Arc<dyn pulsar_rs_ledger::vfs::Vfs>>,
+    /// The broker's clock (`None`: the system clock).
+    pub clock: Option<Arc<dyn pulsar_rs_clock::Clock>>,
+}
+
 impl Server {
     /// Opens the data directory, binds the ports and starts serving on the current runtime.
     ///
     /// # Errors
     /// Invalid settings, storage failures, or ports that cannot be bound.
     pub async fn start(config: BrokerConfig, data_dir: PathBuf) -> Result<Server, ServerError> {
-        Self::start_on(config, data_dir, None).await
+        Self::start_with(config, data_dir, Seams::default()).await
     }
 
-    /// [`Server::start`] over a given file system (`None`: the real one): the storage seam,
-    /// through which tests inject slow or failing I/O.
+    /// [`Server::start`] on given seams: the file system (tests inject slow or failing I/O)
+    /// and the broker's clock (tests advance it instead of sleeping).
     ///
     /// # Errors
     /// As [`Server::start`].
-    pub async fn start_on(
+    pub async fn start_with(
         config: BrokerConfig,
         data_dir: PathBuf,
-        fs: Option<Arc<dyn pulsar_rs_ledger::vfs::Vfs>>,
+        seams: Seams,
     ) -> Result<Server, ServerError> {
         config.validate()?;
+        let Seams { fs, clock } = seams;
+        let clock = clock.unwrap_or_else(|| Arc::new(pulsar_rs_clock::SystemClock));
         let bind = config.bind_address.clone();
         let service_listener = TcpListener::bind((bind.as_str(), config.broker_service_port))
             .await
@@ -250,7 +262,7 @@ impl Server {
             .clone()
             .unwrap_or_else(|| bind.clone());
         let service_url = format!("pulsar://{host}:{}", service_addr.port());
-        let auth = auth::Authenticator::from_config(&config)?;
+        let auth = auth::Authenticator::from_config(&config, Arc::clone(&clock))?;
 
         let acceptors =
             if config.broker_service_port_tls.is_some() || config.web_service_port_tls.is_some() {
@@ -284,10 +296,10 @@ impl Server {
         let admin_url_tls = admin_tls_addr.map(|a| format!("https://{host}:{}", a.port()));
         let dir = data_dir.clone();
         let service = tokio::task::spawn_blocking(move || match fs {
-            Some(fs) => BrokerService::open_on(config, &dir, fs),
+            Some(fs) => BrokerService::open_on(config, &dir, fs, clock),
             None => match bookkeeper::backing(&config)? {
-                Some(backing) => BrokerService::open_on_backing(config, &dir, backing),
-                None => BrokerService::open(config, &dir),
+                Some(backing) => BrokerService::open_on_backing(config, &dir, backing, clock),
+                None => BrokerService::open_with_clock(config, &dir, clock),
             },
         })
         .await
@@ -507,9 +519,7 @@ async fn deduplication_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiv
             _ = shutdown.changed() => return,
         }
         let service = Arc::clone(&ctx.service);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let now = service.clock().now_ms();
         let _ = tokio::task::spawn_blocking(move || service.deduplication_tick(now)).await;
     }
 }
@@ -522,7 +532,9 @@ async fn every(
     mut shutdown: watch::Receiver<bool>,
     f: impl Fn(&BrokerService) + Send + Sync + Clone + 'static,
 ) {
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut tick = tokio::time::interval(period);
+    // The first tick completes at once: skip it, so the first run comes one period after start.
+    tick.tick().await;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -545,7 +557,7 @@ async fn message_expiry_loop(ctx: Arc<ServerContext>, shutdown: watch::Receiver<
     );
     let period = std::time::Duration::from_secs(minutes * 60);
     every(period, &ctx, shutdown, |svc| {
-        svc.check_message_expiry(pulsar_rs_broker::subscription::expiry::now_ms());
+        svc.check_message_expiry(svc.clock().now_ms());
     })
     .await;
 }
@@ -618,9 +630,7 @@ async fn backlog_quota_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiv
             _ = shutdown.changed() => return,
         }
         let service = Arc::clone(&ctx.service);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let now = service.clock().now_ms();
         let outcome = tokio::task::spawn_blocking(move || {
             let mut blocked = Vec::new();
             for t in service.loaded_topics() {

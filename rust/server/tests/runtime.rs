@@ -114,7 +114,11 @@ fn slow_storage_on_one_topic_delays_no_other_topic() {
             marker: &["schemas", "slowtopic"],
             delay,
         });
-        let server = Server::start_on(config(), dir.path().to_path_buf(), Some(fs))
+        let seams = pulsar_rs_server::Seams {
+            fs: Some(fs),
+            clock: None,
+        };
+        let server = Server::start_with(config(), dir.path().to_path_buf(), seams)
             .await
             .expect("server starts");
         let addr = server.service_addr;

@@ -18,7 +18,6 @@ pub mod on_bookies;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, RwLock};
 use pulsar_rs_ledger::seam::SeamBacking;
@@ -108,6 +107,8 @@ pub struct Compaction {
     backing: Option<Arc<SeamBacking>>,
     /// Keep messages without a key (`topicCompactionRetainNullKey`); immutable.
     retain_null_key: bool,
+    /// The broker's clock, for the run's timestamps and duration; immutable.
+    clock: Arc<dyn pulsar_rs_clock::Clock>,
     /// The current compacted ledger. Read (a short read lock, cloned out) by each compacted read;
     /// replaced by a run after the cursor moved.
     view: RwLock<Option<Arc<CompactedLedger>>>,
@@ -116,12 +117,6 @@ pub struct Compaction {
     /// The topic's transaction buffer, set once by the topic: a run stops at the max read
     /// position and leaves aborted messages out (markers are always left out).
     txn_buffer: std::sync::OnceLock<Arc<crate::transaction::buffer::TransactionBuffer>>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Where a topic's compacted ledgers live under the data directory: `compacted/<ledger name>`
@@ -178,6 +173,7 @@ impl Compaction {
             dir,
             backing,
             retain_null_key,
+            clock: Arc::clone(ml.clock()),
             view: RwLock::new(view),
             run: Mutex::new(RunState {
                 status: Status::NotRun,
@@ -250,9 +246,9 @@ impl Compaction {
     /// Runs a compaction started with [`Compaction::try_start`] and records its outcome.
     /// Blocking I/O: call from a blocking thread.
     pub fn run_started(&self, ml: &Arc<ManagedLedger>) {
-        let started = now_ms();
+        let started = self.clock.now_ms();
         let result = self.compact(ml);
-        let ended = now_ms();
+        let ended = self.clock.now_ms();
         let mut r = self.run.lock();
         r.last.last_compaction_duration_time_in_mills = ended.saturating_sub(started);
         match result {

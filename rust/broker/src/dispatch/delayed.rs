@@ -8,17 +8,9 @@
 //! within one tick (`delayedDeliveryTickTimeMillis`) counts as due.
 
 use std::collections::{BTreeSet, HashSet};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use pulsar_rs_ledger::Position;
-
-/// Milliseconds since the Unix epoch (the unit of `deliver_at_time`).
-#[must_use]
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
 
 /// Time-ordered delayed entries.
 #[derive(Default)]

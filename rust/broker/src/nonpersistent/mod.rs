@@ -35,14 +35,17 @@ pub struct NonPersistentTopic {
     /// Messages dropped for want of permits, over all subscriptions.
     pub msg_drop: Meter,
     /// Pulsar's `lastActive`: set at creation, when a producer leaves and by each
-    /// inactive-topic check that finds the topic active (`crate::service::inactive`). Short lock.
-    pub(crate) last_active: Mutex<std::time::Instant>,
+    /// inactive-topic check that finds the topic active (`crate::service::inactive`); ms on the
+    /// broker's clock. Relaxed: a lone timestamp, nothing is published with it.
+    pub(crate) last_active_ms: std::sync::atomic::AtomicU64,
+    /// The broker's clock; immutable.
+    clock: Arc<dyn pulsar_rs_clock::Clock>,
 }
 
 impl NonPersistentTopic {
     /// An empty topic.
     #[must_use]
-    pub fn new(name: TopicName) -> Arc<Self> {
+    pub fn new(name: TopicName, clock: Arc<dyn pulsar_rs_clock::Clock>) -> Arc<Self> {
         let partition = name
             .partition_index()
             .map_or(-1, |i| i32::try_from(i).unwrap_or(-1));
@@ -53,7 +56,8 @@ impl NonPersistentTopic {
             producers: Mutex::new(HashMap::new()),
             msg_in: Meter::default(),
             msg_drop: Meter::default(),
-            last_active: Mutex::new(std::time::Instant::now()),
+            last_active_ms: std::sync::atomic::AtomicU64::new(clock.now_ms()),
+            clock,
         })
     }
 
@@ -129,7 +133,9 @@ impl NonPersistentTopic {
         if p.get(name) == Some(&handle) {
             p.remove(name);
             // Pulsar's `handleProducerRemoved`.
-            *self.last_active.lock() = std::time::Instant::now();
+            // Relaxed: see the field.
+            self.last_active_ms
+                .store(self.clock.now_ms(), std::sync::atomic::Ordering::Relaxed);
         }
     }
 

@@ -29,6 +29,7 @@ fn consumer(id: u64, t: SubType, sink: &Arc<Recorder>) -> Arc<Consumer> {
         t,
         String::new(),
         Arc::clone(sink) as Arc<dyn ConsumerSink>,
+        Arc::new(pulsar_rs_clock::SystemClock),
     )
 }
 
@@ -43,7 +44,10 @@ fn entry() -> Bytes {
 
 #[test]
 fn no_permits_means_dropped_and_counted() {
-    let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
+    let t = NonPersistentTopic::new(
+        TopicName::parse("non-persistent://a/b/t").unwrap(),
+        Arc::new(pulsar_rs_clock::SystemClock),
+    );
     let sink = Arc::new(Recorder::default());
     let c = consumer(1, SubType::Exclusive, &sink);
     let sub = t
@@ -66,7 +70,10 @@ fn no_permits_means_dropped_and_counted() {
 
 #[test]
 fn shared_round_robins_over_consumers_with_permits() {
-    let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
+    let t = NonPersistentTopic::new(
+        TopicName::parse("non-persistent://a/b/t").unwrap(),
+        Arc::new(pulsar_rs_clock::SystemClock),
+    );
     let sink = Arc::new(Recorder::default());
     let a = consumer(1, SubType::Shared, &sink);
     let b = consumer(2, SubType::Shared, &sink);
@@ -102,7 +109,10 @@ fn shared_round_robins_over_consumers_with_permits() {
 
 #[test]
 fn exclusive_refuses_a_second_consumer_and_empty_subscriptions_go() {
-    let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
+    let t = NonPersistentTopic::new(
+        TopicName::parse("non-persistent://a/b/t").unwrap(),
+        Arc::new(pulsar_rs_clock::SystemClock),
+    );
     let sink = Arc::new(Recorder::default());
     let a = consumer(1, SubType::Exclusive, &sink);
     let sub = t
@@ -140,7 +150,10 @@ fn keyed(key: &str) -> Bytes {
 /// the top-priority group.
 #[test]
 fn routing_is_the_persistent_dispatchers() {
-    let t = NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t").unwrap());
+    let t = NonPersistentTopic::new(
+        TopicName::parse("non-persistent://a/b/t").unwrap(),
+        Arc::new(pulsar_rs_clock::SystemClock),
+    );
     let sink = Arc::new(Recorder::default());
     let low = Consumer::new(
         1,
@@ -149,6 +162,7 @@ fn routing_is_the_persistent_dispatchers() {
         SubType::Shared,
         String::new(),
         Arc::clone(&sink) as Arc<dyn ConsumerSink>,
+        Arc::new(pulsar_rs_clock::SystemClock),
     );
     let high = consumer(2, SubType::Shared, &sink);
     t.subscribe(
@@ -220,8 +234,10 @@ fn routing_is_the_persistent_dispatchers() {
     assert_eq!(*sink.0.lock(), expected);
     assert_eq!(sub.msg_drop.total(), 0);
 
-    let t =
-        NonPersistentTopic::new(TopicName::parse("non-persistent://a/b/t-partition-3").unwrap());
+    let t = NonPersistentTopic::new(
+        TopicName::parse("non-persistent://a/b/t-partition-3").unwrap(),
+        Arc::new(pulsar_rs_clock::SystemClock),
+    );
     let sink = Arc::new(Recorder::default());
     let names = ["f-c", "f-a", "f-b"];
     let consumers: Vec<Arc<Consumer>> = names
@@ -235,6 +251,7 @@ fn routing_is_the_persistent_dispatchers() {
                 SubType::Failover,
                 String::new(),
                 Arc::clone(&sink) as Arc<dyn ConsumerSink>,
+                Arc::new(pulsar_rs_clock::SystemClock),
             )
         })
         .collect();

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use pulsar_rs_clock::Clock;
 use pulsar_rs_ledger::{LedgerError, MetaStore};
 
 use self::info::SchemaInfo;
@@ -27,6 +28,8 @@ use crate::metadata_keys;
 pub struct SchemaRegistry {
     /// Where versions persist.
     meta: Arc<dyn MetaStore>,
+    /// The broker's clock, for each version's timestamp.
+    clock: Arc<dyn Clock>,
     /// Base topic name → every version, oldest first (deleted markers included). Short lock:
     /// never held across storage I/O.
     cache: Mutex<HashMap<String, Vec<SchemaInfo>>>,
@@ -52,18 +55,13 @@ fn active(all: &[SchemaInfo]) -> Vec<(u64, SchemaInfo)> {
         .collect()
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 impl SchemaRegistry {
     /// A registry over a metadata store.
     #[must_use]
-    pub fn new(meta: Arc<dyn MetaStore>) -> Self {
+    pub fn new(meta: Arc<dyn MetaStore>, clock: Arc<dyn Clock>) -> Self {
         SchemaRegistry {
             meta,
+            clock,
             cache: Mutex::new(HashMap::new()),
             updates: Mutex::new(HashMap::new()),
         }
@@ -170,7 +168,7 @@ impl SchemaRegistry {
         let in_force: Vec<SchemaInfo> = current.into_iter().map(|(_, s)| s).collect();
         compat::for_producer(&in_force, &schema, strategy).map_err(incompatible)?;
         schema.deleted = false;
-        schema.timestamp = now_ms();
+        schema.timestamp = self.clock.now_ms_i64();
         all.push(schema);
         let version = (all.len() - 1) as u64;
         self.store(base, all)?;
@@ -236,7 +234,7 @@ impl SchemaRegistry {
             data: Vec::new(),
             properties: Vec::new(),
             deleted: true,
-            timestamp: now_ms(),
+            timestamp: self.clock.now_ms_i64(),
         });
         let version = (all.len() - 1) as u64;
         self.store(base, all)?;

@@ -46,7 +46,10 @@ fn registry() -> (tempfile::TempDir, SchemaRegistry) {
     let dir = tempfile::tempdir().unwrap();
     let meta: Arc<dyn pulsar_rs_ledger::MetaStore> =
         Arc::new(pulsar_rs_ledger::FileMetaStore::open(dir.path()).unwrap());
-    (dir, SchemaRegistry::new(meta))
+    (
+        dir,
+        SchemaRegistry::new(meta, Arc::new(pulsar_rs_clock::SystemClock)),
+    )
 }
 
 #[test]
@@ -250,10 +253,10 @@ fn registry_persists() {
     let dir = tempfile::tempdir().unwrap();
     let meta: Arc<dyn pulsar_rs_ledger::MetaStore> =
         Arc::new(pulsar_rs_ledger::FileMetaStore::open(dir.path()).unwrap());
-    let reg = SchemaRegistry::new(Arc::clone(&meta));
+    let reg = SchemaRegistry::new(Arc::clone(&meta), Arc::new(pulsar_rs_clock::SystemClock));
     reg.put_if_absent("t", avro(&record(A_INT)), Strategy::Full, true)
         .unwrap();
-    let again = SchemaRegistry::new(meta);
+    let again = SchemaRegistry::new(meta, Arc::new(pulsar_rs_clock::SystemClock));
     assert_eq!(again.latest("t").unwrap().unwrap().0, 0);
 }
 

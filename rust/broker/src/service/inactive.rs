@@ -19,7 +19,7 @@
 //! `maxInactiveDurationSeconds` (the mode does not apply; Pulsar's `NonPersistentTopic.isActive`).
 //! Topics of the system namespace `pulsar/system` are never deleted (Pulsar's `SystemTopic`).
 
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::BrokerService;
 use crate::config::inactive_topic_mode::InactiveTopicDeleteMode;
@@ -42,20 +42,21 @@ fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {
     kept_by_subscriptions || !topic.producers().is_empty()
 }
 
-fn seconds(s: i64) -> Duration {
-    Duration::from_secs(u64::try_from(s).unwrap_or(0))
+fn seconds_ms(s: i64) -> u64 {
+    u64::try_from(s).unwrap_or(0).saturating_mul(1000)
 }
 
 impl BrokerService {
     /// Pulsar's `BrokerService.checkGC`: deletes inactive topics.
     /// Returns the names of the topics deleted.
     pub fn check_gc(&self) -> Vec<TopicName> {
-        check_gc(self, Instant::now())
+        check_gc(self, self.clock().now_ms())
     }
 }
 
-/// One check of every loaded topic at `now`; returns the topics deleted.
-pub(crate) fn check_gc(service: &BrokerService, now: Instant) -> Vec<TopicName> {
+/// One check of every loaded topic at `now` (ms on the broker's clock); returns the topics
+/// deleted.
+pub(crate) fn check_gc(service: &BrokerService, now: u64) -> Vec<TopicName> {
     let mut deleted = Vec::new();
     for t in service.loaded_topics() {
         if check_persistent(service, &t, now) {
@@ -88,7 +89,7 @@ pub(crate) fn check_gc(service: &BrokerService, now: Instant) -> Vec<TopicName> 
     deleted
 }
 
-fn check_persistent(service: &BrokerService, topic: &Topic, now: Instant) -> bool {
+fn check_persistent(service: &BrokerService, topic: &Topic, now: u64) -> bool {
     if topic.name.namespace_name() == SYSTEM_NAMESPACE {
         return false;
     }
@@ -99,18 +100,17 @@ fn check_persistent(service: &BrokerService, topic: &Topic, now: Instant) -> boo
     }
     let mode = policy.inactive_topic_delete_mode;
     if is_active(topic, mode) {
-        *topic.last_active.lock() = now;
+        // Relaxed: see `Topic::last_active_ms`.
+        topic.last_active_ms.store(now, Relaxed);
         return false;
     }
-    let idle_for = now.saturating_duration_since(*topic.last_active.lock());
-    if idle_for < seconds(policy.max_inactive_duration_seconds) {
+    let idle_for = now.saturating_sub(topic.last_active_ms.load(Relaxed));
+    if idle_for < seconds_ms(policy.max_inactive_duration_seconds) {
         return false;
     }
     // Pulsar's `shouldTopicBeRetained`: within the retention time of its last activity.
     let retention_ms = eff.retention.0;
-    if retention_ms < 0
-        || idle_for < Duration::from_millis(u64::try_from(retention_ms).unwrap_or(0))
-    {
+    if retention_ms < 0 || idle_for < u64::try_from(retention_ms).unwrap_or(0) {
         return false;
     }
     // Checked again under the broker's topics lock: a producer or subscription that arrived
@@ -124,7 +124,7 @@ fn check_persistent(service: &BrokerService, topic: &Topic, now: Instant) -> boo
     }
 }
 
-fn check_non_persistent(service: &BrokerService, topic: &NonPersistentTopic, now: Instant) -> bool {
+fn check_non_persistent(service: &BrokerService, topic: &NonPersistentTopic, now: u64) -> bool {
     let policy = service.policies.effective(&topic.name).inactive;
     if !policy.delete_while_inactive || topic.name.namespace_name() == SYSTEM_NAMESPACE {
         return false;
@@ -132,11 +132,12 @@ fn check_non_persistent(service: &BrokerService, topic: &NonPersistentTopic, now
     let active =
         |t: &NonPersistentTopic| !t.subscriptions().is_empty() || !t.producers().is_empty();
     if active(topic) {
-        *topic.last_active.lock() = now;
+        // Relaxed: see `NonPersistentTopic::last_active_ms`.
+        topic.last_active_ms.store(now, Relaxed);
         return false;
     }
-    let idle_for = now.saturating_duration_since(*topic.last_active.lock());
-    if idle_for <= seconds(policy.max_inactive_duration_seconds) {
+    let idle_for = now.saturating_sub(topic.last_active_ms.load(Relaxed));
+    if idle_for <= seconds_ms(policy.max_inactive_duration_seconds) {
         return false;
     }
     service.remove_non_persistent_if_idle(&topic.name, |t| !active(t))

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use pulsar_rs_clock::{Clock, SystemClock};
 use pulsar_rs_ledger::{MetaStore, Storage};
 
 use crate::compaction::{self, Compaction};
@@ -77,8 +78,21 @@ impl BrokerService {
     /// # Errors
     /// Invalid settings, storage failures.
     pub fn open(config: BrokerConfig, data_dir: &Path) -> Result<Arc<Self>, BrokerError> {
+        Self::open_with_clock(config, data_dir, Arc::new(SystemClock))
+    }
+
+    /// [`BrokerService::open`] on a given clock: the broker's time, which every TTL, timeout
+    /// and timestamp reads (tests advance a `ManualClock` instead of sleeping).
+    ///
+    /// # Errors
+    /// Invalid settings, storage failures.
+    pub fn open_with_clock(
+        config: BrokerConfig,
+        data_dir: &Path,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
-        let storage = Storage::open(data_dir, config.storage_config())?;
+        let storage = Storage::open_with_clock(data_dir, config.storage_config(), clock)?;
         Self::over(config, storage)
     }
 
@@ -91,15 +105,10 @@ impl BrokerService {
         config: BrokerConfig,
         data_dir: &Path,
         fs: Arc<dyn pulsar_rs_ledger::vfs::Vfs>,
+        clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
-        let storage = Storage::open_on(
-            fs,
-            data_dir,
-            config.storage_config(),
-            Arc::new(pulsar_rs_ledger::SystemClock),
-            false,
-        )?;
+        let storage = Storage::open_on(fs, data_dir, config.storage_config(), clock, false)?;
         Self::over(config, storage)
     }
 
@@ -113,12 +122,14 @@ impl BrokerService {
         config: BrokerConfig,
         data_dir: &Path,
         backing: Arc<pulsar_rs_ledger::seam::SeamBacking>,
+        clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
         let storage = Storage::open_on_backing(
             data_dir,
             config.storage_config(),
             Arc::clone(&backing),
+            clock,
             false,
         )?;
         let service = Self::over(config, storage)?;
@@ -147,7 +158,13 @@ impl BrokerService {
         backing: Arc<pulsar_rs_ledger::seam::SeamBacking>,
     ) -> Result<Arc<Self>, BrokerError> {
         config.validate()?;
-        let storage = Storage::open_on_backing(data_dir, config.storage_config(), backing, true)?;
+        let storage = Storage::open_on_backing(
+            data_dir,
+            config.storage_config(),
+            backing,
+            Arc::new(SystemClock),
+            true,
+        )?;
         Self::over(config, storage)
     }
 
@@ -195,7 +212,8 @@ impl BrokerService {
         }
         let config = Arc::new(config);
         let policies = PolicyStore::open(Arc::clone(&meta), Arc::clone(&config))?;
-        Ok(Arc::new(BrokerService {
+        let schemas = SchemaRegistry::new(Arc::clone(&meta), storage.clock());
+        let service = Arc::new(BrokerService {
             config,
             storage,
             meta: Arc::clone(&meta),
@@ -207,10 +225,33 @@ impl BrokerService {
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
             policies,
-            schemas: SchemaRegistry::new(Arc::clone(&meta)),
+            schemas,
             non_persistent: Mutex::new(HashMap::new()),
             coordinators: transactions::Coordinators::default(),
-        }))
+        });
+        let jumped = Arc::downgrade(&service);
+        service.clock().on_jump(Box::new(move || {
+            if let Some(service) = jumped.upgrade() {
+                service.clock_jumped();
+            }
+        }));
+        Ok(service)
+    }
+
+    /// The broker's clock jumped (a test's `ManualClock`): every dispatcher plans again at
+    /// once, so delayed messages now due go out and a Failover delay now over ends.
+    fn clock_jumped(&self) {
+        for topic in self.loaded_topics() {
+            for sub in topic.subscriptions() {
+                sub.poke();
+            }
+        }
+    }
+
+    /// The broker's clock: every TTL, timeout and timestamp reads it.
+    #[must_use]
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.storage.clock()
     }
 
     /// A fresh number for generated names and handles.
@@ -488,7 +529,7 @@ impl BrokerService {
         if !(create && (self.config.allow_auto_topic_creation || is_partition_of_known)) {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
-        let t = NonPersistentTopic::new(name.clone());
+        let t = NonPersistentTopic::new(name.clone(), self.clock());
         map.insert(name.clone(), Arc::clone(&t));
         Ok(t)
     }
@@ -846,7 +887,7 @@ impl BrokerService {
             t.apply_policy(self.policies.effective(&t.name));
         }
         // As Pulsar's `applyUpdatedTopicPolicies`: a policy change checks message expiry.
-        self.check_message_expiry(crate::subscription::expiry::now_ms());
+        self.check_message_expiry(self.clock().now_ms());
     }
 
     /// Deduplication upkeep of every loaded topic: time-based snapshots and forgetting inactive

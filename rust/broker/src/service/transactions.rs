@@ -11,7 +11,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use pulsar_rs_ledger::{Clock, SystemClock};
 
 use super::BrokerService;
 use crate::error::BrokerError;
@@ -34,10 +33,6 @@ pub struct Coordinators {
     /// replay (on the blocking pool), so a second connect for that id waits instead of replaying
     /// the log twice, and connects for other ids do not wait. Short lock on the map.
     loading: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
-}
-
-fn now_ms() -> u64 {
-    SystemClock.now_ms()
 }
 
 fn disabled() -> BrokerError {
@@ -142,7 +137,7 @@ impl BrokerService {
             match meta.status {
                 TxnStatus::Open => {
                     let deadline = meta.start_ms.saturating_add(meta.timeout_ms);
-                    self.arm_timeout(meta.id, deadline.saturating_sub(now_ms()));
+                    self.arm_timeout(meta.id, deadline.saturating_sub(self.clock().now_ms()));
                 }
                 TxnStatus::Committing | TxnStatus::Aborting => {
                     let action = if meta.status == TxnStatus::Committing {
@@ -226,7 +221,7 @@ impl BrokerService {
                 "New txn op reach max active txn! tcId : {tc_id}"
             )));
         }
-        let id = tc.new_txn(timeout_ms, now_ms()).await?;
+        let id = tc.new_txn(timeout_ms, self.clock().now_ms()).await?;
         self.arm_timeout(id, timeout_ms);
         Ok(id)
     }
@@ -261,7 +256,8 @@ impl BrokerService {
         partitions: Vec<String>,
     ) -> Result<(), BrokerError> {
         let tc = self.coordinator(id.most)?;
-        tc.add_partitions(id, partitions, now_ms()).await
+        tc.add_partitions(id, partitions, self.clock().now_ms())
+            .await
     }
 
     /// ADD_SUBSCRIPTION_TO_TXN.
@@ -274,7 +270,8 @@ impl BrokerService {
         subscriptions: Vec<(String, String)>,
     ) -> Result<(), BrokerError> {
         let tc = self.coordinator(id.most)?;
-        tc.add_subscriptions(id, subscriptions, now_ms()).await
+        tc.add_subscriptions(id, subscriptions, self.clock().now_ms())
+            .await
     }
 
     /// END_TXN: COMMITTING/ABORTING made durable, then every subscription and partition ended
@@ -288,7 +285,7 @@ impl BrokerService {
         action: TxnAction,
     ) -> Result<(), BrokerError> {
         let tc = self.coordinator(id.most)?;
-        let plan = tc.begin_end(id, action, now_ms()).await?;
+        let plan = tc.begin_end(id, action, self.clock().now_ms()).await?;
         loop {
             match self.end_on_topics(&plan).await {
                 Ok(()) => break,
@@ -299,7 +296,7 @@ impl BrokerService {
                 }
             }
         }
-        tc.finish_end(&plan, now_ms()).await
+        tc.finish_end(&plan, self.clock().now_ms()).await
     }
 
     /// The fan-out of one END_TXN.
@@ -386,7 +383,7 @@ impl BrokerService {
     /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus (not OPEN), log failures.
     pub async fn persist_txn_ack(&self, id: TxnId, ack: HeldAck) -> Result<(), BrokerError> {
         let tc = self.coordinator(id.most)?;
-        tc.record_ack(id, ack, now_ms()).await
+        tc.record_ack(id, ack, self.clock().now_ms()).await
     }
 
     /// At topic load: the acks unfinished transactions hold on its subscriptions, held again.

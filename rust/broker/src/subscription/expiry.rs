@@ -237,14 +237,6 @@ fn oldest_expired(
         .is_some_and(|(md, _)| is_expired(ttl_ms, md.publish_time, now_ms)))
 }
 
-/// Wall-clock milliseconds since the epoch (publish times are wall-clock).
-#[must_use]
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 #[cfg(test)]
 mod tests {
     use super::is_expired;

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use pulsar_rs_ledger::{Clock, Cursor, Position, SystemClock};
+use pulsar_rs_ledger::{Clock, Cursor, Position};
 use tokio::sync::Notify;
 
 use self::expiry_monitor::ExpiryMonitor;
@@ -145,6 +145,8 @@ impl Subscription {
         config: Arc<BrokerConfig>,
     ) -> Self {
         cursor.set_active(false);
+        let clock = Arc::clone(cursor.ledger().clock());
+        let opened_ms = clock.now_ms();
         Subscription {
             name: name.to_owned(),
             topic: topic.to_owned(),
@@ -169,11 +171,9 @@ impl Subscription {
             compaction: std::sync::OnceLock::new(),
             txn_buffer: std::sync::OnceLock::new(),
             pending_acks: crate::transaction::pending_ack::PendingAcks::default(),
-            clock: Arc::new(SystemClock),
+            clock,
             stats: SubscriptionStats {
-                opened_ms: AtomicU64::new(pulsar_rs_ledger::Clock::now_ms(
-                    &pulsar_rs_ledger::SystemClock,
-                )),
+                opened_ms: AtomicU64::new(opened_ms),
                 ..SubscriptionStats::default()
             },
         }
@@ -188,7 +188,7 @@ impl Subscription {
     }
 
     /// The subscription clock's time in ms.
-    fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
 
@@ -451,7 +451,7 @@ impl Subscription {
     /// FLOW: the consumer grants `n` more permits.
     pub fn flow(&self, consumer: &Consumer, n: u32) {
         consumer.permits.add(i64::from(n));
-        let now = pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock);
+        let now = self.now_ms();
         // Relaxed: statistics for the admin API.
         consumer.last_flow_ms.store(now, Ordering::Relaxed);
         self.stats.last_flow_ms.store(now, Ordering::Relaxed);
@@ -522,7 +522,7 @@ impl Subscription {
 
     /// Stats: an ack arrived; the mark-delete position was `before` it.
     fn note_ack(&self, before: Position) {
-        let now = pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock);
+        let now = self.now_ms();
         // Relaxed: statistics for the admin API.
         self.stats.last_acked_ms.store(now, Ordering::Relaxed);
         if self.cursor.mark_delete_position() > before {

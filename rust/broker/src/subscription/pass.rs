@@ -83,12 +83,12 @@ impl Subscription {
     fn delayed_deadline(&self) -> Option<Instant> {
         let d = self.delayed.lock();
         d.next_due_in(self.clock_ms())
-            .map(|wait| Instant::now() + wait)
+            .map(|wait| pulsar_rs_clock::monotonic() + wait)
     }
 
     /// Decides the next step; `cap` bounds the entries (read batch, rate limits).
     pub(super) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
-        let now = Instant::now();
+        let now = pulsar_rs_clock::monotonic();
         let mut st = self.state.lock();
         let State {
             consumers,
@@ -279,10 +279,9 @@ impl Subscription {
         self.out.record(out.messages, out.bytes);
         if out.messages > 0 {
             // Relaxed: a statistic for the admin API.
-            self.stats.last_consumed_ms.store(
-                pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
-                std::sync::atomic::Ordering::Relaxed,
-            );
+            self.stats
+                .last_consumed_ms
+                .store(self.now_ms(), std::sync::atomic::Ordering::Relaxed);
         }
         out
     }

@@ -104,7 +104,7 @@ async fn dispatch_loop(weak: Weak<Subscription>) {
             .unwrap_or_default();
         if !wait_time.is_zero() {
             sub.note_dispatch_throttled();
-            wait(&sub, Some(Instant::now() + wait_time)).await;
+            wait(&sub, Some(pulsar_rs_clock::monotonic() + wait_time)).await;
             continue;
         }
         let mut cap = read_batch;
@@ -138,7 +138,7 @@ async fn dispatch_loop(weak: Weak<Subscription>) {
                         (taken == 0 || (outcome.entries == 0 && outcome.requeued > 0)).then(|| {
                             Stall {
                                 changes,
-                                at: Instant::now(),
+                                at: pulsar_rs_clock::monotonic(),
                             }
                         });
                     outcome

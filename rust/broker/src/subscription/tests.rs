@@ -159,6 +159,7 @@ impl Rig {
             t,
             String::new(),
             Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
+            Arc::clone(&self.clock) as Arc<dyn pulsar_rs_clock::Clock>,
         );
         self.sub
             .add_consumer(Arc::clone(&c), None)

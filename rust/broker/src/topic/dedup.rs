@@ -92,6 +92,8 @@ struct State {
 pub struct Deduplication {
     /// Broker settings; immutable.
     config: Arc<BrokerConfig>,
+    /// The broker's clock (snapshot intervals, producer expiry); immutable.
+    clock: Arc<dyn pulsar_rs_clock::Clock>,
     /// Everything else. A short lock: never held across I/O on entries nor `.await` (cursor
     /// calls under it only touch the cursor's in-memory state).
     state: Mutex<State>,
@@ -120,18 +122,13 @@ impl Ticket {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 impl Deduplication {
     /// Disabled deduplication for a topic.
     #[must_use]
-    pub fn new(config: Arc<BrokerConfig>) -> Arc<Self> {
+    pub fn new(config: Arc<BrokerConfig>, clock: Arc<dyn pulsar_rs_clock::Clock>) -> Arc<Self> {
         Arc::new(Deduplication {
             config,
+            clock,
             state: Mutex::new(State::default()),
             on: AtomicBool::new(false),
         })
@@ -185,7 +182,7 @@ impl Deduplication {
             cursor: Some(cursor),
             pushed: persisted.clone(),
             persisted,
-            last_snapshot_ms: now_ms(),
+            last_snapshot_ms: self.clock.now_ms(),
             ..State::default()
         };
         self.on.store(true, Ordering::Relaxed);
@@ -306,7 +303,7 @@ impl Deduplication {
     pub fn producer_removed(&self, producer: &str) {
         let mut st = self.state.lock();
         if st.enabled {
-            st.inactive.insert(producer.to_owned(), now_ms());
+            st.inactive.insert(producer.to_owned(), self.clock.now_ms());
         }
     }
 
@@ -371,7 +368,7 @@ impl Deduplication {
             .map(|(k, v)| (k.clone(), *v))
             .collect();
         st.since_snapshot = 0;
-        st.last_snapshot_ms = now_ms();
+        st.last_snapshot_ms = self.clock.now_ms();
         if position <= cursor.mark_delete_position() || position.entry_id < 0 {
             return;
         }

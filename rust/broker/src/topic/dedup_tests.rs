@@ -197,7 +197,7 @@ fn inactive_producers_are_forgotten() {
         access_mode: AccessMode::Shared,
         address: String::new(),
         producer_id: 0,
-        connected_since: std::time::SystemTime::now(),
+        connected_since: pulsar_rs_clock::system_time_of_ms(t.ledger.clock().now_ms()),
         client_version: String::new(),
         metadata: Vec::new(),
         meters: std::sync::Arc::default(),
@@ -207,7 +207,7 @@ fn inactive_producers_are_forgotten() {
     send(&t, "gone", 3, None);
     send(&t, "here", 4, None);
     t.remove_producer("gone", 1);
-    let now = now_ms();
+    let now = t.ledger.clock().now_ms();
     t.dedup.tick(now + 30_000, t.ledger.last_confirmed());
     assert_eq!(t.dedup.last_sequence_id("gone"), 3);
     t.dedup.tick(now + 61_000, t.ledger.last_confirmed());

@@ -126,8 +126,9 @@ pub struct Topic {
     /// Message deduplication (its own lock inside).
     pub dedup: Arc<Deduplication>,
     /// Pulsar's `lastActive`: set at load, when a producer leaves and by each inactive-topic
-    /// check that finds the topic active (`crate::service::inactive`). Short lock.
-    pub(crate) last_active: Mutex<std::time::Instant>,
+    /// check that finds the topic active (`crate::service::inactive`); ms on the broker's
+    /// clock. Relaxed: a lone timestamp, nothing is published with it.
+    pub(crate) last_active_ms: std::sync::atomic::AtomicU64,
     /// Compaction: the compacted view and run state (its own locks inside).
     pub compaction: Arc<Compaction>,
     /// When this process loaded the topic (ms since the epoch; its cursors were opened then).
@@ -163,6 +164,8 @@ impl Topic {
             .partition_index()
             .map_or(-1, |i| i32::try_from(i).unwrap_or(-1));
         let dedup_config = Arc::clone(&config);
+        let clock = Arc::clone(ledger.clock());
+        let now = clock.now_ms();
         let topic = Arc::new(Topic {
             name,
             partition,
@@ -176,10 +179,10 @@ impl Topic {
             epoch: std::sync::atomic::AtomicU64::new(0),
             limits: RwLock::new(Limits::default()),
             quota_blocked: Mutex::new(None),
-            dedup: Deduplication::new(Arc::clone(&dedup_config)),
-            last_active: Mutex::new(std::time::Instant::now()),
+            dedup: Deduplication::new(Arc::clone(&dedup_config), clock),
+            last_active_ms: std::sync::atomic::AtomicU64::new(now),
             compaction,
-            loaded_ms: pulsar_rs_ledger::Clock::now_ms(&pulsar_rs_ledger::SystemClock),
+            loaded_ms: now,
             publish_rate_limited: std::sync::atomic::AtomicU64::new(0),
             chunk_published: std::sync::atomic::AtomicBool::new(false),
             txn_buffer: dedup_config

@@ -149,7 +149,8 @@ impl Topic {
             producers.remove(name);
             self.dedup.producer_removed(name);
             // Pulsar's `handleProducerRemoved`.
-            *self.last_active.lock() = std::time::Instant::now();
+            self.last_active_ms
+                .store(self.ledger.clock().now_ms(), Relaxed);
         }
         waiting.retain(|w| w.info.handle != handle);
         while producers.is_empty() {

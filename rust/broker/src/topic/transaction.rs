@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use pulsar_rs_ledger::{Clock, Position, SystemClock};
+use pulsar_rs_ledger::Position;
 
 use super::Topic;
 use crate::dispatch::entry::entry_info;
@@ -68,7 +68,7 @@ impl Topic {
                 "Transactions are not enabled.".into(),
             ));
         };
-        let marker = marker_entry(txn, action, SystemClock.now_ms());
+        let marker = marker_entry(txn, action, self.ledger.clock().now_ms());
         Arc::clone(&self.ledger).add_entry(marker).await?;
         tb.end(txn, action);
         for sub in self.subscriptions() {

@@ -379,6 +379,7 @@ fn service_on(fs: &pulsar_rs_ledger::simfs::SimFs) -> Arc<BrokerService> {
         },
         Path::new("/data"),
         Arc::new(fs.clone()),
+        Arc::new(pulsar_rs_clock::SystemClock),
     )
     .unwrap();
     svc.open_coordinators().unwrap();

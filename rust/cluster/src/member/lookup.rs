@@ -9,7 +9,7 @@
 //! 4. unowned, and another broker leads: the client is sent to the leader (not authoritative);
 //!    with no live leader this broker decides as a leader would.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::bundles::{find_bundle, topic_hash, topic_parts, Bundle};
 use crate::documents::{BrokerUrls, LocalBrokerData};
@@ -156,7 +156,7 @@ impl ClusterMember {
         }
         self.preallocated
             .lock()
-            .insert(name, (id.clone(), Instant::now()));
+            .insert(name, (id.clone(), pulsar_rs_clock::monotonic()));
         tracing::debug!(bundle = %bundle.name(), broker = %id, "bundle placed");
         Ok(Candidate::Other(data.urls()))
     }

@@ -164,7 +164,7 @@ impl Journal {
             } else {
                 first + wait
             };
-            if Instant::now() >= until {
+            if crate::clock::monotonic() >= until {
                 return;
             }
             let _ = self.wake.wait_until(st, until);

@@ -508,7 +508,7 @@ impl Journal {
             // Group commit timing (only durable rounds wait). A round whose first record came
             // while the flusher was writing the previous one: the journal is under continuous
             // load (the adaptive wait's precondition).
-            let now = std::time::Instant::now();
+            let now = crate::clock::monotonic();
             if was_idle {
                 st.gathering_since = Some(now);
             }

@@ -333,6 +333,12 @@ impl ManagedLedger {
         Ok(ml)
     }
 
+    /// The broker's clock this ledger stamps its ledgers and trims by (the data directory's).
+    #[must_use]
+    pub fn clock(&self) -> &Arc<dyn crate::Clock> {
+        &self.shared.clock
+    }
+
     /// The managed ledger's name.
     #[must_use]
     pub fn name(&self) -> &str {

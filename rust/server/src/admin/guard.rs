@@ -205,7 +205,7 @@ mod tests {
             tls_trust_certs_file_path: Some("/ca.pem".into()),
             ..BrokerConfig::default()
         };
-        let a = Authenticator::from_config(&c).unwrap();
+        let a = Authenticator::from_config(&c, Arc::new(pulsar_rs_clock::SystemClock)).unwrap();
         let t = jsonwebtoken::encode(
             &jsonwebtoken::Header::default(),
             &serde_json::json!({"sub": "alice"}),

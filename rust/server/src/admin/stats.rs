@@ -146,7 +146,7 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
     }
     let publishers: Vec<Value> = topic.producers().iter().map(producer_json).collect();
     let policy = topic.effective_policy();
-    let now_ms = pulsar_rs_broker::subscription::expiry::now_ms();
+    let now_ms = ctx.service.clock().now_ms();
     let oldest_age = match topic.oldest_unacked_publish_time() {
         Ok(Some(t)) => i64::try_from(now_ms.saturating_sub(t) / 1000).unwrap_or(i64::MAX),
         _ => -1,
@@ -277,8 +277,8 @@ fn consumer_json(c: &pulsar_rs_broker::Consumer) -> Value {
         "lastConsumedTimestamp": consumed,
         "lastConsumedFlowTimestamp": at(&c.last_flow_ms),
         "metadata": metadata,
-        "lastAckedTime": instant_string(ms_time(acked)),
-        "lastConsumedTime": instant_string(ms_time(consumed)),
+        "lastAckedTime": instant_string(pulsar_rs_clock::system_time_of_ms(acked)),
+        "lastConsumedTime": instant_string(pulsar_rs_clock::system_time_of_ms(consumed)),
     })
 }
 
@@ -312,11 +312,6 @@ fn producer_json(p: &pulsar_rs_broker::ProducerInfo) -> Value {
         "clientVersion": p.client_version,
         "metadata": metadata,
     })
-}
-
-/// Milliseconds since the epoch as a time.
-fn ms_time(ms: u64) -> SystemTime {
-    UNIX_EPOCH + std::time::Duration::from_millis(ms)
 }
 
 /// A time as Java's `Instant.toString()` prints it (Pulsar's `connectedSince`, `lastAckedTime`):

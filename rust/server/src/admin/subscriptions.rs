@@ -254,7 +254,7 @@ async fn expire(
         Ok(n) => n,
         Err(r) => return r,
     };
-    let now = pulsar_rs_broker::subscription::expiry::now_ms();
+    let now = ctx.service.clock().now_ms();
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
         let mut refused = None;

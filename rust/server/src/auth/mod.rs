@@ -13,7 +13,10 @@ pub mod authz;
 pub mod basic;
 pub mod token;
 
+use std::sync::Arc;
+
 use pulsar_rs_broker::{AuthProvider, BrokerConfig, BrokerError};
+use pulsar_rs_clock::Clock;
 
 /// Why a client could not be authenticated.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
@@ -82,6 +85,8 @@ pub struct Authenticator {
     metrics_need_auth: bool,
     /// `authenticationRefreshCheckSeconds`.
     pub refresh_check: std::time::Duration,
+    /// The broker's clock, which token expiry is checked on; immutable.
+    clock: Arc<dyn Clock>,
 }
 
 impl Authenticator {
@@ -89,7 +94,7 @@ impl Authenticator {
     ///
     /// # Errors
     /// [`BrokerError::InvalidConfig`] for unusable key settings.
-    pub fn from_config(c: &BrokerConfig) -> Result<Self, BrokerError> {
+    pub fn from_config(c: &BrokerConfig, clock: Arc<dyn Clock>) -> Result<Self, BrokerError> {
         let token = if c.has_provider(AuthProvider::Token) {
             Some(TokenVerifier::from_config(c)?)
         } else {
@@ -107,7 +112,14 @@ impl Authenticator {
             anonymous_role: c.anonymous_user_role.clone(),
             metrics_need_auth: c.authenticate_metrics_endpoint,
             refresh_check: std::time::Duration::from_secs(c.authentication_refresh_check_seconds),
+            clock,
         })
+    }
+
+    /// The broker's time in Unix seconds, which credentials expire on.
+    #[must_use]
+    pub fn now_secs(&self) -> u64 {
+        self.clock.now_ms() / 1000
     }
 
     /// Whether `/metrics` needs credentials (`authenticateMetricsEndpoint`).
@@ -161,7 +173,7 @@ impl Authenticator {
                     return Err(AuthError::Missing);
                 }
                 let verifier = self.token.as_ref().ok_or(AuthError::Missing)?;
-                verifier.verify_identity(token).map(Some)
+                verifier.verify_identity(token, self.now_secs()).map(Some)
             }
             "basic" if self.basic.is_some() => {
                 let users = self.basic.as_ref().ok_or(AuthError::Missing)?;
@@ -194,14 +206,12 @@ mod tests {
     use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
     use serde_json::json;
 
+    fn now_u() -> u64 {
+        u64::try_from(now()).unwrap()
+    }
+
     fn now() -> i64 {
-        i64::try_from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs(),
-        )
-        .unwrap()
+        pulsar_rs_clock::SystemClock.now_ms_i64() / 1000
     }
 
     fn hs_config(secret: &[u8]) -> BrokerConfig {
@@ -258,25 +268,28 @@ mod tests {
         let secret = b"0123456789abcdef0123456789abcdef";
         let v = TokenVerifier::from_config(&hs_config(secret)).unwrap();
         assert_eq!(
-            v.verify(&hs_token(secret, &json!({"sub": "alice"})))
+            v.verify(&hs_token(secret, &json!({"sub": "alice"})), now_u())
                 .unwrap(),
             "alice"
         );
         let t = hs_token(secret, &json!({"sub": "bob", "exp": now() + 3600}));
-        assert_eq!(v.verify(&t).unwrap(), "bob");
+        assert_eq!(v.verify(&t, now_u()).unwrap(), "bob");
         let expired = hs_token(secret, &json!({"sub": "bob", "exp": now() - 10}));
         assert!(matches!(
-            v.verify(&expired),
+            v.verify(&expired, now_u()),
             Err(AuthError::InvalidToken(_))
         ));
         let forged = hs_token(b"another secret, long enough....", &json!({"sub": "alice"}));
-        assert!(matches!(v.verify(&forged), Err(AuthError::InvalidToken(_))));
         assert!(matches!(
-            v.verify(&hs_token(secret, &json!({"name": "x"}))),
+            v.verify(&forged, now_u()),
+            Err(AuthError::InvalidToken(_))
+        ));
+        assert!(matches!(
+            v.verify(&hs_token(secret, &json!({"name": "x"})), now_u()),
             Err(AuthError::NoRole(_))
         ));
         assert!(matches!(
-            v.verify("garbage"),
+            v.verify("garbage", now_u()),
             Err(AuthError::InvalidToken(_))
         ));
     }
@@ -289,15 +302,17 @@ mod tests {
         c.token_audience = Some("brokers".into());
         let v = TokenVerifier::from_config(&c).unwrap();
         let ok = hs_token(secret, &json!({"role": "r1", "aud": ["x", "brokers"]}));
-        assert_eq!(v.verify(&ok).unwrap(), "r1");
+        assert_eq!(v.verify(&ok, now_u()).unwrap(), "r1");
         let other = hs_token(secret, &json!({"role": "r1", "aud": "x"}));
-        assert!(v.verify(&other).is_err());
+        assert!(v.verify(&other, now_u()).is_err());
     }
 
     #[test]
     fn authenticator_methods() {
         let secret = b"0123456789abcdef0123456789abcdef";
-        let a = Authenticator::from_config(&hs_config(secret)).unwrap();
+        let a =
+            Authenticator::from_config(&hs_config(secret), Arc::new(pulsar_rs_clock::SystemClock))
+                .unwrap();
         let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
         let t = hs_token(secret, &json!({"sub": "alice"}));
         assert_eq!(
@@ -324,7 +339,7 @@ mod tests {
         assert!(id.expired(u64::try_from(exp).unwrap()));
         let mut c = hs_config(secret);
         c.anonymous_user_role = Some("anon".into());
-        let a = Authenticator::from_config(&c).unwrap();
+        let a = Authenticator::from_config(&c, Arc::new(pulsar_rs_clock::SystemClock)).unwrap();
         assert_eq!(
             role(a.authenticate("none", b"", None)).as_deref(),
             Some("anon")
@@ -338,7 +353,11 @@ mod tests {
             role(a.authenticate("basic", b"admin:123456", None)).as_deref(),
             Some("anon")
         );
-        let off = Authenticator::from_config(&BrokerConfig::default()).unwrap();
+        let off = Authenticator::from_config(
+            &BrokerConfig::default(),
+            Arc::new(pulsar_rs_clock::SystemClock),
+        )
+        .unwrap();
         assert_eq!(off.authenticate("token", b"anything", None).unwrap(), None);
     }
 
@@ -353,7 +372,7 @@ mod tests {
         ];
         c.basic_auth_conf = Some("data:,admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.".into());
         c.tls_trust_certs_file_path = Some("/ca.pem".into());
-        let a = Authenticator::from_config(&c).unwrap();
+        let a = Authenticator::from_config(&c, Arc::new(pulsar_rs_clock::SystemClock)).unwrap();
         let role = |r: Result<Option<Identity>, AuthError>| r.unwrap().map(|i| i.role);
         let t = hs_token(secret, &json!({"sub": "alice"}));
         assert_eq!(
@@ -417,10 +436,10 @@ kwIDAQAB
                 ..BrokerConfig::default()
             };
             let v = TokenVerifier::from_config(&c).unwrap();
-            assert_eq!(v.verify(&token).unwrap(), "rsa-user");
+            assert_eq!(v.verify(&token, now_u()).unwrap(), "rsa-user");
             // An HMAC token is refused when only a public key is configured.
             let hs = hs_token(b"0123456789abcdef0123456789abcdef", &json!({"sub": "x"}));
-            assert!(v.verify(&hs).is_err());
+            assert!(v.verify(&hs, now_u()).is_err());
         }
         let expired = encode(
             &Header::new(Algorithm::RS256),
@@ -434,7 +453,32 @@ kwIDAQAB
         };
         assert!(TokenVerifier::from_config(&c)
             .unwrap()
-            .verify(&expired)
+            .verify(&expired, now_u())
             .is_err());
+    }
+
+    #[test]
+    fn tokens_expire_on_the_brokers_clock() {
+        let secret = b"0123456789abcdef0123456789abcdef";
+        let clock = Arc::new(pulsar_rs_clock::ManualClock::following_system());
+        let a = Authenticator::from_config(&hs_config(secret), Arc::clone(&clock) as _).unwrap();
+        let t = hs_token(secret, &json!({"sub": "bob", "exp": now() + 60}));
+        let id = a
+            .authenticate("token", t.as_bytes(), None)
+            .unwrap()
+            .unwrap();
+        assert!(!id.expired(a.now_secs()));
+        clock.advance_ms(61_000);
+        assert!(id.expired(a.now_secs()));
+        assert!(matches!(
+            a.authenticate("token", t.as_bytes(), None),
+            Err(AuthError::InvalidToken(why)) if why.contains("ExpiredSignature")
+        ));
+        let later = hs_token(secret, &json!({"sub": "bob", "nbf": now() + 3600}));
+        assert!(a.authenticate("token", later.as_bytes(), None).is_err());
+        clock.advance_ms(3_600_000);
+        assert!(a.authenticate("token", later.as_bytes(), None).is_ok());
+        let malformed = hs_token(secret, &json!({"sub": "bob", "exp": "soon"}));
+        assert!(a.authenticate("token", malformed.as_bytes(), None).is_err());
     }
 }

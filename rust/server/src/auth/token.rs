@@ -162,19 +162,20 @@ impl TokenVerifier {
         })
     }
 
-    /// Checks a token and returns its role.
+    /// Checks a token at `now` (Unix seconds) and returns its role.
     ///
     /// # Errors
     /// [`AuthError::InvalidToken`] or [`AuthError::NoRole`].
-    pub fn verify(&self, token: &str) -> Result<String, AuthError> {
-        self.verify_identity(token).map(|i| i.role)
+    pub fn verify(&self, token: &str, now: u64) -> Result<String, AuthError> {
+        self.verify_identity(token, now).map(|i| i.role)
     }
 
-    /// Checks a token and returns its role and expiry (`exp`).
+    /// Checks a token at `now` (Unix seconds on the broker's clock) and returns its role and
+    /// expiry (`exp`).
     ///
     /// # Errors
     /// [`AuthError::InvalidToken`] or [`AuthError::NoRole`].
-    pub fn verify_identity(&self, token: &str) -> Result<Identity, AuthError> {
+    pub fn verify_identity(&self, token: &str, now: u64) -> Result<Identity, AuthError> {
         let invalid = |e: &dyn std::fmt::Display| AuthError::InvalidToken(e.to_string());
         let head = jsonwebtoken::decode_header(token).map_err(|e| invalid(&e))?;
         let (key, algs) = match head.alg {
@@ -198,14 +199,18 @@ impl TokenVerifier {
         let mut v = Validation::new(algs[0]);
         v.algorithms = algs;
         v.required_spec_claims.clear();
-        v.validate_exp = true;
-        v.validate_nbf = true;
+        // `exp` and `nbf` are checked below on the broker's clock, not the library's reading of
+        // the system time.
+        v.validate_exp = false;
+        v.validate_nbf = false;
         v.leeway = 0;
         v.validate_aud = false;
         let data =
             jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, key, &v)
                 .map_err(|e| invalid(&e))?;
         let claims = data.claims;
+        check_times(&claims, now)
+            .map_err(|kind| invalid(&jsonwebtoken::errors::Error::from(kind)))?;
         if let Some(want) = &self.audience {
             let ok = match claims.get(&self.audience_claim) {
                 Some(serde_json::Value::String(s)) => s == want,
@@ -227,4 +232,28 @@ impl TokenVerifier {
             _ => Err(AuthError::NoRole(self.role_claim.clone())),
         }
     }
+}
+
+/// `exp` and `nbf` at `now` (Unix seconds), as the JWT library checks them with no leeway: a
+/// token is expired once `now` is past `exp`, and not yet valid while `nbf` is after `now`; a
+/// claim that is not a number is malformed.
+fn check_times(
+    claims: &serde_json::Map<String, serde_json::Value>,
+    now: u64,
+) -> Result<(), jsonwebtoken::errors::ErrorKind> {
+    use jsonwebtoken::errors::ErrorKind;
+    let time = |name: &str| match claims.get(name) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| ErrorKind::InvalidClaimFormat(name.to_owned())),
+    };
+    if time("exp")?.is_some_and(|exp| exp < now) {
+        return Err(ErrorKind::ExpiredSignature);
+    }
+    if time("nbf")?.is_some_and(|nbf| nbf > now) {
+        return Err(ErrorKind::ImmatureSignature);
+    }
+    Ok(())
 }

@@ -472,6 +472,7 @@ fn attach_consumer(
         sub_type,
         peer,
         sink,
+        service.clock(),
     );
     consumer.set_read_compacted(c.read_compacted());
     consumer.set_client(
@@ -553,13 +554,13 @@ fn position(m: &pb::MessageIdData) -> Position {
 
 /// RFC 3339 rendering of a `SystemTime` without a date library.
 mod chrono_like {
-    use std::time::{SystemTime, UNIX_EPOCH};
+    use std::time::SystemTime;
 
     pub struct Rfc3339(pub String);
 
     impl From<SystemTime> for Rfc3339 {
         fn from(t: SystemTime) -> Self {
-            let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let secs = pulsar_rs_clock::system_time_ms(t) / 1000;
             let days = secs / 86_400;
             let rem = secs % 86_400;
             // Civil-from-days (Howard Hinnant's algorithm).

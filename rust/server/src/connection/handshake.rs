@@ -58,9 +58,7 @@ impl Connection {
 
     /// The periodic credential check (`authenticationRefreshCheckSeconds`).
     pub(super) fn refresh_check(&mut self) -> Result<(), String> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = self.ctx.auth.now_secs();
         match self.auth.check(now, self.protocol_version) {
             RefreshAction::Nothing => Ok(()),
             RefreshAction::Challenge(cmd) => {

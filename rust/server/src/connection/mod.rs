@@ -79,7 +79,7 @@ struct Connection {
     /// consumers.
     client_version: String,
     /// Set by a SEND that exhausted a publish rate limit: stop reading until then.
-    throttled_until: Option<tokio::time::Instant>,
+    throttled_until: Option<Instant>,
     /// Producers closed on this connection, with when (late SENDs for them are dropped).
     /// Pruned on the keepalive tick once older than the keepalive interval.
     closed_producers: HashMap<u64, Instant>,
@@ -178,7 +178,7 @@ async fn serve_io<R, W>(
         closed_producers: HashMap::new(),
         creating_producers: HashMap::new(),
         creating_consumers: HashMap::new(),
-        last_seen: Instant::now(),
+        last_seen: pulsar_rs_clock::monotonic(),
         ping_outstanding: false,
         role: Ok(None),
         auth: refresh::AuthState::new(peer_cn),
@@ -245,7 +245,7 @@ async fn serve_io<R, W>(
             r = rd.read_buf(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
-                    conn.last_seen = Instant::now();
+                    conn.last_seen = pulsar_rs_clock::monotonic();
                     conn.ping_outstanding = false;
                 }
             },
@@ -278,15 +278,15 @@ async fn serve_io<R, W>(
             // Publish rate limiting: a throttled connection is not read (nor its buffered
             // frames handled) until the limiter's debt is paid; SENDs are never refused.
             if let Some(until) = conn.throttled_until.take() {
-                let now = tokio::time::Instant::now();
-                if until > now {
+                let wait = until.saturating_duration_since(pulsar_rs_clock::monotonic());
+                if !wait.is_zero() {
                     conn.ctx
                         .throttled_connections
                         .fetch_add(1, Ordering::Relaxed);
                     conn.ctx
                         .publish_throttle_events
                         .fetch_add(1, Ordering::Relaxed);
-                    tokio::time::sleep_until(until).await;
+                    tokio::time::sleep(wait).await;
                     conn.ctx
                         .throttled_connections
                         .fetch_sub(1, Ordering::Relaxed);

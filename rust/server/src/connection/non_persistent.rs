@@ -233,6 +233,7 @@ impl Connection {
                         sub_type,
                         self.peer.clone(),
                         Arc::clone(&self.sink) as Arc<dyn ConsumerSink>,
+                        self.service.clock(),
                     );
                     let key_shared = c
                         .key_shared_meta

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use pulsar_rs_broker::topic::dedup::SendIds;
@@ -40,7 +40,8 @@ impl Connection {
         if let Some(p) = self.producers.remove(&c.producer_id) {
             p.topic.remove_producer(&p.name, p.handle);
             self.ctx.unregister_producer(p.handle);
-            self.closed_producers.insert(c.producer_id, Instant::now());
+            self.closed_producers
+                .insert(c.producer_id, pulsar_rs_clock::monotonic());
         } else if let Some(cancelled) = self.creating_producers.get_mut(&c.producer_id) {
             // Still being created: undone when that completes.
             *cancelled = true;
@@ -111,7 +112,7 @@ impl Connection {
             access_mode: AccessMode::from_wire(access_mode),
             address: peer,
             producer_id: c.producer_id,
-            connected_since: std::time::SystemTime::now(),
+            connected_since: pulsar_rs_clock::system_time_of_ms(self.ctx.service.clock().now_ms()),
             client_version: self.client_version.clone(),
             metadata: c
                 .metadata
@@ -335,7 +336,7 @@ impl Connection {
                 wait = wait.max(limiter.consume(u64::from(messages), bytes));
             }
             if !wait.is_zero() {
-                self.throttled_until = Some(tokio::time::Instant::now() + wait);
+                self.throttled_until = Some(pulsar_rs_clock::monotonic() + wait);
             }
             r
         };
@@ -376,9 +377,7 @@ fn create_producer(
         )));
     }
     let topic = service.topic(&name, true)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let now = service.clock().now_ms();
     if let QuotaVerdict::Blocked(policy) = service.check_backlog_quota(&topic, now)? {
         return Err(BrokerError::QuotaExceeded(policy));
     }

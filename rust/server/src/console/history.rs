@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::stats::{now_millis, TopicRow};
+use super::stats::TopicRow;
 use crate::ServerContext;
 
 /// Sampling period of the background task.
@@ -177,7 +177,8 @@ pub async fn sample_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<
         })
         .await
         .unwrap_or_default();
-        ctx.console_history.record(now_millis(), &rows);
+        ctx.console_history
+            .record(ctx.service.clock().now_ms(), &rows);
     }
 }
 

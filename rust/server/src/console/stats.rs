@@ -128,7 +128,7 @@ pub fn overview(svc: &BrokerService) -> Overview {
     }
     topics.sort_by(|a, b| a.name.cmp(&b.name));
     Overview {
-        now: now_millis(),
+        now: svc.clock().now_ms(),
         cluster: svc.config.cluster_name.clone(),
         topics,
         partitioned,
@@ -142,11 +142,4 @@ pub async fn overview_handler(State(ctx): State<Arc<ServerContext>>) -> Response
         Ok(o) => Json(o).into_response(),
         Err(e) => crate::http::fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
