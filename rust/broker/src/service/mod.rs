@@ -68,6 +68,9 @@ pub struct BrokerService {
     non_persistent: Mutex<HashMap<TopicName, Arc<NonPersistentTopic>>>,
     /// The transaction coordinators hosted here ([`transactions`]); its own short lock.
     coordinators: transactions::Coordinators,
+    /// Notified (all waiters) when the broker's clock jumps, so timers armed on the clock's
+    /// time (transaction timeouts) look at it again.
+    clock_jumps: Arc<tokio::sync::Notify>,
 }
 
 pub use ownership::OwnershipCheck;
@@ -228,6 +231,7 @@ impl BrokerService {
             schemas,
             non_persistent: Mutex::new(HashMap::new()),
             coordinators: transactions::Coordinators::default(),
+            clock_jumps: Arc::new(tokio::sync::Notify::new()),
         });
         let jumped = Arc::downgrade(&service);
         service.clock().on_jump(Box::new(move || {
@@ -239,8 +243,10 @@ impl BrokerService {
     }
 
     /// The broker's clock jumped (a test's `ManualClock`): every dispatcher plans again at
-    /// once, so delayed messages now due go out and a Failover delay now over ends.
+    /// once, so delayed messages now due go out and a Failover delay now over ends, and every
+    /// transaction timeout looks at the clock again.
     fn clock_jumped(&self) {
+        self.clock_jumps.notify_waiters();
         for topic in self.loaded_topics() {
             for sub in topic.subscriptions() {
                 sub.poke();

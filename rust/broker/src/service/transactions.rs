@@ -136,8 +136,7 @@ impl BrokerService {
         for meta in tc.transactions() {
             match meta.status {
                 TxnStatus::Open => {
-                    let deadline = meta.start_ms.saturating_add(meta.timeout_ms);
-                    self.arm_timeout(meta.id, deadline.saturating_sub(self.clock().now_ms()));
+                    self.arm_timeout(meta.id, meta.start_ms.saturating_add(meta.timeout_ms));
                 }
                 TxnStatus::Committing | TxnStatus::Aborting => {
                     let action = if meta.status == TxnStatus::Committing {
@@ -221,16 +220,36 @@ impl BrokerService {
                 "New txn op reach max active txn! tcId : {tc_id}"
             )));
         }
-        let id = tc.new_txn(timeout_ms, self.clock().now_ms()).await?;
-        self.arm_timeout(id, timeout_ms);
+        let now = self.clock().now_ms();
+        let id = tc.new_txn(timeout_ms, now).await?;
+        self.arm_timeout(id, now.saturating_add(timeout_ms));
         Ok(id)
     }
 
-    /// Aborts `id` after `after_ms` if it is still OPEN then.
-    fn arm_timeout(self: &Arc<Self>, id: TxnId, after_ms: u64) {
+    /// Aborts `id` at `deadline` (ms on the broker's clock) if it is still OPEN then. The wait
+    /// is re-armed whenever the clock jumps (a test's `ManualClock`), so a jump past the
+    /// deadline times the transaction out at once.
+    fn arm_timeout(self: &Arc<Self>, id: TxnId, deadline: u64) {
         let weak: Weak<BrokerService> = Arc::downgrade(self);
+        let jumps = Arc::clone(&self.clock_jumps);
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(after_ms)).await;
+            loop {
+                let jumped = jumps.notified();
+                tokio::pin!(jumped);
+                // Registered before the clock is read: a jump after the read still wakes us.
+                jumped.as_mut().enable();
+                let remaining = match weak.upgrade() {
+                    Some(svc) => deadline.saturating_sub(svc.clock().now_ms()),
+                    None => return,
+                };
+                if remaining == 0 {
+                    break;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(remaining)) => {}
+                    () = &mut jumped => {}
+                }
+            }
             let Some(svc) = weak.upgrade() else { return };
             let Ok(tc) = svc.coordinator(id.most) else {
                 return;

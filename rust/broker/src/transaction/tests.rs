@@ -491,3 +491,44 @@ async fn new_txn_beyond_the_active_limit_is_refused_until_one_ends() {
     svc.end_txn(first, TxnAction::Abort).await.unwrap();
     svc.new_txn(0, 60_000).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_times_out_on_the_brokers_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let clock = Arc::new(pulsar_rs_clock::ManualClock::new(1_000_000));
+    let c = Arc::clone(&clock) as Arc<dyn pulsar_rs_clock::Clock>;
+    let svc = tokio::task::spawn_blocking(move || {
+        let svc = BrokerService::open_with_clock(
+            BrokerConfig {
+                journal_sync_data: false,
+                transaction_coordinator_enabled: true,
+                ..BrokerConfig::default()
+            },
+            &path,
+            c,
+        )
+        .unwrap();
+        svc.open_coordinators().unwrap();
+        svc
+    })
+    .await
+    .unwrap();
+    let tc = svc.coordinator(0).unwrap();
+    let short = svc.new_txn(0, 60_000).await.unwrap();
+    let long = svc.new_txn(0, 3_600_000).await.unwrap();
+    assert_eq!(tc.get(short).unwrap().start_ms, 1_000_000, "stamped on the broker's clock");
+    let status = |id| tc.get(id).map(|m| m.status);
+    // A minute of real time would pass before the timer fires on its own; the clock jumps it.
+    clock.advance_ms(59_000);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(status(short), Some(TxnStatus::Open), "not yet due");
+    clock.advance_ms(2_000);
+    let deadline = pulsar_rs_clock::monotonic() + std::time::Duration::from_secs(5);
+    while status(short) == Some(TxnStatus::Open) && pulsar_rs_clock::monotonic() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_ne!(status(short), Some(TxnStatus::Open), "the jump past its timeout aborted it");
+    assert_eq!(status(long), Some(TxnStatus::Open), "an hour's timeout is not over");
+    assert_eq!(tc.stats.timed_out.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
