@@ -517,7 +517,11 @@ async fn a_transaction_times_out_on_the_brokers_clock() {
     let tc = svc.coordinator(0).unwrap();
     let short = svc.new_txn(0, 60_000).await.unwrap();
     let long = svc.new_txn(0, 3_600_000).await.unwrap();
-    assert_eq!(tc.get(short).unwrap().start_ms, 1_000_000, "stamped on the broker's clock");
+    assert_eq!(
+        tc.get(short).unwrap().start_ms,
+        1_000_000,
+        "stamped on the broker's clock"
+    );
     let status = |id| tc.get(id).map(|m| m.status);
     // A minute of real time would pass before the timer fires on its own; the clock jumps it.
     clock.advance_ms(59_000);
@@ -528,7 +532,20 @@ async fn a_transaction_times_out_on_the_brokers_clock() {
     while status(short) == Some(TxnStatus::Open) && pulsar_rs_clock::monotonic() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert_ne!(status(short), Some(TxnStatus::Open), "the jump past its timeout aborted it");
-    assert_eq!(status(long), Some(TxnStatus::Open), "an hour's timeout is not over");
-    assert_eq!(tc.stats.timed_out.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_ne!(
+        status(short),
+        Some(TxnStatus::Open),
+        "the jump past its timeout aborted it"
+    );
+    assert_eq!(
+        status(long),
+        Some(TxnStatus::Open),
+        "an hour's timeout is not over"
+    );
+    assert_eq!(
+        tc.stats
+            .timed_out
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
 }
