@@ -24,11 +24,11 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from ._admin_limits import NamespaceLimits, TopicLimits
-from ._admin_messages import messages_of
-from ._admin_policies import PolicySetters, TopicPolicySetters
-from ._admin_transactions import Transactions
-from ._native import PulsarRsError
+from .._native import PulsarRsError
+from .limits import NamespaceLimits, TopicLimits
+from .messages import messages_of
+from .policies import PolicySetters, TopicPolicySetters
+from .transactions import Transactions
 
 __all__ = ["Admin", "AdminError"]
 
@@ -476,7 +476,7 @@ class _Topics(_Group, TopicPolicySetters, TopicLimits):
 
     def peek_messages(self, topic: str, subscription: str, count: int = 1) -> builtins.list[dict[str, Any]]:
         """The first ``count`` messages of the subscription's backlog, without consuming them
-        (a batch counts each of its messages); see :mod:`pulsar_rs._admin_messages` for a
+        (a batch counts each of its messages); see :mod:`pulsar_rs.admin.messages` for a
         message's keys. Not on a partitioned topic's base name (405): peek a partition."""
         out: list[dict[str, Any]] = []
         sub = _sub(subscription)

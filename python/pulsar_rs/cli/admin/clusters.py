@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 
 
 def _data(a: argparse.Namespace) -> dict[str, Any]:

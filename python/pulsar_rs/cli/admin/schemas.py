@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 
 
 def add(groups: Any) -> None:
