@@ -9,8 +9,9 @@ when they are set are ``total=False``; so are the large stats documents, whose s
 grows with Pulsar's versions.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: with it, Python 3.11's TypedDict cannot see a
+# NotRequired[...] inside a string annotation and lists the key as required at runtime
+# (``__required_keys__``). Every type below is defined before it is used.
 from typing import Any, NotRequired, TypedDict
 
 __all__ = [
