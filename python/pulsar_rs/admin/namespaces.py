@@ -23,7 +23,7 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
     def list(self, tenant: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/namespaces/{segment(tenant)}")
 
-    def create(self, namespace: str, policies: dict[str, Any] | None = None) -> None:
+    def create(self, namespace: str, policies: Policies | dict[str, Any] | None = None) -> None:
         """Creates ``tenant/name``, optionally with a Pulsar ``Policies`` document."""
         self._a.request("PUT", f"/admin/v2/namespaces/{ns_path(namespace)}", policies)
 
