@@ -3,7 +3,9 @@
 In-process broker: :class:`Broker` (``with Broker() as b: pulsar.Client(b.service_url)``), on the
 system clock or a :class:`ManualClock` that tests advance instead of sleeping.
 Storage access: :class:`ManagedLedger` (one topic's log in a data directory), its
-:class:`Cursor` objects and :class:`Position` values. Admin REST client: :class:`Admin`.
+:class:`Cursor` objects and :class:`Position` values. Admin REST client: :class:`Admin`
+(package :mod:`pulsar_rs.admin`, with its typed results); the ``pulsar-rs`` command:
+:mod:`pulsar_rs.cli`.
 Every error raised derives from :class:`PulsarRsError`.
 """
 

@@ -8,19 +8,32 @@ from typing import ClassVar, Final, Literal, Self, TypeAlias, TypedDict, final
 
 __version__: Final[str]
 __all__ = [
+    "ArrowStream",
+    "Broker",
+    "BrokerError",
     "ClosedError",
     "CorruptEntryError",
     "CorruptMetadataError",
     "Cursor",
+    "DataDirLockedError",
     "InvalidConfigError",
     "InvalidNameError",
     "InvalidPositionError",
     "LedgerIoError",
     "ManagedLedger",
     "NoSpaceError",
+    "PerfError",
     "Position",
     "PulsarRsError",
+    "ReadOnlyError",
+    "ServerError",
     "__version__",
+    "enable_logging",
+    "export_data_dir",
+    "export_metadata_store",
+    "murmur3_32",
+    "perf",
+    "read_config",
 ]
 
 # Names starting with "_" exist for type checkers only.
@@ -260,6 +273,7 @@ class ManualClock:
 
 # --- broker -----------------------------------------------------------------------------------
 
+@final
 class Broker:
     """A complete broker running in-process; use it as a context manager.
 

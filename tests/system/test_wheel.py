@@ -72,7 +72,18 @@ def test_wheel_tags_and_auditwheel(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         entry_points = z.read(f"pulsar_rs-{version}.dist-info/entry_points.txt").decode()
-    package = {"_native.abi3.so", "_native.pyi", "py.typed", "cli.py", "admin_cli/__init__.py", "pytest_plugin.py"}
+    package = {
+        "_native.abi3.so",
+        "_native.pyi",
+        "py.typed",
+        "admin/__init__.py",
+        "admin/client.py",
+        "cli/__init__.py",
+        "cli/__main__.py",
+        "cli/command.py",
+        "cli/admin/__init__.py",
+        "pytest_plugin.py",
+    }
     assert {f"pulsar_rs/{f}" for f in package} <= names
     lines = set(entry_points.replace(" ", "").splitlines())
     assert {"pulsar-rs=pulsar_rs.cli:main", "pulsar_rs=pulsar_rs.pytest_plugin"} <= lines, entry_points

@@ -20,9 +20,9 @@ __all__ = ["NamespaceLimits", "TopicLimits"]
 
 class _Limits:
     """``get_`` / ``set_`` / ``remove_`` of one limit, by its REST path name; the group's
-    ``get_policy`` / ``set_policy`` / ``remove_policy`` (:mod:`._admin_policies`) do the calls."""
+    ``get_policy`` / ``set_policy`` / ``remove_policy`` (:mod:`.policies`) do the calls."""
 
-    # Provided by the group's policy calls (:class:`._admin_policies.PolicySetters`); annotated
+    # Provided by the group's policy calls (:class:`.policies.PolicySetters`); annotated
     # here only, so that the mixin's order among the group's bases does not matter.
     get_policy: Callable[[str, str], Any]
     set_policy: Callable[..., None]

@@ -35,7 +35,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 from . import limits
 from .output import NOT_SET
 from .units import csv, seconds, size

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 from .output import NOT_SET
 
 #: (command name, Admin method suffix, long flag, short flag) at each level.

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin, IsCompatibilityResponse
 
 
 def add(groups: Any) -> None:
@@ -55,6 +55,6 @@ def _upload(admin: Admin, a: argparse.Namespace) -> dict[str, int]:
     return {"version": admin.schemas.upload(a.topic, p["type"], p.get("schema", ""), p.get("properties"))}
 
 
-def _compatibility(admin: Admin, a: argparse.Namespace) -> dict[str, Any]:
+def _compatibility(admin: Admin, a: argparse.Namespace) -> IsCompatibilityResponse:
     p = _payload(a.filename)
     return admin.schemas.compatibility(a.topic, p["type"], p.get("schema", ""))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .types import BacklogQuota
+
 __all__ = ["PolicySetters", "TopicPolicySetters"]
 
 
@@ -72,7 +74,7 @@ class PolicySetters:
         body = {"limitSize": limit_size, "limitTime": limit_time, "policy": policy}
         self.set_policy(target, "backlogQuota", body, f"?backlogQuotaType={quota_type}")
 
-    def get_backlog_quotas(self, target: str) -> dict[str, Any]:
+    def get_backlog_quotas(self, target: str) -> dict[str, BacklogQuota]:
         """Quota type → ``{"limitSize", "limitTime", "policy"}``."""
         return self.get_policy(target, "backlogQuotaMap") or {}
 

@@ -12,7 +12,7 @@ import argparse
 import time
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 
 
 def _compaction_status(admin: Admin, a: argparse.Namespace) -> Any:

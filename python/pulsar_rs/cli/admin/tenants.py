@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 from .units import csv
 
 

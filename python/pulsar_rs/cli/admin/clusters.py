@@ -4,19 +4,19 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, cast
 
-from ..admin import Admin
+from ...admin import Admin, ClusterData
 
 
-def _data(a: argparse.Namespace) -> dict[str, Any]:
+def _data(a: argparse.Namespace) -> ClusterData:
     fields = {
         "serviceUrl": a.url,
         "serviceUrlTls": a.url_secure,
         "brokerServiceUrl": a.broker_url,
         "brokerServiceUrlTls": a.broker_url_secure,
     }
-    return {k: v for k, v in fields.items() if v is not None}
+    return cast(ClusterData, {k: v for k, v in fields.items() if v is not None})
 
 
 def add(groups: Any) -> None:

@@ -1,4 +1,5 @@
-"""The ``pulsar-rs`` command line.
+"""The ``pulsar-rs`` command: its argument parser and the ``standalone``, ``export`` and ``perf``
+commands (``admin`` is :mod:`pulsar_rs.cli.admin`).
 
 ``pulsar-rs standalone [--config broker.conf|broker.toml] [--data-dir DIR] [--bind 127.0.0.1]
 [--port 6650] [--admin-port 8080] [--export-every 60s --export-out OUT]`` starts a broker (DESIGN.md
@@ -9,7 +10,7 @@ data directory, opened read-only (spark/SCHEMA.md), with a progress line on a te
 ``--metadata-store-url zk:HOST:PORT`` instead of ``--data-dir`` snapshots every topic a cluster keeps
 on BookKeeper, fencing nothing.
 ``--log-format text|json`` on both. ``pulsar-rs admin ...`` administers a running broker (see
-``admin_cli``). ``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/bench``
+:mod:`pulsar_rs.cli.admin`). ``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/bench``
 (pulsar-perf's options; a line per second, a summary at the end).
 """
 
@@ -27,8 +28,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import admin_cli
-from .progress import ExportProgress, cli_logger, parse_duration
+from ..progress import ExportProgress, cli_logger, parse_duration
+from . import admin
 
 
 def _duration(text: str) -> float:
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     perf.add_argument("mode", choices=("produce", "consume"))
     perf.add_argument("args", nargs=argparse.REMAINDER)
-    admin_cli.add_parser(commands)
+    admin.add_parser(commands)
     return parser
 
 
@@ -113,7 +114,7 @@ def _latency(summary: dict[str, float]) -> str:
 
 
 def _run_perf(args: argparse.Namespace) -> int:
-    from . import PerfError, _native
+    from .. import PerfError, _native
 
     argv = list(args.args)
     as_json = "--json" in argv
@@ -162,7 +163,7 @@ def _snapshots(
 ) -> int:
     """Calls ``write(snapshot_ms)`` every ``every`` seconds (strictly increasing ``snapshot_ms``)
     until ``stop`` is set or ``count`` snapshots are written; returns how many failed."""
-    from . import PulsarRsError
+    from .. import PulsarRsError
 
     done = failed = 0
     last_ms = 0
@@ -190,8 +191,8 @@ def _snapshots(
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from . import PulsarRsError
-    from .export import is_metadata_store_url, write_snapshot
+    from .. import PulsarRsError
+    from ..export import is_metadata_store_url, write_snapshot
 
     log = cli_logger(args.log_format)
     source = args.data_dir if args.data_dir is not None else args.metadata_store_url
@@ -237,8 +238,8 @@ def _run_standalone(args: argparse.Namespace) -> int:
 
     Configuration problems are one line on stderr and exit status 2 (other start-up failures: 1).
     """
-    from . import Broker, InvalidConfigError, PulsarRsError, enable_logging, read_config
-    from .export import write_snapshot
+    from .. import Broker, InvalidConfigError, PulsarRsError, enable_logging, read_config
+    from ..export import write_snapshot
 
     if (args.export_every is None) != (args.export_out is None):
         print("pulsar-rs: --export-every and --export-out go together", file=sys.stderr)
@@ -293,11 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export":
         return _run_export(args)
     if args.command == "admin":
-        return admin_cli.run(args)
+        return admin.run(args)
     if args.command == "perf":
         return _run_perf(args)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects unknown commands
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

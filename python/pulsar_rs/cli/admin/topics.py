@@ -21,7 +21,7 @@ import argparse
 import time
 from typing import Any
 
-from ..admin import Admin
+from ...admin import Admin
 from . import topic_messages, topic_policies, topic_service
 from .units import csv, message_id, seconds
 

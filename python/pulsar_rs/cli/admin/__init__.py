@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..admin import Admin, AdminError
+from ...admin import Admin, AdminError
 from . import brokers, clusters, namespaces, output, schemas, tenants, topic_policies, topics
 
 #: The command families, each a module with ``add(groups)``.

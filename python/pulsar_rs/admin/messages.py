@@ -4,9 +4,9 @@ batch (``X-Pulsar-num-batch-message``) is split into its messages, each with its
 ``SingleMessageMetadata`` (properties, key, event time), as ``TopicsImpl.getMessagesFromHttpResponse``
 does.
 
-A message is a dict: ``messageId`` (``"L:E"``, or ``"L:E:I"`` inside a batch), ``publishTime``
-and ``eventTime`` (ms since the epoch; 0 when not set), ``properties``, ``key`` (``None`` when not
-set), ``producerName``, ``sequenceId`` and ``data`` (bytes).
+A message is a dict (:class:`.types.RawMessage`): ``messageId`` (``"L:E"``, or ``"L:E:I"`` inside a
+batch), ``publishTime`` and ``eventTime`` (ms since the epoch; 0 when not set), ``properties``,
+``key`` (``None`` when not set), ``producerName``, ``sequenceId`` and ``data`` (bytes).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import struct
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+from .types import RawMessage
 
 __all__ = ["messages_of"]
 
@@ -86,7 +88,7 @@ def _single(meta: bytes) -> dict[str, Any]:
     return out
 
 
-def messages_of(headers: Mapping[str, str], body: bytes) -> list[dict[str, Any]]:
+def messages_of(headers: Mapping[str, str], body: bytes) -> list[RawMessage]:
     """The messages of one admin answer (one entry): one, or each message of a batch."""
     h = {k.lower(): v for k, v in headers.items()}
     message_id = h.get("x-pulsar-message-id", "")
@@ -94,7 +96,7 @@ def messages_of(headers: Mapping[str, str], body: bytes) -> list[dict[str, Any]]
         properties = json.loads(h["x-pulsar-property"])
     else:
         properties = {k[len(_PROPERTY) :]: v for k, v in h.items() if k.startswith(_PROPERTY)}
-    base = {
+    base: RawMessage = {
         "messageId": message_id,
         "publishTime": _ms(h.get("x-pulsar-publish-time")),
         "eventTime": _ms(h.get("x-pulsar-event-time")),
@@ -102,10 +104,11 @@ def messages_of(headers: Mapping[str, str], body: bytes) -> list[dict[str, Any]]
         "key": h.get("x-pulsar-partition-key"),
         "producerName": h.get("x-pulsar-producer-name", ""),
         "sequenceId": int(h.get("x-pulsar-sequence-id", "0") or 0),
+        "data": body,
     }
     if "x-pulsar-num-batch-message" not in h:
-        return [{**base, "data": body}]
-    out = []
+        return [base]
+    out: list[RawMessage] = []
     i = 0
     for index in range(int(h["x-pulsar-num-batch-message"])):
         if i + 4 > len(body):

@@ -7,36 +7,18 @@ transaction buffer stats and a subscription's pending-ack stats. A broker withou
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
+
+from .paths import persistent_path, segment
+from .types import CoordinatorStats, TransactionBufferStats, TransactionMetadata, TransactionPendingAckStats
 
 __all__ = ["CoordinatorStats", "Transactions"]
-
-
-class CoordinatorStats(TypedDict):
-    """One coordinator's stats (Pulsar's ``TransactionCoordinatorStats``)."""
-
-    state: str
-    #: The highest transaction sequence handed out and not yet ended.
-    leastSigBits: int
-    lowWaterMark: int
-    #: Transactions not yet ended (OPEN, COMMITTING or ABORTING).
-    ongoingTxnSize: int
-    recoverStartTime: int
-    recoverEndTime: int
 
 
 class _Requester(Protocol):
     """What this group needs of :class:`pulsar_rs.Admin` (named so, not imported: no circle)."""
 
     def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> Any: ...
-
-
-def _persistent_path(topic: str) -> str:
-    """``persistent://t/ns/x`` (or ``t/ns/x``) → ``t/ns/x``, quoted."""
-    from urllib.parse import quote
-
-    name = topic.split("://", 1)[1] if "://" in topic else topic
-    return "/".join(quote(p, safe="") for p in name.split("/"))
 
 
 class Transactions:
@@ -58,18 +40,16 @@ class Transactions:
         """Transactions not yet ended, over every coordinator here."""
         return sum(s["ongoingTxnSize"] for s in self.coordinator_stats().values())
 
-    def transaction_metadata(self, most_bits: int, least_bits: int) -> dict[str, Any]:
+    def transaction_metadata(self, most_bits: int, least_bits: int) -> TransactionMetadata:
         """A transaction not yet ended: ``txnId``, ``status``, ``openTimestamp``, ``timeoutAt``,
         ``producedPartitions``, ``ackedPartitions`` (404 once it has ended)."""
         return self._a.request("GET", f"/admin/v3/transactions/transactionMetadata/{int(most_bits)}/{int(least_bits)}")
 
-    def transaction_buffer_stats(self, topic: str) -> dict[str, Any]:
+    def transaction_buffer_stats(self, topic: str) -> TransactionBufferStats:
         """A topic's transaction buffer: ``maxReadPosition``, ``ongoingTxnSize``, ..."""
-        return self._a.request("GET", f"/admin/v3/transactions/transactionBufferStats/{_persistent_path(topic)}")
+        return self._a.request("GET", f"/admin/v3/transactions/transactionBufferStats/{persistent_path(topic)}")
 
-    def pending_ack_stats(self, topic: str, subscription: str) -> dict[str, Any]:
+    def pending_ack_stats(self, topic: str, subscription: str) -> TransactionPendingAckStats:
         """A subscription's pending acks: ``ongoingTxnSize``, ..."""
-        from urllib.parse import quote
-
-        path = f"{_persistent_path(topic)}/{quote(subscription, safe='')}"
+        path = f"{persistent_path(topic)}/{segment(subscription)}"
         return self._a.request("GET", f"/admin/v3/transactions/pendingAckStats/{path}")

@@ -1,0 +1,249 @@
+"""``admin.topics`` of :class:`pulsar_rs.Admin`: creating and deleting topics and partitioned
+topics, their stats and internal stats, subscriptions and cursors (skip, reset, expire),
+permissions, messages read through the API, unload, compaction and lookup (the topic-level
+policy and limit setters come from :mod:`.policies` and :mod:`.limits`)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from typing import Any
+
+from .errors import AdminError
+from .groups import Group
+from .limits import TopicLimits
+from .messages import messages_of
+from .paths import ns_path, segment, topic_path
+from .policies import TopicPolicySetters
+from .types import (
+    CompactionStatus,
+    LookupData,
+    MessageIdData,
+    PartitionedTopicInternalStats,
+    PartitionedTopicMetadata,
+    PartitionedTopicStats,
+    PersistentTopicInternalStats,
+    RawMessage,
+    TopicStats,
+)
+
+__all__ = ["Topics", "message_id_body"]
+
+
+def message_id_body(message_id: str | tuple[int, int], excluded: bool = False) -> dict[str, Any]:
+    """A message id as Pulsar's ``ResetCursorData`` JSON (``earliest`` is -1:-1, ``latest``
+    Long.MAX_VALUE twice, as ``MessageId.earliest`` / ``MessageId.latest``)."""
+    if message_id == "earliest":
+        ledger, entry = -1, -1
+    elif message_id == "latest":
+        ledger, entry = 2**63 - 1, 2**63 - 1
+    elif isinstance(message_id, str):
+        parts = message_id.split(":")
+        try:
+            ledger, entry = int(parts[0]), int(parts[1])
+        except (ValueError, IndexError):
+            raise ValueError(f"a message id is earliest, latest or LEDGER:ENTRY, got {message_id!r}") from None
+    else:
+        ledger, entry = message_id
+    return {"ledgerId": ledger, "entryId": entry, "partitionIndex": -1, "isExcluded": excluded}
+
+
+class Topics(Group, TopicPolicySetters, TopicLimits):
+    """``admin.topics``: topics, their stats, subscriptions, messages and policies."""
+
+    def list(self, namespace: str) -> list[str]:
+        return self._a.request("GET", f"/admin/v2/persistent/{ns_path(namespace)}")
+
+    def list_partitioned(self, namespace: str) -> builtins.list[str]:
+        return self._a.request("GET", f"/admin/v2/persistent/{ns_path(namespace)}/partitioned")
+
+    def create(self, topic: str, partitions: int = 0) -> None:
+        """Creates a topic, partitioned when ``partitions`` > 0."""
+        path = f"/admin/v2/{topic_path(topic)}"
+        if partitions > 0:
+            self._a.request("PUT", path + "/partitions", raw=str(partitions).encode())
+        else:
+            self._a.request("PUT", path)
+
+    def delete(self, topic: str, partitioned: bool = False, force: bool = False) -> None:
+        """Deletes a topic (``partitioned``: the partitioned topic and its partitions): refused
+        (412) while producers or consumers are connected, unless ``force``, which closes them."""
+        path = f"/admin/v2/{topic_path(topic)}" + ("/partitions" if partitioned else "")
+        self._a.request("DELETE", path + ("?force=true" if force else ""))
+
+    def stats(self, topic: str) -> TopicStats:
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/stats")
+
+    def internal_stats(self, topic: str, metadata: bool = False) -> PersistentTopicInternalStats:
+        """Pulsar's ``PersistentTopicInternalStats``; with ``metadata``, each ledger on BookKeeper
+        carries its ``metadata`` (quorums, state, ensembles) as Pulsar shows it."""
+        query = "?metadata=true" if metadata else ""
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/internalStats{query}")
+
+    def subscriptions(self, topic: str) -> builtins.list[str]:
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/subscriptions")
+
+    def partitioned_internal_stats(self, topic: str) -> PartitionedTopicInternalStats:
+        """``{"metadata": {"partitions": N, ...}, "partitions": {name: internal stats}}`` for the
+        partitions that exist (pulsar-admin's ``topics partitioned-stats-internal``)."""
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/partitioned-internalStats")
+
+    def partitioned_stats(self, topic: str, per_partition: bool = True) -> PartitionedTopicStats:
+        """The partitions' stats summed, with ``metadata.partitions`` and (``per_partition``)
+        each partition's own under ``partitions``."""
+        flag = "true" if per_partition else "false"
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/partitioned-stats?perPartition={flag}")
+
+    def create_partitioned_topic(self, topic: str, partitions: int) -> None:
+        self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/partitions", raw=str(partitions).encode())
+
+    def get_partitioned_topic_metadata(self, topic: str) -> PartitionedTopicMetadata:
+        """``{"partitions": N}``, 0 for a topic that is not partitioned."""
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/partitions")
+
+    def update_partitioned_topic(self, topic: str, partitions: int) -> None:
+        """Raises the partition count (it never shrinks)."""
+        self._a.request("POST", f"/admin/v2/{topic_path(topic)}/partitions", raw=str(partitions).encode())
+
+    def delete_partitioned_topic(self, topic: str, force: bool = False) -> None:
+        self.delete(topic, partitioned=True, force=force)
+
+    def create_subscription(self, topic: str, subscription: str, message_id: str | tuple[int, int] = "latest") -> None:
+        """A durable subscription starting at ``message_id`` (default ``latest``)."""
+        body = message_id_body(message_id)
+        self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}", body)
+
+    def unsubscribe(self, topic: str, subscription: str, force: bool = False) -> None:
+        """Deletes a subscription: refused (412) while it has consumers, unless ``force``, which
+        disconnects them first."""
+        query = "?force=true" if force else ""
+        self._a.request("DELETE", f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}{query}")
+
+    def skip(self, topic: str, subscription: str, count: int) -> None:
+        """Skips (acknowledges) the next ``count`` messages of the subscription's backlog."""
+        self._a.request("POST", f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/skip/{count}")
+
+    def clear_backlog(self, topic: str, subscription: str) -> None:
+        """Skips the whole backlog (pulsar-admin's ``clear-backlog`` / ``skip-all``)."""
+        self._a.request("POST", f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/skip_all")
+
+    skip_all = clear_backlog
+
+    def reset_cursor(
+        self,
+        topic: str,
+        subscription: str,
+        timestamp_ms: int | None = None,
+        message_id: str | tuple[int, int] | None = None,
+        excluded: bool = False,
+    ) -> None:
+        """Moves the subscription to the first message published at or after ``timestamp_ms``,
+        or to ``message_id`` (the one after it when ``excluded``); consumers are disconnected."""
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/resetcursor"
+        if (timestamp_ms is None) == (message_id is None):
+            raise ValueError("reset_cursor takes one of timestamp_ms and message_id")
+        if timestamp_ms is not None:
+            self._a.request("POST", f"{path}/{timestamp_ms}")
+        else:
+            self._a.request("POST", path, message_id_body(message_id, excluded))  # type: ignore[arg-type]
+
+    def expire_messages(
+        self,
+        topic: str,
+        subscription: str,
+        seconds: int | None = None,
+        *,
+        message_id: str | tuple[int, int] | None = None,
+        excluded: bool = False,
+        batch_index: int = -1,
+    ) -> None:
+        """Acknowledges the subscription's messages published more than ``seconds`` ago, or those
+        up to ``message_id`` (``LEDGER:ENTRY``; Pulsar's ``expireMessages`` by position, with its
+        ``isExcluded`` and ``batchIndex``). Not issued (409): a position past the last message."""
+        if (seconds is None) == (message_id is None):
+            raise ValueError("expire_messages takes one of seconds and message_id")
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/expireMessages"
+        if seconds is not None:
+            self._a.request("POST", f"{path}/{seconds}")
+        else:
+            body = message_id_body(message_id, excluded)  # type: ignore[arg-type]
+            self._a.request("POST", path, {**body, "batchIndex": batch_index})
+
+    def expire_messages_all_subscriptions(self, topic: str, seconds: int) -> None:
+        self._a.request("POST", f"/admin/v2/{topic_path(topic)}/all_subscription/expireMessages/{seconds}")
+
+    def permissions(self, topic: str) -> dict[str, builtins.list[str]]:
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/permissions")
+
+    def grant_permission(self, topic: str, role: str, actions: builtins.list[str]) -> None:
+        self._a.request("POST", f"/admin/v2/{topic_path(topic)}/permissions/{segment(role)}", actions)
+
+    def revoke_permission(self, topic: str, role: str) -> None:
+        self._a.request("DELETE", f"/admin/v2/{topic_path(topic)}/permissions/{segment(role)}")
+
+    def _policy_path(self, topic: str, policy: str) -> str:
+        return f"/admin/v2/{topic_path(topic)}/{policy}"
+
+    def _messages(self, path: str) -> builtins.list[RawMessage]:
+        headers, body = self._a.request_raw("GET", f"/admin/v2/{path}")
+        return messages_of(headers, body)
+
+    def peek_messages(self, topic: str, subscription: str, count: int = 1) -> builtins.list[RawMessage]:
+        """The first ``count`` messages of the subscription's backlog, without consuming them
+        (a batch counts each of its messages); see :mod:`pulsar_rs.admin.messages` for a
+        message's keys. Not on a partitioned topic's base name (405): peek a partition."""
+        out: builtins.list[RawMessage] = []
+        sub = segment(subscription)
+        n = 1
+        while len(out) < count:
+            try:
+                out.extend(self._messages(f"{topic_path(topic)}/subscription/{sub}/position/{n}"))
+            except AdminError as e:
+                if e.status == 404 and e.reason == "Message not found" and out:
+                    break
+                raise
+            n += 1
+        return out[:count]
+
+    def examine_message(self, topic: str, initial_position: str = "latest", message_position: int = 1) -> RawMessage:
+        """The ``message_position``-th entry from the ``earliest`` or the ``latest`` end (its
+        first message when it is a batch)."""
+        query = f"initialPosition={initial_position}&messagePosition={int(message_position)}"
+        return self._messages(f"{topic_path(topic)}/examinemessage?{query}")[0]
+
+    def get_message_by_id(self, topic: str, ledger_id: int, entry_id: int) -> builtins.list[RawMessage]:
+        """The messages of entry ``ledger_id:entry_id`` (several for a batch)."""
+        return self._messages(f"{topic_path(topic)}/ledger/{int(ledger_id)}/entry/{int(entry_id)}")
+
+    def last_message_id(self, topic: str) -> MessageIdData:
+        """``{"ledgerId", "entryId", "partitionIndex"}`` of the last message (with ``batchIndex``
+        when it ends a batch; -1:-1 when the topic is empty)."""
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/lastMessageId")
+
+    def unload(self, topic: str) -> None:
+        """Unloads the topic, or each partition of a partitioned topic, from the broker serving
+        it: it is closed until its next use, its producers and consumers reconnect (pulsar-admin's
+        ``topics unload``). Nothing stored changes."""
+        self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/unload")
+
+    def compact(self, topic: str) -> None:
+        """Starts a compaction run (409 while one runs)."""
+        self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/compaction")
+
+    def compaction_status(self, topic: str) -> CompactionStatus:
+        """``{"status": "NOT_RUN" | "RUNNING" | "SUCCESS" | "ERROR", "lastError": ...}``."""
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/compaction")
+
+    def lookup(self, topic: str) -> LookupData:
+        """The broker serving the topic: ``{"brokerUrl", "brokerUrlTls", "httpUrl", "httpUrlTls",
+        "nativeUrl"}`` (the REST lookup; in a cluster the broker asked may redirect, 307, to the
+        leader or the owner, and the redirects are followed)."""
+        return self._a.request("GET", f"/lookup/v2/topic/{topic_path(topic)}")
+
+    def bundle_range(self, topic: str) -> str:
+        """The range of the namespace bundle the topic falls in, ``0x..._0x...`` (pulsar-admin's
+        ``topics bundle-range``, at Pulsar's ``/lookup/v2/topic/.../bundle``, which answers the
+        bare range; ``0x00000000_0xffffffff`` on a broker on its own)."""
+        body = self._a.request_raw("GET", f"/lookup/v2/topic/{topic_path(topic)}/bundle")[1]
+        text = body.decode().strip()
+        return json.loads(text) if text.startswith('"') else text

@@ -1,0 +1,565 @@
+"""The JSON documents :class:`pulsar_rs.Admin` returns, as TypedDicts named after Apache Pulsar's
+classes (``TopicStats``, ``SubscriptionStats``, ``PersistentTopicInternalStats``, ``TenantInfo``,
+``ClusterData``, ``RetentionPolicies``, ...) with the field names the broker's JSON has
+(``msgRateIn``, ``msgBacklog``, ...).
+
+They are plain dicts at runtime (``admin.topics.stats(t)["msgBacklog"]``); the types only tell a
+type checker and an editor what the broker answers. Documents whose fields Pulsar writes only
+when they are set are ``total=False``; so are the large stats documents, whose set of fields
+grows with Pulsar's versions.
+"""
+
+# No `from __future__ import annotations` here: with it, Python 3.11's TypedDict cannot see a
+# NotRequired[...] inside a string annotation and lists the key as required at runtime
+# (``__required_keys__``). Every type below is defined before it is used.
+from typing import Any, NotRequired, TypedDict
+
+__all__ = [
+    "AuthPolicies",
+    "BacklogQuota",
+    "BrokerInfo",
+    "BundlesData",
+    "ClusterData",
+    "CompactionStats",
+    "CompactionStatus",
+    "ConsumerStats",
+    "CoordinatorStats",
+    "CursorStats",
+    "DispatchRate",
+    "GetSchemaResponse",
+    "InactiveTopicPolicies",
+    "IsCompatibilityResponse",
+    "LedgerInfo",
+    "LookupData",
+    "ManagedLedgerInternalStats",
+    "MessageIdData",
+    "NamespaceOwnershipStatus",
+    "PartitionedTopicInternalStats",
+    "PartitionedTopicMetadata",
+    "PartitionedTopicStats",
+    "PersistencePolicies",
+    "PersistentTopicInternalStats",
+    "Policies",
+    "PublishRate",
+    "PublisherStats",
+    "RawMessage",
+    "RetentionPolicies",
+    "SubscriptionStats",
+    "TenantInfo",
+    "TopicStats",
+    "TransactionBufferStats",
+    "TransactionInBufferStats",
+    "TransactionInPendingAckStats",
+    "TransactionMetadata",
+    "TransactionPendingAckStats",
+]
+
+
+# --- clusters, tenants, brokers, namespaces ---------------------------------------------------
+
+
+class ClusterData(TypedDict, total=False):
+    """A cluster (``clusters.get``, the body of ``clusters.create`` / ``update``)."""
+
+    serviceUrl: str
+    serviceUrlTls: str
+    brokerServiceUrl: str
+    brokerServiceUrlTls: str
+    proxyServiceUrl: str
+    proxyProtocol: str
+    peerClusterNames: list[str]
+    authenticationPlugin: str
+    authenticationParameters: str
+    brokerClientTlsEnabled: bool
+    tlsAllowInsecureConnection: bool
+    listenerName: str
+
+
+class TenantInfo(TypedDict):
+    """A tenant (``tenants.get``): the roles that administer it and the clusters it may use."""
+
+    adminRoles: list[str]
+    allowedClusters: list[str]
+
+
+class BrokerInfo(TypedDict):
+    """The cluster's leader broker (``brokers.leader_broker``)."""
+
+    brokerId: str
+    serviceUrl: str
+
+
+class NamespaceOwnershipStatus(TypedDict):
+    """One bundle a broker owns (``brokers.owned_namespaces``), snake case as Pulsar's JSON."""
+
+    broker_assignment: str
+    is_controlled: bool
+    is_active: bool
+
+
+class BundlesData(TypedDict):
+    """A namespace's bundles (``namespaces.bundles``): ``numBundles`` ranges between ``boundaries``."""
+
+    boundaries: list[str]
+    numBundles: int
+
+
+class RetentionPolicies(TypedDict):
+    """``retention``: -1 is unlimited, 0 no retention."""
+
+    retentionTimeInMinutes: int
+    retentionSizeInMB: int
+
+
+class BacklogQuota(TypedDict, total=False):
+    """One backlog quota (``get_backlog_quotas`` maps the quota type to it). ``limit`` is
+    Pulsar's deprecated name of ``limitSize``."""
+
+    limit: int
+    limitSize: int
+    limitTime: int
+    policy: str
+
+
+class PersistencePolicies(TypedDict):
+    """``persistence``: E, Qw and Qa of new ledgers on BookKeeper."""
+
+    bookkeeperEnsemble: int
+    bookkeeperWriteQuorum: int
+    bookkeeperAckQuorum: int
+    managedLedgerMaxMarkDeleteRate: float
+
+
+class DispatchRate(TypedDict, total=False):
+    """``dispatchRate`` / ``subscriptionDispatchRate`` (-1: unlimited)."""
+
+    dispatchThrottlingRateInMsg: int
+    dispatchThrottlingRateInByte: int
+    ratePeriodInSecond: int
+    relativeToPublishRate: bool
+
+
+class PublishRate(TypedDict):
+    """``publishRate`` (-1: unlimited)."""
+
+    publishThrottlingRateInMsg: int
+    publishThrottlingRateInByte: int
+
+
+class InactiveTopicPolicies(TypedDict):
+    """``inactiveTopicPolicies``."""
+
+    deleteWhileInactive: bool
+    maxInactiveDurationSeconds: int
+    inactiveTopicDeleteMode: str
+
+
+class AuthPolicies(TypedDict, total=False):
+    """The permissions part of a namespace's :class:`Policies`: role → actions."""
+
+    namespace_auth: dict[str, list[str]]
+    destination_auth: dict[str, dict[str, list[str]]]
+    subscription_auth_roles: dict[str, list[str]]
+
+
+class Policies(TypedDict, total=False):
+    """A namespace's ``Policies`` document (``namespaces.policies``), Pulsar's mixed snake and
+    camel case; a policy not set is absent or ``None``."""
+
+    auth_policies: AuthPolicies
+    replication_clusters: list[str]
+    bundles: BundlesData
+    backlog_quota_map: dict[str, BacklogQuota]
+    clusterDispatchRate: dict[str, DispatchRate]
+    topicDispatchRate: dict[str, DispatchRate]
+    subscriptionDispatchRate: dict[str, DispatchRate]
+    replicatorDispatchRate: dict[str, DispatchRate]
+    clusterSubscribeRate: dict[str, Any]
+    publishMaxMessageRate: dict[str, PublishRate]
+    latency_stats_sample_rate: dict[str, int]
+    persistence: PersistencePolicies | None
+    deduplicationEnabled: bool | None
+    retention_policies: RetentionPolicies | None
+    message_ttl_in_seconds: int | None
+    inactive_topic_policies: InactiveTopicPolicies | None
+    max_producers_per_topic: int | None
+    max_consumers_per_topic: int | None
+    max_consumers_per_subscription: int | None
+    max_subscriptions_per_topic: int | None
+    max_topics_per_namespace: int | None
+    compaction_threshold: int | None
+    deleted: bool
+    encryption_required: bool
+    is_allow_auto_update_schema: bool
+    schema_validation_enforced: bool
+    schema_compatibility_strategy: str
+    schema_auto_update_compatibility_strategy: str
+    subscription_auth_mode: str
+    subscription_expiration_time_minutes: int
+    subscription_types_enabled: list[str]
+    offload_threshold: int
+    properties: dict[str, str]
+
+
+# --- topics: stats ---------------------------------------------------------------------------
+
+
+class PublisherStats(TypedDict, total=False):
+    """One producer of a topic (``TopicStats.publishers``)."""
+
+    accessMode: str
+    msgRateIn: float
+    msgThroughputIn: float
+    averageMsgSize: float
+    chunkedMessageRate: float
+    producerId: int
+    supportsPartialProducer: bool
+    producerName: str
+    address: str
+    connectedSince: str
+    clientVersion: str
+    metadata: dict[str, str]
+
+
+class ConsumerStats(TypedDict, total=False):
+    """One consumer of a subscription (``SubscriptionStats.consumers``)."""
+
+    msgRateOut: float
+    msgThroughputOut: float
+    bytesOutCounter: int
+    msgOutCounter: int
+    msgRateRedeliver: float
+    messageAckRate: float
+    chunkedMessageRate: float
+    consumerName: str
+    availablePermits: int
+    unackedMessages: int
+    avgMessagesPerEntry: int
+    blockedConsumerOnUnackedMsgs: bool
+    drainingHashesCount: int
+    drainingHashesClearedTotal: int
+    drainingHashesUnackedMessages: int
+    address: str
+    connectedSince: str
+    clientVersion: str
+    lastAckedTimestamp: int
+    lastConsumedTimestamp: int
+    lastConsumedFlowTimestamp: int
+    lastAckedTime: str
+    lastConsumedTime: str
+    metadata: dict[str, str]
+
+
+class SubscriptionStats(TypedDict, total=False):
+    """One subscription of a topic (``TopicStats.subscriptions`` maps its name to it)."""
+
+    msgRateOut: float
+    msgThroughputOut: float
+    bytesOutCounter: int
+    msgOutCounter: int
+    msgRateRedeliver: float
+    messageAckRate: float
+    chunkedMessageRate: float
+    msgBacklog: int
+    backlogSize: int
+    earliestMsgPublishTimeInBacklog: int
+    msgBacklogNoDelayed: int
+    blockedSubscriptionOnUnackedMsgs: bool
+    msgDelayed: int
+    msgInReplay: int
+    unackedMessages: int
+    type: str
+    activeConsumerName: str | None
+    msgRateExpired: float
+    totalMsgExpired: int
+    lastExpireTimestamp: int
+    lastConsumedFlowTimestamp: int
+    lastConsumedTimestamp: int
+    lastAckedTimestamp: int
+    lastMarkDeleteAdvancedTimestamp: int
+    consumers: list[ConsumerStats]
+    isDurable: bool
+    isReplicated: bool
+    durable: bool
+    replicated: bool
+    allowOutOfOrderDelivery: bool
+    consumersAfterMarkDeletePosition: dict[str, str]
+    drainingHashesCount: int
+    drainingHashesClearedTotal: int
+    drainingHashesUnackedMessages: int
+    nonContiguousDeletedMessagesRanges: int
+    nonContiguousDeletedMessagesRangesSerializedSize: int
+    delayedMessageIndexSizeInBytes: int
+    subscriptionProperties: dict[str, str]
+    filterProcessedMsgCount: int
+    filterAcceptedMsgCount: int
+    filterRejectedMsgCount: int
+    filterRescheduledMsgCount: int
+    dispatchThrottledMsgEventsBySubscriptionLimit: int
+    dispatchThrottledBytesEventsBySubscriptionLimit: int
+    dispatchThrottledMsgEventsByTopicLimit: int
+    dispatchThrottledBytesEventsByTopicLimit: int
+    dispatchThrottledMsgEventsByBrokerLimit: int
+    dispatchThrottledBytesEventsByBrokerLimit: int
+
+
+class CompactionStats(TypedDict, total=False):
+    """The last compaction run of a topic (``TopicStats.compaction``)."""
+
+    lastCompactionRemovedEventCount: int
+    lastCompactionSucceedTimestamp: int
+    lastCompactionFailedTimestamp: int
+    lastCompactionDurationTimeInMills: int
+
+
+class TopicStats(TypedDict, total=False):
+    """A topic's stats (``topics.stats``)."""
+
+    msgRateIn: float
+    msgThroughputIn: float
+    msgRateOut: float
+    msgThroughputOut: float
+    bytesInCounter: int
+    msgInCounter: int
+    systemTopicBytesInCounter: int
+    bytesOutCounter: int
+    msgOutCounter: int
+    bytesOutInternalCounter: int
+    averageMsgSize: float
+    msgChunkPublished: bool
+    storageSize: int
+    backlogSize: int
+    backlogQuotaLimitSize: int
+    backlogQuotaLimitTime: int
+    oldestBacklogMessageAgeSeconds: int
+    publishRateLimitedTimes: int
+    earliestMsgPublishTimeInBacklogs: int
+    offloadedStorageSize: int
+    lastOffloadLedgerId: int
+    lastOffloadSuccessTimeStamp: int
+    lastOffloadFailureTimeStamp: int
+    ongoingTxnCount: int
+    abortedTxnCount: int
+    committedTxnCount: int
+    publishers: list[PublisherStats]
+    waitingPublishers: int
+    subscriptions: dict[str, SubscriptionStats]
+    replication: dict[str, Any]
+    deduplicationStatus: str
+    nonContiguousDeletedMessagesRanges: int
+    nonContiguousDeletedMessagesRangesSerializedSize: int
+    delayedMessageIndexSizeInBytes: int
+    compaction: CompactionStats
+    ownerBroker: str
+
+
+class PartitionedTopicMetadata(TypedDict, total=False):
+    """``{"partitions": N}`` (0: not partitioned), with ``deleted`` as Pulsar writes it."""
+
+    partitions: int
+    deleted: bool
+    properties: dict[str, str]
+
+
+class PartitionedTopicStats(TopicStats, total=False):
+    """A partitioned topic's stats (``topics.partitioned_stats``): the partitions' summed, its
+    ``metadata`` and, per partition, its own :class:`TopicStats` by partition name."""
+
+    metadata: PartitionedTopicMetadata
+    partitions: dict[str, TopicStats]
+
+
+# --- topics: internal stats ------------------------------------------------------------------
+
+
+class LedgerInfo(TypedDict):
+    """One ledger of a topic's managed ledger (``ledgers``, ``compactedLedger``); ``metadata``
+    (quorums, state, ensembles) with ``internal_stats(metadata=True)`` on BookKeeper."""
+
+    ledgerId: int
+    entries: int
+    size: int
+    offloaded: bool
+    underReplicated: bool
+    metadata: NotRequired[str]
+
+
+class CursorStats(TypedDict, total=False):
+    """One cursor (subscription) of a topic's managed ledger (``cursors`` by name)."""
+
+    markDeletePosition: str
+    readPosition: str
+    waitingReadOp: bool
+    pendingReadOps: int
+    messagesConsumedCounter: int
+    cursorLedger: int
+    cursorLedgerLastEntry: int
+    individuallyDeletedMessages: str
+    lastLedgerSwitchTimestamp: str
+    state: str
+    active: bool
+    numberOfEntriesSinceFirstNotAckedMessage: int
+    totalNonContiguousDeletedMessagesRange: int
+    subscriptionHavePendingRead: bool
+    subscriptionHavePendingReplayRead: bool
+    properties: dict[str, int]
+
+
+class ManagedLedgerInternalStats(TypedDict, total=False):
+    """A topic's managed ledger (Pulsar's ``ManagedLedgerInternalStats``)."""
+
+    entriesAddedCounter: int
+    numberOfEntries: int
+    totalSize: int
+    currentLedgerEntries: int
+    currentLedgerSize: int
+    lastLedgerCreatedTimestamp: str
+    lastLedgerCreationFailureTimestamp: str
+    waitingCursorsCount: int
+    pendingAddEntriesCount: int
+    lastConfirmedEntry: str
+    state: str
+    ledgers: list[LedgerInfo]
+
+
+class PersistentTopicInternalStats(ManagedLedgerInternalStats, total=False):
+    """``topics.internal_stats``: the managed ledger, its cursors, the compacted ledger, and
+    (pulsar-rs) the positions of entries found corrupt."""
+
+    cursors: dict[str, CursorStats]
+    schemaLedgers: list[LedgerInfo]
+    compactedLedger: LedgerInfo
+    corruptEntries: list[str]
+
+
+class PartitionedTopicInternalStats(TypedDict):
+    """``topics.partitioned_internal_stats``: each existing partition's internal stats by name."""
+
+    metadata: PartitionedTopicMetadata
+    partitions: dict[str, PersistentTopicInternalStats]
+
+
+# --- topics: messages, compaction, lookup ----------------------------------------------------
+
+
+class MessageIdData(TypedDict):
+    """A message id (``topics.last_message_id``): -1:-1 when the topic is empty; ``batchIndex``
+    when the message ends a batch."""
+
+    ledgerId: int
+    entryId: int
+    partitionIndex: int
+    batchIndex: NotRequired[int]
+
+
+class RawMessage(TypedDict):
+    """A message read through the admin API (``peek_messages``, ``examine_message``,
+    ``get_message_by_id``; :mod:`.messages`). ``messageId`` is ``"L:E"``, ``"L:E:I"`` inside a
+    batch; times are ms since the epoch (0: not set)."""
+
+    messageId: str
+    publishTime: int
+    eventTime: int
+    properties: dict[str, str]
+    key: str | None
+    producerName: str
+    sequenceId: int
+    data: bytes
+
+
+class CompactionStatus(TypedDict, total=False):
+    """``topics.compaction_status`` (Pulsar's ``LongRunningProcessStatus``): ``status`` is
+    ``NOT_RUN``, ``RUNNING``, ``SUCCESS`` or ``ERROR``."""
+
+    status: str
+    lastError: str
+
+
+class LookupData(TypedDict, total=False):
+    """The broker serving a topic (``topics.lookup``)."""
+
+    brokerUrl: str
+    brokerUrlTls: str
+    httpUrl: str
+    httpUrlTls: str
+    nativeUrl: str
+
+
+# --- schemas ---------------------------------------------------------------------------------
+
+
+class GetSchemaResponse(TypedDict, total=False):
+    """One schema version (``schemas.get``, ``schemas.get_all_versions``)."""
+
+    version: int
+    type: str
+    timestamp: int
+    data: str
+    properties: dict[str, str]
+
+
+class IsCompatibilityResponse(TypedDict):
+    """``schemas.compatibility``; ``reason`` when it is not compatible."""
+
+    compatibility: bool
+    schemaCompatibilityStrategy: str
+    reason: NotRequired[str]
+
+
+# --- transactions ----------------------------------------------------------------------------
+
+
+class CoordinatorStats(TypedDict):
+    """One coordinator's stats (Pulsar's ``TransactionCoordinatorStats``)."""
+
+    state: str
+    #: The highest transaction sequence handed out and not yet ended.
+    leastSigBits: int
+    lowWaterMark: int
+    #: Transactions not yet ended (OPEN, COMMITTING or ABORTING).
+    ongoingTxnSize: int
+    recoverStartTime: int
+    recoverEndTime: int
+
+
+class TransactionInBufferStats(TypedDict):
+    """A transaction's state on one partition it produced to."""
+
+    startPosition: str | None
+    aborted: bool
+
+
+class TransactionInPendingAckStats(TypedDict):
+    """A transaction's acknowledgements on one subscription."""
+
+    cumulativeAckPosition: str | None
+
+
+class TransactionMetadata(TypedDict):
+    """A transaction not yet ended (``transactions.transaction_metadata``)."""
+
+    txnId: str
+    status: str
+    openTimestamp: int
+    timeoutAt: int
+    producedPartitions: dict[str, TransactionInBufferStats]
+    ackedPartitions: dict[str, dict[str, TransactionInPendingAckStats]]
+
+
+class TransactionBufferStats(TypedDict, total=False):
+    """A topic's transaction buffer (``transactions.transaction_buffer_stats``)."""
+
+    state: str
+    maxReadPosition: str
+    lastSnapshotTimestamps: int
+    ongoingTxnSize: int
+    lowWaterMarks: dict[str, int]
+    snapshotType: str
+
+
+class TransactionPendingAckStats(TypedDict, total=False):
+    """A subscription's pending acknowledgements (``transactions.pending_ack_stats``)."""
+
+    state: str
+    lowWaterMarks: dict[str, int]
+    ongoingTxnSize: int
