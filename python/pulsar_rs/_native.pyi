@@ -21,6 +21,7 @@ __all__ = [
     "InvalidPositionError",
     "LedgerIoError",
     "ManagedLedger",
+    "ManualClock",
     "NoSpaceError",
     "PerfError",
     "Position",
@@ -257,6 +258,7 @@ class PerfError(PulsarRsError):
 
 # --- clock ------------------------------------------------------------------------------------
 
+@final
 class ManualClock:
     """The broker's clock for tests, moved by hand instead of sleeping.
 
