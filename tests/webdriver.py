@@ -91,7 +91,7 @@ class Session:
                     last = self.text(found[0])
                     if pred(last):
                         return last
-            time.sleep(0.2)
+            time.sleep(0.2)  # poll: the browser renders asynchronously
         raise AssertionError(f"{css!r}: text never matched within {timeout} s (last: {last!r})")
 
 
@@ -119,7 +119,7 @@ def browser(width: int = 1440, height: int = 1000) -> Iterator[Session]:
                 pass
             if time.monotonic() > deadline:
                 raise WebDriverError("chromedriver did not become ready")
-            time.sleep(0.1)
+            time.sleep(0.1)  # poll: chromedriver (a separate process) starts up
         caps = {
             "capabilities": {
                 "alwaysMatch": {

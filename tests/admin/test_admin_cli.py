@@ -95,6 +95,8 @@ def test_skip_and_clear_backlog(cli, client, topic):
 def test_reset_cursor_by_message_id_and_by_time(cli, client, topic):
     consumer = client.subscribe(topic, "sub")
     old = produce(client, topic, ["a0", "a1", "a2"])
+    # The client stamps publish times with its own (real) clock: a real gap separates the two
+    # groups, which the relative reset-cursor time falls between.
     time.sleep(GAP_S)
     t_new = time.time()
     produce(client, topic, ["b0", "b1"])
@@ -132,6 +134,8 @@ def test_expire_messages(cli, client, topic):
     cli("topics", "create-subscription", topic, "-s", "two", "-m", "earliest")
     cli("topics", "create-subscription", topic, "-s", "late")  # latest: sees only what follows
     produce(client, topic, ["old0", "old1", "old2"])
+    # The client stamps publish times with its own (real) clock: a real gap separates the two
+    # groups, which the relative expiry time falls between.
     time.sleep(GAP_S)
     t_new = time.time()
     produce(client, topic, ["new0", "new1"])

@@ -80,7 +80,7 @@ def test_console_api_overview_and_history(pulsar_broker):
             if points and points[-1]["backlog"] == 7:
                 break
             assert time.monotonic() < deadline, f"history never sampled the backlog: {points}"
-            time.sleep(0.3)
+            time.sleep(0.3)  # poll: the history is sampled on a real-time schedule
         broker = http(f"{pulsar_broker.admin_url}/console/api/history")["points"]
         assert broker and broker[-1]["backlog"] >= 7
         page = http(f"{pulsar_broker.admin_url}/")
@@ -114,7 +114,7 @@ def test_console_shows_topics_live_backlog_and_acts(pulsar_broker, tmp_path):
                 if i % 4 == 0:
                     m = consumer.receive(timeout_millis=1000)
                     consumer.acknowledge(m)
-                time.sleep(0.01)
+                time.sleep(0.01)  # paces the steady load (real-time rates for the charts)
 
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
@@ -131,7 +131,7 @@ def test_console_shows_topics_live_backlog_and_acts(pulsar_broker, tmp_path):
             deadline = time.monotonic() + 15
             while int(b.script("return +document.getElementById('charts').dataset.points") or 0) < 4:
                 assert time.monotonic() < deadline, "charts never got history points"
-                time.sleep(0.5)
+                time.sleep(0.5)  # poll: history is sampled every 2 s of real time
             time.sleep(2.5)  # one more refresh so the screenshot shows the latest figures
             shot = tmp_path / "console.png"
             b.screenshot(shot)

@@ -189,7 +189,7 @@ def test_standalone_json_logs_and_live_snapshots(tmp_path: Path) -> None:
         manifests = out / "_manifests"
         while not (manifests.exists() and len(list(manifests.rglob("*.json"))) >= 2):
             assert time.monotonic() < deadline, "no periodic live snapshots"
-            time.sleep(0.1)
+            time.sleep(0.1)  # poll: a separate standalone process exports on a real-time schedule
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)

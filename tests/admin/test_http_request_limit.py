@@ -16,7 +16,7 @@ def test_requests_above_the_rate_get_429(pulsar_broker_factory) -> None:
     assert statuses.count(429) >= 15, statuses
     assert set(statuses) <= {200, 429}, statuses
     assert all(body == {"reason": "Too Many Requests"} for status, body in answers if status == 429)
-    time.sleep(1.5)
+    time.sleep(1.5)  # the request-rate window is real (machine) time: let the budget refill
     assert admin(b.admin_url, "GET", "/admin/v2/clusters")[0] == 200
 
 

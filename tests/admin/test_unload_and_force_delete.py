@@ -33,7 +33,7 @@ def _reconnected(admin: Admin, topic: str, before: tuple[str, str]) -> None:
                 return
         except (IndexError, KeyError):
             pass  # not reconnected yet
-        time.sleep(0.1)
+        time.sleep(0.1)  # poll: the client reconnects after its own real-time back-off
     raise AssertionError(f"{topic}: the clients were not closed and reconnected ({before})")
 
 
@@ -143,7 +143,7 @@ def test_non_persistent_topic_delete_and_unload(pulsar_broker, client) -> None:
         except (AdminError, KeyError):
             pass  # not back yet
         assert time.monotonic() < deadline, "the clients did not come back after the unload"
-        time.sleep(0.1)
+        time.sleep(0.1)  # poll: the clients reconnect after their own real-time back-off
     producer.send(b"after")
     assert consumer.receive(timeout_millis=5000).data() == b"after"
 

@@ -333,7 +333,7 @@ def exported_while_pulsar_writes(bookies, pulsar_broker, topic: str, producer, c
         before = pulsar_internal_stats(pulsar_broker, topic)
         if before["cursors"]["s2"]["cursorLedgerLastEntry"] >= 0 or time.monotonic() > deadline:
             break
-        time.sleep(0.5)
+        time.sleep(0.5)  # poll: Apache Pulsar (a Java process) writes the cursor ledger
     assert before["cursors"]["s2"]["cursorLedger"] >= 0, before["cursors"]
     entries = export_rows(bookies.metadata_store_url, "entries", topic)
     assert 19 <= len(entries) <= 20 and {e["ledger_id"] for e in entries} == {before["ledgers"][-1]["ledgerId"]}
@@ -350,7 +350,7 @@ def exported_while_pulsar_writes(bookies, pulsar_broker, topic: str, producer, c
         wrote = cursor["cursorLedgerLastEntry"] > was["cursorLedgerLastEntry"]
         if wrote or time.monotonic() > deadline:
             break
-        time.sleep(0.5)
+        time.sleep(0.5)  # poll: Apache Pulsar (a Java process) writes the cursor entry
     assert after["ledgers"][-1]["ledgerId"] == before["ledgers"][-1]["ledgerId"], (before["ledgers"], after["ledgers"])
     assert after["currentLedgerEntries"] == 21, after
     assert cursor["cursorLedger"] == was["cursorLedger"] and wrote, (was, cursor)
@@ -416,7 +416,7 @@ def test_an_export_reads_a_live_topic_from_the_bookies_and_fences_nothing(tmp_pa
             subs = export_rows(bookies.metadata_store_url, "subscriptions", topic)
             if (subs and subs[0]["backlog_entries"] <= 30) or time.monotonic() > deadline:
                 break
-            time.sleep(0.5)
+            time.sleep(0.5)  # poll: the client's acks and their cursor writes are asynchronous
         entries = export_rows(bookies.metadata_store_url, "entries", topic)
         assert 49 <= len(entries) <= 50, len(entries)  # the last one may be past the LAC
         assert [(e["key"], e["messages"]) for e in entries] == [(f"k{i % 5}", 1) for i in range(len(entries))]
@@ -521,7 +521,7 @@ def compact(admin_url: str, topic: str) -> None:
         if status["status"] == "SUCCESS":
             return
         assert status["status"] in ("RUNNING", "NOT_RUN") and time.monotonic() < deadline, status
-        time.sleep(0.5)
+        time.sleep(0.5)  # poll: the broker (a separate process) compacts in the background
 
 
 def produce_keyed(url: str, topic: str, values: range) -> None:
@@ -580,7 +580,7 @@ def test_a_compacted_view_on_the_bookies_is_served_by_any_broker_apache_pulsar_i
             except PulsarReferenceError:
                 break  # no metadata left: deleted
             assert time.monotonic() < deadline, f"compacted ledger {compacted} still on BookKeeper"
-            time.sleep(0.5)
+            time.sleep(0.5)  # poll: the ledger is deleted from the bookies asynchronously
 
 
 def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookies):
@@ -626,4 +626,4 @@ def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookie
         while first in [led["ledgerId"] for led in admin.topics.internal_stats(topic)["ledgers"]]:
             assert time.monotonic() < deadline, admin.topics.internal_stats(topic)["ledgers"]
             admin.topics.unload(topic)  # a reload trims what every cursor consumed
-            time.sleep(1)
+            time.sleep(1)  # poll: the closing consumer's acks arrive asynchronously; each reload retries the trim

@@ -145,7 +145,7 @@ def wait_for(what: str, cond, timeout: float = 60.0):
             return v
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: broker processes converging through ZooKeeper
 
 
 def test_one_leader_every_broker_registered_lookups_converge(brokers):
@@ -338,7 +338,7 @@ def test_owner_killed_mid_stream_nothing_receipted_is_lost(brokers):
             m = b"k-%05d" % i
             producer.send_async(m, done_cb(m), partition_key=m.decode())
             i += 1
-            time.sleep(0.01)
+            time.sleep(0.01)  # paces the sends until ZooKeeper (real time) expires the victim's session
         producer.flush()
         producer.close()
         survivors = [b for b in brokers if b is not victim]
@@ -602,7 +602,7 @@ def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brok
         deadline = time.monotonic() + 30
         while any(since(p, sub) in (None, was) for (p, sub), was in before.items()):
             assert time.monotonic() < deadline, f"the unload did not reach every partition's owner: {before}"
-            time.sleep(0.2)
+            time.sleep(0.2)  # poll: the unload reaches the owners and the clients reconnect
     finally:
         c.close()
     Admin(brokers[1].http).topics.delete(topic, partitioned=True)

@@ -131,7 +131,7 @@ def owner(base: str, topic: str) -> str:
         transient = status == 500 and "being unloaded" in str(body)
         if not transient or time.monotonic() > deadline:
             break
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: Apache Pulsar's metadata cache catches up
     assert status == 200 and isinstance(body, dict), body
     return body["brokerUrl"]
 
@@ -162,7 +162,7 @@ def test_either_broker_answers_for_the_whole_cluster(mixed):
             status, listed, _ = http("GET", f"{base}/admin/v2/brokers/{CLUSTER}")
             if (status == 200 and sorted(listed) == both) or time.monotonic() > deadline:
                 break
-            time.sleep(0.2)
+            time.sleep(0.2)  # poll: Apache Pulsar's broker list follows a ZooKeeper watch
         assert status == 200 and sorted(listed) == both, (base, listed)
         status, leader, _ = http("GET", f"{base}/admin/v2/brokers/leaderBroker")
         assert status == 200 and leader["brokerId"] == mixed.java_id, (base, leader)
@@ -193,7 +193,7 @@ def eventually(what: str, cond) -> None:
     while not cond():
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: the other broker sees the change through its ZooKeeper watch
 
 
 def test_namespace_policies_are_shared_with_apache_pulsar_both_ways(mixed):

@@ -373,9 +373,11 @@ def test_expire_messages_by_age(pair: tuple[Target, Target]) -> None:
         base = f"/admin/v2/persistent/{topic.split('://')[1]}"
         out: list[Any] = [t.rest("POST", f"{base}/subscription/s/expireMessages/3600")[0]]
         out.append(t.rest("GET", f"{base}/stats")[1]["subscriptions"]["s"]["msgBacklog"])
+        # The messages must be older than 1 s by the client's publish stamps, on both brokers:
+        # Apache Pulsar's clock cannot be moved (nor the client's).
         time.sleep(1.5)
         out.append(t.rest("POST", f"{base}/subscription/s/expireMessages/1")[0])
-        time.sleep(0.5)
+        time.sleep(0.5)  # Apache Pulsar expires asynchronously after answering: let the cursor move
         out.append(t.rest("GET", f"{base}/stats")[1]["subscriptions"]["s"]["msgBacklog"])
         return out
 

@@ -46,7 +46,7 @@ def _refused(attempt: Callable[[], Any]) -> str:
         made.close()
         if time.monotonic() > deadline:
             return "accepted"
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: Apache Pulsar applies a policy asynchronously
 
 
 def _refused_new(attempt: Callable[[int], Any]) -> str:
@@ -197,7 +197,7 @@ def _raw_sends(t: Target, topic: str, sizes: list[int]) -> list[Any]:
             raw.close()
         if answers[0][0] != raw_protocol.SEND_RECEIPT or time.monotonic() > deadline:
             return answers
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: Apache Pulsar applies a policy asynchronously
 
 
 def test_max_topics_per_namespace(pair: tuple[Target, Target]) -> None:
@@ -293,7 +293,7 @@ def _accepted_eventually(attempt: Callable[[], Any]) -> str:
         except Exception as e:
             if time.monotonic() > deadline:
                 return error_name(e)
-            time.sleep(0.2)
+            time.sleep(0.2)  # poll: Apache Pulsar applies a policy asynchronously
 
 
 #: The limits of a namespace's ``Policies`` document.
@@ -358,7 +358,7 @@ def test_subscription_type_before_its_consumer_count(pair: tuple[Target, Target]
                     if answer != "accepted" or time.monotonic() > deadline:
                         break
                     consumer_id += 10
-                    time.sleep(0.2)
+                    time.sleep(0.2)  # poll: Apache Pulsar applies a policy asynchronously
                 out.append((sub, "shared" if shared else "exclusive", answer))
         return out
 

@@ -55,7 +55,7 @@ def test_wait_for_exclusive_waits_its_turn(client, topic):
 
     t = threading.Thread(target=wait)
     t.start()
-    time.sleep(1.0)
+    time.sleep(1.0)  # negative check: the waiting producer must still be waiting a while later
     assert "producer" not in got, "WaitForExclusive must wait while the topic is held"
     released = time.monotonic()
     holder.close()

@@ -54,7 +54,7 @@ def test_new_active_consumer_takes_over_after_the_delay(pulsar_broker_factory, c
     a = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name=first, initial_position=EARLIEST)
     got = receive_all(a, 5)
     assert len(got) == 5
-    time.sleep(0.4)
+    time.sleep(0.4)  # the client groups acks for 100 ms: let them reach the broker
     assert sub_stats(broker, topic, "sub")["activeConsumerName"] == first
     joined = time.monotonic()
     b = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name=second, initial_position=EARLIEST)
@@ -93,7 +93,7 @@ def test_partitioned_topic_splits_partitions_between_consumers(pulsar_broker_fac
     try:
         c0 = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name="c0", initial_position=EARLIEST)
         c1 = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name="c1", initial_position=EARLIEST)
-        time.sleep(0.5)
+        time.sleep(0.5)  # the second consumer's join moves half the partitions' active consumer: let it settle
         producer = client.create_producer(
             topic,
             batching_enabled=False,
@@ -120,7 +120,7 @@ def test_redeliver_rewinds_for_failover(client, topic):
     got = receive_all(c, 6, ack=False)
     assert len(got) == 6
     c.acknowledge(got[0])
-    time.sleep(0.3)
+    time.sleep(0.3)  # the client groups acks for 100 ms: let this one reach the broker
     c.redeliver_unacknowledged_messages()
     again = receive_all(c, 5)
     assert [m.data() for m in again] == [f"m{i}".encode() for i in range(1, 6)]

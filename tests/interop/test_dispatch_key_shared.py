@@ -35,7 +35,7 @@ class Recorder:
             with self.lock:
                 self.by_consumer[name].append((key, seq, time.monotonic()))
             if self.delay:
-                time.sleep(self.delay)
+                time.sleep(self.delay)  # a listener's processing time, so consumers join while messages are in flight
             consumer.acknowledge(msg)
 
         return on_message
@@ -47,7 +47,7 @@ class Recorder:
     def wait_for(self, n: int, timeout: float = 60) -> None:
         end = time.monotonic() + timeout
         while self.total() < n and time.monotonic() < end:
-            time.sleep(0.05)
+            time.sleep(0.05)  # poll: deliveries reach the listeners asynchronously
 
 
 def send_keyed(producer, keys, per_key, start=0):
@@ -104,7 +104,7 @@ def test_order_kept_while_consumers_join_mid_stream(client, topic):
     consumers.append(subscribe("c3"))
     send_keyed(producer, keys, 50, start=100)
     rec.wait_for(len(keys) * per_key)
-    time.sleep(0.5)
+    time.sleep(0.5)  # negative check: let any duplicate delivery arrive before counting
     with rec.lock:
         records = {n: list(v) for n, v in rec.by_consumer.items()}
     # Every message exactly once.

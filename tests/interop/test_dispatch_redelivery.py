@@ -107,7 +107,7 @@ def test_redeliver_without_ids_replays_only_that_consumers_pending(client, topic
     a = client.subscribe(topic, "sub", consumer_type=SHARED, consumer_name="a", receiver_queue_size=5)
     b = client.subscribe(topic, "sub", consumer_type=SHARED, consumer_name="b", receiver_queue_size=5)
     produce(client, topic, 10)
-    time.sleep(0.5)
+    time.sleep(0.5)  # deliveries are asynchronous: let both receiver queues fill
     from_a = receive_all(a, 5, ack=False)
     from_b = receive_all(b, 5, ack=False)
     assert len(from_a) == 5 and len(from_b) == 5
@@ -197,7 +197,7 @@ def test_consumer_blocked_at_max_unacked_and_unblocked_at_half(pulsar_broker_fac
         c.acknowledge(m)
     rest = receive_all(c, 30, timeout_ms=1500)
     assert len(rest) == 15
-    time.sleep(0.3)
+    time.sleep(0.3)  # the client groups acks for 100 ms: let them reach the broker
     assert sub_stats(broker, topic, "sub")["consumers"][0]["blockedConsumerOnUnackedMsgs"] is False
 
 

@@ -235,14 +235,14 @@ def test_sigkill_while_producing_loses_nothing_acknowledged(tmp_path):
                     return
                 i += 1
                 if i % 200 == 0:
-                    time.sleep(0.001)
+                    time.sleep(0.001)  # pace the producer threads (machine time), letting the callbacks run
 
         threads = [threading.Thread(target=produce, args=(k, p)) for k, p in enumerate(producers)]
         for t in threads:
             t.start()
         deadline = time.monotonic() + 30
         while len(acked) < 5000 and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.01)  # poll: the receipts arrive asynchronously
         assert len(acked) >= 5000, "producing did not get going"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)

@@ -24,9 +24,9 @@ def test_reader_seek_by_publish_time(client, topic):
     producer = client.create_producer(topic, batching_enabled=False)
     for i in range(5):
         producer.send(f"early{i}".encode())
-    time.sleep(0.05)
+    time.sleep(0.05)  # the client stamps publish times with the real clock: a real gap
     boundary_ms = int(time.time() * 1000)
-    time.sleep(0.05)
+    time.sleep(0.05)  # the client stamps publish times with the real clock: a real gap
     for i in range(5):
         producer.send(f"late{i}".encode())
     reader = client.create_reader(topic, pulsar.MessageId.earliest)
@@ -84,8 +84,8 @@ def test_reader_does_not_replace_durable_subscription_of_same_name(tmp_path, top
             subs = _reader_subscriptions(broker.admin_url, short)
             if subs.get(name, {}).get("consumers"):
                 break  # the reader took the durable subscription's place (the bug)
-            time.sleep(0.2)
-        time.sleep(2.5)
+            time.sleep(0.2)  # poll: the reader reconnects after its own real-time back-off
+        time.sleep(2.5)  # negative check over housekeeping's real-time schedule (1 s): nothing trimmed
         reader.close()
         # The durable subscription still has its whole backlog.
         consumer = client.subscribe(topic, name, initial_position=pulsar.InitialPosition.Earliest)

@@ -162,9 +162,9 @@ def test_seek_by_publish_time(client, topic):
     producer = client.create_producer(topic)
     for i in range(5):
         producer.send(f"early{i}".encode())
-    time.sleep(0.05)
+    time.sleep(0.05)  # the client stamps publish times with the real clock: a real gap
     boundary_ms = int(time.time() * 1000)
-    time.sleep(0.05)
+    time.sleep(0.05)  # the client stamps publish times with the real clock: a real gap
     for i in range(5):
         producer.send(f"late{i}".encode())
     consumer = client.subscribe(topic, "sub", initial_position=EARLIEST)

@@ -69,7 +69,7 @@ def test_messages_without_permits_are_dropped_and_counted(pulsar_broker, np_topi
         p = client.create_producer(np_topic, batching_enabled=False)
         for i in range(100):
             p.send(f"m{i}".encode())
-        time.sleep(0.2)
+        time.sleep(0.2)  # dispatch (or drop) follows the receipts asynchronously: let it finish
         status, stats = _stats(pulsar_broker, np_topic)
         assert status == 200
         dropped = stats["subscriptions"]["slow"]["msgDropCounter"]
@@ -131,7 +131,7 @@ def test_metrics_count_messages_in_out_and_dropped(pulsar_broker, np_topic):
         p = client.create_producer(np_topic, batching_enabled=False)
         for i in range(100):
             p.send(f"m{i}".encode())
-        time.sleep(0.2)
+        time.sleep(0.2)  # dispatch (or drop) follows the receipts asynchronously: let it finish
         got = receive_all(consumer, 100, timeout_ms=500)
         status, stats = _stats(pulsar_broker, np_topic)
         assert status == 200

@@ -181,7 +181,7 @@ def test_backlog_quota_hold_refuses_and_disconnects_producers(pulsar_broker_fact
         _, stats = admin(broker.admin_url, "GET", _path(topic) + "/stats")
         if not stats["publishers"]:
             break
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: the backlog-quota check runs on a real-time schedule (1 s)
     assert stats["publishers"] == []
     assert stats["subscriptions"]["idle"]["backlogSize"] > 10_000
 
@@ -222,7 +222,7 @@ def test_backlog_quota_eviction_trims_the_slowest_cursor(pulsar_broker_factory, 
         sub = stats["subscriptions"]["slow"]
         if sub["backlogSize"] <= 0.9 * limit:
             break
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: the backlog-quota check runs on a real-time schedule (1 s)
     assert sub["backlogSize"] <= 0.9 * limit, sub
     assert sub["msgBacklog"] < 60
     # Producing still works under eviction.
@@ -252,7 +252,7 @@ def test_retention_keeps_then_trims(pulsar_broker_factory, client_factory, topic
         _, stats = admin(broker.admin_url, "GET", _path(topic) + "/stats")
         if stats["storageSize"] < kept:
             break
-        time.sleep(0.2)
+        time.sleep(0.2)  # poll: housekeeping trims on a real-time schedule
     assert stats["storageSize"] < kept / 2, "consumed ledgers were not trimmed after retention was removed"
 
 

@@ -77,7 +77,7 @@ class Mount:
         for _ in range(50):
             if subprocess.run(["fusermount3", "-u", str(self.mountpoint)], capture_output=True).returncode == 0:
                 break
-            time.sleep(0.1)
+            time.sleep(0.1)  # retry: the FUSE filesystem may still be busy
         else:
             subprocess.run(["fusermount3", "-u", "-z", str(self.mountpoint)], capture_output=True)
         try:

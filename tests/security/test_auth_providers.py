@@ -405,7 +405,7 @@ def test_expired_token_closes_the_connection(refresh_broker, topic, clock):
     try:
         c.create_producer(topic).send(b"before expiry")
         clock.advance(4)
-        time.sleep(REFRESH_TICK)
+        time.sleep(REFRESH_TICK)  # the credential check runs every second of real time
         # The broker challenged, got the same expired token back and closed the connection;
         # a new connection with it is refused.
         with pytest.raises(pulsar.AuthenticationError):
@@ -429,7 +429,7 @@ def test_token_refreshed_through_auth_challenge(refresh_broker, topic, clock):
             producer.send(f"m{i}".encode())
             if i == 2:
                 clock.advance(4)  # past the first token's expiry
-                time.sleep(REFRESH_TICK)
+                time.sleep(REFRESH_TICK)  # the credential check runs every second of real time
         assert [consumer.receive(timeout_millis=5000).data() for _ in range(7)] == [f"m{i}".encode() for i in range(7)]
         # Answered AUTH_CHALLENGE at least once with a fresh token (the first call is CONNECT's).
         assert len(calls) >= 2, calls

@@ -72,7 +72,7 @@ def wait_backlog(broker: pulsar_rs.Broker, topic: str, expected: dict[str, int],
     """Acks are fire-and-forget in the client: wait until the broker has applied them."""
     deadline = time.monotonic() + timeout_s
     while (got := admin_backlog(broker, topic)) != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.05)  # poll: acks are fire-and-forget in the client
     assert got == expected
 
 
@@ -155,7 +155,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         out = base / "snapshots"
         first = json.loads(export.write_snapshot(broker, out, broker_id="b1").read_text())
         stats1 = {t: admin_backlog(broker, t) for t in tr.expected_backlog}
-        time.sleep(0.05)
+        time.sleep(0.05)  # the exporter stamps snapshot_ms with the real time: keep the two apart
         for i in range(40):
             tr.idle_producer.send(f"more-{i}".encode())  # type: ignore[attr-defined]
         tr.expected_backlog["idle"] = {"s-idle": 65}

@@ -40,7 +40,7 @@ def wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> None:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return
         except OSError:
-            time.sleep(0.3)
+            time.sleep(0.3)  # poll: a Spark process starts listening
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 

@@ -254,9 +254,9 @@ def test_reset_and_reset_by_time(tmp_path: Path) -> None:
     with ManagedLedger(tmp_path, **SMALL) as ml:
         cursor = ml.open_cursor("sub", earliest=True)
         first = ml.add_entries([b"old%d" % i for i in range(15)])
-        time.sleep(0.02)
+        time.sleep(0.02)  # ManagedLedger stamps entries with the machine clock: a real gap
         boundary = now_ms()
-        time.sleep(0.02)
+        time.sleep(0.02)  # ManagedLedger stamps entries with the machine clock: a real gap
         second = ml.add_entries([b"new%d" % i for i in range(15)])
         read_all(cursor)
         cursor.skip_all()
@@ -402,7 +402,7 @@ def test_gil_is_released_during_blocking_calls(tmp_path: Path) -> None:
         nonlocal ticks
         while not stop.is_set():
             ticks += 1
-            time.sleep(0)
+            time.sleep(0)  # yield the GIL: counts how often this thread gets to run
 
     with ManagedLedger(tmp_path, journalSyncData=True) as ml:
         results: list[list[Position]] = [[] for _ in range(writers)]

@@ -18,7 +18,7 @@ from ...admin import Admin
 def _compaction_status(admin: Admin, a: argparse.Namespace) -> Any:
     status = admin.topics.compaction_status(a.topic)
     while a.wait_complete and status.get("status") == "RUNNING":
-        time.sleep(1)
+        time.sleep(1)  # poll: the broker compacts in the background
         status = admin.topics.compaction_status(a.topic)
     return status
 
