@@ -3,31 +3,40 @@
 //! `clusterName` from it to mark the current cluster). There is no dynamic configuration: its
 //! key list and values are empty.
 
-use std::sync::Arc;
+use super::access::{Access, Routes};
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{Map, Value};
 
 use super::Ctx;
-use crate::ServerContext;
 
 /// Settings never shown: key material (a path or URL to it stays visible elsewhere).
 const SECRET_KEYS: [&str; 2] = ["tokenSecretKey", "basicAuthConf"];
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
-        .route("/admin/v2/brokers/health", get(|| async { "ok" }))
-        .route("/admin/v2/brokers/configuration/runtime", get(runtime))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route(
+            "/admin/v2/brokers/health",
+            Access::Superuser,
+            get(|| async { "ok" }),
+        )
+        .route(
+            "/admin/v2/brokers/configuration/runtime",
+            Access::Superuser,
+            get(runtime),
+        )
         .route(
             "/admin/v2/brokers/configuration",
+            Access::Superuser,
             get(|| async { Json(Vec::<String>::new()) }),
         )
         .route(
             "/admin/v2/brokers/configuration/values",
+            Access::Superuser,
             get(|| async { Json(Map::new()) }),
         )
 }

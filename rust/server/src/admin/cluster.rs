@@ -7,14 +7,14 @@
 //! to that broker, and an unload's `destinationBroker` is recorded by the leader (a follower
 //! sends the call there first), whose next placement of the bundle honours it, as Pulsar does.
 
+use super::access::{Access, Routes};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_cluster::documents::BundlesData;
 use pulsar_rs_cluster::{bundles, Bundle};
 use serde_json::json;
@@ -22,31 +22,43 @@ use serde_json::json;
 use super::topic_path::TopicPath;
 use super::Ctx;
 use crate::http::{cluster_fail, fail};
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
-        .route("/admin/v2/brokers/leaderBroker", get(leader_broker))
-        .route("/admin/v2/brokers/{cluster}", get(brokers))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route(
+            "/admin/v2/brokers/leaderBroker",
+            Access::Superuser,
+            get(leader_broker),
+        )
+        .route(
+            "/admin/v2/brokers/{cluster}",
+            Access::Superuser,
+            get(brokers),
+        )
         .route(
             "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
+            Access::Superuser,
             get(owned_namespaces),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/bundles",
+            Access::Tenant,
             get(ns_bundles),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/unload",
+            Access::Tenant,
             put(unload_namespace),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/unload",
+            Access::Tenant,
             put(unload_bundle),
         )
         .route(
             "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle",
+            Access::Superuser,
             get(topic_bundle),
         )
 }

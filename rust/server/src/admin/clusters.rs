@@ -1,26 +1,28 @@
 //! Clusters (`/admin/v2/clusters`): list, get, create (PUT), update (POST), delete, with
 //! Pulsar's status codes (`ClustersBase`: create and update answer 200, delete 204).
 
-use std::sync::Arc;
+use super::access::{Access, Routes};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::BrokerError;
 
 use super::Ctx;
 use crate::http::{blocking, fail};
 use crate::resources::{valid_name, ClusterData};
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new().route("/admin/v2/clusters", get(list)).route(
-        "/admin/v2/clusters/{cluster}",
-        get(get_one).put(create).post(update).delete(delete),
-    )
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route("/admin/v2/clusters", Access::Superuser, get(list))
+        .route(
+            "/admin/v2/clusters/{cluster}",
+            Access::Superuser,
+            get(get_one).put(create).post(update).delete(delete),
+        )
 }
 
 async fn list(State(ctx): Ctx) -> Response {

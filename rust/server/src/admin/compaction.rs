@@ -3,28 +3,29 @@
 //! `GET …/{topic}/compaction` returns `LongRunningProcessStatus` (`{"status", "lastError"}`).
 //! Non-persistent topics have none (405).
 
-use std::sync::Arc;
+use super::access::{Access, Routes};
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::put;
-use axum::{Json, Router};
+use axum::Json;
 
 use super::topic_path::ExistingTopic;
 use super::Ctx;
 use crate::http::{blocking, fail};
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/compaction",
+            Access::Tenant,
             put(trigger).get(status),
         )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/compaction",
+            Access::Tenant,
             put(not_persistent).get(not_persistent),
         )
 }

@@ -6,6 +6,7 @@
 //! metadata as its storage describes it (on BookKeeper: quorums, state, ensembles), as Pulsar's
 //! `LedgerInfo.metadata`.
 
+use super::access::{Access, Routes};
 use std::sync::Arc;
 
 use std::collections::HashMap;
@@ -14,7 +15,7 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::Topic;
 use serde_json::{json, Map, Value};
 
@@ -22,17 +23,18 @@ use super::partitions::{self, PartitionDocument};
 use super::topic_path::{ExistingTopic, TopicPath};
 use super::{load_topic, Ctx};
 use crate::http::fail;
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
+            Access::TopicRead,
             get(internal_stats),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitioned-internalStats",
+            Access::TopicRead,
             get(partitioned_internal_stats),
         )
 }

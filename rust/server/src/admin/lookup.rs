@@ -6,6 +6,7 @@
 //! subscriptions). Partitioned metadata is the admin `.../partitions` path
 //! (`?checkAllowAutoCreation=true` creates as a PARTITIONED_METADATA lookup does).
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::json;
 
 use super::topic_path::TopicPath;
@@ -23,14 +24,16 @@ use crate::ServerContext;
 type Ctx = State<Arc<ServerContext>>;
 
 /// The REST lookup routes.
-pub(crate) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(crate) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}",
+            Access::Lookup,
             get(lookup_topic),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/topics",
+            Access::NamespaceTopics,
             get(namespace_topics),
         )
 }

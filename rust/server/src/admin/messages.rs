@@ -13,6 +13,7 @@
 //! `X-Pulsar-sequence-id`, `X-Pulsar-partition-key` when set. Entries are read on the blocking
 //! pool through the ledger's read path (cache first, then the journal).
 
+use super::access::{Access, Routes};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -20,7 +21,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
 use bytes::Bytes;
 use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::{ManagedLedger, Position};
@@ -31,22 +31,26 @@ use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/position/{n}",
+            Access::Tenant,
             get(peek),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/examinemessage",
+            Access::Tenant,
             get(examine),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/ledger/{ledger}/entry/{entry}",
+            Access::Tenant,
             get(by_id),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/lastMessageId",
+            Access::Tenant,
             get(last_message_id),
         )
 }

@@ -11,6 +11,7 @@
 // cold, so the size of `Response` in a `Result` does not matter here.
 #![allow(clippy::result_large_err)]
 
+mod access;
 mod brokers;
 mod closing;
 mod cluster;
@@ -40,6 +41,7 @@ mod topics;
 mod transactions;
 mod unload;
 
+use self::access::{Access, AccessTable, Routes};
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -127,8 +129,12 @@ pub async fn serve_tls(
 
 fn router(ctx: Arc<ServerContext>) -> Router {
     let limit = rate_limit::RequestLimit::from_config(&ctx.service.config);
-    let app = Router::new()
-        .route("/admin/v2/openapi.json", get(openapi::serve))
+    let (routes, access) = Routes::new()
+        .route(
+            "/admin/v2/openapi.json",
+            Access::Superuser,
+            get(openapi::serve),
+        )
         .merge(brokers::routes())
         .merge(cluster::routes())
         .merge(clusters::routes())
@@ -139,7 +145,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(internal_stats::routes())
         .merge(compaction::routes())
         .merge(non_persistent::routes())
-        .route("/metrics", get(crate::metrics::render))
+        .route("/metrics", Access::Metrics, get(crate::metrics::render))
         .merge(policies::routes())
         .merge(schemas::routes())
         .merge(subscriptions::routes())
@@ -148,22 +154,33 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(lookup::routes())
         .merge(transactions::routes())
         .merge(unload::routes())
-        // Inside the guard: a caller is authenticated (and refused) before any redirect.
+        .into_parts();
+    let app = routes
+        // Inside the guard and the authorization: a caller is refused before any redirect.
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             owner::serve_at_owner,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            (Arc::clone(&ctx), access),
+            access::authorize,
         ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&ctx),
             guard::admin_guard,
         ))
-        // The console's page and assets are public; its API carries the guard itself.
+        // The console's page and assets are public; its API is for superusers.
         .merge(crate::console::page_routes())
         .merge(
-            crate::console::api_routes().route_layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&ctx),
-                guard::admin_guard,
-            )),
+            crate::console::api_routes()
+                .route_layer(axum::middleware::from_fn_with_state(
+                    (Arc::clone(&ctx), AccessTable::all(Access::Superuser)),
+                    access::authorize,
+                ))
+                .route_layer(axum::middleware::from_fn_with_state(
+                    Arc::clone(&ctx),
+                    guard::admin_guard,
+                )),
         )
         .with_state(ctx);
     match limit {

@@ -8,14 +8,14 @@
 // Helpers return the ready 4xx response as their error; the admin path is cold.
 #![allow(clippy::result_large_err)]
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::policies::Policies;
 use serde_json::{Map, Value};
 
@@ -27,11 +27,12 @@ use crate::standalone_defaults::Kind;
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
-        .route("/admin/v2/namespaces/{tenant}", get(list))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route("/admin/v2/namespaces/{tenant}", Access::Tenant, get(list))
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}",
+            Access::Tenant,
             get(get_one).put(create).delete(delete),
         )
 }

@@ -2,43 +2,51 @@
 //! `msgDropRate` on the topic, its publishers' side and each subscription), partitioned-topic
 //! metadata, and a topic's delete and unload.
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, put};
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::json;
 
 use super::closing::closing_producers;
 use super::topic_path::{DeferredTopicPath, TopicPath};
 use super::Ctx;
 use crate::http::{broker_fail, no_content};
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
-        .route("/admin/v2/non-persistent/{tenant}/{ns}", get(list_topics))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route(
+            "/admin/v2/non-persistent/{tenant}/{ns}",
+            Access::Tenant,
+            get(list_topics),
+        )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/partitioned",
+            Access::Tenant,
             get(list_partitioned),
         )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/stats",
+            Access::Tenant,
             get(stats),
         )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/partitions",
+            Access::Tenant,
             get(get_partitions).put(create_partitions),
         )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}",
+            Access::Tenant,
             delete(delete_topic),
         )
         .route(
             "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/unload",
+            Access::Tenant,
             put(unload_topic),
         )
 }

@@ -3,6 +3,7 @@
 //! `subscriptionAuthMode`. All of them read and write the namespace's Policies document
 //! (`auth_policies`); [`crate::auth::authz::Authorizer`] decides with what they store.
 
+use super::access::{Access, Routes};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::policies::AuthPolicies;
 use pulsar_rs_broker::TopicName;
 
@@ -25,38 +26,46 @@ type Ctx = State<Arc<ServerContext>>;
 
 /// The permission routes (guarded by [`crate::auth::admin_guard`] with
 /// [`Authorizer::allows_admin`]).
-pub fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions",
+            Access::Tenant,
             get(get_namespace),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions/{role}",
+            Access::Tenant,
             post(grant_namespace).delete(revoke_namespace),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions/subscription",
+            Access::Tenant,
             get(get_subscription_roles),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions/subscription/{sub}",
+            Access::Tenant,
             post(grant_subscription),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions/{sub}/{role}",
+            Access::Tenant,
             delete(revoke_subscription),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/subscriptionAuthMode",
+            Access::Tenant,
             get(get_auth_mode).post(set_auth_mode),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions",
+            Access::Tenant,
             get(get_topic),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}",
+            Access::Tenant,
             post(grant_topic).delete(revoke_topic),
         )
 }

@@ -12,6 +12,7 @@
 // `Response` in a `Result` does not matter here.
 #![allow(clippy::result_large_err)]
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::config::schema_strategy::Strategy;
 use pulsar_rs_broker::policies::backlog_quota::BacklogQuota;
 use pulsar_rs_broker::policies::{
@@ -37,10 +38,11 @@ use crate::ServerContext;
 type Change = Box<dyn FnOnce(&mut Policies) + Send>;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/{policy}",
+            Access::Tenant,
             get(get_namespace_policy)
                 .post(set_namespace_policy)
                 .put(set_namespace_policy)
@@ -48,6 +50,7 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/{policy}",
+            Access::Tenant,
             get(get_topic_policy)
                 .post(set_topic_policy)
                 .put(set_topic_policy)

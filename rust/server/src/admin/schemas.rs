@@ -6,6 +6,7 @@
 // Helpers return the ready 4xx response as their error; the admin path is cold.
 #![allow(clippy::result_large_err)]
 
+use super::access::{Access, Routes};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::schema::compat::{type_name, type_number};
 use pulsar_rs_broker::{BrokerError, SchemaInfo, TopicName};
 use serde::Deserialize;
@@ -22,20 +23,36 @@ use serde_json::{json, Value};
 use super::topic_path::{DeferredTopicPath, TopicPath};
 use super::Ctx;
 use crate::http::{blocking, broker_fail, fail};
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    let base = "/admin/v2/schemas/{tenant}/{ns}/{topic}";
-    Router::new()
+pub(super) fn routes() -> Routes {
+    // Pulsar's `SchemasResource` lets the tenant's admins in (`validateAdminAccessForTenant`).
+    Routes::new()
         .route(
-            &format!("{base}/schema"),
+            "/admin/v2/schemas/{tenant}/{ns}/{topic}/schema",
+            Access::Tenant,
             get(latest).post(upload).delete(delete),
         )
-        .route(&format!("{base}/schema/{{version}}"), get(one))
-        .route(&format!("{base}/schemas"), get(all))
-        .route(&format!("{base}/version"), post(version_of))
-        .route(&format!("{base}/compatibility"), post(compatibility))
+        .route(
+            "/admin/v2/schemas/{tenant}/{ns}/{topic}/schema/{version}",
+            Access::Tenant,
+            get(one),
+        )
+        .route(
+            "/admin/v2/schemas/{tenant}/{ns}/{topic}/schemas",
+            Access::Tenant,
+            get(all),
+        )
+        .route(
+            "/admin/v2/schemas/{tenant}/{ns}/{topic}/version",
+            Access::Tenant,
+            post(version_of),
+        )
+        .route(
+            "/admin/v2/schemas/{tenant}/{ns}/{topic}/compatibility",
+            Access::Tenant,
+            post(compatibility),
+        )
 }
 
 /// Pulsar's `PostSchemaPayload`.

@@ -2,14 +2,14 @@
 //! `partitioned-stats` (Pulsar's `PartitionedTopicStats`: the partitions' stats summed, with
 //! `metadata.partitions` and, unless `perPartition=false`, each partition's own document).
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -23,14 +23,16 @@ use crate::http::fail;
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/stats",
+            Access::TopicRead,
             get(topic_stats),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitioned-stats",
+            Access::TopicRead,
             get(partitioned_stats),
         )
 }

@@ -4,6 +4,7 @@
 //! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
 //! `all_subscription`), `expireMessages` to a message id.
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
@@ -22,42 +23,51 @@ use crate::http::{broker_fail, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions",
+            Access::TopicRead,
             get(list_subscriptions),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}",
+            Access::Tenant,
             axum::routing::put(create_subscription).delete(delete_subscription),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/skip_all",
+            Access::Tenant,
             post(skip_all),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/skip/{n}",
+            Access::Tenant,
             post(skip),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/resetcursor/{ts}",
+            Access::Tenant,
             post(reset_cursor),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/resetcursor",
+            Access::Tenant,
             post(reset_cursor_to_id),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages/{secs}",
+            Access::Tenant,
             post(expire_messages),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages",
+            Access::Tenant,
             post(expire_messages_to_id),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{secs}",
+            Access::Tenant,
             post(expire_messages_all),
         )
 }

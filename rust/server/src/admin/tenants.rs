@@ -1,13 +1,13 @@
 //! Tenants (`/admin/v2/tenants`): list, get, create (PUT), update (POST), delete, with
 //! Pulsar's status codes (`TenantsBase`).
 
-use std::sync::Arc;
+use super::access::{Access, Routes};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 
 use super::Ctx;
 use crate::http::{blocking, fail};
@@ -15,11 +15,14 @@ use crate::resources::{valid_name, TenantInfo};
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new().route("/admin/v2/tenants", get(list)).route(
-        "/admin/v2/tenants/{tenant}",
-        get(get_one).put(create).post(update).delete(delete),
-    )
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route("/admin/v2/tenants", Access::Superuser, get(list))
+        .route(
+            "/admin/v2/tenants/{tenant}",
+            Access::Superuser,
+            get(get_one).put(create).post(update).delete(delete),
+        )
 }
 
 async fn list(State(ctx): Ctx) -> Response {

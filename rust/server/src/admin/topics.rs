@@ -2,6 +2,7 @@
 //! its update (`stats` and `partitioned-stats` live in [`super::stats`], `internalStats` and
 //! `partitioned-internalStats` in [`super::internal_stats`]).
 
+use super::access::{Access, Routes};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::service::topic_quota::EAGER_PARTITIONS;
 use pulsar_rs_broker::BrokerError;
 use serde_json::{json, Value};
@@ -20,15 +21,21 @@ use crate::http::{broker_fail, fail, no_content};
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
-        .route("/admin/v2/persistent/{tenant}/{ns}", get(list_topics))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}",
+            Access::Tenant,
+            get(list_topics),
+        )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/partitioned",
+            Access::Tenant,
             get(list_partitioned),
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}/partitions",
+            Access::TopicRead,
             get(get_partitions)
                 .put(create_partitions)
                 .post(update_partitions)
@@ -36,6 +43,7 @@ pub(super) fn routes() -> Router<Arc<ServerContext>> {
         )
         .route(
             "/admin/v2/persistent/{tenant}/{ns}/{topic}",
+            Access::Tenant,
             axum::routing::put(create_topic).delete(delete_topic),
         )
 }

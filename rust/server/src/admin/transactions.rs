@@ -2,14 +2,14 @@
 //! one transaction's metadata, a topic's transaction buffer stats and a subscription's pending
 //! ack stats. Every path answers 503 when `transactionCoordinatorEnabled` is off, as Pulsar's.
 
+use super::access::{Access, Routes};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use pulsar_rs_broker::transaction::coordinator::TransactionCoordinator;
 use pulsar_rs_broker::transaction::TxnId;
 use serde_json::{json, Value};
@@ -20,22 +20,26 @@ use crate::http::{blocking, fail};
 use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new()
+pub(super) fn routes() -> Routes {
+    Routes::new()
         .route(
             "/admin/v3/transactions/coordinatorStats",
+            Access::Superuser,
             get(coordinator_stats),
         )
         .route(
             "/admin/v3/transactions/transactionMetadata/{most}/{least}",
+            Access::Superuser,
             get(transaction_metadata),
         )
         .route(
             "/admin/v3/transactions/transactionBufferStats/{tenant}/{ns}/{topic}",
+            Access::Superuser,
             get(buffer_stats),
         )
         .route(
             "/admin/v3/transactions/pendingAckStats/{tenant}/{ns}/{topic}/{sub}",
+            Access::Superuser,
             get(pending_ack_stats),
         )
 }

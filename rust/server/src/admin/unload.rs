@@ -4,24 +4,23 @@
 //! afresh; the memory they held is released. Nothing stored changes. (A namespace's unload is
 //! with the bundles', in [`super::cluster`].)
 
+use super::access::{Access, Routes};
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::Response;
 use axum::routing::put;
-use axum::Router;
 use pulsar_rs_broker::TopicName;
 
 use super::closing::closing_producers;
 use super::topic_path::ExistingTopic;
 use super::Ctx;
-use crate::ServerContext;
 
 /// The routes of this module.
-pub(super) fn routes() -> Router<Arc<ServerContext>> {
-    Router::new().route(
+pub(super) fn routes() -> Routes {
+    Routes::new().route(
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload",
+        Access::Tenant,
         put(unload_topic),
     )
 }
