@@ -29,6 +29,7 @@ from ._native import (
     ServerError,
     __version__,
     enable_logging,
+    key_hash,
     murmur3_32,
     read_config,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "ServerError",
     "__version__",
     "enable_logging",
+    "key_hash",
     "murmur3_32",
     "read_config",
 ]
