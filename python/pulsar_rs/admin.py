@@ -28,7 +28,7 @@ from ._admin_limits import NamespaceLimits, TopicLimits
 from ._admin_messages import messages_of
 from ._admin_policies import PolicySetters, TopicPolicySetters
 from ._admin_transactions import Transactions
-from ._native import PulsarRsError
+from ._native import PulsarRsError, parse_topic_name
 
 __all__ = ["Admin", "AdminError"]
 
@@ -46,15 +46,9 @@ class AdminError(PulsarRsError):
 
 
 def _topic_path(topic: str) -> str:
-    """``persistent://t/ns/x`` (or ``t/ns/x``, or ``x`` in public/default) → ``persistent/t/ns/x``."""
-    domain, sep, rest = topic.partition("://")
-    if not sep:
-        domain, rest = "persistent", topic
-    parts = rest.split("/")
-    if len(parts) == 1:
-        parts = ["public", "default", *parts]
-    if len(parts) != 3 or not all(parts):
-        raise ValueError(f"invalid topic name {topic!r}")
+    """``persistent://t/ns/x`` (or ``t/ns/x``, or ``x`` in public/default) → ``persistent/t/ns/x``,
+    by the broker's own parser (``InvalidNameError``, a ``ValueError``, for a name it refuses)."""
+    domain, *parts = parse_topic_name(topic)
     return "/".join([domain, *(urllib.parse.quote(p, safe="") for p in parts)])
 
 
