@@ -1,5 +1,5 @@
-"""Helpers for the dispatch suites: Pulsar's routing rules over the broker's own Murmur3
-(``pulsar_rs.murmur3_32``, the one implementation), so the tests can predict which consumer owns
+"""Helpers for the dispatch suites: Pulsar's routing rules over the broker's own key hash
+(``pulsar_rs.key_hash``, the one implementation), so the tests can predict which consumer owns
 a key or a failover topic."""
 
 from __future__ import annotations
@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from pulsar_rs import murmur3_32
+from pulsar_rs import key_hash, murmur3_32
 
-
-def key_hash(data: bytes) -> int:
-    return murmur3_32(data) & 0x7FFFFFFF
+__all__ = ["failover_active", "key_hash", "key_slot", "murmur3_32", "sub_stats", "topic_stats"]
 
 
 def key_slot(key: str) -> int:

@@ -33,6 +33,7 @@ from ._native import (
     ServerError,
     __version__,
     enable_logging,
+    key_hash,
     murmur3_32,
     read_config,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "ServerError",
     "__version__",
     "enable_logging",
+    "key_hash",
     "murmur3_32",
     "read_config",
 ]

@@ -359,6 +359,32 @@ def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str
 def murmur3_32(data: bytes, seed: int = 0) -> int:
     """Murmur3_x86_32 of ``data`` (unsigned), as Pulsar hashes keys for Key_Shared and Failover."""
 
+def key_hash(key: bytes) -> int:
+    """Pulsar's Key_Shared key hash, ``murmur3_32(key) & 0x7fffffff``: the broker's own, as its
+    Key_Shared dispatcher routes by it."""
+
+class _BatchMember(TypedDict):
+    properties: dict[str, str]
+    key: str | None
+    event_time: int
+    sequence_id: int | None
+    data: bytes
+
+def split_batch(payload: bytes, count: int) -> list[_BatchMember]:
+    """The first ``count`` messages of an uncompressed batch payload
+    (``[u32 size][SingleMessageMetadata][payload]`` each), decoded by the broker's own code;
+    ``event_time`` is 0 when not set. A malformed batch raises ``ValueError``."""
+
+def parse_topic_name(name: str) -> tuple[str, str, str, str]:
+    """``(domain, tenant, namespace, local)`` of a topic name as the broker parses it (``x`` is
+    ``persistent://public/default/x``, ``t/ns/x`` is persistent). Raises ``InvalidNameError``."""
+
+META_DIR: Final[str]
+"""The metadata store's folder in a data directory."""
+METADATA_PREFIXES: Final[dict[str, str]]
+"""The metadata store's key prefixes by name (``managed_ledgers``, ``cursors``, ``clusters``...):
+each is a folder under :data:`META_DIR`."""
+
 def enable_logging(level: str = "info", format: str = "text") -> None:
     """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
     as text or as one JSON object per line (``format="json"``)."""

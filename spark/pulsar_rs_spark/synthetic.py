@@ -14,14 +14,14 @@ import pathlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pulsar_rs import murmur3_32
+import pulsar_rs
 
 from .schema import SCHEMA_VERSION, TABLES, arrow_schema
 
 
 def key_hash(key: str) -> int:
-    """The ``key_hash`` column: ``Murmur3_x86_32(key, 0) & 0x7fffffff``."""
-    return murmur3_32(key.encode()) & 0x7FFFFFFF
+    """The ``key_hash`` column: the broker's Key_Shared hash (``pulsar_rs.key_hash``)."""
+    return pulsar_rs.key_hash(key.encode())
 
 
 def _as_table(name: str, rows: Any):  # -> pyarrow.Table

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import admin
 from pulsar_rs import Broker
+from pulsar_rs._native import META_DIR, METADATA_PREFIXES
 
 
 def test_first_start_creates_what_standalone_creates(pulsar_broker):
@@ -133,8 +134,8 @@ def test_data_dir_of_the_previous_layout_keeps_working(tmp_path, client_factory)
     finally:
         b.stop()
     # The previous version wrote no cluster, tenant or namespace records.
-    for sub in ("clusters", "tenants", "policies"):
-        shutil.rmtree(data / "meta" / sub)
+    for record in ("clusters", "tenants", "namespace_policies"):
+        shutil.rmtree(data / META_DIR / METADATA_PREFIXES[record])
     b = Broker(data_dir=str(data))
     try:
         url = b.admin_url

@@ -16,6 +16,7 @@ import pytest
 
 import pulsar_rs
 from conftest import admin, new_client, receive_all
+from pulsar_rs._native import META_DIR, METADATA_PREFIXES
 from pulsar_rs.export import snapshot_tables
 
 pytestmark = pytest.mark.timeout(120)
@@ -47,7 +48,8 @@ def _tree_digest(root: Path) -> dict[str, str]:
 def test_corrupt_metadata_quarantines_one_topic_and_the_broker_serves_the_rest(tmp_path):
     data = tmp_path / "data"
     _fill(data)
-    [record] = [p for p in (data / "meta" / "managed-ledgers").iterdir() if "quarantine-bad" in p.name]
+    records = data / META_DIR / METADATA_PREFIXES["managed_ledgers"]
+    [record] = [p for p in records.iterdir() if "quarantine-bad" in p.name]
     raw = bytearray(record.read_bytes())
     raw[2:6] = b"\xff\xfe\xfd\xfc"
     record.write_bytes(bytes(raw))

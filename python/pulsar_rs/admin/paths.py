@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import urllib.parse
 
+from .._native import parse_topic_name
+
 __all__ = ["ns_path", "persistent_path", "segment", "topic_path"]
 
 
@@ -15,15 +17,9 @@ def segment(name: str) -> str:
 
 
 def topic_path(topic: str) -> str:
-    """``persistent://t/ns/x`` (or ``t/ns/x``, or ``x`` in public/default) → ``persistent/t/ns/x``."""
-    domain, sep, rest = topic.partition("://")
-    if not sep:
-        domain, rest = "persistent", topic
-    parts = rest.split("/")
-    if len(parts) == 1:
-        parts = ["public", "default", *parts]
-    if len(parts) != 3 or not all(parts):
-        raise ValueError(f"invalid topic name {topic!r}")
+    """``persistent://t/ns/x`` (or ``t/ns/x``, or ``x`` in public/default) → ``persistent/t/ns/x``,
+    by the broker's own parser (``InvalidNameError``, a ``ValueError``, for a name it refuses)."""
+    domain, *parts = parse_topic_name(topic)
     return "/".join([domain, *(segment(p) for p in parts)])
 
 

@@ -28,16 +28,16 @@ pub enum SubType {
 }
 
 impl SubType {
-    /// From the wire value.
+    /// From the wire value (numbered by proto's `CommandSubscribe.SubType`).
     #[must_use]
     pub fn from_wire(v: i32) -> Option<Self> {
-        match v {
-            0 => Some(SubType::Exclusive),
-            1 => Some(SubType::Shared),
-            2 => Some(SubType::Failover),
-            3 => Some(SubType::KeyShared),
-            _ => None,
-        }
+        use pulsar_rs_proto::pb::command_subscribe::SubType as Wire;
+        Some(match Wire::try_from(v).ok()? {
+            Wire::Exclusive => SubType::Exclusive,
+            Wire::Shared => SubType::Shared,
+            Wire::Failover => SubType::Failover,
+            Wire::KeyShared => SubType::KeyShared,
+        })
     }
 
     /// Pulsar's display name.

@@ -2,12 +2,14 @@
 //! `<prefix>/<escaped name>`; build keys with the functions here and list a prefix with
 //! [`MetaStore::list`](pulsar_rs_ledger::MetaStore::list), naming each record with [`name_of`].
 //!
-//! The ledger crate owns its own prefixes (managed ledgers and cursors); they are re-exported
-//! here so this module is the one list of what the store holds.
+//! The ledger crate owns its own keys (managed ledgers, cursors, the ledger id counter, all in
+//! its `metastore` module); they are re-exported here so this module is the one list of what the
+//! store holds. [`ALL_PREFIXES`] names every prefix, for Python (`pulsar_rs._native.METADATA_PREFIXES`).
 
 use pulsar_rs_ledger::metastore::child_key;
 pub use pulsar_rs_ledger::metastore::{
-    key_name as name_of, CURSORS_PREFIX, MANAGED_LEDGERS_PREFIX,
+    cursor_key, cursor_prefix, key_name as name_of, managed_ledger_key, CURSORS_PREFIX,
+    LEDGER_ID_COUNTER_KEY, MANAGED_LEDGERS_PREFIX, META_DIR, SEAM_RECORDS_PREFIX,
 };
 
 /// Partition count of a partitioned topic: `partitioned-topics/<topic>` → decimal count.
@@ -31,6 +33,24 @@ pub const TENANTS: &str = "tenants";
 /// What the standalone start wrote itself and nobody has changed since:
 /// `standalone/defaults` → JSON `{"clusters": {..}, "tenants": {..}, "namespaces": {..}}`.
 pub const STANDALONE_DEFAULTS: &str = "standalone/defaults";
+
+/// Every key prefix (and the one single key) of the store, by a name: the table Python's
+/// tests read (`pulsar_rs._native.METADATA_PREFIXES`) instead of writing the paths again.
+pub const ALL_PREFIXES: &[(&str, &str)] = &[
+    ("managed_ledgers", MANAGED_LEDGERS_PREFIX),
+    ("cursors", CURSORS_PREFIX),
+    ("seam_records", SEAM_RECORDS_PREFIX),
+    ("ledger_id_counter", LEDGER_ID_COUNTER_KEY),
+    ("partitioned_topics", PARTITIONED_TOPICS),
+    ("schemas", SCHEMAS),
+    ("namespace_policies", NAMESPACE_POLICIES),
+    ("topic_policies", TOPIC_POLICIES),
+    ("namespace_permissions", NAMESPACE_PERMISSIONS),
+    ("topic_permissions", TOPIC_PERMISSIONS),
+    ("clusters", CLUSTERS),
+    ("tenants", TENANTS),
+    ("standalone_defaults", STANDALONE_DEFAULTS),
+];
 
 /// Key of a cluster's data.
 #[must_use]

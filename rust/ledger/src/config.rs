@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::{LedgerError, Result};
 
 /// Settings shared by every managed ledger of one data directory.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StorageConfig {
     /// `journalSyncData`: acknowledge an append only after `fdatasync` (group commit). Default true.
     pub journal_sync_data: bool,
@@ -118,7 +118,7 @@ impl StorageConfig {
 }
 
 /// Settings of one managed ledger.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LedgerConfig {
     /// `managedLedgerMaxEntriesPerLedger`: roll over after this many entries. Default 50000.
     pub max_entries_per_ledger: u64,

@@ -14,17 +14,9 @@ use parking_lot::Mutex;
 
 use crate::cursor_codec::CursorSnapshot;
 use crate::managed_ledger::{Entry, ManagedLedger};
-use crate::metastore::{child_key, CURSORS_PREFIX};
+use crate::metastore::cursor_key;
 use crate::read_ahead::{self, CursorReadAhead, Take};
 use crate::{AckSet, LedgerError, Position, Result};
-
-pub(crate) fn cursor_prefix(ledger: &str) -> String {
-    child_key(CURSORS_PREFIX, ledger)
-}
-
-pub(crate) fn cursor_key(ledger: &str, cursor: &str) -> String {
-    child_key(&cursor_prefix(ledger), cursor)
-}
 
 struct State {
     mark_delete: Position,

@@ -16,12 +16,41 @@ use parking_lot::Mutex;
 use crate::vfs::{ensure_dir, RealFs, Vfs};
 use crate::{LedgerError, Result};
 
-/// Key prefix of the managed-ledger records (`managed-ledgers/<ledger>`), owned by this crate;
-/// the broker's `metadata_keys` module re-exports it beside its own prefixes.
+// The ledger crate's keys, all of them here; the broker's `metadata_keys` module re-exports
+// them beside its own prefixes.
+
+/// The folder of the embedded store in a data directory (`<data>/meta/`).
+pub const META_DIR: &str = "meta";
+
+/// Key prefix of the managed-ledger records (`managed-ledgers/<ledger>`), owned by this crate.
 pub const MANAGED_LEDGERS_PREFIX: &str = "managed-ledgers";
 
 /// Key prefix of the durable cursor records (`cursors/<ledger>/<cursor>`), owned by this crate.
 pub const CURSORS_PREFIX: &str = "cursors";
+
+/// Key prefix of the seam's records (`seam-records/<escaped path>`, `seam::local_store`).
+pub const SEAM_RECORDS_PREFIX: &str = "seam-records";
+
+/// Key of the ledger id counter: the end of the last reserved block of ledger ids (decimal).
+pub const LEDGER_ID_COUNTER_KEY: &str = "ledger-id-counter";
+
+/// Key of a managed ledger's record (its ledger list).
+#[must_use]
+pub fn managed_ledger_key(ledger: &str) -> String {
+    child_key(MANAGED_LEDGERS_PREFIX, ledger)
+}
+
+/// Key prefix of a managed ledger's cursor records.
+#[must_use]
+pub fn cursor_prefix(ledger: &str) -> String {
+    child_key(CURSORS_PREFIX, ledger)
+}
+
+/// Key of one durable cursor's record.
+#[must_use]
+pub fn cursor_key(ledger: &str, cursor: &str) -> String {
+    child_key(&cursor_prefix(ledger), cursor)
+}
 
 /// The key of `name` under `prefix`: `<prefix>/<escaped name>`.
 #[must_use]

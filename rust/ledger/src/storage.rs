@@ -20,13 +20,15 @@ use parking_lot::{Condvar, Mutex};
 use crate::cache::{CacheStats, EntryCache};
 use crate::journal::{Journal, Loc, Recovered};
 use crate::managed_ledger::ManagedLedger;
-use crate::metastore::{key_name, FileMetaStore, MetaStore, MANAGED_LEDGERS_PREFIX};
+use crate::metastore::{
+    key_name, FileMetaStore, MetaStore, LEDGER_ID_COUNTER_KEY as ID_KEY, MANAGED_LEDGERS_PREFIX,
+    META_DIR,
+};
 use crate::vfs::{ensure_dir, DirLock, RealFs, Vfs};
 use crate::{Clock, LedgerConfig, LedgerError, Result, StorageConfig, SystemClock};
 
 /// Ledger ids are reserved in blocks, so creating a ledger rarely writes the counter.
 const ID_BLOCK: i64 = 256;
-const ID_KEY: &str = "ledger-id-counter";
 
 pub(crate) struct Shared {
     /// The shared append log.
@@ -240,7 +242,7 @@ impl Storage {
         };
         let meta: Arc<dyn MetaStore> = Arc::new(FileMetaStore::open_with(
             Arc::clone(&fs),
-            dir.join("meta"),
+            dir.join(META_DIR),
             read_only,
         )?);
         let (journal, mut recovered) = Journal::open_with(

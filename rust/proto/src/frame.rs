@@ -330,6 +330,20 @@ pub fn parse_stored_metadata(entry: &Bytes) -> Result<pb::MessageMetadata, Proto
     parse_metadata_and_payload(entry).map(|(md, _)| md)
 }
 
+/// Where a stored entry's checksum starts covering it: right after `[magic][crc32c]`.
+pub const STORED_CHECKSUM_FROM: usize = 2 + 4;
+
+/// The checksum a stored entry (`[0x0e01][crc32c][metadataSize][metadata][payload]`) carries:
+/// `(from, crc)`, the CRC32C of its bytes from offset `from`. Not verified here: for an entry
+/// whose checksum was verified when it was published (a SEND's, `checksum_valid`), so the
+/// journal can reuse it. `None` when the entry does not start with [`MAGIC_CRC32C`].
+pub fn stored_checksum(stored: &[u8]) -> Option<(usize, u32)> {
+    if peek_u16(stored, 0)? != MAGIC_CRC32C {
+        return None;
+    }
+    Some((STORED_CHECKSUM_FROM, peek_u32(stored, 2)?))
+}
+
 /// Builds a stored entry `[0x0e01][crc32c][metadataSize][metadata][payload]`.
 pub fn build_stored_entry(metadata: &pb::MessageMetadata, payload: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(stored_entry_len(metadata, payload.len()));

@@ -774,3 +774,17 @@ fn base_command_stays_small() {
     // Rarely used commands are boxed (see build.rs) so frames are cheap to move.
     assert!(std::mem::size_of::<pb::BaseCommand>() <= 1024);
 }
+
+#[test]
+fn stored_checksum_reads_the_header_it_writes() {
+    let stored = build_stored_entry(&sample_metadata(), b"payload");
+    let (from, crc) = stored_checksum(&stored).expect("a stored entry carries its checksum");
+    assert_eq!(from, STORED_CHECKSUM_FROM);
+    assert_eq!(crc, crc32c::crc32c(&stored[from..]));
+    // Legacy or foreign bytes: no magic, or too short to hold the checksum.
+    assert_eq!(stored_checksum(&stored[..5]), None);
+    assert_eq!(stored_checksum(b""), None);
+    let mut other = stored.to_vec();
+    other[1] ^= 0xff;
+    assert_eq!(stored_checksum(&other), None);
+}

@@ -5,24 +5,20 @@
 //! hierarchy ([`error`]); the broker is added next to them. Every call that can block releases the
 //! GIL through [`error::blocking`].
 
+mod batch;
 mod broker;
 mod clock;
 mod error;
 mod export;
+mod hash;
 mod ledger;
+mod metadata_keys;
+mod naming;
 mod perf;
 mod position;
 mod settings;
 
 use pyo3::prelude::*;
-
-/// Murmur3_x86_32 of `data` with `seed`, as Pulsar hashes keys (Key_Shared slots, failover
-/// ordering). The only implementation: Python's tests and the Spark synthetic data call this one.
-#[pyfunction]
-#[pyo3(signature = (data, seed = 0))]
-fn murmur3_32(data: &[u8], seed: u32) -> u32 {
-    pulsar_rs_broker::hash::murmur3_32(data, seed)
-}
 
 /// The extension module.
 #[pymodule]
@@ -39,7 +35,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
     m.add_function(wrap_pyfunction!(broker::read_config, m)?)?;
     m.add_function(wrap_pyfunction!(perf::perf, m)?)?;
-    m.add_function(wrap_pyfunction!(murmur3_32, m)?)?;
+    m.add_function(wrap_pyfunction!(hash::murmur3_32, m)?)?;
+    m.add_function(wrap_pyfunction!(hash::key_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(batch::split_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(naming::parse_topic_name, m)?)?;
+    metadata_keys::register(m)?;
     error::register(m)?;
     Ok(())
 }

@@ -194,3 +194,75 @@ fn signed(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>, unit: f64) -> PyResul
     }
     Ok(scaled.round() as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use pulsar_rs_broker::BrokerConfig;
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+
+    /// Every key, with a value other than its default, as both the Python keywords and the
+    /// broker's settings take it (whole numbers: the broker's MB keys are integers).
+    fn sample(retention: i64) -> Map<String, Value> {
+        let v = json!({
+            "journalSyncData": false,
+            "journalMaxSizeMB": 7,
+            "journalMaxGroupWaitMSec": 3,
+            "journalBufferedWritesThreshold": 4096,
+            "journalAdaptiveGroupWaitMicros": 250,
+            "journalPreAllocSizeMB": 2,
+            "journalDirectWrites": false,
+            "managedLedgerCacheSizeMB": 5,
+            "managedLedgerCacheEvictionWatermark": 0.75,
+            "managedLedgerCacheEvictionTimeThresholdMillis": 300,
+            "managedLedgerCacheEvictionIntervalMs": 20,
+            "managedLedgerMaxEntriesPerLedger": 123,
+            "managedLedgerMaxSizePerLedgerMbytes": 9,
+            "managedLedgerMinLedgerRolloverTimeMinutes": 2,
+            "managedLedgerMaxLedgerRolloverTimeMinutes": 30,
+            "defaultRetentionTimeInMinutes": retention,
+            "defaultRetentionSizeInMB": retention,
+        });
+        let Value::Object(map) = v else {
+            unreachable!("a JSON object")
+        };
+        map
+    }
+
+    /// `ManagedLedger(**kw)` and the broker (`BrokerConfig::storage_config`/`ledger_config`)
+    /// each turn a key's value into the storage config in their own code (Python's keywords
+    /// take fractions of MB and minutes, the broker's settings do not): this ties their units
+    /// and defaults, key by key.
+    #[test]
+    fn keywords_mean_what_the_broker_settings_mean() {
+        Python::initialize();
+        Python::attach(|py| {
+            for retention in [45, -1] {
+                let map = sample(retention);
+                let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                let mut all = KEYS.to_vec();
+                keys.sort_unstable();
+                all.sort_unstable();
+                assert_eq!(keys, all, "the sample covers every key");
+                let kw = PyDict::new(py);
+                for (k, v) in &map {
+                    match v {
+                        Value::Bool(b) => kw.set_item(k, *b).unwrap(),
+                        Value::Number(n) if n.is_i64() => kw.set_item(k, n.as_i64()).unwrap(),
+                        Value::Number(n) => kw.set_item(k, n.as_f64()).unwrap(),
+                        other => unreachable!("{other}"),
+                    }
+                }
+                let (sc, lc) = parse(py, Some(&kw)).unwrap();
+                let broker = BrokerConfig::from_json_map(map).unwrap();
+                assert_eq!(sc, broker.storage_config());
+                assert_eq!(lc, broker.ledger_config());
+            }
+            let (sc, lc) = parse(py, None).unwrap();
+            let broker = BrokerConfig::default();
+            assert_eq!(sc, broker.storage_config());
+            assert_eq!(lc, broker.ledger_config());
+        });
+    }
+}

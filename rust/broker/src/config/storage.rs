@@ -77,3 +77,18 @@ impl BrokerConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The broker's defaults of the storage keys are Pulsar's `broker.conf` values, written in
+    /// its units; the ledger's `Default`s are the same values in the ledger's units (the
+    /// Python `ManagedLedger(**kw)` settings start from those). This ties the two.
+    #[test]
+    fn broker_defaults_are_the_ledger_defaults() {
+        let broker = BrokerConfig::default();
+        assert_eq!(broker.storage_config(), StorageConfig::default());
+        assert_eq!(broker.ledger_config(), LedgerConfig::default());
+    }
+}

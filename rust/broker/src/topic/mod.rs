@@ -41,14 +41,16 @@ pub enum AccessMode {
 }
 
 impl AccessMode {
-    /// From the wire value (absent = Shared).
+    /// From the wire value (numbered by proto's `ProducerAccessMode`; absent or unknown =
+    /// Shared).
     #[must_use]
     pub fn from_wire(v: Option<i32>) -> Self {
-        match v {
-            Some(1) => AccessMode::Exclusive,
-            Some(2) => AccessMode::WaitForExclusive,
-            Some(3) => AccessMode::ExclusiveWithFencing,
-            _ => AccessMode::Shared,
+        use pulsar_rs_proto::pb::ProducerAccessMode as Wire;
+        match v.and_then(|v| Wire::try_from(v).ok()) {
+            Some(Wire::Exclusive) => AccessMode::Exclusive,
+            Some(Wire::WaitForExclusive) => AccessMode::WaitForExclusive,
+            Some(Wire::ExclusiveWithFencing) => AccessMode::ExclusiveWithFencing,
+            Some(Wire::Shared) | None => AccessMode::Shared,
         }
     }
 }

@@ -32,14 +32,9 @@ pub enum Published {
     DuplicateUnknown,
 }
 
-/// The CRC32C a stored entry `[0x0e01][crc32c][metadataSize][metadata][payload]` carries of its
-/// bytes from offset 6.
+/// The CRC32C a stored entry carries (its header is proto's to read), for the journal to reuse.
 fn verified_checksum(stored: &Bytes) -> Option<KnownCrc> {
-    let head = stored.get(..6)?;
-    (u16::from_be_bytes([head[0], head[1]]) == pulsar_rs_proto::MAGIC_CRC32C).then(|| KnownCrc {
-        from: 6,
-        crc: u32::from_be_bytes([head[2], head[3], head[4], head[5]]),
-    })
+    pulsar_rs_proto::stored_checksum(stored).map(|(from, crc)| KnownCrc { from, crc })
 }
 
 impl Topic {

@@ -45,7 +45,7 @@ impl fmt::Display for TxnId {
     }
 }
 
-/// How a transaction ends (`TxnAction` on the wire: COMMIT = 0, ABORT = 1).
+/// How a transaction ends (proto's `TxnAction` on the wire).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxnAction {
     /// Make its messages visible and its acks effective.
@@ -55,13 +55,13 @@ pub enum TxnAction {
 }
 
 impl TxnAction {
-    /// From the wire value; anything but 1 commits, as absent means COMMIT (0).
+    /// From the wire value; anything but ABORT commits, as absent means COMMIT.
     #[must_use]
     pub fn from_wire(v: Option<i32>) -> Self {
-        if v == Some(1) {
-            TxnAction::Abort
-        } else {
-            TxnAction::Commit
+        use pulsar_rs_proto::pb::TxnAction as Wire;
+        match v.and_then(|v| Wire::try_from(v).ok()) {
+            Some(Wire::Abort) => TxnAction::Abort,
+            Some(Wire::Commit) | None => TxnAction::Commit,
         }
     }
 

@@ -205,7 +205,7 @@ pub struct ManagedLedger {
 }
 
 fn info_key(name: &str) -> String {
-    crate::metastore::child_key(crate::metastore::MANAGED_LEDGERS_PREFIX, name)
+    crate::metastore::managed_ledger_key(name)
 }
 
 impl ManagedLedger {
@@ -481,7 +481,7 @@ impl ManagedLedger {
         if let Some(b) = &self.shared.backing {
             return on_seam::cursor_names(b, &self.name);
         }
-        let prefix = crate::cursor::cursor_prefix(&self.name);
+        let prefix = crate::metastore::cursor_prefix(&self.name);
         Ok(self
             .shared
             .meta
@@ -511,7 +511,7 @@ impl ManagedLedger {
             None => self
                 .shared
                 .meta
-                .delete(&crate::cursor::cursor_key(&self.name, name))?,
+                .delete(&crate::metastore::cursor_key(&self.name, name))?,
         }
         self.trim_consumed_ledgers()
     }
@@ -686,7 +686,7 @@ impl ManagedLedger {
         for name in self.persisted_cursor_names()? {
             self.shared
                 .meta
-                .delete(&crate::cursor::cursor_key(&self.name, &name))?;
+                .delete(&crate::metastore::cursor_key(&self.name, &name))?;
         }
         let _ = self.close();
         let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();

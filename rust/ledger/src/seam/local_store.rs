@@ -13,11 +13,9 @@ use prost::Message;
 
 use super::formats::ManagedLedgerInfo;
 use super::{BoxFut, Version, Versioned, VersionedStore};
+pub use crate::metastore::SEAM_RECORDS_PREFIX;
 use crate::metastore::{child_key, key_name, MetaStore};
 use crate::{LedgerError, Result};
-
-/// Key prefix of the seam's records in the metadata store (`seam-records/<escaped path>`).
-pub const SEAM_RECORDS_PREFIX: &str = "seam-records";
 
 /// Seam records in a [`MetaStore`].
 pub struct LocalVersionedStore {
