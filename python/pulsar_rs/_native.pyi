@@ -8,6 +8,8 @@ from typing import ClassVar, Final, Literal, Self, TypeAlias, TypedDict, final
 
 __version__: Final[str]
 __all__ = [
+    "METADATA_PREFIXES",
+    "META_DIR",
     "ArrowStream",
     "Broker",
     "BrokerError",
@@ -32,9 +34,12 @@ __all__ = [
     "enable_logging",
     "export_data_dir",
     "export_metadata_store",
+    "key_hash",
     "murmur3_32",
+    "parse_topic_name",
     "perf",
     "read_config",
+    "split_batch",
 ]
 
 # Names starting with "_" exist for type checkers only.
