@@ -48,6 +48,8 @@ def routes_in_sources() -> set[tuple[str, str]]:
                 depth += {"(": 1, ")": -1}.get(src[j], 0)
                 j += 1
             call = src[m.end() : j - 1]
+            if re.fullmatch(r"\s*\w+\s*,\s*\w+\s*", call):
+                continue  # the route builder's own plumbing (`self.router.route(path, methods)`)
             path = re.search(r'"([^"]+)"', call)
             assert path, call
             p = path.group(1)

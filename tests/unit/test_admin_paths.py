@@ -40,7 +40,9 @@ def test_segment_quotes_everything_but_unreserved():
 
 
 def test_topic_and_namespace_paths_quote_each_part():
-    assert topic_path(f"persistent://t n/ns%/{ODD_LOCAL}") == f"persistent/t%20n/ns%25/{LOCAL_QUOTED}"
+    assert topic_path(f"persistent://t/ns/{ODD_LOCAL}") == f"persistent/t/ns/{LOCAL_QUOTED}"
+    with pytest.raises(ValueError):  # Pulsar's tenant and namespace names: [A-Za-z0-9-_.=:]
+        topic_path(f"persistent://t n/ns%/{ODD_LOCAL}")
     assert topic_path("x y") == "persistent/public/default/x%20y"
     assert ns_path("my tenant/n%s") == "my%20tenant/n%25s"
     with pytest.raises(ValueError):
