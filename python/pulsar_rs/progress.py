@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from typing import IO
 
+from .units import SECONDS_PER_UNIT
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(text: str) -> float:
@@ -23,7 +24,7 @@ def parse_duration(text: str) -> float:
     m = _DURATION.match(text)
     if not m:
         raise ValueError(f"not a duration: {text!r} (examples: 60s, 5m, 1h, 500ms)")
-    seconds = float(m.group(1)) * _UNIT_S[m.group(2) or "s"]
+    seconds = float(m.group(1)) * SECONDS_PER_UNIT[m.group(2) or "s"]
     if seconds <= 0:
         raise ValueError(f"duration must be positive: {text!r}")
     return seconds

@@ -9,6 +9,7 @@ import builtins
 import json
 from typing import Any
 
+from .. import units
 from .errors import AdminError
 from .groups import Group
 from .limits import TopicLimits
@@ -33,18 +34,7 @@ __all__ = ["Topics", "message_id_body"]
 def message_id_body(message_id: str | tuple[int, int], excluded: bool = False) -> dict[str, Any]:
     """A message id as Pulsar's ``ResetCursorData`` JSON (``earliest`` is -1:-1, ``latest``
     Long.MAX_VALUE twice, as ``MessageId.earliest`` / ``MessageId.latest``)."""
-    if message_id == "earliest":
-        ledger, entry = -1, -1
-    elif message_id == "latest":
-        ledger, entry = 2**63 - 1, 2**63 - 1
-    elif isinstance(message_id, str):
-        parts = message_id.split(":")
-        try:
-            ledger, entry = int(parts[0]), int(parts[1])
-        except (ValueError, IndexError):
-            raise ValueError(f"a message id is earliest, latest or LEDGER:ENTRY, got {message_id!r}") from None
-    else:
-        ledger, entry = message_id
+    ledger, entry = units.message_id(message_id) if isinstance(message_id, str) else message_id
     return {"ledgerId": ledger, "entryId": entry, "partitionIndex": -1, "isExcluded": excluded}
 
 

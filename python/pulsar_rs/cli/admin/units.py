@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+from ... import units
+
+#: pulsar-admin's relative-time suffixes (whole seconds: not ``ms``).
+_SECONDS = {u: int(s) for u, s in units.SECONDS_PER_UNIT.items() if s >= 1}
 _BYTES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -36,10 +39,11 @@ def message_id(text: str) -> str:
     """``earliest``, ``latest`` or ``LEDGER:ENTRY``."""
     if text in ("earliest", "latest"):
         return text
-    parts = text.split(":")
-    if len(parts) < 2 or not all(p.lstrip("-").isdigit() for p in parts[:2]):
-        raise argparse.ArgumentTypeError(f"invalid message id {text!r} (LEDGER:ENTRY, earliest or latest)")
-    return f"{parts[0]}:{parts[1]}"
+    try:
+        ledger, entry = units.message_id(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid message id {text!r} (LEDGER:ENTRY, earliest or latest)") from None
+    return f"{ledger}:{entry}"
 
 
 def csv(text: str | None) -> list[str]:
