@@ -74,7 +74,7 @@ def test_cli_tree(pulsar_broker, capsys):
 
 def test_cli_script_with_token(pulsar_broker_factory):
     jwt = pytest.importorskip("jwt")
-    from test_security import SECRET, SECRET_URL, TOKEN_PROVIDER
+    from token_util import SECRET, SECRET_URL, TOKEN_PROVIDER
 
     b = pulsar_broker_factory(
         authenticationEnabled=True,

@@ -140,7 +140,7 @@ def test_schemathesis_finds_no_server_error_hang_or_growth(pulsar_broker_factory
     else:
         # The security suite's token helpers (tests/security).
         sys.path.insert(0, str(ROOT / "tests" / "security"))
-        from test_security import ADMIN, token_authz_settings
+        from token_util import ADMIN, token_authz_settings
 
         broker = pulsar_broker_factory(**token_authz_settings("anonymous"), transactionCoordinatorEnabled=True)
         token = ADMIN

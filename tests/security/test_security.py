@@ -14,7 +14,6 @@ import base64
 import contextlib
 import datetime
 import ipaddress
-import json
 import ssl
 import time
 import urllib.error
@@ -26,8 +25,23 @@ import pulsar
 import pytest
 
 import pulsar_rs
-from conftest import OP_TIMEOUT_S, receive_all
+from conftest import OP_TIMEOUT_S
 from raw_protocol import CONNECT, CONNECTED, LOOKUP, LOOKUP_RESPONSE, Raw, base, fb, fv, simple_frame
+from token_util import (
+    ADMIN,
+    AUTHN_ERROR,
+    AUTHZ_ERROR,
+    ERROR,
+    GET_TOPICS_OF_NAMESPACE,
+    LOOKUP_FAILED,
+    SECRET,
+    SECRET_URL,
+    TOKEN_PROVIDER,
+    client_for,
+    hs_token,
+    http,
+    round_trip,
+)
 
 jwt = pytest.importorskip("jwt")
 x509 = pytest.importorskip("cryptography.x509")
@@ -36,41 +50,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: E402
 from cryptography.x509.oid import NameOID  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
-
-SECRET = b"pulsar-rs-test-secret-0123456789abcdef"
-SECRET_URL = "data:;base64," + base64.b64encode(SECRET).decode()
-TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
-AUTHN_ERROR, AUTHZ_ERROR = 3, 4
-ERROR, GET_TOPICS_OF_NAMESPACE = 14, 32
-LOOKUP_FAILED = 2
-
-
-def token_authz_settings(anonymous_role: str) -> dict:
-    """Broker settings for token authentication with authorization on: superuser ``admin``
-    (``ADMIN``'s role), unauthenticated connections get ``anonymous_role``."""
-    return {
-        "authenticationEnabled": True,
-        "authenticationProviders": TOKEN_PROVIDER,
-        "tokenSecretKey": SECRET_URL,
-        "authorizationEnabled": True,
-        "superUserRoles": "admin",
-        "anonymousUserRole": anonymous_role,
-    }
-
-
-def hs_token(sub: str, **claims) -> str:
-    return jwt.encode({"sub": sub, **claims}, SECRET, algorithm="HS256")
-
-
-def client_for(url: str, token: str | None = None, **kw) -> pulsar.Client:
-    auth = pulsar.AuthenticationToken(token) if token is not None else None
-    return pulsar.Client(
-        url,
-        authentication=auth,
-        operation_timeout_seconds=OP_TIMEOUT_S,
-        logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error),
-        **kw,
-    )
 
 
 @pytest.fixture
@@ -86,32 +65,6 @@ def clients() -> Callable[..., pulsar.Client]:
     for c in made:
         with contextlib.suppress(Exception):
             c.close()
-
-
-def http(method: str, url: str, token: str | None = None, body=None, context=None) -> tuple[int, object]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10, context=context) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw.strip().startswith((b"{", b"[")) else raw
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def round_trip(client: pulsar.Client, topic: str, n: int = 5) -> None:
-    consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
-    producer = client.create_producer(topic)
-    for i in range(n):
-        producer.send(f"m{i}".encode())
-    got = receive_all(consumer, n)
-    assert [m.data() for m in got] == [f"m{i}".encode() for i in range(n)]
-    producer.close()
-    consumer.close()
 
 
 # --- authentication ----------------------------------------------------------------------------
@@ -288,7 +241,6 @@ def test_bad_security_settings_name_the_key(tmp_path):
 
 # --- authorization -----------------------------------------------------------------------------
 
-ADMIN = hs_token("admin")
 ALICE = hs_token("alice")
 BOB = hs_token("bob")
 

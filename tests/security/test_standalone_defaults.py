@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_security import ADMIN, client_for, http, round_trip, token_authz_settings
+from token_util import ADMIN, client_for, http, round_trip, token_authz_settings
 
 pytestmark = pytest.mark.timeout(120)
 
