@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import builtins
 import urllib.parse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .paths import segment, topic_path
+from .requester import Requester
 from .types import (
     BrokerInfo,
     ClusterData,
@@ -18,16 +19,13 @@ from .types import (
     TenantInfo,
 )
 
-if TYPE_CHECKING:
-    from .client import Admin
-
 __all__ = ["Brokers", "Clusters", "Group", "Schemas", "Tenants"]
 
 
 class Group:
     """A group of calls on one :class:`~pulsar_rs.admin.client.Admin` (``admin.topics``, ...)."""
 
-    def __init__(self, admin: Admin) -> None:
+    def __init__(self, admin: Requester) -> None:
         self._a = admin
 
 
@@ -87,7 +85,7 @@ class Tenants(Group):
     def _info(
         self, admin_roles: builtins.list[str] | tuple[str, ...], allowed_clusters: builtins.list[str] | None
     ) -> TenantInfo:
-        clusters = allowed_clusters if allowed_clusters is not None else self._a.clusters.list()
+        clusters = allowed_clusters if allowed_clusters is not None else self._a.request("GET", "/admin/v2/clusters")
         return {"adminRoles": list(admin_roles), "allowedClusters": list(clusters)}
 
     def create(

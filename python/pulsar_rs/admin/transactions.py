@@ -7,24 +7,17 @@ transaction buffer stats and a subscription's pending-ack stats. A broker withou
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from .paths import persistent_path, segment
+from .requester import Requester
 from .types import CoordinatorStats, TransactionBufferStats, TransactionMetadata, TransactionPendingAckStats
 
 __all__ = ["CoordinatorStats", "Transactions"]
 
 
-class _Requester(Protocol):
-    """What this group needs of :class:`pulsar_rs.Admin` (named so, not imported: no circle)."""
-
-    def request(self, method: str, path: str, body: Any = None, raw: bytes | None = None) -> Any: ...
-
-
 class Transactions:
     """``admin.transactions``."""
 
-    def __init__(self, admin: _Requester) -> None:
+    def __init__(self, admin: Requester) -> None:
         self._a = admin
 
     def coordinator_stats(self) -> dict[int, CoordinatorStats]:
