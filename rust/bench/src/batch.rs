@@ -4,9 +4,7 @@
 //! so a consumer, possibly in another process on the same machine, can compute end-to-end latency.
 //! A batch payload is Pulsar's `repeated [u32 smmSize][SingleMessageMetadata][message bytes]`.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use prost::Message;
 use pulsar_rs_proto::pb;
 
@@ -16,9 +14,7 @@ pub const MIN_MESSAGE_SIZE: usize = 8;
 /// Wall-clock nanoseconds since the Unix epoch.
 #[must_use]
 pub fn now_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    pulsar_rs_clock::system_now_nanos()
 }
 
 /// Writes one message of `size` bytes (timestamp + filler) to `out`.
@@ -65,28 +61,12 @@ pub fn for_each_message(payload: &Bytes, batch_size: Option<i32>, mut f: impl Fn
         f(ts_of(payload));
         return 1;
     };
-    let mut buf = payload.clone();
-    let mut count = 0;
-    for _ in 0..n.max(0) {
-        if buf.remaining() < 4 {
-            break;
-        }
-        let len = buf.get_u32() as usize;
-        if buf.remaining() < len {
-            break;
-        }
-        let Ok(smm) = pb::SingleMessageMetadata::decode(buf.split_to(len)) else {
-            break;
-        };
-        let size = usize::try_from(smm.payload_size).unwrap_or(0);
-        if buf.remaining() < size {
-            break;
-        }
-        let msg = buf.split_to(size);
-        f(ts_of(&msg));
-        count += 1;
+    // Proto's batch decoder; a batch that does not decode counts no message.
+    let members = pulsar_rs_proto::split_batch(payload.clone(), n).unwrap_or_default();
+    for m in &members {
+        f(ts_of(&m.body));
     }
-    count
+    members.len() as u64
 }
 
 #[cfg(test)]

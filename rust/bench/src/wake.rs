@@ -18,7 +18,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -67,7 +67,7 @@ fn allowed_cpus() -> Vec<usize> {
 #[must_use]
 pub fn timed_sleep(us: u64, n: u32) -> Value {
     let pause = Duration::from_micros(us);
-    let (cpu0, t0) = (process_cpu(), Instant::now());
+    let (cpu0, t0) = (process_cpu(), pulsar_rs_clock::monotonic());
     for _ in 0..n {
         std::thread::sleep(pause);
     }
@@ -119,7 +119,7 @@ pub fn ping_pong(cpus: [usize; 2], n: u32) -> Option<Value> {
         return None;
     }
     let waiter = other.thread().clone();
-    let (cpu0, t0) = (process_cpu(), Instant::now());
+    let (cpu0, t0) = (process_cpu(), pulsar_rs_clock::monotonic());
     for i in 0..rounds {
         turn.store(2 * i + 1, Ordering::Release);
         waiter.unpark();

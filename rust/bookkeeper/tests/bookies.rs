@@ -502,7 +502,7 @@ fn pipelined_append_throughput() {
         let body = vec![7u8; 1024];
         for (window, n) in [(1usize, 2_000usize), (1000, 20_000)] {
             let w = bk.create_ledger(&config(2, 2, 2, b"")).await.unwrap();
-            let start = std::time::Instant::now();
+            let start = pulsar_rs_clock::monotonic();
             let mut inflight = std::collections::VecDeque::new();
             for _ in 0..n {
                 inflight.push_back(tokio::spawn(w.append(&body)));

@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pulsar_rs_broker::permits::PermitCounter;
@@ -33,7 +33,7 @@ fn contended<T: Send + Sync + 'static>(
         })
         .collect();
     barrier.wait();
-    let t = Instant::now();
+    let t = pulsar_rs_clock::monotonic();
     for h in handles {
         h.join().expect("bench thread");
     }

@@ -15,7 +15,7 @@
 //! Run: `cargo bench -p pulsar-rs-broker --bench dispatch`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use parking_lot::Mutex;
@@ -120,7 +120,7 @@ fn rig(ml: &Arc<ManagedLedger>, sub_type: SubType, consumers: usize) -> Rig {
 
 /// Dispatches (and acknowledges) at least `n` messages; returns the time taken.
 fn run(r: &Rig, n: u64) -> Duration {
-    let start = Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let mut done = 0u64;
     let mut batch: Vec<(u64, Position)> = Vec::new();
     while done < n {

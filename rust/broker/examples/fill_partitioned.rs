@@ -5,8 +5,6 @@
 //!
 //! `cargo run --release -p pulsar-rs-broker --example fill_partitioned -- DIR PARTITIONS`
 
-use std::time::Instant;
-
 use pulsar_rs_broker::{BrokerConfig, BrokerService, TopicName};
 
 fn main() {
@@ -15,7 +13,7 @@ fn main() {
     else {
         panic!("usage: fill_partitioned DIR PARTITIONS");
     };
-    let t0 = Instant::now();
+    let t0 = pulsar_rs_clock::monotonic();
     // A subscription starts its dispatcher task on the runtime it is created in.
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let svc = BrokerService::open(

@@ -10,7 +10,6 @@
 //! restart scans what was written since the housekeeper's last checkpoint.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use pulsar_rs_ledger::{LedgerConfig, ManagedLedger, Storage, StorageConfig};
 use pulsar_rs_proto::{build_stored_entry, MessageMetadata};
@@ -30,7 +29,7 @@ fn main() {
     let entries = arg(&args, 3, "ENTRIES");
     let size = usize::try_from(arg(&args, 4, "SIZE")).expect("SIZE");
     let crash = args.iter().any(|a| a == "--crash");
-    let t0 = Instant::now();
+    let t0 = pulsar_rs_clock::monotonic();
     let storage = Storage::open(
         dir,
         StorageConfig {

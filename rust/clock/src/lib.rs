@@ -158,6 +158,22 @@ pub fn coarse_monotonic_ns() -> u64 {
     now - *ORIGIN.get_or_init(|| now)
 }
 
+/// The wall clock as a [`SystemTime`], for what the operating system stamps with it (a file's
+/// modification time) and for a load generator's end-to-end latency (sender and receiver read
+/// the same machine's clock). Never the broker's time: that is a [`Clock`].
+#[must_use]
+pub fn system_now() -> SystemTime {
+    SystemTime::now()
+}
+
+/// The wall clock in nanoseconds since the Unix epoch (see [`system_now`]).
+#[must_use]
+pub fn system_now_nanos() -> u64 {
+    system_now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// A wall-clock reading (a file's modification time, a certificate's validity) as milliseconds
 /// since the Unix epoch, 0 before it.
 #[must_use]

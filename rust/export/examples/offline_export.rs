@@ -3,7 +3,6 @@
 //! `pulsar-rs export` without the Python side (benches/RESULTS.md, recovery at scale).
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use pulsar_rs_broker::{BrokerConfig, BrokerService};
 
@@ -15,7 +14,7 @@ fn main() {
     );
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let _guard = runtime.enter();
-    let t0 = Instant::now();
+    let t0 = pulsar_rs_clock::monotonic();
     let service = BrokerService::open_read_only(BrokerConfig::default(), &dir).expect("open");
     let opened = t0.elapsed();
     let tables = pulsar_rs_export::snapshot(&service).expect("export");

@@ -17,7 +17,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -62,7 +62,7 @@ fn bench_append_nondurable(c: &mut Criterion) {
                     .open_ledger(&format!("t{n}"), LedgerConfig::default())
                     .expect("ledger");
                 let k = left.min(10_000);
-                let t = Instant::now();
+                let t = pulsar_rs_clock::monotonic();
                 for _ in 0..k {
                     append(&ml, &data);
                 }
@@ -111,7 +111,7 @@ fn physical_round(dir: &Path, chunk: usize, sync: bool, iters: u64) -> Duration 
         .open(&path)
         .expect("scratch file");
     let buf = vec![0x5au8; chunk];
-    let t = Instant::now();
+    let t = pulsar_rs_clock::monotonic();
     for _ in 0..iters {
         f.write_all(&buf).expect("write");
         if sync {
@@ -153,7 +153,7 @@ fn bench_durable(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let per = iters.div_ceil(WRITERS as u64);
                 rt.block_on(async {
-                    let t = Instant::now();
+                    let t = pulsar_rs_clock::monotonic();
                     let tasks: Vec<_> = ledgers
                         .iter()
                         .map(|ml| {
@@ -252,7 +252,7 @@ fn bench_acks(c: &mut Criterion) {
                 n += 1;
                 let cursor = ml.open_non_durable_cursor(&format!("c{n}"), Position::EARLIEST);
                 let k = left.min(100_000);
-                let t = Instant::now();
+                let t = pulsar_rs_clock::monotonic();
                 for i in 0..k as usize {
                     cursor.delete(&positions[2 * i + 1..2 * i + 2]);
                 }
@@ -309,23 +309,23 @@ fn one_shot_holes() {
             .open_ledger("holes", small_ledgers())
             .expect("ledger");
         let cursor = ml.open_cursor("sub").expect("cursor");
-        let t = Instant::now();
+        let t = pulsar_rs_clock::monotonic();
         let positions: Vec<Position> = (0..2_000_000).map(|_| append(&ml, &data)).collect();
         let fill = t.elapsed();
-        let t = Instant::now();
+        let t = pulsar_rs_clock::monotonic();
         for p in positions.iter().skip(1).step_by(2) {
             cursor.delete(std::slice::from_ref(p));
         }
         let ack = t.elapsed();
         let bytes = cursor.snapshot().encode().len();
-        let t = Instant::now();
+        let t = pulsar_rs_clock::monotonic();
         cursor.flush().expect("flush");
         let flush = t.elapsed();
         drop(cursor);
         storage.close().expect("close");
         (fill, ack, flush, bytes)
     };
-    let t = Instant::now();
+    let t = pulsar_rs_clock::monotonic();
     let storage = Storage::open(dir.path(), nondurable()).expect("reopen");
     let ml = storage
         .open_ledger("holes", small_ledgers())

@@ -2,7 +2,7 @@
 //! respected, the memory budget kept.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -147,8 +147,8 @@ async fn read_ahead_memory_stays_within_the_budget_and_is_given_back() {
         c.close().unwrap();
     }
     // Slots whose read is still running are released when it ends.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while budget.reserved() > 0 && Instant::now() < deadline {
+    let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(10);
+    while budget.reserved() > 0 && pulsar_rs_clock::monotonic() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_eq!(budget.reserved(), 0, "closed cursors hold no read-ahead");

@@ -63,8 +63,8 @@ fn a_slow_rollover_metadata_write_does_not_delay_another_topics_confirmations() 
             r
         })
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !confirmed.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+    let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(5);
+    while !confirmed.load(Ordering::SeqCst) && pulsar_rs_clock::monotonic() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     let stalled = !confirmed.load(Ordering::SeqCst);

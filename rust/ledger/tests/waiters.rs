@@ -5,7 +5,7 @@
 //! meanwhile all land in the next round.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -33,9 +33,12 @@ impl Log {
 
     /// Waits until a report covers `token`.
     fn wait_for(&self, token: u64) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(20);
         while !self.reports().iter().any(|&(t, _)| t >= token) {
-            assert!(Instant::now() < deadline, "token {token} never reported");
+            assert!(
+                pulsar_rs_clock::monotonic() < deadline,
+                "token {token} never reported"
+            );
             std::thread::sleep(Duration::from_millis(2));
         }
     }

@@ -8,7 +8,7 @@ mod common;
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use common::{skip_unless_ready, Cluster, Proc, SERIAL};
@@ -129,10 +129,10 @@ fn start_broker(cluster: &Cluster) -> (Proc, String) {
         .spawn()
         .expect("start the Pulsar broker");
     let broker = Proc::new(child);
-    let deadline = Instant::now() + Duration::from_secs(180);
+    let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(180);
     while std::net::TcpStream::connect(("127.0.0.1", bp)).is_err() {
         assert!(
-            Instant::now() < deadline,
+            pulsar_rs_clock::monotonic() < deadline,
             "the Pulsar broker never listened; see {}",
             cluster.dir.path().join("broker.log").display()
         );

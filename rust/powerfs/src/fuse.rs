@@ -84,7 +84,7 @@ impl PowerFs {
             size,
             perm: 0o600,
             nlink: 1,
-            mtime: SystemTime::now(),
+            mtime: pulsar_rs_clock::system_now(),
         };
         self.file_attr(&a)
     }

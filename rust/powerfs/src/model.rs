@@ -89,7 +89,7 @@ impl Node {
         Node {
             kind,
             perm,
-            mtime: SystemTime::now(),
+            mtime: pulsar_rs_clock::system_now(),
             data: Vec::new(),
             dirty_from: None,
             durable_data: Vec::new(),
@@ -102,7 +102,7 @@ impl Node {
 
     fn mark_dirty(&mut self, from: usize) {
         self.dirty_from = Some(self.dirty_from.map_or(from, |d| d.min(from)));
-        self.mtime = SystemTime::now();
+        self.mtime = pulsar_rs_clock::system_now();
     }
 }
 
@@ -297,7 +297,7 @@ impl Model {
         self.nodes.insert(ino, node);
         let p = self.node_mut(parent)?;
         p.children.insert(name.to_owned(), ino);
-        p.mtime = SystemTime::now();
+        p.mtime = pulsar_rs_clock::system_now();
         Ok(ino)
     }
 
@@ -369,7 +369,7 @@ impl Model {
             .children
             .remove(name)
             .ok_or_else(|| PowerFsError::NotFound(name.into()))?;
-        p.mtime = SystemTime::now();
+        p.mtime = pulsar_rs_clock::system_now();
         self.node_mut(ino)?.parent = None;
         Ok(ino)
     }
@@ -450,7 +450,7 @@ impl Model {
         self.detach(parent, name)?;
         let np = self.node_mut(new_parent)?;
         np.children.insert(new_name.to_owned(), ino);
-        np.mtime = SystemTime::now();
+        np.mtime = pulsar_rs_clock::system_now();
         self.node_mut(ino)?.parent = Some((new_parent, new_name.to_owned()));
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pulsar_rs_proto::{commands, pb::base_command::Type};
 use support::{start, Conn};
@@ -48,7 +48,7 @@ fn thousand_connections_ten_thousand_producers_leave_nothing_behind() {
         const CONNS: usize = 1000;
         const PRODUCERS_PER_CONN: u64 = 10;
         const TOPICS: usize = 1000;
-        let deadline = Instant::now() + Duration::from_secs(secs);
+        let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(secs);
         let mut clients = Vec::with_capacity(CONNS);
         for c in 0..CONNS {
             clients.push(tokio::spawn(async move {
@@ -61,7 +61,7 @@ fn thousand_connections_ten_thousand_producers_leave_nothing_behind() {
                 }
                 let mut receipts = 0u64;
                 let mut seq = 0u64;
-                while Instant::now() < deadline {
+                while pulsar_rs_clock::monotonic() < deadline {
                     for p in 0..PRODUCERS_PER_CONN {
                         conn.publish(p, seq, b"load test payload").await.unwrap();
                         conn.expect(Type::SendReceipt).await.expect("SEND_RECEIPT");
@@ -80,11 +80,11 @@ fn thousand_connections_ten_thousand_producers_leave_nothing_behind() {
         let rss_peak = rss_kib();
         assert!(total >= (CONNS as u64) * PRODUCERS_PER_CONN, "only {total} receipts");
         // All clients are gone (their sockets closed with their tasks): the server must settle.
-        let settle = Instant::now() + Duration::from_secs(20);
+        let settle = pulsar_rs_clock::monotonic() + Duration::from_secs(20);
         loop {
             let alive = metrics.num_alive_tasks();
             let fds = open_fds();
-            if (alive <= tasks_before + 2 && fds <= fds_before + 8) || Instant::now() > settle {
+            if (alive <= tasks_before + 2 && fds <= fds_before + 8) || pulsar_rs_clock::monotonic() > settle {
                 assert!(alive <= tasks_before + 2, "task leak: {tasks_before} tasks before, {alive} after");
                 assert!(fds <= fds_before + 8, "descriptor leak: {fds_before} fds before, {fds} after");
                 break;

@@ -11,7 +11,7 @@ mod support;
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pulsar_rs_broker::BrokerConfig;
 use pulsar_rs_ledger::vfs::{DirLock, RealFs, VFile, Vfs};
@@ -88,7 +88,7 @@ fn config() -> BrokerConfig {
 }
 
 async fn producer(conn: &mut Conn, topic: &str, id: u64) -> Duration {
-    let t0 = Instant::now();
+    let t0 = pulsar_rs_clock::monotonic();
     conn.send(&commands::producer(topic, id, id, None))
         .await
         .unwrap();
@@ -129,9 +129,9 @@ fn slow_storage_on_one_topic_delays_no_other_topic() {
         // Publishes one at a time on the loaded topic; returns the longest wait for a receipt.
         let publisher = tokio::spawn(async move {
             let (mut worst, mut seq) = (Duration::ZERO, 0u64);
-            let end = Instant::now() + delay + Duration::from_millis(800);
-            while Instant::now() < end {
-                let t0 = Instant::now();
+            let end = pulsar_rs_clock::monotonic() + delay + Duration::from_millis(800);
+            while pulsar_rs_clock::monotonic() < end {
+                let t0 = pulsar_rs_clock::monotonic();
                 fast.publish(1, seq, b"m").await.unwrap();
                 fast.expect(Type::SendReceipt).await.expect("receipt");
                 worst = worst.max(t0.elapsed());
@@ -241,7 +241,7 @@ fn a_consumer_that_never_reads_leaves_memory_bounded() {
         live.handshake().await.unwrap();
         subscribe(&mut live, topic, "live", 1).await;
         live.send(&commands::flow(1, 1000)).await.unwrap();
-        let t0 = Instant::now();
+        let t0 = pulsar_rs_clock::monotonic();
         let mut got = 0u64;
         let mut peak = rss_before;
         while got < ENTRIES {

@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use pulsar_rs_bench::stats::{new_histogram, record, summary_ms};
@@ -76,10 +76,10 @@ fn tcp(seconds: f64, chunk: usize) -> std::io::Result<Value> {
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
     let buf = vec![0x5au8; chunk];
-    let start = Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let end = start + Duration::from_secs_f64(seconds);
     let mut written = 0u64;
-    while Instant::now() < end {
+    while pulsar_rs_clock::monotonic() < end {
         for _ in 0..64 {
             s.write_all(&buf)?;
             written += chunk as u64;
@@ -122,10 +122,10 @@ fn sync_writes(dir: &Path, chunk: usize, seconds: f64, prealloc: bool) -> std::i
         f.sync_all()?;
     }
     let mut h = new_histogram();
-    let start = Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let end = start + Duration::from_secs_f64(seconds);
     let (mut n, mut offset) = (0u64, 0u64);
-    while Instant::now() < end {
+    while pulsar_rs_clock::monotonic() < end {
         if prealloc {
             if offset + chunk as u64 > 64 << 20 {
                 offset = 0;
@@ -133,7 +133,7 @@ fn sync_writes(dir: &Path, chunk: usize, seconds: f64, prealloc: bool) -> std::i
             f.seek(SeekFrom::Start(offset))?;
             offset += chunk as u64;
         }
-        let t = Instant::now();
+        let t = pulsar_rs_clock::monotonic();
         f.write_all(&buf)?;
         f.sync_data()?;
         record(&mut h, t.elapsed().as_micros() as u64, 1);
@@ -185,15 +185,15 @@ fn direct_writes(dir: &Path, seconds: f64) -> std::io::Result<Value> {
 fn timed_writes(path: &Path, f: &File, buf: &[u8], seconds: f64) -> std::io::Result<Value> {
     use std::os::unix::fs::FileExt;
     let chunk = buf.len() as u64;
-    let start = Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let end = start + Duration::from_secs_f64(seconds);
     let mut n = 0u64;
-    while Instant::now() < end && n * chunk < 1 << 30 {
+    while pulsar_rs_clock::monotonic() < end && n * chunk < 1 << 30 {
         f.write_all_at(buf, n * chunk)?;
         n += 1;
     }
     let secs = start.elapsed().as_secs_f64();
-    let t = Instant::now();
+    let t = pulsar_rs_clock::monotonic();
     f.sync_data()?;
     let flush = t.elapsed().as_secs_f64();
     // Read through a second, buffered descriptor: direct reads would need aligned memory.
@@ -220,7 +220,7 @@ fn cold_read(file: &File, len: u64) -> std::io::Result<f64> {
         return Err(std::io::Error::from_raw_os_error(rc));
     }
     let mut buf = vec![0u8; 1 << 20];
-    let start = Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let mut at = 0;
     while at < len {
         let n = file.read_at(&mut buf, at)?;

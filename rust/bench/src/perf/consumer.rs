@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use pulsar_rs_proto::{
@@ -108,7 +108,7 @@ pub(super) async fn run_consumer_conn(
             match f {
                 Frame::Payload { command, payload } => {
                     let Some(m) = command.message else { continue };
-                    let now = Instant::now();
+                    let now = pulsar_rs_clock::monotonic();
                     let now_ns = now_nanos();
                     let (hist, second) = (&mut report.hist, &mut second);
                     let n = for_each_message(

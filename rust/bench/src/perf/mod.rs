@@ -301,14 +301,14 @@ pub async fn run(
         SubKind::KeyShared => SubType::KeyShared,
     };
     let progress = Arc::new(Progress::default());
-    let base = Instant::now();
+    let base = pulsar_rs_clock::monotonic();
     let prod_groups = groups(args.producers, args.connections);
     let cons_groups = groups(args.consumers, args.connections);
     let ready = Arc::new(tokio::sync::Barrier::new(
         prod_groups.len() + cons_groups.len() + 1,
     ));
     let (times_tx, times_rx) = tokio::sync::watch::channel(None::<(Instant, Instant)>);
-    let setup_start = Instant::now();
+    let setup_start = pulsar_rs_clock::monotonic();
 
     let mut consumer_tasks = Vec::new();
     for g in cons_groups {
@@ -333,7 +333,7 @@ pub async fn run(
     }
     ready.wait().await;
     let setup = setup_start.elapsed();
-    let start = Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let deadline = start + Duration::from_secs_f64(args.duration);
     let _ = times_tx.send(Some((start, deadline)));
     let ticker = tokio::spawn(ticker::tick_lines(
@@ -366,9 +366,9 @@ pub async fn run(
     } else if args.producers == 0 {
         start + Duration::from_secs_f64(args.duration.max(1.0) + args.drain_timeout)
     } else if args.no_flow {
-        Instant::now()
+        pulsar_rs_clock::monotonic()
     } else {
-        Instant::now() + Duration::from_secs_f64(args.drain_timeout)
+        pulsar_rs_clock::monotonic() + Duration::from_secs_f64(args.drain_timeout)
     };
     let stopper = {
         let progress = Arc::clone(&progress);

@@ -94,7 +94,7 @@ pub(super) async fn run_producer_conn(
                     Ok(None) | Err(_) => break,
                 };
                 let cmd = frame.command();
-                let now = Instant::now();
+                let now = pulsar_rs_clock::monotonic();
                 let now_ns = now.duration_since(base).as_nanos() as u64;
                 let mut st = lock(&state);
                 let ProducerConn {
@@ -156,7 +156,7 @@ pub(super) async fn run_producer_conn(
         m => m.div_ceil(args.producers.max(1) as u64),
     };
     loop {
-        let now = Instant::now();
+        let now = pulsar_rs_clock::monotonic();
         if now >= deadline {
             break;
         }
@@ -233,7 +233,7 @@ pub(super) async fn run_producer_conn(
     }
 
     // Drain outstanding receipts.
-    let drain_end = Instant::now() + Duration::from_secs_f64(args.drain_timeout);
+    let drain_end = pulsar_rs_clock::monotonic() + Duration::from_secs_f64(args.drain_timeout);
     loop {
         {
             let st = lock(&state);
@@ -241,7 +241,7 @@ pub(super) async fn run_producer_conn(
                 break;
             }
         }
-        if Instant::now() >= drain_end {
+        if pulsar_rs_clock::monotonic() >= drain_end {
             break;
         }
         tokio::select! {

@@ -76,7 +76,7 @@ pub(super) async fn tick_lines(
     let (mut last, mut published, mut received, mut bytes) = (start, 0u64, 0u64, 0u64);
     loop {
         tick.tick().await;
-        let now = Instant::now();
+        let now = pulsar_rs_clock::monotonic();
         // Relaxed: statistics.
         let p = progress.published.load(Ordering::Relaxed);
         let r = progress.received.load(Ordering::Relaxed);

@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pulsar_rs_bookkeeper::zk_store::ZkStore;
 
@@ -240,14 +240,14 @@ impl Cluster {
         let store = ZkStore::connect(&self.zk_servers(), "/ledgers")
             .await
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(90);
+        let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(90);
         loop {
             let have = store.writable_bookies().await.unwrap_or_default();
             if have.len() >= n {
                 return store;
             }
             assert!(
-                Instant::now() < deadline,
+                pulsar_rs_clock::monotonic() < deadline,
                 "only {have:?} bookies registered; logs in {}",
                 self.dir.path().display()
             );
@@ -296,9 +296,12 @@ impl Cluster {
 }
 
 fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "port {port} never opened");
+        assert!(
+            pulsar_rs_clock::monotonic() < deadline,
+            "port {port} never opened"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }

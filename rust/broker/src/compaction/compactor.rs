@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use prost::Message as _;
 use pulsar_rs_ledger::{Entry, Position};
 use pulsar_rs_proto::pb;
@@ -44,31 +44,22 @@ enum Parsed {
     Messages(Box<pb::MessageMetadata>, Vec<Member>),
 }
 
-fn split_batch(md: &pb::MessageMetadata, mut payload: Bytes) -> Option<Vec<Member>> {
-    let n = md.num_messages_in_batch.unwrap_or(1).max(0);
-    let mut out = Vec::new();
-    for index in 0..n {
-        if payload.remaining() < 4 {
-            return None;
-        }
-        let len = payload.get_u32() as usize;
-        if payload.remaining() < len {
-            return None;
-        }
-        let smm = pb::SingleMessageMetadata::decode(payload.split_to(len)).ok()?;
-        let size = usize::try_from(smm.payload_size).ok()?;
-        if payload.remaining() < size {
-            return None;
-        }
-        let body = payload.split_to(size);
-        out.push(Member {
-            index,
-            key: smm.partition_key.clone(),
-            size,
-            parts: Some((smm, body)),
-        });
-    }
-    Some(out)
+/// The members of a batch (proto's decoder), or `None` when it does not decode.
+fn split_batch(md: &pb::MessageMetadata, payload: Bytes) -> Option<Vec<Member>> {
+    let members =
+        pulsar_rs_proto::split_batch(payload, md.num_messages_in_batch.unwrap_or(1)).ok()?;
+    Some(
+        members
+            .into_iter()
+            .zip(0..)
+            .map(|(m, index)| Member {
+                index,
+                key: m.metadata.partition_key.clone(),
+                size: m.body.len(),
+                parts: Some((m.metadata, m.body)),
+            })
+            .collect(),
+    )
 }
 
 fn parse(e: &Entry) -> Parsed {

@@ -8,7 +8,7 @@ fn seg_len(dir: &Path, id: u32) -> u64 {
 
 /// Waits (up to 10 s) until segment `id` is at least `len` bytes long.
 fn wait_for_len(dir: &Path, id: u32, len: u64) -> u64 {
-    let start = std::time::Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     loop {
         let l = seg_len(dir, id);
         if l >= len || start.elapsed() > std::time::Duration::from_secs(10) {
@@ -21,7 +21,7 @@ fn wait_for_len(dir: &Path, id: u32, len: u64) -> u64 {
 /// Waits (up to 10 s) until segment `id` is at least `len` bytes long and its length has not
 /// changed for 100 ms (the flusher's steps of zeros are done); returns that length.
 fn settled_len(dir: &Path, id: u32, len: u64) -> u64 {
-    let start = std::time::Instant::now();
+    let start = pulsar_rs_clock::monotonic();
     let mut last = wait_for_len(dir, id, len);
     loop {
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -40,8 +40,8 @@ impl Gate {
         st.1 += 1;
         self.cond.notify_all();
         // Bounded so a broken test cannot hang the suite.
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while st.0 && std::time::Instant::now() < deadline {
+        let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(20);
+        while st.0 && pulsar_rs_clock::monotonic() < deadline {
             self.cond.wait_until(&mut st, deadline);
         }
         st.1 -= 1;
