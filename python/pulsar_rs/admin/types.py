@@ -221,8 +221,9 @@ class PublisherStats(TypedDict, total=False):
     metadata: dict[str, str]
 
 
-class ConsumerStats(TypedDict, total=False):
-    """One consumer of a subscription (``SubscriptionStats.consumers``)."""
+class _DeliveryStats(TypedDict, total=False):
+    """The delivery rates and counters a consumer and a subscription both report (Pulsar's
+    ``ConsumerStats`` and ``SubscriptionStats`` repeat them)."""
 
     msgRateOut: float
     msgThroughputOut: float
@@ -231,6 +232,11 @@ class ConsumerStats(TypedDict, total=False):
     msgRateRedeliver: float
     messageAckRate: float
     chunkedMessageRate: float
+
+
+class ConsumerStats(_DeliveryStats, total=False):
+    """One consumer of a subscription (``SubscriptionStats.consumers``)."""
+
     consumerName: str
     availablePermits: int
     unackedMessages: int
@@ -250,16 +256,9 @@ class ConsumerStats(TypedDict, total=False):
     metadata: dict[str, str]
 
 
-class SubscriptionStats(TypedDict, total=False):
+class SubscriptionStats(_DeliveryStats, total=False):
     """One subscription of a topic (``TopicStats.subscriptions`` maps its name to it)."""
 
-    msgRateOut: float
-    msgThroughputOut: float
-    bytesOutCounter: int
-    msgOutCounter: int
-    msgRateRedeliver: float
-    messageAckRate: float
-    chunkedMessageRate: float
     msgBacklog: int
     backlogSize: int
     earliestMsgPublishTimeInBacklog: int
