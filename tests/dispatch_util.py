@@ -5,11 +5,20 @@ a key or a failover topic."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 from pulsar_rs import key_hash, murmur3_32
 
-__all__ = ["failover_active", "key_hash", "key_slot", "murmur3_32", "sub_stats", "topic_stats"]
+__all__ = [
+    "failover_active",
+    "key_hash",
+    "key_slot",
+    "murmur3_32",
+    "sub_stats",
+    "topic_stats",
+    "wait_for_backlog",
+]
 
 
 def key_slot(key: str) -> int:
@@ -40,3 +49,12 @@ def topic_stats(broker, topic: str) -> dict:
 
 def sub_stats(broker, topic: str, sub: str) -> dict:
     return topic_stats(broker, topic)["subscriptions"][sub]
+
+
+def wait_for_backlog(broker, topic: str, sub: str, backlog: int, timeout: float = 10.0) -> None:
+    """Waits until the subscription's backlog is ``backlog``: the client sends acknowledgements
+    grouped (every 100 ms), so a test that needs them at the broker polls its stats for them."""
+    deadline = time.monotonic() + timeout
+    while (seen := sub_stats(broker, topic, sub)["msgBacklog"]) != backlog:
+        assert time.monotonic() < deadline, f"backlog {seen} after {timeout} s, expected {backlog}"
+        time.sleep(0.05)  # poll: the acknowledgements reach the broker asynchronously

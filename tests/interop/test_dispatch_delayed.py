@@ -11,7 +11,7 @@ import pytest
 
 import pulsar_rs
 from conftest import assert_no_more, new_client, receive_all
-from dispatch_util import sub_stats
+from dispatch_util import sub_stats, wait_for_backlog
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -100,7 +100,7 @@ def test_delayed_messages_survive_a_restart(tmp_path, topic):
         m = c.receive(timeout_millis=2000)
         assert m.data() == b"now"
         c.acknowledge(m)
-        time.sleep(0.3)  # the client sends acks asynchronously (grouped): let this one reach the broker
+        wait_for_backlog(broker, topic, "sub", 1)  # the delayed one
         client.close()
     with pulsar_rs.Broker(data_dir=str(data), **STRICT) as broker:
         client = new_client(broker.service_url)

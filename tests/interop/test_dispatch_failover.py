@@ -10,7 +10,7 @@ import pulsar
 import pytest
 
 from conftest import admin, assert_no_more, new_client, receive_all
-from dispatch_util import failover_active, murmur3_32, sub_stats
+from dispatch_util import failover_active, murmur3_32, sub_stats, wait_for_backlog
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,12 +30,12 @@ def test_murmur_helper_matches_reference():
     assert murmur3_32(b"The quick brown fox jumps over the lazy dog") == 0x2E4FF723
 
 
-def test_takeover_after_close_delivers_exactly_the_unacked_rest(client, topic):
+def test_takeover_after_close_delivers_exactly_the_unacked_rest(pulsar_broker, client, topic):
     produce(client, topic, 20)
     a = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name="a", initial_position=EARLIEST)
     got = receive_all(a, 10)
     assert [m.data() for m in got] == [f"m{i}".encode() for i in range(10)]
-    time.sleep(0.4)  # the client groups acks for 100 ms
+    wait_for_backlog(pulsar_broker, topic, "sub", 10)
     b = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name="b", initial_position=EARLIEST)
     a.close()
     rest = receive_all(b, 10)
@@ -54,7 +54,7 @@ def test_new_active_consumer_takes_over_after_the_delay(pulsar_broker_factory, c
     a = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name=first, initial_position=EARLIEST)
     got = receive_all(a, 5)
     assert len(got) == 5
-    time.sleep(0.4)  # the client groups acks for 100 ms: let them reach the broker
+    wait_for_backlog(broker, topic, "sub", 15)
     assert sub_stats(broker, topic, "sub")["activeConsumerName"] == first
     joined = time.monotonic()
     b = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name=second, initial_position=EARLIEST)
@@ -114,13 +114,13 @@ def test_partitioned_topic_splits_partitions_between_consumers(pulsar_broker_fac
         client.close()
 
 
-def test_redeliver_rewinds_for_failover(client, topic):
+def test_redeliver_rewinds_for_failover(pulsar_broker, client, topic):
     produce(client, topic, 6)
     c = client.subscribe(topic, "sub", consumer_type=FAILOVER, consumer_name="x", initial_position=EARLIEST)
     got = receive_all(c, 6, ack=False)
     assert len(got) == 6
     c.acknowledge(got[0])
-    time.sleep(0.3)  # the client groups acks for 100 ms: let this one reach the broker
+    wait_for_backlog(pulsar_broker, topic, "sub", 5)
     c.redeliver_unacknowledged_messages()
     again = receive_all(c, 5)
     assert [m.data() for m in again] == [f"m{i}".encode() for i in range(1, 6)]

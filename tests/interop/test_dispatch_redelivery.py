@@ -10,7 +10,7 @@ import pulsar
 import pytest
 
 from conftest import assert_no_more, receive_all
-from dispatch_util import sub_stats
+from dispatch_util import sub_stats, wait_for_backlog
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -197,7 +197,7 @@ def test_consumer_blocked_at_max_unacked_and_unblocked_at_half(pulsar_broker_fac
         c.acknowledge(m)
     rest = receive_all(c, 30, timeout_ms=1500)
     assert len(rest) == 15
-    time.sleep(0.3)  # the client groups acks for 100 ms: let them reach the broker
+    wait_for_backlog(broker, topic, "sub", 0)
     assert sub_stats(broker, topic, "sub")["consumers"][0]["blockedConsumerOnUnackedMsgs"] is False
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import pulsar_rs
 from conftest import admin, assert_no_more, new_client, receive_all
+from dispatch_util import wait_for_backlog
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -123,7 +124,7 @@ def test_clients_reconnect_across_restart_on_same_port(tmp_path):
             producer.send(f"a{i}".encode())
         first = receive_all(consumer, 5)
         assert [m.data() for m in first] == [f"a{i}".encode() for i in range(5)]
-        time.sleep(0.3)  # let the grouped acks reach the broker
+        wait_for_backlog(broker, TOPIC, "sub", 5)
         broker.stop()
         broker = pulsar_rs.Broker(data_dir=data, port=port)
         # The same producer and consumer objects carry on after reconnecting.
