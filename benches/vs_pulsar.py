@@ -1,6 +1,8 @@
-"""pulsar-rs against Apache Pulsar itself, in one run, driven by Pulsar's own ``pulsar-perf``.
+"""pulsar-rs against Apache Pulsar itself and pulsar-lite, in one run, driven by Pulsar's own
+``pulsar-perf`` and by the independent Rust load generator (``../shared/loadgen``).
 
-Brokers (a fresh process and an empty data directory for every run):
+Brokers (a fresh process and an empty data directory for every round; within a round one process
+serves every run, each on topics of its own):
 
   pulsar-rs          pulsar-rs durable, default config (``journalSyncData = true``): the venv's
                      ``pulsar-rs standalone``, or ``pulsar-rs-server`` from ``--rs-server-bin``
@@ -8,26 +10,32 @@ Brokers (a fresh process and an empty data directory for every run):
                      started by ``tools/pulsar_reference``
   pulsar-sync        the same with ``journalSyncData=true`` (each journal write is fsynced before
                      the bookie acknowledges it, as pulsar-rs does): the like-for-like one
+  pulsar-lite        pulsar-lite 0.2.0's binary (``pip install pulsar-lite``), which never fsyncs
 
-Workloads, all with the same ``bin/pulsar-perf`` of the 4.0.8 distribution against every broker
-(127.0.0.1 only; consumer started and subscribed first, ``-sp Earliest``, Exclusive, receiver
-queue 1000; producer ``-r 10000000`` = unthrottled, ``-o 1000`` outstanding by default):
+Workloads, each with both drivers (127.0.0.1 only; consumer subscribed first, Earliest, Exclusive,
+receiver queue 1000; producer at most 1000 messages outstanding):
 
-  W1     100 B, ``-db`` (batching off), 1 producer + 1 consumer
-  W2     100 B, batched with pulsar-perf's defaults (1 ms, 1000 messages, 128 KiB)
-  W3     1 KiB, batched, 4 topics, one producer and one consumer each (4 P + 4 C)
-  LAT    100 B, ``-db``, ``-r 10000`` (fixed rate), 1 P + 1 C: publish latency percentiles
+  W1     100 B, batching off, 1 producer + 1 consumer, unthrottled
+  W2     100 B, batched (pulsar-perf's defaults: 1 ms, 1000 messages, 128 KiB; loadgen: 100 per
+         batch, 1 ms), 1 P + 1 C, unthrottled
+  W3     1 KiB, batched, 4 topics, one producer and one consumer each (4 P + 4 C), unthrottled
+  LAT    100 B, batching off, 10 000 msg/s, 1 P + 1 C: publish latency percentiles
+  CATCHUP  a backlog of ``--catchup`` 1 KiB messages (pulsar-perf produce, batched) read from the
+         start by ``pulsar-perf consume -m N``: msg/s and MB/s of the read, broker CPU per message
+  IDLE   ``--idle-topics`` topics with one message and a durable subscription each (the official
+         Python client), then no client: RSS per topic and idle CPU
 
-Recorded per run: produce msg/s (pulsar-perf's aggregated figure), consume msg/s (messages the
-consumer received while the producer ran, divided by the producer's own duration), publish
-latency percentiles (pulsar-perf's aggregated latency, ms), the broker's CPU seconds (utime +
-stime of every process in the broker's process group, from /proc/<pid>/stat, from just before the
-producer starts to just after it exits) per message (published + received), and its peak RSS
-(VmHWM summed over the group). Medians over ``--runs``. Everything goes to JSON; a table with the
-ratios pulsar-rs / Pulsar is printed. Nothing of this runs in CI.
+Recorded per run: produce and consume msg/s, publish latency percentiles (ms), the broker's CPU
+seconds (utime + stime of every process in the broker's process group, /proc/<pid>/stat) per
+message (published + received), and at the end of each round the group's peak RSS (VmHWM).
+pulsar-perf's figures are taken over the producer's own sending span (see ``run_one``);
+loadgen's are its own (receipted / time to the last receipt). Medians over ``--runs``; JSON with
+every run; a markdown table with the ratios pulsar-rs / each other broker is printed. Nothing of
+this runs in CI.
 
-    python benches/vs_pulsar.py --runs 3 --duration 10 --out benches/out/vs_pulsar.json
-    python benches/vs_pulsar.py --quick      # 1 run x 5 s of each: a few minutes
+    python benches/vs_pulsar.py --runs 3 --duration 10 --loadgen /path/to/pulsar-loadgen \\
+        --out benches/out/vs_pulsar.json
+    python benches/vs_pulsar.py --quick --loadgen /path/to/pulsar-loadgen   # 1 round x 5 s
 """
 
 from __future__ import annotations
@@ -55,9 +63,22 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tools"))
 from pulsar_reference import PulsarStandalone, ensure_distribution  # noqa: E402
 
+sys.path.insert(0, str(HERE))
+from peer_runs import (  # noqa: E402
+    LiteBroker,
+    catchup_one,
+    free_port,
+    group_cpu_s,
+    group_status_mb,
+    idle_one,
+    loadgen_one,
+    log,
+)
+
 #: pulsar-perf refuses ``-r 0`` ("rate must be positive"); a rate no broker here reaches.
 UNTHROTTLED = 10_000_000
-BROKERS = ("pulsar-rs", "pulsar", "pulsar-sync")
+BROKERS = ("pulsar-rs", "pulsar", "pulsar-sync", "pulsar-lite")
+DRIVERS = ("perf", "loadgen")
 WORKLOADS = {
     "W1": dict(size=100, topics=1, batching=False, rate=UNTHROTTLED),
     "W2": dict(size=100, topics=1, batching=True, rate=UNTHROTTLED),
@@ -65,47 +86,6 @@ WORKLOADS = {
     "LAT": dict(size=100, topics=1, batching=False, rate=10_000),
 }
 LAT_KEYS = {"mean": "mean", "med": "p50", "95pct": "p95", "99pct": "p99", "99.9pct": "p999", "Max": "max"}
-
-
-def log(*a: object) -> None:
-    print(*a, file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def group_pids(pgid: int) -> list[int]:
-    """Every process whose process group is `pgid` (the broker was started in its own session)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                pids.append(int(d.name))
-    return pids
-
-
-def group_cpu_s(pgid: int) -> float:
-    total = 0
-    for pid in group_pids(pgid):
-        with contextlib.suppress(OSError, IndexError):
-            f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(f[11]) + int(f[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def group_hwm_mb(pgid: int) -> float:
-    kb = 0
-    for pid in group_pids(pgid):
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    kb += int(line.split()[1])
-    return kb / 1024
 
 
 class RsBroker:
@@ -177,6 +157,8 @@ def start_broker(kind: str, rs_server_bin: str | None):
         return JavaBroker({})
     if kind == "pulsar-sync":
         return JavaBroker({"journalSyncData": True})
+    if kind == "pulsar-lite":
+        return LiteBroker()
     raise SystemExit(f"unknown broker {kind}")
 
 
@@ -263,7 +245,7 @@ def run_one(home: Path, broker, w: dict, topic: str, duration: int, work: Path) 
             prod.wait()
             return {"error": "producer did not exit: " + prod_out.read_text(errors="replace")[-1500:]}
         ru1 = children_cpu_s()
-        hwm = group_hwm_mb(broker.pgid)
+        hwm = group_status_mb(broker.pgid, "VmHWM")
     finally:
         sampler.stop.set()
         with contextlib.suppress(ProcessLookupError):
@@ -336,65 +318,112 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else "-"
 
 
-def table(med: dict, brokers: list[str], workloads: list[str]) -> str:
-    rows = [
-        ("produce msg/s", "pub_msg_s", ["W1", "W2", "W3"]),
-        ("consume msg/s", "cons_msg_s", ["W1", "W2", "W3"]),
-        ("publish p50 ms", "pub_p50_ms", ["W1", "W2", "W3", "LAT"]),
-        ("publish p99 ms", "pub_p99_ms", ["W1", "W2", "W3", "LAT"]),
-        ("broker CPU us/msg", "broker_us_per_msg", ["W1", "W2", "W3", "LAT"]),
-        ("broker peak RSS MB", "broker_peak_rss_mb", ["W1", "W2", "W3", "LAT"]),
-    ]
+ROWS = [
+    ("produce msg/s", "pub_msg_s", ("W1", "W2", "W3")),
+    ("consume msg/s", "cons_msg_s", ("W1", "W2", "W3", "LAT")),
+    ("publish p50 ms", "pub_p50_ms", ("W1", "W2", "W3", "LAT")),
+    ("publish p99 ms", "pub_p99_ms", ("W1", "W2", "W3", "LAT")),
+    ("broker CPU us/msg", "broker_us_per_msg", ("W1", "W2", "W3", "LAT", "CATCHUP")),
+    ("catch-up msg/s", "catchup_msg_s", ("CATCHUP",)),
+    ("catch-up MB/s", "catchup_mb_s", ("CATCHUP",)),
+    ("RSS MB before topics", "rss_before_mb", ("IDLE",)),
+    ("RSS MB with the idle topics", "rss_after_mb", ("IDLE",)),
+    ("RSS KB per idle topic", "rss_kb_per_topic", ("IDLE",)),
+    ("idle CPU %", "idle_cpu_pct", ("IDLE",)),
+    ("peak RSS MB over the round", "round_peak_rss_mb", ("ROUND",)),
+]
+
+
+def table(med: dict, brokers: list[str], rows: list[str]) -> str:
+    """Markdown: one line per (row key, metric), a column per broker, then pulsar-rs / each other."""
     others = [b for b in brokers if b != "pulsar-rs"]
-    head = ["workload", "metric", *brokers, *(f"pulsar-rs / {b}" for b in others if "pulsar-rs" in brokers)]
+    head = ["run", "metric", *brokers, *(f"pulsar-rs / {b}" for b in others if "pulsar-rs" in brokers)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for wl in workloads:
-        for label, key, wls in rows:
+    for key in rows:
+        wl = key.split(" ", 1)[0]
+        for label, field, wls in ROWS:
             if wl not in wls:
                 continue
-            vals = [med.get(f"{b}/{wl}", {}).get(key) for b in brokers]
-            rs = med.get(f"pulsar-rs/{wl}", {}).get(key)
-            rats = [ratio(rs, med.get(f"{b}/{wl}", {}).get(key)) for b in others] if "pulsar-rs" in brokers else []
-            lines.append("| " + " | ".join([wl, label, *(fmt(v) for v in vals), *rats]) + " |")
+            vals = [med.get(f"{b}/{key}", {}).get(field) for b in brokers]
+            if all(v is None for v in vals):
+                continue
+            rs = med.get(f"pulsar-rs/{key}", {}).get(field)
+            rats = [ratio(rs, med.get(f"{b}/{key}", {}).get(field)) for b in others] if "pulsar-rs" in brokers else []
+            lines.append("| " + " | ".join([key, label, *(fmt(v) for v in vals), *rats]) + " |")
     return "\n".join(lines)
+
+
+def one_round(a: argparse.Namespace, home: Path, kind: str, i: int, rows: dict, cmds: dict) -> None:
+    """One broker process for the whole round: every workload with every driver on topics of its
+    own, then the catch-up read, then the idle topics; its peak RSS over all of it last."""
+    la0 = loadavg()
+    broker = start_broker(kind, a.rs_server_bin)
+    cmds.setdefault(kind, broker.cmd)
+
+    def record(key: str, r: dict, work: Path | None = None) -> None:
+        if work is not None:
+            if "error" in r:
+                r["kept_output"] = str(work)  # the tools' output, for the reader
+            else:
+                shutil.rmtree(work, ignore_errors=True)
+        r.update(round=i, loadavg=loadavg())
+        log(kind, key, json.dumps(r)[:600])
+        rows.setdefault(f"{kind}/{key}", []).append(r)
+
+    try:
+        for wl in a.workloads.split(","):
+            for driver in a.drivers.split(","):
+                w = WORKLOADS[wl]
+                topic = f"{wl.lower()}-{driver}-{i}"
+                work = Path(tempfile.mkdtemp(prefix="vs-pulsar-run-", dir=os.environ.get("BENCH_TMP")))
+                if driver == "perf":
+                    r = run_one(home, broker, w, topic, a.duration, work)
+                else:
+                    r = loadgen_one(a.loadgen, broker, w, topic, a.duration)
+                record(f"{wl} {driver}", r, work)
+        perf_reads = [r for k, v in rows.items() if k.startswith(f"{kind}/") and k.endswith(" perf") for r in v[-1:]]
+        if a.catchup and any(r.get("cons_msg_s") == 0 for r in perf_reads):
+            # pulsar-lite: pulsar-perf's (the Java client's) consumer receives nothing from it.
+            record("CATCHUP perf", {"error": "pulsar-perf's consumer received nothing from this broker this round"})
+        elif a.catchup:
+            work = Path(tempfile.mkdtemp(prefix="vs-pulsar-catchup-", dir=os.environ.get("BENCH_TMP")))
+            record("CATCHUP perf", catchup_one(home, broker, f"catchup-{i}", a.catchup, 1024, work), work)
+        if a.idle_topics:
+            record("IDLE python", idle_one(broker, a.idle_topics, f"idle-{i}"))
+        record("ROUND", {"round_peak_rss_mb": group_status_mb(broker.pgid, "VmHWM"), "loadavg_before": la0})
+    finally:
+        broker.close()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--duration", type=int, default=10, help="seconds of each pulsar-perf produce run")
-    ap.add_argument("--quick", action="store_true", help="--runs 1 --duration 5")
+    ap.add_argument("--duration", type=int, default=10, help="seconds of each produce run")
+    ap.add_argument("--quick", action="store_true", help="--runs 1 --duration 5, a small backlog and 100 idle topics")
     ap.add_argument("--brokers", default=",".join(BROKERS))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--drivers", default=",".join(DRIVERS), help="pulsar-perf (perf) and/or the load generator")
+    ap.add_argument("--loadgen", help="the pulsar-loadgen binary (../shared/loadgen); needed for driver loadgen")
+    ap.add_argument("--catchup", type=int, default=500_000, help="backlog of 1 KiB messages to read (0: skip)")
+    ap.add_argument("--idle-topics", type=int, default=1000, help="idle topics to make and watch (0: skip)")
     ap.add_argument("--rs-server-bin", help="run pulsar-rs-server (e.g. target/release) instead of the venv's CLI")
     ap.add_argument("--out", default=str(HERE / "out" / "vs_pulsar.json"))
     a = ap.parse_args()
     if a.quick:
-        a.runs, a.duration = 1, 5
+        a.runs, a.duration, a.catchup, a.idle_topics = 1, 5, min(a.catchup, 100_000), min(a.idle_topics, 100)
+    if "loadgen" in a.drivers.split(",") and not a.loadgen:
+        raise SystemExit("--loadgen BIN is needed for driver loadgen (or --drivers perf)")
     home = ensure_distribution()
-    brokers, workloads = a.brokers.split(","), a.workloads.split(",")
+    brokers = a.brokers.split(",")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     rows: dict[str, list[dict]] = {}
     cmds: dict[str, list[str]] = {}
     for i in range(a.runs):
-        for kind in brokers:
-            for wl in workloads:
-                w = WORKLOADS[wl]
-                work = Path(tempfile.mkdtemp(prefix="vs-pulsar-perf-", dir=os.environ.get("BENCH_TMP")))
-                la0 = loadavg()
-                broker = start_broker(kind, a.rs_server_bin)
-                try:
-                    r = run_one(home, broker, w, f"{wl.lower()}-{i}", a.duration, work)
-                    cmds.setdefault(kind, broker.cmd)
-                finally:
-                    broker.close()
-                if "error" in r or not r.get("sent"):
-                    r["kept_output"] = str(work)  # pulsar-perf's output, for the reader
-                else:
-                    shutil.rmtree(work, ignore_errors=True)
-                r.update(round=i, loadavg_before=la0, loadavg_after=loadavg())
-                log(kind, wl, json.dumps(r)[:600])
-                rows.setdefault(f"{kind}/{wl}", []).append(r)
+        # Brokers take turns in a different order each round, so a drift of the machine over the
+        # run does not always land on the same one.
+        order = brokers[i % len(brokers) :] + brokers[: i % len(brokers)]
+        for kind in order:
+            one_round(a, home, kind, i, rows, cmds)
     med = {k: median_of(v) for k, v in rows.items()}
     sample = {
         wl: perf_cmd(Path("$PULSAR_HOME"), "produce", "pulsar://127.0.0.1:PORT", w, "TOPIC", a.duration)
@@ -415,7 +444,9 @@ def main() -> None:
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=1))
-    print(table(med, brokers, workloads))
+    keys = [f"{wl} {d}" for wl in a.workloads.split(",") for d in a.drivers.split(",")]
+    keys += ["CATCHUP perf"] * bool(a.catchup) + ["IDLE python"] * bool(a.idle_topics) + ["ROUND"]
+    print(table(med, brokers, keys))
 
 
 if __name__ == "__main__":
