@@ -15,7 +15,7 @@ binary, or test its packaging cannot run against another broker: they are desele
 reason in EXCLUDED (and in tools/compat/README.md).
 
 Usage: lite_suite.py --suite PATH/TO/pulsar-lite/tests --broker pulsar-rs|pulsar|both [--out DIR]
-                     [--pulsar-rs BIN] [-k EXPR] [--timeout 120] [--rerun-failures]
+                     [--pulsar-rs BIN] [-k EXPR] [--timeout 120] [--rerun-failures K]
 Prints each test's outcome and, per broker, "lite suite (BROKER): P passed, F failed of N"
 (N counts tests that ran and did not skip themselves; excluded tests are not in N).
 """
@@ -205,12 +205,13 @@ def run_broker(kind: str, suite: Path, out: Path, args: argparse.Namespace) -> d
         run_pytest(suite, env, xml, args.tests, args.k, args.timeout)
         results = junit_outcomes(xml)
         failed = [r.nodeid for r in results if r.outcome == "failed"]
-        rerun: dict[str, str] = {}
-        if args.rerun_failures and failed:
-            log(f"   rerunning {len(failed)} failed test(s) once")
-            xml2 = workdir / "junit-rerun.xml"
+        rerun: dict[str, list[str]] = {t: [] for t in failed}
+        for i in range(args.rerun_failures if failed else 0):
+            log(f"   rerun {i + 1}/{args.rerun_failures} of the {len(failed)} failed test(s)")
+            xml2 = workdir / f"junit-rerun{i + 1}.xml"
             run_pytest(suite, env, xml2, failed, None, args.timeout)
-            rerun = {r.nodeid: r.outcome for r in junit_outcomes(xml2)}
+            for r in junit_outcomes(xml2):
+                rerun[r.nodeid].append(r.outcome)
     log(f"   done in {time.monotonic() - t0:.0f} s")
     if not results:
         log(f"   pytest wrote no results: see {xml.with_suffix('.out')}")
@@ -220,7 +221,8 @@ def run_broker(kind: str, suite: Path, out: Path, args: argparse.Namespace) -> d
             if r.outcome == "failed":
                 fh.write(f"=== {r.nodeid}\n{r.message}\n\n")
     for r in results:
-        extra = f"  (rerun: {rerun[r.nodeid]})" if r.nodeid in rerun else ""
+        again = rerun.get(r.nodeid)
+        extra = f"  (reruns: {again.count('passed')}/{len(again)} passed)" if again else ""
         why = f"  -- {first_line(r.message)}" if r.outcome != "passed" else ""
         log(f"   {r.outcome.upper():7} {r.nodeid} [{r.seconds:.1f} s]{extra}{why}")
     ran = [r for r in results if r.outcome != "skipped"]
@@ -250,7 +252,9 @@ def main() -> int:
     ap.add_argument("--pulsar-rs", default=default_rs_binary(), help="the pulsar-rs command")
     ap.add_argument("-k", help="pytest -k expression (only matching tests)")
     ap.add_argument("--timeout", type=int, default=120, help="pytest-timeout per test, seconds")
-    ap.add_argument("--rerun-failures", action="store_true", help="run each failed test a second time")
+    ap.add_argument(
+        "--rerun-failures", type=int, default=0, metavar="K", help="run each failed test K more times (flakiness)"
+    )
     ap.add_argument("tests", nargs="*", help="node ids relative to the suite (default: all)")
     args = ap.parse_args()
 
