@@ -229,7 +229,8 @@ def run_broker(kind: str, suite: Path, out: Path, args: argparse.Namespace) -> d
     passed = sum(r.outcome == "passed" for r in ran)
     skipped = len(results) - len(ran)
     summary = f"lite suite ({kind}): {passed} passed, {len(ran) - passed} failed of {len(ran)}"
-    log(f"   ({skipped} skipped by the suite itself, {len(EXCLUDED)} exclusion rules: see EXCLUDED)")
+    m = re.search(r"(\d+) deselected", xml.with_suffix(".out").read_text(errors="replace"))
+    log(f"   deselected (EXCLUDED, -k): {m.group(1) if m else 0} tests; skipped by the suite itself: {skipped}")
     return {
         "broker": kind,
         "summary": summary,
