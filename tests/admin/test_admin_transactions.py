@@ -200,3 +200,61 @@ def test_cli_transactions_commands(tmp_path) -> None:
             assert p.returncode == 1 and p.stderr.startswith("pulsar-rs admin: 404 "), p.stderr
             p = _cli(b.admin_url, "slow-transactions")
             assert p.returncode == 2 and "-t/--time" in p.stderr
+
+
+def test_export_counts_transactions(tmp_path) -> None:
+    from pulsar_rs.export import snapshot_tables
+
+    with Broker(data_dir=str(tmp_path), transactionCoordinatorEnabled=True) as b:
+        topic = "persistent://public/default/admin-txn-export"
+        with TxnWire(b.service_url) as w:
+            w.connect_coordinator(0)
+            w.producer(topic, 1)
+            w.send(1, b"plain")
+            w.subscribe(topic, "sub", 1, shared=False)
+            w.flow(1, 10)
+            plain = w.receive(10)
+            assert plain is not None
+            committed, aborted, open_ = w.new_txn(), w.new_txn(), w.new_txn()
+            w.end_txn(committed, commit=True)
+            w.end_txn(aborted, commit=False)
+            w.add_partition(open_, topic)
+            w.send(1, b"x", open_)
+            w.add_subscription(open_, topic, "sub")
+            w.ack_txn(1, open_, [plain.position], cumulative=True)
+            tables = snapshot_tables(b)
+        assert tables["transaction_coordinators"].to_pylist() == [
+            {
+                "coordinator_id": 0,
+                "ongoing": 1,
+                "created": 3,
+                "committed": 1,
+                "aborted": 1,
+                "timed_out": 0,
+                # Three NEW, COMMITTING/COMMITTED, ABORTING/ABORTED, ADD_PARTITION, ADD_SUBSCRIPTION, ACK.
+                "append_log": 10,
+            }
+        ]
+        rows = {r["topic"]: r for r in tables["topics"].to_pylist()}
+        row = rows[topic]
+        assert row["txn_ongoing"] == 1
+        # Dispatch stops at the plain message, before the open transaction's first one.
+        assert (row["txn_max_read_ledger"], row["txn_max_read_entry"]) == plain.position
+        subs = [s for s in tables["subscriptions"].to_pylist() if s["topic"] == topic]
+        assert [(s["subscription"], s["txn_pending_ack_ongoing"]) for s in subs] == [("sub", 1)]
+
+
+def test_export_without_transactions_leaves_the_columns_null(tmp_path) -> None:
+    from pulsar_rs.export import snapshot_tables
+
+    with Broker(data_dir=str(tmp_path)) as b:
+        topic = "persistent://public/default/admin-txn-export-off"
+        with TxnWire(b.service_url) as w:
+            w.producer(topic, 1)
+            w.send(1, b"plain")
+            w.subscribe(topic, "sub", 1)
+        tables = snapshot_tables(b)
+    assert tables["transaction_coordinators"].num_rows == 0
+    (row,) = [r for r in tables["topics"].to_pylist() if r["topic"] == topic]
+    assert row["txn_ongoing"] is None and row["txn_max_read_ledger"] is None
+    assert [s["txn_pending_ack_ongoing"] for s in tables["subscriptions"].to_pylist()] == [None]
