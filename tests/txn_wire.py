@@ -261,11 +261,15 @@ class TxnWire:
             elif r.type == MESSAGE:
                 return _delivered(r)
 
-    def ack_txn(self, consumer_id: int, txn: tuple[int, int], positions: list[tuple[int, int]]) -> None:
-        """An individual ACK of ``positions`` in ``txn``, waiting for its ACK_RESPONSE."""
+    def ack_txn(
+        self, consumer_id: int, txn: tuple[int, int], positions: list[tuple[int, int]], *, cumulative: bool = False
+    ) -> None:
+        """An ACK of ``positions`` in ``txn`` (individual, or cumulative at the one position),
+        waiting for its ACK_RESPONSE."""
         rid = self._next_rid()
         ids = [(3, _message((1, ledger), (2, entry))) for ledger, entry in positions]
-        self._send(ACK, _message((1, consumer_id), (2, 0), *ids, (6, txn[1]), (7, txn[0]), (8, rid)))
+        ack_type = 1 if cumulative else 0
+        self._send(ACK, _message((1, consumer_id), (2, ack_type), *ids, (6, txn[1]), (7, txn[0]), (8, rid)))
         r = self._wait(lambda r: r.type == ACK_RESPONSE and r.get(6) == rid, rid)
         if r.get(4) is not None:
             code = int(r.get(4))

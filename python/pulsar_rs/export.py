@@ -1,6 +1,6 @@
 """Snapshots of broker state as Arrow tables and Parquet files (schema: ``spark/SCHEMA.md``).
 
-* :func:`snapshot_tables` returns the six tables as ``pyarrow.Table`` objects. The columns are
+* :func:`snapshot_tables` returns the seven tables as ``pyarrow.Table`` objects. The columns are
   built in Rust and handed over through the Arrow C stream interface without copying.
 * :func:`write_snapshot` writes them as Parquet under ``OUT/<table>/broker=<id>/snapshot_ms=<t>/``
   with a JSON manifest, so snapshots of many brokers and times sit side by side.
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 SCHEMA_VERSION = 1
-TABLES = ("topics", "ledgers", "entries", "subscriptions", "ack_ranges", "consumers")
+TABLES = ("topics", "ledgers", "entries", "subscriptions", "ack_ranges", "consumers", "transaction_coordinators")
 
 
 #: Source prefixes read as a metadata store: Pulsar's ``metadataStoreUrl`` forms of ZooKeeper.

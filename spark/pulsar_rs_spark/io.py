@@ -42,6 +42,7 @@ class Snapshot:
     subscriptions: DataFrame
     ack_ranges: DataFrame
     consumers: DataFrame
+    transaction_coordinators: DataFrame
     all_topics: DataFrame
     all_subscriptions: DataFrame
     selected: list[tuple[str, int]]

@@ -30,6 +30,9 @@ COLUMNS: Final[dict[str, list[tuple[str, str, bool]]]] = {
         ("compaction_horizon_ledger", "bigint", True),
         ("compaction_horizon_entry", "bigint", True),
         ("compacted_entries", "bigint", False),
+        ("txn_ongoing", "bigint", True),
+        ("txn_max_read_ledger", "bigint", True),
+        ("txn_max_read_entry", "bigint", True),
     ],
     "ledgers": [
         ("topic", "string", False),
@@ -65,6 +68,7 @@ COLUMNS: Final[dict[str, list[tuple[str, str, bool]]]] = {
         ("oldest_unacked_publish_ms", "bigint", True),
         ("consumers", "int", False),
         ("unacked_messages", "bigint", False),
+        ("txn_pending_ack_ongoing", "bigint", True),
     ],
     "ack_ranges": [
         ("topic", "string", False),
@@ -86,6 +90,15 @@ COLUMNS: Final[dict[str, list[tuple[str, str, bool]]]] = {
         ("blocked", "boolean", False),
         ("msg_rate_out", "double", False),
         ("connected_since_ms", "bigint", False),
+    ],
+    "transaction_coordinators": [
+        ("coordinator_id", "bigint", False),
+        ("ongoing", "bigint", False),
+        ("created", "bigint", False),
+        ("committed", "bigint", False),
+        ("aborted", "bigint", False),
+        ("timed_out", "bigint", False),
+        ("append_log", "bigint", False),
     ],
 }
 

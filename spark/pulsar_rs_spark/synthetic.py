@@ -241,6 +241,9 @@ def generate(
                 "compaction_horizon_ledger": pa.nulls(m, pa.int64()),
                 "compaction_horizon_entry": pa.nulls(m, pa.int64()),
                 "compacted_entries": [0] * m,
+                "txn_ongoing": pa.nulls(m, pa.int64()),
+                "txn_max_read_ledger": pa.nulls(m, pa.int64()),
+                "txn_max_read_entry": pa.nulls(m, pa.int64()),
             },
         )
         emit(
@@ -273,6 +276,7 @@ def generate(
                 "oldest_unacked_publish_ms": pa.array(sub["oldest"], pa.int64()),
                 "consumers": [0] * k,
                 "unacked_messages": [0] * k,
+                "txn_pending_ack_ongoing": pa.nulls(k, pa.int64()),
             },
         )
         emit(

@@ -39,6 +39,7 @@ from pulsar_rs.admin import (
     TenantInfo,
     TopicStats,
     TransactionBufferStats,
+    TransactionCoordinatorInternalStats,
     TransactionPendingAckStats,
 )
 
@@ -164,6 +165,11 @@ def test_each_answer_matches_its_type(pulsar_broker_factory):
             ("coordinator_stats", admin.transactions.coordinator_stats(), dict[int, CoordinatorStats]),
             ("transaction_buffer_stats", admin.transactions.transaction_buffer_stats(TOPIC), TransactionBufferStats),
             ("pending_ack_stats", admin.transactions.pending_ack_stats(TOPIC, "s"), TransactionPendingAckStats),
+            (
+                "coordinator_internal_stats",
+                admin.transactions.coordinator_internal_stats(0, metadata=True),
+                TransactionCoordinatorInternalStats,
+            ),
         ]
     finally:
         client.close()

@@ -1,15 +1,25 @@
 """The transaction calls of :class:`pulsar_rs.Admin` (``admin.transactions``), Pulsar's
 ``/admin/v3/transactions/...`` paths as ``pulsar-admin transactions`` names them: coordinator
-stats (with the count of transactions not yet ended), one transaction's metadata, a topic's
-transaction buffer stats and a subscription's pending-ack stats. A broker without
-``transactionCoordinatorEnabled`` answers every one with 503 (:class:`pulsar_rs.AdminError`).
+stats (with the count of transactions not yet ended) and internal stats (its log's managed
+ledger), one transaction's metadata, the slow transactions, a topic's transaction buffer stats
+and one transaction's part of it, a subscription's pending-ack stats and one transaction's part
+of it. A broker without ``transactionCoordinatorEnabled`` answers every one with 503
+(:class:`pulsar_rs.AdminError`).
 """
 
 from __future__ import annotations
 
 from .paths import persistent_path, segment
 from .requester import Requester
-from .types import CoordinatorStats, TransactionBufferStats, TransactionMetadata, TransactionPendingAckStats
+from .types import (
+    CoordinatorStats,
+    TransactionBufferStats,
+    TransactionCoordinatorInternalStats,
+    TransactionInBufferStats,
+    TransactionInPendingAckStats,
+    TransactionMetadata,
+    TransactionPendingAckStats,
+)
 
 __all__ = ["CoordinatorStats", "Transactions"]
 
@@ -46,3 +56,33 @@ class Transactions:
         """A subscription's pending acks: ``ongoingTxnSize``, ..."""
         path = f"{persistent_path(topic)}/{segment(subscription)}"
         return self._a.request("GET", f"/admin/v3/transactions/pendingAckStats/{path}")
+
+    def slow_transactions(self, timeout_ms: int, coordinator_id: int | None = None) -> dict[str, TransactionMetadata]:
+        """Pulsar's slow transactions, by ``txnId``: those not yet ended whose timeout (as their
+        client set it) is longer than ``timeout_ms``, on every coordinator here or on one (404
+        when this broker does not host it)."""
+        path = f"/admin/v3/transactions/slowTransactions/{int(timeout_ms)}"
+        if coordinator_id is not None:
+            path += f"?coordinatorId={int(coordinator_id)}"
+        return self._a.request("GET", path)
+
+    def coordinator_internal_stats(
+        self, coordinator_id: int, metadata: bool = False
+    ) -> TransactionCoordinatorInternalStats:
+        """A coordinator's log: its managed ledger's name and internal stats (``metadata``: each
+        ledger's metadata too); 404 when this broker does not host it."""
+        query = "?metadata=true" if metadata else ""
+        return self._a.request("GET", f"/admin/v3/transactions/coordinatorInternalStats/{int(coordinator_id)}{query}")
+
+    def transaction_in_buffer_stats(self, most_bits: int, least_bits: int, topic: str) -> TransactionInBufferStats:
+        """A transaction on a topic's buffer: ``startPosition`` while it is ongoing there,
+        ``aborted``."""
+        path = f"{persistent_path(topic)}/{int(most_bits)}/{int(least_bits)}"
+        return self._a.request("GET", f"/admin/v3/transactions/transactionInBufferStats/{path}")
+
+    def transaction_in_pending_ack_stats(
+        self, most_bits: int, least_bits: int, topic: str, subscription: str
+    ) -> TransactionInPendingAckStats:
+        """A transaction on a subscription: the ``cumulativeAckPosition`` it holds there."""
+        path = f"{persistent_path(topic)}/{segment(subscription)}/{int(most_bits)}/{int(least_bits)}"
+        return self._a.request("GET", f"/admin/v3/transactions/transactionInPendingAckStats/{path}")

@@ -48,8 +48,10 @@ __all__ = [
     "TenantInfo",
     "TopicStats",
     "TransactionBufferStats",
+    "TransactionCoordinatorInternalStats",
     "TransactionInBufferStats",
     "TransactionInPendingAckStats",
+    "TransactionLogStats",
     "TransactionMetadata",
     "TransactionPendingAckStats",
 ]
@@ -419,16 +421,17 @@ class ManagedLedgerInternalStats(TypedDict, total=False):
     lastConfirmedEntry: str
     state: str
     ledgers: list[LedgerInfo]
+    cursors: dict[str, CursorStats]
+    #: pulsar-rs: the positions of entries found corrupt.
+    corruptEntries: list[str]
 
 
 class PersistentTopicInternalStats(ManagedLedgerInternalStats, total=False):
     """``topics.internal_stats``: the managed ledger, its cursors, the compacted ledger, and
     (pulsar-rs) the positions of entries found corrupt."""
 
-    cursors: dict[str, CursorStats]
     schemaLedgers: list[LedgerInfo]
     compactedLedger: LedgerInfo
-    corruptEntries: list[str]
 
 
 class PartitionedTopicInternalStats(TypedDict):
@@ -543,6 +546,19 @@ class TransactionMetadata(TypedDict):
     timeoutAt: int
     producedPartitions: dict[str, TransactionInBufferStats]
     ackedPartitions: dict[str, dict[str, TransactionInPendingAckStats]]
+
+
+class TransactionLogStats(TypedDict):
+    """A coordinator's transaction log: its managed ledger's name and internal stats."""
+
+    managedLedgerName: str
+    managedLedgerInternalStats: ManagedLedgerInternalStats
+
+
+class TransactionCoordinatorInternalStats(TypedDict):
+    """``transactions.coordinator_internal_stats`` (Pulsar's ``TransactionCoordinatorInternalStats``)."""
+
+    transactionLogStats: TransactionLogStats
 
 
 class TransactionBufferStats(TypedDict, total=False):

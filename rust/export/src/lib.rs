@@ -1,8 +1,8 @@
 //! Arrow exports of a broker's state, for analytics (schema: `spark/SCHEMA.md`, version 1).
 //!
 //! [`snapshot`] walks every topic of a [`BrokerService`] — its ledgers, every stored entry, its
-//! subscriptions' cursors and ack ranges, and the attached consumers — and builds Arrow record
-//! batches. The Python bindings hand them to pyarrow through the Arrow C stream interface, so the
+//! subscriptions' cursors and ack ranges, and the attached consumers — and the transaction
+//! coordinators it hosts, and builds Arrow record batches. The Python bindings hand them to pyarrow through the Arrow C stream interface, so the
 //! column buffers built here are never copied.
 
 mod entries;
@@ -18,7 +18,8 @@ pub use tables::SCHEMA_VERSION;
 
 /// One exported table: its name and its batches (possibly none), all with one schema.
 pub struct Table {
-    /// Table name (`topics`, `ledgers`, `entries`, `subscriptions`, `ack_ranges`, `consumers`).
+    /// Table name (`topics`, `ledgers`, `entries`, `subscriptions`, `ack_ranges`, `consumers`,
+    /// `transaction_coordinators`).
     pub name: &'static str,
     /// The schema of every batch.
     pub schema: arrow_schema::SchemaRef,
@@ -102,8 +103,10 @@ pub fn snapshot_with_progress(
             }
         }
     }
-    match all {
-        Some(all) => Ok(all),
-        None => tables::build(&[]),
-    }
+    let mut all = match all {
+        Some(all) => all,
+        None => tables::build(&[])?,
+    };
+    all.push(tables::coordinators_table(service)?);
+    Ok(all)
 }

@@ -1,4 +1,5 @@
-//! Column builders for the six tables.
+//! Column builders for the seven tables: six built from topics ([`build`]), and the
+//! transaction coordinators' ([`coordinators_table`]).
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use pulsar_rs_broker::Topic;
+use pulsar_rs_broker::{BrokerService, Topic};
 use pulsar_rs_ledger::Position;
 
 use crate::entries::{for_each, EntryRow};
@@ -68,6 +69,9 @@ fn topics_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         ("compaction_horizon_ledger", I64, true),
         ("compaction_horizon_entry", I64, true),
         ("compacted_entries", I64, false),
+        ("txn_ongoing", I64, true),
+        ("txn_max_read_ledger", I64, true),
+        ("txn_max_read_entry", I64, true),
     ]);
     let (mut cid, mut chl, mut che, mut cen) = (
         Int64Builder::new(),
@@ -91,8 +95,24 @@ fn topics_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         Int64Builder::new(),
         Int64Builder::new(),
     );
+    let (mut txn_ongoing, mut txn_mrl, mut txn_mre) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
     for t in topics {
         let st = t.ledger.stats();
+        // The transaction buffer, on a broker with transactions (null columns without).
+        if let Some(tb) = &t.txn_buffer {
+            txn_ongoing.append_value(i64::try_from(tb.ongoing_count()).unwrap_or(i64::MAX));
+            let mrp = t.max_read_position();
+            txn_mrl.append_value(mrp.ledger_id);
+            txn_mre.append_value(mrp.entry_id);
+        } else {
+            txn_ongoing.append_null();
+            txn_mrl.append_null();
+            txn_mre.append_null();
+        }
         name.append_value(t.name.to_string());
         part.append_value(t.partition);
         entries.append_value(i64::try_from(st.number_of_entries).unwrap_or(i64::MAX));
@@ -132,6 +152,9 @@ fn topics_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         Arc::new(chl.finish()),
         Arc::new(che.finish()),
         Arc::new(cen.finish()),
+        Arc::new(txn_ongoing.finish()),
+        Arc::new(txn_mrl.finish()),
+        Arc::new(txn_mre.finish()),
     ];
     Ok(Table {
         name: "topics",
@@ -310,6 +333,7 @@ fn subscriptions_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
         ("oldest_unacked_publish_ms", I64, true),
         ("consumers", I32, false),
         ("unacked_messages", I64, false),
+        ("txn_pending_ack_ongoing", I64, true),
     ]);
     let mut b_topic = StringBuilder::new();
     let mut b_sub = StringBuilder::new();
@@ -319,6 +343,7 @@ fn subscriptions_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
     let mut b_oldest = Int64Builder::new();
     let mut b_consumers = Int32Builder::new();
     let mut b_unacked = Int64Builder::new();
+    let mut b_txn_pending = Int64Builder::new();
     for t in topics {
         let topic = t.name.to_string();
         let mut subs = t.subscriptions();
@@ -356,6 +381,12 @@ fn subscriptions_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
             b_oldest.append_option(oldest);
             b_consumers.append_value(i32::try_from(s.consumers().len()).unwrap_or(i32::MAX));
             b_unacked.append_value(s.unacked_messages());
+            // Transactions holding acks here, on a broker with transactions (else null).
+            b_txn_pending.append_option(
+                t.txn_buffer
+                    .as_ref()
+                    .map(|_| i64::try_from(s.pending_acks.transactions()).unwrap_or(i64::MAX)),
+            );
         }
     }
     let mut cols: Vec<ArrayRef> = vec![
@@ -368,6 +399,7 @@ fn subscriptions_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
     cols.push(Arc::new(b_oldest.finish()));
     cols.push(Arc::new(b_consumers.finish()));
     cols.push(Arc::new(b_unacked.finish()));
+    cols.push(Arc::new(b_txn_pending.finish()));
     Ok(Table {
         name: "subscriptions",
         batches: vec![batch("subscriptions", &schema, cols)?],
@@ -474,6 +506,48 @@ fn consumers_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
     Ok(Table {
         name: "consumers",
         batches: vec![batch("consumers", &schema, cols)?],
+        schema,
+    })
+}
+
+/// One row per transaction coordinator the broker hosts (none without transactions): the
+/// transactions not yet ended and the counters behind the `pulsar_txn_*` metrics, since the
+/// coordinator was opened.
+pub(crate) fn coordinators_table(service: &BrokerService) -> Result<Table, ExportError> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let schema = schema(&[
+        ("coordinator_id", I64, false),
+        ("ongoing", I64, false),
+        ("created", I64, false),
+        ("committed", I64, false),
+        ("aborted", I64, false),
+        ("timed_out", I64, false),
+        ("append_log", I64, false),
+    ]);
+    let mut cols: Vec<Int64Builder> = (0..7).map(|_| Int64Builder::new()).collect();
+    for tc in service.coordinators() {
+        // Relaxed: statistics.
+        let st = &tc.stats;
+        let values = [
+            tc.id,
+            u64::try_from(tc.active_count()).unwrap_or(u64::MAX),
+            st.created.load(Relaxed),
+            st.committed.load(Relaxed),
+            st.aborted.load(Relaxed),
+            st.timed_out.load(Relaxed),
+            st.append_log.load(Relaxed),
+        ];
+        for (b, v) in cols.iter_mut().zip(values) {
+            b.append_value(i64::try_from(v).unwrap_or(i64::MAX));
+        }
+    }
+    let cols: Vec<ArrayRef> = cols
+        .iter_mut()
+        .map(|b| Arc::new(b.finish()) as ArrayRef)
+        .collect();
+    Ok(Table {
+        name: "transaction_coordinators",
+        batches: vec![batch("transaction_coordinators", &schema, cols)?],
         schema,
     })
 }

@@ -2,7 +2,7 @@
 
 ``pulsar-rs admin [--admin-url URL] [--auth-params token:JWT|file:PATH] [--json] GROUP ACTION ...``
 with the groups ``brokers``, ``clusters``, ``tenants``, ``namespaces``, ``topics``,
-``topicPolicies`` and ``schemas`` (one module each here;
+``topicPolicies``, ``schemas`` and ``transactions`` (one module each here;
 each registers its actions with a ``call(admin, args)`` default). Output is readable by default
 (:mod:`.output`: lists one item a line, documents as aligned ``key  value`` tables with nested
 keys dotted) and the broker's JSON with ``--json``; a refused call prints one line on stderr,
@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ...admin import Admin, AdminError
-from . import brokers, clusters, namespaces, output, schemas, tenants, topic_policies, topics
+from . import brokers, clusters, namespaces, output, schemas, tenants, topic_policies, topics, transactions
 
 #: The command families, each a module with ``add(groups)``.
-FAMILIES = (brokers, clusters, tenants, namespaces, topics, topic_policies, schemas)
+FAMILIES = (brokers, clusters, tenants, namespaces, topics, topic_policies, schemas, transactions)
 
 
 def add_parser(commands: Any) -> None:

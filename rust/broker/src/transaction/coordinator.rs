@@ -459,6 +459,26 @@ impl TransactionCoordinator {
         self.txns.lock().values().cloned().collect()
     }
 
+    /// Pulsar's slow transactions (`MLTransactionMetadataStore.getSlowTransactions`): those not
+    /// yet ended whose timeout, as the client set it, is longer than `timeout_ms`. (Pulsar
+    /// compares `TxnMeta.getTimeoutAt()`, which holds the transaction's timeout, not how long it
+    /// has been open.)
+    #[must_use]
+    pub fn slow_transactions(&self, timeout_ms: u64) -> Vec<TxnMeta> {
+        self.txns
+            .lock()
+            .values()
+            .filter(|m| m.timeout_ms > timeout_ms)
+            .cloned()
+            .collect()
+    }
+
+    /// The transaction log (a managed ledger) and its cursor, for internal stats.
+    #[must_use]
+    pub fn log(&self) -> (&Arc<ManagedLedger>, &Arc<Cursor>) {
+        (&self.ledger, &self.cursor)
+    }
+
     /// Transactions not yet ended.
     #[must_use]
     pub fn active_count(&self) -> usize {

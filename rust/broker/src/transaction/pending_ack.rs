@@ -188,6 +188,16 @@ impl PendingAcks {
         !st.individual.is_empty() && st.individual.contains_key(&position)
     }
 
+    /// The cumulative ack `txn` holds here, if any (Pulsar's `TransactionInPendingAckStats`).
+    #[must_use]
+    pub fn cumulative_of(&self, txn: TxnId) -> Option<Position> {
+        self.state
+            .lock()
+            .by_txn
+            .get(&txn)
+            .and_then(|a| a.cumulative)
+    }
+
     /// Transactions holding acks.
     #[must_use]
     pub fn transactions(&self) -> usize {

@@ -549,3 +549,24 @@ async fn a_transaction_times_out_on_the_brokers_clock() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_transactions_are_those_with_a_longer_timeout_not_yet_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let short = svc.new_txn(0, 1_000).await.unwrap();
+    let long = svc.new_txn(0, 60_000).await.unwrap();
+    let ended = svc.new_txn(0, 120_000).await.unwrap();
+    svc.end_txn(ended, TxnAction::Abort).await.unwrap();
+    let tc = svc.coordinator(0).unwrap();
+    let ids = |timeout| {
+        let mut v: Vec<TxnId> = tc.slow_transactions(timeout).iter().map(|m| m.id).collect();
+        v.sort();
+        v
+    };
+    // Pulsar's comparison is strict: a timeout equal to the threshold is not slow.
+    assert_eq!(ids(0), vec![short, long]);
+    assert_eq!(ids(1_000), vec![long]);
+    assert_eq!(ids(59_999), vec![long]);
+    assert_eq!(ids(60_000), Vec::<TxnId>::new());
+}

@@ -131,8 +131,53 @@ fn add_ledger_metadata(t: &Topic, doc: &mut Value) {
 /// cursors of its subscriptions and the `__compaction` cursor.
 fn internal_stats_json(t: &Topic) -> Value {
     let st = t.ledger.stats();
-    let pos = |p: pulsar_rs_ledger::Position| format!("{}:{}", p.ledger_id, p.entry_id);
-    let all_ledgers = t.ledger.ledgers();
+    let mut waiting = 0;
+    let subs = t.subscriptions();
+    // The subscriptions' cursors, and the `__compaction` cursor (the compaction horizon).
+    let compaction_cursor = t
+        .ledger
+        .cursors()
+        .into_iter()
+        .filter(|c| c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR)
+        .map(|c| (c, None));
+    let mut cursors = Map::new();
+    for (c, sub) in subs
+        .iter()
+        .map(|s| (Arc::clone(&s.cursor), Some(s)))
+        .chain(compaction_cursor)
+    {
+        // A subscription's dispatcher waits for new entries when it has consumers and has read
+        // everything written (Pulsar's waiting read op).
+        let waiting_read =
+            sub.is_some_and(|s| !s.consumers().is_empty()) && c.read_position() > st.last_confirmed;
+        waiting += usize::from(waiting_read);
+        let opened = sub.map_or(t.loaded_ms, |s| {
+            s.stats.opened_ms.load(std::sync::atomic::Ordering::Relaxed)
+        });
+        cursors.insert(
+            c.name().to_owned(),
+            cursor_json(&c, st.entries_added, waiting_read, opened),
+        );
+    }
+    let mut doc = managed_ledger_json(&t.ledger);
+    doc.insert("waitingCursorsCount".into(), json!(waiting));
+    doc.insert("cursors".into(), Value::Object(cursors));
+    // Schemas are kept in the metadata store, not in ledgers.
+    doc.insert("schemaLedgers".into(), json!([]));
+    doc.insert("compactedLedger".into(), compacted_ledger(t));
+    Value::Object(doc)
+}
+
+/// `p` as Pulsar prints a position in internal stats.
+fn pos(p: pulsar_rs_ledger::Position) -> String {
+    format!("{}:{}", p.ledger_id, p.entry_id)
+}
+
+/// The managed-ledger part of Pulsar's `ManagedLedgerInternalStats` (no cursors, no
+/// `waitingCursorsCount`), for a topic's ledger and a transaction coordinator's log.
+pub(super) fn managed_ledger_json(ledger: &pulsar_rs_ledger::ManagedLedger) -> Map<String, Value> {
+    let st = ledger.stats();
+    let all_ledgers = ledger.ledgers();
     // `entries` and `size` of the current ledger are what it holds so far (Pulsar shows 0 until
     // it is closed; `currentLedgerEntries` carries the same number there).
     let ledgers: Vec<Value> = all_ledgers
@@ -143,82 +188,63 @@ fn internal_stats_json(t: &Topic) -> Value {
         })
         .collect();
     let last_created = all_ledgers.last().map_or(0, |l| l.created_ms);
-    let mut cursors = serde_json::Map::new();
-    let mut waiting = 0;
-    let subs = t.subscriptions();
-    // The subscriptions' cursors, and the `__compaction` cursor (the compaction horizon).
-    let compaction_cursor = t
-        .ledger
-        .cursors()
-        .into_iter()
-        .filter(|c| c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR)
-        .map(|c| (c, None));
-    for (c, sub) in subs
-        .iter()
-        .map(|s| (Arc::clone(&s.cursor), Some(s)))
-        .chain(compaction_cursor)
-    {
-        let ranges: Vec<String> = c
-            .acked_ranges()
-            .iter()
-            .map(|(a, b)| format!("({}:{}..{}]", a.ledger_id, a.entry_id - 1, pos(*b)))
-            .collect();
-        // A subscription's dispatcher waits for new entries when it has consumers and has read
-        // everything written (Pulsar's waiting read op).
-        let read = c.read_position();
-        let waiting_read =
-            sub.is_some_and(|s| !s.consumers().is_empty()) && read > st.last_confirmed;
-        waiting += usize::from(waiting_read);
-        let backlog = c.backlog();
-        let opened = sub.map_or(t.loaded_ms, |s| {
-            s.stats.opened_ms.load(std::sync::atomic::Ordering::Relaxed)
-        });
-        cursors.insert(
-            c.name().to_owned(),
-            json!({
-                "markDeletePosition": pos(c.mark_delete_position()),
-                "readPosition": pos(read),
-                "waitingReadOp": waiting_read,
-                // Reads are synchronous within a dispatcher pass: none is ever outstanding.
-                "pendingReadOps": 0,
-                // As Pulsar's invariant: entries added since load minus the entries backlog.
-                "messagesConsumedCounter": i64::try_from(st.entries_added).unwrap_or(i64::MAX)
-                    - i64::try_from(backlog).unwrap_or(i64::MAX),
-                // Cursors are stored in the metadata store, not in a ledger.
-                "cursorLedger": -1,
-                "cursorLedgerLastEntry": -1,
-                "individuallyDeletedMessages": format!("[{}]", ranges.join(", ")),
-                // When this process opened the cursor (there is no cursor ledger to switch).
-                "lastLedgerSwitchTimestamp": super::messages::iso_time(opened),
-                "state": "Open",
-                "active": c.is_active(),
-                "numberOfEntriesSinceFirstNotAckedMessage": backlog + c.acked_count(),
-                "totalNonContiguousDeletedMessagesRange": ranges.len(),
-                "subscriptionHavePendingRead": waiting_read,
-                "subscriptionHavePendingReplayRead": false,
-                "properties": c.properties(),
-            }),
-        );
-    }
-    json!({
+    let doc = json!({
         "entriesAddedCounter": st.entries_added,
         "numberOfEntries": st.number_of_entries,
         "totalSize": st.total_size,
         "currentLedgerEntries": st.current_ledger_entries,
         "currentLedgerSize": st.current_ledger_size,
         "lastLedgerCreatedTimestamp": super::messages::iso_time(last_created),
-        "waitingCursorsCount": waiting,
         // Adds are confirmed in the journal's completion pass; none is held by the ledger.
         "pendingAddEntriesCount": 0,
         "lastConfirmedEntry": pos(st.last_confirmed),
         "state": "LedgerOpened",
         "ledgers": ledgers,
-        "cursors": cursors,
-        // Schemas are kept in the metadata store, not in ledgers.
-        "schemaLedgers": [],
-        "compactedLedger": compacted_ledger(t),
         // Not in Pulsar (which has no such recovery): entries recovery found damaged.
-        "corruptEntries": t.ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),
+        "corruptEntries": ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),
+    });
+    match doc {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Pulsar's `CursorStats` of one cursor; `entries_added` is its ledger's counter, `opened_ms`
+/// when this process opened it.
+pub(super) fn cursor_json(
+    c: &pulsar_rs_ledger::Cursor,
+    entries_added: u64,
+    waiting_read: bool,
+    opened_ms: u64,
+) -> Value {
+    let ranges: Vec<String> = c
+        .acked_ranges()
+        .iter()
+        .map(|(a, b)| format!("({}:{}..{}]", a.ledger_id, a.entry_id - 1, pos(*b)))
+        .collect();
+    let backlog = c.backlog();
+    json!({
+        "markDeletePosition": pos(c.mark_delete_position()),
+        "readPosition": pos(c.read_position()),
+        "waitingReadOp": waiting_read,
+        // Reads are synchronous within a dispatcher pass: none is ever outstanding.
+        "pendingReadOps": 0,
+        // As Pulsar's invariant: entries added since load minus the entries backlog.
+        "messagesConsumedCounter": i64::try_from(entries_added).unwrap_or(i64::MAX)
+            - i64::try_from(backlog).unwrap_or(i64::MAX),
+        // Cursors are stored in the metadata store, not in a ledger.
+        "cursorLedger": -1,
+        "cursorLedgerLastEntry": -1,
+        "individuallyDeletedMessages": format!("[{}]", ranges.join(", ")),
+        // When this process opened the cursor (there is no cursor ledger to switch).
+        "lastLedgerSwitchTimestamp": super::messages::iso_time(opened_ms),
+        "state": "Open",
+        "active": c.is_active(),
+        "numberOfEntriesSinceFirstNotAckedMessage": backlog + c.acked_count(),
+        "totalNonContiguousDeletedMessagesRange": ranges.len(),
+        "subscriptionHavePendingRead": waiting_read,
+        "subscriptionHavePendingReplayRead": false,
+        "properties": c.properties(),
     })
 }
 

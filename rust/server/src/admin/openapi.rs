@@ -306,12 +306,32 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "transactions",
+        "/admin/v3/transactions/coordinatorInternalStats/{coordinatorId}",
+        &["GET"],
+    ),
+    (
+        "transactions",
         "/admin/v3/transactions/pendingAckStats/{tenant}/{ns}/{topic}/{sub}",
         &["GET"],
     ),
     (
         "transactions",
         "/admin/v3/transactions/transactionBufferStats/{tenant}/{ns}/{topic}",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/slowTransactions/{timeout}",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}",
+        &["GET"],
+    ),
+    (
+        "transactions",
+        "/admin/v3/transactions/transactionInPendingAckStats/{tenant}/{ns}/{topic}/{sub}/{most}/{least}",
         &["GET"],
     ),
     (
@@ -432,7 +452,7 @@ fn example(parameter: &str) -> &'static str {
         "topic" => "openapi-example",
         "sub" => "openapi-sub",
         "role" => "openapi-role",
-        "ledger" | "entry" | "version" | "ts" => "0",
+        "ledger" | "entry" | "version" | "ts" | "coordinatorId" => "0",
         _ => "1",
     }
 }

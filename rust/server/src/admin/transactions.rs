@@ -1,6 +1,9 @@
-//! Transaction admin REST, Pulsar's `/admin/v3/transactions/...` paths: coordinator stats,
-//! one transaction's metadata, a topic's transaction buffer stats and a subscription's pending
-//! ack stats. Every path answers 503 when `transactionCoordinatorEnabled` is off, as Pulsar's.
+//! Transaction admin REST, Pulsar's `/admin/v3/transactions/...` paths: coordinator stats and
+//! internal stats (its log's managed ledger), one transaction's metadata, the slow transactions,
+//! a topic's transaction buffer stats (and one transaction's part of it) and a subscription's
+//! pending ack stats (and one transaction's part of it). Every path answers 503 when
+//! `transactionCoordinatorEnabled` is off, as Pulsar's. Pulsar's `pendingAckInternalStats` has
+//! no counterpart: held acks live in the coordinator's log, not in a ledger per subscription.
 
 use super::access::{Access, Routes};
 use std::collections::{BTreeMap, HashMap};
@@ -10,10 +13,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
-use pulsar_rs_broker::transaction::coordinator::TransactionCoordinator;
+use pulsar_rs_broker::transaction::buffer::TransactionBuffer;
+use pulsar_rs_broker::transaction::coordinator::{TransactionCoordinator, TxnMeta};
 use pulsar_rs_broker::transaction::TxnId;
+use pulsar_rs_ledger::Position;
 use serde_json::{json, Value};
 
+use super::internal_stats::{cursor_json, managed_ledger_json};
 use super::topic_path::{existing, DeferredTopicPath};
 use super::Ctx;
 use crate::http::{blocking, fail};
@@ -31,6 +37,26 @@ pub(super) fn routes() -> Routes {
             "/admin/v3/transactions/transactionMetadata/{most}/{least}",
             Access::Superuser,
             get(transaction_metadata),
+        )
+        .route(
+            "/admin/v3/transactions/slowTransactions/{timeout}",
+            Access::Superuser,
+            get(slow_transactions),
+        )
+        .route(
+            "/admin/v3/transactions/coordinatorInternalStats/{coordinatorId}",
+            Access::Superuser,
+            get(coordinator_internal_stats),
+        )
+        .route(
+            "/admin/v3/transactions/transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}",
+            Access::Superuser,
+            get(in_buffer_stats),
+        )
+        .route(
+            "/admin/v3/transactions/transactionInPendingAckStats/{tenant}/{ns}/{topic}/{sub}/{most}/{least}",
+            Access::Superuser,
+            get(in_pending_ack_stats),
         )
         .route(
             "/admin/v3/transactions/transactionBufferStats/{tenant}/{ns}/{topic}",
@@ -105,41 +131,239 @@ async fn transaction_metadata(State(ctx): Ctx, Path((most, least)): Path<(u64, u
     };
     blocking(
         &ctx,
-        move |c| {
-            let mut produced = BTreeMap::new();
-            for p in &meta.partitions {
-                let tb = pulsar_rs_broker::TopicName::parse(p)
-                    .ok()
-                    .and_then(|n| c.service.loaded_topic(&n))
-                    .and_then(|t| t.txn_buffer.clone());
-                let (start, aborted) = tb.map_or((None, false), |tb| tb.txn_state(id));
-                produced.insert(
-                    p.clone(),
-                    json!({
-                        "startPosition": start.map(|s| s.to_string()),
-                        "aborted": aborted,
-                    }),
-                );
+        move |c| Ok(metadata_json(c, &meta)),
+        |v| Json(v).into_response(),
+    )
+    .await
+}
+
+/// The loaded partition `topic` (a full name), if any.
+fn loaded(c: &ServerContext, topic: &str) -> Option<std::sync::Arc<pulsar_rs_broker::Topic>> {
+    pulsar_rs_broker::TopicName::parse(topic)
+        .ok()
+        .and_then(|n| c.service.loaded_topic(&n))
+}
+
+/// Pulsar's `TransactionInBufferStats` of `id` on a topic's buffer.
+fn in_buffer_json(tb: Option<&TransactionBuffer>, id: TxnId) -> Value {
+    let (start, aborted) = tb.map_or((None, false), |tb| tb.txn_state(id));
+    json!({
+        "startPosition": start.map(|s| s.to_string()),
+        "aborted": aborted,
+    })
+}
+
+/// Pulsar's `TransactionInPendingAckStats` of `id` on a subscription.
+fn in_pending_ack_json(cumulative: Option<Position>) -> Value {
+    json!({ "cumulativeAckPosition": cumulative.map(|p| p.to_string()) })
+}
+
+/// Pulsar's `TransactionMetadata` of a transaction not yet ended, with the buffer stats of the
+/// partitions it produced to and the pending-ack stats of the subscriptions it acked on (of the
+/// ones loaded here). Blocking: short locks only, but called off the async workers.
+fn metadata_json(c: &ServerContext, meta: &TxnMeta) -> Value {
+    let id = meta.id;
+    let mut produced = BTreeMap::new();
+    for p in &meta.partitions {
+        let t = loaded(c, p);
+        let tb = t.as_ref().and_then(|t| t.txn_buffer.as_deref());
+        produced.insert(p.clone(), in_buffer_json(tb, id));
+    }
+    let mut acked: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
+    for (topic, sub) in &meta.subscriptions {
+        let cumulative = loaded(c, topic)
+            .and_then(|t| t.subscription(sub))
+            .and_then(|s| s.pending_acks.cumulative_of(id));
+        acked
+            .entry(topic.clone())
+            .or_default()
+            .insert(sub.clone(), in_pending_ack_json(cumulative));
+    }
+    json!({
+        "txnId": id.to_string(),
+        "status": meta.status.name(),
+        "openTimestamp": meta.start_ms,
+        "timeoutAt": meta.start_ms.saturating_add(meta.timeout_ms),
+        "producedPartitions": produced,
+        "ackedPartitions": acked,
+    })
+}
+
+/// Pulsar's 404 for a coordinator this broker does not host.
+fn no_coordinator(id: u64) -> Response {
+    fail(
+        StatusCode::NOT_FOUND,
+        format!("Transaction coordinator not found! coordinator id : {id}"),
+    )
+}
+
+/// `GET slowTransactions/{timeout}[?coordinatorId=N]`: the transactions not yet ended whose
+/// timeout is longer than `timeout` ms ([`TransactionCoordinator::slow_transactions`]), as
+/// Pulsar's map of `txnId` to `TransactionMetadata`.
+async fn slow_transactions(
+    State(ctx): Ctx,
+    Path(timeout): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = disabled(&ctx) {
+        return r;
+    }
+    let Ok(timeout) = timeout.parse::<u64>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            format!("invalid timeout: {timeout}"),
+        );
+    };
+    let tcs = match q.get("coordinatorId").map(|s| s.parse::<u64>()) {
+        Some(Ok(id)) => match ctx.service.coordinator(id) {
+            Ok(tc) => vec![tc],
+            Err(_) => return no_coordinator(id),
+        },
+        Some(Err(_)) => return fail(StatusCode::BAD_REQUEST, "invalid coordinatorId"),
+        None => {
+            let all = ctx.service.coordinators();
+            if all.is_empty() {
+                return fail(StatusCode::NOT_FOUND, "Transaction coordinator not found");
             }
-            let mut acked: BTreeMap<String, BTreeMap<String, Value>> = BTreeMap::new();
-            for (topic, sub) in &meta.subscriptions {
-                acked
-                    .entry(topic.clone())
-                    .or_default()
-                    .insert(sub.clone(), json!({ "cumulativeAckPosition": null }));
+            all
+        }
+    };
+    blocking(
+        &ctx,
+        move |c| {
+            let slow: BTreeMap<String, Value> = tcs
+                .iter()
+                .flat_map(|tc| tc.slow_transactions(timeout))
+                .map(|m| (m.id.to_string(), metadata_json(c, &m)))
+                .collect();
+            Ok(slow)
+        },
+        |v| Json(v).into_response(),
+    )
+    .await
+}
+
+/// `GET coordinatorInternalStats/{coordinatorId}[?metadata=true]`: Pulsar's
+/// `TransactionCoordinatorInternalStats`, the managed-ledger internal stats of the coordinator's
+/// log (with its one cursor, `transaction.subscription`).
+async fn coordinator_internal_stats(
+    State(ctx): Ctx,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = disabled(&ctx) {
+        return r;
+    }
+    let Ok(id) = id.parse::<u64>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            format!("invalid coordinatorId: {id}"),
+        );
+    };
+    let Ok(tc) = ctx.service.coordinator(id) else {
+        return no_coordinator(id);
+    };
+    let metadata = q.get("metadata").is_some_and(|v| v == "true");
+    blocking(
+        &ctx,
+        move |_| {
+            let (ledger, cursor) = tc.log();
+            let mut stats = managed_ledger_json(ledger);
+            let entries_added = ledger.stats().entries_added;
+            let mut cursors = serde_json::Map::new();
+            cursors.insert(
+                cursor.name().to_owned(),
+                cursor_json(cursor, entries_added, false, 0),
+            );
+            stats.insert("cursors".into(), Value::Object(cursors));
+            stats.insert("waitingCursorsCount".into(), json!(0));
+            if metadata {
+                if let Some(Value::Array(ls)) = stats.get_mut("ledgers") {
+                    for l in ls {
+                        let Some(lid) = l.get("ledgerId").and_then(Value::as_i64) else {
+                            continue;
+                        };
+                        if let Ok(Some(m)) = ledger.ledger_metadata(lid) {
+                            l["metadata"] = Value::String(m);
+                        }
+                    }
+                }
             }
             Ok(json!({
-                "txnId": id.to_string(),
-                "status": meta.status.name(),
-                "openTimestamp": meta.start_ms,
-                "timeoutAt": meta.start_ms.saturating_add(meta.timeout_ms),
-                "producedPartitions": produced,
-                "ackedPartitions": acked,
+                "transactionLogStats": {
+                    "managedLedgerName": ledger.name(),
+                    "managedLedgerInternalStats": stats,
+                }
             }))
         },
         |v| Json(v).into_response(),
     )
     .await
+}
+
+/// `GET transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}`: Pulsar's
+/// `TransactionInBufferStats` (`startPosition` while the transaction is ongoing on the topic,
+/// `aborted`).
+async fn in_buffer_stats(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, most, least)): Path<(String, String, String, String, String)>,
+) -> Response {
+    if let Some(r) = disabled(&ctx) {
+        return r;
+    }
+    let Some(id) = txn_id(&most, &least) else {
+        return fail(StatusCode::BAD_REQUEST, "invalid transaction id");
+    };
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| {
+            let t = c.service.topic(&name, false)?;
+            Ok(in_buffer_json(t.txn_buffer.as_deref(), id))
+        },
+        |v| Json(v).into_response(),
+    )
+    .await
+}
+
+/// `GET transactionInPendingAckStats/{tenant}/{ns}/{topic}/{sub}/{most}/{least}`: Pulsar's
+/// `TransactionInPendingAckStats` (`cumulativeAckPosition` the transaction holds there).
+async fn in_pending_ack_stats(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, most, least)): Path<(String, String, String, String, String, String)>,
+) -> Response {
+    if let Some(r) = disabled(&ctx) {
+        return r;
+    }
+    let Some(id) = txn_id(&most, &least) else {
+        return fail(StatusCode::BAD_REQUEST, "invalid transaction id");
+    };
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    blocking(
+        &ctx,
+        move |c| {
+            let t = c.service.topic(&name, false)?;
+            let s = t
+                .subscription(&sub)
+                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound(sub.clone()))?;
+            Ok(in_pending_ack_json(s.pending_acks.cumulative_of(id)))
+        },
+        |v| Json(v).into_response(),
+    )
+    .await
+}
+
+/// A transaction id from its two path segments.
+fn txn_id(most: &str, least: &str) -> Option<TxnId> {
+    Some(TxnId::new(most.parse().ok()?, least.parse().ok()?))
 }
 
 async fn buffer_stats(State(ctx): Ctx, path: DeferredTopicPath) -> Response {
