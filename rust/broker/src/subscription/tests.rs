@@ -498,3 +498,36 @@ fn shared_chunks_of_a_closed_consumer_move_whole() {
     assert_eq!(r.sink.messages(), vec![]);
     assert!(r.sub.cursor.is_acked(e));
 }
+
+/// Exclusive: aborting a transaction that acknowledged a message delivers it again, and
+/// returns (`Go client suite TestTxn_AckChunkMessage` once hung the broker here: the abort took
+/// the subscription's state lock twice). Run on a thread so that a deadlock fails the test.
+#[test]
+fn exclusive_abort_of_a_transactional_ack_redelivers_without_deadlock() {
+    let r = Arc::new(rig(-1, BrokerConfig::default()));
+    let a = r.consumer(1, "a", 0, SubType::Exclusive);
+    r.sub.flow(&a, 10);
+    let m = r.publish(None);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0)]);
+    let txn = crate::transaction::TxnId::new(0, 7);
+    r.sub
+        .ack_individual_txn(&a, txn, &[(m, None)])
+        .expect("held by the transaction");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rr = Arc::clone(&r);
+    std::thread::spawn(move || {
+        let res = rr
+            .sub
+            .end_txn(txn, crate::transaction::TxnAction::Abort)
+            .map_err(|e| e.to_string());
+        let _ = tx.send(res);
+    });
+    let res = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("end_txn(Abort) did not return within 10 s: deadlock");
+    res.expect("abort");
+    assert!(!r.sub.cursor.is_acked(m));
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0)], "delivered again after the abort");
+}

@@ -123,6 +123,9 @@ impl Subscription {
     /// Delivers released messages again: replayed on Shared/Key_Shared, a rewind on
     /// Exclusive/Failover.
     fn redeliver_released(&self, positions: &[Position], cumulative: bool) {
+        // Read before the state lock: `unacked_limit` takes that lock itself (parking_lot's
+        // mutex is not reentrant; taking it inside deadlocked an abort on Exclusive/Failover).
+        let limit = self.unacked_limit();
         let mut st = self.state.lock();
         if st.sub_type.is_some_and(SubType::is_multi) {
             let positions: Vec<Position> = positions
@@ -134,7 +137,7 @@ impl Subscription {
             self.queue_replay_locked(st, &positions, false);
         } else if !positions.is_empty() || cumulative {
             for c in st.consumers.all() {
-                c.take_pending(None, self.unacked_limit());
+                c.take_pending(None, limit);
             }
             self.cursor.rewind();
         }
