@@ -91,6 +91,7 @@ impl MultipleConsumers {
         entries: Vec<Entry>,
         replayed: bool,
     ) -> Outcome {
+        self.rr.new_read();
         let mut out = Outcome::default();
         let mut blocked: HashSet<u16> = HashSet::new();
         for entry in entries {

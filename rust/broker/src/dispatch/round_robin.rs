@@ -29,6 +29,17 @@ impl RoundRobin {
         self.best = None;
     }
 
+    /// A new read begins: a consumer that was given entries in the last one hands its turn on,
+    /// as Pulsar's `getNextConsumer` moves to the next consumer at every pick and a pick covers
+    /// at most one read's entries. (A chunk carried over reads would give one consumer up to
+    /// `dispatcherMaxRoundRobinBatchSize` messages in a row when they are published one by one.)
+    pub fn new_read(&mut self) {
+        if self.given > 0 {
+            self.next += 1;
+            self.given = 0;
+        }
+    }
+
     /// Picks the consumer for the next entry, or `None` if no consumer can take one.
     /// `consumers` must be sorted by priority level.
     pub fn pick(&mut self, consumers: &[Arc<Consumer>], chunk: u32) -> Option<Arc<Consumer>> {

@@ -531,3 +531,29 @@ fn exclusive_abort_of_a_transactional_ack_redelivers_without_deadlock() {
     r.drain();
     assert_eq!(r.sink.messages(), vec![(1, 0, 0)], "delivered again after the abort");
 }
+
+/// Shared: messages published one at a time (each read holds one entry) go to the consumers in
+/// turn, as Pulsar's `getNextConsumer` moves on at every read; the round-robin chunk of
+/// `dispatcherMaxRoundRobinBatchSize` applies within one read only (pulsar-lite's suite,
+/// `test_shared_round_robin_distribution`, saw 20 in a row go to one consumer).
+#[test]
+fn shared_gives_one_message_reads_to_each_consumer_in_turn() {
+    let r = rig(-1, BrokerConfig::default());
+    let cs: Vec<_> = (1..=3)
+        .map(|i| r.consumer(i, &format!("c{i}"), 0, SubType::Shared))
+        .collect();
+    for c in &cs {
+        r.sub.flow(c, 100);
+    }
+    let mut order = Vec::new();
+    for _ in 0..9 {
+        let p = r.publish(None);
+        r.drain();
+        let got = r.sink.messages();
+        assert_eq!(got.len(), 1);
+        let c = cs.iter().find(|c| c.id == got[0].0).expect("a consumer");
+        r.ack(c, &[p]);
+        order.push(got[0].0);
+    }
+    assert_eq!(order, vec![1, 2, 3, 1, 2, 3, 1, 2, 3]);
+}
