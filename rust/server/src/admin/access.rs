@@ -22,7 +22,7 @@ use crate::ServerContext;
 /// What a route needs from the caller's role (superusers may call every route).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// Superusers only: clusters, tenants, brokers, metrics, transactions, the console's API.
+    /// Superusers only: clusters, tenants, brokers, metrics, the console's API.
     Superuser,
     /// The admins of the tenant the path names (`/admin/v2/namespaces/{tenant}/...`,
     /// `/admin/v2/{domain}/{tenant}/...`).
@@ -39,6 +39,10 @@ pub(crate) enum Access {
     Lookup,
     /// `/metrics`: open, unless `authenticateMetricsEndpoint`, then superusers only.
     Metrics,
+    /// Any caller the broker authenticated (the anonymous role included, when one is set):
+    /// Pulsar's read-only `/admin/v3/transactions` routes check no permission (4.0.8's
+    /// `Transactions` and `TransactionsBase` only validate the topic's ownership).
+    Authenticated,
 }
 
 /// The authenticated caller's role (`None`: anonymous), set by the guard for [`authorize`].
@@ -170,6 +174,7 @@ fn allows(
     let get = method == Method::GET;
     match access {
         Access::Superuser | Access::Metrics => false,
+        Access::Authenticated => true,
         Access::Tenant => tenant_admin(),
         Access::TopicRead => {
             tenant_admin()
@@ -270,6 +275,11 @@ mod tests {
             "a topic grant is not a namespace grant"
         );
         assert!(!ns_topics("carol", &put), "reads only");
+        let stats = "/admin/v3/transactions/coordinatorStats";
+        assert!(
+            allows(&a, Some("anyone"), Access::Authenticated, &get, stats),
+            "Pulsar's transaction stats check no permission"
+        );
     }
 
     #[test]
