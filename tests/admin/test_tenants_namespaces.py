@@ -116,8 +116,12 @@ def test_topic_in_missing_namespace_is_refused(pulsar_broker, client):
     url = pulsar_broker.admin_url
     assert admin(url, "PUT", "/admin/v2/persistent/public/nowhere/t")[0] == 404
     assert admin(url, "PUT", "/admin/v2/persistent/public/nowhere/p/partitions", 2)[0] == 404
+    # Its topic list is 404 too, as Pulsar's Namespaces.getTopics (the Go client's HTTP lookup
+    # expects an error: TestNamespaceTopicsNamespaceDoesNotExitWebURL).
+    assert admin(url, "GET", "/admin/v2/namespaces/public/nowhere/topics")[0] == 404
     # Once created, the namespace takes topics.
     assert admin(url, "PUT", "/admin/v2/namespaces/public/nowhere")[0] == 204
+    assert admin(url, "GET", "/admin/v2/namespaces/public/nowhere/topics") == (200, [])
     client.create_producer("persistent://public/nowhere/t").send(b"ok")
 
 

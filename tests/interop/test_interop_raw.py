@@ -15,14 +15,18 @@ from pulsar.schema import StringSchema
 
 from conftest import assert_no_more, new_client, receive_all
 from raw_protocol import (
+    ACTIVE_CONSUMER_CHANGE,
     CONNECT,
     GET_SCHEMA,
     GET_SCHEMA_RESPONSE,
     PRODUCER,
+    PRODUCER_SUCCESS,
     SEND_ERROR,
     SEND_RECEIPT,
     SERVER_ERROR_CHECKSUM,
     SERVER_ERROR_NOT_ALLOWED,
+    SUBSCRIBE,
+    SUCCESS,
     Raw,
     base,
     fb,
@@ -180,3 +184,60 @@ def test_other_clients_survive_many_bad_connections(pulsar_broker, raw_factory, 
         assert [m.data() for m in receive_all(consumer, 10)] == [f"ok{i}".encode() for i in range(10)]
     finally:
         client.close()
+
+
+def test_get_schema_by_version_after_the_schema_was_deleted(pulsar_broker, client, raw_factory, topic):
+    """As Pulsar's getSchema(version): a version from before the topic's schema was deleted is
+    gone too (the Go client's TestProducerWithSchemaAndConsumerSchemaNotFound)."""
+    import urllib.request
+
+    client.create_producer(topic, schema=StringSchema()).send("typed")
+    raw = raw_factory(pulsar_broker.service_url)
+    raw.connect()
+    raw.send(simple_frame(base(GET_SCHEMA, fv(1, 50) + fb(2, topic))))
+    _, resp = raw.recv()
+    version = resp[5][0]
+    raw.send(simple_frame(base(GET_SCHEMA, fv(1, 51) + fb(2, topic) + fb(3, version))))
+    _, resp = raw.recv()
+    assert resp[1] == [51] and 2 not in resp, f"the version is served before the delete: {resp}"
+    name = topic.removeprefix("persistent://")
+    req = urllib.request.Request(f"{pulsar_broker.admin_url}/admin/v2/schemas/{name}/schema", method="DELETE")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status in (200, 204)
+    raw.send(simple_frame(base(GET_SCHEMA, fv(1, 52) + fb(2, topic) + fb(3, version))))
+    _, resp = raw.recv()
+    assert resp[1] == [52] and 2 in resp, f"a deleted schema's version is still served: {resp}"
+
+
+def test_producer_initial_subscription_keeps_what_is_published_before_anyone_subscribes(
+    pulsar_broker, client, raw_factory, topic
+):
+    """CommandProducer.initial_subscription_name (the Go and Java clients' dead-letter producers
+    set it): the subscription is made at the earliest position before the producer is ready, as
+    Pulsar's handleProducer, so a consumer that comes later gets what was published meanwhile."""
+    raw = raw_factory(pulsar_broker.service_url)
+    raw.connect()
+    raw.send(simple_frame(base(PRODUCER, fb(1, topic) + fv(2, 1) + fv(3, 1) + fb(13, "init-sub"))))
+    ty, body = raw.recv()
+    assert ty == PRODUCER_SUCCESS, (ty, body)
+    raw.send(send_frame(1, 0, b"before-anyone", checksum=None))
+    assert raw.recv()[0] == SEND_RECEIPT
+    # Subscribing later at the default position (Latest) still finds the message.
+    consumer = client.subscribe(topic, "init-sub")
+    assert consumer.receive(timeout_millis=5000).data() == b"before-anyone"
+
+
+@pytest.mark.parametrize("domain", ["persistent", "non-persistent"])
+def test_active_consumer_change_follows_the_subscribe_success(pulsar_broker, raw_factory, domain, topic):
+    """A Failover consumer's first ACTIVE_CONSUMER_CHANGE comes after its SUBSCRIBE's SUCCESS, as
+    Pulsar sends it: the Go client drops a notice for a consumer it has not registered yet
+    (TestPartitionTopic_ActiveConsumerChanged)."""
+    t = topic.replace("persistent://", f"{domain}://", 1)
+    raw = raw_factory(pulsar_broker.service_url)
+    raw.connect()
+    failover = 2
+    raw.send(simple_frame(base(SUBSCRIBE, fb(1, t) + fb(2, "fo") + fv(3, failover) + fv(4, 7) + fv(5, 9))))
+    assert raw.recv()[0] == SUCCESS, "the first answer to SUBSCRIBE is its SUCCESS"
+    if domain == "persistent":
+        # (A non-persistent dispatcher sends its first consumer no notice, on Pulsar too.)
+        assert raw.recv()[0] == ACTIVE_CONSUMER_CHANGE

@@ -529,7 +529,11 @@ fn exclusive_abort_of_a_transactional_ack_redelivers_without_deadlock() {
     res.expect("abort");
     assert!(!r.sub.cursor.is_acked(m));
     r.drain();
-    assert_eq!(r.sink.messages(), vec![(1, 0, 0)], "delivered again after the abort");
+    assert_eq!(
+        r.sink.messages(),
+        vec![(1, 0, 0)],
+        "delivered again after the abort"
+    );
 }
 
 /// Shared: messages published one at a time (each read holds one entry) go to the consumers in

@@ -111,6 +111,10 @@ async fn namespace_topics(
             format!("mode must be PERSISTENT, NON_PERSISTENT or ALL, not {mode}"),
         );
     }
+    // As Pulsar's Namespaces.getTopics: a namespace that does not exist is 404, not `[]`.
+    if let Some(r) = super::namespaces::missing(&ctx, &format!("{tenant}/{ns}")) {
+        return r;
+    }
     if let Err(e) = crate::cluster::refresh_known_topics(&ctx).await {
         return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
     }

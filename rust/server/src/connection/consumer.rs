@@ -2,6 +2,7 @@
 //! CLOSE_CONSUMER, GET_LAST_MESSAGE_ID and CONSUMER_STATS, plus the sink that turns the
 //! broker's consumer events into frames.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use pulsar_rs_broker::transaction::coordinator::HeldAck;
@@ -24,6 +25,35 @@ pub(super) struct Sink {
     pub(super) tx: crate::outbound::OutboundTx,
     /// Message bytes in that queue, shared with the writer.
     pub(super) writability: Arc<Writability>,
+    /// Consumers whose SUBSCRIBE is not answered yet → the latest ACTIVE_CONSUMER_CHANGE for
+    /// them, sent right after the success (Pulsar's notification follows the subscribe; the Go
+    /// client drops one for a consumer it has not registered yet). Written by the connection
+    /// task (hold, release) and by whoever sends events (dispatchers); the lock covers only a
+    /// map update and a non-blocking queue push, so a held notice and the release keep order.
+    pub(super) held: parking_lot::Mutex<HashMap<u64, Option<bool>>>,
+}
+
+impl Sink {
+    /// Holds `consumer_id`'s active-consumer notices until [`Sink::release_notices`].
+    pub(super) fn hold_notices(&self, consumer_id: u64) {
+        self.held.lock().insert(consumer_id, None);
+    }
+
+    /// The SUBSCRIBE was answered: the held notice, if any, goes out now.
+    pub(super) fn release_notices(&self, consumer_id: u64) {
+        let mut held = self.held.lock();
+        if let Some(Some(active)) = held.remove(&consumer_id) {
+            let _ = self.tx.send(frame(&commands::active_consumer_change(
+                consumer_id,
+                active,
+            )));
+        }
+    }
+
+    /// The SUBSCRIBE failed or was cancelled: its held notice is dropped.
+    pub(super) fn drop_notices(&self, consumer_id: u64) {
+        self.held.lock().remove(&consumer_id);
+    }
 }
 
 impl ConsumerSink for Sink {
@@ -57,7 +87,20 @@ impl ConsumerSink for Sink {
             ConsumerEvent::ActiveConsumerChange {
                 consumer_id,
                 active,
-            } => frame(&commands::active_consumer_change(consumer_id, active)),
+            } => {
+                let mut held = self.held.lock();
+                if let Some(latest) = held.get_mut(&consumer_id) {
+                    *latest = Some(active);
+                    return true;
+                }
+                return self
+                    .tx
+                    .send(frame(&commands::active_consumer_change(
+                        consumer_id,
+                        active,
+                    )))
+                    .is_ok();
+            }
             ConsumerEvent::Closed { consumer_id } => frame(&commands::close_consumer(consumer_id)),
         };
         self.tx.send(item).is_ok()
@@ -136,6 +179,7 @@ impl Connection {
             return;
         }
         self.creating_consumers.insert(c.consumer_id, false);
+        self.sink.hold_notices(c.consumer_id);
         // Topic load, cursor creation (write + fsync) and schema storage: blocking pool.
         let service = Arc::clone(&self.service);
         let sink = Arc::clone(&self.sink) as Arc<dyn ConsumerSink>;
@@ -162,13 +206,20 @@ impl Connection {
             .remove(&c.consumer_id)
             .unwrap_or(true);
         match result {
-            Ok(slot) if cancelled => detach_consumer(&slot),
+            Ok(slot) if cancelled => {
+                self.sink.drop_notices(c.consumer_id);
+                detach_consumer(&slot);
+            }
             Ok(slot) => {
                 self.sink.writability.watch(&slot.sub);
                 self.consumers.insert(c.consumer_id, slot);
                 self.send(&commands::success(c.request_id));
+                self.sink.release_notices(c.consumer_id);
             }
-            Err(e) => self.error(c.request_id, &e),
+            Err(e) => {
+                self.sink.drop_notices(c.consumer_id);
+                self.error(c.request_id, &e);
+            }
         }
     }
 

@@ -163,6 +163,7 @@ async fn serve_io<R, W>(
         sink: Arc::new(Sink {
             tx: tx.clone(),
             writability,
+            held: parking_lot::Mutex::new(HashMap::new()),
         }),
         tx,
         producers: HashMap::new(),

@@ -196,6 +196,9 @@ impl Connection {
                 {
                     self.np.consumers.remove(&c.consumer_id);
                 }
+                if !self.np.consumers.contains_key(&c.consumer_id) {
+                    self.sink.hold_notices(c.consumer_id);
+                }
                 let r = (|| {
                     if self.np.consumers.contains_key(&c.consumer_id) {
                         return Err(BrokerError::ConsumerBusy(
@@ -256,8 +259,12 @@ impl Connection {
                     Ok(slot) => {
                         self.np.consumers.insert(c.consumer_id, slot);
                         self.send(&commands::success(c.request_id));
+                        self.sink.release_notices(c.consumer_id);
                     }
-                    Err(e) => self.error(c.request_id, &e),
+                    Err(e) => {
+                        self.sink.drop_notices(c.consumer_id);
+                        self.error(c.request_id, &e);
+                    }
                 }
                 Some(Ok(()))
             }

@@ -77,7 +77,17 @@ impl Connection {
             }
             return;
         }
-        if let Err(msg) = self.authorized(&c.topic, Action::Produce) {
+        // As Pulsar's handleProducer: an initial subscription needs the subscribe permission too.
+        let initial_subscription = c
+            .initial_subscription_name
+            .clone()
+            .filter(|s| !s.is_empty());
+        let allowed = self.authorized(&c.topic, Action::Produce).and_then(|()| {
+            initial_subscription
+                .as_deref()
+                .map_or(Ok(()), |s| self.authorized_subscribe(&c.topic, s))
+        });
+        if let Err(msg) = allowed {
             self.send(&commands::error(
                 c.request_id,
                 Wire::AuthorizationError,
@@ -130,6 +140,7 @@ impl Connection {
                     wanted_name,
                     schema.as_ref(),
                     epoch,
+                    initial_subscription.as_deref(),
                     info,
                 )
             },
@@ -368,6 +379,7 @@ fn create_producer(
     wanted_name: Option<String>,
     schema: Option<&pb::Schema>,
     topic_epoch: Option<u64>,
+    initial_subscription: Option<&str>,
     mut info: ProducerInfo,
 ) -> Result<Created, BrokerError> {
     let name = TopicName::parse(topic)?;
@@ -384,6 +396,17 @@ fn create_producer(
     let schema_version = service
         .producer_schema(&topic, schema.map(schema_info))?
         .map(version_bytes);
+    // `initial_subscription_name` (a dead-letter producer's, for one): created at the earliest
+    // position before the producer is ready, as Pulsar's handleProducer, so nothing published
+    // before anyone subscribes is lost to it.
+    if let Some(sub) = initial_subscription.filter(|s| topic.subscription(s).is_none()) {
+        if !service.config.allow_auto_subscription_creation {
+            return Err(BrokerError::NotAllowed(
+                "Could not create the initial subscription due to the auto subscription creation is not allowed.".into(),
+            ));
+        }
+        topic.durable_subscription(sub, true, true)?;
+    }
     let handle = service.next_seq();
     let pname =
         wanted_name.unwrap_or_else(|| format!("{}-{}", service.config.cluster_name, handle));

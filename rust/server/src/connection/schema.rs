@@ -34,12 +34,13 @@ fn get_schema(service: &BrokerService, g: &pb::CommandGetSchema) -> BaseCommand 
             Ok(match &g.schema_version {
                 Some(v) if v.len() == 8 => {
                     let want = u64::from_be_bytes(v[..8].try_into().unwrap_or([0; 8]));
-                    let all = service.schemas.versions(&base)?;
-                    usize::try_from(want)
-                        .ok()
-                        .and_then(|i| all.get(i).cloned())
-                        .filter(|s| !s.deleted)
-                        .map(|s| (want, s))
+                    // As Pulsar's getSchema(version) (trimDeletedSchemaAndGetList): a version
+                    // from before the schema's latest deletion is gone too.
+                    service
+                        .schemas
+                        .active(&base)?
+                        .into_iter()
+                        .find(|(n, _)| *n == want)
                 }
                 _ => service.schemas.latest(&base)?,
             })
