@@ -549,6 +549,27 @@ impl Subscription {
         Ok(())
     }
 
+    /// A cumulative ack of a message inside a batch (`ack_set`: Pulsar's bitset, 1 = not yet
+    /// acknowledged): as Pulsar's `asyncMarkDelete` with an ack set, everything before the
+    /// batch's entry is acknowledged and the entry keeps its bitset (acknowledged whole once
+    /// every index is). Acking the whole entry would lose the batch's later messages.
+    ///
+    /// # Errors
+    /// A position past the end of the topic.
+    pub fn ack_cumulative_in_batch(
+        &self,
+        consumer: &Consumer,
+        position: Position,
+        ack_set: Vec<i64>,
+    ) -> Result<(), BrokerError> {
+        let before = self.cursor.ledger().previous_position(position);
+        if before > self.cursor.mark_delete_position() {
+            self.ack_cumulative(consumer, before)?;
+        }
+        self.ack_individual(consumer, &[(position, Some(ack_set))]);
+        Ok(())
+    }
+
     /// Queues positions taken from a consumer's pending acks for redelivery (counting it when
     /// `count`: the client asked for it), and releases their Key_Shared slots.
     fn queue_replay_locked(&self, st: &mut State, positions: &[Position], count: bool) {

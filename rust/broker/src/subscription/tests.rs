@@ -561,3 +561,31 @@ fn shared_gives_one_message_reads_to_each_consumer_in_turn() {
     }
     assert_eq!(order, vec![1, 2, 3, 1, 2, 3, 1, 2, 3]);
 }
+
+/// Exclusive: a cumulative ack of message 4 of a 10-message batch (batch index ack: the ack set
+/// keeps 5..9 unacknowledged) acknowledges everything before the batch's entry and not the entry,
+/// as Pulsar's asyncMarkDelete with an ack set (the Go client suite's TestBatchIndexAck lost
+/// messages 5..9 when the whole entry was acknowledged).
+#[test]
+fn cumulative_ack_inside_a_batch_keeps_the_rest_of_the_batch() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Exclusive);
+    let first = r.publish(None);
+    let batch = r.publish(None);
+    r.sub.flow(&a, 10);
+    r.drain();
+    let unacked_5_to_9: i64 = 0b11_1110_0000;
+    r.sub
+        .ack_cumulative_in_batch(&a, batch, vec![unacked_5_to_9])
+        .expect("ack");
+    assert_eq!(r.sub.cursor.mark_delete_position(), first);
+    assert!(
+        !r.sub.cursor.is_acked(batch),
+        "messages 5..9 of the batch are not acknowledged"
+    );
+    r.sub.ack_individual(&a, &[(batch, Some(vec![0]))]);
+    assert!(
+        r.sub.cursor.is_acked(batch),
+        "acknowledged once every index is"
+    );
+}

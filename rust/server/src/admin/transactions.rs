@@ -186,7 +186,9 @@ fn metadata_json(c: &ServerContext, meta: &TxnMeta) -> Value {
         "txnId": id.to_string(),
         "status": meta.status.name(),
         "openTimestamp": meta.start_ms,
-        "timeoutAt": meta.start_ms.saturating_add(meta.timeout_ms),
+        // Pulsar's `timeoutAt` is the client's timeout itself, in ms (4.0.8's
+        // MLTransactionMetadataStore builds TxnMetaImpl(id, now, timeOut, owner)), not a time.
+        "timeoutAt": meta.timeout_ms,
         "producedPartitions": produced,
         "ackedPartitions": acked,
     })

@@ -240,8 +240,14 @@ impl Connection {
             if c.sub.sub_type().is_some_and(SubType::is_multi) || a.message_id.len() != 1 {
                 Ok(()) // Java ignores these
             } else {
-                c.sub
-                    .ack_cumulative(&c.consumer, position(&a.message_id[0]))
+                let id = &a.message_id[0];
+                if id.ack_set.is_empty() {
+                    c.sub.ack_cumulative(&c.consumer, position(id))
+                } else {
+                    // A message inside a batch (batch index acknowledgement).
+                    c.sub
+                        .ack_cumulative_in_batch(&c.consumer, position(id), id.ack_set.clone())
+                }
             }
         } else {
             let ids: Vec<(Position, Option<Vec<i64>>)> = a
