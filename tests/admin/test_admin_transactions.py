@@ -96,6 +96,8 @@ def test_slow_transactions_in_buffer_and_in_pending_ack_stats(tmp_path) -> None:
             assert tx.transaction_in_pending_ack_stats(*long, topic, "sub") == {"cumulativeAckPosition": None}
             acked = tx.transaction_metadata(*acker)["ackedPartitions"]
             assert acked == {topic: {"sub": {"cumulativeAckPosition": held}}}
+            # Pulsar's timeoutAt is the client's timeout (ms), not an instant.
+            assert tx.transaction_metadata(*acker)["timeoutAt"] == 30_000
 
             w.end_txn(long, commit=False)
             assert tx.transaction_in_buffer_stats(*long, topic) == {"startPosition": None, "aborted": True}

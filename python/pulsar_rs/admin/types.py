@@ -543,7 +543,7 @@ class TransactionMetadata(TypedDict):
     txnId: str
     status: str
     openTimestamp: int
-    timeoutAt: int
+    timeoutAt: int  # the client's timeout in ms, as Pulsar reports it (not an instant)
     producedPartitions: dict[str, TransactionInBufferStats]
     ackedPartitions: dict[str, dict[str, TransactionInPendingAckStats]]
 
