@@ -2,11 +2,15 @@
 //! `PersistentDispatcherSingleActiveConsumer`, seed 004).
 //!
 //! The active consumer is picked from the top-priority group of the sorted consumers by
-//! [`pick_active`]. When it changes every consumer is told (a newcomer always hears the current
-//! state), the others' pending messages are dropped and the cursor rewinds to mark-delete so the
-//! new active one receives everything not acknowledged — after
-//! `activeConsumerFailoverDelayTimeMillis` when more than one consumer is attached, so the
-//! previous one can acknowledge what it is processing. Nothing is replayed: what the active
+//! [`pick_active`]. When it changes the others' pending messages are dropped and the cursor
+//! rewinds to mark-delete so the new active one receives everything not acknowledged. On a
+//! Failover subscription with `activeConsumerFailoverDelayTimeMillis` > 0 that happens when the
+//! delay is over, the first consumer's included, and only then is every consumer told who is
+//! active, as Pulsar's `scheduleReadOnActiveConsumer` does it: the previous one can acknowledge
+//! what it is processing, and a client hears about a consumer after it has registered it (the
+//! Go client drops a notice for a consumer whose subscribe it has not finished). On Exclusive,
+//! or without a delay, every consumer is told at once. A newcomer that does not change the
+//! active consumer is told at once that it is not active. Nothing is replayed: what the active
 //! consumer cannot take is read again from the cursor.
 
 use std::sync::Arc;
@@ -29,6 +33,8 @@ pub(crate) struct FailoverSettings<'a> {
     pub(crate) consistent: bool,
     /// `activeConsumerFailoverDelayTimeMillis`.
     pub(crate) delay_ms: u64,
+    /// A Failover subscription (the delay applies to Failover only, as in Pulsar).
+    pub(crate) failover: bool,
 }
 
 /// Routing state of an Exclusive/Failover subscription; guarded by the subscription's state lock.
@@ -80,15 +86,21 @@ impl SingleActiveConsumer {
         });
         let changed = new != self.active;
         self.active = new;
+        let delayed = changed && settings.failover && settings.delay_ms > 0 && new.is_some();
         for c in all {
-            if changed || newcomer == Some(c.handle) {
+            let told = if changed {
+                !delayed
+            } else {
+                newcomer == Some(c.handle)
+            };
+            if told {
                 c.notify(ConsumerEvent::ActiveConsumerChange {
                     consumer_id: c.id,
                     active: Some(c.handle) == new,
                 });
             }
         }
-        if !changed || first {
+        if !changed {
             return false;
         }
         // Messages the previous active consumer has not acknowledged go to the new one.
@@ -97,22 +109,35 @@ impl SingleActiveConsumer {
                 c.take_pending(None, 0);
             }
         }
-        if all.len() > 1 && settings.delay_ms > 0 {
-            self.hold_until_ms = Some(now_ms.saturating_add(settings.delay_ms));
+        if delayed {
+            // A change during a delay keeps the delay running (Pulsar keeps its one task).
+            self.hold_until_ms
+                .get_or_insert(now_ms.saturating_add(settings.delay_ms));
             false
         } else {
             self.hold_until_ms = None;
-            true
+            !first
         }
     }
 
-    /// Ends a Failover delay that is over. `Err(until_ms)` while it lasts; `Ok(true)` when it just
-    /// ended (the cursor must rewind: the new active consumer gets all unacknowledged).
-    pub(crate) fn check_hold(&mut self, now_ms: u64) -> Result<bool, u64> {
+    /// Ends a Failover delay that is over, telling every consumer who is active.
+    /// `Err(until_ms)` while it lasts; `Ok(true)` when it just ended (the cursor must rewind:
+    /// the new active consumer gets all unacknowledged).
+    pub(crate) fn check_hold(
+        &mut self,
+        consumers: &ConsumerList,
+        now_ms: u64,
+    ) -> Result<bool, u64> {
         match self.hold_until_ms {
             Some(until) if now_ms < until => Err(until),
             Some(_) => {
                 self.hold_until_ms = None;
+                for c in consumers.all() {
+                    c.notify(ConsumerEvent::ActiveConsumerChange {
+                        consumer_id: c.id,
+                        active: Some(c.handle) == self.active,
+                    });
+                }
                 Ok(true)
             }
             None => Ok(false),

@@ -432,6 +432,7 @@ impl Subscription {
         let State {
             consumers,
             dispatcher,
+            sub_type,
             ..
         } = st;
         let Some(Dispatcher::SingleActive(single)) = dispatcher else {
@@ -442,6 +443,7 @@ impl Subscription {
             partition: self.partition,
             consistent: self.config.active_consumer_failover_consistent_hashing,
             delay_ms: self.config.active_consumer_failover_delay_time_millis,
+            failover: *sub_type == Some(SubType::Failover),
         };
         if single.update(consumers, &settings, self.now_ms(), first, newcomer) {
             self.cursor.rewind();

@@ -105,7 +105,7 @@ impl Subscription {
         let key_shared = match dispatcher {
             Dispatcher::SingleActive(single) => {
                 let now_ms = self.now_ms();
-                match single.check_hold(now_ms) {
+                match single.check_hold(consumers, now_ms) {
                     Err(until_ms) => {
                         let wait = Duration::from_millis(until_ms.saturating_sub(now_ms));
                         return Plan::Wait(Some(now + wait));
