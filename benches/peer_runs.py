@@ -68,6 +68,20 @@ def group_status_mb(pgid: int, field: str) -> float:
     return kb / 1024
 
 
+def stop_group(proc: subprocess.Popen[bytes], data_dir: Path) -> None:
+    """Stops a broker started in its own session (SIGTERM, then SIGKILL after 20 s) and removes
+    its directory."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
 class LiteBroker:
     """pulsar-lite 0.2.0's bundled binary (``pip install pulsar-lite``) on 127.0.0.1 with a fresh
     database, in its own session. It has no admin HTTP port."""
@@ -101,15 +115,7 @@ class LiteBroker:
         return self.proc.pid
 
     def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=20)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_group(self.proc, self.dir)
 
 
 def loadgen_one(binary: str, broker: Any, w: dict, topic_prefix: str, duration: int) -> dict:

@@ -73,6 +73,7 @@ from peer_runs import (  # noqa: E402
     idle_one,
     loadgen_one,
     log,
+    stop_group,
 )
 
 #: pulsar-perf refuses ``-r 0`` ("rate must be positive"); a rate no broker here reaches.
@@ -122,15 +123,7 @@ class RsBroker:
         return self.proc.pid
 
     def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=20)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_group(self.proc, self.dir)
 
 
 class JavaBroker:

@@ -306,6 +306,23 @@ async fn coordinator_internal_stats(
     .await
 }
 
+/// The checks the per-transaction topic routes share, in Pulsar's order: transactions on, a
+/// transaction id, a topic that exists.
+fn txn_and_topic(
+    ctx: &ServerContext,
+    path: DeferredTopicPath,
+    most: &str,
+    least: &str,
+) -> Result<(TxnId, pulsar_rs_broker::TopicName), Response> {
+    if let Some(r) = disabled(ctx) {
+        return Err(r);
+    }
+    let Some(id) = txn_id(most, least) else {
+        return Err(fail(StatusCode::BAD_REQUEST, "invalid transaction id"));
+    };
+    Ok((id, existing(ctx, path)?))
+}
+
 /// `GET transactionInBufferStats/{tenant}/{ns}/{topic}/{most}/{least}`: Pulsar's
 /// `TransactionInBufferStats` (`startPosition` while the transaction is ongoing on the topic,
 /// `aborted`).
@@ -314,14 +331,8 @@ async fn in_buffer_stats(
     path: DeferredTopicPath,
     Path((_, _, _, most, least)): Path<(String, String, String, String, String)>,
 ) -> Response {
-    if let Some(r) = disabled(&ctx) {
-        return r;
-    }
-    let Some(id) = txn_id(&most, &least) else {
-        return fail(StatusCode::BAD_REQUEST, "invalid transaction id");
-    };
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
+    let (id, name) = match txn_and_topic(&ctx, path, &most, &least) {
+        Ok(v) => v,
         Err(r) => return r,
     };
     blocking(
@@ -342,14 +353,8 @@ async fn in_pending_ack_stats(
     path: DeferredTopicPath,
     Path((_, _, _, sub, most, least)): Path<(String, String, String, String, String, String)>,
 ) -> Response {
-    if let Some(r) = disabled(&ctx) {
-        return r;
-    }
-    let Some(id) = txn_id(&most, &least) else {
-        return fail(StatusCode::BAD_REQUEST, "invalid transaction id");
-    };
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
+    let (id, name) = match txn_and_topic(&ctx, path, &most, &least) {
+        Ok(v) => v,
         Err(r) => return r,
     };
     blocking(
