@@ -237,6 +237,7 @@ def idle_one(broker: Any, topics: int, prefix: str) -> dict:
     and its CPU over ``IDLE_WATCH_S`` seconds of idleness."""
     import pulsar
 
+    time.sleep(2)  # a broker just started settles (start-up allocations, JIT) before its RSS is read
     rss0 = group_status_mb(broker.pgid, "VmRSS")
     client = pulsar.Client(broker.service_url, operation_timeout_seconds=30, logger=quiet_logger())
     try:

@@ -347,8 +347,8 @@ def table(med: dict, brokers: list[str], rows: list[str]) -> str:
 
 
 def one_round(a: argparse.Namespace, home: Path, kind: str, i: int, rows: dict, cmds: dict) -> None:
-    """One broker process for the whole round: every workload with every driver on topics of its
-    own, then the catch-up read, then the idle topics; its peak RSS over all of it last."""
+    """One broker process for the whole round: the idle topics first, then every workload with
+    every driver on topics of its own, then the catch-up read; its peak RSS over all of it last."""
     la0 = loadavg()
     broker = start_broker(kind, a.rs_server_bin)
     cmds.setdefault(kind, broker.cmd)
@@ -364,6 +364,9 @@ def one_round(a: argparse.Namespace, home: Path, kind: str, i: int, rows: dict, 
         rows.setdefault(f"{kind}/{key}", []).append(r)
 
     try:
+        # Idle topics first, on the fresh broker: its RSS before them is its RSS at rest.
+        if a.idle_topics:
+            record("IDLE python", idle_one(broker, a.idle_topics, f"idle-{i}"))
         for wl in a.workloads.split(","):
             for driver in a.drivers.split(","):
                 w = WORKLOADS[wl]
@@ -381,8 +384,6 @@ def one_round(a: argparse.Namespace, home: Path, kind: str, i: int, rows: dict, 
         elif a.catchup:
             work = Path(tempfile.mkdtemp(prefix="vs-pulsar-catchup-", dir=os.environ.get("BENCH_TMP")))
             record("CATCHUP perf", catchup_one(home, broker, f"catchup-{i}", a.catchup, 1024, work), work)
-        if a.idle_topics:
-            record("IDLE python", idle_one(broker, a.idle_topics, f"idle-{i}"))
         record("ROUND", {"round_peak_rss_mb": group_status_mb(broker.pgid, "VmHWM"), "loadavg_before": la0})
     finally:
         broker.close()
