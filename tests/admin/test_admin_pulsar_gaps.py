@@ -167,3 +167,15 @@ def test_creation_and_last_publish_timestamps(tmp_path):
         assert stats["topicCreationTimeStamp"] == created
         assert stats["lastPublishTimeStamp"] == msg.publish_timestamp()
         broker.stop()
+
+
+def test_avg_messages_per_entry_is_zero_before_any_delivery(pulsar_broker):
+    client = new_client(pulsar_broker.service_url)
+    try:
+        client.subscribe("persistent://public/default/avg-none", "s")
+        _, stats = admin(pulsar_broker.admin_url, "GET", f"{NS}/avg-none/stats")
+        (consumer,) = stats["subscriptions"]["s"]["consumers"]
+        # Pulsar's Consumer starts its moving average at 0.
+        assert consumer["avgMessagesPerEntry"] == 0
+    finally:
+        client.close()

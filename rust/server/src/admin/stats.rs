@@ -314,9 +314,9 @@ fn consumer_json(c: &pulsar_rs_broker::Consumer) -> Value {
         "consumerName": c.name,
         "availablePermits": c.permits.get(),
         "unackedMessages": c.unacked(),
-        // Messages per delivered entry since it attached (Pulsar: a moving average; 1 before
-        // anything was delivered, as Pulsar starts it).
-        "avgMessagesPerEntry": (c.out.total() + entries / 2).checked_div(entries).unwrap_or(1),
+        // Messages per delivered entry since it attached (Pulsar: a moving average; 0 before
+        // anything was delivered, as Pulsar's `Consumer` starts it).
+        "avgMessagesPerEntry": (c.out.total() + entries / 2).checked_div(entries).unwrap_or(0),
         "blockedConsumerOnUnackedMsgs": c.is_blocked(),
         "drainingHashesCount": 0,
         "drainingHashesClearedTotal": 0,
