@@ -283,7 +283,7 @@ async fn last_message_id(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) ->
 /// `GET .../messageid/{timestamp}` (Pulsar's `getMessageIdByTimestamp`): the id of the first
 /// entry not published before `timestamp` (ms), as `MessageIdImpl` JSON; the position after the
 /// last entry when every entry is older (Pulsar's `asyncFindPosition` answers the next valid
-/// position). 412 on a partitioned topic, 404 when the topic has no position to give.
+/// position). 405 on a partitioned topic, 404 when the topic has no position to give.
 async fn message_id_by_timestamp(
     State(ctx): Ctx,
     ExistingTopic(name): ExistingTopic,
@@ -294,7 +294,7 @@ async fn message_id_by_timestamp(
     };
     if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
         return fail(
-            StatusCode::PRECONDITION_FAILED,
+            StatusCode::METHOD_NOT_ALLOWED,
             "Get message ID by timestamp on a partitioned topic is not allowed, please try do it on specific topic partition",
         );
     }
