@@ -91,12 +91,15 @@ pub(crate) async fn by_owner(
     Ok((here, elsewhere))
 }
 
+/// Makes the document of a partition this broker serves.
+pub(crate) type LocalDocument = Arc<dyn Fn(&ServerContext, &Topic) -> Value + Send + Sync>;
+
 /// What one partition's document is: its admin path's last segment and how it is made here.
 pub(crate) struct PartitionDocument {
     /// `stats` or `internalStats` (`/admin/v2/persistent/{tenant}/{ns}/{partition}/{op}`).
     pub op: &'static str,
     /// The document of a partition this broker serves.
-    pub local: Arc<dyn Fn(&ServerContext, &Topic) -> Value + Send + Sync>,
+    pub local: LocalDocument,
     /// Query parameters (`&k=v...`, or empty) the partitions served by other brokers are asked
     /// with, so their documents are made as `local` makes them here.
     pub query: String,
