@@ -352,6 +352,8 @@ class TopicStats(TypedDict, total=False):
     delayedMessageIndexSizeInBytes: int
     compaction: CompactionStats
     ownerBroker: str
+    topicCreationTimeStamp: int
+    lastPublishTimeStamp: int
 
 
 class PartitionedTopicMetadata(TypedDict, total=False):

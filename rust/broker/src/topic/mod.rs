@@ -112,6 +112,9 @@ pub struct Topic {
     producers: Mutex<HashMap<String, ProducerInfo>>,
     /// Messages and bytes published.
     pub msg_in: Meter,
+    /// Publish time (ms) of the last message written (Pulsar's `lastPublishTimeStamp`, PIP-431);
+    /// 0 until a message is written or [`Topic::last_publish_time_ms`] reads it back.
+    pub(crate) last_publish_ms: std::sync::atomic::AtomicU64,
     /// Producers fenced by an ExclusiveWithFencing producer, drained by the server.
     fenced: Mutex<Vec<u64>>,
     /// WaitForExclusive producers in arrival order. Locked only while `producers` is held
@@ -176,6 +179,7 @@ impl Topic {
             subscriptions: Mutex::new(HashMap::new()),
             producers: Mutex::new(HashMap::new()),
             msg_in: Meter::default(),
+            last_publish_ms: std::sync::atomic::AtomicU64::new(0),
             fenced: Mutex::new(Vec::new()),
             waiting: Mutex::new(std::collections::VecDeque::new()),
             epoch: std::sync::atomic::AtomicU64::new(0),
@@ -514,6 +518,31 @@ impl Topic {
         };
         let entries = self.ledger.read_entries(lac, 1, u64::MAX, lac)?;
         Ok((lac, entries.first().map_or(-1, last_batch_index)))
+    }
+
+    /// Pulsar's `lastPublishTimeStamp` (PIP-431): the publish time (ms) of the last message
+    /// written, 0 if none. After a load (restart, unload) it is read back from the last entry
+    /// the first time it is asked, as Pulsar recovers it; 0 while that entry cannot be read.
+    /// May read an entry (blocking I/O).
+    pub fn last_publish_time_ms(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let known = self.last_publish_ms.load(Relaxed);
+        if known > 0 {
+            return known;
+        }
+        let lac = self.ledger.last_confirmed();
+        if lac.entry_id < 0 {
+            return 0;
+        }
+        let read = self
+            .ledger
+            .read_entries(lac, 1, u64::MAX, lac)
+            .ok()
+            .and_then(|es| es.into_iter().next())
+            .and_then(|e| pulsar_rs_proto::parse_stored_entry(&e.data).ok())
+            .map_or(0, |(md, _)| md.publish_time);
+        self.last_publish_ms.fetch_max(read, Relaxed);
+        self.last_publish_ms.load(Relaxed)
     }
 
     /// The last message id a `readCompacted` consumer is told (Pulsar 4.x

@@ -38,6 +38,12 @@ fn verified_checksum(stored: &Bytes) -> Option<KnownCrc> {
 }
 
 impl Topic {
+    /// Keeps the latest publish time written (Pulsar's `lastPublishTimeStamp`).
+    fn note_published(&self, publish_time: u64) {
+        self.last_publish_ms
+            .fetch_max(publish_time, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Appends a stored entry; returns its position and (durable mode) the completion to await.
     ///
     /// # Errors
@@ -51,6 +57,7 @@ impl Topic {
         let len = stored.len() as u64;
         let r = self.ledger.start_add(stored, publish_time)?;
         self.msg_in.record(u64::from(messages), len);
+        self.note_published(publish_time);
         Ok(r)
     }
 
@@ -105,6 +112,7 @@ impl Topic {
             }
         };
         self.msg_in.record(u64::from(messages), len);
+        self.note_published(publish_time);
         Ok(match added {
             Added::Confirmed(position) => {
                 if let Some(t) = self.dedup.written(ids, position) {

@@ -59,6 +59,11 @@ struct ManagedLedgerInfo {
     ledgers: Vec<LedgerInfo>,
     #[serde(default)]
     properties: BTreeMap<String, String>,
+    /// When the managed ledger was first recorded, ms since epoch (Pulsar reports its metadata
+    /// node's creation time as `topicCreationTimeStamp`). Absent in records written before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    created_ms: Option<u64>,
 }
 
 /// One entry read back.
@@ -153,6 +158,8 @@ pub(crate) struct State {
     pub meta_version: Option<Version>,
     /// On a seam backing: another owner wrote the ledger list; nothing more is appended.
     pub fenced: bool,
+    /// When the managed ledger was first recorded (journal backing; `None` when unknown).
+    pub created_ms: Option<u64>,
 }
 
 /// A durable append waiting for the journal's report.
@@ -220,12 +227,13 @@ impl ManagedLedger {
         let now = shared.clock.now_ms();
         let mut ledgers = BTreeMap::new();
         let mut corrupt = Vec::new();
-        let (properties, meta_version) = if let Some(b) = shared.backing.clone() {
+        let (properties, meta_version, created_ms) = if let Some(b) = shared.backing.clone() {
             let loaded = on_seam::load(name, &b, now, shared.read_only)?;
             for slot in loaded.slots {
                 ledgers.insert(slot.info.ledger_id, slot);
             }
-            (loaded.properties, loaded.version)
+            // Pulsar's record has no creation time (its store's node stat has): unknown here.
+            (loaded.properties, loaded.version, None)
         } else {
             let key = info_key(name);
             let info: ManagedLedgerInfo = match shared.meta.get(&key)? {
@@ -235,8 +243,17 @@ impl ManagedLedger {
                         reason: e.to_string(),
                     })?
                 }
-                None => ManagedLedgerInfo::default(),
+                // A new managed ledger: recorded (with this time) below.
+                None => ManagedLedgerInfo {
+                    created_ms: Some(now),
+                    ..ManagedLedgerInfo::default()
+                },
             };
+            // A record from before the creation time was kept: its oldest ledger's creation,
+            // the earliest time known for it.
+            let created_ms = info
+                .created_ms
+                .or_else(|| info.ledgers.iter().map(|l| l.created_ms).min());
             for li in info.ledgers {
                 let slot = recover_slot(name, li, &shared);
                 corrupt.extend(
@@ -248,7 +265,7 @@ impl ManagedLedger {
                 );
                 ledgers.insert(slot.info.ledger_id, slot);
             }
-            (info.properties, None)
+            (info.properties, None, created_ms)
         };
         // Relaxed: a counter.
         shared
@@ -279,6 +296,7 @@ impl ManagedLedger {
                 unconfirmed_front: 0,
                 meta_version,
                 fenced: false,
+                created_ms,
             }),
             cursors: Mutex::new(BTreeMap::new()),
             roll_gate: Mutex::new(()),
@@ -400,6 +418,7 @@ impl ManagedLedger {
                     .chain(st.pending_ledger.clone())
                     .collect(),
                 properties: st.properties.clone(),
+                created_ms: st.created_ms,
             };
             (info, st.meta_version)
         };
@@ -546,6 +565,13 @@ impl ManagedLedger {
                 ..s.info.clone()
             })
             .collect()
+    }
+
+    /// When this managed ledger was first recorded, ms since epoch; `None` when unknown (a
+    /// seam backing's record does not keep it).
+    #[must_use]
+    pub fn created_ms(&self) -> Option<u64> {
+        self.state.lock().created_ms
     }
 
     /// Current counters.

@@ -82,7 +82,8 @@ async fn partitioned_internal_stats(
     }
     let doc = PartitionDocument {
         op: "internalStats",
-        local: |_, t| internal_stats_json(t),
+        local: std::sync::Arc::new(|_, t| internal_stats_json(t)),
+        query: String::new(),
         per_partition: true,
     };
     let auth = headers.get(header::AUTHORIZATION).cloned();

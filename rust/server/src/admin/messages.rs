@@ -53,6 +53,11 @@ pub(super) fn routes() -> Routes {
             Access::Tenant,
             get(last_message_id),
         )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/messageid/{timestamp}",
+            Access::Tenant,
+            get(message_id_by_timestamp),
+        )
 }
 
 /// Which entry a request names, resolved on the blocking pool against the loaded topic.
@@ -96,11 +101,11 @@ fn nth_from_end(ml: &ManagedLedger, earliest: bool, n: u64) -> Result<Position, 
 fn read(topic: &Topic, target: &Target) -> Result<Result<(Position, Bytes), Refusal>, BrokerError> {
     let pos = match target {
         Target::Peek { sub, n } => {
-            let Some(s) = topic.subscription(sub) else {
-                return Ok(Err((
-                    StatusCode::NOT_FOUND,
-                    "Subscription not found".into(),
-                )));
+            // Pulsar's `getSubscriptionReference` creates a missing subscription (durable, at
+            // the earliest entry) and peeks on it.
+            let s = match topic.subscription(sub) {
+                Some(s) => s,
+                None => topic.durable_subscription(sub, true, true)?,
             };
             match s.cursor.nth_unacked_position(*n) {
                 Some(p) => p,
@@ -270,6 +275,51 @@ async fn last_message_id(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) ->
                 id["batchIndex"] = batch.into();
             }
             axum::Json(id).into_response()
+        },
+    )
+    .await
+}
+
+/// `GET .../messageid/{timestamp}` (Pulsar's `getMessageIdByTimestamp`): the id of the first
+/// entry not published before `timestamp` (ms), as `MessageIdImpl` JSON; the position after the
+/// last entry when every entry is older (Pulsar's `asyncFindPosition` answers the next valid
+/// position). 405 on a partitioned topic, 404 when the topic has no position to give.
+async fn message_id_by_timestamp(
+    State(ctx): Ctx,
+    ExistingTopic(name): ExistingTopic,
+    Path((_, _, _, ts)): Path<(String, String, String, String)>,
+) -> Response {
+    let Ok(ts) = ts.parse::<i64>() else {
+        return fail(StatusCode::BAD_REQUEST, "timestamp must be an integer");
+    };
+    if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
+        return fail(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Get message ID by timestamp on a partitioned topic is not allowed, please try do it on specific topic partition",
+        );
+    }
+    let partition = name.partition_index().map_or(-1, i64::from);
+    let t = match load_topic(&ctx, name).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    crate::http::blocking(
+        &ctx,
+        move |_| {
+            t.ledger
+                .find_position_by_time(u64::try_from(ts).unwrap_or(0))
+                .map_err(BrokerError::from)
+        },
+        move |pos| {
+            if pos.entry_id < 0 {
+                return fail(StatusCode::NOT_FOUND, "Message ID not found");
+            }
+            axum::Json(serde_json::json!({
+                "ledgerId": pos.ledger_id,
+                "entryId": pos.entry_id,
+                "partitionIndex": partition,
+            }))
+            .into_response()
         },
     )
     .await

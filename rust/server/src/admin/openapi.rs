@@ -110,6 +110,11 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/lastMessageId",
         &["GET"],
     ),
+    (
+        "messages",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/messageid/{timestamp}",
+        &["GET"],
+    ),
     ("mod", "/metrics", &["GET"]),
     ("namespaces", "/admin/v2/namespaces/{tenant}", &["GET"]),
     (
@@ -165,7 +170,7 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     (
         "permissions",
         "/admin/v2/namespaces/{tenant}/{ns}/permissions/subscription/{sub}",
-        &["POST"],
+        &["POST", "DELETE"],
     ),
     (
         "permissions",

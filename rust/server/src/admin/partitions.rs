@@ -91,12 +91,18 @@ pub(crate) async fn by_owner(
     Ok((here, elsewhere))
 }
 
+/// Makes the document of a partition this broker serves.
+pub(crate) type LocalDocument = Arc<dyn Fn(&ServerContext, &Topic) -> Value + Send + Sync>;
+
 /// What one partition's document is: its admin path's last segment and how it is made here.
 pub(crate) struct PartitionDocument {
     /// `stats` or `internalStats` (`/admin/v2/persistent/{tenant}/{ns}/{partition}/{op}`).
     pub op: &'static str,
     /// The document of a partition this broker serves.
-    pub local: fn(&ServerContext, &Topic) -> Value,
+    pub local: LocalDocument,
+    /// Query parameters (`&k=v...`, or empty) the partitions served by other brokers are asked
+    /// with, so their documents are made as `local` makes them here.
+    pub query: String,
     /// Whether each partition's document is in the answer (`perPartition`), or only the
     /// summary.
     pub per_partition: bool,
@@ -139,13 +145,13 @@ pub(crate) async fn answer<S: Summary>(
     let (here, elsewhere) = match ctx.cluster.get() {
         None => (partitions, Vec::new()),
         Some(member) => {
-            let op = doc.op;
+            let (op, query) = (doc.op, doc.query.as_str());
             let split = by_owner(member, partitions, |web, p, authoritative| {
                 let path = format!(
                     "/admin/v2/persistent/{}/{}/{}/{op}",
                     p.tenant, p.namespace, p.local
                 );
-                format!("{web}{path}?authoritative={authoritative}")
+                format!("{web}{path}?authoritative={authoritative}{query}")
             })
             .await;
             match split {
@@ -230,7 +236,7 @@ async fn run(
 ) -> Result<Vec<(TopicName, Value)>, Response> {
     match step {
         Step::Here(here) => {
-            let (c, local) = (Arc::clone(ctx), doc.local);
+            let (c, local) = (Arc::clone(ctx), Arc::clone(&doc.local));
             // Loading a partition reads its ledger: blocking pool.
             tokio::task::spawn_blocking(move || {
                 here.into_iter()

@@ -46,7 +46,9 @@ pub fn routes() -> Routes {
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions/subscription/{sub}",
             Access::Tenant,
-            post(grant_subscription),
+            // A DELETE here is Pulsar's `permissions/{subscription}/{role}` of the subscription
+            // named `subscription` (Jersey picks the template that has the request's method).
+            post(grant_subscription).delete(revoke_on_subscription_named_subscription),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/permissions/{sub}/{role}",
@@ -188,6 +190,15 @@ async fn revoke_subscription(
         }
     })
     .await
+}
+
+/// `DELETE .../permissions/subscription/{role}`: the path of the literal route above, which
+/// Pulsar routes to `revokePermissionOnSubscription` of the subscription `subscription`.
+async fn revoke_on_subscription_named_subscription(
+    ctx: Ctx,
+    Path((tenant, ns, role)): Path<(String, String, String)>,
+) -> Response {
+    revoke_subscription(ctx, Path((tenant, ns, "subscription".to_owned(), role))).await
 }
 
 async fn get_auth_mode(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {

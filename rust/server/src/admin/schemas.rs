@@ -61,12 +61,13 @@ struct Payload {
     /// Schema type name (`AVRO`, `JSON`, `STRING`, ...).
     #[serde(rename = "type")]
     schema_type: String,
-    /// The definition.
+    /// The definition; Jackson reads a JSON `null` as none.
     #[serde(default)]
-    schema: String,
-    /// Properties.
+    schema: Option<String>,
+    /// Properties; Jackson reads a JSON `null` as none (the Go admin client sends `null` for an
+    /// unset map).
     #[serde(default)]
-    properties: BTreeMap<String, String>,
+    properties: Option<BTreeMap<String, String>>,
 }
 
 fn parse_payload(body: &str) -> Result<SchemaInfo, Response> {
@@ -85,8 +86,8 @@ fn parse_payload(body: &str) -> Result<SchemaInfo, Response> {
     Ok(SchemaInfo {
         schema_type,
         name: String::new(),
-        data: p.schema.into_bytes(),
-        properties: p.properties.into_iter().collect(),
+        data: p.schema.unwrap_or_default().into_bytes(),
+        properties: p.properties.unwrap_or_default().into_iter().collect(),
         deleted: false,
         timestamp: 0,
     })

@@ -37,9 +37,47 @@ pub(super) fn routes() -> Routes {
         )
 }
 
-async fn topic_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+/// The parts of a stats document a request leaves out (Pulsar's `GetStatsOptions`:
+/// `excludePublishers`, `excludeConsumers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct StatsOptions {
+    /// No `publishers` (an empty list).
+    pub exclude_publishers: bool,
+    /// No `consumers` in the subscriptions (empty lists).
+    pub exclude_consumers: bool,
+}
+
+impl StatsOptions {
+    /// From the request's query; a flag is set by `true` (any case, as Jackson's boolean).
+    fn from_query(q: &HashMap<String, String>) -> Self {
+        let on = |k: &str| q.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        StatsOptions {
+            exclude_publishers: on("excludePublishers"),
+            exclude_consumers: on("excludeConsumers"),
+        }
+    }
+
+    /// The flags set, as query parameters (`&k=true...`) for another broker's partitions.
+    fn query(self) -> String {
+        let mut q = String::new();
+        if self.exclude_publishers {
+            q.push_str("&excludePublishers=true");
+        }
+        if self.exclude_consumers {
+            q.push_str("&excludeConsumers=true");
+        }
+        q
+    }
+}
+
+async fn topic_stats(
+    State(ctx): Ctx,
+    TopicPath(name): TopicPath,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let opts = StatsOptions::from_query(&q);
     match load_topic(&ctx, name).await {
-        Ok(t) => Json(topic_json(&ctx, &t)).into_response(),
+        Ok(t) => Json(topic_json(&ctx, &t, opts)).into_response(),
         Err(r) => r,
     }
 }
@@ -50,7 +88,11 @@ async fn topic_stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
 /// no geo-replication (`replication` {}, `isReplicated` false), no entry filters (`filter*`
 /// 0), no broker-wide dispatch limit (`dispatchThrottled*ByBrokerLimit` 0), no Key_Shared
 /// draining hashes (PIP-379's `drainingHashes*` 0, `consumersAfterMarkDeletePosition` {}).
-pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
+///
+/// `topicCreationTimeStamp` and `lastPublishTimeStamp` are PIP-431's (Pulsar 4.1): when the
+/// managed ledger was first recorded (0 when its record does not say) and the publish time of
+/// the last message written (read back from the last entry after a load).
+pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic, opts: StatsOptions) -> Value {
     let (rate_in, tput_in) = topic.msg_in.rates();
     let ml = topic.ledger.stats();
     let mut subs = serde_json::Map::new();
@@ -117,7 +159,8 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
                 "lastConsumedTimestamp": at(&st.last_consumed_ms),
                 "lastAckedTimestamp": at(&st.last_acked_ms),
                 "lastMarkDeleteAdvancedTimestamp": at(&st.last_mark_delete_advanced_ms),
-                "consumers": consumers_json,
+                // Left out on request; the sums above still count them, as Pulsar's.
+                "consumers": if opts.exclude_consumers { Vec::new() } else { consumers_json },
                 "isDurable": durable,
                 "isReplicated": false,
                 // Key_Shared here always keeps per-key order.
@@ -146,7 +189,11 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
             }),
         );
     }
-    let publishers: Vec<Value> = topic.producers().iter().map(producer_json).collect();
+    let publishers: Vec<Value> = if opts.exclude_publishers {
+        Vec::new()
+    } else {
+        topic.producers().iter().map(producer_json).collect()
+    };
     let policy = topic.effective_policy();
     let now_ms = ctx.service.clock().now_ms();
     let oldest_age = match topic.oldest_unacked_publish_time() {
@@ -197,6 +244,8 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic) -> Value {
         "delayedMessageIndexSizeInBytes": delayed_bytes_total,
         "compaction": topic.compaction.last_run(),
         "ownerBroker": owner_broker(ctx),
+        "topicCreationTimeStamp": topic.ledger.created_ms().unwrap_or(0),
+        "lastPublishTimeStamp": topic.last_publish_time_ms(),
     })
 }
 
@@ -265,9 +314,9 @@ fn consumer_json(c: &pulsar_rs_broker::Consumer) -> Value {
         "consumerName": c.name,
         "availablePermits": c.permits.get(),
         "unackedMessages": c.unacked(),
-        // Messages per delivered entry since it attached (Pulsar: a moving average; 1 before
-        // anything was delivered, as Pulsar starts it).
-        "avgMessagesPerEntry": (c.out.total() + entries / 2).checked_div(entries).unwrap_or(1),
+        // Messages per delivered entry since it attached (Pulsar: a moving average; 0 before
+        // anything was delivered, as Pulsar's `Consumer` starts it).
+        "avgMessagesPerEntry": (c.out.total() + entries / 2).checked_div(entries).unwrap_or(0),
         "blockedConsumerOnUnackedMsgs": c.is_blocked(),
         "drainingHashesCount": 0,
         "drainingHashesClearedTotal": 0,
@@ -352,9 +401,11 @@ async fn partitioned_stats(
             format!("Partitioned Topic {name} not found"),
         );
     }
+    let opts = StatsOptions::from_query(&q);
     let doc = PartitionDocument {
         op: "stats",
-        local: topic_json,
+        local: std::sync::Arc::new(move |c, t| topic_json(c, t, opts)),
+        query: opts.query(),
         per_partition: q.get("perPartition").is_none_or(|v| v != "false"),
     };
     let auth = headers.get(header::AUTHORIZATION).cloned();
@@ -404,7 +455,14 @@ fn merge(total: &mut Value, one: &Value) {
                     None => {
                         t.insert(k.clone(), v.clone());
                     }
-                    Some(cur) if k.ends_with("Timestamp") => {
+                    // The first partition made (0: unknown, left out).
+                    Some(cur) if k == "topicCreationTimeStamp" => {
+                        let (c, o) = (cur.as_u64().unwrap_or(0), v.as_u64().unwrap_or(0));
+                        if c == 0 || (o != 0 && o < c) {
+                            *cur = v.clone();
+                        }
+                    }
+                    Some(cur) if k.ends_with("Timestamp") || k == "lastPublishTimeStamp" => {
                         if v.as_f64() > cur.as_f64() {
                             *cur = v.clone();
                         }
