@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 mod access;
+pub(crate) use ns_policies::BOOKIE_AFFINITY;
 mod brokers;
 mod closing;
 mod cluster;
@@ -24,6 +25,7 @@ mod lookup;
 mod messages;
 pub mod namespaces;
 mod non_persistent;
+mod ns_policies;
 mod openapi;
 mod owner;
 mod partitions;
@@ -147,6 +149,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(non_persistent::routes())
         .route("/metrics", Access::Metrics, get(crate::metrics::render))
         .merge(policies::routes())
+        .merge(ns_policies::routes())
         .merge(schemas::routes())
         .merge(subscriptions::routes())
         .merge(messages::routes())

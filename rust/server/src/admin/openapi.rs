@@ -188,6 +188,51 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["POST", "DELETE"],
     ),
     (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/subscriptionExpirationTime",
+        &["GET", "POST", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadThreshold",
+        &["GET", "PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadThresholdInSeconds",
+        &["GET", "PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadDeletionLagMs",
+        &["GET", "PUT", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/properties",
+        &["GET", "PUT", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/property/{key}",
+        &["GET", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/property/{key}/{value}",
+        &["PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/autoTopicCreation",
+        &["GET", "POST", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity",
+        &["GET", "POST", "DELETE"],
+    ),
+    (
         "policies",
         "/admin/v2/namespaces/{tenant}/{ns}/{policy}",
         &["GET", "POST", "PUT", "DELETE"],
