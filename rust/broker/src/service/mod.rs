@@ -275,6 +275,13 @@ impl BrokerService {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The metadata store (records beside the broker's own, e.g. the admin API's dynamic
+    /// configuration).
+    #[must_use]
+    pub fn meta_store(&self) -> Arc<dyn MetaStore> {
+        Arc::clone(&self.meta)
+    }
+
     /// How unknown topics of `ns` are auto-created: the namespace's
     /// `autoTopicCreationOverride` when set, else the broker's `allowAutoTopicCreation`,
     /// `allowAutoTopicCreationType` and `defaultNumPartitions`.

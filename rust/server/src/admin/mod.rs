@@ -18,6 +18,7 @@ mod closing;
 mod cluster;
 mod clusters;
 mod compaction;
+mod dynamic_config;
 mod fan_out;
 mod guard;
 mod internal_stats;
@@ -138,6 +139,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
             get(openapi::serve),
         )
         .merge(brokers::routes())
+        .merge(dynamic_config::routes())
         .merge(cluster::routes())
         .merge(clusters::routes())
         .merge(tenants::routes())

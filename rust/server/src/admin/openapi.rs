@@ -15,17 +15,32 @@ use serde_json::{json, Map, Value};
 
 /// `(module, path, methods)` of every admin route.
 pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
-    ("brokers", "/admin/v2/brokers/configuration", &["GET"]),
+    (
+        "dynamic_config",
+        "/admin/v2/brokers/configuration",
+        &["GET"],
+    ),
     (
         "brokers",
         "/admin/v2/brokers/configuration/runtime",
         &["GET"],
     ),
     (
-        "brokers",
+        "dynamic_config",
         "/admin/v2/brokers/configuration/values",
         &["GET"],
     ),
+    (
+        "dynamic_config",
+        "/admin/v2/brokers/configuration/{name}",
+        &["DELETE"],
+    ),
+    (
+        "dynamic_config",
+        "/admin/v2/brokers/configuration/{name}/{value}",
+        &["POST"],
+    ),
+    ("cluster", "/admin/v2/brokers", &["GET"]),
     ("brokers", "/admin/v2/brokers/health", &["GET"]),
     ("cluster", "/admin/v2/brokers/leaderBroker", &["GET"]),
     ("cluster", "/admin/v2/brokers/{cluster}", &["GET"]),
