@@ -34,9 +34,13 @@ pub const TENANTS: &str = "tenants";
 /// `standalone/defaults` → JSON `{"clusters": {..}, "tenants": {..}, "namespaces": {..}}`.
 pub const STANDALONE_DEFAULTS: &str = "standalone/defaults";
 
-/// Every key prefix (and the one single key) of the store, by a name: the table Python's
+/// The admin API's dynamic configuration values (one key; Pulsar's `/admin/configuration`).
+pub const DYNAMIC_CONFIGURATION: &str = "admin/configuration";
+
+/// Every key prefix (and the single keys) of the store, by a name: the table Python's
 /// tests read (`pulsar_rs._native.METADATA_PREFIXES`) instead of writing the paths again.
 pub const ALL_PREFIXES: &[(&str, &str)] = &[
+    ("dynamic_configuration", DYNAMIC_CONFIGURATION),
     ("managed_ledgers", MANAGED_LEDGERS_PREFIX),
     ("cursors", CURSORS_PREFIX),
     ("seam_records", SEAM_RECORDS_PREFIX),

@@ -52,7 +52,10 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
     });
     if let Value::Object(m) = &mut doc {
         for (k, v) in &p.other {
-            m.insert(k.clone(), v.clone());
+            // Pulsar keeps the bookie affinity group in local policies, not this document.
+            if k != crate::admin::BOOKIE_AFFINITY {
+                m.insert(k.clone(), v.clone());
+            }
         }
         if let Some(on) = p.deduplication_enabled {
             m.insert("deduplicationEnabled".into(), on.into());

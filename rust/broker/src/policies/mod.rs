@@ -330,6 +330,62 @@ pub struct Policies {
     pub other: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
+/// A namespace's `autoTopicCreationOverride` (Pulsar's `AutoTopicCreationOverride`): whether
+/// unknown topics of the namespace are created on use, and how, in place of the broker's
+/// `allowAutoTopicCreation`, `allowAutoTopicCreationType` and `defaultNumPartitions`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoTopicCreationOverride {
+    /// Whether unknown topics are created on use.
+    pub allow_auto_topic_creation: bool,
+    /// `partitioned` or `non-partitioned` (required when creation is allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_type: Option<String>,
+    /// Partitions of an auto-created partitioned topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_num_partitions: Option<i32>,
+}
+
+impl AutoTopicCreationOverride {
+    /// The JSON field of the namespace `Policies` document holding it.
+    pub const FIELD: &'static str = "autoTopicCreationOverride";
+
+    /// Pulsar's `AutoTopicCreationOverrideImpl.validateOverride`: the reason it is invalid.
+    ///
+    /// # Errors
+    /// The message Pulsar gives.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.allow_auto_topic_creation {
+            return Ok(());
+        }
+        let t = self.topic_type.as_deref().unwrap_or("null");
+        match t {
+            "partitioned" => match self.default_num_partitions {
+                None => Err(
+                    "[defaultNumPartitions] cannot be null when the type is partitioned.".into(),
+                ),
+                Some(n) if n < 1 => {
+                    Err("[defaultNumPartitions] cannot be less than 1 for partition type.".into())
+                }
+                Some(_) => Ok(()),
+            },
+            "non-partitioned" if self.default_num_partitions.is_some() => Err(
+                "[defaultNumPartitions] is not allowed to be set when the type is non-partition."
+                    .into(),
+            ),
+            "non-partitioned" => Ok(()),
+            other => Err(format!("Unknown topic type [{other}]")),
+        }
+    }
+
+    /// The override stored in a namespace's policies, if any (and readable).
+    #[must_use]
+    pub fn of(p: &Policies) -> Option<Self> {
+        let v = p.other.get(Self::FIELD).filter(|v| !v.is_null())?;
+        serde_json::from_value(v.clone()).ok()
+    }
+}
+
 /// The resolved policy of one topic.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Effective {

@@ -75,6 +75,15 @@ pub struct BrokerService {
 
 pub use ownership::OwnershipCheck;
 
+/// How unknown topics of a namespace are auto-created ([`BrokerService::auto_creation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoCreation {
+    /// Whether they are created on use.
+    pub allow: bool,
+    /// `Some(n)`: created partitioned with `n` partitions; `None`: non-partitioned.
+    pub partitions: Option<u32>,
+}
+
 impl BrokerService {
     /// Opens the data directory.
     ///
@@ -266,6 +275,34 @@ impl BrokerService {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The metadata store (records beside the broker's own, e.g. the admin API's dynamic
+    /// configuration).
+    #[must_use]
+    pub fn meta_store(&self) -> Arc<dyn MetaStore> {
+        Arc::clone(&self.meta)
+    }
+
+    /// How unknown topics of `ns` are auto-created: the namespace's
+    /// `autoTopicCreationOverride` when set, else the broker's `allowAutoTopicCreation`,
+    /// `allowAutoTopicCreationType` and `defaultNumPartitions`.
+    #[must_use]
+    pub fn auto_creation(&self, ns: &str) -> AutoCreation {
+        let over = crate::policies::AutoTopicCreationOverride::of(&self.policies.namespace(ns));
+        match over {
+            Some(o) => AutoCreation {
+                allow: o.allow_auto_topic_creation,
+                partitions: (o.topic_type.as_deref() == Some("partitioned"))
+                    .then(|| o.default_num_partitions.and_then(|n| u32::try_from(n).ok()))
+                    .flatten(),
+            },
+            None => AutoCreation {
+                allow: self.config.allow_auto_topic_creation,
+                partitions: (self.config.allow_auto_topic_creation_type == "partitioned")
+                    .then_some(self.config.default_num_partitions),
+            },
+        }
+    }
+
     /// Partition count of a topic (0 = not partitioned). With auto-creation of partitioned
     /// topics, an unknown topic is created partitioned.
     ///
@@ -281,15 +318,18 @@ impl BrokerService {
             });
         }
         let exists = self.known.lock().contains(name);
-        if !exists
-            && auto_create
-            && self.config.allow_auto_topic_creation
-            && self.config.allow_auto_topic_creation_type == "partitioned"
-            && name.partition_index().is_none()
+        if exists || !auto_create || name.partition_index().is_some() {
+            return Ok(0);
+        }
+        let auto = self.auto_creation(&name.namespace_name());
+        if let AutoCreation {
+            allow: true,
+            partitions: Some(n),
+        } = auto
         {
-            self.admit_new_topics(&name.namespace_name(), self.config.default_num_partitions)?;
-            self.create_partitioned(name, self.config.default_num_partitions)?;
-            return Ok(self.config.default_num_partitions);
+            self.admit_new_topics(&name.namespace_name(), n)?;
+            self.create_partitioned(name, n)?;
+            return Ok(n);
         }
         Ok(0)
     }
@@ -462,7 +502,9 @@ impl BrokerService {
         let exists = self.known.lock().contains(name);
         let is_partition_of_known =
             name.partition_index().is_some() && self.partitioned.lock().contains_key(&name.base());
-        if !exists && !(create && (self.config.allow_auto_topic_creation || is_partition_of_known))
+        if !exists
+            && !(create
+                && (is_partition_of_known || self.auto_creation(&name.namespace_name()).allow))
         {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
@@ -532,7 +574,8 @@ impl BrokerService {
         }
         let is_partition_of_known =
             name.partition_index().is_some() && self.partitioned.lock().contains_key(&name.base());
-        if !(create && (self.config.allow_auto_topic_creation || is_partition_of_known)) {
+        if !(create && (is_partition_of_known || self.auto_creation(&name.namespace_name()).allow))
+        {
             return Err(BrokerError::TopicNotFound(name.to_string()));
         }
         let t = NonPersistentTopic::new(name.clone(), self.clock());

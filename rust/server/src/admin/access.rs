@@ -45,6 +45,17 @@ pub(crate) enum Access {
     Authenticated,
 }
 
+impl Access {
+    /// Whether the route is a tenant's (its admins may call it, Pulsar's
+    /// `validateTenantAdminAccess`), the tenant being the path's fourth segment.
+    fn is_tenant_admin(self) -> bool {
+        matches!(
+            self,
+            Access::Tenant | Access::TopicRead | Access::NamespaceTopics
+        )
+    }
+}
+
 /// The authenticated caller's role (`None`: anonymous), set by the guard for [`authorize`].
 #[derive(Debug, Clone)]
 pub(crate) struct Caller(pub Option<String>);
@@ -145,6 +156,14 @@ pub(crate) async fn authorize(
             false
         }
     };
+    if !allowed && access.is_some_and(Access::is_tenant_admin) {
+        // As Pulsar's tenant-admin check, which reads the tenant first: a missing tenant is
+        // 404 whoever asks.
+        let tenant = path.trim_start_matches('/').split('/').nth(3);
+        if tenant.is_some_and(|t| ctx.resources.tenant(t).is_none()) {
+            return fail(StatusCode::NOT_FOUND, "Tenant does not exist");
+        }
+    }
     if !allowed {
         tracing::info!(%path, role = ?role, "admin request refused: authorization");
         return fail(

@@ -1,7 +1,7 @@
 //! `/admin/v2/brokers/...`: the health check and the broker's configuration as Pulsar's admin
 //! shows it (`pulsar-admin brokers get-runtime-config`; `pulsar-admin clusters list` reads
-//! `clusterName` from it to mark the current cluster). There is no dynamic configuration: its
-//! key list and values are empty.
+//! `clusterName` from it to mark the current cluster). The dynamic configuration is
+//! [`super::dynamic_config`]'s.
 
 use super::access::{Access, Routes};
 
@@ -28,16 +28,6 @@ pub(super) fn routes() -> Routes {
             "/admin/v2/brokers/configuration/runtime",
             Access::Superuser,
             get(runtime),
-        )
-        .route(
-            "/admin/v2/brokers/configuration",
-            Access::Superuser,
-            get(|| async { Json(Vec::<String>::new()) }),
-        )
-        .route(
-            "/admin/v2/brokers/configuration/values",
-            Access::Superuser,
-            get(|| async { Json(Map::new()) }),
         )
 }
 

@@ -36,6 +36,7 @@ pub(super) fn routes() -> Routes {
             Access::Superuser,
             get(brokers),
         )
+        .route("/admin/v2/brokers", Access::Superuser, get(local_brokers))
         .route(
             "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
             Access::Superuser,
@@ -75,6 +76,13 @@ async fn leader_broker(State(ctx): Ctx) -> Response {
     }
 }
 
+/// `/admin/v2/brokers`: the active brokers of this broker's cluster.
+async fn local_brokers(ctx: Ctx) -> Response {
+    let cluster = ctx.0.service.config.cluster_name.clone();
+    brokers(ctx, Path(cluster)).await
+}
+
+/// The active brokers of `cluster` (`/admin/v2/brokers`: of this broker's cluster).
 async fn brokers(State(ctx): Ctx, Path(cluster): Path<String>) -> Response {
     if cluster != ctx.service.config.cluster_name {
         return fail(

@@ -12,11 +12,13 @@
 #![allow(clippy::result_large_err)]
 
 mod access;
+pub(crate) use ns_policies::BOOKIE_AFFINITY;
 mod brokers;
 mod closing;
 mod cluster;
 mod clusters;
 mod compaction;
+mod dynamic_config;
 mod fan_out;
 mod guard;
 mod internal_stats;
@@ -24,6 +26,7 @@ mod lookup;
 mod messages;
 pub mod namespaces;
 mod non_persistent;
+mod ns_policies;
 mod openapi;
 mod owner;
 mod partitions;
@@ -136,6 +139,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
             get(openapi::serve),
         )
         .merge(brokers::routes())
+        .merge(dynamic_config::routes())
         .merge(cluster::routes())
         .merge(clusters::routes())
         .merge(tenants::routes())
@@ -147,6 +151,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(non_persistent::routes())
         .route("/metrics", Access::Metrics, get(crate::metrics::render))
         .merge(policies::routes())
+        .merge(ns_policies::routes())
         .merge(schemas::routes())
         .merge(subscriptions::routes())
         .merge(messages::routes())

@@ -15,17 +15,32 @@ use serde_json::{json, Map, Value};
 
 /// `(module, path, methods)` of every admin route.
 pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
-    ("brokers", "/admin/v2/brokers/configuration", &["GET"]),
+    (
+        "dynamic_config",
+        "/admin/v2/brokers/configuration",
+        &["GET"],
+    ),
     (
         "brokers",
         "/admin/v2/brokers/configuration/runtime",
         &["GET"],
     ),
     (
-        "brokers",
+        "dynamic_config",
         "/admin/v2/brokers/configuration/values",
         &["GET"],
     ),
+    (
+        "dynamic_config",
+        "/admin/v2/brokers/configuration/{name}",
+        &["DELETE"],
+    ),
+    (
+        "dynamic_config",
+        "/admin/v2/brokers/configuration/{name}/{value}",
+        &["POST"],
+    ),
+    ("cluster", "/admin/v2/brokers", &["GET"]),
     ("brokers", "/admin/v2/brokers/health", &["GET"]),
     ("cluster", "/admin/v2/brokers/leaderBroker", &["GET"]),
     ("cluster", "/admin/v2/brokers/{cluster}", &["GET"]),
@@ -191,6 +206,51 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "permissions",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/permissions/{role}",
         &["POST", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/subscriptionExpirationTime",
+        &["GET", "POST", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadThreshold",
+        &["GET", "PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadThresholdInSeconds",
+        &["GET", "PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadDeletionLagMs",
+        &["GET", "PUT", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/properties",
+        &["GET", "PUT", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/property/{key}",
+        &["GET", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/property/{key}/{value}",
+        &["PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/autoTopicCreation",
+        &["GET", "POST", "DELETE"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/persistence/bookieAffinity",
+        &["GET", "POST", "DELETE"],
     ),
     (
         "policies",

@@ -411,7 +411,12 @@ async fn get_namespace_policy(
         (Ok(k), Ok(ns)) => (k, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    Json(view(&ctx.service.policies.namespace(&ns), k)).into_response()
+    let v = view(&ctx.service.policies.namespace(&ns), k);
+    // Pulsar answers an unset namespace `persistence` with 204 and no body.
+    if v.is_null() && k == Kind::Persistence {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    Json(v).into_response()
 }
 
 async fn set_namespace_policy(
