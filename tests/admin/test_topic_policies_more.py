@@ -186,3 +186,21 @@ def test_topic_delayed_delivery_off_delivers_at_once(pulsar_broker, topic: str) 
         assert b"now" in got
     finally:
         c.close()
+
+
+def test_topic_auto_subscription_creation_applies(pulsar_broker, topic: str) -> None:
+    url = pulsar_broker.admin_url
+    _create(url, topic)
+    body = {"allowAutoSubscriptionCreation": False}
+    assert admin(url, "POST", f"{_rest(topic)}/autoSubscriptionCreation", body)[0] == 204
+    c = new_client(pulsar_broker.service_url)
+    try:
+        # Refused on this topic (the broker's allowAutoSubscriptionCreation is true) with
+        # SubscriptionNotFound, which the C++ client retries until its operation timeout...
+        with pytest.raises((pulsar.SubscriptionNotFound, pulsar.Timeout)):
+            c.subscribe(topic, "new-sub")
+        # ... and allowed again once the topic's override is removed.
+        assert admin(url, "DELETE", f"{_rest(topic)}/autoSubscriptionCreation")[0] == 204
+        c.subscribe(topic, "new-sub").close()
+    finally:
+        c.close()

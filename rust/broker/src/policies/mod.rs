@@ -372,6 +372,9 @@ pub struct Effective {
     /// Delayed delivery on: topic `delayedDeliveryEnabled`, else namespace
     /// `delayed_delivery_policies.active`, else `delayedDeliveryEnabled`.
     pub delayed_delivery: bool,
+    /// Subscriptions are created on first subscribe: topic `autoSubscriptionCreationOverride`,
+    /// else the namespace's, else `allowAutoSubscriptionCreation`.
+    pub allow_auto_subscription_creation: bool,
 }
 
 fn positive(v: i64) -> f64 {

@@ -404,7 +404,17 @@ impl PolicyStore {
             })
             .and_then(|v| v.as_bool())
             .unwrap_or(c.delayed_delivery_enabled);
+        let auto_subscription = |p: &Policies| {
+            other(p, "autoSubscriptionCreationOverride").and_then(|o| {
+                o.get("allowAutoSubscriptionCreation")
+                    .and_then(|v| v.as_bool())
+            })
+        };
+        let allow_auto_subscription_creation = auto_subscription(&tp)
+            .or_else(|| auto_subscription(&np))
+            .unwrap_or(c.allow_auto_subscription_creation);
         Effective {
+            allow_auto_subscription_creation,
             max_unacked_per_consumer,
             max_unacked_per_subscription,
             delayed_delivery,
