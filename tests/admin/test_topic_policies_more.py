@@ -95,6 +95,19 @@ def test_topic_policy_refusals(pulsar_broker, topic: str) -> None:
     assert admin(url, "GET", "/admin/v2/namespaces/public/default/maxUnackedMessagesOnConsumer")[0] == 404
 
 
+def test_max_unacked_applied(pulsar_broker, topic: str) -> None:
+    url = pulsar_broker.admin_url
+    _create(url, topic)
+    path = f"{_rest(topic)}/maxUnackedMessagesOnConsumer"
+    # applied=true: the broker's maxUnackedMessagesPerConsumer while the topic sets nothing.
+    assert admin(url, "GET", f"{path}?applied=true") == (200, 50000)
+    assert admin(url, "GET", f"{path}?applied=false") == (200, None)
+    assert admin(url, "POST", path, 7)[0] == 204
+    assert admin(url, "GET", f"{path}?applied=true") == (200, 7)
+    sub_path = f"{_rest(topic)}/maxUnackedMessagesOnSubscription?applied=true"
+    assert admin(url, "GET", sub_path) == (200, 200000)
+
+
 @pytest.mark.parametrize("partitions", [0, 3])
 def test_topic_properties(pulsar_broker, topic: str, partitions: int) -> None:
     url = pulsar_broker.admin_url

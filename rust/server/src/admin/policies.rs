@@ -735,6 +735,8 @@ fn applied_view(ctx: &ServerContext, name: &TopicName, k: Kind) -> Option<Value>
     let eff = ctx.service.policies.effective(name);
     match k {
         Kind::SchemaCompatibilityStrategy => Some(json(&eff.schema_compatibility_strategy)),
+        Kind::MaxUnackedOnConsumer => Some(json(&eff.max_unacked_per_consumer)),
+        Kind::MaxUnackedOnSubscription => Some(json(&eff.max_unacked_per_subscription)),
         _ => None,
     }
 }
