@@ -417,6 +417,20 @@ pub struct Effective {
     pub schema_validation_enforced: bool,
     /// Count and size limits.
     pub limits: Limits,
+    /// Most unacked messages per consumer of a Shared/Key_Shared subscription (0 = none):
+    /// topic `maxUnackedMessagesOnConsumer`, else namespace `max_unacked_messages_per_consumer`,
+    /// else `maxUnackedMessagesPerConsumer`.
+    pub max_unacked_per_consumer: u32,
+    /// Most unacked messages per subscription (0 = none): topic
+    /// `maxUnackedMessagesOnSubscription`, else namespace `max_unacked_messages_per_subscription`,
+    /// else `maxUnackedMessagesPerSubscription`.
+    pub max_unacked_per_subscription: u32,
+    /// Delayed delivery on: topic `delayedDeliveryEnabled`, else namespace
+    /// `delayed_delivery_policies.active`, else `delayedDeliveryEnabled`.
+    pub delayed_delivery: bool,
+    /// Subscriptions are created on first subscribe: topic `autoSubscriptionCreationOverride`,
+    /// else the namespace's, else `allowAutoSubscriptionCreation`.
+    pub allow_auto_subscription_creation: bool,
 }
 
 fn positive(v: i64) -> f64 {

@@ -379,7 +379,45 @@ impl PolicyStore {
             .schema_validation_enforced
             .or(np.schema_validation_enforced)
             .unwrap_or(c.is_schema_validation_enforced);
+        // Kept under Pulsar's field names among the documents' other fields (the topic's
+        // `TopicPolicies` names, the namespace's `Policies` names).
+        let other = |p: &Policies, key: &str| p.other.get(key).filter(|v| !v.is_null()).cloned();
+        let unacked = |topic_key: &str, ns_key: &str, broker: u32| {
+            other(&tp, topic_key)
+                .or_else(|| other(&np, ns_key))
+                .and_then(|v| v.as_u64())
+                .map_or(broker, |v| u32::try_from(v).unwrap_or(u32::MAX))
+        };
+        let max_unacked_per_consumer = unacked(
+            "maxUnackedMessagesOnConsumer",
+            "max_unacked_messages_per_consumer",
+            c.max_unacked_messages_per_consumer,
+        );
+        let max_unacked_per_subscription = unacked(
+            "maxUnackedMessagesOnSubscription",
+            "max_unacked_messages_per_subscription",
+            c.max_unacked_messages_per_subscription,
+        );
+        let delayed_delivery = other(&tp, "delayedDeliveryEnabled")
+            .or_else(|| {
+                other(&np, "delayed_delivery_policies").and_then(|d| d.get("active").cloned())
+            })
+            .and_then(|v| v.as_bool())
+            .unwrap_or(c.delayed_delivery_enabled);
+        let auto_subscription = |p: &Policies| {
+            other(p, "autoSubscriptionCreationOverride").and_then(|o| {
+                o.get("allowAutoSubscriptionCreation")
+                    .and_then(|v| v.as_bool())
+            })
+        };
+        let allow_auto_subscription_creation = auto_subscription(&tp)
+            .or_else(|| auto_subscription(&np))
+            .unwrap_or(c.allow_auto_subscription_creation);
         Effective {
+            allow_auto_subscription_creation,
+            max_unacked_per_consumer,
+            max_unacked_per_subscription,
+            delayed_delivery,
             limits: if t.namespace_name() == super::limits::SYSTEM_NAMESPACE {
                 Limits::resolve(&tp, &np, c).of_system_topic()
             } else {

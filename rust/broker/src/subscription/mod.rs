@@ -18,7 +18,7 @@ mod tests;
 mod txn;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -66,6 +66,10 @@ pub struct Subscription {
     pub durable: bool,
     /// Broker settings; immutable.
     config: Arc<BrokerConfig>,
+    /// The topic's effective unacked limits (per consumer, per subscription; 0 = none) and
+    /// delayed-delivery switch: the broker's until the topic applies its policy.
+    unacked_limits: (AtomicU32, AtomicU32),
+    delayed_delivery: AtomicBool,
     /// Consumers and the dispatcher (routing state, replay set); written by the connection
     /// (join, leave, acks, redeliveries) and by the dispatcher task.
     state: Mutex<State>,
@@ -153,6 +157,11 @@ impl Subscription {
             partition,
             cursor,
             durable,
+            unacked_limits: (
+                AtomicU32::new(config.max_unacked_messages_per_consumer),
+                AtomicU32::new(config.max_unacked_messages_per_subscription),
+            ),
+            delayed_delivery: AtomicBool::new(config.delayed_delivery_enabled),
             config,
             state: Mutex::new(State {
                 sub_type: None,
@@ -190,6 +199,29 @@ impl Subscription {
     /// The subscription clock's time in ms.
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// Sets the topic's effective unacked limits (per consumer, per subscription; 0 = none) and
+    /// delayed-delivery switch.
+    pub fn set_policy(&self, per_consumer: u32, per_subscription: u32, delayed_delivery: bool) {
+        // Relaxed: independent settings read at the next dispatch pass, which the poke wakes.
+        self.unacked_limits.0.store(per_consumer, Ordering::Relaxed);
+        self.unacked_limits
+            .1
+            .store(per_subscription, Ordering::Relaxed);
+        self.delayed_delivery
+            .store(delayed_delivery, Ordering::Relaxed);
+        self.poke();
+    }
+
+    /// The per-subscription unacked limit in force (0 = none).
+    pub(crate) fn subscription_unacked_limit(&self) -> u32 {
+        self.unacked_limits.1.load(Ordering::Relaxed)
+    }
+
+    /// Whether delayed delivery is on for this topic.
+    pub(crate) fn delayed_delivery(&self) -> bool {
+        self.delayed_delivery.load(Ordering::Relaxed)
     }
 
     /// Sets the topic-level and subscription-level dispatch limiters.
@@ -282,7 +314,7 @@ impl Subscription {
     fn unacked_limit(&self) -> u32 {
         match self.sub_type() {
             Some(t) if t.is_multi() && self.durable => {
-                self.config.max_unacked_messages_per_consumer
+                self.unacked_limits.0.load(Ordering::Relaxed)
             }
             _ => 0,
         }

@@ -125,7 +125,7 @@ impl Subscription {
             Dispatcher::StickyKey(_) => true,
         };
         let mut room = i64::MAX;
-        let sub_limit = i64::from(self.config.max_unacked_messages_per_subscription);
+        let sub_limit = i64::from(self.subscription_unacked_limit());
         if self.durable && sub_limit > 0 {
             let unacked: i64 = consumers.all().iter().map(|c| c.unacked()).sum();
             // Relaxed: only this task writes the flag; readers use it as a gauge.
@@ -261,7 +261,7 @@ impl Subscription {
                 SingleActiveConsumer::dispatch(target.as_ref(), &env, entries)
             }
             Some(multi) => {
-                if self.config.delayed_delivery_enabled {
+                if self.delayed_delivery() {
                     env.delayed = Some((&self.delayed, self.clock_ms() + self.delay_slack_ms()));
                 }
                 let counts = self.redeliveries.lock();

@@ -233,6 +233,12 @@ impl Topic {
             sub.set_transaction_buffer(Arc::clone(tb));
         }
         let limits = self.limits.read();
+        let e = &limits.effective;
+        sub.set_policy(
+            e.max_unacked_per_consumer,
+            e.max_unacked_per_subscription,
+            e.delayed_delivery,
+        );
         let (m, b) = limits.effective.subscription_dispatch;
         sub.set_dispatch_limiters(
             limits.dispatch.clone(),
@@ -260,6 +266,11 @@ impl Topic {
         let (sm, sb) = effective.subscription_dispatch;
         for sub in self.subscriptions() {
             sub.set_dispatch_limiters(dispatch.clone(), RateLimiter::new(sm, sb).map(Arc::new));
+            sub.set_policy(
+                effective.max_unacked_per_consumer,
+                effective.max_unacked_per_subscription,
+                effective.delayed_delivery,
+            );
         }
         self.ledger
             .set_retention(effective.retention.0, effective.retention.1);

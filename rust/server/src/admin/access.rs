@@ -41,7 +41,8 @@ pub(crate) enum Access {
     Metrics,
     /// Any caller the broker authenticated (the anonymous role included, when one is set):
     /// Pulsar's read-only `/admin/v3/transactions` routes check no permission (4.0.8's
-    /// `Transactions` and `TransactionsBase` only validate the topic's ownership).
+    /// `Transactions` and `TransactionsBase` only validate the topic's ownership), and the
+    /// cluster list (4.0.8's `ClustersBase.getClusters` checks none either).
     Authenticated,
 }
 

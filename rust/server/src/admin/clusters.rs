@@ -17,7 +17,7 @@ use crate::resources::{valid_name, ClusterData};
 /// The routes of this module.
 pub(super) fn routes() -> Routes {
     Routes::new()
-        .route("/admin/v2/clusters", Access::Superuser, get(list))
+        .route("/admin/v2/clusters", Access::Authenticated, get(list))
         .route(
             "/admin/v2/clusters/{cluster}",
             Access::Superuser,

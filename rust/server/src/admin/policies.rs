@@ -81,6 +81,19 @@ enum Kind {
     MaxTopics,
     MaxMessageSize,
     Persistence,
+    // Topic level only, kept in the topic's document under Pulsar's `TopicPolicies` names.
+    SubscribeRate,
+    DeduplicationSnapshotInterval,
+    ReplicatorDispatchRate,
+    OffloadPolicies,
+    AutoSubscriptionCreation,
+    ReplicationClusters,
+    MaxUnackedOnConsumer,
+    MaxUnackedOnSubscription,
+    DelayedDelivery,
+    /// A topic's properties (Pulsar keeps them with the managed ledger or the partitioned
+    /// topic's metadata; here in the topic's document, deleted with the topic).
+    Properties,
 }
 
 /// Where a policy path is: a namespace's or a topic's (some policies exist at one level only,
@@ -103,6 +116,18 @@ fn kind(name: &str, level: Level) -> Result<Kind, Response> {
         ("maxSubscriptionsPerTopic", _) => Some(Kind::MaxSubscriptions),
         ("maxTopicsPerNamespace", Level::Namespace) => Some(Kind::MaxTopics),
         ("maxMessageSize", Level::Topic) => Some(Kind::MaxMessageSize),
+        ("subscribeRate", Level::Topic) => Some(Kind::SubscribeRate),
+        ("deduplicationSnapshotInterval", Level::Topic) => {
+            Some(Kind::DeduplicationSnapshotInterval)
+        }
+        ("replicatorDispatchRate", Level::Topic) => Some(Kind::ReplicatorDispatchRate),
+        ("offloadPolicies", Level::Topic) => Some(Kind::OffloadPolicies),
+        ("autoSubscriptionCreation", Level::Topic) => Some(Kind::AutoSubscriptionCreation),
+        ("replication", Level::Topic) => Some(Kind::ReplicationClusters),
+        ("maxUnackedMessagesOnConsumer", Level::Topic) => Some(Kind::MaxUnackedOnConsumer),
+        ("maxUnackedMessagesOnSubscription", Level::Topic) => Some(Kind::MaxUnackedOnSubscription),
+        ("delayedDelivery", Level::Topic) => Some(Kind::DelayedDelivery),
+        ("properties", Level::Topic) => Some(Kind::Properties),
         _ => None,
     };
     if let Some(k) = limit {
@@ -174,8 +199,127 @@ fn view(p: &Policies, k: Kind) -> Value {
         Kind::MaxTopics => serde_json::to_value(p.max_topics_per_namespace.unwrap_or(0)),
         Kind::MaxMessageSize => serde_json::to_value(p.max_message_size),
         Kind::Persistence => serde_json::to_value(&p.persistence),
+        Kind::DelayedDelivery => return delayed_delivery_view(p),
+        // A topic without properties has the empty map.
+        Kind::Properties => {
+            return p
+                .other
+                .get(PROPERTIES)
+                .cloned()
+                .unwrap_or_else(|| Value::Object(serde_json::Map::new()))
+        }
+        k => {
+            return topic_keys(k)
+                .first()
+                .and_then(|key| p.other.get(*key).cloned())
+                .unwrap_or(Value::Null)
+        }
     };
     v.unwrap_or(Value::Null)
+}
+
+/// The key of a topic's properties in its document.
+const PROPERTIES: &str = "properties";
+
+/// A change merging `new` into a topic's properties (Pulsar's `updateProperties`).
+pub(super) fn merge_properties(new: HashMap<String, String>) -> impl FnOnce(&mut Policies) {
+    move |p| {
+        let mut map = match p.other.remove(PROPERTIES) {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for (k, v) in new {
+            map.insert(k, Value::String(v));
+        }
+        p.other.insert(PROPERTIES.to_owned(), Value::Object(map));
+    }
+}
+
+/// The `TopicPolicies` field names (Pulsar's) a topic-only policy is kept under.
+fn topic_keys(k: Kind) -> &'static [&'static str] {
+    match k {
+        Kind::SubscribeRate => &["subscribeRate"],
+        Kind::DeduplicationSnapshotInterval => &["deduplicationSnapshotIntervalSeconds"],
+        Kind::ReplicatorDispatchRate => &["replicatorDispatchRate"],
+        Kind::OffloadPolicies => &["offloadPolicies"],
+        Kind::AutoSubscriptionCreation => &["autoSubscriptionCreationOverride"],
+        Kind::ReplicationClusters => &["replicationClusters"],
+        Kind::MaxUnackedOnConsumer => &["maxUnackedMessagesOnConsumer"],
+        Kind::MaxUnackedOnSubscription => &["maxUnackedMessagesOnSubscription"],
+        Kind::DelayedDelivery => &[
+            "delayedDeliveryEnabled",
+            "delayedDeliveryTickTimeMillis",
+            "delayedDeliveryMaxDelayInMillis",
+        ],
+        _ => &[],
+    }
+}
+
+/// Pulsar's `DelayedDeliveryPolicies` of a topic's fields, or `null` when neither the switch
+/// nor the tick time is set (as Pulsar's `getDelayedDeliveryPolicies`).
+fn delayed_delivery_view(p: &Policies) -> Value {
+    let get = |key: &str| p.other.get(key).filter(|v| !v.is_null());
+    let (active, tick) = (
+        get("delayedDeliveryEnabled"),
+        get("delayedDeliveryTickTimeMillis"),
+    );
+    if active.is_none() && tick.is_none() {
+        return Value::Null;
+    }
+    serde_json::json!({
+        "tickTime": tick.cloned().unwrap_or(Value::from(0)),
+        "active": active.cloned().unwrap_or(Value::Bool(false)),
+        "maxDeliveryDelayInMillis": get("delayedDeliveryMaxDelayInMillis")
+            .cloned()
+            .unwrap_or(Value::from(0)),
+    })
+}
+
+/// Pulsar's `SubscribeRate`.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscribeRate {
+    #[serde(default = "minus_one")]
+    subscribe_throttling_rate_per_consumer: i32,
+    #[serde(default = "thirty")]
+    rate_period_in_second: i32,
+}
+
+/// Pulsar's `DelayedDeliveryPolicies` (primitive fields: a missing one is 0 / false).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DelayedDelivery {
+    #[serde(default)]
+    tick_time: i64,
+    #[serde(default)]
+    active: bool,
+    #[serde(default)]
+    max_delivery_delay_in_millis: i64,
+}
+
+/// Pulsar's `AutoSubscriptionCreationOverride`.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AutoSubscriptionCreationOverride {
+    #[serde(default)]
+    allow_auto_subscription_creation: bool,
+}
+
+fn minus_one() -> i32 {
+    -1
+}
+
+fn thirty() -> i32 {
+    30
+}
+
+/// A change that stores `fields` (JSON name, value) in a topic's document.
+fn store(fields: Vec<(&'static str, Value)>) -> Change {
+    Box::new(move |p| {
+        for (key, v) in fields {
+            p.other.insert(key.to_owned(), v);
+        }
+    })
 }
 
 /// A limit from a request body, refused with Pulsar's 412 and message when negative (or, for
@@ -214,6 +358,8 @@ struct Request<'a> {
     broker_max_message_size: u32,
     /// The broker's `managedLedgerMaxEnsembleSize`, `...MaxWriteQuorum`, `...MaxAckQuorum`.
     max_quorums: (usize, usize, usize),
+    /// The known clusters (the bound of a topic's replication clusters).
+    clusters: Vec<String>,
 }
 
 /// The bounds of a `persistence` policy.
@@ -336,6 +482,65 @@ fn change(
             let v = limit(k)?;
             Box::new(move |p| p.max_message_size = Some(v))
         }
+        Kind::SubscribeRate => {
+            let v: SubscribeRate = parse(body)?;
+            store(vec![("subscribeRate", json(&v))])
+        }
+        Kind::DeduplicationSnapshotInterval => {
+            let v: i32 = parse(body)?;
+            store(vec![(
+                "deduplicationSnapshotIntervalSeconds",
+                Value::from(v),
+            )])
+        }
+        Kind::ReplicatorDispatchRate => {
+            let v: DispatchRate = parse(body)?;
+            store(vec![("replicatorDispatchRate", json(&v))])
+        }
+        Kind::OffloadPolicies => {
+            let v: Value = parse(body)?;
+            if !v.is_object() {
+                return Err(fail(
+                    StatusCode::BAD_REQUEST,
+                    "invalid JSON body: offload policies must be an object",
+                ));
+            }
+            store(vec![("offloadPolicies", v)])
+        }
+        Kind::AutoSubscriptionCreation => {
+            let v: AutoSubscriptionCreationOverride = parse(body)?;
+            store(vec![("autoSubscriptionCreationOverride", json(&v))])
+        }
+        Kind::ReplicationClusters => {
+            let v: Vec<String> = parse(body)?;
+            replication_clusters(&v, &r.clusters)?;
+            store(vec![("replicationClusters", json(&v))])
+        }
+        Kind::MaxUnackedOnConsumer | Kind::MaxUnackedOnSubscription => {
+            let v: i32 = parse(body)?;
+            if v < 0 {
+                return Err(fail(
+                    StatusCode::PRECONDITION_FAILED,
+                    "maxUnackedNum must be 0 or more",
+                ));
+            }
+            store(vec![(topic_keys(k)[0], Value::from(v))])
+        }
+        Kind::Properties => {
+            let v: HashMap<String, String> = parse(body)?;
+            Box::new(merge_properties(v))
+        }
+        Kind::DelayedDelivery => {
+            let v: DelayedDelivery = parse(body)?;
+            store(vec![
+                ("delayedDeliveryEnabled", Value::Bool(v.active)),
+                ("delayedDeliveryTickTimeMillis", Value::from(v.tick_time)),
+                (
+                    "delayedDeliveryMaxDelayInMillis",
+                    Value::from(v.max_delivery_delay_in_millis),
+                ),
+            ])
+        }
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -343,6 +548,26 @@ fn change(
             ))
         }
     })
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Pulsar's checks of a topic's replication clusters (`internalSetReplicationClusters`): 412
+/// for an empty list or `global`, and a cluster this broker does not know is refused too.
+fn replication_clusters(v: &[String], known: &[String]) -> Result<(), Response> {
+    let refused = |why: String| Err(fail(StatusCode::PRECONDITION_FAILED, why));
+    if v.is_empty() {
+        return refused("ClusterIds should not be null or empty".into());
+    }
+    if v.iter().any(|c| c == "global") {
+        return refused("Cannot specify global in the list of replication clusters".into());
+    }
+    if let Some(c) = v.iter().find(|c| !known.contains(c)) {
+        return refused(format!("Invalid cluster id: {c}"));
+    }
+    Ok(())
 }
 
 fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
@@ -371,7 +596,31 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         Kind::MaxTopics => Box::new(|p| p.max_topics_per_namespace = None),
         Kind::MaxMessageSize => Box::new(|p| p.max_message_size = None),
         Kind::Persistence => Box::new(|p| p.persistence = None),
-
+        // `DELETE .../properties?key=K` removes one key (Pulsar's `removeProperties`).
+        Kind::Properties => {
+            let key = q
+                .get("key")
+                .cloned()
+                .ok_or_else(|| fail(StatusCode::BAD_REQUEST, "query parameter key is required"))?;
+            Box::new(move |p| {
+                if let Some(Value::Object(m)) = p.other.get_mut(PROPERTIES) {
+                    m.remove(&key);
+                }
+            })
+        }
+        Kind::SubscribeRate
+        | Kind::DeduplicationSnapshotInterval
+        | Kind::ReplicatorDispatchRate
+        | Kind::OffloadPolicies
+        | Kind::AutoSubscriptionCreation
+        | Kind::ReplicationClusters
+        | Kind::MaxUnackedOnConsumer
+        | Kind::MaxUnackedOnSubscription
+        | Kind::DelayedDelivery => Box::new(move |p| {
+            for key in topic_keys(k) {
+                p.other.remove(*key);
+            }
+        }),
         Kind::BacklogQuotaMap => {
             return Err(fail(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -430,6 +679,7 @@ async fn set_namespace_policy(
         level: Level::Namespace,
         broker_max_message_size: ctx.service.config.max_message_size,
         max_quorums: max_quorums(&ctx.service.config),
+        clusters: ctx.resources.clusters(),
     };
     let (f, ns) = match (
         kind(&policy, Level::Namespace).and_then(|k| change(k, &body, &q, &request)),
@@ -460,11 +710,18 @@ async fn get_topic_policy(
     State(ctx): Ctx,
     path: DeferredTopicPath,
     Path((_, _, _, policy)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (k, name) = match (kind(&policy, Level::Topic), existing(&ctx, path)) {
         (Ok(k), Ok(n)) => (k, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
+    let applied = q.get("applied").is_some_and(|v| v == "true");
+    if applied {
+        if let Some(v) = applied_view(&ctx, &name, k) {
+            return Json(v).into_response();
+        }
+    }
     let v = view(&ctx.service.policies.topic(&name), k);
     // Pulsar answers these unset topic policies with 204 and no body (the others: `null`).
     let no_body = matches!(
@@ -475,6 +732,18 @@ async fn get_topic_policy(
         return StatusCode::NO_CONTENT.into_response();
     }
     Json(v).into_response()
+}
+
+/// `?applied=true`: the value in force (topic, else namespace, else broker), as Pulsar's
+/// `applied` reads; `None` for a policy this broker answers only at the topic level.
+fn applied_view(ctx: &ServerContext, name: &TopicName, k: Kind) -> Option<Value> {
+    let eff = ctx.service.policies.effective(name);
+    match k {
+        Kind::SchemaCompatibilityStrategy => Some(json(&eff.schema_compatibility_strategy)),
+        Kind::MaxUnackedOnConsumer => Some(json(&eff.max_unacked_per_consumer)),
+        Kind::MaxUnackedOnSubscription => Some(json(&eff.max_unacked_per_subscription)),
+        _ => None,
+    }
 }
 
 async fn set_topic_policy(
@@ -489,6 +758,7 @@ async fn set_topic_policy(
         level: Level::Topic,
         broker_max_message_size: ctx.service.config.max_message_size,
         max_quorums: max_quorums(&ctx.service.config),
+        clusters: ctx.resources.clusters(),
     };
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),

@@ -141,6 +141,7 @@ async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
         Ok(n) => n,
         Err(r) => return *r,
     };
+    let properties = create_properties(&body, true);
     let max = ctx.service.max_partitions();
     if max > 0 && n > max {
         return fail(
@@ -169,7 +170,11 @@ async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
         if let Err(e) = member.record_partitions(&name.to_string(), n).await {
             return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
-        return no_content(&ctx, move |svc| svc.create_partitioned(&name, n)).await;
+        return no_content(&ctx, move |svc| {
+            svc.create_partitioned(&name, n)?;
+            store_properties(svc, &name, properties)
+        })
+        .await;
     }
     // As Pulsar (`tryCreatePartitionsAsync`): the partitions are created with the partitioned
     // topic, so they are listed (and collected as inactive topics) before anyone uses them; past
@@ -177,9 +182,37 @@ async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
     // whatever count it declares (they are listed all the same).
     no_content(&ctx, move |svc| {
         svc.create_partitioned(&name, n)?;
+        store_properties(svc, &name, properties)?;
         create_partitions_from(svc, &name, 0, n.min(EAGER_PARTITIONS))
     })
     .await
+}
+
+/// The `properties` of a create body: a `PartitionedTopicMetadata` document's, or (a
+/// non-partitioned topic's PUT) the body itself, a JSON map; none for any other body.
+fn create_properties(body: &str, partitioned: bool) -> Option<HashMap<String, String>> {
+    let doc: Value = serde_json::from_str(body.trim()).ok()?;
+    let map = if partitioned {
+        doc.get("properties")?.clone()
+    } else {
+        doc
+    };
+    serde_json::from_value(map).ok()
+}
+
+/// Keeps the properties a topic is created with (Pulsar's `createPartitionedTopic` /
+/// `createNonPartitionedTopic` with properties).
+fn store_properties(
+    svc: &pulsar_rs_broker::BrokerService,
+    name: &pulsar_rs_broker::TopicName,
+    properties: Option<HashMap<String, String>>,
+) -> Result<(), BrokerError> {
+    match properties {
+        Some(p) if !p.is_empty() => svc
+            .policies
+            .update_topic(name, super::policies::merge_properties(p)),
+        _ => Ok(()),
+    }
 }
 
 /// Creates (loads, storing them) the persistent partitions `from..to` of `name`.
@@ -310,7 +343,7 @@ async fn delete_partitioned(
     super::closing::closing_producers(&ctx, move |svc| svc.delete_partitioned(&name, force)).await
 }
 
-async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
+async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath, body: String) -> Response {
     if let Some(r) = super::namespaces::missing(&ctx, &name.namespace_name()) {
         return r;
     }
@@ -326,7 +359,12 @@ async fn create_topic(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
     if let Err(e) = ctx.service.admit_new_topics(&name.namespace_name(), 1) {
         return fail(StatusCode::CONFLICT, e.to_string());
     }
-    no_content(&ctx, move |svc| svc.topic(&name, true).map(drop)).await
+    let properties = create_properties(&body, false);
+    no_content(&ctx, move |svc| {
+        svc.topic(&name, true)?;
+        store_properties(svc, &name, properties)
+    })
+    .await
 }
 
 /// `DELETE .../{topic}[?force=true]` (Pulsar's `deleteTopic`): 412 while producers or

@@ -512,7 +512,7 @@ fn attach_consumer(
         topic.durable_subscription(
             &c.subscription,
             earliest,
-            service.config.allow_auto_subscription_creation,
+            topic.effective_policy().allow_auto_subscription_creation,
         )?
     } else {
         let start = reader_start(&topic, c.start_message_id.as_ref());

@@ -400,7 +400,7 @@ fn create_producer(
     // position before the producer is ready, as Pulsar's handleProducer, so nothing published
     // before anyone subscribes is lost to it.
     if let Some(sub) = initial_subscription.filter(|s| topic.subscription(s).is_none()) {
-        if !service.config.allow_auto_subscription_creation {
+        if !topic.effective_policy().allow_auto_subscription_creation {
             return Err(BrokerError::NotAllowed(
                 "Could not create the initial subscription due to the auto subscription creation is not allowed.".into(),
             ));
