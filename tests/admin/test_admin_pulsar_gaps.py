@@ -111,9 +111,9 @@ def test_message_id_by_timestamp(pulsar_broker):
     try:
         producer = client.create_producer("persistent://public/default/by-time", batching_enabled=False)
         first = producer.send(b"a")
-        time.sleep(0.05)
+        time.sleep(0.05)  # a client-stamped time gap: `cut` falls strictly between the two publish times
         cut = int(time.time() * 1000)
-        time.sleep(0.05)
+        time.sleep(0.05)  # the same gap after `cut`
         second = producer.send(b"b")
         status, body = admin(url, "GET", f"{NS}/by-time/messageid/{cut - 60_000}")
         assert status == 200, body

@@ -193,7 +193,7 @@ def test_topic_delayed_delivery_off_delivers_at_once(pulsar_broker, topic: str) 
         # Off at the topic level: the next delayed message goes out at once.
         body = {"active": False, "tickTime": 1000, "maxDeliveryDelayInMillis": 0}
         assert admin(url, "POST", f"{_rest(topic)}/delayedDelivery", body)[0] == 204
-        time.sleep(0.2)
+        time.sleep(0.2)  # margin for the policy change to reach the topic's subscription before the send
         producer.send(b"now", deliver_after=datetime.timedelta(seconds=30))
         got = [m.data() for m in _received(consumer, 2000)]
         assert b"now" in got
