@@ -15,6 +15,10 @@ use serde_json::{json, Map, Value};
 
 use crate::http::fail;
 
+/// Where Pulsar keeps a namespace's bookie affinity group (its local policies); not shown in
+/// the `Policies` document.
+pub(crate) const BOOKIE_AFFINITY: &str = "bookieAffinityGroup";
+
 /// Renders stored policies as Pulsar's `Policies` document.
 #[must_use]
 pub fn document(p: &Policies, cluster: &str) -> Value {
@@ -53,7 +57,7 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
     if let Value::Object(m) = &mut doc {
         for (k, v) in &p.other {
             // Pulsar keeps the bookie affinity group in local policies, not this document.
-            if k != crate::admin::BOOKIE_AFFINITY {
+            if k != BOOKIE_AFFINITY {
                 m.insert(k.clone(), v.clone());
             }
         }

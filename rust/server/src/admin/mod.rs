@@ -12,7 +12,6 @@
 #![allow(clippy::result_large_err)]
 
 mod access;
-pub(crate) use ns_policies::BOOKIE_AFFINITY;
 mod brokers;
 mod closing;
 mod cluster;

@@ -16,6 +16,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::access::{Access, Routes};
+use crate::policies_document::BOOKIE_AFFINITY;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -27,10 +28,6 @@ use serde_json::{Map, Value};
 
 use super::Ctx;
 use crate::http::fail;
-
-/// Where Pulsar keeps a namespace's bookie affinity group (its local policies); not shown in
-/// the `Policies` document.
-pub(crate) const BOOKIE_AFFINITY: &str = "bookieAffinityGroup";
 
 /// The routes of this module.
 pub(super) fn routes() -> Routes {
