@@ -216,11 +216,13 @@ impl Subscription {
 
     /// The per-subscription unacked limit in force (0 = none).
     pub(crate) fn subscription_unacked_limit(&self) -> u32 {
+        // Relaxed: an independent setting (see `set_policy`).
         self.unacked_limits.1.load(Ordering::Relaxed)
     }
 
     /// Whether delayed delivery is on for this topic.
     pub(crate) fn delayed_delivery(&self) -> bool {
+        // Relaxed: an independent setting (see `set_policy`).
         self.delayed_delivery.load(Ordering::Relaxed)
     }
 
@@ -314,6 +316,7 @@ impl Subscription {
     fn unacked_limit(&self) -> u32 {
         match self.sub_type() {
             Some(t) if t.is_multi() && self.durable => {
+                // Relaxed: an independent setting (see `set_policy`).
                 self.unacked_limits.0.load(Ordering::Relaxed)
             }
             _ => 0,

@@ -113,7 +113,8 @@ pub struct Topic {
     /// Messages and bytes published.
     pub msg_in: Meter,
     /// Publish time (ms) of the last message written (Pulsar's `lastPublishTimeStamp`, PIP-431);
-    /// 0 until a message is written or [`Topic::last_publish_time_ms`] reads it back.
+    /// 0 until a message is written or [`Topic::last_publish_time_ms`] reads it back. Raised by
+    /// publishers (`fetch_max`) and by that read-back; read by the admin stats.
     pub(crate) last_publish_ms: std::sync::atomic::AtomicU64,
     /// Producers fenced by an ExclusiveWithFencing producer, drained by the server.
     fenced: Mutex<Vec<u64>>,
@@ -536,6 +537,7 @@ impl Topic {
     /// the first time it is asked, as Pulsar recovers it; 0 while that entry cannot be read.
     /// May read an entry (blocking I/O).
     pub fn last_publish_time_ms(&self) -> u64 {
+        // Relaxed throughout: a statistic; fetch_max never lowers what a publisher raised.
         use std::sync::atomic::Ordering::Relaxed;
         let known = self.last_publish_ms.load(Relaxed);
         if known > 0 {

@@ -40,6 +40,7 @@ fn verified_checksum(stored: &Bytes) -> Option<KnownCrc> {
 impl Topic {
     /// Keeps the latest publish time written (Pulsar's `lastPublishTimeStamp`).
     fn note_published(&self, publish_time: u64) {
+        // Relaxed: a statistic for the admin API; fetch_max keeps the newest of racing publishers.
         self.last_publish_ms
             .fetch_max(publish_time, std::sync::atomic::Ordering::Relaxed);
     }
