@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -64,6 +65,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"test files outside the rooms of tests/ ({', '.join(ROOMS)}): {', '.join(sorted(homeless))}; "
             "move each into the folder of its kind (README, 'Tests')"
         )
+
+
+#: How much of each broker's log a failed test's report carries (the end of it).
+_LOG_TAIL_LINES = 60
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _broker_logs(value: object) -> list[Path]:
+    """The log files of the brokers a fixture value is or holds (``PulsarRsBroker`` has ``log_path``)."""
+    values = value if isinstance(value, list | tuple) else [value]
+    return [p for v in values if isinstance(p := getattr(v, "log_path", None), Path) and p.exists()]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failed test that started its own brokers carries the end of their logs in its report (CI
+    prints only the report; the logs are in a temporary directory gone by then)."""
+    report = yield
+    if report.failed and call.when == "call":
+        funcargs = getattr(item, "funcargs", {})
+        for path in sorted({p for v in funcargs.values() for p in _broker_logs(v)}):
+            lines = _ANSI.sub("", path.read_text(errors="replace")).splitlines()[-_LOG_TAIL_LINES:]
+            report.sections.append((f"broker log {path.name} (last {len(lines)} lines)", "\n".join(lines)))
+    return report
 
 
 pulsar = pytest.importorskip("pulsar")

@@ -30,6 +30,7 @@ __all__ = [
     "PulsarRsError",
     "ReadOnlyError",
     "ServerError",
+    "TerminatedError",
     "__version__",
     "enable_logging",
     "export_data_dir",
@@ -240,6 +241,9 @@ class InvalidPositionError(PulsarRsError, ValueError):
 
 class ClosedError(PulsarRsError):
     """The managed ledger, cursor or storage has been closed."""
+
+class TerminatedError(PulsarRsError):
+    """The managed ledger was terminated (Pulsar's topic termination): it takes no more entries."""
 
 class InvalidNameError(PulsarRsError, ValueError):
     """A managed ledger or cursor name is empty, too long or has control characters."""

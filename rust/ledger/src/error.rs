@@ -94,6 +94,13 @@ pub enum LedgerError {
         /// What was fenced.
         what: String,
     },
+    /// The managed ledger was terminated (Pulsar's `ManagedLedgerTerminatedException`): it
+    /// takes no more appends, for good.
+    #[error("{what} is terminated: no more entries can be added")]
+    Terminated {
+        /// What was terminated.
+        what: String,
+    },
     /// A compare-and-set on a metadata record found another version (Pulsar's `BadVersion`).
     #[error("metadata {key} changed under us (version conflict)")]
     BadVersion {
@@ -165,6 +172,7 @@ impl LedgerError {
                 position: *position,
             },
             LedgerError::Closed { what } => LedgerError::Closed { what: what.clone() },
+            LedgerError::Terminated { what } => LedgerError::Terminated { what: what.clone() },
             LedgerError::Locked { path } => LedgerError::Locked { path: path.clone() },
             LedgerError::ReadOnly { what } => LedgerError::ReadOnly { what: what.clone() },
             LedgerError::InvalidName { name, reason } => LedgerError::InvalidName {

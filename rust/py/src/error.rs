@@ -78,6 +78,12 @@ create_exception!(
     PulsarRsError,
     "The managed ledger, cursor or storage has been closed."
 );
+create_exception!(
+    pulsar_rs,
+    TerminatedError,
+    PulsarRsError,
+    "The managed ledger was terminated (Pulsar's topic termination): it takes no more entries."
+);
 
 /// An exception class with several bases, built on first use.
 struct MultiBase {
@@ -248,6 +254,7 @@ pub(crate) fn to_py_err(py: Python<'_>, err: LedgerError) -> PyErr {
         LedgerError::InvalidConfig { .. } => invalid_config_error(py),
         LedgerError::InvalidPosition { .. } => invalid_position_error(py),
         LedgerError::Closed { .. } => Ok(py.get_type::<ClosedError>()),
+        LedgerError::Terminated { .. } => Ok(py.get_type::<TerminatedError>()),
         LedgerError::InvalidName { .. } => invalid_name_error(py),
         LedgerError::Locked { .. } => Ok(py.get_type::<DataDirLockedError>()),
         LedgerError::ReadOnly { .. } => Ok(py.get_type::<ReadOnlyError>()),
@@ -280,6 +287,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidConfigError", invalid_config_error(py)?)?;
     m.add("InvalidPositionError", invalid_position_error(py)?)?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("TerminatedError", py.get_type::<TerminatedError>())?;
     m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("InvalidNameError", invalid_name_error(py)?)?;
     m.add("BrokerError", py.get_type::<BrokerError>())?;

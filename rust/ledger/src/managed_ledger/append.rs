@@ -223,6 +223,9 @@ impl ManagedLedger {
             if st.fenced {
                 return Err(self.fenced_error());
             }
+            if st.terminated.is_some() {
+                return Err(self.terminated_error());
+            }
             if st.rolling {
                 // A rollover is recording its new ledger: queue behind it (not under `state`).
                 drop(st);

@@ -7,7 +7,8 @@
 //! is there. Ledgers consumed by every durable cursor are trimmed, subject to retention.
 //!
 //! Split by job: [`append`] (rollover, journal appends, confirmation), [`read`] (positions and
-//! entry reads), [`trim`] (consumed ledgers), [`recovery`] (rebuilding the entry index at open).
+//! entry reads), [`trim`] (consumed ledgers), [`recovery`] (rebuilding the entry index at open),
+//! [`terminate`] (no more appends, for good).
 //! Entries recovery found damaged are listed by [`ManagedLedger::corrupt_entries`]. On a
 //! [`crate::seam::SeamBacking`] (BookKeeper), [`on_seam`] replaces the journal and the local
 //! metadata with Pulsar's ledgers and records.
@@ -17,6 +18,7 @@ mod completion;
 pub(crate) mod on_seam;
 mod read;
 mod recovery;
+mod terminate;
 mod trim;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -64,6 +66,16 @@ struct ManagedLedgerInfo {
     /// was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     created_ms: Option<u64>,
+    /// Where the managed ledger was terminated (Pulsar's `terminatedPosition`), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    terminated: Option<TerminatedAt>,
+}
+
+/// A terminated managed ledger's last position, as the journal backing records it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+struct TerminatedAt {
+    ledger_id: i64,
+    entry_id: i64,
 }
 
 /// One entry read back.
@@ -160,6 +172,9 @@ pub(crate) struct State {
     pub fenced: bool,
     /// When the managed ledger was first recorded (journal backing; `None` when unknown).
     pub created_ms: Option<u64>,
+    /// Where the managed ledger was terminated: no append is taken once set (Pulsar's
+    /// `State.Terminated`); recorded in the metadata, so it survives a restart.
+    pub terminated: Option<Position>,
 }
 
 /// A durable append waiting for the journal's report.
@@ -227,46 +242,50 @@ impl ManagedLedger {
         let now = shared.clock.now_ms();
         let mut ledgers = BTreeMap::new();
         let mut corrupt = Vec::new();
-        let (properties, meta_version, created_ms) = if let Some(b) = shared.backing.clone() {
-            let loaded = on_seam::load(name, &b, now, shared.read_only)?;
-            for slot in loaded.slots {
-                ledgers.insert(slot.info.ledger_id, slot);
-            }
-            // Pulsar's record has no creation time (its store's node stat has): unknown here.
-            (loaded.properties, loaded.version, None)
-        } else {
-            let key = info_key(name);
-            let info: ManagedLedgerInfo = match shared.meta.get(&key)? {
-                Some(raw) => {
-                    serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {
-                        key: key.clone(),
-                        reason: e.to_string(),
-                    })?
+        let (properties, meta_version, created_ms, terminated) =
+            if let Some(b) = shared.backing.clone() {
+                let loaded = on_seam::load(name, &b, now, shared.read_only)?;
+                for slot in loaded.slots {
+                    ledgers.insert(slot.info.ledger_id, slot);
                 }
-                // A new managed ledger: recorded (with this time) below.
-                None => ManagedLedgerInfo {
-                    created_ms: Some(now),
-                    ..ManagedLedgerInfo::default()
-                },
+                // Pulsar's record has no creation time (its store's node stat has): unknown here.
+                (loaded.properties, loaded.version, None, loaded.terminated)
+            } else {
+                let key = info_key(name);
+                let info: ManagedLedgerInfo = match shared.meta.get(&key)? {
+                    Some(raw) => {
+                        serde_json::from_slice(&raw).map_err(|e| LedgerError::CorruptMetadata {
+                            key: key.clone(),
+                            reason: e.to_string(),
+                        })?
+                    }
+                    // A new managed ledger: recorded (with this time) below.
+                    None => ManagedLedgerInfo {
+                        created_ms: Some(now),
+                        ..ManagedLedgerInfo::default()
+                    },
+                };
+                // A record from before the creation time was kept: its oldest ledger's creation,
+                // the earliest time known for it.
+                let created_ms = info
+                    .created_ms
+                    .or_else(|| info.ledgers.iter().map(|l| l.created_ms).min());
+                for li in info.ledgers {
+                    let slot = recover_slot(name, li, &shared);
+                    corrupt.extend(
+                        slot.locs
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, l)| l.is_corrupt())
+                            .map(|(e, _)| Position::new(slot.info.ledger_id, e as i64)),
+                    );
+                    ledgers.insert(slot.info.ledger_id, slot);
+                }
+                let terminated = info
+                    .terminated
+                    .map(|t| Position::new(t.ledger_id, t.entry_id));
+                (info.properties, None, created_ms, terminated)
             };
-            // A record from before the creation time was kept: its oldest ledger's creation,
-            // the earliest time known for it.
-            let created_ms = info
-                .created_ms
-                .or_else(|| info.ledgers.iter().map(|l| l.created_ms).min());
-            for li in info.ledgers {
-                let slot = recover_slot(name, li, &shared);
-                corrupt.extend(
-                    slot.locs
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, l)| l.is_corrupt())
-                        .map(|(e, _)| Position::new(slot.info.ledger_id, e as i64)),
-                );
-                ledgers.insert(slot.info.ledger_id, slot);
-            }
-            (info.properties, None, created_ms)
-        };
         // Relaxed: a counter.
         shared
             .corrupt_entries
@@ -297,6 +316,7 @@ impl ManagedLedger {
                 meta_version,
                 fenced: false,
                 created_ms,
+                terminated,
             }),
             cursors: Mutex::new(BTreeMap::new()),
             roll_gate: Mutex::new(()),
@@ -419,11 +439,18 @@ impl ManagedLedger {
                     .collect(),
                 properties: st.properties.clone(),
                 created_ms: st.created_ms,
+                terminated: st.terminated.map(|p| TerminatedAt {
+                    ledger_id: p.ledger_id,
+                    entry_id: p.entry_id,
+                }),
             };
             (info, st.meta_version)
         };
         if let Some(b) = &self.shared.backing {
-            return self.seam_write_list(b, &info.ledgers, &info.properties, version);
+            let terminated = info
+                .terminated
+                .map(|t| Position::new(t.ledger_id, t.entry_id));
+            return self.seam_write_list(b, &info.ledgers, &info.properties, terminated, version);
         }
         let raw = serde_json::to_vec(&info).map_err(|e| LedgerError::CorruptMetadata {
             key: info_key(&self.name),

@@ -52,6 +52,8 @@ pub(super) struct Loaded {
     pub properties: BTreeMap<String, String>,
     /// The list's version (`None`: no list yet).
     pub version: Option<Version>,
+    /// Where the managed ledger was terminated, if it was.
+    pub terminated: Option<crate::Position>,
 }
 
 /// Reads the ledger list and recovers the ledgers it has open (fencing their writer).
@@ -64,11 +66,12 @@ pub(super) fn load(name: &str, b: &SeamBacking, now: u64, read_only: bool) -> Re
             slots: Vec::new(),
             properties: BTreeMap::new(),
             version: None,
+            terminated: None,
         });
     };
-    let (infos, properties) = records::decode_ledger_list(&path, &raw, now)?;
-    let mut slots = Vec::with_capacity(infos.len());
-    for mut info in infos {
+    let list = records::decode_ledger_list(&path, &raw, now)?;
+    let mut slots = Vec::with_capacity(list.ledgers.len());
+    for mut info in list.ledgers {
         if info.closed_ms.is_none() {
             // Open in the list: its writer may be alive. Recovery fences it and closes the
             // ledger at its last durable entry (a read-only open only looks).
@@ -104,8 +107,9 @@ pub(super) fn load(name: &str, b: &SeamBacking, now: u64, read_only: bool) -> Re
     }
     Ok(Loaded {
         slots,
-        properties,
+        properties: list.properties,
         version: Some(version),
+        terminated: list.terminated,
     })
 }
 
@@ -166,9 +170,10 @@ impl ManagedLedger {
         b: &SeamBacking,
         ledgers: &[LedgerInfo],
         properties: &BTreeMap<String, String>,
+        terminated: Option<crate::Position>,
         version: Option<Version>,
     ) -> Result<()> {
-        let raw = records::encode_ledger_list(ledgers, properties);
+        let raw = records::encode_ledger_list(ledgers, properties, terminated);
         let store = Arc::clone(&b.store);
         let path = ledger_path(&self.name);
         match b.block(async move { store.put(&path, raw, version).await }) {

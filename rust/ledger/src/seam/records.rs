@@ -39,11 +39,13 @@ fn corrupt(path: &str, e: &prost::DecodeError) -> LedgerError {
 
 /// A managed ledger's list and properties as Pulsar writes them. A closed ledger carries its
 /// entries, size and close time; the open one only its id (and timestamp 0), as Pulsar's
-/// `ManagedLedgerImpl` records a ledger it just created.
+/// `ManagedLedgerImpl` records a ledger it just created. A terminated managed ledger carries
+/// the position it was terminated at (`terminatedPosition`).
 #[must_use]
 pub fn encode_ledger_list(
     ledgers: &[LedgerInfo],
     properties: &BTreeMap<String, String>,
+    terminated: Option<Position>,
 ) -> Vec<u8> {
     #[allow(clippy::cast_possible_wrap)]
     let ledger_info = ledgers
@@ -67,7 +69,7 @@ pub fn encode_ledger_list(
         .collect();
     ManagedLedgerInfo {
         ledger_info,
-        terminated_position: None,
+        terminated_position: terminated.map(nested),
         properties: properties
             .iter()
             .map(|(k, v)| KeyValue {
@@ -79,16 +81,23 @@ pub fn encode_ledger_list(
     .encode_to_vec()
 }
 
+/// A ledger list as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerList {
+    /// Every ledger, oldest first.
+    pub ledgers: Vec<LedgerInfo>,
+    /// The managed ledger's properties.
+    pub properties: BTreeMap<String, String>,
+    /// Where the managed ledger was terminated, if it was.
+    pub terminated: Option<Position>,
+}
+
 /// Reads a ledger list Pulsar or we wrote. A ledger without an entry count is open (its writer
 /// may still be adding): `closed_ms` is `None`, and the caller recovers it.
 ///
 /// # Errors
 /// [`LedgerError::CorruptMetadata`] naming `path`.
-pub fn decode_ledger_list(
-    path: &str,
-    raw: &[u8],
-    now_ms: u64,
-) -> Result<(Vec<LedgerInfo>, BTreeMap<String, String>)> {
+pub fn decode_ledger_list(path: &str, raw: &[u8], now_ms: u64) -> Result<LedgerList> {
     let info = ManagedLedgerInfo::decode(raw).map_err(|e| corrupt(path, &e))?;
     #[allow(clippy::cast_sign_loss)]
     let ledgers = info
@@ -107,7 +116,14 @@ pub fn decode_ledger_list(
         .into_iter()
         .map(|kv| (kv.key, kv.value))
         .collect();
-    Ok((ledgers, properties))
+    let terminated = info
+        .terminated_position
+        .map(|p| Position::new(p.ledger_id, p.entry_id));
+    Ok(LedgerList {
+        ledgers,
+        properties,
+        terminated,
+    })
 }
 
 /// A durable cursor's state as Pulsar's `ManagedCursorInfo`, kept in the record itself
@@ -234,15 +250,28 @@ mod tests {
             },
         ];
         let props: BTreeMap<String, String> = [("a".to_string(), "b".to_string())].into();
-        let raw = encode_ledger_list(&ledgers, &props);
+        let raw = encode_ledger_list(&ledgers, &props, None);
         let pb = ManagedLedgerInfo::decode(&raw[..]).unwrap();
         assert_eq!(
             pb.ledger_info[1].entries, None,
             "Pulsar's open ledger has no count"
         );
-        let (back, p) = decode_ledger_list("/x", &raw, 5).unwrap();
-        assert_eq!(back, ledgers);
-        assert_eq!(p, props);
+        assert_eq!(pb.terminated_position, None);
+        let back = decode_ledger_list("/x", &raw, 5).unwrap();
+        assert_eq!(back.ledgers, ledgers);
+        assert_eq!(back.properties, props);
+        assert_eq!(back.terminated, None);
+        let raw = encode_ledger_list(&ledgers, &props, Some(Position::new(9, -1)));
+        let pb = ManagedLedgerInfo::decode(&raw[..]).unwrap();
+        assert_eq!(
+            pb.terminated_position,
+            Some(NestedPositionInfo {
+                ledger_id: 9,
+                entry_id: -1
+            })
+        );
+        let back = decode_ledger_list("/x", &raw, 5).unwrap();
+        assert_eq!(back.terminated, Some(Position::new(9, -1)));
     }
 
     #[test]
