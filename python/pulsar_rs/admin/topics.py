@@ -216,6 +216,18 @@ class Topics(Group, TopicPolicySetters, TopicLimits):
         ``topics unload``). Nothing stored changes."""
         self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/unload")
 
+    def terminate(self, topic: str) -> MessageIdData:
+        """Terminates the topic (pulsar-admin's ``topics terminate``): it takes no more messages,
+        for good; its producers are closed and refused from then on (``TopicTerminatedError``),
+        and its consumers are told once they have acknowledged everything (``REACHED_END_OF_TOPIC``).
+        The id of its last message (``L:-1`` when it has none). Terminating again answers the same."""
+        return self._a.request("POST", f"/admin/v2/{topic_path(topic)}/terminate")
+
+    def terminate_partitioned(self, topic: str) -> dict[str, MessageIdData]:
+        """Terminates every partition of a partitioned topic (pulsar-admin's ``topics
+        partitioned-terminate``): the last message id of each, by partition index (``"0"``, ...)."""
+        return self._a.request("POST", f"/admin/v2/{topic_path(topic)}/terminate/partitions")
+
     def compact(self, topic: str) -> None:
         """Starts a compaction run (409 while one runs)."""
         self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/compaction")

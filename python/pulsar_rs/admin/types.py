@@ -448,12 +448,14 @@ class PartitionedTopicInternalStats(TypedDict):
 
 class MessageIdData(TypedDict):
     """A message id (``topics.last_message_id``): -1:-1 when the topic is empty; ``batchIndex``
-    when the message ends a batch."""
+    when the message ends a batch (``topics.terminate`` answers ``batchIndex`` -1 and
+    ``batchSize`` 0, as Pulsar's ``MessageIdImpl``)."""
 
     ledgerId: int
     entryId: int
     partitionIndex: int
     batchIndex: NotRequired[int]
+    batchSize: NotRequired[int]
 
 
 class RawMessage(TypedDict):

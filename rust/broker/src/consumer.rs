@@ -83,6 +83,12 @@ pub enum ConsumerEvent {
         /// Whether it is now the active one.
         active: bool,
     },
+    /// The topic was terminated and this consumer's subscription has acknowledged everything
+    /// in it (Pulsar's `REACHED_END_OF_TOPIC`): nothing more will come.
+    ReachedEndOfTopic {
+        /// Consumer id.
+        consumer_id: u64,
+    },
     /// The broker closed the consumer (seek, topic deletion); the client reconnects.
     Closed {
         /// Consumer id.
@@ -145,6 +151,9 @@ pub struct Consumer {
     pub chunked: Meter,
     /// Set when detached; further deliveries are refused.
     closed: AtomicBool,
+    /// Set once the consumer was told the end of its terminated topic is reached (it is told
+    /// once); set by whoever notices first (an ack, the termination, the subscribe).
+    reached_end: AtomicBool,
     /// Subscribed with `readCompacted`: served the compacted view up to the horizon. Set by the
     /// connection before the consumer is attached; read by the dispatcher.
     read_compacted: AtomicBool,
@@ -195,6 +204,7 @@ impl Consumer {
             redelivered: Meter::default(),
             chunked: Meter::default(),
             closed: AtomicBool::new(false),
+            reached_end: AtomicBool::new(false),
             read_compacted: AtomicBool::new(false),
             entries_out: AtomicU64::new(0),
             last_consumed_ms: AtomicU64::new(0),
@@ -276,6 +286,16 @@ impl Consumer {
     /// Sends a non-message event.
     pub fn notify(&self, event: ConsumerEvent) -> bool {
         self.sink.send(event)
+    }
+
+    /// Tells the consumer its terminated topic has nothing more for it (once).
+    pub(crate) fn reached_end_of_topic(&self) {
+        // Relaxed: the swap alone decides who sends; no other memory depends on it.
+        if !self.reached_end.swap(true, Ordering::Relaxed) {
+            self.notify(ConsumerEvent::ReachedEndOfTopic {
+                consumer_id: self.id,
+            });
+        }
     }
 
     /// Delivers one entry: charges permits, records it as pending. False if the connection is gone.

@@ -76,6 +76,10 @@ pub enum BrokerError {
     /// yet ended (Pulsar's `ReachMaxActiveTxnException`): the request gets no answer at all.
     #[error("{0}")]
     ReachMaxActiveTxn(String),
+    /// The topic was terminated: no producer and no message is taken any more (Pulsar's
+    /// `TopicTerminatedException`).
+    #[error("{0}")]
+    TopicTerminated(String),
     /// The broker is shutting down.
     #[error("broker is shutting down")]
     ShuttingDown,

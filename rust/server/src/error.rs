@@ -64,6 +64,9 @@ pub fn wire_code(e: &BrokerError) -> Wire {
         }
         BrokerError::QuotaExceeded(_) => Wire::ProducerBlockedQuotaExceededError,
         BrokerError::Ledger(LedgerError::InvalidPosition { .. }) => Wire::NotAllowedError,
+        BrokerError::TopicTerminated(_) | BrokerError::Ledger(LedgerError::Terminated { .. }) => {
+            Wire::TopicTerminatedError
+        }
         BrokerError::Ledger(_) => Wire::PersistenceError,
         _ => Wire::NotAllowedError,
     }

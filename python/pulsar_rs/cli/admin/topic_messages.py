@@ -1,8 +1,9 @@
 """Reading messages without consuming them, with pulsar-admin's names and flags:
 ``topics peek-messages T -s SUB [-n COUNT]`` (the first messages of a subscription's backlog),
 ``topics examine-messages T [-i earliest|latest] [-m POSITION]`` (``examine-message`` also: the
-POSITION-th entry from either end), ``topics get-message-by-id T -l LEDGER -e ENTRY`` and
-``topics last-message-id T``.
+POSITION-th entry from either end), ``topics get-message-by-id T -l LEDGER -e ENTRY``,
+``topics last-message-id T``, and the end of a topic's messages: ``topics terminate T`` and
+``topics partitioned-terminate T`` (the last message id of the topic, of each partition).
 
 Readable output is one row a message: message id (``L:E``, ``L:E:I`` inside a batch), publish
 and event time (ms), key, producer, sequence id, each property as a ``properties.NAME`` column and
@@ -53,3 +54,8 @@ def add_to(g: Any) -> None:
     )
     p = _topic_parser(g, "last-message-id")
     p.set_defaults(call=lambda admin, a: admin.topics.last_message_id(a.topic))
+    p = _topic_parser(g, "terminate")
+    p.set_defaults(call=lambda admin, a: admin.topics.terminate(a.topic))
+    p = g.add_parser("partitioned-terminate")
+    p.add_argument("topic", help="persistent://tenant/ns/topic (a partitioned topic)")
+    p.set_defaults(call=lambda admin, a: admin.topics.terminate_partitioned(a.topic))

@@ -33,7 +33,8 @@ pub(crate) struct FailoverSettings<'a> {
     pub(crate) consistent: bool,
     /// `activeConsumerFailoverDelayTimeMillis`.
     pub(crate) delay_ms: u64,
-    /// A Failover subscription (the delay applies to Failover only, as in Pulsar).
+    /// A Failover subscription (the delay and the active-consumer notices are Failover's
+    /// only, as in Pulsar).
     pub(crate) failover: bool,
 }
 
@@ -87,7 +88,9 @@ impl SingleActiveConsumer {
         let changed = new != self.active;
         self.active = new;
         let delayed = changed && settings.failover && settings.delay_ms > 0 && new.is_some();
-        for c in all {
+        // Only a Failover subscription's consumers hear who is active (Pulsar's
+        // `notifyActiveConsumerChanged`); an Exclusive one's single consumer is never told.
+        for c in all.iter().filter(|_| settings.failover) {
             let told = if changed {
                 !delayed
             } else {

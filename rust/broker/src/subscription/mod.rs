@@ -493,6 +493,11 @@ impl Subscription {
         consumer.last_flow_ms.store(now, Ordering::Relaxed);
         self.stats.last_flow_ms.store(now, Ordering::Relaxed);
         self.poke();
+        // A consumer asking for more of a terminated topic it has acknowledged entirely
+        // (Pulsar's read failing with NoMoreEntriesToRead, with no backlog).
+        if self.at_end_of_topic() {
+            consumer.reached_end_of_topic();
+        }
     }
 
     /// Takes acknowledged `positions` off the unacked count of `consumer`, or of whichever
@@ -555,6 +560,23 @@ impl Subscription {
         if freed || sub_blocked || (was_blocked && !consumer.is_blocked()) {
             self.poke();
         }
+        self.check_end_of_topic();
+    }
+
+    /// On a terminated topic, once everything is acknowledged, tells every consumer the end of
+    /// the topic is reached (Pulsar's `checkAndApplyReachedEndOfTopicOrTopicMigration`, after
+    /// acks, on termination and on a read finding nothing more).
+    pub fn check_end_of_topic(&self) {
+        if self.at_end_of_topic() {
+            for c in self.consumers() {
+                c.reached_end_of_topic();
+            }
+        }
+    }
+
+    /// Whether the topic is terminated and everything in it acknowledged here.
+    fn at_end_of_topic(&self) -> bool {
+        self.cursor.ledger().is_terminated() && self.cursor.backlog() == 0
     }
 
     /// Stats: an ack arrived; the mark-delete position was `before` it.
@@ -583,6 +605,7 @@ impl Subscription {
         self.note_ack(mark_delete);
         consumer.settle_upto(position, self.unacked_limit());
         self.redeliveries.lock().retain(|p, _| *p > position);
+        self.check_end_of_topic();
         Ok(())
     }
 

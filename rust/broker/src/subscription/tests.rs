@@ -24,6 +24,8 @@ enum Sent {
     Msg(u64, i64, u32),
     /// ACTIVE_CONSUMER_CHANGE: consumer id, whether active.
     Active(u64, bool),
+    /// REACHED_END_OF_TOPIC: consumer id.
+    End(u64),
 }
 
 /// A fake connection shared by all consumers of a test: records what it is asked to send.
@@ -43,6 +45,7 @@ impl ConsumerSink for Recorder {
                 consumer_id,
                 active,
             } => Sent::Active(consumer_id, active),
+            ConsumerEvent::ReachedEndOfTopic { consumer_id } => Sent::End(consumer_id),
             ConsumerEvent::Closed { .. } => return true,
         };
         self.0.lock().push(e);
@@ -58,10 +61,24 @@ impl Recorder {
             .iter()
             .filter_map(|e| match e {
                 Sent::Msg(c, e, n) => Some((*c, *e, *n)),
-                Sent::Active(..) => None,
+                Sent::Active(..) | Sent::End(..) => None,
             })
             .collect();
-        all.retain(|e| matches!(e, Sent::Active(..)));
+        all.retain(|e| !matches!(e, Sent::Msg(..)));
+        out
+    }
+
+    /// Takes the REACHED_END_OF_TOPIC notices sent so far (consumer ids).
+    fn ends(&self) -> Vec<u64> {
+        let mut all = self.0.lock();
+        let out = all
+            .iter()
+            .filter_map(|e| match e {
+                Sent::End(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        all.retain(|e| !matches!(e, Sent::End(..)));
         out
     }
 
@@ -72,10 +89,10 @@ impl Recorder {
             .iter()
             .filter_map(|e| match e {
                 Sent::Active(c, a) => Some((*c, *a)),
-                Sent::Msg(..) => None,
+                Sent::Msg(..) | Sent::End(..) => None,
             })
             .collect();
-        all.retain(|e| matches!(e, Sent::Msg(..)));
+        all.retain(|e| !matches!(e, Sent::Active(..)));
         out
     }
 }
@@ -600,4 +617,61 @@ fn cumulative_ack_inside_a_batch_keeps_the_rest_of_the_batch() {
         r.sub.cursor.is_acked(batch),
         "acknowledged once every index is"
     );
+}
+
+/// Topic termination: a subscription's consumers hear REACHED_END_OF_TOPIC only once everything
+/// is acknowledged (not while one message is outstanding), once each, and a consumer asking for
+/// more of a terminated topic it has consumed hears it at its FLOW (Pulsar's
+/// `checkAndApplyReachedEndOfTopicOrTopicMigration` after acks and on a read finding nothing).
+#[test]
+fn the_end_of_a_terminated_topic_is_told_once_everything_is_acknowledged() {
+    let r = rig(-1, BrokerConfig::default());
+    let p: Vec<Position> = (0..3).map(|_| r.publish(None)).collect();
+    let a = r.consumer(1, "a", 0, SubType::Shared);
+    let b = r.consumer(2, "b", 0, SubType::Shared);
+    r.sub.flow(&a, 10);
+    r.sub.flow(&b, 10);
+    r.drain();
+    assert_eq!(r.sink.messages().len(), 3);
+    r.ack(&a, &p[..2]);
+    assert!(r.sink.ends().is_empty(), "not terminated: no end");
+    assert_eq!(r.ml.terminate().expect("terminate"), p[2]);
+    r.sub.check_end_of_topic();
+    assert!(r.sink.ends().is_empty(), "one message still unacknowledged");
+    r.ack(&b, &p[2..]);
+    let mut ends = r.sink.ends();
+    ends.sort_unstable();
+    assert_eq!(
+        ends,
+        vec![1, 2],
+        "every consumer, once everything is acknowledged"
+    );
+    r.sub.check_end_of_topic();
+    r.sub.flow(&a, 10);
+    assert!(r.sink.ends().is_empty(), "told once");
+    let c = r.consumer(3, "c", 0, SubType::Shared);
+    assert!(r.sink.ends().is_empty(), "not before its first FLOW");
+    r.sub.flow(&c, 10);
+    assert_eq!(r.sink.ends(), vec![3]);
+}
+
+/// An Exclusive subscription's consumer is never told it is active: Pulsar sends
+/// ACTIVE_CONSUMER_CHANGE to Failover consumers only (`notifyActiveConsumerChanged`); the Go
+/// client logged "Consumer not found while active consumer change" for the one we sent.
+#[test]
+fn exclusive_consumers_hear_no_active_consumer_change() {
+    let r = rig(-1, BrokerConfig::default());
+    let a = r.consumer(1, "a", 0, SubType::Exclusive);
+    r.sub.flow(&a, 10);
+    r.publish(None);
+    r.drain();
+    assert_eq!(r.sink.messages(), vec![(1, 0, 0)]);
+    assert!(r.sink.notices().is_empty(), "{:?}", r.sink.notices());
+    let no_delay = BrokerConfig {
+        active_consumer_failover_delay_time_millis: 0,
+        ..BrokerConfig::default()
+    };
+    let f = rig(-1, no_delay);
+    f.consumer(1, "a", 0, SubType::Failover);
+    assert_eq!(f.sink.notices(), vec![(1, true)], "Failover's are told");
 }

@@ -1,9 +1,11 @@
 //! A topic: its managed ledger, producers and subscriptions. Producer admission is in
-//! [`producers`], publishing in [`publish`] and message deduplication in [`dedup`].
+//! [`producers`], publishing in [`publish`], message deduplication in [`dedup`] and
+//! termination in [`terminate`].
 
 pub mod dedup;
 pub mod producers;
 pub mod publish;
+pub mod terminate;
 pub mod transaction;
 
 use std::collections::HashMap;

@@ -43,12 +43,17 @@ impl Topic {
     ///
     /// # Errors
     /// [`BrokerError::ProducerBusy`] (name taken, or Shared against exclusive),
-    /// [`BrokerError::ProducerFenced`].
+    /// [`BrokerError::ProducerFenced`], [`BrokerError::TopicTerminated`].
     pub fn add_producer(
         &self,
         info: ProducerInfo,
         producer_epoch: Option<u64>,
     ) -> Result<Admission, BrokerError> {
+        if self.is_terminated() {
+            return Err(BrokerError::TopicTerminated(
+                super::terminate::TERMINATED.into(),
+            ));
+        }
         // Relaxed (epoch): only read and written under the producers lock held below.
         use std::sync::atomic::Ordering::Relaxed;
         // Read before the producer locks (apply_policy holds this lock alone).

@@ -22,7 +22,7 @@ mod terminate;
 mod trim;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -210,6 +210,9 @@ pub struct ManagedLedger {
     pub(crate) meta_write: Mutex<()>,
     /// Cursors that count as active for caching; updated by cursors.
     pub(crate) active_cursors: AtomicUsize,
+    /// Whether `State::terminated` is set, for the lock-free check of hot paths (a
+    /// subscription's acks); written only with `state` held, by open and termination.
+    pub(crate) terminated_flag: AtomicBool,
     /// This ledger's slice of the entry cache.
     pub(crate) cache: Arc<LedgerEntries>,
     /// Woken when the last confirmed position advances (read-or-wait) or the ledger closes.
@@ -322,6 +325,7 @@ impl ManagedLedger {
             roll_gate: Mutex::new(()),
             meta_write: Mutex::new(()),
             active_cursors: AtomicUsize::new(0),
+            terminated_flag: AtomicBool::new(terminated.is_some()),
             new_entries: Notify::new(),
             retention_time_ms: std::sync::atomic::AtomicI64::new(retention.0),
             retention_size_bytes: std::sync::atomic::AtomicI64::new(retention.1),

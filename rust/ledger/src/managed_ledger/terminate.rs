@@ -2,6 +2,8 @@
 //! for good, and the position it ended at is recorded with the ledger list, so a restart (or
 //! another owner, on BookKeeper) finds it terminated too.
 
+use std::sync::atomic::Ordering;
+
 use super::ManagedLedger;
 use crate::{LedgerError, Position, Result};
 
@@ -42,20 +44,28 @@ impl ManagedLedger {
                 .map(|(id, s)| Position::new(*id, s.locs.len() as i64 - 1));
             let at = last_appended.unwrap_or(st.last_confirmed);
             st.terminated = Some(at);
+            // Release: pairs with the Acquire of `is_terminated`; a reader that sees the flag
+            // sees the ledger terminated (the state lock orders everything else).
+            self.terminated_flag.store(true, Ordering::Release);
             break at;
         };
         if let Err(e) = self.persist() {
-            self.state.lock().terminated = None;
+            let mut st = self.state.lock();
+            st.terminated = None;
+            // Release: as above.
+            self.terminated_flag.store(false, Ordering::Release);
+            drop(st);
             return Err(e);
         }
         tracing::info!(ledger = %self.name, position = %at, "managed ledger terminated");
         Ok(at)
     }
 
-    /// Whether the managed ledger was terminated.
+    /// Whether the managed ledger was terminated; lock-free.
     #[must_use]
     pub fn is_terminated(&self) -> bool {
-        self.state.lock().terminated.is_some()
+        // Acquire: pairs with the Release of `terminate`.
+        self.terminated_flag.load(Ordering::Acquire)
     }
 
     /// Where the managed ledger was terminated, if it was.

@@ -199,7 +199,7 @@ pub(super) fn managed_ledger_json(ledger: &pulsar_rs_ledger::ManagedLedger) -> M
         // Adds are confirmed in the journal's completion pass; none is held by the ledger.
         "pendingAddEntriesCount": 0,
         "lastConfirmedEntry": pos(st.last_confirmed),
-        "state": "LedgerOpened",
+        "state": if ledger.is_terminated() { "Terminated" } else { "LedgerOpened" },
         "ledgers": ledgers,
         // Not in Pulsar (which has no such recovery): entries recovery found damaged.
         "corruptEntries": ledger.corrupt_entries().iter().map(|p| pos(*p)).collect::<Vec<_>>(),

@@ -38,6 +38,7 @@ mod stats;
 mod streamed;
 mod subscriptions;
 mod tenants;
+mod terminate;
 mod topic_path;
 mod topics;
 mod transactions;
@@ -158,6 +159,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(lookup::routes())
         .merge(transactions::routes())
         .merge(unload::routes())
+        .merge(terminate::routes())
         .into_parts();
     let app = routes
         // Inside the guard and the authorization: a caller is refused before any redirect.

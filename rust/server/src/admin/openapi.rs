@@ -406,6 +406,21 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     ("openapi", "/admin/v2/openapi.json", &["GET"]),
     (
+        "terminate",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/terminate",
+        &["POST"],
+    ),
+    (
+        "terminate",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/terminate/partitions",
+        &["POST"],
+    ),
+    (
+        "terminate",
+        "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/terminate",
+        &["POST"],
+    ),
+    (
         "unload",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload",
         &["PUT"],
@@ -488,7 +503,7 @@ fn body_schema(path: &str) -> Value {
                 "brokerServiceUrl": {"type": "string"},
             },
         }),
-        "partitions" => json!({"type": "integer"}),
+        "partitions" if !path.ends_with("/terminate/partitions") => json!({"type": "integer"}),
         "resetcursor" | "expireMessages" => message_id,
         "{sub}" if path.contains("/subscription/") && !path.contains("/permissions/") => message_id,
         "{role}" | "{sub}" => names,

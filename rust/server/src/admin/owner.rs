@@ -27,10 +27,11 @@ use crate::ServerContext;
 
 /// The route templates under [`TOPIC_ROUTE`] answered by any broker: they address a
 /// partitioned topic as a whole (its partitions are each served by their owner).
-const ANY_BROKER_OPS: [&str; 3] = [
+const ANY_BROKER_OPS: [&str; 4] = [
     "/partitions",
     "/partitioned-stats",
     "/partitioned-internalStats",
+    "/terminate/partitions",
 ];
 
 /// Route layer: passes the call on when this broker serves the topic the route names (or the

@@ -102,6 +102,9 @@ impl ConsumerSink for Sink {
                     .is_ok();
             }
             ConsumerEvent::Closed { consumer_id } => frame(&commands::close_consumer(consumer_id)),
+            ConsumerEvent::ReachedEndOfTopic { consumer_id } => {
+                frame(&pb::CommandReachedEndOfTopic { consumer_id }.into())
+            }
         };
         self.tx.send(item).is_ok()
     }
