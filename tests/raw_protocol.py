@@ -15,7 +15,8 @@ CONNECT, CONNECTED, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 5, 6, 7, 8
 ERROR, PRODUCER_SUCCESS, PING, PONG = 14, 17, 18, 19
 LOOKUP, LOOKUP_RESPONSE, GET_SCHEMA, GET_SCHEMA_RESPONSE = 23, 24, 34, 35
 SUBSCRIBE, SUCCESS, ACTIVE_CONSUMER_CHANGE = 4, 13, 31
-SERVER_ERROR_CHECKSUM, SERVER_ERROR_NOT_ALLOWED = 9, 22
+MESSAGE, ACK, FLOW, CLOSE_PRODUCER, REACHED_END_OF_TOPIC = 9, 10, 11, 15, 27
+SERVER_ERROR_CHECKSUM, SERVER_ERROR_NOT_ALLOWED, SERVER_ERROR_TOPIC_TERMINATED = 9, 22, 15
 
 
 def varint(n: int) -> bytes:
@@ -178,3 +179,54 @@ def send_null_values(service_url: str, topic: str, keys: list[str]) -> None:
             assert ty == SEND_RECEIPT, (ty, receipt)
     finally:
         raw.close()
+
+
+# --- a consumer and a producer on raw frames ---------------------------------------------------
+
+
+def subscribe(raw: Raw, topic: str, sub: str, consumer_id: int, earliest: bool = True) -> None:
+    """A Shared SUBSCRIBE (at the earliest or latest position) and its SUCCESS."""
+    shared = 1
+    body = fb(1, topic) + fb(2, sub) + fv(3, shared) + fv(4, consumer_id) + fv(5, 100 + consumer_id)
+    raw.send(simple_frame(base(SUBSCRIBE, body + fv(13, int(earliest)))))
+    ty, body = raw.recv()
+    assert ty == SUCCESS, (ty, body)
+
+
+def flow(raw: Raw, consumer_id: int, permits: int = 100) -> None:
+    raw.send(simple_frame(base(FLOW, fv(1, consumer_id) + fv(2, permits))))
+
+
+def ack(raw: Raw, consumer_id: int, ledger_id: int, entry_id: int) -> None:
+    raw.send(simple_frame(base(ACK, fv(1, consumer_id) + fv(2, 0) + fb(3, fv(1, ledger_id) + fv(2, entry_id)))))
+
+
+def produce(raw: Raw, topic: str, n: int, producer_id: int = 1) -> list[tuple[int, int]]:
+    """``n`` messages from a raw producer; their (ledger, entry) ids."""
+    raw.create_producer(topic, producer_id=producer_id, request_id=producer_id)
+    ids = []
+    for seq in range(n):
+        raw.send(send_frame(producer_id, seq, b"m-%d" % seq))
+        ty, receipt = raw.recv()
+        assert ty == SEND_RECEIPT, (ty, receipt)
+        mid = parse(receipt[3][0])
+        ids.append((mid[1][0], mid[2][0]))
+    return ids
+
+
+def expect(raw: Raw, wanted: int) -> dict:
+    """The body of the next command, which must be a ``wanted``."""
+    ty, body = raw.recv()
+    assert ty == wanted, (ty, body)
+    return body
+
+
+def next_within(raw: Raw, seconds: float = 0.5) -> tuple[int, dict] | None:
+    """The next command if one comes within ``seconds``, else ``None``."""
+    raw.sock.settimeout(seconds)
+    try:
+        return raw.recv()
+    except TimeoutError:
+        return None
+    finally:
+        raw.sock.settimeout(5)

@@ -14,22 +14,25 @@ import pytest
 import pulsar_rs
 from conftest import admin
 from raw_protocol import (
+    CLOSE_PRODUCER,
     ERROR,
-    SEND_RECEIPT,
-    SUBSCRIBE,
-    SUCCESS,
+    MESSAGE,
+    PRODUCER,
+    REACHED_END_OF_TOPIC,
     Raw,
+    ack,
     base,
+    expect,
     fb,
+    flow,
     fv,
+    next_within,
     parse,
-    send_frame,
+    produce,
     simple_frame,
+    subscribe,
 )
-
-MESSAGE, ACK, FLOW, CLOSE_PRODUCER, REACHED_END_OF_TOPIC = 9, 10, 11, 15, 27
-#: ServerError.TopicTerminatedError.
-TOPIC_TERMINATED = 15
+from raw_protocol import SERVER_ERROR_TOPIC_TERMINATED as TOPIC_TERMINATED
 
 
 @pytest.fixture
@@ -45,53 +48,6 @@ def raws():
     yield make
     for r in made:
         r.close()
-
-
-def subscribe(raw: Raw, topic: str, sub: str, consumer_id: int, earliest: bool = True) -> None:
-    """A Shared SUBSCRIBE (at the earliest or latest position) and its SUCCESS."""
-    shared = 1
-    body = fb(1, topic) + fb(2, sub) + fv(3, shared) + fv(4, consumer_id) + fv(5, 100 + consumer_id)
-    raw.send(simple_frame(base(SUBSCRIBE, body + fv(13, int(earliest)))))
-    ty, body = raw.recv()
-    assert ty == SUCCESS, (ty, body)
-
-
-def flow(raw: Raw, consumer_id: int, permits: int = 100) -> None:
-    raw.send(simple_frame(base(FLOW, fv(1, consumer_id) + fv(2, permits))))
-
-
-def ack(raw: Raw, consumer_id: int, ledger_id: int, entry_id: int) -> None:
-    raw.send(simple_frame(base(ACK, fv(1, consumer_id) + fv(2, 0) + fb(3, fv(1, ledger_id) + fv(2, entry_id)))))
-
-
-def produce(raw: Raw, topic: str, n: int, producer_id: int = 1) -> list[tuple[int, int]]:
-    """``n`` messages from a raw producer; their (ledger, entry) ids."""
-    raw.create_producer(topic, producer_id=producer_id, request_id=producer_id)
-    ids = []
-    for seq in range(n):
-        raw.send(send_frame(producer_id, seq, b"m-%d" % seq))
-        ty, receipt = raw.recv()
-        assert ty == SEND_RECEIPT, (ty, receipt)
-        mid = parse(receipt[3][0])
-        ids.append((mid[1][0], mid[2][0]))
-    return ids
-
-
-def expect(raw: Raw, wanted: int) -> dict:
-    ty, body = raw.recv()
-    assert ty == wanted, (ty, body)
-    return body
-
-
-def nothing_more(raw: Raw) -> None:
-    raw.sock.settimeout(0.5)
-    try:
-        ty, body = raw.recv()
-        pytest.fail(f"unexpected command {ty}: {body}")
-    except TimeoutError:
-        pass
-    finally:
-        raw.sock.settimeout(5)
 
 
 def test_termination_closes_producers_and_ends_the_topic_once_everything_is_acknowledged(pulsar_broker, raws, topic):
@@ -117,18 +73,18 @@ def test_termination_closes_producers_and_ends_the_topic_once_everything_is_ackn
     # The producer is closed (CLOSE_PRODUCER), and a new one is refused.
     body = expect(producer, CLOSE_PRODUCER)
     assert body[1] == [1]
-    producer.send(simple_frame(base(5, fb(1, topic) + fv(2, 2) + fv(3, 2))))
+    producer.send(simple_frame(base(PRODUCER, fb(1, topic) + fv(2, 2) + fv(3, 2))))
     err = expect(producer, ERROR)
     assert err[2] == [TOPIC_TERMINATED], err
     assert b"terminated" in err[3][0]
     # Not at the end yet: 3 messages are unacknowledged.
-    nothing_more(consumer)
+    assert next_within(consumer) is None
     for lid, eid in ids[:2]:
         ack(consumer, 1, lid, eid)
-    nothing_more(consumer)
+    assert next_within(consumer) is None
     ack(consumer, 1, *ids[2])
     assert expect(consumer, REACHED_END_OF_TOPIC)[1] == [1]
-    nothing_more(consumer)
+    assert next_within(consumer) is None
 
     # Terminating again answers the same id; the ledger says it is terminated.
     assert admin(web, "POST", f"/admin/v2/persistent/{local}/terminate") == (200, last)
@@ -174,7 +130,7 @@ def test_termination_survives_a_restart_and_the_admin_client_and_cli_reach_it(tm
         assert (last["ledgerId"], last["entryId"]) == ids[-1]
     with pulsar_rs.Broker(data_dir=data) as broker:
         raw = raws(broker.service_url)
-        raw.send(simple_frame(base(5, fb(1, topic) + fv(2, 1) + fv(3, 1))))
+        raw.send(simple_frame(base(PRODUCER, fb(1, topic) + fv(2, 1) + fv(3, 1))))
         assert expect(raw, ERROR)[2] == [TOPIC_TERMINATED]
         assert pulsar_rs.Admin(broker.admin_url).topics.terminate(topic) == last
         status, stats = admin(broker.admin_url, "GET", f"/admin/v2/persistent/{local}/internalStats")
