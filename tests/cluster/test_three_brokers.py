@@ -614,6 +614,30 @@ def test_calls_on_a_partitioned_topic_reach_every_partition_whoever_owns_it(brok
         assert status == 404 or (status == 200 and body["partitions"] == 0), (b.name, status, body)
 
 
+def test_a_partitioned_topic_terminated_through_any_broker_is_terminated_by_each_owner(brokers):
+    """``topics partitioned-terminate`` asked of one broker reaches every partition's owner (as
+    Pulsar's broker asks each through its admin client): each partition ends at its last message,
+    and every broker's view of it says so."""
+    topic = "persistent://public/default/ended"
+    Admin(brokers[0].http).topics.create(topic, partitions=6)
+    c = client(brokers)
+    try:
+        produce_all(c, topic, 30)
+    finally:
+        c.close()
+    owners = partition_owners(brokers, topic, 6)
+    assert len(set(owners.values())) >= 2, f"6 partitions all on one broker: {owners}"
+    ids = Admin(brokers[1].http).topics.terminate_partitioned(topic)
+    assert sorted(ids) == [str(i) for i in range(6)], ids
+    for i in range(6):
+        part = f"{topic}-partition-{i}"
+        for b in brokers:  # each answered by the partition's owner (307 followed)
+            assert Admin(b.http).topics.internal_stats(part)["state"] == "Terminated", (b.name, part)
+        last = Admin(brokers[2].http).topics.last_message_id(part)
+        assert (last["ledgerId"], last["entryId"]) == (ids[str(i)]["ledgerId"], ids[str(i)]["entryId"]), i
+        assert ids[str(i)]["entryId"] >= 0, f"partition {i} took messages: {ids[str(i)]}"
+
+
 def test_a_namespaces_topics_are_the_clusters_through_any_broker(brokers):
     """A namespace's topic list, and so a pattern subscription, through any broker names the
     topics every broker serves (Pulsar lists the managed ledgers in the metadata store)."""
