@@ -4,6 +4,7 @@ against pulsar-rs: an operator's habits, unchanged. Each call's exit status and 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,11 @@ def test_an_operators_session(pulsar_admin: Path, pulsar_broker) -> None:
     assert sorted(listed) == sorted(
         [f"persistent://acme/orders/in-partition-{i}" for i in range(3)] + ["persistent://acme/orders/plain"]
     )
+    # Termination, printed as Pulsar's pulsar-admin prints it (an empty topic ends at L:-1).
+    out = run("topics", "terminate", "persistent://acme/orders/plain")
+    assert re.fullmatch(r"Topic successfully terminated at \d+:-1:-1\n", out), out
+    out = run("topics", "partitioned-terminate", "persistent://acme/orders/in").splitlines()
+    assert len(out) == 3 and all(" successfully terminated at " in line for line in out), out
     run("topics", "delete-partitioned-topic", "persistent://acme/orders/in")
     run("topics", "delete", "persistent://acme/orders/plain")
     run("namespaces", "delete", "acme/orders")
