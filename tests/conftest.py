@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import json
 import re
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -70,6 +71,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 #: How much of each broker's log a failed test's report carries (the end of it).
 _LOG_TAIL_LINES = 60
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: How many brokers had been started when a test began.
+_LOGS_BEFORE = pytest.StashKey[int]()
+
+
+def _started_logs() -> list[Path]:
+    """Every broker log ``tools.pulsar_reference.pulsar_rs`` started so far (none if not imported)."""
+    module = sys.modules.get("tools.pulsar_reference.pulsar_rs")
+    return list(getattr(module, "STARTED_LOGS", []))
 
 
 def _broker_logs(value: object) -> list[Path]:
@@ -79,13 +88,23 @@ def _broker_logs(value: object) -> list[Path]:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Notes how many brokers were started before the test (see ``pytest_runtest_makereport``)."""
+    item.stash[_LOGS_BEFORE] = len(_started_logs())
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-    """A failed test that started its own brokers carries the end of their logs in its report (CI
-    prints only the report; the logs are in a temporary directory gone by then)."""
+    """A failed test that started brokers (its fixtures', or its own through ``PulsarRsBroker``)
+    carries the end of their logs in its report (CI prints only the report; the logs are in a
+    temporary directory gone by then)."""
     report = yield
     if report.failed and call.when == "call":
         funcargs = getattr(item, "funcargs", {})
-        for path in sorted({p for v in funcargs.values() for p in _broker_logs(v)}):
+        paths = {p for v in funcargs.values() for p in _broker_logs(v)}
+        paths.update(p for p in _started_logs()[item.stash.get(_LOGS_BEFORE, 0) :] if p.exists())
+        for path in sorted(paths):
             lines = _ANSI.sub("", path.read_text(errors="replace")).splitlines()[-_LOG_TAIL_LINES:]
             report.sections.append((f"broker log {path.name} (last {len(lines)} lines)", "\n".join(lines)))
     return report

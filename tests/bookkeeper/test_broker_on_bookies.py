@@ -623,7 +623,12 @@ def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookie
             consumer.acknowledge(consumer.receive(timeout_millis=10000))
         consumer.close()  # the acknowledgements are sent and the cursor moves
         deadline = time.monotonic() + 30
+        while (backlog := admin.topics.stats(topic)["subscriptions"]["s"]["msgBacklog"]) > 0:
+            stats = admin.topics.internal_stats(topic)
+            assert time.monotonic() < deadline, f"acknowledgements missing: backlog {backlog}, {stats['cursors']}"
+            time.sleep(0.2)  # poll: the closed consumer's acknowledgements reach the cursor
         while first in [led["ledgerId"] for led in admin.topics.internal_stats(topic)["ledgers"]]:
-            assert time.monotonic() < deadline, admin.topics.internal_stats(topic)["ledgers"]
+            stats = admin.topics.internal_stats(topic)
+            assert time.monotonic() < deadline, f"{stats['ledgers']}\ncursors: {stats['cursors']}"
             admin.topics.unload(topic)  # a reload trims what every cursor consumed
             time.sleep(1)  # poll: the closing consumer's acks arrive asynchronously; each reload retries the trim

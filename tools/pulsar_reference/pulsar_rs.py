@@ -24,6 +24,10 @@ from typing import Self
 
 from . import PulsarReferenceError, _conf_value, _die_with_parent, stop_process_group
 
+#: The log file of every broker started in this process, in order: a failed test's report carries
+#: the end of those it started (``tests/conftest.py``), wherever the test made them.
+STARTED_LOGS: list[Path] = []
+
 
 class PulsarRsBroker:
     """One ``pulsar-rs standalone`` process, in a session of its own (its process group is the
@@ -35,6 +39,7 @@ class PulsarRsBroker:
         conf_path.write_text("".join(f"{k}={_conf_value(v)}\n" for k, v in conf.items()))
         self.data_dir = work / f"{name}-data"
         self.log_path = work / f"{name}.log"
+        STARTED_LOGS.append(self.log_path)
         log = self.log_path.open("w")
         try:
             args = ["--config", str(conf_path), "--data-dir", str(self.data_dir), "--port", "0", "--admin-port", "0"]
