@@ -152,7 +152,7 @@ pub struct Consumer {
     /// Set when detached; further deliveries are refused.
     closed: AtomicBool,
     /// Set once the consumer was told the end of its terminated topic is reached (it is told
-    /// once); set by whoever notices first (an ack, the termination, the subscribe).
+    /// once); set by whoever notices first (an ack, the termination, its FLOW).
     reached_end: AtomicBool,
     /// Subscribed with `readCompacted`: served the compacted view up to the horizon. Set by the
     /// connection before the consumer is attached; read by the dispatcher.

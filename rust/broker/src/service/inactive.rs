@@ -27,8 +27,8 @@ use crate::naming::TopicName;
 use crate::nonpersistent::NonPersistentTopic;
 use crate::topic::Topic;
 
-/// Pulsar's system namespace: its topics are never garbage-collected.
-const SYSTEM_NAMESPACE: &str = "pulsar/system";
+// Pulsar's system namespace: its topics are never garbage-collected.
+use crate::policies::limits::SYSTEM_NAMESPACE;
 
 /// Pulsar's `PersistentTopic.isActive(mode)` for a topic of a v2 (global) namespace.
 fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {

@@ -14,9 +14,9 @@ use super::BrokerService;
 /// Whether this broker owns a topic's bundle (see [`BrokerService::set_ownership_check`]).
 pub type OwnershipCheck = Box<dyn Fn(&TopicName) -> bool + Send + Sync>;
 
-/// The namespace of Pulsar's system topics (the transaction coordinator's), served by every
-/// broker for its own coordinators.
-const SYSTEM_NAMESPACE: &str = "pulsar/system";
+// The namespace of Pulsar's system topics (the transaction coordinator's), served by every
+// broker for its own coordinators.
+use crate::policies::limits::SYSTEM_NAMESPACE;
 
 impl BrokerService {
     /// Makes topic loads depend on `owns` (the cluster's ownership of the topic's bundle):

@@ -18,6 +18,7 @@ use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Json;
+use pulsar_rs_broker::policies::limits::SYSTEM_NAMESPACE;
 use pulsar_rs_broker::TopicName;
 use pulsar_rs_ledger::Position;
 use serde_json::{json, Value};
@@ -69,9 +70,14 @@ fn message_id(p: Position) -> Value {
 }
 
 /// Terminates one topic here, closing its producers: the position of its last message.
-async fn terminate_here(ctx: &Arc<ServerContext>, name: TopicName) -> Result<Position, Response> {
+/// `create`: a topic not used yet (a partition) is created first, as Pulsar's admin call on it.
+async fn terminate_here(
+    ctx: &Arc<ServerContext>,
+    name: TopicName,
+    create: bool,
+) -> Result<Position, Response> {
     let svc = Arc::clone(&ctx.service);
-    let done = tokio::task::spawn_blocking(move || svc.topic(&name, false)?.terminate()).await;
+    let done = tokio::task::spawn_blocking(move || svc.topic(&name, create)?.terminate()).await;
     match done {
         Ok(Ok((at, producers))) => {
             for handle in producers {
@@ -86,7 +92,7 @@ async fn terminate_here(ctx: &Arc<ServerContext>, name: TopicName) -> Result<Pos
 
 /// `POST …/{topic}/terminate`.
 async fn terminate(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
-    if name.namespace_name() == "pulsar/system" {
+    if name.namespace_name() == SYSTEM_NAMESPACE {
         return fail(
             StatusCode::METHOD_NOT_ALLOWED,
             "Termination of a system topic is not allowed",
@@ -98,7 +104,7 @@ async fn terminate(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Respo
             "Termination of a partitioned topic is not allowed",
         );
     }
-    match terminate_here(&ctx, name).await {
+    match terminate_here(&ctx, name, false).await {
         Ok(at) => Json(message_id(at)).into_response(),
         Err(r) => r,
     }
@@ -144,13 +150,7 @@ async fn terminate_partitions(
     let mut ids = BTreeMap::new();
     for p in here {
         let i = p.partition_index().unwrap_or(0);
-        // A partition nobody used yet is created, then terminated, as Pulsar's admin call on it.
-        let svc = Arc::clone(&ctx.service);
-        let q = p.clone();
-        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || svc.topic(&q, true)).await {
-            return broker_fail(&e);
-        }
-        match terminate_here(&ctx, p).await {
+        match terminate_here(&ctx, p, true).await {
             Ok(at) => ids.insert(i, message_id(at)),
             Err(r) => return r,
         };
