@@ -28,6 +28,41 @@ const ALIASES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Pulsar's deprecated `zooKeeperSessionTimeoutMillis` counts only when positive (its
+/// `broker.conf` ships `-1`: "use `metadataStoreSessionTimeoutMillis`").
+const DEPRECATED_SESSION_TIMEOUT: &str = "zooKeeperSessionTimeoutMillis";
+/// Pulsar's deprecated `zookeeperServers`: the metadata store when `metadataStoreUrl` is not
+/// set (`ServiceConfiguration.getMetadataStoreUrl`), as `zk:{servers}`.
+const DEPRECATED_ZOOKEEPER_SERVERS: &str = "zookeeperServers";
+/// Our key for the metadata store.
+const METADATA_STORE_URL: &str = "metadataStoreUrl";
+
+/// Whether a deprecated setting's value is Pulsar's "not set".
+fn deprecated_unset(key: &str, value: &Value) -> bool {
+    key == DEPRECATED_SESSION_TIMEOUT
+        && match value {
+            Value::Number(n) => n.as_i64().is_some_and(|n| n <= 0),
+            Value::String(s) => s.trim().parse::<i64>().is_ok_and(|n| n <= 0),
+            _ => false,
+        }
+}
+
+/// Applies Pulsar's deprecated spellings: an unset one is dropped, `zookeeperServers` becomes
+/// the metadata store when none is named.
+fn apply_deprecated(map: &mut Map<String, Value>) {
+    map.retain(|k, v| !deprecated_unset(k, v));
+    if !map.contains_key(METADATA_STORE_URL) {
+        if let Some(Value::String(servers)) = map.get(DEPRECATED_ZOOKEEPER_SERVERS) {
+            let servers = servers.trim();
+            if !servers.is_empty() {
+                let url = format!("zk:{}", servers.strip_prefix("zk:").unwrap_or(servers));
+                map.remove(DEPRECATED_ZOOKEEPER_SERVERS);
+                map.insert(METADATA_STORE_URL.into(), Value::String(url));
+            }
+        }
+    }
+}
+
 /// How a configuration file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigFormat {
@@ -162,8 +197,8 @@ pub fn properties_settings(text: &str) -> Result<Map<String, Value>, BrokerError
             other => other,
         };
         let kind = classify(&p.key).map_err(at_line)?;
-        if p.value.is_empty() {
-            continue; // Pulsar: an empty value leaves the default.
+        if p.value.is_empty() || deprecated_unset(&p.key, &Value::String(p.value.clone())) {
+            continue; // Pulsar: an empty value (or a deprecated key's "not set") leaves the default.
         }
         let value = match kind {
             KeyKind::Ours(k) => typed(k, &p.value).map_err(|r| at_line(invalid(&p.key, r)))?,
@@ -240,7 +275,8 @@ impl BrokerConfig {
     /// # Errors
     /// [`BrokerError::InvalidConfig`]: a key Pulsar does not have (with the closest known key),
     /// a value of the wrong type, or a bad value.
-    pub fn from_json_map(map: Map<String, Value>) -> Result<Self, BrokerError> {
+    pub fn from_json_map(mut map: Map<String, Value>) -> Result<Self, BrokerError> {
+        apply_deprecated(&mut map);
         let mut merged = defaults().clone();
         let mut unimplemented = Vec::new();
         for (k, v) in map {
@@ -311,6 +347,33 @@ mod tests {
         assert_eq!(c.unimplemented_keys, vec!["loadBalancerEnabled"]);
         let w = c.unimplemented_warning().unwrap();
         assert!(w.contains("loadBalancerEnabled"), "{w}");
+    }
+
+    #[test]
+    fn deprecated_zookeeper_keys_count_only_when_set() {
+        // Pulsar 4.0's broker.conf: both deprecated keys present, unset.
+        let c = BrokerConfig::from_properties(
+            "zookeeperServers=\nzooKeeperSessionTimeoutMillis=-1\nmetadataStoreSessionTimeoutMillis=7000\n",
+        )
+        .unwrap();
+        assert_eq!(c.metadata_store_session_timeout_millis, 7000);
+        assert_eq!(c.bookkeeper_zookeeper(), None);
+        let c = BrokerConfig::from_properties(
+            "zookeeperServers=10.0.0.1:2181\nzooKeeperSessionTimeoutMillis=9000\n\
+             managedLedgerDefaultEnsembleSize=1\nmanagedLedgerDefaultWriteQuorum=1\n\
+             managedLedgerDefaultAckQuorum=1\n",
+        )
+        .unwrap();
+        assert_eq!(c.metadata_store_session_timeout_millis, 9000);
+        assert_eq!(c.metadata_store_url, "zk:10.0.0.1:2181");
+        // metadataStoreUrl wins over the deprecated key, which is then ignored (as in Pulsar).
+        let c = BrokerConfig::from_properties(
+            "metadataStoreUrl=zk:10.0.0.2:2181\nzookeeperServers=10.0.0.1:2181\n\
+             managedLedgerDefaultEnsembleSize=1\nmanagedLedgerDefaultWriteQuorum=1\n\
+             managedLedgerDefaultAckQuorum=1\n",
+        )
+        .unwrap();
+        assert_eq!(c.metadata_store_url, "zk:10.0.0.2:2181");
     }
 
     #[test]
