@@ -24,6 +24,7 @@ __all__ = [
     "LedgerIoError",
     "ManagedLedger",
     "ManualClock",
+    "MetadataStoreError",
     "NoSpaceError",
     "PerfError",
     "Position",
@@ -35,6 +36,7 @@ __all__ = [
     "enable_logging",
     "export_data_dir",
     "export_metadata_store",
+    "initialize_cluster_metadata",
     "key_hash",
     "murmur3_32",
     "parse_topic_name",
@@ -265,6 +267,9 @@ class ServerError(PulsarRsError):
 class PerfError(PulsarRsError):
     """The load generator (``pulsar-rs perf``) failed: connection, protocol or broker refusal."""
 
+class MetadataStoreError(PulsarRsError):
+    """The cluster's metadata store (ZooKeeper) failed, or a record there changed meanwhile or does not parse."""
+
 # --- clock ------------------------------------------------------------------------------------
 
 @final
@@ -397,6 +402,28 @@ each is a folder under :data:`META_DIR`."""
 def enable_logging(level: str = "info", format: str = "text") -> None:
     """Sends the broker's log lines to stderr at ``level`` (a tracing filter such as "debug"),
     as text or as one JSON object per line (``format="json"``)."""
+
+def initialize_cluster_metadata(
+    cluster: str,
+    web_service_url: str,
+    metadata_store_url: str,
+    configuration_metadata_store_url: str,
+    *,
+    web_service_url_tls: str | None = None,
+    broker_service_url: str | None = None,
+    broker_service_url_tls: str | None = None,
+    default_namespace_bundles: int | None = None,
+    transaction_coordinators: int | None = None,
+    existing_bookkeeper: bool = False,
+    session_timeout_ms: int = 30000,
+) -> bool:
+    """Writes a new cluster's records in its metadata store (``zk:host:port[/chroot]``) as
+    ``pulsar initialize-cluster-metadata`` does: BookKeeper's ``/ledgers`` format unless
+    ``existing_bookkeeper``, the cluster, the tenants ``public`` and ``pulsar``, the namespaces
+    ``public/default`` and ``pulsar/system``, the transaction coordinators' topic (``None``
+    counts: Pulsar's 16). Records that exist are kept (the cluster is added to their lists).
+    Returns whether BookKeeper's metadata was formatted. A store other than ZooKeeper raises
+    ``ValueError``, a store failure :class:`MetadataStoreError`; the GIL is released meanwhile."""
 
 def perf(mode: Literal["produce", "consume"], argv: list[str]) -> str | None:
     """Runs the load generator (``pulsar-rs perf``) with pulsar-perf style ``argv``, printing a line

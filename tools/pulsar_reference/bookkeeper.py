@@ -228,10 +228,15 @@ class BookKeeperCluster:
                 raise PulsarReferenceError(f"timed out waiting for {what}:\n{tail}")
             time.sleep(0.2)  # polling an external JVM: there is no event to wait on
 
-    def start_pulsar_broker(self, cluster: str = "test", ensemble: tuple[int, int, int] = (2, 2, 2)) -> PulsarBroker:
+    def start_pulsar_broker(
+        self, cluster: str = "test", ensemble: tuple[int, int, int] = (2, 2, 2), initialise: bool = True
+    ) -> PulsarBroker:
         """An Apache Pulsar broker on this ZooKeeper and these bookies (cluster metadata initialised
-        on first use, as ``pulsar initialize-cluster-metadata`` does); stopped with the cluster.
-        ``ensemble`` is its managedLedgerDefault (EnsembleSize, WriteQuorum, AckQuorum)."""
+        on first use by Pulsar's ``pulsar initialize-cluster-metadata``, unless ``initialise`` is
+        false: someone else did); stopped with the cluster. ``ensemble`` is its
+        managedLedgerDefault (EnsembleSize, WriteQuorum, AckQuorum)."""
+        if not initialise:
+            self._initialised.add(cluster)
         broker = PulsarBroker(self, cluster, ensemble)
         self._pulsar.append(broker)
         return broker.start()

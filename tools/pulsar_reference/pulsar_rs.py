@@ -30,13 +30,18 @@ STARTED_LOGS: list[Path] = []
 
 
 class PulsarRsBroker:
-    """One ``pulsar-rs standalone`` process, in a session of its own (its process group is the
-    broker, for CPU accounting and signals); killed if the process that started it dies."""
+    """One ``pulsar-rs standalone`` (or ``command``: ``broker``) process, in a session of its own (its
+    process group is the broker, for CPU accounting and signals); killed if the process that started
+    it dies. ``prelude``: configuration text before ``conf``'s lines (a ``broker.conf`` as Pulsar
+    ships it; later keys win)."""
 
-    def __init__(self, work: Path, name: str, conf: Mapping[str, object]) -> None:
+    def __init__(
+        self, work: Path, name: str, conf: Mapping[str, object], command: str = "standalone", prelude: str = ""
+    ) -> None:
         self.name = name
         conf_path = work / f"{name}.conf"
-        conf_path.write_text("".join(f"{k}={_conf_value(v)}\n" for k, v in conf.items()))
+        lines = "".join(f"{k}={_conf_value(v)}\n" for k, v in conf.items())
+        conf_path.write_text(f"{prelude}\n{lines}" if prelude else lines)
         self.data_dir = work / f"{name}-data"
         self.log_path = work / f"{name}.log"
         STARTED_LOGS.append(self.log_path)
@@ -44,7 +49,7 @@ class PulsarRsBroker:
         try:
             args = ["--config", str(conf_path), "--data-dir", str(self.data_dir), "--port", "0", "--admin-port", "0"]
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pulsar_rs.cli", "standalone", *args],
+                [sys.executable, "-m", "pulsar_rs.cli", command, *args],
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,

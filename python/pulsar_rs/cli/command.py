@@ -1,10 +1,14 @@
-"""The ``pulsar-rs`` command: its argument parser and the ``standalone``, ``export`` and ``perf``
-commands (``admin`` is :mod:`pulsar_rs.cli.admin`).
+"""The ``pulsar-rs`` command: its argument parser and the ``standalone``, ``broker``, ``export`` and
+``perf`` commands (``admin`` is :mod:`pulsar_rs.cli.admin`, ``initialize-cluster-metadata``
+:mod:`pulsar_rs.cli.initialize`).
 
 ``pulsar-rs standalone [--config broker.conf|broker.toml] [--data-dir DIR] [--bind 127.0.0.1]
 [--port 6650] [--admin-port 8080] [--export-every 60s --export-out OUT]`` starts a broker (DESIGN.md
 section 4): the config file is Pulsar's own ``broker.conf`` / ``standalone.conf`` (Java properties)
 or TOML with the same keys, and flags override it; it can write live snapshots periodically.
+``pulsar-rs broker [--config broker.conf] [same options]`` starts a broker of a cluster: as
+``standalone``, with the config's ``metadataStoreUrl`` (``zk:host:port``) and ``clusterName`` required
+(Pulsar's ``bin/pulsar broker``; the config defaults to ``$PULSAR_BROKER_CONF``).
 ``pulsar-rs export --data-dir DIR --out OUT [--every 60s [--count N]]`` writes Parquet snapshots of a
 data directory, opened read-only (spark/SCHEMA.md), with a progress line on a terminal;
 ``--metadata-store-url zk:HOST:PORT`` instead of ``--data-dir`` snapshots every topic a cluster keeps
@@ -29,7 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..progress import ExportProgress, cli_logger, parse_duration
-from . import admin
+from . import admin, initialize
 
 
 def _duration(text: str) -> float:
@@ -37,6 +41,25 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _broker_options(p: argparse.ArgumentParser, config_help: str) -> None:
+    """The options ``standalone`` and ``broker`` share."""
+    p.add_argument("--config", type=Path, default=None, help=config_help)
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="data directory (default: ./data, or dataDir in the config)"
+    )
+    p.add_argument(
+        "--bind", default=None, help="address to listen on (default: bindAddress in the config, else 127.0.0.1)"
+    )
+    p.add_argument(
+        "--port", type=int, default=None, help="binary protocol port (default: brokerServicePort, else 6650)"
+    )
+    p.add_argument("--admin-port", type=int, default=None, help="admin HTTP port (default: webServicePort, else 8080)")
+    p.add_argument(
+        "--export-every", type=_duration, default=None, metavar="DURATION", help="write a live snapshot this often"
+    )
+    p.add_argument("--export-out", type=Path, default=None, help="where --export-every writes snapshots")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,28 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     standalone = commands.add_parser(
         "standalone", parents=[common], help="run a standalone broker until Ctrl-C / SIGTERM"
     )
-    standalone.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        help="Pulsar's broker.conf / standalone.conf (Java properties), or TOML with the same keys",
+    _broker_options(standalone, "Pulsar's broker.conf / standalone.conf (Java properties), or TOML with the same keys")
+    broker = commands.add_parser(
+        "broker",
+        parents=[common],
+        help="run a broker of a cluster (its config's metadataStoreUrl names the cluster's ZooKeeper) until Ctrl-C",
     )
-    standalone.add_argument(
-        "--data-dir", type=Path, default=None, help="data directory (default: ./data, or dataDir in the config)"
-    )
-    standalone.add_argument(
-        "--bind", default=None, help="address to listen on (default: bindAddress in the config, else 127.0.0.1)"
-    )
-    standalone.add_argument(
-        "--port", type=int, default=None, help="binary protocol port (default: brokerServicePort, else 6650)"
-    )
-    standalone.add_argument(
-        "--admin-port", type=int, default=None, help="admin HTTP port (default: webServicePort, else 8080)"
-    )
-    standalone.add_argument(
-        "--export-every", type=_duration, default=None, metavar="DURATION", help="write a live snapshot this often"
-    )
-    standalone.add_argument("--export-out", type=Path, default=None, help="where --export-every writes snapshots")
+    _broker_options(broker, "Pulsar's broker.conf (default: $PULSAR_BROKER_CONF); it must set metadataStoreUrl")
     export = commands.add_parser(
         "export",
         parents=[common],
@@ -104,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("mode", choices=("produce", "consume"))
     perf.add_argument("args", nargs=argparse.REMAINDER)
     admin.add_parser(commands)
+    initialize.add_parser(commands)
     return parser
 
 
@@ -233,8 +242,26 @@ def _run_export(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cluster_broker_refusal(args: argparse.Namespace, settings: dict[str, object]) -> str | None:
+    """Why ``broker`` cannot start with these settings (None: it can; ``standalone`` always can).
+    Pulsar's broker needs the cluster's metadata store and its name (``clusterName`` is required
+    in its ``ServiceConfiguration``); a store other than ZooKeeper is not served here."""
+    if args.command != "broker":
+        return None
+    url = str(settings.get("metadataStoreUrl") or "")
+    if not url:
+        return "metadataStoreUrl must name the cluster's ZooKeeper (zk:host:port); `pulsar-rs standalone` runs alone"
+    if not url.startswith("zk:") or "://" in url:
+        return f"metadataStoreUrl {url!r}: only ZooKeeper (zk:host:port) is supported"
+    if not settings.get("clusterName"):
+        return "clusterName must be set: the name of the cluster this broker joins"
+    return None
+
+
 def _run_standalone(args: argparse.Namespace) -> int:
-    """Starts the broker and blocks until SIGINT/SIGTERM, then shuts down cleanly.
+    """Starts the broker and blocks until SIGINT/SIGTERM, then shuts down cleanly (``standalone``, or
+    ``broker``: the same with a cluster's metadata store required, its config from
+    ``$PULSAR_BROKER_CONF`` when ``--config`` is not given).
 
     Configuration problems are one line on stderr and exit status 2 (other start-up failures: 1).
     """
@@ -244,6 +271,8 @@ def _run_standalone(args: argparse.Namespace) -> int:
     if (args.export_every is None) != (args.export_out is None):
         print("pulsar-rs: --export-every and --export-out go together", file=sys.stderr)
         return 2
+    if args.command == "broker" and args.config is None and os.environ.get("PULSAR_BROKER_CONF"):
+        args.config = Path(os.environ["PULSAR_BROKER_CONF"])
     enable_logging(os.environ.get("PULSAR_RS_LOG", "info"), args.log_format)
     log = cli_logger(args.log_format)
     stop = _stop_on_signals()
@@ -251,6 +280,10 @@ def _run_standalone(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             settings: dict[str, object] = dict(read_config(args.config)) if args.config else {}
+            refused = _cluster_broker_refusal(args, settings)
+            if refused:
+                print(f"pulsar-rs broker: {refused}", file=sys.stderr)
+                return 2
             if args.bind is not None:
                 settings["bindAddress"] = args.bind
             port = args.port if args.port is not None else settings.get("brokerServicePort", 6650)
@@ -289,7 +322,7 @@ def _run_standalone(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pulsar-rs`` script."""
     args = build_parser().parse_args(argv)
-    if args.command == "standalone":
+    if args.command in ("standalone", "broker"):
         return _run_standalone(args)
     if args.command == "export":
         return _run_export(args)
@@ -297,4 +330,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return admin.run(args)
     if args.command == "perf":
         return _run_perf(args)
+    if args.command == initialize.COMMAND:
+        return initialize.run(args)
     raise AssertionError(f"unhandled command {args.command!r}")  # argparse rejects unknown commands

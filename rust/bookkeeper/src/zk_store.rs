@@ -1,7 +1,8 @@
 //! BookKeeper's metadata on ZooKeeper, as the `zk+hierarchical` metadata driver lays it out:
 //! bookies registered under `{root}/available` (read-only ones under `{root}/available/readonly`),
 //! ledger ids from EPHEMERAL_SEQUENTIAL nodes `{root}/idgen/ID-` (`ZkLedgerIdGenerator`), and ledger
-//! metadata at the hierarchical path, written with compare-and-set on the znode version.
+//! metadata at the hierarchical path, written with compare-and-set on the znode version; and the
+//! format of a new cluster's metadata (`BookKeeperAdmin.format`).
 
 use zookeeper_client as zk;
 
@@ -20,6 +21,16 @@ pub struct ZkStore {
     /// Ledgers root path, `/ledgers` by default. Immutable.
     root: String,
 }
+
+/// The ledgers root of a cluster's metadata when nothing names another (BookKeeper's
+/// `zkLedgersRootPath` default).
+pub const DEFAULT_LEDGERS_ROOT: &str = "/ledgers";
+/// Where bookies register, below the ledgers root.
+const AVAILABLE: &str = "available";
+/// Where read-only bookies register, below [`AVAILABLE`].
+const READONLY: &str = "readonly";
+/// The cluster's instance id, below the ledgers root (a UUID, as text).
+const INSTANCE_ID: &str = "INSTANCEID";
 
 fn persistent() -> zk::CreateOptions<'static> {
     zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
@@ -57,17 +68,44 @@ impl ZkStore {
                 .map(|(_, rest)| rest)
                 .ok_or_else(bad)?
         };
-        let (servers, root) = rest.split_once('/').unwrap_or((rest, "ledgers"));
-        Ok((servers.replace(';', ","), format!("/{root}")))
+        let (servers, root) = match rest.split_once('/') {
+            Some((servers, root)) => (servers, format!("/{root}")),
+            None => (rest, DEFAULT_LEDGERS_ROOT.to_owned()),
+        };
+        Ok((servers.replace(';', ","), root))
+    }
+
+    /// Formats a new cluster's metadata as `BookKeeperAdmin.format` does, unless the ledgers
+    /// root exists: the root, its `INSTANCEID` (a random UUID), `available` and
+    /// `available/readonly` (the root's parent must exist). Whether it formatted.
+    ///
+    /// # Errors
+    /// ZooKeeper failures.
+    pub async fn format(&self) -> Result<bool> {
+        match self.zk.create(&self.root, &[], &persistent()).await {
+            Ok(_) => {}
+            Err(zk::Error::NodeExists) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let available = format!("{}/{AVAILABLE}", self.root);
+        for (path, data) in [
+            (format!("{}/{INSTANCE_ID}", self.root), id.as_bytes()),
+            (available.clone(), &[][..]),
+            (format!("{available}/{READONLY}"), &[][..]),
+        ] {
+            self.zk.create(&path, data, &persistent()).await?;
+        }
+        Ok(true)
     }
 
     /// Bookies that accept writes: children of `available` except `readonly`.
     pub async fn writable_bookies(&self) -> Result<Vec<String>> {
         let mut v = self
             .zk
-            .list_children(&format!("{}/available", self.root))
+            .list_children(&format!("{}/{AVAILABLE}", self.root))
             .await?;
-        v.retain(|c| c != "readonly");
+        v.retain(|c| c != READONLY);
         v.sort();
         Ok(v)
     }
@@ -76,7 +114,7 @@ impl ZkStore {
     pub async fn readonly_bookies(&self) -> Result<Vec<String>> {
         match self
             .zk
-            .list_children(&format!("{}/available/readonly", self.root))
+            .list_children(&format!("{}/{AVAILABLE}/{READONLY}", self.root))
             .await
         {
             Ok(mut v) => {

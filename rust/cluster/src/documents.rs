@@ -162,6 +162,20 @@ pub struct LeaderBroker {
 pub struct PartitionedTopicMetadata {
     /// The partition count (0: not partitioned).
     pub partitions: u32,
+    /// Marked while Pulsar deletes the topic (written `false`, as Pulsar writes it).
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+impl PartitionedTopicMetadata {
+    /// A partitioned topic of `partitions` partitions.
+    #[must_use]
+    pub fn new(partitions: u32) -> PartitionedTopicMetadata {
+        PartitionedTopicMetadata {
+            partitions,
+            deleted: false,
+        }
+    }
 }
 
 /// `BundlesData`: a namespace's bundle boundaries, as `"0x%08x"` strings.

@@ -12,17 +12,19 @@
 //! fencing keeps a broker that lost a bundle from writing to it.
 //!
 //! Modules, each importing only those before it: `error`; `paths`; `documents`; `bundles`;
-//! `store`; `member`.
+//! `store`; `setup`; `member`.
 
 pub mod bundles;
 pub mod documents;
 pub mod error;
 pub mod member;
 pub mod paths;
+pub mod setup;
 pub mod store;
 
 pub use bundles::Bundle;
 pub use documents::BrokerUrls;
 pub use error::{ClusterError, Result};
 pub use member::{ClusterMember, LookupAnswer, MemberConfig, OnRelease};
+pub use setup::ClusterSetup;
 pub use store::{StoreEvent, StoreWatch, ZkMetadataStore};

@@ -7,6 +7,8 @@ use pulsar_rs_ledger::seam::paths::url_encode;
 pub const BROKERS: &str = "/loadbalance/brokers";
 /// The leader broker's ephemeral record.
 pub const LEADER: &str = "/loadbalance/leader";
+/// The bookies' rack placement record (`BookieRackAffinityMapping`, `{}` in a new cluster).
+pub const BOOKIE_RACK_INFO: &str = "/bookies";
 /// Root of bundle ownership: `/namespace/{tenant}/{ns}/{0xLOW_0xHIGH}`.
 pub const OWNERSHIP_ROOT: &str = "/namespace";
 

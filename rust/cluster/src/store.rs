@@ -219,16 +219,24 @@ impl ZkMetadataStore {
         self.create(path, &to_json(path, value)?, ephemeral).await
     }
 
+    /// Creates a persistent record unless one exists; whether it was created.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn create_if_absent(&self, path: &str, value: &[u8]) -> Result<bool> {
+        match self.create(path, value, false).await {
+            Ok(()) => Ok(true),
+            Err(ClusterError::BadVersion { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Creates a persistent JSON record unless one exists; whether it was created.
     ///
     /// # Errors
     /// Store failures.
     pub async fn create_json_if_absent<T: Serialize>(&self, path: &str, value: &T) -> Result<bool> {
-        match self.create_json(path, value, false).await {
-            Ok(()) => Ok(true),
-            Err(ClusterError::BadVersion { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.create_if_absent(path, &to_json(path, value)?).await
     }
 
     /// Replaces a JSON record at version `expected` (`None`: whatever its version).

@@ -80,6 +80,12 @@ create_exception!(
 );
 create_exception!(
     pulsar_rs,
+    MetadataStoreError,
+    PulsarRsError,
+    "The cluster's metadata store (ZooKeeper) failed, or a record there changed meanwhile or does not parse."
+);
+create_exception!(
+    pulsar_rs,
     TerminatedError,
     PulsarRsError,
     "The managed ledger was terminated (Pulsar's topic termination): it takes no more entries."
@@ -294,6 +300,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DataDirLockedError", py.get_type::<DataDirLockedError>())?;
     m.add("ServerError", py.get_type::<ServerError>())?;
     m.add("PerfError", py.get_type::<PerfError>())?;
+    m.add("MetadataStoreError", py.get_type::<MetadataStoreError>())?;
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use pyo3::types::{PyCapsule, PyDict};
 use crate::error::{self, BrokerError as PyBrokerError};
 
 /// The runtime of work that belongs to no broker (offline exports).
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()

@@ -8,6 +8,7 @@
 mod batch;
 mod broker;
 mod clock;
+mod cluster_setup;
 mod error;
 mod export;
 mod hash;
@@ -35,6 +36,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(broker::enable_logging, m)?)?;
     m.add_function(wrap_pyfunction!(broker::read_config, m)?)?;
     m.add_function(wrap_pyfunction!(perf::perf, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        cluster_setup::initialize_cluster_metadata,
+        m
+    )?)?;
     m.add_function(wrap_pyfunction!(hash::murmur3_32, m)?)?;
     m.add_function(wrap_pyfunction!(hash::key_hash, m)?)?;
     m.add_function(wrap_pyfunction!(batch::split_batch, m)?)?;

@@ -30,6 +30,9 @@ pub enum ServerError {
     /// A client failed authentication; its connection is closed.
     #[error("authentication failed: {0}")]
     Authentication(String),
+    /// The cluster's metadata store failed or holds a record that does not parse.
+    #[error(transparent)]
+    Metadata(#[from] pulsar_rs_cluster::ClusterError),
 }
 
 impl ServerError {

@@ -14,6 +14,7 @@ pub mod admin;
 pub mod auth;
 pub mod bookkeeper;
 pub mod cluster;
+pub mod cluster_setup;
 pub mod cluster_sync;
 pub mod connection;
 pub mod console;

@@ -9,49 +9,32 @@ use crate::bundles::{bundles_data, equal_boundaries, parse_boundaries, topic_par
 use crate::documents::{BundlesOf, PartitionedTopicMetadata};
 use crate::error::{ClusterError, Result};
 use crate::paths;
+use crate::setup::{self, ClusterSetup, SETUP_BUNDLES};
 
 use super::policies::Document;
 use super::ClusterMember;
 
-/// Bundles of the namespaces Pulsar's cluster set-up creates (`public/default`,
-/// `pulsar/system`): `PulsarClusterMetadataSetup` gives them 16.
-pub const SETUP_BUNDLES: u32 = 16;
-
 impl ClusterMember {
-    /// Writes what `pulsar initialize-cluster-metadata` writes, where missing: the cluster's
-    /// `ClusterData`, the tenants `public` and `pulsar`, and the namespaces `public/default`
-    /// and `pulsar/system` with [`SETUP_BUNDLES`] bundles. Records that exist (another broker's,
-    /// Apache Pulsar's set-up) are left as they are.
+    /// Writes what `pulsar initialize-cluster-metadata` writes, where missing (as Pulsar's
+    /// standalone does on its store): this broker's URLs as the cluster's, the tenants
+    /// `public` and `pulsar`, the namespaces `public/default` and `pulsar/system` with
+    /// [`SETUP_BUNDLES`] bundles and the bookies' rack record ([`setup::initialize`]; not the
+    /// transaction coordinators' topic). Records that exist (another broker's, Apache Pulsar's
+    /// set-up) are left as they are.
     pub(super) async fn initialize_cluster_metadata(&self) -> Result<()> {
         let store = self.store();
-        let c = &self.config.cluster;
         let u = &self.config.urls;
-        let mut cluster = json!({"serviceUrl": u.web, "brokerServiceUrl": u.service});
-        if let Some(t) = &u.web_tls {
-            cluster["serviceUrlTls"] = json!(t);
-        }
-        if let Some(t) = &u.service_tls {
-            cluster["brokerServiceUrlTls"] = json!(t);
-        }
-        store
-            .create_json_if_absent(&paths::cluster(c), &cluster)
-            .await?;
-        for tenant in ["public", "pulsar"] {
-            let info = json!({"adminRoles": [], "allowedClusters": [c]});
-            store
-                .create_json_if_absent(&paths::tenant(tenant), &info)
-                .await?;
-        }
-        for ns in ["public/default", "pulsar/system"] {
-            let policies = json!({
-                "bundles": bundles_data(&equal_boundaries(SETUP_BUNDLES)),
-                "replication_clusters": [c],
-            });
-            store
-                .create_json_if_absent(&paths::namespace_policies(ns), &policies)
-                .await?;
-        }
-        Ok(())
+        let new_cluster = ClusterSetup {
+            cluster: self.config.cluster.clone(),
+            web_service_url: u.web.clone(),
+            web_service_url_tls: u.web_tls.clone(),
+            broker_service_url: Some(u.service.clone()),
+            broker_service_url_tls: u.service_tls.clone(),
+            default_namespace_bundles: SETUP_BUNDLES,
+            // With transactions on, a broker records the coordinators' count it serves.
+            transaction_coordinators: 0,
+        };
+        setup::initialize(&store, &store, &new_cluster, false).await
     }
 
     /// Creates a namespace's policies record with `defaultNumberOfNamespaceBundles` bundles and
@@ -145,7 +128,7 @@ impl ClusterMember {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
         let store = self.store();
-        let meta = PartitionedTopicMetadata { partitions: n };
+        let meta = PartitionedTopicMetadata::new(n);
         if store.create_json_if_absent(&path, &meta).await? {
             return Ok(n);
         }
@@ -162,7 +145,7 @@ impl ClusterMember {
     pub async fn update_partitions(&self, full_name: &str, n: u32) -> Result<()> {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
-        let meta = PartitionedTopicMetadata { partitions: n };
+        let meta = PartitionedTopicMetadata::new(n);
         let store = self.store();
         match store.get(&path).await? {
             Some((_, stat)) => store

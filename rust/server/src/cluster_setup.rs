@@ -1,0 +1,135 @@
+//! `pulsar-rs initialize-cluster-metadata`: a new cluster's records in its metadata stores, as
+//! `pulsar initialize-cluster-metadata` writes them: BookKeeper's format of `/ledgers` (unless an
+//! existing BookKeeper is named) and the cluster's own records
+//! ([`pulsar_rs_cluster::setup::initialize`]). Both stores are ZooKeeper (`zk:host:port[/chroot]`);
+//! a chroot is created first, as Pulsar creates it.
+
+use std::time::Duration;
+
+use pulsar_rs_bookkeeper::zk_store::{ZkStore, DEFAULT_LEDGERS_ROOT};
+use pulsar_rs_cluster::{setup, ClusterError, ClusterSetup, ZkMetadataStore};
+
+use crate::error::ServerError;
+
+/// What `initialize-cluster-metadata` is told besides the cluster's own records.
+#[derive(Debug, Clone)]
+pub struct InitializeClusterMetadata {
+    /// The cluster's name, URLs and counts.
+    pub setup: ClusterSetup,
+    /// `-md`: the local metadata store (`zk:host:port[/chroot]`).
+    pub metadata_store_url: String,
+    /// `-cms`: the configuration metadata store (the same store, usually).
+    pub configuration_metadata_store_url: String,
+    /// `--existing-bk-metadata-service-uri`: BookKeeper is formatted already (not touched).
+    pub existing_bookkeeper: bool,
+    /// `--zookeeper-session-timeout-ms`.
+    pub session_timeout: Duration,
+}
+
+/// Whether BookKeeper's metadata was formatted by this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Initialized {
+    /// `/ledgers` was created (it did not exist and no existing BookKeeper was named).
+    pub formatted_bookkeeper: bool,
+}
+
+/// The ZooKeeper servers (with the chroot) of a metadata store URL.
+///
+/// # Errors
+/// [`ServerError::BadRequest`] for a store other than ZooKeeper.
+pub fn zookeeper_of(url: &str) -> Result<String, ServerError> {
+    let url = url.trim();
+    let servers = url.strip_prefix("zk:").unwrap_or(url);
+    let other = ["rocksdb:", "memory:", "etcd:", "oxia:", "metadata-store:"];
+    if servers.is_empty() || servers.contains("://") || other.iter().any(|p| url.starts_with(p)) {
+        return Err(ServerError::BadRequest(format!(
+            "metadata store {url:?}: only ZooKeeper is supported (zk:host:port[/chroot])"
+        )));
+    }
+    Ok(servers.trim_end_matches('/').to_owned())
+}
+
+/// Connects to `servers` (`host:port[/chroot]`), creating the chroot first.
+async fn connect(servers: &str, timeout: Duration) -> Result<ZkMetadataStore, ClusterError> {
+    if let Some((hosts, chroot)) = servers.split_once('/') {
+        let root = ZkMetadataStore::connect(hosts, timeout).await?;
+        root.create_if_absent(&format!("/{chroot}"), &[]).await?;
+    }
+    ZkMetadataStore::connect(servers, timeout).await
+}
+
+/// Writes a new cluster's records (see the module); run again, it changes nothing.
+///
+/// # Errors
+/// A store that is not ZooKeeper ([`ServerError::BadRequest`]); store failures
+/// ([`ServerError::Metadata`]).
+pub async fn initialize(args: &InitializeClusterMetadata) -> Result<Initialized, ServerError> {
+    if args.setup.transaction_coordinators == 0 {
+        return Err(ServerError::BadRequest(
+            "Number of transaction coordinators must greater than 0".into(),
+        ));
+    }
+    let local_servers = zookeeper_of(&args.metadata_store_url)?;
+    let configuration_servers = zookeeper_of(&args.configuration_metadata_store_url)?;
+    let local = connect(&local_servers, args.session_timeout).await?;
+    let configuration = connect(&configuration_servers, args.session_timeout).await?;
+    let mut formatted_bookkeeper = false;
+    if !args.existing_bookkeeper {
+        let bk_error = |e: pulsar_rs_bookkeeper::error::BkError| ClusterError::Metadata {
+            path: DEFAULT_LEDGERS_ROOT.into(),
+            reason: e.to_string(),
+        };
+        let bk = ZkStore::connect(&local_servers, DEFAULT_LEDGERS_ROOT)
+            .await
+            .map_err(bk_error)?;
+        formatted_bookkeeper = bk.format().await.map_err(bk_error)?;
+    }
+    setup::initialize(&local, &configuration, &args.setup, true).await?;
+    tracing::info!(cluster = %args.setup.cluster, "Cluster metadata for '{}' setup correctly", args.setup.cluster);
+    Ok(Initialized {
+        formatted_bookkeeper,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zookeeper_of;
+
+    #[test]
+    fn only_zookeeper_stores_are_taken() {
+        assert_eq!(
+            zookeeper_of("zk:127.0.0.1:2181/a").unwrap(),
+            "127.0.0.1:2181/a"
+        );
+        assert_eq!(
+            zookeeper_of("10.0.0.1:2181,10.0.0.2:2181").unwrap(),
+            "10.0.0.1:2181,10.0.0.2:2181"
+        );
+        for bad in [
+            "",
+            "rocksdb:/tmp/x",
+            "etcd:http://127.0.0.1:2379",
+            "memory:local",
+        ] {
+            assert!(zookeeper_of(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The system namespace and the coordinators' topic are written by the cluster crate's
+    /// set-up and served by the broker crate: the two names must stay one.
+    #[test]
+    fn the_set_up_and_the_broker_name_the_same_system_records() {
+        use pulsar_rs_broker::policies::limits::SYSTEM_NAMESPACE;
+        use pulsar_rs_broker::transaction::COORDINATOR_ASSIGN_TOPIC;
+        use pulsar_rs_cluster::setup;
+        assert_eq!(setup::SYSTEM_NAMESPACE, SYSTEM_NAMESPACE);
+        assert_eq!(
+            format!(
+                "persistent://{}/{}",
+                setup::SYSTEM_NAMESPACE,
+                setup::TRANSACTION_COORDINATOR_ASSIGN
+            ),
+            COORDINATOR_ASSIGN_TOPIC
+        );
+    }
+}
