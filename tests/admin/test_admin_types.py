@@ -113,7 +113,9 @@ def test_each_answer_matches_its_type(pulsar_broker_factory):
         admin.topics.create(PARTITIONED, 2)
         cluster = admin.clusters.list()[0]
         broker_id = admin.brokers.list(cluster)[0]
-        admin.namespaces.set_retention("public/default", 10, 10)
+        admin.namespaces.set_retention(
+            "public/default", 10, 2048
+        )  # keeps more than the quota below lets pile up (Pulsar refuses less)
         admin.namespaces.set_backlog_quota("public/default", limit_size=1 << 30)
         admin.namespaces.set_persistence("public/default", 1, 1, 1)
         admin.namespaces.set_dispatch_rate("public/default", 100)

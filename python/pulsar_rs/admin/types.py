@@ -74,6 +74,10 @@ class ClusterData(TypedDict, total=False):
     authenticationParameters: str
     brokerClientTlsEnabled: bool
     tlsAllowInsecureConnection: bool
+    brokerClientTlsEnabledWithKeyStore: bool
+    brokerClientTlsTrustStoreType: str
+    brokerClientTlsKeyStoreType: str
+    brokerClientSslFactoryPlugin: str
     listenerName: str
 
 

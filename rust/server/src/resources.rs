@@ -30,6 +30,18 @@ pub struct TenantInfo {
 /// Pulsar's `ClusterData`, kept as the JSON object given (service URLs and the rest).
 pub type ClusterData = Map<String, Value>;
 
+/// `data` with the fields Pulsar's `ClusterData` has by default (its TLS settings) where it
+/// leaves them out, as Pulsar's JSON of a deserialized `ClusterData` carries them.
+#[must_use]
+pub fn with_pulsar_defaults(data: ClusterData) -> ClusterData {
+    let mut full = match pulsar_rs_cluster::setup::cluster_data(None, None, None, None) {
+        Value::Object(d) => d,
+        _ => ClusterData::new(),
+    };
+    full.extend(data);
+    full
+}
+
 /// Clusters and tenants.
 pub struct Resources {
     /// Where records persist.

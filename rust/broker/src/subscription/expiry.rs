@@ -104,6 +104,10 @@ pub fn expire_messages(
         return Ok(false);
     }
     let _running = Running(&monitor.in_progress);
+    if ttl_seconds == 0 {
+        // Pulsar's `isEntryExpired`: a TTL of 0 expires nothing (the check is still issued).
+        return Ok(true);
+    }
     let mark_delete = sub.cursor.mark_delete_position();
     let by_close = expired_by_ledger_close(ml, mark_delete, ttl_ms, now_ms);
     let by_time = expired_by_publish_time(ml, ttl_ms, now_ms)?;

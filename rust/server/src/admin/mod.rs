@@ -32,6 +32,7 @@ mod partitions;
 mod peer;
 mod permissions;
 mod policies;
+mod quota_retention;
 mod rate_limit;
 mod schemas;
 mod stats;

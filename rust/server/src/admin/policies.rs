@@ -29,6 +29,7 @@ use pulsar_rs_broker::policies::{
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
+use super::quota_retention::{check_quota, check_retention, At};
 use super::topic_path::{existing, DeferredTopicPath};
 use super::Ctx;
 use crate::http::{broker_fail, fail};
@@ -156,6 +157,12 @@ fn kind(name: &str, level: Level) -> Result<Kind, Response> {
             ))
         }
     })
+}
+
+/// A policy's JSON request body (400 when it is not one).
+fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Response> {
+    serde_json::from_str(body)
+        .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
 }
 
 fn quota_type(q: &HashMap<String, String>) -> Result<String, Response> {
@@ -379,10 +386,6 @@ fn change(
     r: &Request<'_>,
 ) -> Result<Change, Response> {
     let limit = |k: Kind| limit_value(k, r.name, r.level, body, r.broker_max_message_size);
-    fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Response> {
-        serde_json::from_str(body)
-            .map_err(|e| fail(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
-    }
     Ok(match k {
         Kind::PublishRate => {
             let v: PublishRate = parse(body)?;
@@ -660,7 +663,16 @@ async fn get_namespace_policy(
         (Ok(k), Ok(ns)) => (k, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    let v = view(&ctx.service.policies.namespace(&ns), k);
+    let mut v = view(&ctx.service.policies.namespace(&ns), k);
+    // Pulsar's `internalGetIsAllowAutoUpdateSchema`: unset, the broker's own setting (a null
+    // would make pulsar-admin fail unboxing it).
+    if v.is_null() && k == Kind::IsAllowAutoUpdateSchema {
+        v = ctx
+            .service
+            .config
+            .is_allow_auto_update_schema_enabled
+            .into();
+    }
     // Pulsar 4.0.8 answers an unset namespace `persistence` with 200 and an empty body (no
     // `null`: the Go admin client decodes `null` into an empty policy); checked against it.
     if v.is_null() && k == Kind::Persistence {
@@ -689,7 +701,40 @@ async fn set_namespace_policy(
         (Ok(f), Ok(ns)) => (f, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
+    let current = ctx.service.policies.namespace(&ns);
+    if let Err(r) = against_each_other(&ctx, &policy, &body, &q, At::Namespace, &current, None) {
+        return r;
+    }
     crate::cluster_sync::update_namespace(&ctx, ns, f).await
+}
+
+/// Retention and the backlog quota, the one set now against the other in force
+/// ([`super::quota_retention`]); other policies pass.
+fn against_each_other(
+    ctx: &ServerContext,
+    policy: &str,
+    body: &str,
+    q: &HashMap<String, String>,
+    at: At,
+    namespace: &Policies,
+    topic: Option<&Policies>,
+) -> Result<(), Response> {
+    let config = &ctx.service.config;
+    let level = match at {
+        At::Namespace => Level::Namespace,
+        At::Topic => Level::Topic,
+    };
+    match kind(policy, level) {
+        Ok(Kind::Retention) => {
+            let r: Retention = parse(body)?;
+            check_retention(&r, at, namespace, topic, config)
+        }
+        Ok(Kind::BacklogQuota) => {
+            let quota: BacklogQuota = parse(body)?;
+            check_quota(&quota, &quota_type(q)?, at, namespace, topic, config)
+        }
+        _ => Ok(()),
+    }
 }
 
 async fn delete_namespace_policy(
@@ -768,6 +813,20 @@ async fn set_topic_policy(
         (Ok(f), Ok(n)) => (f, n),
         (Err(r), _) | (_, Err(r)) => return r,
     };
+    let namespace = ctx.service.policies.namespace(&name.namespace_name());
+    let topic = ctx.service.policies.topic(&name);
+    let checked = against_each_other(
+        &ctx,
+        &policy,
+        &body,
+        &q,
+        At::Topic,
+        &namespace,
+        Some(&topic),
+    );
+    if let Err(r) = checked {
+        return r;
+    }
     update(&ctx, move |svc| svc.policies.update_topic(&name, f)).await
 }
 

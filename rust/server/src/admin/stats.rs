@@ -445,15 +445,30 @@ impl partitions::Summary for Total {
 }
 
 /// Adds one partition's stats into the running total, as `PartitionedTopicStatsImpl.add`:
-/// numbers are summed (timestamps take the latest), lists are concatenated, maps (the
+/// numbers are summed (timestamps take the latest, the backlog quota limits the partition's,
+/// the oldest backlog age the largest from 0), lists are concatenated, maps (the
 /// subscriptions) are merged key by key, and other values keep the first partition's.
 fn merge(total: &mut Value, one: &Value) {
     match (total, one) {
         (Value::Object(t), Value::Object(o)) => {
             for (k, v) in o {
                 match t.get_mut(k) {
+                    // The oldest of the partitions' ages, from 0 (a new total's).
+                    None if k == "oldestBacklogMessageAgeSeconds" => {
+                        let age = v.as_i64().unwrap_or(0).max(0);
+                        t.insert(k.clone(), json!(age));
+                    }
                     None => {
                         t.insert(k.clone(), v.clone());
+                    }
+                    Some(cur) if k == "oldestBacklogMessageAgeSeconds" => {
+                        if v.as_i64() > cur.as_i64() {
+                            *cur = v.clone();
+                        }
+                    }
+                    // A partition's quota limits, not a sum: copied, as Pulsar copies them.
+                    Some(cur) if k == "backlogQuotaLimitSize" || k == "backlogQuotaLimitTime" => {
+                        *cur = v.clone();
                     }
                     // The first partition made (0: unknown, left out).
                     Some(cur) if k == "topicCreationTimeStamp" => {
@@ -509,5 +524,18 @@ mod tests {
         assert_eq!(total["subscriptions"]["s"]["msgBacklog"], 7);
         assert_eq!(total["subscriptions"]["s"]["type"], "Shared");
         assert_eq!(total["subscriptions"]["t"]["msgBacklog"], 1);
+        // Limits are copied, not summed; the age is the oldest, from 0 (Pulsar 4.0.8's answer
+        // for three partitions without a quota: -1, -1 and 0).
+        let mut total = json!({});
+        for _ in 0..3 {
+            let p = json!({"backlogQuotaLimitSize": -1, "backlogQuotaLimitTime": -1,
+                           "oldestBacklogMessageAgeSeconds": -1});
+            merge(&mut total, &p);
+        }
+        assert_eq!(total["backlogQuotaLimitSize"], -1);
+        assert_eq!(total["backlogQuotaLimitTime"], -1);
+        assert_eq!(total["oldestBacklogMessageAgeSeconds"], 0);
+        merge(&mut total, &json!({"oldestBacklogMessageAgeSeconds": 7}));
+        assert_eq!(total["oldestBacklogMessageAgeSeconds"], 7);
     }
 }

@@ -17,7 +17,7 @@ use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
 
-use super::topic_path::{existing, DeferredTopicPath, ExistingTopic, TopicPath};
+use super::topic_path::{existing, must_exist, DeferredTopicPath, ExistingTopic, TopicPath};
 use super::{targets, Ctx};
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
@@ -162,8 +162,12 @@ struct MessageIdBody {
     partition_index: i32,
     #[serde(default = "minus_one")]
     batch_index: i32,
+    /// `isExcluded`, as `MessageIdImpl` bodies spell it.
     #[serde(default)]
     is_excluded: bool,
+    /// `excluded`: how `ResetCursorData` is written by pulsar-admin (`-e`).
+    #[serde(default)]
+    excluded: bool,
 }
 
 fn minus_one() -> i32 {
@@ -201,10 +205,15 @@ impl MessageIdBody {
                 .is_none_or(|i| i64::from(i) == i64::from(self.partition_index))
     }
 
+    /// Whether the message itself is excluded (`isExcluded` or `excluded`).
+    fn excluded(&self) -> bool {
+        self.is_excluded || self.excluded
+    }
+
     /// The position the cursor is reset to: the message itself, or the one after it when
-    /// `isExcluded`.
+    /// excluded.
     fn position(&self) -> Position {
-        let entry_id = if self.is_excluded {
+        let entry_id = if self.excluded() {
             self.entry_id.saturating_add(1)
         } else {
             self.entry_id
@@ -355,7 +364,7 @@ async fn expire_messages_to_id(
             &s,
             at,
             id.batch_index,
-            id.is_excluded,
+            id.excluded(),
         )
         .map(|issued| {
             if issued {
@@ -416,12 +425,22 @@ async fn create_subscription(
             Err(r) => return r,
         }
     };
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
+    let name = match path {
+        Ok(TopicPath(n)) => n,
         Err(r) => return r,
+    };
+    // Pulsar creates a missing topic first where topics are auto-created (`getTopic(name,
+    // isAllowAutoTopicCreation)`), partitioned or not as the policy says.
+    let auto_create = match must_exist(&ctx, &name) {
+        Ok(()) => false,
+        Err(_) if ctx.service.auto_creation(&name.namespace_name()).allow => true,
+        Err(not_found) => return not_found,
     };
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || -> Result<bool, BrokerError> {
+        if auto_create && c.service.partitions(&name, true)? == 0 {
+            c.service.topic(&name, true)?;
+        }
         let mut created = false;
         for t in targets(&c, &name)? {
             if t.subscription(&sub).is_none() {
