@@ -182,7 +182,8 @@ def test_broker_default_strategy_is_a_setting(pulsar_broker_factory, client_fact
 
 def test_auto_update_disabled_refuses_new_schemas_from_producers(client, admin, namespace):
     topic = f"persistent://{namespace}/t"
-    assert admin.namespaces.get_is_allow_auto_update_schema(namespace) is None
+    # Unset, the broker's isAllowAutoUpdateSchemaEnabled (true), as Pulsar answers it.
+    assert admin.namespaces.get_is_allow_auto_update_schema(namespace) is True
     admin.namespaces.set_is_allow_auto_update_schema(namespace, False)
     assert admin.namespaces.get_is_allow_auto_update_schema(namespace) is False
     refused(producer, client, topic, avro(V1))  # not even a first schema

@@ -57,7 +57,9 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
         path = f"/admin/v2/namespaces/{ns_path(namespace)}/schemaCompatibilityStrategy"
         self._a.request("PUT", path, strategy.upper())
 
-    def get_is_allow_auto_update_schema(self, namespace: str) -> bool | None:
+    def get_is_allow_auto_update_schema(self, namespace: str) -> bool:
+        """Whether producers may register new schema versions here (unset: the broker's
+        ``isAllowAutoUpdateSchemaEnabled``, as Pulsar answers)."""
         return self._a.request("GET", f"/admin/v2/namespaces/{ns_path(namespace)}/isAllowAutoUpdateSchema")
 
     def set_is_allow_auto_update_schema(self, namespace: str, enabled: bool) -> None:
