@@ -58,6 +58,7 @@ def zk(bookies: BookKeeperCluster) -> Iterator[KazooClient]:
     client.start(timeout=30)
     yield client
     client.stop()
+    client.close()  # its wake-up socket pair too: left to the collector, it warns in a later test
 
 
 def tree(zk: KazooClient, root: str) -> dict[str, bytes]:
