@@ -245,14 +245,13 @@ def _run_export(args: argparse.Namespace) -> int:
 def _cluster_broker_refusal(args: argparse.Namespace, settings: dict[str, object]) -> str | None:
     """Why ``broker`` cannot start with these settings (None: it can; ``standalone`` always can).
     Pulsar's broker needs the cluster's metadata store and its name (``clusterName`` is required
-    in its ``ServiceConfiguration``); a store other than ZooKeeper is not served here."""
+    in its ``ServiceConfiguration``)."""
     if args.command != "broker":
         return None
-    url = str(settings.get("metadataStoreUrl") or "")
-    if not url:
+    # Pulsar's deprecated zookeeperServers names the store too; the broker refuses stores it
+    # cannot use (etcd, Oxia) itself.
+    if not (settings.get("metadataStoreUrl") or settings.get("zookeeperServers")):
         return "metadataStoreUrl must name the cluster's ZooKeeper (zk:host:port); `pulsar-rs standalone` runs alone"
-    if not url.startswith("zk:") or "://" in url:
-        return f"metadataStoreUrl {url!r}: only ZooKeeper (zk:host:port) is supported"
     if not settings.get("clusterName"):
         return "clusterName must be set: the name of the cluster this broker joins"
     return None

@@ -77,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.initial_num_transaction_coordinators <= 0:
         return refuse("Number of transaction coordinators must greater than 0")
-    if args.default_namespace_bundle_number < 0:
-        return refuse("The bundle number of the default namespace must not be negative")
     existing = args.existing_bk_metadata_service_uri or args.bookkeeper_metadata_service_uri
     try:
         formatted = initialize_cluster_metadata(
@@ -89,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
             web_service_url_tls=args.web_service_url_tls,
             broker_service_url=args.broker_service_url,
             broker_service_url_tls=args.broker_service_url_tls,
-            default_namespace_bundles=args.default_namespace_bundle_number,
+            # Pulsar: a count of 0 or less is its default (16).
+            default_namespace_bundles=max(args.default_namespace_bundle_number, 0),
             transaction_coordinators=args.initial_num_transaction_coordinators,
             existing_bookkeeper=existing is not None,
             session_timeout_ms=args.zookeeper_session_timeout_ms,

@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use pulsar_rs_bookkeeper::zk_store::{ZkStore, DEFAULT_LEDGERS_ROOT};
+use pulsar_rs_broker::BrokerConfig;
 use pulsar_rs_cluster::{setup, ClusterError, ClusterSetup, ZkMetadataStore};
+use pulsar_rs_ledger_bk::BkSettings;
 
 use crate::error::ServerError;
 
@@ -33,20 +35,25 @@ pub struct Initialized {
     pub formatted_bookkeeper: bool,
 }
 
-/// The ZooKeeper servers (with the chroot) of a metadata store URL.
+/// The ZooKeeper servers (with the chroot) of a metadata store URL, read as a broker reads its
+/// `metadataStoreUrl` (empty and the embedded stores name none; etcd, Oxia, ... are refused).
 ///
 /// # Errors
 /// [`ServerError::BadRequest`] for a store other than ZooKeeper.
 pub fn zookeeper_of(url: &str) -> Result<String, ServerError> {
-    let url = url.trim();
-    let servers = url.strip_prefix("zk:").unwrap_or(url);
-    let other = ["rocksdb:", "memory:", "etcd:", "oxia:", "metadata-store:"];
-    if servers.is_empty() || servers.contains("://") || other.iter().any(|p| url.starts_with(p)) {
-        return Err(ServerError::BadRequest(format!(
+    let refused = || {
+        ServerError::BadRequest(format!(
             "metadata store {url:?}: only ZooKeeper is supported (zk:host:port[/chroot])"
-        )));
-    }
-    Ok(servers.trim_end_matches('/').to_owned())
+        ))
+    };
+    let config = BrokerConfig {
+        metadata_store_url: url.to_owned(),
+        ..BrokerConfig::default()
+    };
+    let servers = config.bookkeeper_zookeeper().ok_or_else(refused)?;
+    BkSettings::new(&format!("zk:{servers}"))
+        .metadata_servers()
+        .map_err(|_| refused())
 }
 
 /// Connects to `servers` (`host:port[/chroot]`), creating the chroot first.

@@ -46,20 +46,27 @@ fn destination_storage(p: &Policies) -> Option<BacklogQuota> {
     p.backlog_quota_map.get(DESTINATION_STORAGE).copied()
 }
 
-fn refused(what: &str, at: At) -> Result<(), Response> {
-    let message = match (what, at) {
-        ("retention", At::Namespace) => {
+/// Which of the two was set last (and is refused).
+#[derive(Debug, Clone, Copy)]
+enum Set {
+    Retention,
+    Quota,
+}
+
+fn refused(set: Set, at: At) -> Result<(), Response> {
+    let message = match (set, at) {
+        (Set::Retention, At::Namespace) => {
             "Retention Quota must exceed configured backlog quota for namespace."
         }
-        ("retention", At::Topic) => {
+        (Set::Retention, At::Topic) => {
             "Retention Quota must exceed configured backlog quota for topic. Please increase \
              retention quota and retry"
         }
-        (_, At::Namespace) => {
+        (Set::Quota, At::Namespace) => {
             "Backlog Quota exceeds configured retention quota for namespace. Please increase \
              retention quota and retry"
         }
-        (_, At::Topic) => {
+        (Set::Quota, At::Topic) => {
             "Backlog Quota exceeds configured retention quota for topic. Please increase \
              retention quota and retry"
         }
@@ -88,7 +95,7 @@ pub(super) fn check_retention(
     if covers(&quota, r) {
         Ok(())
     } else {
-        refused("retention", at)
+        refused(Set::Retention, at)
     }
 }
 
@@ -124,7 +131,7 @@ pub(super) fn check_quota(
     if covers(&quota, &r) {
         Ok(())
     } else {
-        refused("quota", at)
+        refused(Set::Quota, at)
     }
 }
 
