@@ -1,7 +1,8 @@
 """The cluster calls of ``pulsar_rs.Admin`` and ``pulsar-rs admin`` (pulsar-admin's ``brokers list`` /
 ``leader-broker`` / ``namespaces``, ``namespaces bundles`` / ``unload``, ``topics bundle-range`` /
 ``lookup``) against a broker on its own, which answers as a one-broker cluster: its id is the
-``host:port`` of its admin URL, it leads, and each namespace is one bundle. Redirects (307, 308),
+``host:port`` of its admin URL, it leads, a namespace has the bundles it was created with (4 by
+default) and the broker owns those its topics are in. Redirects (307, 308),
 which a broker of a cluster answers for a bundle another broker owns, are followed with the same
 method, body and token, through a small redirecting server in front of the broker."""
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
+import zlib
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,6 +22,17 @@ from pulsar_rs import Admin, AdminError
 from pulsar_rs.cli import main
 
 FULL_RANGE = "0x00000000_0xffffffff"
+#: A namespace's bundles by default (`defaultNumberOfNamespaceBundles` 4, as Pulsar's standalone.conf).
+RANGES = ["0x00000000_0x40000000", "0x40000000_0x80000000", "0x80000000_0xc0000000", "0xc0000000_0xffffffff"]
+FIRST = RANGES[0]
+
+
+def range_of(topic: str) -> str:
+    """The default bundle a topic (full name) hashes to: Pulsar's CRC-32 of the name."""
+    h = zlib.crc32(topic.encode())
+    return next(r for r in RANGES if h < int(r.split("_")[1], 16) or r == RANGES[-1])
+
+
 OWNED = {"broker_assignment": "shared", "is_controlled": False, "is_active": True}
 
 
@@ -26,17 +40,21 @@ def broker_id(pulsar_broker) -> str:
     return pulsar_broker.admin_url.removeprefix("http://").rstrip("/")
 
 
-def test_brokers_leader_and_owned_namespaces(pulsar_broker):
+def test_brokers_leader_and_owned_namespaces(pulsar_broker, client):
     admin = Admin(pulsar_broker.admin_url)
     me = broker_id(pulsar_broker)
     assert admin.brokers.list("standalone") == [me]
     assert admin.brokers.leader_broker() == {"brokerId": me, "serviceUrl": pulsar_broker.admin_url}
     admin.tenants.create("acme")
     admin.namespaces.create("acme/orders")
+    # As on Pulsar, the broker owns the bundles its topics' lookups landed on: none yet, then
+    # the one bundle (of the namespace's four) a producer's topic is in.
+    assert admin.brokers.owned_namespaces("standalone", me) == {}
+    client.create_producer("persistent://acme/orders/t")
+    client.create_producer("persistent://public/default/t")
     assert admin.brokers.owned_namespaces("standalone", me) == {
-        f"acme/orders/{FULL_RANGE}": OWNED,
-        f"public/default/{FULL_RANGE}": OWNED,
-        f"pulsar/system/{FULL_RANGE}": OWNED,
+        f"acme/orders/{range_of('persistent://acme/orders/t')}": OWNED,
+        f"public/default/{range_of('persistent://public/default/t')}": OWNED,
     }
     with pytest.raises(AdminError) as e:
         admin.brokers.list("elsewhere")
@@ -48,20 +66,32 @@ def test_brokers_leader_and_owned_namespaces(pulsar_broker):
 
 def test_bundles_unload_bundle_range_lookup(pulsar_broker, client):
     admin = Admin(pulsar_broker.admin_url)
-    assert admin.namespaces.bundles("public/default") == {"boundaries": ["0x00000000", "0xffffffff"], "numBundles": 1}
+    four = {"boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"], "numBundles": 4}
+    assert admin.namespaces.bundles("public/default") == four
     # Unload answers 204 (no body), the whole namespace or one bundle.
     assert admin.namespaces.unload("public/default") is None
-    assert admin.namespaces.unload("public/default", bundle=FULL_RANGE) is None
+    assert admin.namespaces.unload("public/default", bundle=FIRST) is None
     assert rest(pulsar_broker.admin_url, "PUT", "/admin/v2/namespaces/public/default/unload") == (204, None)
-    path = f"/admin/v2/namespaces/public/default/{FULL_RANGE}/unload"
+    path = f"/admin/v2/namespaces/public/default/{FIRST}/unload"
     assert rest(pulsar_broker.admin_url, "PUT", path) == (204, None)
+    # A range that is not one of the namespace's bundles: Pulsar's 412.
+    with pytest.raises(AdminError) as e:
+        admin.namespaces.unload("public/default", bundle=FULL_RANGE)
+    assert (e.value.status, e.value.reason) == (
+        412,
+        "Invalid upper boundary for bundle public/default/0x00000000_0xffffffff. "
+        "Expected upper boundary of public/default/0x00000000_0x40000000",
+    )
     for call in (lambda: admin.namespaces.bundles("public/nope"), lambda: admin.namespaces.unload("public/nope")):
         with pytest.raises(AdminError) as e:
             call()
         assert (e.value.status, e.value.reason) == (404, "Namespace does not exist")
 
-    for topic in ("persistent://public/default/t", "public/default/t", "t", "non-persistent://public/default/t"):
-        assert admin.topics.bundle_range(topic) == FULL_RANGE, topic
+    for topic in ("persistent://public/default/t", "public/default/t", "t"):
+        assert admin.topics.bundle_range(topic) == range_of("persistent://public/default/t"), topic
+    assert admin.topics.bundle_range("non-persistent://public/default/t") == range_of(
+        "non-persistent://public/default/t"
+    )
     assert admin.topics.lookup("persistent://public/default/t") == {
         "brokerUrl": pulsar_broker.service_url,
         "brokerUrlTls": "",
@@ -142,11 +172,11 @@ def test_redirects_are_followed_with_method_body_and_token(pulsar_broker, redire
     via = Admin(redirector.url, token="tok")
     assert via.topics.lookup("t") == direct.topics.lookup("t")
     assert via.brokers.leader_broker()["brokerId"] == broker_id(pulsar_broker)
-    via.namespaces.unload("public/default", bundle=FULL_RANGE)
+    via.namespaces.unload("public/default", bundle=FIRST)
     via.namespaces.create("public/moved", {"message_ttl_in_seconds": 42})
     assert direct.namespaces.policies("public/moved")["message_ttl_in_seconds"] == 42
     lookup = "/lookup/v2/topic/persistent/public/default/t"
-    unload = f"/admin/v2/namespaces/public/default/{FULL_RANGE}/unload"
+    unload = f"/admin/v2/namespaces/public/default/{FIRST}/unload"
     body = json.dumps({"message_ttl_in_seconds": 42}).encode()
     auth = "Bearer tok"
     assert redirector.seen == [
@@ -161,11 +191,20 @@ def test_redirects_are_followed_with_method_body_and_token(pulsar_broker, redire
     ]
     # destinationBroker (pulsar-admin's `unload -b RANGE -d BROKER`) rides along the redirects.
     redirector.seen.clear()
-    via.namespaces.unload("public/default", bundle=FULL_RANGE, destination_broker="10.9.8.7:8080")
+    me = broker_id(pulsar_broker)
+    via.namespaces.unload("public/default", bundle=FIRST, destination_broker=me)
+    to = urllib.parse.quote(me, safe="")
     assert [(m, p) for m, p, _, _ in redirector.seen] == [
-        ("PUT", f"{unload}?destinationBroker=10.9.8.7%3A8080"),
-        ("PUT", f"/hop{unload}?destinationBroker=10.9.8.7%3A8080"),
+        ("PUT", f"{unload}?destinationBroker={to}"),
+        ("PUT", f"/hop{unload}?destinationBroker={to}"),
     ]
+    # A destination that is not a live broker: Pulsar's 412.
+    with pytest.raises(AdminError) as e:
+        via.namespaces.unload("public/default", bundle=FIRST, destination_broker="10.9.8.7:8080")
+    assert (e.value.status, e.value.reason) == (
+        412,
+        "Not allowed unload namespace bundle to inactive destination broker",
+    )
     # A refusal at the end of the redirects is the broker's.
     with pytest.raises(AdminError) as e:
         via.namespaces.bundles("public/nope")
@@ -200,18 +239,28 @@ def test_cli(pulsar_broker, capsys):
         "serviceUrl": pulsar_broker.admin_url,
     }
     owned = json.loads(out("--json", "brokers", "namespaces", "standalone", "--url", me))
-    assert owned == {f"public/default/{FULL_RANGE}": OWNED, f"pulsar/system/{FULL_RANGE}": OWNED}
+    assert owned == {}  # no topic loaded yet
     assert json.loads(out("--json", "brokers", "namespaces", "standalone", "-u", me)) == owned
     assert out("namespaces", "bundles", "public/default").splitlines() == [
-        "boundaries  0x00000000, 0xffffffff",
-        "numBundles  1",
+        "boundaries  0x00000000, 0x40000000, 0x80000000, 0xc0000000, 0xffffffff",
+        "numBundles  4",
+    ]
+    assert out("namespaces", "create", "public/eight", "--bundles", "8") == ""
+    assert json.loads(out("--json", "namespaces", "bundles", "public/eight"))["numBundles"] == 8
+    Admin(pulsar_broker.admin_url).namespaces.create("public/two", {"message_ttl_in_seconds": 5}, bundles=2)
+    assert json.loads(out("--json", "namespaces", "bundles", "public/two"))["boundaries"] == [
+        "0x00000000",
+        "0x80000000",
+        "0xffffffff",
     ]
     assert out("namespaces", "unload", "public/default") == ""
-    assert out("namespaces", "unload", "public/default", "--bundle", FULL_RANGE) == ""
-    assert out("namespaces", "unload", "public/default", "-b", FULL_RANGE) == ""
-    assert out("namespaces", "unload", "public/default", "-b", FULL_RANGE, "-d", me) == ""
-    assert out("namespaces", "unload", "public/default", "-b", FULL_RANGE, "--destinationBroker", me) == ""
-    assert out("topics", "bundle-range", "persistent://public/default/t") == f"{FULL_RANGE}\n"
+    assert out("namespaces", "unload", "public/default", "--bundle", FIRST) == ""
+    assert out("namespaces", "unload", "public/default", "-b", FIRST) == ""
+    assert out("namespaces", "unload", "public/default", "-b", FIRST, "-d", me) == ""
+    assert out("namespaces", "unload", "public/default", "-b", FIRST, "--destinationBroker", me) == ""
+    assert out("topics", "bundle-range", "persistent://public/default/t") == (
+        f"{range_of('persistent://public/default/t')}\n"
+    )
     assert json.loads(out("--json", "topics", "lookup", "persistent://public/default/t"))["brokerUrl"] == (
         pulsar_broker.service_url
     )

@@ -23,8 +23,14 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
     def list(self, tenant: str) -> list[str]:
         return self._a.request("GET", f"/admin/v2/namespaces/{segment(tenant)}")
 
-    def create(self, namespace: str, policies: Policies | dict[str, Any] | None = None) -> None:
-        """Creates ``tenant/name``, optionally with a Pulsar ``Policies`` document."""
+    def create(
+        self, namespace: str, policies: Policies | dict[str, Any] | None = None, bundles: int | None = None
+    ) -> None:
+        """Creates ``tenant/name``, optionally with a Pulsar ``Policies`` document, split into
+        ``bundles`` bundles (pulsar-admin's ``namespaces create --bundles``; the broker's
+        ``defaultNumberOfNamespaceBundles`` when neither it nor the document's ``bundles`` says)."""
+        if bundles is not None:
+            policies = {**(policies or {}), "bundles": {"numBundles": bundles}}
         self._a.request("PUT", f"/admin/v2/namespaces/{ns_path(namespace)}", policies)
 
     def delete(self, namespace: str, force: bool = False) -> None:
@@ -99,8 +105,8 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
 
     def bundles(self, namespace: str) -> BundlesData:
         """The namespace's bundles: ``{"boundaries": ["0x00000000", ..., "0xffffffff"],
-        "numBundles": N}`` (pulsar-admin's ``namespaces bundles``; one bundle on a broker on its
-        own)."""
+        "numBundles": N}`` (pulsar-admin's ``namespaces bundles``): those it was created with,
+        ``defaultNumberOfNamespaceBundles`` (4) unless a count or boundaries were given."""
         return self._a.request("GET", f"/admin/v2/namespaces/{ns_path(namespace)}/bundles")
 
     def unload(self, namespace: str, bundle: str | None = None, destination_broker: str | None = None) -> None:

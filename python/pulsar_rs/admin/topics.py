@@ -245,7 +245,7 @@ class Topics(Group, TopicPolicySetters, TopicLimits):
     def bundle_range(self, topic: str) -> str:
         """The range of the namespace bundle the topic falls in, ``0x..._0x...`` (pulsar-admin's
         ``topics bundle-range``, at Pulsar's ``/lookup/v2/topic/.../bundle``, which answers the
-        bare range; ``0x00000000_0xffffffff`` on a broker on its own)."""
+        bare range)."""
         body = self._a.request_raw("GET", f"/lookup/v2/topic/{topic_path(topic)}/bundle")[1]
         text = body.decode().strip()
         return json.loads(text) if text.startswith('"') else text

@@ -127,12 +127,10 @@ pub async fn share_new_namespace(
     let info =
         serde_json::to_value(ctx.resources.tenant(tenant).unwrap_or_default()).unwrap_or_default();
     m.ensure_tenant(tenant, &info).await?;
-    let (fields, _) = changed_fields(
-        &Policies::default(),
-        &ctx.service.policies.namespace(ns),
-        m.cluster(),
-    );
-    m.ensure_namespace(ns, &fields).await
+    let here = ctx.service.policies.namespace(ns);
+    let (fields, _) = changed_fields(&Policies::default(), &here, m.cluster());
+    let boundaries = crate::namespace_bundles::recorded(&here);
+    m.ensure_namespace(ns, &fields, boundaries.as_deref()).await
 }
 
 /// Installs a namespace's policies from the store here (creating the namespace, and its tenant,

@@ -23,6 +23,7 @@ pub mod http;
 pub mod listen;
 pub mod lookup;
 pub mod metrics;
+pub mod namespace_bundles;
 pub mod outbound;
 pub mod policies_document;
 pub mod resources;

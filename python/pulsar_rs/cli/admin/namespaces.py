@@ -216,7 +216,11 @@ def add(groups: Any) -> None:
     p = g.add_parser("list")
     p.add_argument("tenant")
     p.set_defaults(call=lambda admin, a: admin.namespaces.list(a.tenant))
-    for verb in ("create", "policies", "permissions", "topics"):
+    p = g.add_parser("create")
+    p.add_argument("namespace", help="tenant/name")
+    p.add_argument("--bundles", "-b", type=int, help="number of bundles (the broker's default: 4)")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.create(a.namespace, bundles=a.bundles))
+    for verb in ("policies", "permissions", "topics"):
         p = g.add_parser(verb)
         p.add_argument("namespace", help="tenant/name")
         p.set_defaults(call=lambda admin, a: getattr(admin.namespaces, a.action)(a.namespace))

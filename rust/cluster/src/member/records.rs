@@ -37,17 +37,28 @@ impl ClusterMember {
         setup::initialize(&store, &store, &new_cluster, false).await
     }
 
-    /// Creates a namespace's policies record with `defaultNumberOfNamespaceBundles` bundles and
-    /// the policy fields `fields` unless it exists.
+    /// Creates a namespace's policies record with the bundle `boundaries` it was created with
+    /// (`None`: `defaultNumberOfNamespaceBundles` equal bundles) and the policy fields `fields`
+    /// unless it exists.
     ///
     /// # Errors
     /// Store failures.
-    pub async fn ensure_namespace(&self, ns: &str, fields: &Document) -> Result<()> {
+    pub async fn ensure_namespace(
+        &self,
+        ns: &str,
+        fields: &Document,
+        boundaries: Option<&[u32]>,
+    ) -> Result<()> {
         let mut policies = fields.clone();
-        policies.insert(
-            "bundles".into(),
-            json!(bundles_data(&equal_boundaries(self.config.default_bundles))),
-        );
+        let equal;
+        let boundaries = match boundaries {
+            Some(b) => b,
+            None => {
+                equal = equal_boundaries(self.config.default_bundles);
+                &equal
+            }
+        };
+        policies.insert("bundles".into(), json!(bundles_data(boundaries)));
         policies.insert("replication_clusters".into(), json!([self.config.cluster]));
         self.store()
             .create_json_if_absent(&paths::namespace_policies(ns), &policies)

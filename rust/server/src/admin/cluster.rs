@@ -2,8 +2,9 @@
 //! `namespaces <broker>` (`/admin/v2/brokers/...`), `namespaces bundles` and `unload`
 //! (`/admin/v2/namespaces/{tenant}/{ns}/bundles`, `.../unload`, `.../{bundle}/unload`), and
 //! `topics bundle-range` (`/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle`). A broker on
-//! its own answers as a one-broker cluster with one bundle per namespace; in a cluster the
-//! answers come from the metadata store, unloading a bundle another broker owns is answered 307
+//! its own answers as a one-broker cluster: its namespaces' bundles are the splits they were
+//! created with ([`crate::namespace_bundles`]), it owns those holding a loaded topic, and
+//! unloading one unloads the topics in it; in a cluster the answers come from the metadata store, unloading a bundle another broker owns is answered 307
 //! to that broker, and an unload's `destinationBroker` is recorded by the leader (a follower
 //! sends the call there first), whose next placement of the bundle honours it, as Pulsar does.
 
@@ -15,13 +16,14 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::Json;
+use pulsar_rs_cluster::bundles;
 use pulsar_rs_cluster::documents::BundlesData;
-use pulsar_rs_cluster::{bundles, Bundle};
 use serde_json::json;
 
 use super::topic_path::TopicPath;
 use super::Ctx;
 use crate::http::{cluster_fail, fail};
+use crate::namespace_bundles;
 
 /// The routes of this module.
 pub(super) fn routes() -> Routes {
@@ -104,13 +106,24 @@ async fn owned_namespaces(
     Path((_cluster, broker)): Path<(String, String)>,
 ) -> Response {
     let owned: Vec<String> = match ctx.cluster.get() {
-        None if broker == ctx.broker_id() => ctx
-            .service
-            .policies
-            .namespaces()
-            .into_iter()
-            .map(|ns| format!("{ns}/0x00000000_0xffffffff"))
-            .collect(),
+        None if broker == ctx.broker_id() => {
+            // As Pulsar's: the bundles a lookup made this broker own; on its own, those
+            // holding a loaded topic.
+            let mut bounds: HashMap<String, Vec<u32>> = HashMap::new();
+            let mut owned = std::collections::BTreeSet::new();
+            for t in ctx.service.loaded_topics() {
+                let ns = t.name.namespace_name();
+                if !bounds.contains_key(&ns) {
+                    match namespace_bundles::boundaries(&ctx, &ns).await {
+                        Ok(b) => bounds.insert(ns.clone(), b),
+                        Err(r) => return r,
+                    };
+                }
+                let b = &bounds[&ns];
+                owned.insert(bundles::find_bundle(&ns, b, &t.name.to_string()).name());
+            }
+            owned.into_iter().collect()
+        }
         None => return fail(StatusCode::NOT_FOUND, format!("Broker {broker} not found")),
         Some(m) if broker == m.broker_id() => m.owned_bundles(),
         Some(m) => match m.broker_data(&broker).await {
@@ -127,15 +140,14 @@ async fn owned_namespaces(
 
 async fn ns_bundles(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
     let name = format!("{tenant}/{ns}");
-    let Some(m) = ctx.cluster.get() else {
+    if ctx.cluster.get().is_none() {
         if let Some(r) = super::namespaces::missing(&ctx, &name) {
             return r;
         }
-        return Json(bundles::bundles_data(&[0, u32::MAX])).into_response();
-    };
-    match m.boundaries(&name).await {
+    }
+    match namespace_bundles::boundaries(&ctx, &name).await {
         Ok(b) => Json::<BundlesData>(bundles::bundles_data(&b)).into_response(),
-        Err(e) => cluster_fail(&e),
+        Err(r) => r,
     }
 }
 
@@ -165,31 +177,44 @@ async fn unload_bundle(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let name = format!("{tenant}/{ns}");
-    let Some(m) = ctx.cluster.get() else {
-        return match super::namespaces::missing(&ctx, &name) {
-            Some(r) => r,
-            None => StatusCode::NO_CONTENT.into_response(),
-        };
+    if ctx.cluster.get().is_none() {
+        if let Some(r) = super::namespaces::missing(&ctx, &name) {
+            return r;
+        }
+    }
+    let bundle = match namespace_bundles::boundaries(&ctx, &name).await {
+        Ok(b) => match namespace_bundles::named(&name, &b, &range) {
+            Ok(bundle) => bundle,
+            Err(r) => return r,
+        },
+        Err(r) => return r,
     };
-    let bundle = match Bundle::parse(&format!("{name}/{range}")) {
-        Ok(b) => b,
-        Err(e) => return cluster_fail(&e),
+    let destination = q
+        .get("destinationBroker")
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            d.trim_start_matches("https://")
+                .trim_start_matches("http://")
+        });
+    let Some(m) = ctx.cluster.get() else {
+        // On its own, the broker is the one live broker, and owns the bundle: the topics in
+        // it are unloaded.
+        if destination.is_some_and(|d| d != ctx.broker_id()) {
+            return fail(StatusCode::PRECONDITION_FAILED, INACTIVE_DESTINATION);
+        }
+        let why = "namespace bundle unloaded by an admin call";
+        return super::closing::closing_producers(&ctx, move |svc| {
+            Ok(svc.unload_where(|t| bundle.contains_topic(&t.name.to_string()), why))
+        })
+        .await;
     };
     let authoritative = q.get("authoritative").is_some_and(|v| v == "true");
     // Pulsar's `setNamespaceBundleAffinityAsync`: a destination must be a live broker, and the
     // leader (which places bundles) records it; a follower sends the call to the leader.
-    if let Some(dest) = q.get("destinationBroker").filter(|d| !d.is_empty()) {
-        let dest = dest
-            .trim_start_matches("https://")
-            .trim_start_matches("http://");
+    if let Some(dest) = destination {
         match m.brokers().await {
             Ok(live) if live.iter().any(|b| b == dest) => {}
-            Ok(_) => {
-                return fail(
-                    StatusCode::PRECONDITION_FAILED,
-                    "Not allowed unload namespace bundle to inactive destination broker",
-                )
-            }
+            Ok(_) => return fail(StatusCode::PRECONDITION_FAILED, INACTIVE_DESTINATION),
             Err(e) => return cluster_fail(&e),
         }
         if m.is_leader() {
@@ -226,6 +251,10 @@ async fn unload_bundle(
     }
 }
 
+/// Pulsar's refusal of an unload whose `destinationBroker` is not a live broker.
+const INACTIVE_DESTINATION: &str =
+    "Not allowed unload namespace bundle to inactive destination broker";
+
 /// 307 to the same path and query on `web`, with `authoritative` set as given.
 fn redirect(web: &str, uri: &axum::http::Uri, authoritative: bool) -> Response {
     let query: Vec<&str> = uri
@@ -246,12 +275,10 @@ fn redirect(web: &str, uri: &axum::http::Uri, authoritative: bool) -> Response {
 /// The bundle range of a topic, as Pulsar's `TopicLookup.getNamespaceBundle` answers it: the
 /// bare range (`0xLOW_0xHIGH`), with a JSON content type.
 async fn topic_bundle(State(ctx): Ctx, TopicPath(topic): TopicPath) -> Response {
-    let range = match ctx.cluster.get() {
-        None => "0x00000000_0xffffffff".to_owned(),
-        Some(m) => match m.bundle_of(&topic.to_string()).await {
-            Ok(b) => b.range(),
-            Err(e) => return cluster_fail(&e),
-        },
+    let ns = topic.namespace_name();
+    let range = match namespace_bundles::boundaries(&ctx, &ns).await {
+        Ok(b) => bundles::find_bundle(&ns, &b, &topic.to_string()).range(),
+        Err(r) => return r,
     };
     ([(header::CONTENT_TYPE, "application/json")], range).into_response()
 }

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::Ctx;
 use crate::http::{blocking, fail};
+use crate::namespace_bundles;
 use crate::policies_document::{document, parse_document};
 use crate::resources::valid_name;
 use crate::standalone_defaults::Kind;
@@ -65,18 +66,13 @@ async fn get_one(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) ->
     }
     let p = ctx.service.policies.namespace(&ns);
     let mut doc = document(&p, &ctx.service.config.cluster_name);
-    if let Some(m) = ctx.cluster.get() {
-        // In a cluster the bundles are the store's (split or not), as `namespaces bundles`
-        // answers them; a broker on its own has one bundle per namespace.
-        match m.boundaries(&ns).await {
-            Ok(b) => match serde_json::to_value(pulsar_rs_cluster::bundles::bundles_data(&b)) {
-                Ok(v) => {
-                    doc["bundles"] = v;
-                }
-                Err(e) => return fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-            },
-            Err(e) => return crate::http::cluster_fail(&e),
-        }
+    // The bundles `namespaces bundles` answers (in a cluster the store's, split or not).
+    match namespace_bundles::boundaries(&ctx, &ns).await {
+        Ok(b) => match serde_json::to_value(pulsar_rs_cluster::bundles::bundles_data(&b)) {
+            Ok(v) => doc[namespace_bundles::BUNDLES_FIELD] = v,
+            Err(e) => return fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        },
+        Err(r) => return r,
     }
     Json(doc).into_response()
 }
@@ -108,10 +104,15 @@ async fn create(
             }
         }
     };
-    let policies = match parse_document(&doc, &ctx.service.config.cluster_name) {
+    let mut policies = match parse_document(&doc, &ctx.service.config.cluster_name) {
         Ok(p) => p,
         Err(r) => return r,
     };
+    let default_bundles = ctx.service.config.default_number_of_namespace_bundles;
+    match namespace_bundles::at_creation(&doc, default_bundles) {
+        Ok(b) => namespace_bundles::record(&mut policies, &b),
+        Err(r) => return r,
+    }
     let ns = format!("{tenant}/{name}");
     let shared = ns.clone();
     let created = blocking(
