@@ -23,6 +23,16 @@ pub(crate) fn host_of(address: &str) -> &str {
 }
 
 impl Topic {
+    /// Whether the producer `name` with `handle` is still attached (not closed or taken by the
+    /// broker: an unload, a delete, a fence).
+    #[must_use]
+    pub fn has_producer(&self, name: &str, handle: u64) -> bool {
+        self.producers
+            .lock()
+            .get(name)
+            .is_some_and(|p| p.handle == handle)
+    }
+
     /// Unregisters every producer and returns their handles (the server closes them).
     pub fn take_producers(&self) -> Vec<u64> {
         self.producers

@@ -333,6 +333,12 @@ impl Connection {
                     Wire::PersistenceError,
                     "Cannot determine whether the message is a duplicate at this time".to_owned(),
                 )),
+                // The broker took the producer off its topic (an unload or a delete closing
+                // it) and tells it CLOSE_PRODUCER: as Pulsar does for a SEND that meets its
+                // `TopicClosedException` or a producer in `recentlyClosedProducers`, nothing is
+                // answered; the client sends it again once reconnected. A SEND_ERROR would make
+                // the client close the whole connection, every other producer on it included.
+                Err(_) if !p.topic.has_producer(&p.name, p.handle) => return Ok(()),
                 Err(e) => Err((wire_code(&e), e.to_string())),
             };
             let mut wait = Duration::ZERO;
