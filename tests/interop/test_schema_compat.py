@@ -217,9 +217,21 @@ def test_admin_schema_endpoints(client, admin, topic):
     assert json.loads(got["data"]) == User.schema()
     assert admin.schemas.get(topic, 0)["data"] == got["data"]
     assert admin.schemas.version_of(topic, "AVRO", v1) == 0
+    assert admin.schemas.compatibility(topic, "AVRO", v1) == {
+        "compatibility": True,
+        "schemaCompatibilityStrategy": "FULL",
+    }
     bad = json.dumps(BadUser.schema())
-    verdict = admin.schemas.compatibility(topic, "AVRO", bad)
-    assert verdict["compatibility"] is False and verdict["schemaCompatibilityStrategy"] == "FULL"
+    with pytest.raises(AdminError) as e:
+        admin.schemas.compatibility(topic, "AVRO", bad)
+    assert e.value.status == 500
+    assert e.value.reason.startswith(
+        "Error during schema compatibility check with strategy FULL: "
+        "org.apache.avro.SchemaValidationException: Unable to read schema"
+    ), e.value.reason
+    with pytest.raises(AdminError) as e:
+        admin.schemas.upload(topic, "AVRO", "{not json")
+    assert (e.value.status, e.value.reason) == (422, "Invalid schema definition data for AVRO schema")
     with pytest.raises(AdminError) as e:
         admin.schemas.upload(topic, "AVRO", bad)
     assert e.value.status == 409
@@ -253,8 +265,11 @@ def test_cli_schema_commands(pulsar_broker, client, topic, namespace, tmp_path):
     assert json.loads(cli("--json", "schemas", "get", topic).stdout)["version"] == 0
     assert json.loads(cli("--json", "schemas", "get", topic, "-v", "0").stdout)["type"] == "AVRO"
     assert len(json.loads(cli("--json", "schemas", "get", topic, "--all-version").stdout)) == 1
-    verdict = json.loads(cli("--json", "schemas", "compatibility", topic, "-f", str(bad)).stdout)
-    assert verdict["compatibility"] is False
+    verdict = json.loads(cli("--json", "schemas", "compatibility", topic, "-f", str(payload)).stdout)
+    assert verdict["compatibility"] is True
+    # As pulsar-admin: an incompatible schema fails the command.
+    p = cli("schemas", "compatibility", topic, "-f", str(bad), ok=False)
+    assert p.stderr.startswith("pulsar-rs admin: 500 Error during schema compatibility check"), p.stderr
     p = cli("schemas", "upload", topic, "-f", str(bad), ok=False)
     assert p.stderr.startswith("pulsar-rs admin: 409 ")
     cli("schemas", "delete", topic)

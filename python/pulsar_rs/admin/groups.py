@@ -141,7 +141,9 @@ class Schemas(Group):
         return int(r["version"]["version"])
 
     def compatibility(self, topic: str, schema_type: str, schema: str) -> IsCompatibilityResponse:
-        """``{"compatibility": bool, "schemaCompatibilityStrategy": ...}`` (and ``reason`` when not)."""
+        """``{"compatibility": True, "schemaCompatibilityStrategy": ...}`` when the schema could be
+        added under the topic's strategy (pulsar-admin's ``schemas compatibility``); an
+        incompatible or unreadable schema raises :class:`AdminError` (500 with why, as Pulsar)."""
         return self._a.request("POST", schema_path(topic) + "/compatibility", self._payload(schema_type, schema, None))
 
     def version_of(self, topic: str, schema_type: str, schema: str) -> int:

@@ -93,6 +93,42 @@ pub fn same_schema(a: &SchemaInfo, b: &SchemaInfo) -> bool {
     false
 }
 
+/// Pulsar's `SchemaDataValidator`, which its admin calls apply before anything else: AVRO and
+/// PROTOBUF definitions must parse as Avro, JSON ones as Avro or as a JSON object (an older
+/// client's JSON schema); primitive types carry no definition; client-side types are refused.
+/// Other types are not checked.
+///
+/// # Errors
+/// Pulsar's `InvalidSchemaDataException` message.
+pub fn validate_data(s: &SchemaInfo) -> Result<(), String> {
+    let invalid = || {
+        format!(
+            "Invalid schema definition data for {} schema",
+            type_name(s.schema_type)
+        )
+    };
+    match s.schema_type {
+        types::AVRO | types::PROTOBUF if AvroSchema::parse(&s.data).is_err() => Err(invalid()),
+        types::JSON
+            if AvroSchema::parse(&s.data).is_err()
+                && !serde_json::from_slice::<serde_json::Value>(&s.data)
+                    .is_ok_and(|v| v.is_object()) =>
+        {
+            Err(invalid())
+        }
+        // BOOLEAN .. LOCAL_DATE_TIME but KEY_VALUE and PROTOBUF_NATIVE: Pulsar's primitives.
+        5..=14 | 16..=19 if !s.data.is_empty() => Err(format!(
+            "Invalid schema definition data for primitive schemas: length of schema data should be zero, but {} bytes is found",
+            s.data.len()
+        )),
+        types::AUTO_CONSUME => Err(format!(
+            "Schema {} is a client-side schema type",
+            type_name(s.schema_type)
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn type_changed(existing: &SchemaInfo, new: &SchemaInfo) -> String {
     format!(
         "Incompatible schema: exists schema type {}, new schema type {}",
@@ -108,13 +144,28 @@ fn parse(s: &SchemaInfo) -> Result<AvroSchema, String> {
 /// Avro's `SchemaValidator` for a strategy over `from` (oldest first).
 fn avro_check(from: &[&SchemaInfo], to: &SchemaInfo, strategy: Strategy) -> Result<(), String> {
     let to_schema = parse(to)?;
+    // Pulsar's message (`AvroSchemaBasedCompatibilityCheck` around Avro's
+    // `SchemaValidationException`): the writer's schema, then the reader's; ours adds why.
+    let unreadable = |why: &str, writer: &SchemaInfo, reader: &SchemaInfo| {
+        format!(
+            "Error during schema compatibility check with strategy {}: org.apache.avro.SchemaValidationException: Unable to read schema: \n{}\nusing schema:\n{}\n({why})",
+            strategy.as_str(),
+            String::from_utf8_lossy(&writer.data),
+            String::from_utf8_lossy(&reader.data)
+        )
+    };
     let (read_old, old_reads) = match strategy {
         Strategy::AlwaysCompatible => return Ok(()),
         Strategy::Backward | Strategy::BackwardTransitive => (true, false),
         Strategy::Forward | Strategy::ForwardTransitive => (false, true),
         Strategy::Full | Strategy::FullTransitive => (true, true),
+        // Pulsar's `NeverSchemaValidator`: refused whenever there is an earlier version, told
+        // as the new schema not reading itself.
         Strategy::AlwaysIncompatible | Strategy::Undefined => {
-            return Err("Schema compatibility strategy is ALWAYS_INCOMPATIBLE".into())
+            return match from.last() {
+                Some(_) => Err(unreadable("the strategy is ALWAYS_INCOMPATIBLE", to, to)),
+                None => Ok(()),
+            };
         }
     };
     // Newest first, as Avro's validators are given them; non-transitive: the latest only.
@@ -125,18 +176,12 @@ fn avro_check(from: &[&SchemaInfo], to: &SchemaInfo, strategy: Strategy) -> Resu
     };
     for old in against {
         let old_schema = parse(old)?;
-        let unreadable = |why: String, reader: &SchemaInfo, writer: &SchemaInfo| {
-            format!(
-                "org.apache.avro.SchemaValidationException: Unable to read schema: \n{}\nusing schema:\n{}\n({why})",
-                String::from_utf8_lossy(&reader.data),
-                String::from_utf8_lossy(&writer.data)
-            )
-        };
-        if read_old {
-            can_read(&old_schema, &to_schema).map_err(|w| unreadable(w, to, old))?;
-        }
+        // Avro's `ValidateMutualRead` (FULL) checks that the old schema reads the new first.
         if old_reads {
-            can_read(&to_schema, &old_schema).map_err(|w| unreadable(w, old, to))?;
+            can_read(&to_schema, &old_schema).map_err(|w| unreadable(&w, to, old))?;
+        }
+        if read_old {
+            can_read(&old_schema, &to_schema).map_err(|w| unreadable(&w, old, to))?;
         }
     }
     Ok(())

@@ -127,14 +127,44 @@ fn strategies_against_the_latest_version() {
     assert!(!ok(&retyped, Strategy::Backward));
     assert!(!ok(&retyped, Strategy::Forward));
     assert!(ok(&retyped, Strategy::AlwaysCompatible));
-    assert_eq!(
-        compat::for_producer(
-            std::slice::from_ref(&v1),
-            &added_default,
-            Strategy::AlwaysIncompatible
+    // ALWAYS_INCOMPATIBLE: Pulsar's `NeverSchemaValidator`, the new schema "unreadable" by itself.
+    let text = |s: &SchemaInfo| String::from_utf8_lossy(&s.data).into_owned();
+    let prefix = |strategy: &str, writer: &SchemaInfo, reader: &SchemaInfo| {
+        format!(
+            "Error during schema compatibility check with strategy {strategy}: org.apache.avro.SchemaValidationException: Unable to read schema: \n{}\nusing schema:\n{}\n",
+            text(writer),
+            text(reader)
         )
-        .unwrap_err(),
-        "Schema compatibility strategy is ALWAYS_INCOMPATIBLE"
+    };
+    let never = compat::for_producer(
+        std::slice::from_ref(&v1),
+        &added_default,
+        Strategy::AlwaysIncompatible,
+    )
+    .unwrap_err();
+    assert!(
+        never.starts_with(&prefix(
+            "ALWAYS_INCOMPATIBLE",
+            &added_default,
+            &added_default
+        )),
+        "{never}"
+    );
+    // FULL checks first that the old schema reads the new (Avro's `ValidateMutualRead`): a
+    // retyped field is told as the new schema (written) unreadable by the old (reading).
+    let full =
+        compat::for_producer(std::slice::from_ref(&v1), &retyped, Strategy::Full).unwrap_err();
+    assert!(full.starts_with(&prefix("FULL", &retyped, &v1)), "{full}");
+    // BACKWARD: the new schema reads the old data.
+    let backward = compat::for_producer(
+        std::slice::from_ref(&v1),
+        &added_required,
+        Strategy::Backward,
+    )
+    .unwrap_err();
+    assert!(
+        backward.starts_with(&prefix("BACKWARD", &v1, &added_required)),
+        "{backward}"
     );
     // Changing the schema type is refused with Pulsar's message.
     let json = typed(types::JSON, &record(A_INT));

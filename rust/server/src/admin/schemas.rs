@@ -15,7 +15,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Json;
-use pulsar_rs_broker::schema::compat::{type_name, type_number};
+use pulsar_rs_broker::schema::compat::{type_name, type_number, validate_data};
 use pulsar_rs_broker::{BrokerError, SchemaInfo, TopicName};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -206,6 +206,10 @@ async fn upload(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Respo
         Ok(r) => r,
         Err(r) => return r,
     };
+    // Pulsar validates the definition first: 422 for one it cannot read.
+    if let Err(why) = validate_data(&schema) {
+        return fail(StatusCode::UNPROCESSABLE_ENTITY, why);
+    }
     let c = Arc::clone(&ctx);
     let r = tokio::task::spawn_blocking(move || {
         // Pulsar's upload stores under the strategy; auto update does not apply to admins.
@@ -242,11 +246,18 @@ async fn version_of(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> R
     .await
 }
 
+/// `POST .../compatibility` as Pulsar's `testCompatibility` answers it: 202 with
+/// `{"compatibility": true, "schemaCompatibilityStrategy"}` when the schema could be added, else
+/// Pulsar's 500 with why (its `IncompatibleSchemaException` or `InvalidSchemaDataException`), so
+/// that `pulsar-admin schemas compatibility` fails (exit status 1) on an incompatible schema.
 async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
     let (name, schema) = match schema_request(path, &body) {
         Ok(r) => r,
         Err(r) => return r,
     };
+    if let Err(why) = validate_data(&schema) {
+        return fail(StatusCode::INTERNAL_SERVER_ERROR, why);
+    }
     blocking(
         &ctx,
         move |c| {
@@ -260,20 +271,21 @@ async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -
                 .schemas
                 .check(&name.to_string(), &schema, strategy)
             {
-                Ok(()) => Ok((true, strategy, None)),
-                Err(BrokerError::IncompatibleSchema(m)) => Ok((false, strategy, Some(m))),
+                Ok(()) => Ok(Ok(strategy)),
+                Err(BrokerError::IncompatibleSchema(m)) => Ok(Err(m)),
                 Err(e) => Err(e),
             }
         },
-        |(ok, strategy, why)| {
-            let mut body = json!({
-                "compatibility": ok,
-                "schemaCompatibilityStrategy": strategy.as_str(),
-            });
-            if let (Some(why), Value::Object(m)) = (why, &mut body) {
-                m.insert("reason".into(), why.into());
-            }
-            Json(body).into_response()
+        |checked| match checked {
+            Ok(strategy) => (
+                StatusCode::ACCEPTED,
+                Json(json!({
+                    "compatibility": true,
+                    "schemaCompatibilityStrategy": strategy.as_str(),
+                })),
+            )
+                .into_response(),
+            Err(why) => fail(StatusCode::INTERNAL_SERVER_ERROR, why),
         },
     )
     .await
