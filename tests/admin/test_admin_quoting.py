@@ -30,7 +30,7 @@ def test_odd_names_round_trip_to_the_broker(pulsar_broker):
     assert (e.status, e.reason) == (404, "Namespace does not exist")
     # A name that looks quoted already is sent as itself (x%2Fy, not x/y).
     e = _refused(lambda: admin.topics.stats("persistent://public/default/x%2Fy"))
-    assert (e.status, e.reason) == (404, "topic persistent://public/default/x%2Fy not found")
+    assert (e.status, e.reason) == (404, "Topic persistent://public/default/x%2Fy not found")
     admin.topics.create("persistent://public/default/quoted")
     e = _refused(lambda: admin.topics.unsubscribe("persistent://public/default/quoted", "s/1%"))
-    assert (e.status, e.reason) == (404, "subscription s/1% not found")
+    assert (e.status, e.reason) == (404, "Subscription s/1% not found for topic persistent://public/default/quoted")

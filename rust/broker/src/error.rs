@@ -25,12 +25,17 @@ pub enum BrokerError {
         /// Why.
         reason: String,
     },
-    /// The topic does not exist and may not be created.
-    #[error("topic {0} not found")]
+    /// The topic does not exist and may not be created (Pulsar's text).
+    #[error("Topic {0} not found")]
     TopicNotFound(String),
-    /// The subscription does not exist and may not be created.
-    #[error("subscription {0} not found")]
-    SubscriptionNotFound(String),
+    /// The subscription does not exist and may not be created (Pulsar's text).
+    #[error("Subscription {subscription} not found for topic {topic}")]
+    SubscriptionNotFound {
+        /// The subscription's name.
+        subscription: String,
+        /// The topic asked (a partitioned topic's base name when asked by it).
+        topic: String,
+    },
     /// An exclusive subscription already has a consumer, or the subscription type differs.
     #[error("{0}")]
     ConsumerBusy(String),

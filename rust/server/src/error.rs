@@ -50,7 +50,7 @@ impl ServerError {
 pub fn wire_code(e: &BrokerError) -> Wire {
     match e {
         BrokerError::TopicNotFound(_) => Wire::TopicNotFound,
-        BrokerError::SubscriptionNotFound(_) => Wire::SubscriptionNotFound,
+        BrokerError::SubscriptionNotFound { .. } => Wire::SubscriptionNotFound,
         BrokerError::ConsumerBusy(_) => Wire::ConsumerBusy,
         BrokerError::ProducerBusy(_) => Wire::ProducerBusy,
         BrokerError::ProducerFenced(_) => Wire::ProducerFenced,

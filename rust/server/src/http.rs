@@ -31,8 +31,17 @@ pub(crate) fn cluster_fail(e: &pulsar_rs_cluster::ClusterError) -> Response {
 
 /// The response for a broker error: Pulsar's status code for its kind, the message as reason.
 pub(crate) fn broker_fail(e: &BrokerError) -> Response {
+    // A refused policy: its reason alone (a whole sentence, Pulsar's where it has one).
+    if let BrokerError::InvalidConfig { key, reason } = e {
+        let status = if key == pulsar_rs_broker::policies::RETENTION {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::PRECONDITION_FAILED
+        };
+        return fail(status, reason.clone());
+    }
     let status = match e {
-        BrokerError::TopicNotFound(_) | BrokerError::SubscriptionNotFound(_) => {
+        BrokerError::TopicNotFound(_) | BrokerError::SubscriptionNotFound { .. } => {
             StatusCode::NOT_FOUND
         }
         BrokerError::AlreadyExists(_) => StatusCode::CONFLICT,

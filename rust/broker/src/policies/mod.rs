@@ -452,10 +452,33 @@ impl DispatchRate {
     }
 }
 
+/// The key of a refused retention policy ([`BrokerError::InvalidConfig`]): Pulsar answers its
+/// refusals 400 where other policies' are 412.
+pub const RETENTION: &str = "retention";
+
+/// Pulsar's `validateRetentionPolicies`: each limit at least -1 (no limit), and a 0 only beside
+/// another 0 (no retention).
+///
+/// # Errors
+/// Pulsar's message.
+pub fn check_retention(time_in_minutes: i64, size_in_mb: i64) -> Result<(), &'static str> {
+    if size_in_mb < -1 {
+        return Err("Invalid retention policy: size limit must be >= -1");
+    }
+    if time_in_minutes < -1 {
+        return Err("Invalid retention policy: time limit must be >= -1");
+    }
+    if (time_in_minutes == 0) != (size_in_mb == 0) {
+        return Err("Invalid retention policy: Setting a single time or size limit to 0 is invalid when one of the limits has a non-zero value. Use the value of -1 instead of 0 to ignore a specific limit. To disable retention both limits must be set to 0.");
+    }
+    Ok(())
+}
+
 /// Validates a policy document before it is stored.
 ///
 /// # Errors
-/// [`BrokerError::InvalidConfig`] naming the bad field.
+/// [`BrokerError::InvalidConfig`] naming the bad field, its reason a whole sentence (Pulsar's
+/// where Pulsar has one), which the admin API answers alone.
 pub fn validate(p: &Policies) -> Result<(), BrokerError> {
     let bad = |key: &str, reason: &str| BrokerError::InvalidConfig {
         key: key.into(),
@@ -463,7 +486,7 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
     };
     if let Some(r) = &p.publish_rate {
         if r.publish_throttling_rate_in_msg < -1 || r.publish_throttling_rate_in_byte < -1 {
-            return Err(bad("publishRate", "rates must be >= -1"));
+            return Err(bad("publishRate", "Invalid publishRate: rates must be >= -1"));
         }
     }
     for (key, r) in [
@@ -475,7 +498,10 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
                 || r.dispatch_throttling_rate_in_byte < -1
                 || r.rate_period_in_second < 1
             {
-                return Err(bad(key, "rates must be >= -1 and ratePeriodInSecond >= 1"));
+                return Err(bad(
+                    key,
+                    &format!("Invalid {key}: rates must be >= -1 and ratePeriodInSecond >= 1"),
+                ));
             }
         }
     }
@@ -483,26 +509,28 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
         if kind != "destination_storage" && kind != "message_age" {
             return Err(bad(
                 "backlogQuotaType",
-                "must be destination_storage or message_age",
+                "Invalid backlogQuotaType: must be destination_storage or message_age",
             ));
         }
         if q.limit_size < -1 || q.limit_time < -1 {
-            return Err(bad("backlogQuota", "limitSize and limitTime must be >= -1"));
+            return Err(bad(
+                "backlogQuota",
+                "Invalid backlogQuota: limitSize and limitTime must be >= -1",
+            ));
         }
     }
     if p.message_ttl_in_seconds.is_some_and(|t| t < 0) {
         return Err(bad("messageTTL", "Invalid value for message TTL"));
     }
     if p.compaction_threshold.is_some_and(|t| t < 0) {
-        return Err(bad("compactionThreshold", "must be >= 0"));
+        return Err(bad(
+            "compactionThreshold",
+            "Invalid compactionThreshold: must be >= 0",
+        ));
     }
     if let Some(r) = &p.retention {
-        if r.retention_time_in_minutes < -1 || r.retention_size_in_mb < -1 {
-            return Err(bad(
-                "retention",
-                "retentionTimeInMinutes and retentionSizeInMB must be >= -1",
-            ));
-        }
+        check_retention(r.retention_time_in_minutes, r.retention_size_in_mb)
+            .map_err(|why| bad(RETENTION, why))?;
     }
     Ok(())
 }

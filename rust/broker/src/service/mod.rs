@@ -350,8 +350,12 @@ impl BrokerService {
             ));
         }
         let mut p = self.partitioned.lock();
-        if p.contains_key(name) || self.known.lock().contains(name) {
-            return Err(BrokerError::AlreadyExists(format!("topic {name}")));
+        // Pulsar's texts: a partitioned topic, or a plain topic of the name.
+        if p.contains_key(name) {
+            return Err(BrokerError::AlreadyExists("Partitioned topic".into()));
+        }
+        if self.known.lock().contains(name) {
+            return Err(BrokerError::AlreadyExists("This topic".into()));
         }
         self.meta
             .put(&partitions_key(name), n.to_string().as_bytes())?;

@@ -446,7 +446,10 @@ impl Topic {
             return Ok(s);
         }
         if !create {
-            return Err(BrokerError::SubscriptionNotFound(name.to_owned()));
+            return Err(BrokerError::SubscriptionNotFound {
+                subscription: name.to_owned(),
+                topic: self.name.to_string(),
+            });
         }
         let limits = self.limits.read().effective.limits;
         limits.admit_subscription(&self.name.to_string(), self.subscriptions.lock().len())?;

@@ -422,15 +422,26 @@ fn change(
         }
         Kind::MessageTtl => {
             // Topic level: `?messageTTL=N` (Pulsar's query parameter); namespace: the body.
+            // Each level refuses a negative TTL with its own text, as Pulsar's.
             let v: i64 = match q.get("messageTTL") {
-                Some(v) => v.parse().map_err(|_| {
-                    fail(
-                        StatusCode::PRECONDITION_FAILED,
-                        "Invalid value for message TTL",
-                    )
-                })?,
+                Some(v) => v
+                    .parse()
+                    .ok()
+                    .filter(|v| *v >= 0)
+                    .ok_or_else(|| {
+                        fail(
+                            StatusCode::PRECONDITION_FAILED,
+                            "Invalid value for message TTL",
+                        )
+                    })?,
                 None => parse(body)?,
             };
+            if v < 0 {
+                return Err(fail(
+                    StatusCode::PRECONDITION_FAILED,
+                    "Invalid value for message TTL, message TTL must >= 0",
+                ));
+            }
             Box::new(move |p| p.message_ttl_in_seconds = Some(v))
         }
         Kind::InactiveTopicPolicies => {

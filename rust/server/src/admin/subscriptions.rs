@@ -95,7 +95,10 @@ async fn on_subscription(
         if found {
             Ok(())
         } else {
-            Err(BrokerError::SubscriptionNotFound(sub))
+            Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: name.to_string(),
+            })
         }
     })
     .await;
@@ -299,7 +302,10 @@ async fn expire(
             }
         }
         match sub {
-            Some(s) if !found => Err(BrokerError::SubscriptionNotFound(s)),
+            Some(s) if !found => Err(BrokerError::SubscriptionNotFound {
+                subscription: s,
+                topic: name.to_string(),
+            }),
             _ => Ok(refused),
         }
     })
@@ -357,7 +363,10 @@ async fn expire_messages_to_id(
             )));
         };
         let Some(s) = t.subscription(&sub) else {
-            return Err(BrokerError::SubscriptionNotFound(sub));
+            return Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: t.name.to_string(),
+            });
         };
         let at = Position::new(id.ledger_id, id.entry_id);
         pulsar_rs_broker::subscription::expiry::expire_to_message_id(

@@ -363,7 +363,10 @@ async fn in_pending_ack_stats(
             let t = c.service.topic(&name, false)?;
             let s = t
                 .subscription(&sub)
-                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound(sub.clone()))?;
+                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound {
+                    subscription: sub.clone(),
+                    topic: t.name.to_string(),
+                })?;
             Ok(in_pending_ack_json(s.pending_acks.cumulative_of(id)))
         },
         |v| Json(v).into_response(),
@@ -421,7 +424,10 @@ async fn pending_ack_stats(
             let t = c.service.topic(&name, false)?;
             let s = t
                 .subscription(&sub)
-                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound(sub.clone()))?;
+                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound {
+                    subscription: sub.clone(),
+                    topic: t.name.to_string(),
+                })?;
             Ok(json!({
                 "state": "Ready",
                 "lowWaterMarks": {},
