@@ -413,3 +413,33 @@ def test_schema_admin_calls(pair: tuple[Target, Target]) -> None:
         return out
 
     compare(pair, scenario)
+
+
+def test_refusal_texts(pair: tuple[Target, Target]) -> None:
+    """Status and reason of refusals an operator meets: a missing subscription (skip, expire,
+    reset-cursor, peek, clear-backlog), a negative TTL or retention, a missing topic's stats."""
+
+    def scenario(t: Target) -> list[Any]:
+        ns = t.namespace
+        c = t.client()
+        c.create_producer(f"persistent://{ns}/r").send(b"x")
+        base = f"/admin/v2/persistent/{ns}/r"
+        calls: list[tuple[str, str, Any]] = [
+            ("POST", f"{base}/subscription/nobody/skip/1", None),
+            ("POST", f"{base}/subscription/nobody/expireMessages/10", None),
+            ("POST", f"{base}/subscription/nobody/resetcursor/0", None),
+            ("GET", f"{base}/subscription/nobody/position/1", None),
+            ("POST", f"{base}/subscription/nobody/skip_all", None),
+            ("DELETE", f"{base}/subscription/nobody", None),
+            ("POST", f"/admin/v2/namespaces/{ns}/messageTTL", -5),
+            ("POST", f"{base}/messageTTL?messageTTL=-5", None),
+            ("POST", f"/admin/v2/namespaces/{ns}/retention", {"retentionTimeInMinutes": -2, "retentionSizeInMB": 1}),
+            ("GET", f"/admin/v2/persistent/{ns}/missing/stats", None),
+            ("GET", f"/admin/v2/persistent/{ns}/missing/internalStats", None),
+            ("DELETE", f"/admin/v2/persistent/{ns}/missing", None),
+            ("PUT", f"/admin/v2/persistent/{ns}/r/partitions", 2),
+            ("GET", f"/admin/v2/namespaces/{ns}-missing/messageTTL", None),
+        ]
+        return [t.rest(method, path, body) for method, path, body in calls]
+
+    compare(pair, scenario)
