@@ -261,6 +261,15 @@ def test_compaction_keeps_the_latest_value_per_key(pair: tuple[Target, Target]) 
             m = r.read_next(timeout_millis=3000)
             got.append((m.partition_key(), m.data().decode()))
         out.append(got)
+        # The compaction cursor, as `topics subscriptions` and `topics stats` show it.
+        base = f"/admin/v2/persistent/{topic.split('://')[1]}"
+        # The open reader's subscription is listed too, under a random name.
+        status, names = t.rest("GET", f"{base}/subscriptions")
+        out.append((status, sorted("reader-*" if n.startswith("reader-") else n for n in names)))
+        sub = t.rest("GET", f"{base}/stats")[1]["subscriptions"]["__compaction"]
+        shown = ("type", "msgBacklog", "consumers", "isDurable", "unackedMessages", "msgDelayed")
+        out.append({k: sub[k] for k in shown})
+        out.append(sorted(sub))
         return out
 
     compare(pair, scenario)

@@ -4,6 +4,7 @@
 
 use super::access::{Access, Routes};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -13,6 +14,7 @@ use axum::Json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use pulsar_rs_broker::compaction::COMPACTION_CURSOR;
 use pulsar_rs_broker::{AccessMode, Topic};
 use serde_json::{json, Map, Value};
 
@@ -127,67 +129,53 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic, opts: StatsOptions)
             * (std::mem::size_of::<(i64, pulsar_rs_ledger::Position)>()
                 + std::mem::size_of::<pulsar_rs_ledger::Position>());
         delayed_bytes_total += delayed_bytes;
-        let backlog = s.cursor.backlog();
         let st = &s.stats;
         let at = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let durable = s.durable;
-        subs.insert(
-            s.name.clone(),
-            json!({
-                "msgRateOut": r,
-                "msgThroughputOut": t,
-                "bytesOutCounter": s.out.total_bytes(),
-                "msgOutCounter": s.out.total(),
-                "msgRateRedeliver": redeliver,
-                "messageAckRate": ack_rate,
-                "chunkedMessageRate": chunk_rate,
-                "msgBacklog": backlog,
-                "backlogSize": s.cursor.estimated_backlog_size(),
-                // Pulsar computes it only for `getEarliestTimeInBacklog=true`; not supported here.
-                "earliestMsgPublishTimeInBacklog": 0,
-                "msgBacklogNoDelayed": backlog.saturating_sub(delayed as u64),
-                "blockedSubscriptionOnUnackedMsgs": s.is_blocked_on_unacked(),
-                "msgDelayed": delayed,
-                "msgInReplay": s.replay_len(),
-                "unackedMessages": s.unacked_messages(),
-                "type": s.sub_type().map_or("None", |t| t.as_str()),
-                "activeConsumerName": s.active_consumer().map(|c| c.name.clone()),
-                "msgRateExpired": s.expiry.rate(),
-                "totalMsgExpired": s.expiry.total(),
-                "lastExpireTimestamp": s.expiry.last_expire_timestamp(),
-                "lastConsumedFlowTimestamp": at(&st.last_flow_ms),
-                "lastConsumedTimestamp": at(&st.last_consumed_ms),
-                "lastAckedTimestamp": at(&st.last_acked_ms),
-                "lastMarkDeleteAdvancedTimestamp": at(&st.last_mark_delete_advanced_ms),
-                // Left out on request; the sums above still count them, as Pulsar's.
-                "consumers": if opts.exclude_consumers { Vec::new() } else { consumers_json },
-                "isDurable": durable,
-                "isReplicated": false,
-                // Key_Shared here always keeps per-key order.
-                "allowOutOfOrderDelivery": false,
-                "consumersAfterMarkDeletePosition": {},
-                "drainingHashesCount": 0,
-                "drainingHashesClearedTotal": 0,
-                "drainingHashesUnackedMessages": 0,
-                "nonContiguousDeletedMessagesRanges": ranges,
-                "nonContiguousDeletedMessagesRangesSerializedSize": ranges_serialized_size(&s.cursor.acked_ranges()),
-                "delayedMessageIndexSizeInBytes": delayed_bytes,
-                "subscriptionProperties": {},
-                "filterProcessedMsgCount": 0,
-                "filterAcceptedMsgCount": 0,
-                "filterRejectedMsgCount": 0,
-                "filterRescheduledMsgCount": 0,
-                "dispatchThrottledMsgEventsBySubscriptionLimit": at(&st.throttled_msgs_by_subscription),
-                "dispatchThrottledBytesEventsBySubscriptionLimit": at(&st.throttled_bytes_by_subscription),
-                "dispatchThrottledMsgEventsByTopicLimit": at(&st.throttled_msgs_by_topic),
-                "dispatchThrottledBytesEventsByTopicLimit": at(&st.throttled_bytes_by_topic),
-                "dispatchThrottledMsgEventsByBrokerLimit": 0,
-                "dispatchThrottledBytesEventsByBrokerLimit": 0,
-                // Jackson writes both the field and its `isX()` getter.
-                "durable": durable,
-                "replicated": false,
-            }),
-        );
+        let view = SubscriptionView {
+            cursor: &s.cursor,
+            rate_out: (r, t),
+            out: (s.out.total(), s.out.total_bytes()),
+            consumer_rates: (redeliver, ack_rate, chunk_rate),
+            delayed: (delayed, delayed_bytes),
+            blocked: s.is_blocked_on_unacked(),
+            in_replay: s.replay_len(),
+            unacked: s.unacked_messages(),
+            sub_type: s.sub_type().map_or("None", |t| t.as_str()),
+            active_consumer: s.active_consumer().map(|c| c.name.clone()),
+            expired: (
+                s.expiry.rate(),
+                s.expiry.total(),
+                s.expiry.last_expire_timestamp(),
+            ),
+            timestamps: [
+                at(&st.last_flow_ms),
+                at(&st.last_consumed_ms),
+                at(&st.last_acked_ms),
+                at(&st.last_mark_delete_advanced_ms),
+            ],
+            // Left out on request; the sums above still count them, as Pulsar's.
+            consumers: if opts.exclude_consumers {
+                Vec::new()
+            } else {
+                consumers_json
+            },
+            durable: s.durable,
+            ranges,
+            throttled: [
+                at(&st.throttled_msgs_by_subscription),
+                at(&st.throttled_bytes_by_subscription),
+                at(&st.throttled_msgs_by_topic),
+                at(&st.throttled_bytes_by_topic),
+            ],
+        };
+        subs.insert(s.name.clone(), subscription_json(&view));
+    }
+    // Pulsar lists its compaction cursor as a durable Exclusive subscription without consumers
+    // (its compactor's reader subscribed as `__compaction`); here the compactor reads the
+    // ledger directly, so nothing was dispatched to it.
+    if let Some(cursor) = compaction_cursor(topic) {
+        let view = SubscriptionView::idle(&cursor, "Exclusive");
+        subs.insert(COMPACTION_CURSOR.to_owned(), subscription_json(&view));
     }
     let publishers: Vec<Value> = if opts.exclude_publishers {
         Vec::new()
@@ -247,6 +235,137 @@ pub(super) fn topic_json(ctx: &ServerContext, topic: &Topic, opts: StatsOptions)
         "topicCreationTimeStamp": topic.ledger.created_ms().unwrap_or(0),
         "lastPublishTimeStamp": topic.last_publish_time_ms(),
     })
+}
+
+/// The `__compaction` cursor of a topic that was compacted.
+pub(super) fn compaction_cursor(topic: &Topic) -> Option<Arc<pulsar_rs_ledger::Cursor>> {
+    topic
+        .ledger
+        .cursors()
+        .into_iter()
+        .find(|c| c.name() == COMPACTION_CURSOR)
+}
+
+/// What one subscription's entry of the stats shows.
+struct SubscriptionView<'a> {
+    /// Its cursor (backlog, acknowledged ranges).
+    cursor: &'a pulsar_rs_ledger::Cursor,
+    /// Dispatch rates: messages and bytes per second.
+    rate_out: (f64, f64),
+    /// Dispatched in total: messages and bytes.
+    out: (u64, u64),
+    /// Its consumers' summed redelivery, ack and chunk rates.
+    consumer_rates: (f64, f64, f64),
+    /// Delayed messages and the delayed index's bytes.
+    delayed: (usize, usize),
+    /// Blocked on unacknowledged messages.
+    blocked: bool,
+    /// Messages waiting for redelivery.
+    in_replay: usize,
+    /// Unacknowledged messages.
+    unacked: i64,
+    /// `Exclusive`, `Shared`, ... (`None` before a consumer came).
+    sub_type: &'static str,
+    /// The Failover / Exclusive active consumer.
+    active_consumer: Option<String>,
+    /// Expiry: rate, total, last time.
+    expired: (f64, u64, u64),
+    /// Last flow, consume, ack and mark-delete move, in ms.
+    timestamps: [u64; 4],
+    /// Its consumers' entries.
+    consumers: Vec<Value>,
+    /// Durable (not a reader's).
+    durable: bool,
+    /// Acknowledged ranges beyond the mark-delete position.
+    ranges: usize,
+    /// Dispatch throttling events: messages and bytes by the subscription's, then the topic's limit.
+    throttled: [u64; 4],
+}
+
+impl<'a> SubscriptionView<'a> {
+    /// A cursor nothing is dispatched to.
+    fn idle(cursor: &'a pulsar_rs_ledger::Cursor, sub_type: &'static str) -> Self {
+        SubscriptionView {
+            cursor,
+            rate_out: (0.0, 0.0),
+            out: (0, 0),
+            consumer_rates: (0.0, 0.0, 0.0),
+            delayed: (0, 0),
+            blocked: false,
+            in_replay: 0,
+            unacked: 0,
+            sub_type,
+            active_consumer: None,
+            expired: (0.0, 0, 0),
+            timestamps: [0; 4],
+            consumers: Vec::new(),
+            durable: true,
+            ranges: cursor.acked_ranges().len(),
+            throttled: [0; 4],
+        }
+    }
+}
+
+/// Pulsar's `SubscriptionStats` document of one subscription.
+fn subscription_json(v: &SubscriptionView<'_>) -> Value {
+    let backlog = v.cursor.backlog();
+    let mut doc = json!({
+        "msgRateOut": v.rate_out.0,
+        "msgThroughputOut": v.rate_out.1,
+        "bytesOutCounter": v.out.1,
+        "msgOutCounter": v.out.0,
+        "msgRateRedeliver": v.consumer_rates.0,
+        "messageAckRate": v.consumer_rates.1,
+        "chunkedMessageRate": v.consumer_rates.2,
+        "msgBacklog": backlog,
+        "backlogSize": v.cursor.estimated_backlog_size(),
+        // Pulsar computes it only for `getEarliestTimeInBacklog=true`; not supported here.
+        "earliestMsgPublishTimeInBacklog": 0,
+        "msgBacklogNoDelayed": backlog.saturating_sub(v.delayed.0 as u64),
+        "blockedSubscriptionOnUnackedMsgs": v.blocked,
+        "msgDelayed": v.delayed.0,
+        "msgInReplay": v.in_replay,
+        "unackedMessages": v.unacked,
+        "type": v.sub_type,
+        "msgRateExpired": v.expired.0,
+        "totalMsgExpired": v.expired.1,
+        "lastExpireTimestamp": v.expired.2,
+        "lastConsumedFlowTimestamp": v.timestamps[0],
+        "lastConsumedTimestamp": v.timestamps[1],
+        "lastAckedTimestamp": v.timestamps[2],
+        "lastMarkDeleteAdvancedTimestamp": v.timestamps[3],
+        "consumers": v.consumers,
+        "isDurable": v.durable,
+        "isReplicated": false,
+        // Key_Shared here always keeps per-key order.
+        "allowOutOfOrderDelivery": false,
+        "consumersAfterMarkDeletePosition": {},
+        "drainingHashesCount": 0,
+        "drainingHashesClearedTotal": 0,
+        "drainingHashesUnackedMessages": 0,
+        "nonContiguousDeletedMessagesRanges": v.ranges,
+        "nonContiguousDeletedMessagesRangesSerializedSize": ranges_serialized_size(&v.cursor.acked_ranges()),
+        "delayedMessageIndexSizeInBytes": v.delayed.1,
+        "subscriptionProperties": {},
+        "filterProcessedMsgCount": 0,
+        "filterAcceptedMsgCount": 0,
+        "filterRejectedMsgCount": 0,
+        "filterRescheduledMsgCount": 0,
+        "dispatchThrottledMsgEventsBySubscriptionLimit": v.throttled[0],
+        "dispatchThrottledBytesEventsBySubscriptionLimit": v.throttled[1],
+        "dispatchThrottledMsgEventsByTopicLimit": v.throttled[2],
+        "dispatchThrottledBytesEventsByTopicLimit": v.throttled[3],
+        "dispatchThrottledMsgEventsByBrokerLimit": 0,
+        "dispatchThrottledBytesEventsByBrokerLimit": 0,
+        // Jackson writes both the field and its `isX()` getter.
+        "durable": v.durable,
+        "replicated": false,
+    });
+    // Pulsar leaves a null `activeConsumerName` out.
+    if let (Some(name), Value::Object(m)) = (&v.active_consumer, &mut doc) {
+        m.insert("activeConsumerName".into(), name.clone().into());
+    }
+    doc
 }
 
 /// The broker's web `host:port` (Pulsar's `ownerBroker`).

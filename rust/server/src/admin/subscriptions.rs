@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Json;
+use pulsar_rs_broker::compaction::COMPACTION_CURSOR;
 use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
@@ -405,10 +406,17 @@ async fn list_subscriptions(State(ctx): Ctx, ExistingTopic(name): ExistingTopic)
         Ok(ts) => {
             let mut subs: Vec<String> = ts
                 .iter()
+                // Readers' (non-durable) subscriptions too, while they exist, as Pulsar's.
                 .flat_map(|t| t.subscriptions())
-                .filter(|s| s.durable)
                 .map(|s| s.name.clone())
                 .collect();
+            // Pulsar lists the compaction cursor of a compacted topic as a subscription.
+            if ts
+                .iter()
+                .any(|t| super::stats::compaction_cursor(t).is_some())
+            {
+                subs.push(COMPACTION_CURSOR.to_owned());
+            }
             subs.sort();
             subs.dedup();
             Json(subs).into_response()
@@ -487,6 +495,14 @@ async fn delete_subscription(
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
+    if sub == COMPACTION_CURSOR {
+        // Pulsar deletes the cursor, and with it the compaction horizon, while readCompacted
+        // readers are still served the compacted view: refused here instead.
+        return fail(
+            StatusCode::PRECONDITION_FAILED,
+            format!("{COMPACTION_CURSOR} is the topic's compaction cursor: it holds the compacted view and cannot be deleted"),
+        );
+    }
     let force = super::closing::forced(&q);
     if !force {
         // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
