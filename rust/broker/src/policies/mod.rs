@@ -486,7 +486,10 @@ pub fn validate(p: &Policies) -> Result<(), BrokerError> {
     };
     if let Some(r) = &p.publish_rate {
         if r.publish_throttling_rate_in_msg < -1 || r.publish_throttling_rate_in_byte < -1 {
-            return Err(bad("publishRate", "Invalid publishRate: rates must be >= -1"));
+            return Err(bad(
+                "publishRate",
+                "Invalid publishRate: rates must be >= -1",
+            ));
         }
     }
     for (key, r) in [

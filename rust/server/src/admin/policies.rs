@@ -424,16 +424,12 @@ fn change(
             // Topic level: `?messageTTL=N` (Pulsar's query parameter); namespace: the body.
             // Each level refuses a negative TTL with its own text, as Pulsar's.
             let v: i64 = match q.get("messageTTL") {
-                Some(v) => v
-                    .parse()
-                    .ok()
-                    .filter(|v| *v >= 0)
-                    .ok_or_else(|| {
-                        fail(
-                            StatusCode::PRECONDITION_FAILED,
-                            "Invalid value for message TTL",
-                        )
-                    })?,
+                Some(v) => v.parse().ok().filter(|v| *v >= 0).ok_or_else(|| {
+                    fail(
+                        StatusCode::PRECONDITION_FAILED,
+                        "Invalid value for message TTL",
+                    )
+                })?,
                 None => parse(body)?,
             };
             if v < 0 {

@@ -361,12 +361,12 @@ async fn in_pending_ack_stats(
         &ctx,
         move |c| {
             let t = c.service.topic(&name, false)?;
-            let s = t
-                .subscription(&sub)
-                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound {
+            let s = t.subscription(&sub).ok_or_else(|| {
+                pulsar_rs_broker::BrokerError::SubscriptionNotFound {
                     subscription: sub.clone(),
                     topic: t.name.to_string(),
-                })?;
+                }
+            })?;
             Ok(in_pending_ack_json(s.pending_acks.cumulative_of(id)))
         },
         |v| Json(v).into_response(),
@@ -422,12 +422,12 @@ async fn pending_ack_stats(
         &ctx,
         move |c| {
             let t = c.service.topic(&name, false)?;
-            let s = t
-                .subscription(&sub)
-                .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound {
+            let s = t.subscription(&sub).ok_or_else(|| {
+                pulsar_rs_broker::BrokerError::SubscriptionNotFound {
                     subscription: sub.clone(),
                     topic: t.name.to_string(),
-                })?;
+                }
+            })?;
             Ok(json!({
                 "state": "Ready",
                 "lowWaterMarks": {},
