@@ -349,7 +349,8 @@ def test_namespace_bundles(pair: tuple[Target, Target]) -> None:
         out.append(got)
         out.append(owned(t, base, names))
         out.append(t.rest("PUT", f"/admin/v2/namespaces/{base}/0x00000000_0x00000010/unload"))
-        out.append(t.rest("PUT", f"/admin/v2/namespaces/{base}/notarange/unload")[0])
+        # Not a range: Pulsar's unexpected-error 500, pulsar-rs's 412 (README).
+        out.append(t.rest("PUT", f"/admin/v2/namespaces/{base}/notarange/unload")[0] >= 400)
         return out
 
     compare(pair, scenario)
@@ -390,6 +391,12 @@ def test_schema_admin_calls(pair: tuple[Target, Target]) -> None:
         text = text.split("Message: ", 1)[-1].split("\n", 1)[0]
         return status, text
 
+    def verdict(answer: tuple[int, Any]) -> tuple[Any, Any]:
+        """A compatibility test's answer: a refusal's status is left out (Pulsar answers its
+        unexpected-error 500, pulsar-rs 409 or 422: README), its text is compared."""
+        status, text = why(answer)
+        return ("refused" if status >= 400 else status), text
+
     def scenario(t: Target) -> list[Any]:
         ns = t.namespace
         base = f"/admin/v2/schemas/{ns}/sch"
@@ -397,15 +404,15 @@ def test_schema_admin_calls(pair: tuple[Target, Target]) -> None:
         out.append(t.rest("POST", f"{base}/compatibility", v1))
         out.append(t.rest("POST", f"{base}/schema", v1))
         for body in (v2, incompatible, bad):
-            out.append(why(t.rest("POST", f"{base}/compatibility", body)))
+            out.append(verdict(t.rest("POST", f"{base}/compatibility", body)))
         out.append(why(t.rest("POST", f"{base}/schema", incompatible)))
         out.append(why(t.rest("POST", f"{base}/schema", bad)))
         strategy = f"/admin/v2/namespaces/{ns}/schemaCompatibilityStrategy"
         out.append(t.rest("PUT", strategy, "ALWAYS_INCOMPATIBLE"))
-        out.append(why(t.rest("POST", f"{base}/compatibility", v2)))
+        out.append(verdict(t.rest("POST", f"{base}/compatibility", v2)))
         out.append(why(t.rest("POST", f"{base}/schema", v2)))
         out.append(t.rest("PUT", strategy, "BACKWARD"))
-        out.append(why(t.rest("POST", f"{base}/compatibility", v2)))
+        out.append(verdict(t.rest("POST", f"{base}/compatibility", v2)))
         out.append(t.rest("POST", f"{base}/compatibility", v3))
         out.append(t.rest("POST", f"{base}/schema", v3))
         out.append(t.rest("DELETE", f"{base}/schema"))

@@ -224,7 +224,7 @@ def test_admin_schema_endpoints(client, admin, topic):
     bad = json.dumps(BadUser.schema())
     with pytest.raises(AdminError) as e:
         admin.schemas.compatibility(topic, "AVRO", bad)
-    assert e.value.status == 500
+    assert e.value.status == 409
     assert e.value.reason.startswith(
         "Error during schema compatibility check with strategy FULL: "
         "org.apache.avro.SchemaValidationException: Unable to read schema"
@@ -269,7 +269,7 @@ def test_cli_schema_commands(pulsar_broker, client, topic, namespace, tmp_path):
     assert verdict["compatibility"] is True
     # As pulsar-admin: an incompatible schema fails the command.
     p = cli("schemas", "compatibility", topic, "-f", str(bad), ok=False)
-    assert p.stderr.startswith("pulsar-rs admin: 500 Error during schema compatibility check"), p.stderr
+    assert p.stderr.startswith("pulsar-rs admin: 409 Error during schema compatibility check"), p.stderr
     p = cli("schemas", "upload", topic, "-f", str(bad), ok=False)
     assert p.stderr.startswith("pulsar-rs admin: 409 ")
     cli("schemas", "delete", topic)

@@ -143,7 +143,7 @@ class Schemas(Group):
     def compatibility(self, topic: str, schema_type: str, schema: str) -> IsCompatibilityResponse:
         """``{"compatibility": True, "schemaCompatibilityStrategy": ...}`` when the schema could be
         added under the topic's strategy (pulsar-admin's ``schemas compatibility``); an
-        incompatible or unreadable schema raises :class:`AdminError` (500 with why, as Pulsar)."""
+        incompatible or unreadable schema raises :class:`AdminError` (409 or 422, with why)."""
         return self._a.request("POST", schema_path(topic) + "/compatibility", self._payload(schema_type, schema, None))
 
     def version_of(self, topic: str, schema_type: str, schema: str) -> int:

@@ -155,10 +155,10 @@ pub(crate) async fn boundaries(ctx: &ServerContext, ns: &str) -> Result<Vec<u32>
     )
 }
 
-/// The bundle `range` (`0xLOW_0xHIGH`) names among `bounds`, answered as Pulsar's
-/// `validateNamespaceBundleRange` answers: a range that is not two numbers is a 500 (Pulsar's
-/// `Invalid bundle range`), one whose lower end is no boundary, or whose upper end is not the
-/// next, a 412.
+/// The bundle `range` (`0xLOW_0xHIGH`) names among `bounds`, checked as Pulsar's
+/// `validateNamespaceBundleRange` checks it, each refusal a 412 with its text: a lower end that
+/// is no boundary, an upper end that is not the next one. A range that is not two numbers is a
+/// 412 `Invalid bundle range` too (Pulsar's is an unexpected-error 500; the fault is the request's).
 ///
 /// # Errors
 /// Those answers.
@@ -168,7 +168,7 @@ pub(crate) fn named(ns: &str, bounds: &[u32], range: &str) -> Result<Bundle, Res
         .and_then(|(lo, hi)| Some((parse_number(lo)?, parse_number(hi)?)));
     let Some((lo, hi)) = ends else {
         return Err(fail(
-            StatusCode::INTERNAL_SERVER_ERROR,
+            StatusCode::PRECONDITION_FAILED,
             "Invalid bundle range",
         ));
     };
@@ -267,6 +267,6 @@ mod tests {
         assert_eq!(status("0x00000000_0x00000010"), 412);
         assert_eq!(status("0x00000010_0x40000000"), 412);
         assert_eq!(status("0xffffffff_0xffffffff"), 412);
-        assert_eq!(status("notarange"), 500);
+        assert_eq!(status("notarange"), 412);
     }
 }

@@ -4,9 +4,10 @@
 //! `topics bundle-range` (`/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle`). A broker on
 //! its own answers as a one-broker cluster: its namespaces' bundles are the splits they were
 //! created with ([`crate::namespace_bundles`]), it owns those holding a loaded topic, and
-//! unloading one unloads the topics in it; in a cluster the answers come from the metadata store, unloading a bundle another broker owns is answered 307
-//! to that broker, and an unload's `destinationBroker` is recorded by the leader (a follower
-//! sends the call there first), whose next placement of the bundle honours it, as Pulsar does.
+//! unloading one unloads the topics in it. In a cluster the answers come from the metadata
+//! store, unloading a bundle another broker owns is answered 307 to that broker, and an unload's
+//! `destinationBroker` is recorded by the leader (a follower sends the call there first), whose
+//! next placement of the bundle honours it, as Pulsar does.
 
 use super::access::{Access, Routes};
 use std::collections::{BTreeMap, HashMap};

@@ -246,17 +246,18 @@ async fn version_of(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> R
     .await
 }
 
-/// `POST .../compatibility` as Pulsar's `testCompatibility` answers it: 202 with
-/// `{"compatibility": true, "schemaCompatibilityStrategy"}` when the schema could be added, else
-/// Pulsar's 500 with why (its `IncompatibleSchemaException` or `InvalidSchemaDataException`), so
-/// that `pulsar-admin schemas compatibility` fails (exit status 1) on an incompatible schema.
+/// `POST .../compatibility` (Pulsar's `testCompatibility`): 202 with `{"compatibility": true,
+/// "schemaCompatibilityStrategy"}` when the schema could be added; else a refusal with why, so
+/// that `pulsar-admin schemas compatibility` fails (exit status 1) on it, as on Pulsar: 409 for an
+/// incompatible schema and 422 for an unreadable definition, as an upload answers them. (Pulsar
+/// answers both with its unexpected-error 500 and a stack trace; the fault is the request's.)
 async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
     let (name, schema) = match schema_request(path, &body) {
         Ok(r) => r,
         Err(r) => return r,
     };
     if let Err(why) = validate_data(&schema) {
-        return fail(StatusCode::INTERNAL_SERVER_ERROR, why);
+        return fail(StatusCode::UNPROCESSABLE_ENTITY, why);
     }
     blocking(
         &ctx,
@@ -285,7 +286,7 @@ async fn compatibility(State(ctx): Ctx, path: DeferredTopicPath, body: String) -
                 })),
             )
                 .into_response(),
-            Err(why) => fail(StatusCode::INTERNAL_SERVER_ERROR, why),
+            Err(why) => fail(StatusCode::CONFLICT, why),
         },
     )
     .await
