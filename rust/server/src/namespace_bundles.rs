@@ -90,7 +90,8 @@ pub(crate) fn at_creation(
         ));
     }
     let (first, last) = (points[0], points[points.len() - 1]);
-    if first != 0 || last != u32::MAX || points.len() < 2 {
+    // Both ends right means at least two points: 0 and 0xffffffff.
+    if first != 0 || last != u32::MAX {
         return Err(fail(
             StatusCode::BAD_REQUEST,
             format!(
