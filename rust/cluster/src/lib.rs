@@ -1,6 +1,7 @@
 //! Several pulsar_rs brokers as one Apache Pulsar cluster.
 //!
-//! Everything a cluster shares lives in the metadata store, in Pulsar's own paths and JSON
+//! Everything a cluster shares lives in the metadata store (ZooKeeper or etcd, chosen by
+//! `metadataStoreUrl` as Pulsar chooses), in Pulsar's own paths and JSON
 //! documents, so Apache Pulsar brokers and pulsar_rs brokers can read each other's records:
 //! broker registrations and load reports under `/loadbalance/brokers`, the leader at
 //! `/loadbalance/leader`, namespace policies with their bundle boundaries under
@@ -27,4 +28,4 @@ pub use documents::BrokerUrls;
 pub use error::{ClusterError, Result};
 pub use member::{ClusterMember, LookupAnswer, MemberConfig, OnRelease};
 pub use setup::ClusterSetup;
-pub use store::{StoreEvent, StoreWatch, ZkMetadataStore};
+pub use store::{MetadataStore, StoreEvent, StoreWatch};

@@ -14,7 +14,7 @@ use crate::bundles::{bundles_data, equal_boundaries};
 use crate::documents::PartitionedTopicMetadata;
 use crate::error::Result;
 use crate::paths;
-use crate::store::ZkMetadataStore;
+use crate::store::MetadataStore;
 
 /// The tenant `public` and its namespace `public/default`.
 pub const PUBLIC_TENANT: &str = "public";
@@ -138,8 +138,8 @@ pub fn new_namespace_policies(bundles: u32, cluster: &str) -> Value {
 /// Store failures; [`crate::ClusterError::Corrupt`] for an existing record that does not parse;
 /// [`crate::ClusterError::BadVersion`] when another writer changed a record meanwhile.
 pub async fn initialize(
-    local: &ZkMetadataStore,
-    configuration: &ZkMetadataStore,
+    local: &MetadataStore,
+    configuration: &MetadataStore,
     setup: &ClusterSetup,
     update_existing: bool,
 ) -> Result<()> {
@@ -221,7 +221,7 @@ const DROPPED_ON_REWRITE: &[&str] = &["clusterThatCanDeleteNamespace"];
 /// set-up run for a second cluster on a shared configuration store), leaving out the fields
 /// `dropped` as Pulsar's rewrite does.
 async fn add_to_list(
-    store: &ZkMetadataStore,
+    store: &MetadataStore,
     path: &str,
     field: &str,
     item: &str,

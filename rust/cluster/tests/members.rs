@@ -1,11 +1,12 @@
 //! Three cluster members on a real ZooKeeper (from the Apache Pulsar distribution, as the
-//! BookKeeper tests start it): one leader; lookups through any member, followed as a client
-//! follows them, end at one owner per topic and spread the bundles; concurrent acquisitions of
+//! BookKeeper tests start it), and again on a real etcd: one leader; lookups through any member,
+//! followed as a client follows them, end at one owner per topic and spread the bundles; concurrent acquisitions of
 //! one bundle have one winner; a member that leaves releases its bundles (its topics closed
 //! first) and the leadership passes on. Skipped (with a message) without the distribution.
 
 #[path = "../../bookkeeper/tests/common/mod.rs"]
 mod common;
+mod etcd;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -28,7 +29,7 @@ type Released = Arc<Mutex<Vec<String>>>;
 
 async fn member(zk: &str, i: usize, released: &Released) -> Arc<ClusterMember> {
     let config = MemberConfig {
-        zk_servers: zk.to_owned(),
+        metadata_store_url: zk.to_owned(),
         session_timeout: Duration::from_secs(6),
         cluster: "test".into(),
         broker_id: format!("127.0.0.1:{}", 8080 + i),
@@ -92,6 +93,38 @@ fn members_elect_one_leader_converge_on_owners_and_hand_over_when_one_leaves() {
         .build()
         .unwrap();
     rt.block_on(scenario(cluster.zk_servers()));
+}
+
+/// The same members, the same checks, on etcd (`metadataStoreUrl=etcd:http://...`): leases
+/// instead of sessions, key ranges instead of znodes, the same records.
+#[test]
+fn members_on_etcd_elect_one_leader_converge_on_owners_and_hand_over_when_one_leaves() {
+    let Some(etcd) = etcd::Etcd::start() else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(scenario(etcd.url()));
+    // Pulsar's paths, as Pulsar's etcd store keeps them: one key per record; nothing
+    // ephemeral is left once every member has left.
+    let keys = etcd.ctl(&["get", "/", "--prefix", "--keys-only"]);
+    let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+    for key in [
+        "/admin/policies/public/default",
+        "/admin/policies/public",
+        "/admin/clusters/test",
+    ] {
+        assert!(keys.contains(&key), "{key} not in {keys:?}");
+    }
+    assert!(
+        !keys
+            .iter()
+            .any(|k| k.starts_with("/loadbalance/") || k.starts_with("/namespace/")),
+        "{keys:?}"
+    );
 }
 
 async fn scenario(zk: String) {

@@ -26,7 +26,7 @@ pub async fn join(
         return Ok(None);
     };
     let member_config = MemberConfig {
-        zk_servers: zk,
+        metadata_store_url: zk,
         session_timeout: Duration::from_millis(
             config.metadata_store_session_timeout_millis.max(1000),
         ),

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use pulsar_rs_bookkeeper::zk_store::{ZkStore, DEFAULT_LEDGERS_ROOT};
 use pulsar_rs_broker::BrokerConfig;
-use pulsar_rs_cluster::{setup, ClusterError, ClusterSetup, ZkMetadataStore};
+use pulsar_rs_cluster::store::ZkMetadataStore;
+use pulsar_rs_cluster::{setup, ClusterError, ClusterSetup, MetadataStore};
 use pulsar_rs_ledger_bk::BkSettings;
 
 use crate::error::ServerError;
@@ -57,12 +58,14 @@ pub fn zookeeper_of(url: &str) -> Result<String, ServerError> {
 }
 
 /// Connects to `servers` (`host:port[/chroot]`), creating the chroot first.
-async fn connect(servers: &str, timeout: Duration) -> Result<ZkMetadataStore, ClusterError> {
+async fn connect(servers: &str, timeout: Duration) -> Result<MetadataStore, ClusterError> {
     if let Some((hosts, chroot)) = servers.split_once('/') {
-        let root = ZkMetadataStore::connect(hosts, timeout).await?;
+        let root = MetadataStore::ZooKeeper(ZkMetadataStore::connect(hosts, timeout).await?);
         root.create_if_absent(&format!("/{chroot}"), &[]).await?;
     }
-    ZkMetadataStore::connect(servers, timeout).await
+    Ok(MetadataStore::ZooKeeper(
+        ZkMetadataStore::connect(servers, timeout).await?,
+    ))
 }
 
 /// Writes a new cluster's records (see the module); run again, it changes nothing.

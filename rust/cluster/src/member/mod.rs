@@ -27,7 +27,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::bundles::Bundle;
 use crate::documents::BrokerUrls;
-use crate::store::ZkMetadataStore;
+use crate::store::MetadataStore;
 
 pub use lookup::LookupAnswer;
 pub use ownership::Owner;
@@ -35,8 +35,9 @@ pub use ownership::Owner;
 /// How this broker joins its cluster.
 #[derive(Debug, Clone)]
 pub struct MemberConfig {
-    /// ZooKeeper servers (`host:port[,host:port][/chroot]`).
-    pub zk_servers: String,
+    /// `metadataStoreUrl`: ZooKeeper (`zk:host:port[,host:port][/chroot]`, `zk:` optional) or
+    /// etcd (`etcd:http://host:port[,http://host:port]`).
+    pub metadata_store_url: String,
     /// `metadataStoreSessionTimeoutMillis`: how long after this broker stops answering its
     /// bundles go to others.
     pub session_timeout: Duration,
@@ -63,7 +64,7 @@ pub struct ClusterMember {
     config: MemberConfig,
     /// The current session; replaced by the session task after a loss. The lock is held only
     /// to clone the handle out, never across an `.await`.
-    store: RwLock<ZkMetadataStore>,
+    store: RwLock<MetadataStore>,
     /// Bundles owned, by name. Written on acquire, release and session loss; read by the
     /// ownership check of every PRODUCER and SUBSCRIBE. Held for map operations only.
     owned: RwLock<HashMap<String, Bundle>>,
@@ -107,7 +108,7 @@ impl ClusterMember {
     }
 
     /// The current session's handle.
-    fn store(&self) -> ZkMetadataStore {
+    fn store(&self) -> MetadataStore {
         self.store.read().clone()
     }
 

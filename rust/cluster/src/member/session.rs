@@ -14,7 +14,7 @@ use super::{ClusterMember, MemberConfig, OnRelease};
 use crate::documents::{now_ms, LeaderBroker, LocalBrokerData};
 use crate::error::{ClusterError, Result};
 use crate::paths;
-use crate::store::ZkMetadataStore;
+use crate::store::MetadataStore;
 
 /// How often the leader record is checked (and taken when free), and load reports written
 /// when ownership changed.
@@ -28,7 +28,8 @@ impl ClusterMember {
     /// # Errors
     /// The store cannot be reached or refuses the registration.
     pub async fn start(config: MemberConfig, on_release: OnRelease) -> Result<Arc<ClusterMember>> {
-        let store = ZkMetadataStore::connect(&config.zk_servers, config.session_timeout).await?;
+        let store =
+            MetadataStore::connect(&config.metadata_store_url, config.session_timeout).await?;
         let (shutdown, _) = watch::channel(false);
         let member = Arc::new(ClusterMember {
             config,
@@ -159,8 +160,10 @@ impl ClusterMember {
             (self.on_release)(lost).await;
         }
         loop {
-            let opened =
-                ZkMetadataStore::connect(&self.config.zk_servers, self.config.session_timeout);
+            let opened = MetadataStore::connect(
+                &self.config.metadata_store_url,
+                self.config.session_timeout,
+            );
             tokio::select! {
                 _ = stop.changed() => return,
                 r = opened => match r {

@@ -1,46 +1,25 @@
-//! The metadata store as the cluster uses it: ZooKeeper through `zookeeper-client` (the
-//! maintained, runtime-agnostic client; `zookeeper-async` and `tokio-zookeeper` are quiet ports of
-//! older designs), with Pulsar's semantics — versioned reads, create-if-absent and
-//! compare-and-set writes, parents created on first write, ephemeral records tied to this
-//! broker's session, and the session's loss reported once.
+//! The store on ZooKeeper through `zookeeper-client` (the maintained, runtime-agnostic client;
+//! `zookeeper-async` and `tokio-zookeeper` are quiet ports of older designs): versioned reads,
+//! create-if-absent and compare-and-set writes, parents created on first write (as Pulsar's
+//! `ZKMetadataStore` does), ephemeral records tied to this broker's session, a persistent
+//! recursive watch, and the session's loss reported once.
 
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use zookeeper_client as zk;
 
+use super::{RecordStat, StoreEvent};
 use crate::error::{ClusterError, Result};
-
-/// What a read returns besides the value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecordStat {
-    /// The record's version, for compare-and-set.
-    pub version: i32,
-    /// The session that owns an ephemeral record (0: persistent).
-    pub ephemeral_owner: i64,
-}
-
-/// What a watch on a subtree reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreEvent {
-    /// A record below the watched path was created, changed or deleted (its path).
-    Changed(String),
-    /// The connection was lost or re-established: events may have been missed in between
-    /// (ZOOKEEPER-4698), so a follower must read everything again. After the session is over
-    /// nothing more comes: the follower watches again in the new session.
-    Resync,
-}
 
 /// A persistent, recursive watch on one subtree of the store (ZooKeeper 3.6+'s `addWatch`),
 /// as Pulsar's metadata cache follows the store.
-pub struct StoreWatch {
+pub struct ZkWatch {
     /// The watch; `None` once a terminal session event came (the client panics if polled
     /// again after one).
     watcher: Option<zk::PersistentWatcher>,
 }
 
-impl StoreWatch {
+impl ZkWatch {
     /// The next change below the watched path.
     pub async fn next(&mut self) -> StoreEvent {
         let Some(w) = self.watcher.as_mut() else {
@@ -76,13 +55,6 @@ fn meta(path: &str, e: zk::Error) -> ClusterError {
             reason: e.to_string(),
         },
     }
-}
-
-fn to_json<T: Serialize>(path: &str, value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| ClusterError::Corrupt {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })
 }
 
 impl ZkMetadataStore {
@@ -153,24 +125,6 @@ impl ZkMetadataStore {
         }
     }
 
-    /// Reads a JSON record.
-    ///
-    /// # Errors
-    /// Store failures; [`ClusterError::Corrupt`] for a record that does not parse.
-    pub async fn get_json<T: DeserializeOwned>(
-        &self,
-        path: &str,
-    ) -> Result<Option<(T, RecordStat)>> {
-        let Some((raw, stat)) = self.get(path).await? else {
-            return Ok(None);
-        };
-        let v = serde_json::from_slice(&raw).map_err(|e| ClusterError::Corrupt {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
-        Ok(Some((v, stat)))
-    }
-
     /// Creates a record that must not exist yet (its parents are created as needed);
     /// `ephemeral` ties it to this session. An existing record is [`ClusterError::BadVersion`].
     ///
@@ -206,51 +160,13 @@ impl ZkMetadataStore {
             .map_err(|e| meta(path, e))
     }
 
-    /// Creates a JSON record; see [`ZkMetadataStore::create`].
+    /// Replaces a record at version `expected` (`None`: whatever its version); its new version.
     ///
     /// # Errors
-    /// As [`ZkMetadataStore::create`].
-    pub async fn create_json<T: Serialize>(
-        &self,
-        path: &str,
-        value: &T,
-        ephemeral: bool,
-    ) -> Result<()> {
-        self.create(path, &to_json(path, value)?, ephemeral).await
-    }
-
-    /// Creates a persistent record unless one exists; whether it was created.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn create_if_absent(&self, path: &str, value: &[u8]) -> Result<bool> {
-        match self.create(path, value, false).await {
-            Ok(()) => Ok(true),
-            Err(ClusterError::BadVersion { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Creates a persistent JSON record unless one exists; whether it was created.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn create_json_if_absent<T: Serialize>(&self, path: &str, value: &T) -> Result<bool> {
-        self.create_if_absent(path, &to_json(path, value)?).await
-    }
-
-    /// Replaces a JSON record at version `expected` (`None`: whatever its version).
-    ///
-    /// # Errors
-    /// [`ClusterError::BadVersion`] when it changed meanwhile; store failures.
-    pub async fn set_json<T: Serialize>(
-        &self,
-        path: &str,
-        value: &T,
-        expected: Option<i32>,
-    ) -> Result<i32> {
+    /// [`ClusterError::BadVersion`] when it changed meanwhile; a missing record; store failures.
+    pub async fn set(&self, path: &str, value: &[u8], expected: Option<i32>) -> Result<i32> {
         self.zk
-            .set_data(path, &to_json(path, value)?, expected)
+            .set_data(path, value, expected)
             .await
             .map(|s| s.version)
             .map_err(|e| meta(path, e))
@@ -272,13 +188,13 @@ impl ZkMetadataStore {
     ///
     /// # Errors
     /// Store failures.
-    pub async fn watch(&self, path: &str) -> Result<StoreWatch> {
+    pub async fn watch(&self, path: &str) -> Result<ZkWatch> {
         let watcher = self
             .zk
             .watch(path, zk::AddWatchMode::PersistentRecursive)
             .await
             .map_err(|e| meta(path, e))?;
-        Ok(StoreWatch {
+        Ok(ZkWatch {
             watcher: Some(watcher),
         })
     }
