@@ -21,6 +21,7 @@ from kazoo.client import KazooClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
+from tools.pulsar_reference.etcd import Etcd, etcd_missing
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
 
 pytestmark = pytest.mark.slow
@@ -142,6 +143,41 @@ def test_the_records_are_pulsars_and_a_second_cluster_joins_them_as_pulsars_do(b
     assert public["allowedClusters"] == ["east", "west"]
     assign = "/mine/admin/partitioned-topics/pulsar/system/persistent/transaction_coordinator_assign"
     assert json.loads(zk.get(assign)[0]) == {"partitions": 20, "deleted": False}
+
+
+def test_on_etcd_the_records_are_pulsars_too(bookies):
+    """The same set-up with both stores on etcd (Pulsar's ``EtcdMetadataStore``; BookKeeper's
+    metadata stays on the ZooKeeper named by ``--existing-bk-metadata-service-uri``): Pulsar's on
+    one etcd, ours on another, every key and document alike."""
+    if (why := etcd_missing()) is not None:
+        pytest.skip(f"no etcd here: {why}")
+    with Etcd() as theirs, Etcd() as mine:
+
+        def on(etcd: Etcd, cluster: str, *more: str) -> list[str]:
+            store = etcd.metadata_store_url
+            return [
+                "-c", cluster, "-md", store, "-cms", store, "-uw", "http://127.0.0.1:8080",
+                "-ub", "pulsar://127.0.0.1:6650", "--existing-bk-metadata-service-uri", bookies.bookkeeper_uri, *more,
+            ]  # fmt: skip
+
+        pulsars_setup(bookies, *on(theirs, "east"))
+        ours(*on(mine, "east"))
+        a, b = theirs.records(), mine.records()
+        for key in ("/admin/clusters/east", "/admin/policies/public/default", "/admin/policies/pulsar"):
+            assert key in a, sorted(a)
+        print(f"Pulsar's set-up on etcd: {len(a)} keys: {sorted(a)}")
+        assert set(b) == set(a), f"only Pulsar's: {sorted(set(a) - set(b))}, only ours: {sorted(set(b) - set(a))}"
+        for key in sorted(b):
+            if a[key][:1] in (b"{", b"["):
+                assert json.loads(b[key]) == json.loads(a[key]), f"{key}:\n{b[key]}\n{a[key]}"
+            else:
+                assert b[key] == a[key], f"{key}: {b[key]!r} != {a[key]!r}"
+        ours(*on(mine, "east"))
+        assert mine.records() == b, "run again, nothing changes"
+        # Without an existing BookKeeper: refused (pulsar-rs formats it on ZooKeeper only).
+        store = mine.metadata_store_url
+        refused = ours("-c", "x", "-md", store, "-cms", store, "-uw", "http://127.0.0.1:8080", ok=False)
+        assert "--existing-bk-metadata-service-uri" in refused.stderr, refused.stderr
 
 
 def test_bad_flags_and_an_unreachable_store_are_refused_as_pulsar_refuses_them(bookies):

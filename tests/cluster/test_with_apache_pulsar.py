@@ -1,6 +1,8 @@
 """One cluster of an Apache Pulsar 4.0 broker and a pulsar-rs broker, on the same ZooKeeper and
 bookies (issue 34, item 4): Apache Pulsar's `initialize-cluster-metadata` and its broker first
-(so it leads and places bundles with its own modular load manager), then pulsar-rs joining.
+(so it leads and places bundles with its own modular load manager), then pulsar-rs joining. Every
+test runs twice: with the cluster's metadata on that ZooKeeper, and on etcd (Pulsar's
+`EtcdMetadataStore` beside pulsar-rs's; BookKeeper's own metadata stays on ZooKeeper).
 
 * Each broker lists both, names the same leader, and a lookup through either lands on one owner;
   messages flow through both.
@@ -25,6 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster, PulsarBroker
+from tools.pulsar_reference.etcd import Etcd, etcd_missing
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
 
 if (why := available()) is not None:
@@ -36,13 +39,15 @@ CLUSTER = "test"
 class Mixed:
     """The Java broker and the pulsar-rs broker of one cluster."""
 
-    def __init__(self, bk: BookKeeperCluster, tmp: Path) -> None:
-        self.java: PulsarBroker = bk.start_pulsar_broker(cluster=CLUSTER)
+    def __init__(self, bk: BookKeeperCluster, tmp: Path, store: str) -> None:
+        """``store``: the cluster's ``metadataStoreUrl`` (the ZooKeeper's, or an etcd's)."""
+        self.java: PulsarBroker = bk.start_pulsar_broker(cluster=CLUSTER, metadata_store_url=store)
         self.rs = PulsarRsBroker(
             tmp,
             "rs",
             {
-                "metadataStoreUrl": bk.metadata_store_url,
+                "metadataStoreUrl": store,
+                "bookkeeperMetadataServiceUri": bk.bookkeeper_uri,
                 "clusterName": CLUSTER,
                 "metadataStoreSessionTimeoutMillis": 6000,
                 "managedLedgerDefaultEnsembleSize": 2,
@@ -145,20 +150,30 @@ def owner(base: str, topic: str, expect: str | None = None) -> str:
     return body["brokerUrl"]
 
 
-@pytest.fixture(scope="module")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
+@pytest.fixture(scope="module", params=["zookeeper", "etcd"])
+def mixed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
+    if request.param == "etcd" and (why := etcd_missing()) is not None:
+        pytest.skip(f"no etcd here: {why}")
     try:
         bk = BookKeeperCluster(bookies=2).start()
     except PulsarReferenceError as e:
         pytest.fail(str(e))
-    m = None
+    etcd, m = None, None
     try:
-        m = Mixed(bk, tmp_path_factory.mktemp("mixed"))
+        store = bk.metadata_store_url
+        if request.param == "etcd":
+            etcd = Etcd().start()
+            store = etcd.metadata_store_url
+        m = Mixed(bk, tmp_path_factory.mktemp("mixed"), store)
         yield m
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
     finally:
         if m is not None:
             m.stop()
         bk.cleanup()
+        if etcd is not None:
+            etcd.cleanup()
 
 
 def test_either_broker_answers_for_the_whole_cluster(mixed):

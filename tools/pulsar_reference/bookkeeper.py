@@ -229,15 +229,20 @@ class BookKeeperCluster:
             time.sleep(0.2)  # polling an external JVM: there is no event to wait on
 
     def start_pulsar_broker(
-        self, cluster: str = "test", ensemble: tuple[int, int, int] = (2, 2, 2), initialise: bool = True
+        self,
+        cluster: str = "test",
+        ensemble: tuple[int, int, int] = (2, 2, 2),
+        initialise: bool = True,
+        metadata_store_url: str | None = None,
     ) -> PulsarBroker:
         """An Apache Pulsar broker on this ZooKeeper and these bookies (cluster metadata initialised
         on first use by Pulsar's ``pulsar initialize-cluster-metadata``, unless ``initialise`` is
         false: someone else did); stopped with the cluster. ``ensemble`` is its
-        managedLedgerDefault (EnsembleSize, WriteQuorum, AckQuorum)."""
+        managedLedgerDefault (EnsembleSize, WriteQuorum, AckQuorum). ``metadata_store_url``: the
+        cluster's metadata elsewhere (``etcd:http://...``), BookKeeper's staying on this ZooKeeper."""
+        broker = PulsarBroker(self, cluster, ensemble, metadata_store_url)
         if not initialise:
-            self._initialised.add(cluster)
-        broker = PulsarBroker(self, cluster, ensemble)
+            self._initialised.add(broker.initialised_key)
         self._pulsar.append(broker)
         return broker.start()
 
@@ -265,9 +270,17 @@ class BookKeeperCluster:
 class PulsarBroker:
     """``bin/pulsar broker`` on a :class:`BookKeeperCluster`, 127.0.0.1, ephemeral ports."""
 
-    def __init__(self, bk: BookKeeperCluster, cluster: str, ensemble: tuple[int, int, int] = (2, 2, 2)) -> None:
+    def __init__(
+        self,
+        bk: BookKeeperCluster,
+        cluster: str,
+        ensemble: tuple[int, int, int] = (2, 2, 2),
+        metadata_store_url: str | None = None,
+    ) -> None:
         self.bk = bk
         self.cluster = cluster
+        #: ``metadataStoreUrl`` (and ``configurationMetadataStoreUrl``): the ZooKeeper by default.
+        self.metadata_store_url = metadata_store_url or bk.metadata_store_url
         self.ensemble = ensemble
         self.port = free_port()
         self.web_port = free_port()
@@ -277,6 +290,11 @@ class PulsarBroker:
     @property
     def service_url(self) -> str:
         return f"pulsar://127.0.0.1:{self.port}"
+
+    @property
+    def initialised_key(self) -> str:
+        """What ``initialize-cluster-metadata`` was run for: this cluster on this store."""
+        return f"{self.metadata_store_url}|{self.cluster}"
 
     @property
     def admin_url(self) -> str:
@@ -293,8 +311,8 @@ class PulsarBroker:
 
     def start(self) -> Self:
         self.dir.mkdir(parents=True, exist_ok=True)
-        zk = self.bk.metadata_store_url
-        if self.cluster not in self.bk._initialised:
+        zk = self.metadata_store_url
+        if self.initialised_key not in self.bk._initialised:
             init = subprocess.run(
                 [
                     str(self.bk.home / "bin" / "pulsar"),
@@ -319,7 +337,7 @@ class PulsarBroker:
             )
             if init.returncode != 0:
                 raise PulsarReferenceError(f"initialize-cluster-metadata failed:\n{init.stdout.decode()[-3000:]}")
-            self.bk._initialised.add(self.cluster)
+            self.bk._initialised.add(self.initialised_key)
         shipped = (self.bk.home / "conf" / "broker.conf").read_text()
         conf = self.dir / "broker.conf"
         # Later keys win when Java loads the properties.

@@ -249,9 +249,12 @@ def _cluster_broker_refusal(args: argparse.Namespace, settings: dict[str, object
     if args.command != "broker":
         return None
     # Pulsar's deprecated zookeeperServers names the store too; the broker refuses stores it
-    # cannot use (etcd, Oxia) itself.
+    # cannot use (Oxia) itself.
     if not (settings.get("metadataStoreUrl") or settings.get("zookeeperServers")):
-        return "metadataStoreUrl must name the cluster's ZooKeeper (zk:host:port); `pulsar-rs standalone` runs alone"
+        return (
+            "metadataStoreUrl must name the cluster's ZooKeeper (zk:host:port) or etcd "
+            "(etcd:http://host:port); `pulsar-rs standalone` runs alone"
+        )
     if not settings.get("clusterName"):
         return "clusterName must be set: the name of the cluster this broker joins"
     return None

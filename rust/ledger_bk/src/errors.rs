@@ -1,4 +1,4 @@
-//! How BookKeeper's and ZooKeeper's failures become the seam's [`LedgerError`]: a fenced ledger
+//! How BookKeeper's failures become the seam's [`LedgerError`]: a fenced ledger
 //! and a lost compare-and-set keep their meaning ([`LedgerError::Fenced`], [`LedgerError::BadVersion`]),
 //! everything else is a [`LedgerError::Backend`] failure carrying the backend's message.
 
@@ -17,21 +17,6 @@ pub fn from_bk(e: BkError) -> LedgerError {
         },
         e => LedgerError::Backend {
             context: format!("bookkeeper: {e}"),
-        },
-    }
-}
-
-/// A ZooKeeper failure on `path` as the seam reports it.
-#[must_use]
-pub fn from_zk(path: &str, e: zookeeper_client::Error) -> LedgerError {
-    match e {
-        zookeeper_client::Error::BadVersion | zookeeper_client::Error::NodeExists => {
-            LedgerError::BadVersion {
-                key: path.to_owned(),
-            }
-        }
-        e => LedgerError::Backend {
-            context: format!("zookeeper {path}: {e}"),
         },
     }
 }

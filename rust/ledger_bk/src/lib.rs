@@ -5,23 +5,24 @@
 //! * ledgers on bookies ([`BkLedgerStorage`]): E/Qw/Qa from `managedLedgerDefaultEnsembleSize` /
 //!   `WriteQuorum` / `AckQuorum`, CRC32C digests, Pulsar's default (empty) password, and Pulsar's
 //!   custom metadata on each ledger; a recovery open fences the previous writer;
-//! * the ledger list and cursors in ZooKeeper ([`ZkVersionedStore`]) at
-//!   `/managed-ledgers/{tenant}/{ns}/persistent/{topic}[/{cursor}]`, each write a compare-and-set
-//!   on the znode version.
+//! * the ledger list and cursors in the metadata store, ZooKeeper or etcd
+//!   ([`MetadataVersionedStore`]), at `/managed-ledgers/{tenant}/{ns}/persistent/{topic}[/{cursor}]`,
+//!   each write a compare-and-set on the record's version.
 //!
 //! [`backing`] puts both under a broker's `Storage` (`pulsar_rs_ledger::Storage::open_on_backing`),
 //! so the broker's own managed ledgers live on the bookies.
 //!
-//! Modules, each importing only those before it: `errors`; `settings`; `zk_store`; `bk_ledgers`.
+//! Modules, each importing only those before it: `errors`; `settings`; `metadata_store`;
+//! `bk_ledgers`.
 
 pub mod bk_ledgers;
 pub mod errors;
+pub mod metadata_store;
 pub mod settings;
-pub mod zk_store;
 
 pub use bk_ledgers::BkLedgerStorage;
+pub use metadata_store::MetadataVersionedStore;
 pub use settings::BkSettings;
-pub use zk_store::ZkVersionedStore;
 
 use std::sync::Arc;
 
@@ -31,9 +32,9 @@ use std::sync::Arc;
 /// The metadata store cannot be reached or a URI does not parse.
 pub async fn connect(
     settings: &BkSettings,
-) -> pulsar_rs_ledger::Result<(Arc<BkLedgerStorage>, Arc<ZkVersionedStore>)> {
+) -> pulsar_rs_ledger::Result<(Arc<BkLedgerStorage>, Arc<MetadataVersionedStore>)> {
     let ledgers = BkLedgerStorage::connect(settings).await?;
-    let store = ZkVersionedStore::connect(&settings.metadata_servers()?).await?;
+    let store = MetadataVersionedStore::connect(&settings.metadata_store()?).await?;
     Ok((Arc::new(ledgers), Arc::new(store)))
 }
 

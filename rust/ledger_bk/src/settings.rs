@@ -13,7 +13,8 @@ use pulsar_rs_ledger::LedgerError;
 /// Where the bookies and the metadata are, and how ledgers are made.
 #[derive(Clone, Debug)]
 pub struct BkSettings {
-    /// `metadataStoreUrl`: `zk:host:port[,host:port]` (Pulsar's form) or `host:port`.
+    /// `metadataStoreUrl`: `zk:host:port[,host:port]` (Pulsar's form), `host:port`, or
+    /// `etcd:http://host:port[,...]`.
     pub metadata_store_url: String,
     /// `bookkeeperMetadataServiceUri`; empty: `metadata-store:{metadataStoreUrl}/ledgers`.
     pub bookkeeper_metadata_service_uri: String,
@@ -76,6 +77,19 @@ impl BkSettings {
         Ok(())
     }
 
+    /// The store of the managed ledgers' records: `metadataStoreUrl` when it names ZooKeeper
+    /// (`zk:host:port[,host:port]`) or etcd (`etcd:http://host:port[,...]`).
+    ///
+    /// # Errors
+    /// Any other store (Oxia, ...).
+    pub fn metadata_store(&self) -> Result<String, LedgerError> {
+        let url = self.metadata_store_url.trim();
+        if pulsar_rs_cluster::store::is_etcd(url) {
+            return Ok(url.to_owned());
+        }
+        Ok(format!("zk:{}", self.metadata_servers()?))
+    }
+
     /// ZooKeeper's `host:port[,host:port]` from `metadataStoreUrl` (`zk:` prefix optional).
     ///
     /// # Errors
@@ -96,8 +110,21 @@ impl BkSettings {
     /// `metadata-store:{metadataStoreUrl}/ledgers` when it is empty.
     ///
     /// # Errors
-    /// As [`BkSettings::metadata_servers`].
+    /// As [`BkSettings::metadata_servers`]; on etcd `bookkeeperMetadataServiceUri` is required
+    /// (the BookKeeper client keeps ledger metadata on ZooKeeper only).
     pub fn bookkeeper_uri(&self) -> Result<String, LedgerError> {
+        if self.bookkeeper_metadata_service_uri.is_empty()
+            && pulsar_rs_cluster::store::is_etcd(&self.metadata_store_url)
+        {
+            return Err(LedgerError::InvalidConfig {
+                key: "bookkeeperMetadataServiceUri",
+                reason: format!(
+                    "must name BookKeeper's ZooKeeper (zk+hierarchical://host:port/ledgers) when \
+                     metadataStoreUrl is etcd ({}): pulsar-rs keeps ledger metadata on ZooKeeper only",
+                    self.metadata_store_url.trim()
+                ),
+            });
+        }
         if self.bookkeeper_metadata_service_uri.is_empty() {
             Ok(format!(
                 "metadata-store:zk:{}/ledgers",
@@ -128,5 +155,15 @@ mod tests {
         assert!(BkSettings::new("etcd:http://x:2379")
             .metadata_servers()
             .is_err());
+        let mut etcd = BkSettings::new("etcd:http://x:2379");
+        assert_eq!(etcd.metadata_store().unwrap(), "etcd:http://x:2379");
+        assert!(etcd.bookkeeper_uri().is_err());
+        etcd.bookkeeper_metadata_service_uri = "zk+hierarchical://z:2181/ledgers".into();
+        assert_eq!(
+            etcd.bookkeeper_uri().unwrap(),
+            "zk+hierarchical://z:2181/ledgers"
+        );
+        assert_eq!(s.metadata_store().unwrap(), "zk:127.0.0.1:2181");
+        assert!(BkSettings::new("oxia://x:1").metadata_store().is_err());
     }
 }

@@ -186,7 +186,7 @@ fn a_stale_ledger_list_compare_and_set_fences_and_consumed_ledgers_are_trimmed()
         let ml = broker(&cluster, name, 1).await.unwrap();
         ml.add_entry(payload(0)).await.unwrap();
         // Someone else rewrites the list (same bytes, next znode version), fencing no ledger.
-        let store = pulsar_rs_ledger_bk::ZkVersionedStore::connect(&cluster.zk_servers())
+        let store = pulsar_rs_ledger_bk::MetadataVersionedStore::connect(&cluster.zk_servers())
             .await
             .unwrap();
         let path = managed_ledger_path(name);
@@ -250,7 +250,7 @@ fn a_stale_ledger_list_compare_and_set_fences_and_consumed_ledgers_are_trimmed()
         c.flush().await.unwrap();
         let ids = ml.ledger_ids();
         ml.delete().await.unwrap();
-        let store = pulsar_rs_ledger_bk::ZkVersionedStore::connect(&cluster.zk_servers())
+        let store = pulsar_rs_ledger_bk::MetadataVersionedStore::connect(&cluster.zk_servers())
             .await
             .unwrap();
         assert!(store

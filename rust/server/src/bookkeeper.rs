@@ -1,5 +1,5 @@
-//! The broker's topics on Apache BookKeeper: when `metadataStoreUrl` names a ZooKeeper, the
-//! clients of the bookies and of ZooKeeper are started (on a runtime of their own) with the
+//! The broker's topics on Apache BookKeeper: when `metadataStoreUrl` names a ZooKeeper or etcd,
+//! the clients of the bookies and of the metadata store are started (on a runtime of their own) with the
 //! settings of `broker.conf` (`bookkeeperMetadataServiceUri`, `managedLedgerDefaultEnsembleSize` /
 //! `WriteQuorum` / `AckQuorum`, `bookkeeperClientTimeoutInSeconds`), and every managed ledger is
 //! kept there in Pulsar's formats.
@@ -14,8 +14,8 @@ use pulsar_rs_ledger_bk::BkSettings;
 /// The BookKeeper settings of a broker's configuration; `None` keeps topics in the journal.
 #[must_use]
 pub fn settings(config: &BrokerConfig) -> Option<BkSettings> {
-    let zk = config.bookkeeper_zookeeper()?;
-    let mut s = BkSettings::new(&format!("zk:{zk}"));
+    let store = config.cluster_metadata_store()?;
+    let mut s = BkSettings::new(&store);
     s.bookkeeper_metadata_service_uri
         .clone_from(&config.bookkeeper_metadata_service_uri);
     s.ensemble_size = config.managed_ledger_default_ensemble_size;

@@ -1,4 +1,4 @@
-//! This broker in a cluster: when `metadataStoreUrl` names a ZooKeeper, the broker joins the
+//! This broker in a cluster: when `metadataStoreUrl` names a ZooKeeper or etcd, the broker joins the
 //! cluster there ([`pulsar_rs_cluster::ClusterMember`]): it registers, owns namespace bundles,
 //! answers lookups with Connect or Redirect, refuses producers and consumers of topics it does
 //! not own, and closes the topics of a bundle it gives up so their clients look them up again.
@@ -22,11 +22,11 @@ pub async fn join(
     broker_id: String,
     urls: BrokerUrls,
 ) -> Result<Option<Arc<ClusterMember>>, ServerError> {
-    let Some(zk) = config.bookkeeper_zookeeper() else {
+    let Some(store) = config.cluster_metadata_store() else {
         return Ok(None);
     };
     let member_config = MemberConfig {
-        metadata_store_url: zk,
+        metadata_store_url: store,
         session_timeout: Duration::from_millis(
             config.metadata_store_session_timeout_millis.max(1000),
         ),

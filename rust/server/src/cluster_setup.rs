@@ -1,8 +1,9 @@
 //! `pulsar-rs initialize-cluster-metadata`: a new cluster's records in its metadata stores, as
 //! `pulsar initialize-cluster-metadata` writes them: BookKeeper's format of `/ledgers` (unless an
 //! existing BookKeeper is named) and the cluster's own records
-//! ([`pulsar_rs_cluster::setup::initialize`]). Both stores are ZooKeeper (`zk:host:port[/chroot]`);
-//! a chroot is created first, as Pulsar creates it.
+//! ([`pulsar_rs_cluster::setup::initialize`]). Each store is ZooKeeper (`zk:host:port[/chroot]`;
+//! a chroot is created first, as Pulsar creates it) or etcd (`etcd:http://host:port[,...]`; there
+//! BookKeeper must exist already: pulsar-rs formats BookKeeper's metadata on ZooKeeper only).
 
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use crate::error::ServerError;
 pub struct InitializeClusterMetadata {
     /// The cluster's name, URLs and counts.
     pub setup: ClusterSetup,
-    /// `-md`: the local metadata store (`zk:host:port[/chroot]`).
+    /// `-md`: the local metadata store (`zk:host:port[/chroot]` or `etcd:http://host:port`).
     pub metadata_store_url: String,
     /// `-cms`: the configuration metadata store (the same store, usually).
     pub configuration_metadata_store_url: String,
@@ -44,7 +45,7 @@ pub struct Initialized {
 pub fn zookeeper_of(url: &str) -> Result<String, ServerError> {
     let refused = || {
         ServerError::BadRequest(format!(
-            "metadata store {url:?}: only ZooKeeper is supported (zk:host:port[/chroot])"
+            "metadata store {url:?}: only ZooKeeper (zk:host:port[/chroot]) and etcd (etcd:http://host:port) are supported"
         ))
     };
     let config = BrokerConfig {
@@ -55,6 +56,34 @@ pub fn zookeeper_of(url: &str) -> Result<String, ServerError> {
     BkSettings::new(&format!("zk:{servers}"))
         .metadata_servers()
         .map_err(|_| refused())
+}
+
+/// The store a `-md` / `-cms` URL names: etcd as given, ZooKeeper as [`zookeeper_of`] reads it.
+///
+/// # Errors
+/// As [`zookeeper_of`].
+fn store_of(url: &str) -> Result<Store, ServerError> {
+    if pulsar_rs_cluster::store::is_etcd(url) {
+        return Ok(Store::Etcd(url.trim().to_owned()));
+    }
+    zookeeper_of(url).map(Store::ZooKeeper)
+}
+
+/// A store named by the command's flags.
+enum Store {
+    /// ZooKeeper servers, with the chroot.
+    ZooKeeper(String),
+    /// An etcd `metadataStoreUrl`.
+    Etcd(String),
+}
+
+impl Store {
+    async fn connect(&self, timeout: Duration) -> Result<MetadataStore, ClusterError> {
+        match self {
+            Store::ZooKeeper(servers) => connect(servers, timeout).await,
+            Store::Etcd(url) => MetadataStore::connect(url, timeout).await,
+        }
+    }
 }
 
 /// Connects to `servers` (`host:port[/chroot]`), creating the chroot first.
@@ -71,25 +100,35 @@ async fn connect(servers: &str, timeout: Duration) -> Result<MetadataStore, Clus
 /// Writes a new cluster's records (see the module); run again, it changes nothing.
 ///
 /// # Errors
-/// A store that is not ZooKeeper ([`ServerError::BadRequest`]); store failures
-/// ([`ServerError::Metadata`]).
+/// A store that is neither ZooKeeper nor etcd, or etcd without an existing BookKeeper
+/// ([`ServerError::BadRequest`]); store failures ([`ServerError::Metadata`]).
 pub async fn initialize(args: &InitializeClusterMetadata) -> Result<Initialized, ServerError> {
     if args.setup.transaction_coordinators == 0 {
         return Err(ServerError::BadRequest(
             "Number of transaction coordinators must greater than 0".into(),
         ));
     }
-    let local_servers = zookeeper_of(&args.metadata_store_url)?;
-    let configuration_servers = zookeeper_of(&args.configuration_metadata_store_url)?;
-    let local = connect(&local_servers, args.session_timeout).await?;
-    let configuration = connect(&configuration_servers, args.session_timeout).await?;
+    let local_store = store_of(&args.metadata_store_url)?;
+    let configuration_store = store_of(&args.configuration_metadata_store_url)?;
+    if !args.existing_bookkeeper && matches!(local_store, Store::Etcd(_)) {
+        return Err(ServerError::BadRequest(
+            "an etcd metadata store needs --existing-bk-metadata-service-uri: pulsar-rs formats \
+             BookKeeper's metadata on ZooKeeper only"
+                .into(),
+        ));
+    }
+    // Connected first: a ZooKeeper chroot is created by the connection, before BookKeeper's
+    // format under it.
+    let local = local_store.connect(args.session_timeout).await?;
+    let configuration = configuration_store.connect(args.session_timeout).await?;
     let mut formatted_bookkeeper = false;
-    if !args.existing_bookkeeper {
+    // (An etcd store without an existing BookKeeper was refused above.)
+    if let (false, Store::ZooKeeper(local_servers)) = (args.existing_bookkeeper, &local_store) {
         let bk_error = |e: pulsar_rs_bookkeeper::error::BkError| ClusterError::Metadata {
             path: DEFAULT_LEDGERS_ROOT.into(),
             reason: e.to_string(),
         };
-        let bk = ZkStore::connect(&local_servers, DEFAULT_LEDGERS_ROOT)
+        let bk = ZkStore::connect(local_servers, DEFAULT_LEDGERS_ROOT)
             .await
             .map_err(bk_error)?;
         formatted_bookkeeper = bk.format().await.map_err(bk_error)?;

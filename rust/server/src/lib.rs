@@ -421,7 +421,7 @@ impl Server {
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(inactive_topic_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(compaction_loop(Arc::clone(&ctx), rx.clone()));
-        if ctx.service.config.bookkeeper_zookeeper().is_some() {
+        if ctx.service.config.cluster_metadata_store().is_some() {
             tasks.spawn(fenced_topics_loop(Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(backlog_quota_loop(Arc::clone(&ctx), rx));

@@ -326,7 +326,26 @@ mod tests {
         let ok = format!("{on_bk}managedLedgerDefaultAckQuorum=1\n");
         let c = BrokerConfig::from_properties(&ok).unwrap();
         assert_eq!(c.bookkeeper_zookeeper().as_deref(), Some("127.0.0.1:2181"));
-        assert!(BrokerConfig::from_properties("metadataStoreUrl=etcd:http://x:2379\n").is_err());
+        assert_eq!(
+            c.cluster_metadata_store().as_deref(),
+            Some("zk:127.0.0.1:2181")
+        );
+        // On etcd, BookKeeper's own metadata must be on a ZooKeeper.
+        let err = BrokerConfig::from_properties("metadataStoreUrl=etcd:http://x:2379\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bookkeeperMetadataServiceUri"), "{err}");
+        let c = BrokerConfig::from_properties(
+            "metadataStoreUrl=etcd:http://x:2379\n\
+             bookkeeperMetadataServiceUri=zk+hierarchical://z:2181/ledgers\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.cluster_metadata_store().as_deref(),
+            Some("etcd:http://x:2379")
+        );
+        assert_eq!(c.bookkeeper_zookeeper(), None);
+        assert!(BrokerConfig::from_properties("metadataStoreUrl=oxia://x:6648\n").is_err());
     }
 
     #[test]

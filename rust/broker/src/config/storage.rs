@@ -7,14 +7,33 @@ use pulsar_rs_ledger::{LedgerConfig, StorageConfig};
 
 use super::BrokerConfig;
 
+/// The scheme Pulsar's `metadataStoreUrl` gives an etcd store.
+pub const ETCD_SCHEME: &str = "etcd:";
+
 impl BrokerConfig {
-    /// The ZooKeeper servers (`host:port[,host:port]`) whose BookKeeper holds the topics, or
-    /// `None` to keep them in the local journal: `metadataStoreUrl` empty or naming one of
-    /// Pulsar's embedded stores (`rocksdb:`, `memory:`).
+    /// The metadata store of the cluster this broker joins, whose BookKeeper holds the topics:
+    /// `metadataStoreUrl` naming ZooKeeper (as `zk:host:port[,host:port]`) or etcd
+    /// (`etcd:http://host:port[,...]`, as given); `None` keeps the topics in the local journal
+    /// (`metadataStoreUrl` empty or naming one of Pulsar's embedded stores).
+    #[must_use]
+    pub fn cluster_metadata_store(&self) -> Option<String> {
+        let url = self.metadata_store_url.trim();
+        if url.starts_with(ETCD_SCHEME) {
+            return Some(url.to_owned());
+        }
+        self.bookkeeper_zookeeper().map(|zk| format!("zk:{zk}"))
+    }
+
+    /// The ZooKeeper servers (`host:port[,host:port]`) `metadataStoreUrl` names, or `None`:
+    /// empty, one of Pulsar's embedded stores (`rocksdb:`, `memory:`), or etcd.
     #[must_use]
     pub fn bookkeeper_zookeeper(&self) -> Option<String> {
         let url = self.metadata_store_url.trim();
-        if url.is_empty() || url.starts_with("rocksdb:") || url.starts_with("memory:") {
+        if url.is_empty()
+            || url.starts_with("rocksdb:")
+            || url.starts_with("memory:")
+            || url.starts_with(ETCD_SCHEME)
+        {
             return None;
         }
         Some(

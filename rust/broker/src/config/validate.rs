@@ -130,15 +130,28 @@ impl BrokerConfig {
     /// The BookKeeper settings: a store this broker can use, quorums BookKeeper accepts.
     fn validate_bookkeeper(&self) -> Result<(), BrokerError> {
         let url = self.metadata_store_url.trim();
-        for scheme in ["etcd:", "oxia:", "http://", "https://"] {
+        for scheme in ["oxia:", "http://", "https://"] {
             if url.starts_with(scheme) {
                 return Err(bad(
                     "metadataStoreUrl",
-                    "only ZooKeeper (zk:host:port) or the embedded store (empty) is supported",
+                    "only ZooKeeper (zk:host:port), etcd (etcd:http://host:port) or the embedded store (empty) is supported",
                 ));
             }
         }
-        if self.bookkeeper_zookeeper().is_none() {
+        let bk = self.bookkeeper_metadata_service_uri.trim();
+        if url.starts_with(super::storage::ETCD_SCHEME)
+            && !(bk.starts_with("zk+")
+                || bk.starts_with("zk:")
+                || bk.starts_with("metadata-store:zk:"))
+        {
+            // Pulsar would keep BookKeeper's metadata on etcd too (through its own bookie driver);
+            // pulsar-rs's BookKeeper client reads it from ZooKeeper only.
+            return Err(bad(
+                "bookkeeperMetadataServiceUri",
+                "must name BookKeeper's ZooKeeper (zk+hierarchical://host:port/ledgers) when metadataStoreUrl is etcd",
+            ));
+        }
+        if self.cluster_metadata_store().is_none() {
             // On the journal the quorums are unused: accepted as Pulsar accepts them (a conf may
             // set E=1 Qw=1 and leave Qa at its default 2; Pulsar only fails at ledger creation).
             return Ok(());
