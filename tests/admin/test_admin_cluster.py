@@ -258,6 +258,24 @@ def test_cli(pulsar_broker, capsys):
     assert out("namespaces", "unload", "public/default", "-b", FIRST) == ""
     assert out("namespaces", "unload", "public/default", "-b", FIRST, "-d", me) == ""
     assert out("namespaces", "unload", "public/default", "-b", FIRST, "--destinationBroker", me) == ""
+    # split-bundle: halves by default, at the positions given with specified_positions_divide (two
+    # topics in the bundle at least, as Pulsar asks), refusals as Pulsar's 412s.
+    assert out("namespaces", "split-bundle", "public/two", "-b", "0x00000000_0x80000000") == ""
+    assert out("namespaces", "split-bundle", "public/two", "--bundle", "0x80000000_0xffffffff", "-u") == ""
+    assert json.loads(out("--json", "namespaces", "bundles", "public/two"))["boundaries"] == [
+        "0x00000000",
+        "0x40000000",
+        "0x80000000",
+        "0xbfffffff",
+        "0xffffffff",
+    ]
+    Admin(pulsar_broker.admin_url).namespaces.split_bundle("public/eight", "0x00000000_0x20000000", True)
+    assert json.loads(out("--json", "namespaces", "bundles", "public/eight"))["numBundles"] == 9
+    assert main([*url, "namespaces", "split-bundle", "public/two", "-b", FIRST, "-san", "nope"]) == 1
+    assert "412 Unsupported namespace bundle split algorithm" in capsys.readouterr().err
+    san = ["-san", "specified_positions_divide"]
+    assert main([*url, "namespaces", "split-bundle", "public/two", "-b", "0x00000000_0x40000000", *san]) == 1
+    assert "splitBoundaries must not be empty" in capsys.readouterr().err
     assert out("topics", "bundle-range", "persistent://public/default/t") == (
         f"{range_of('persistent://public/default/t')}\n"
     )

@@ -253,6 +253,52 @@ def test_frozen_broker_loses_its_bundles_and_rejoins(brokers):
     assert got == [b"before", b"while-frozen", b"after"], got
 
 
+def test_a_bundle_split_through_any_broker_is_the_clusters(brokers):
+    """`namespaces split-bundle` sent to a broker that does not own the bundle goes to its owner
+    (307), which keeps both halves: its producers stay connected, every broker reads the new
+    boundaries (its `Policies` watch) and lookups through each land on that owner."""
+    ns = "public/default"
+    topics = [f"persistent://{ns}/split-{i}" for i in range(24)]
+    ranges = {t: bundle_range(brokers[0], t) for t in topics}
+    crowded = max(sorted(set(ranges.values())), key=lambda r: list(ranges.values()).count(r))
+    inside = [t for t in topics if ranges[t] == crowded]
+    assert len(inside) >= 2, ranges
+    owner_url = lookup(brokers[0], inside[0])
+    owner = next(b for b in brokers if b.url == owner_url)
+    other = next(b for b in brokers if b is not owner)
+    c = client(brokers)
+    try:
+        producers = [c.create_producer(t, batching_enabled=False) for t in inside]
+        for p in producers:
+            p.send(b"before")
+
+        def since() -> list[object]:
+            stats = [get(f"{owner.http}/admin/v2/{t.replace('://', '/')}/stats")[1] for t in inside]
+            return [s["publishers"][0]["connectedSince"] for s in stats]
+
+        before = since()
+        count = len(Admin(other.http).namespaces.bundles(ns)["boundaries"])
+        Admin(other.http).namespaces.split_bundle(ns, crowded, split_algorithm_name="topic_count_equally_divide")
+        for b in brokers:
+            wait_for(
+                f"{b.name} reading the split",
+                lambda b=b: len(Admin(b.http).namespaces.bundles(ns)["boundaries"]) == count + 1,
+            )
+        halves = {bundle_range(brokers[0], t) for t in inside}
+        assert len(halves) == 2 and crowded not in halves, halves
+        for t in inside:
+            assert {lookup(b, t) for b in brokers} == {owner_url}, t
+        owned = get(f"{owner.http}/admin/v2/brokers/standalone/{owner.broker_id}/ownedNamespaces")[1]
+        assert all(f"{ns}/{h}" in owned for h in halves) and f"{ns}/{crowded}" not in owned, owned
+        for p in producers:
+            p.send(b"after")
+        assert since() == before, "the split closed no producer"
+        got = drain(c, inside[0], "read", 2)
+        assert got == [b"before", b"after"], got
+    finally:
+        c.close()
+
+
 def test_a_namespace_created_through_one_broker_is_served_by_all(brokers):
     """Tenants and namespaces created through one broker are written to the store (with
     `defaultNumberOfNamespaceBundles` bundles); whichever broker a bundle lands on serves it."""

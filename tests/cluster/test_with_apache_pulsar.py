@@ -340,3 +340,34 @@ def test_a_bundle_moves_between_apache_pulsar_and_pulsar_rs_both_ways(mixed):
         assert drain(c, full, "s") == expected
     finally:
         c.close()
+
+
+def test_a_bundle_split_by_either_broker_is_read_by_the_other(mixed):
+    """`namespaces split-bundle` through the Java broker, then through pulsar-rs: each split is
+    written where Pulsar keeps it (`LocalPolicies` and `Policies.bundles`), so the other broker
+    answers the new boundaries and looks up the topics of the halves to one owner."""
+    java, rs = mixed.java.admin_url, mixed.rs_http
+    ns = "public/split-shared"
+    status, body = send("PUT", f"{java}/admin/v2/namespaces/{ns}", {"bundles": {"numBundles": 2}})
+    assert status in (204, 409), body
+
+    def boundaries(base: str) -> object:
+        status, body, _ = http("GET", f"{base}/admin/v2/namespaces/{ns}/bundles")
+        return body["boundaries"] if status == 200 and isinstance(body, dict) else (status, body)
+
+    eventually("pulsar-rs reading the namespace", lambda: boundaries(rs) == ["0x00000000", "0x80000000", "0xffffffff"])
+    for via, first, expected in (
+        (java, "0x00000000_0x80000000", ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"]),
+        (rs, "0x80000000_0xffffffff", ["0x00000000", "0x40000000", "0x80000000", "0xbfffffff", "0xffffffff"]),
+    ):
+        # Whoever owns the bundle splits it (an unowned one is placed first): 307s followed.
+        status, body, _ = follow("PUT", f"{via}/admin/v2/namespaces/{ns}/{first}/split?unload=false")
+        assert status == 204, body
+        for base in (java, rs):
+            eventually(
+                f"{base} answering the split through {via}",
+                lambda base=base, expected=expected: boundaries(base) == expected,
+            )
+    for i in range(8):
+        topic = f"{ns}/after-split-{i}"
+        assert len({owner(base, topic) for base in (java, rs)}) == 1, topic

@@ -125,5 +125,24 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
             path += "?" + urllib.parse.urlencode({"destinationBroker": destination_broker})
         self._a.request("PUT", path)
 
+    def split_bundle(
+        self,
+        namespace: str,
+        bundle: str,
+        unload: bool = False,
+        split_algorithm_name: str | None = None,
+        split_boundaries: list[int] | None = None,
+    ) -> None:
+        """Splits ``bundle`` (``0x..._0x...``) in two, or at ``split_boundaries`` with
+        ``specified_positions_divide`` (pulsar-admin's ``namespaces split-bundle --bundle
+        [--unload] [--split-algorithm-name] [--split-boundaries]``): ``range_equally_divide`` (the
+        default) halves the hash range, ``topic_count_equally_divide`` cuts between the middle
+        topics. The owner keeps both halves (the call goes to it: 307), unless ``unload``."""
+        query: dict[str, str] = {"unload": "true" if unload else "false"}
+        if split_algorithm_name is not None:
+            query["splitAlgorithmName"] = split_algorithm_name
+        path = f"/admin/v2/namespaces/{ns_path(namespace)}/{segment(bundle)}/split?" + urllib.parse.urlencode(query)
+        self._a.request("PUT", path, split_boundaries)
+
     def _policy_path(self, namespace: str, policy: str) -> str:
         return f"/admin/v2/namespaces/{ns_path(namespace)}/{policy}"

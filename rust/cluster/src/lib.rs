@@ -13,7 +13,7 @@
 //! fencing keeps a broker that lost a bundle from writing to it.
 //!
 //! Modules, each importing only those before it: `error`; `paths`; `documents`; `bundles`;
-//! `store`; `setup`; `member`.
+//! `split`; `store`; `setup`; `member`.
 
 pub mod bundles;
 pub mod documents;
@@ -21,6 +21,7 @@ pub mod error;
 pub mod member;
 pub mod paths;
 pub mod setup;
+pub mod split;
 pub mod store;
 
 pub use bundles::Bundle;

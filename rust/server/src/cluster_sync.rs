@@ -289,6 +289,8 @@ async fn sync_path(
     let synced = if let Some(t) = paths::tenant_of(path) {
         sync_tenant(ctx, m, t, deleted_elsewhere).await
     } else if let Some(ns) = paths::namespace_of_policies(path) {
+        // Its bundles may have changed (a split by another broker): read again when next needed.
+        m.forget_boundaries(ns);
         sync_namespace(ctx, m, ns, deleted_elsewhere).await
     } else {
         return;

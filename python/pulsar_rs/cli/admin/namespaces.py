@@ -2,7 +2,8 @@
 grant-permission, revoke-permission, subscription-permission, grant-/revoke-subscription-permission,
 set-/get-subscription-auth-mode, set-/get-schema-compatibility-strategy (``--compatibility/-c``),
 set-/get-is-allow-auto-update-schema and set-/get-schema-validation-enforce (``--enable/-e`` or
-``--disable/-d``), ``bundles`` and ``unload [--bundle/-b RANGE [--destinationBroker/-d BROKER]]``,
+``--disable/-d``), ``bundles``, ``unload [--bundle/-b RANGE [--destinationBroker/-d BROKER]]``,
+``split-bundle --bundle/-b RANGE [--unload/-u] [--split-algorithm-name/-san NAME] [--split-boundaries P,..]``,
 and ``set-`` / ``get-`` / ``remove-`` for each policy the broker applies, with pulsar-admin's names
 and flags:
 
@@ -275,6 +276,27 @@ def add(groups: Any) -> None:
         help="with --bundle: the broker (host:port) to take it",
     )
     p.set_defaults(call=lambda admin, a: admin.namespaces.unload(a.namespace, a.bundle, a.destination))
+    p = g.add_parser("split-bundle", help="split one bundle of the namespace")
+    p.add_argument("namespace")
+    p.add_argument("--bundle", "-b", required=True, help="{start-boundary}_{end-boundary}, e.g. 0x00000000_0x40000000")
+    p.add_argument("--unload", "-u", action="store_true", help="unload the new bundles afterwards")
+    p.add_argument(
+        "--split-algorithm-name",
+        "-san",
+        dest="algorithm",
+        default=None,
+        help="range_equally_divide (default), topic_count_equally_divide or specified_positions_divide",
+    )
+    p.add_argument(
+        "--split-boundaries",
+        dest="boundaries",
+        default=None,
+        type=lambda v: [int(x, 0) for x in v.split(",") if x],
+        help="with specified_positions_divide: the positions, comma-separated (e.g. 0x20000000,0x30000000)",
+    )
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.split_bundle(a.namespace, a.bundle, a.unload, a.algorithm, a.boundaries)
+    )
 
     _add_schema_policies(g)
     add_policies(g, "namespace")

@@ -7,13 +7,15 @@
 //! leader election, session loss), [`ownership`] (owning and releasing bundles, the ownership
 //! check of every producer and consumer), [`lookup`] (where a topic is served, and the leader's
 //! placement of unowned bundles), [`records`] (namespace bundles and partitioned-topic metadata
-//! in the store), [`policies`] (tenant and namespace documents, changed and followed).
+//! in the store), [`policies`] (tenant and namespace documents, changed and followed), [`split`]
+//! (splitting an owned bundle).
 
 mod lookup;
 mod ownership;
 pub mod policies;
 mod records;
 mod session;
+mod split;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -1,6 +1,7 @@
 //! The admin calls of a cluster: `pulsar-admin brokers list` / `leader-broker` /
-//! `namespaces <broker>` (`/admin/v2/brokers/...`), `namespaces bundles` and `unload`
-//! (`/admin/v2/namespaces/{tenant}/{ns}/bundles`, `.../unload`, `.../{bundle}/unload`), and
+//! `namespaces <broker>` (`/admin/v2/brokers/...`), `namespaces bundles`, `unload` and
+//! `split-bundle` (`/admin/v2/namespaces/{tenant}/{ns}/bundles`, `.../unload`,
+//! `.../{bundle}/unload`, `.../{bundle}/split`), and
 //! `topics bundle-range` (`/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle`). A broker on
 //! its own answers as a one-broker cluster: its namespaces' bundles are the splits they were
 //! created with ([`crate::namespace_bundles`]), it owns those holding a loaded topic, and
@@ -19,6 +20,7 @@ use axum::routing::{get, put};
 use axum::Json;
 use pulsar_rs_cluster::bundles;
 use pulsar_rs_cluster::documents::BundlesData;
+use pulsar_rs_cluster::split::{split_boundaries, SplitAlgorithm};
 use serde_json::json;
 
 use super::topic_path::TopicPath;
@@ -59,6 +61,11 @@ pub(super) fn routes() -> Routes {
             "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/unload",
             Access::Tenant,
             put(unload_bundle),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/split",
+            Access::Superuser,
+            put(split_bundle),
         )
         .route(
             "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle",
@@ -250,6 +257,113 @@ async fn unload_bundle(
         },
         Err(e) => cluster_fail(&e),
     }
+}
+
+/// `pulsar-admin namespaces split-bundle`: Pulsar's `splitNamespaceBundle`. The query names the
+/// algorithm (`splitAlgorithmName`, default `range_equally_divide`) and whether the children are
+/// unloaded afterwards (`unload`); the body is the `splitBoundaries` (a JSON list, for
+/// `specified_positions_divide`). The bundle's owner splits it (another broker answers 307 to the
+/// owner; an unowned bundle is taken first) and keeps both halves, its topics staying loaded. A
+/// bundle no point of the algorithm falls inside is left whole, with a 204, as Pulsar leaves it.
+async fn split_bundle(
+    State(ctx): Ctx,
+    OriginalUri(uri): OriginalUri,
+    Path((tenant, ns, range)): Path<(String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+    body: axum::body::Bytes,
+) -> Response {
+    let name = format!("{tenant}/{ns}");
+    if ctx.cluster.get().is_none() {
+        if let Some(r) = super::namespaces::missing(&ctx, &name) {
+            return r;
+        }
+    }
+    let positions: Vec<u64> = if body.iter().all(u8::is_ascii_whitespace) {
+        Vec::new()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(p) => p,
+            Err(e) => {
+                return fail(
+                    StatusCode::BAD_REQUEST,
+                    format!("splitBoundaries must be a list of hash positions: {e}"),
+                )
+            }
+        }
+    };
+    let algorithm_name = q.get("splitAlgorithmName").map_or("", String::as_str);
+    let algorithm = match SplitAlgorithm::parse(algorithm_name, positions) {
+        Ok(a) => a,
+        Err(why) => return fail(StatusCode::PRECONDITION_FAILED, why),
+    };
+    let unload = q.get("unload").is_some_and(|v| v == "true");
+    let bundle = match namespace_bundles::boundaries(&ctx, &name).await {
+        Ok(b) => match namespace_bundles::named(&name, &b, &range) {
+            Ok(bundle) => bundle,
+            Err(r) => return r,
+        },
+        Err(r) => return r,
+    };
+    if let Some(m) = ctx.cluster.get() {
+        // Pulsar's `validateNamespaceBundleOwnership`: the owner splits.
+        let owner = match m.owner(&bundle).await {
+            Ok(None) => m.acquire(&bundle).await,
+            Ok(Some(o)) => Ok(o),
+            Err(e) => Err(e),
+        };
+        match owner {
+            Ok(pulsar_rs_cluster::member::Owner::Other(u)) => {
+                return redirect(&u.web, &uri, m.is_leader())
+            }
+            Ok(pulsar_rs_cluster::member::Owner::Me) => {}
+            Err(e) => return cluster_fail(&e),
+        }
+    }
+    if let Err(e) = crate::cluster::refresh_known_topics(&ctx).await {
+        return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+    }
+    let hashes: Vec<u32> = ctx
+        .service
+        .discoverable_topics(&name, true, true)
+        .iter()
+        .filter(|t| bundle.contains_topic(t))
+        .map(|t| bundles::topic_hash(t))
+        .collect();
+    let points = algorithm.split_points(&bundle, &hashes);
+    let Some(m) = ctx.cluster.get() else {
+        // On its own, the broker records the new split with the namespace's policies.
+        let bounds = match namespace_bundles::boundaries(&ctx, &name).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+        let (all, _) = split_boundaries(&bounds, &bundle, &points);
+        let ns_name = name.clone();
+        let recorded = crate::http::no_content(&ctx, move |svc| {
+            svc.policies
+                .update_namespace(&ns_name, |p| namespace_bundles::record(p, &all))
+        })
+        .await;
+        if !unload || recorded.status() != StatusCode::NO_CONTENT {
+            return recorded;
+        }
+        let why = "namespace bundle split and unloaded by an admin call";
+        return super::closing::closing_producers(&ctx, move |svc| {
+            Ok(svc.unload_where(|t| bundle.contains_topic(&t.name.to_string()), why))
+        })
+        .await;
+    };
+    let children = match m.split_bundle(&bundle, &points).await {
+        Ok(c) => c,
+        Err(e) => return cluster_fail(&e),
+    };
+    if unload {
+        for child in &children {
+            if let Err(e) = m.release(child).await {
+                return cluster_fail(&e);
+            }
+        }
+    }
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Pulsar's refusal of an unload whose `destinationBroker` is not a live broker.

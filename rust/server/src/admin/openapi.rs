@@ -66,6 +66,11 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "cluster",
+        "/admin/v2/namespaces/{tenant}/{ns}/{bundle}/split",
+        &["PUT"],
+    ),
+    (
+        "cluster",
         "/lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle",
         &["GET"],
     ),
