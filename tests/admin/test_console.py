@@ -83,6 +83,14 @@ def test_console_api_overview_and_history(pulsar_broker):
             time.sleep(0.3)  # poll: the history is sampled on a real-time schedule
         broker = http(f"{pulsar_broker.admin_url}/console/api/history")["points"]
         assert broker and broker[-1]["backlog"] >= 7
+        # The cluster view: a broker on its own is a one-broker cluster owning the bundles of its
+        # loaded topics (as `brokers namespaces` lists them).
+        view = http(f"{pulsar_broker.admin_url}/console/api/cluster")
+        me = http(f"{pulsar_broker.admin_url}/admin/v2/brokers/standalone")[0]
+        owned = http(f"{pulsar_broker.admin_url}/admin/v2/brokers/standalone/{me}/ownedNamespaces")
+        assert view["cluster"] == "standalone" and view["leader"] == me, view
+        assert [(b["brokerId"], b["leader"], b["self"]) for b in view["brokers"]] == [(me, True, True)]
+        assert view["brokers"][0]["bundles"] == sorted(owned) and owned, (view, owned)
         page = http(f"{pulsar_broker.admin_url}/")
         assert b"pulsar_rs console" in page
         assert b"/console/app.js" in page
@@ -167,6 +175,16 @@ def test_console_shows_topics_live_backlog_and_acts(pulsar_broker, tmp_path):
             b.script("document.getElementById('policy-body').value = '{\"nope\": 1}'")
             b.click(b.find_all("#policy-set")[0])
             b.wait_text("#action-result", lambda t: "invalid JSON body" in t)
+
+            # The cluster page: this broker, leading, with the bundles of its topics.
+            b.click(b.find_all("#cluster-link")[0])
+            b.wait_text("#brokers tr.broker td.broker-id", lambda t: "(this broker)" in t)
+            assert b.wait_text("#brokers tr.broker td:nth-child(2)", lambda t: t == "leader")
+            me = http(f"{admin}/admin/v2/brokers/standalone")[0]
+            expected = sorted(http(f"{admin}/admin/v2/brokers/standalone/{me}/ownedNamespaces"))
+            assert expected, "the topics' bundles are owned"
+            b.wait_text("#brokers tr.broker td.bundles", lambda t: t.split() == expected)
+            assert b.wait_text("#brokers tr.broker td.bundle-count", lambda t: t == str(len(expected)))
     finally:
         stop.set()
         client.close()

@@ -134,6 +134,22 @@ def test_one_leader_every_broker_registered_lookups_converge(brokers):
         rng = bundle_range(brokers[0], t)
         owner = next(b for b in brokers if b.url == url)
         assert held.get(f"public/default/{rng}") == owner.name, (t, rng, held)
+    # The web console's cluster view through any broker: every broker, the leader, and the
+    # bundles each holds (the others' from their load reports, written when ownership changes).
+    by_name = {b.broker_id: b.name for b in brokers}
+    for via in brokers:
+
+        def view(via=via) -> dict | None:
+            status, doc, _ = get(f"{via.http}/console/api/cluster")
+            assert status == 200 and isinstance(doc, dict), doc
+            got = {by_name[b["brokerId"]]: set(b["bundles"]) for b in doc["brokers"]}
+            want = {n: {k for k, v in held.items() if v == n} for n in by_name.values()}
+            return doc if got == want else None
+
+        doc = wait_for(f"{via.name}'s cluster view", view, timeout=30)
+        assert doc["leader"] == leader["brokerId"]
+        assert [b["brokerId"] for b in doc["brokers"] if b["self"]] == [via.broker_id]
+        assert [b["brokerId"] for b in doc["brokers"] if b["leader"]] == [leader["brokerId"]]
 
 
 def test_redirect_chain_with_authoritative(brokers):

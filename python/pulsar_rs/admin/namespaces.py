@@ -131,7 +131,7 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
         bundle: str,
         unload: bool = False,
         split_algorithm_name: str | None = None,
-        split_boundaries: list[int] | None = None,
+        split_boundaries: builtins.list[int] | None = None,
     ) -> None:
         """Splits ``bundle`` (``0x..._0x...``) in two, or at ``split_boundaries`` with
         ``specified_positions_divide`` (pulsar-admin's ``namespaces split-bundle --bundle

@@ -11,10 +11,12 @@
 // Checks return the ready error response; the admin path is cold.
 #![allow(clippy::result_large_err)]
 
+use std::collections::{BTreeSet, HashMap};
+
 use axum::http::StatusCode;
 use axum::response::Response;
 use pulsar_rs_broker::policies::Policies;
-use pulsar_rs_cluster::bundles::{bundles_data, equal_boundaries, parse_boundaries};
+use pulsar_rs_cluster::bundles::{bundles_data, equal_boundaries, find_bundle, parse_boundaries};
 use pulsar_rs_cluster::documents::BundlesData;
 use pulsar_rs_cluster::Bundle;
 use serde_json::{Map, Value};
@@ -154,6 +156,29 @@ pub(crate) async fn boundaries(ctx: &ServerContext, ns: &str) -> Result<Vec<u32>
             )
         }),
     )
+}
+
+/// The bundles this broker owns, by name, sorted: in a cluster its locks; on its own (as
+/// Pulsar's: the bundles a lookup made it own) those holding a loaded topic.
+///
+/// # Errors
+/// The answer for a store failure reading a namespace's boundaries.
+pub(crate) async fn owned_here(ctx: &ServerContext) -> Result<Vec<String>, Response> {
+    if let Some(m) = ctx.cluster.get() {
+        return Ok(m.owned_bundles());
+    }
+    let mut bounds: HashMap<String, Vec<u32>> = HashMap::new();
+    let mut owned = BTreeSet::new();
+    for t in ctx.service.loaded_topics() {
+        let ns = t.name.namespace_name();
+        if !bounds.contains_key(&ns) {
+            let b = boundaries(ctx, &ns).await?;
+            bounds.insert(ns.clone(), b);
+        }
+        let b = &bounds[&ns];
+        owned.insert(find_bundle(&ns, b, &t.name.to_string()).name());
+    }
+    Ok(owned.into_iter().collect())
 }
 
 /// The bundle `range` (`0xLOW_0xHIGH`) names among `bounds`, checked as Pulsar's

@@ -114,24 +114,10 @@ async fn owned_namespaces(
     Path((_cluster, broker)): Path<(String, String)>,
 ) -> Response {
     let owned: Vec<String> = match ctx.cluster.get() {
-        None if broker == ctx.broker_id() => {
-            // As Pulsar's: the bundles a lookup made this broker own; on its own, those
-            // holding a loaded topic.
-            let mut bounds: HashMap<String, Vec<u32>> = HashMap::new();
-            let mut owned = std::collections::BTreeSet::new();
-            for t in ctx.service.loaded_topics() {
-                let ns = t.name.namespace_name();
-                if !bounds.contains_key(&ns) {
-                    match namespace_bundles::boundaries(&ctx, &ns).await {
-                        Ok(b) => bounds.insert(ns.clone(), b),
-                        Err(r) => return r,
-                    };
-                }
-                let b = &bounds[&ns];
-                owned.insert(bundles::find_bundle(&ns, b, &t.name.to_string()).name());
-            }
-            owned.into_iter().collect()
-        }
+        None if broker == ctx.broker_id() => match namespace_bundles::owned_here(&ctx).await {
+            Ok(o) => o,
+            Err(r) => return r,
+        },
         None => return fail(StatusCode::NOT_FOUND, format!("Broker {broker} not found")),
         Some(m) if broker == m.broker_id() => m.owned_bundles(),
         Some(m) => match m.broker_data(&broker).await {

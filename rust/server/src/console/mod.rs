@@ -4,12 +4,15 @@
 //!
 //! * `GET /console/api/overview`: every topic with rates, storage and backlog ([`stats`]);
 //! * `GET /console/api/history[?topic=persistent://...]`: the last minutes of rates and backlog
-//!   sampled by the broker ([`history`]).
+//!   sampled by the broker ([`history`]);
+//! * `GET /console/api/cluster`: the cluster's brokers, its leader and each broker's bundles
+//!   ([`cluster`]).
 //!
 //! The page and its assets are public (they hold no data; the login form must load); the JSON
 //! endpoints go through the admin guard like every admin call (the admin router mounts both),
 //! so with authentication on the page asks for a token and sends it as `Authorization: Bearer`.
 
+pub mod cluster;
 pub mod history;
 pub mod stats;
 
@@ -50,6 +53,7 @@ pub fn api_routes() -> Router<Arc<ServerContext>> {
     Router::new()
         .route("/console/api/overview", get(stats::overview_handler))
         .route("/console/api/history", get(history_handler))
+        .route("/console/api/cluster", get(cluster::cluster_handler))
 }
 
 async fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -421,6 +421,29 @@ async function topicPage(view, name) {
   });
 }
 
+// The cluster: its brokers (which one leads, which one answers), and the bundles each owns.
+function clusterPage(view) {
+  loop(async () => {
+    const c = await api("/console/api/cluster");
+    document.getElementById("cluster").textContent = "cluster " + c.cluster;
+    const rows = c.brokers.map((b) =>
+      h("tr", { className: "broker" },
+        h("td", { className: "broker-id text" }, b.brokerId,
+          b.self ? h("span", { className: "muted" }, " (this broker)") : null),
+        h("td", { className: "text" }, b.leader ? "leader" : ""),
+        h("td", { className: "text" }, b.serviceUrl),
+        h("td", { className: "bundle-count" }, b.bundles.length),
+        h("td", { className: "bundles text" }, b.bundles.join(" "))));
+    if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: 5, className: "muted" }, "no broker registered")));
+    view.replaceChildren(
+      h("h2", {}, "Cluster ", c.cluster),
+      h("p", {}, h("a", { href: "#/" }, "← all topics")),
+      h("table", { id: "brokers" },
+        h("thead", {}, h("tr", {}, ["Broker", "Role", "Service URL", "Bundles", "Owned bundles"].map((t) => h("th", {}, t)))),
+        h("tbody", {}, rows)));
+  });
+}
+
 function route() {
   generation++;
   const view = document.getElementById("view");
@@ -428,7 +451,7 @@ function route() {
   view.hidden = false;
   const hash = location.hash || "#/";
   const m = /^#\/topic\/(.+)$/.exec(hash);
-  const page = m ? topicPage(view, decodeURIComponent(m[1])) : overviewPage(view);
+  const page = m ? topicPage(view, decodeURIComponent(m[1])) : hash === "#/cluster" ? clusterPage(view) : overviewPage(view);
   Promise.resolve(page).catch((e) => {
     if (!(e instanceof AuthError)) setStatus("error: " + e.message, "error");
   });
