@@ -164,6 +164,23 @@ mod tests {
         }
     }
 
+    /// The broker's configuration and the cluster's store read `metadataStoreUrl`'s etcd scheme
+    /// alike: a URL the store connects to as etcd is a cluster on etcd for the broker too.
+    #[test]
+    fn the_broker_and_the_store_name_etcd_alike() {
+        let url = format!(
+            "{}http://127.0.0.1:2379",
+            pulsar_rs_cluster::store::ETCD_SCHEME
+        );
+        assert!(pulsar_rs_cluster::store::is_etcd(&url));
+        let config = pulsar_rs_broker::BrokerConfig {
+            metadata_store_url: url.clone(),
+            ..pulsar_rs_broker::BrokerConfig::default()
+        };
+        assert_eq!(config.cluster_metadata_store(), Some(url));
+        assert_eq!(config.bookkeeper_zookeeper(), None);
+    }
+
     /// The system namespace and the coordinators' topic are written by the cluster crate's
     /// set-up and served by the broker crate: the two names must stay one.
     #[test]

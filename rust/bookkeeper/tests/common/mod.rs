@@ -64,7 +64,8 @@ pub fn skip_unless_ready() -> Option<PathBuf> {
     Some(home)
 }
 
-fn free_port() -> u16 {
+/// A port free on 127.0.0.1 now (the test binds it next).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -467,7 +467,14 @@ impl EtcdMetadataStore {
                 },
             )),
         };
-        requests.send(create).await.map_err(|_| no_record(path))?;
+        // The receiver is held just below: the first request always has room.
+        requests
+            .send(create)
+            .await
+            .map_err(|_| ClusterError::Metadata {
+                path: path.to_owned(),
+                reason: "the watch request could not be queued".into(),
+            })?;
         let mut stream = WatchClient::new(self.inner.channel.clone())
             .watch(ReceiverStream::new(rx))
             .await

@@ -1,21 +1,14 @@
 //! Test fixture: a real etcd (Debian's `etcd-server`, which `.ci/run` installs) on 127.0.0.1
 //! with ephemeral ports and a temporary data directory, started and stopped by the test.
 //! Without the `etcd` binary the tests print why and pass as skipped, unless
-//! `PULSAR_RS_REQUIRE_ETCD` is set (as `.ci/run` sets it), when they fail.
+//! `PULSAR_RS_REQUIRE_ETCD` is set (as `.ci/run` sets it), when they fail. A test crate that
+//! includes it includes the BookKeeper tests' `common` too (for `free_port`).
 
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// One etcd member, killed when dropped.
 pub struct Etcd {
@@ -44,7 +37,7 @@ impl Etcd {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
-        let (port, peer) = (free_port(), free_port());
+        let (port, peer) = (crate::common::free_port(), crate::common::free_port());
         let client = format!("http://127.0.0.1:{port}");
         let peer_url = format!("http://127.0.0.1:{peer}");
         let log = std::fs::File::create(dir.path().join("etcd.log")).unwrap();

@@ -283,11 +283,12 @@ async fn split_bundle(
         Err(why) => return fail(StatusCode::PRECONDITION_FAILED, why),
     };
     let unload = q.get("unload").is_some_and(|v| v == "true");
-    let bundle = match namespace_bundles::boundaries(&ctx, &name).await {
-        Ok(b) => match namespace_bundles::named(&name, &b, &range) {
-            Ok(bundle) => bundle,
-            Err(r) => return r,
-        },
+    let bounds = match namespace_bundles::boundaries(&ctx, &name).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let bundle = match namespace_bundles::named(&name, &bounds, &range) {
+        Ok(bundle) => bundle,
         Err(r) => return r,
     };
     if let Some(m) = ctx.cluster.get() {
@@ -318,10 +319,6 @@ async fn split_bundle(
     let points = algorithm.split_points(&bundle, &hashes);
     let Some(m) = ctx.cluster.get() else {
         // On its own, the broker records the new split with the namespace's policies.
-        let bounds = match namespace_bundles::boundaries(&ctx, &name).await {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
         let (all, _) = split_boundaries(&bounds, &bundle, &points);
         let ns_name = name.clone();
         let recorded = crate::http::no_content(&ctx, move |svc| {
