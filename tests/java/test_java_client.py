@@ -67,8 +67,14 @@ def read_reports(reports: Path) -> Summary:
 
 
 def run_maven(
-    project: Path, service_url: str, admin_url: str, txn_service_url: str, txn_admin_url: str
+    project: Path,
+    service_url: str,
+    admin_url: str,
+    txn_service_url: str,
+    txn_admin_url: str,
+    only: str | None = None,
 ) -> subprocess.CompletedProcess:
+    """``mvn test`` of ``project`` against these brokers; ``only``: one test class (``-Dtest``)."""
     cmd = [
         "mvn",
         "-B",
@@ -80,6 +86,7 @@ def run_maven(
         f"-Dpulsar.adminUrl={admin_url}",
         f"-Dpulsar.txnServiceUrl={txn_service_url}",
         f"-Dpulsar.txnAdminUrl={txn_admin_url}",
+        *([f"-Dtest={only}"] if only else []),
     ]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=project

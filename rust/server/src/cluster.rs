@@ -1,7 +1,8 @@
 //! This broker in a cluster: when `metadataStoreUrl` names a ZooKeeper or etcd, the broker joins the
 //! cluster there ([`pulsar_rs_cluster::ClusterMember`]): it registers, owns namespace bundles,
 //! answers lookups with Connect or Redirect, refuses producers and consumers of topics it does
-//! not own, and closes the topics of a bundle it gives up so their clients look them up again.
+//! not own, and closes the topics (and transaction coordinators) of a bundle it gives up so
+//! their clients look them up again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,10 @@ pub async fn join(
             let service = Arc::clone(&ctx.service);
             // Closing a topic closes its ledger on the bookies: blocking pool.
             let handles = tokio::task::spawn_blocking(move || {
+                service.unload_coordinators_where(|assign| {
+                    let full = assign.to_string();
+                    bundles.iter().any(|b| b.contains_topic(&full))
+                });
                 service.unload_where(
                     |t| {
                         let full = t.name.to_string();

@@ -25,6 +25,7 @@ pub mod lookup;
 pub mod metrics;
 pub mod namespace_bundles;
 pub mod outbound;
+pub mod peers;
 pub mod policies_document;
 pub mod resources;
 pub mod standalone_defaults;
@@ -391,6 +392,8 @@ impl Server {
                 let owner = Arc::clone(&member);
                 ctx.service
                     .set_ownership_check(Box::new(move |t| owner.owns(&t.to_string())));
+                ctx.service
+                    .set_buffer_client(peers::Peers::new(Arc::clone(&member), &ctx.service));
                 let _ = ctx.cluster.set(member);
             }
             Ok(None) => {}

@@ -68,6 +68,10 @@ pub struct BrokerService {
     non_persistent: Mutex<HashMap<TopicName, Arc<NonPersistentTopic>>>,
     /// The transaction coordinators hosted here ([`transactions`]); its own short lock.
     coordinators: transactions::Coordinators,
+    /// In a cluster, how END_TXN reaches the topics other brokers own. Set once at start by
+    /// the server, after `ownership`; unset on a broker of its own.
+    buffer_client:
+        std::sync::OnceLock<Arc<dyn crate::transaction::buffer_client::TransactionBufferClient>>,
     /// Notified (all waiters) when the broker's clock jumps, so timers armed on the clock's
     /// time (transaction timeouts) look at it again.
     clock_jumps: Arc<tokio::sync::Notify>,
@@ -240,6 +244,7 @@ impl BrokerService {
             schemas,
             non_persistent: Mutex::new(HashMap::new()),
             coordinators: transactions::Coordinators::default(),
+            buffer_client: std::sync::OnceLock::new(),
             clock_jumps: Arc::new(tokio::sync::Notify::new()),
         });
         let jumped = Arc::downgrade(&service);

@@ -27,6 +27,14 @@ impl BrokerService {
         let _ = self.ownership.set(owns);
     }
 
+    /// Whether this broker owns `name`'s bundle (always, on a broker of its own). Unlike
+    /// [`BrokerService::check_served`], `pulsar/system` is not exempt: a coordinator's assign
+    /// partition is owned by one broker of a cluster.
+    #[must_use]
+    pub fn owns_bundle_of(&self, name: &TopicName) -> bool {
+        self.ownership.get().is_none_or(|owns| owns(name))
+    }
+
     /// Refuses a topic this broker does not serve (see [`BrokerService::set_ownership_check`]).
     pub(super) fn check_served(&self, name: &TopicName) -> Result<(), BrokerError> {
         match self.ownership.get() {

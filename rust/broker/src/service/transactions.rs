@@ -4,6 +4,10 @@
 //! transaction buffers) and subscriptions (their pending acks) between the coordinator's two
 //! durable status changes. A coordinator recovered at start finishes what was COMMITTING or
 //! ABORTING and re-arms the timeouts of what was OPEN.
+//!
+//! In a cluster a coordinator is hosted by the broker that owns its assign partition's bundle
+//! (loaded on TC_CLIENT_CONNECT, closed when the bundle goes), and END_TXN reaches the topics
+//! other brokers own through the [`TransactionBufferClient`] the server sets.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -15,6 +19,7 @@ use parking_lot::Mutex;
 use super::BrokerService;
 use crate::error::BrokerError;
 use crate::naming::TopicName;
+use crate::transaction::buffer_client::TransactionBufferClient;
 use crate::transaction::coordinator::{EndPlan, HeldAck, TransactionCoordinator};
 use crate::transaction::{TxnAction, TxnId, TxnStatus, COORDINATOR_ASSIGN_TOPIC};
 
@@ -35,6 +40,14 @@ pub struct Coordinators {
     loading: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
 }
 
+/// The assign partition that places TC `id` (`transaction_coordinator_assign-partition-<id>`).
+fn assign_partition(id: u64) -> Result<TopicName, BrokerError> {
+    let partition = u32::try_from(id).map_err(|_| {
+        BrokerError::CoordinatorNotFound(format!("Transaction coordinator with id {id} not found!"))
+    })?;
+    Ok(TopicName::parse(COORDINATOR_ASSIGN_TOPIC)?.partition(partition))
+}
+
 fn disabled() -> BrokerError {
     BrokerError::NotAllowed("Transactions are not enabled.".into())
 }
@@ -46,9 +59,9 @@ impl BrokerService {
         self.config.transaction_coordinator_enabled
     }
 
-    /// At start, with transactions enabled: creates the assign topic when missing and opens
-    /// (replays) the log of every coordinator it places here, and of any other coordinator that
-    /// has a log. Blocking I/O.
+    /// At start, with transactions enabled: creates the assign topic when missing and, on a
+    /// broker of its own, opens (replays) the log of every coordinator it places here and of
+    /// any other coordinator that has a log. Blocking I/O.
     ///
     /// # Errors
     /// Storage failures.
@@ -64,6 +77,12 @@ impl BrokerService {
             }
             n => n,
         };
+        // In a cluster the count is the cluster's (this one is recorded there by the first
+        // PARTITIONED_METADATA when `initialize-cluster-metadata` made none), and a coordinator
+        // is loaded where a client finds its assign partition's owner.
+        if self.config.cluster_metadata_store().is_some() {
+            return Ok(());
+        }
         let prefix = crate::transaction::coordinator::log_ledger_name(0);
         let prefix = prefix.trim_end_matches('0');
         let mut ids: Vec<u64> = (0..u64::from(n)).collect();
@@ -165,11 +184,55 @@ impl BrokerService {
         if !self.transactions_enabled() {
             return Err(disabled());
         }
+        // Pulsar's `checkTopicNsOwnership` of the assign partition.
+        let assign = assign_partition(id)?;
+        if !self.owns_bundle_of(&assign) {
+            return Err(BrokerError::not_served(
+                &assign.to_string(),
+                &assign.namespace_name(),
+            ));
+        }
         let (tc, loaded_now) = self.load_coordinator_once(id)?;
         if loaded_now {
             self.resume_coordinator(&tc);
         }
         Ok(())
+    }
+
+    /// In a cluster, closes the coordinators whose assign partition `released` says this
+    /// broker gave up (Pulsar removes a coordinator's store when its bundle is unloaded): their
+    /// clients find the new owner through lookup, which replays the log. Blocking I/O.
+    pub fn unload_coordinators_where(&self, released: impl Fn(&TopicName) -> bool) {
+        let gone: Vec<Arc<TransactionCoordinator>> = {
+            let mut loaded = self.coordinators.loaded.lock();
+            let ids: Vec<u64> = loaded
+                .keys()
+                .copied()
+                .filter(|id| assign_partition(*id).is_ok_and(|t| released(&t)))
+                .collect();
+            ids.iter().filter_map(|id| loaded.remove(id)).collect()
+        };
+        for tc in gone {
+            tracing::info!(
+                tc = tc.id,
+                "transaction coordinator unloaded: its bundle moved"
+            );
+            tc.close();
+        }
+    }
+
+    /// Sets how END_TXN reaches topics another broker owns (in a cluster; see
+    /// [`TransactionBufferClient`]). Only the first call has an effect.
+    pub fn set_buffer_client(&self, client: Arc<dyn TransactionBufferClient>) {
+        let _ = self.buffer_client.set(client);
+    }
+
+    /// The client to end a transaction on `topic` with when another broker owns it; `None`
+    /// when this broker serves it (or is on its own).
+    fn owner_elsewhere(&self, topic: &str) -> Option<Arc<dyn TransactionBufferClient>> {
+        let client = self.buffer_client.get()?;
+        let name = TopicName::parse(topic).ok()?;
+        (!self.owns_bundle_of(&name)).then(|| Arc::clone(client))
     }
 
     /// TC `id`, if this broker hosts it.
@@ -321,12 +384,30 @@ impl BrokerService {
     /// The fan-out of one END_TXN.
     async fn end_on_topics(self: &Arc<Self>, plan: &EndPlan) -> Result<(), BrokerError> {
         for (topic, sub) in &plan.subscriptions {
-            self.end_txn_on_subscription(topic, sub, plan.id, plan.action)
-                .await?;
+            match self.owner_elsewhere(topic) {
+                Some(owner) => {
+                    owner
+                        .end_on_subscription(topic.clone(), sub.clone(), plan.id, plan.action)
+                        .await?;
+                }
+                None => {
+                    self.end_txn_on_subscription(topic, sub, plan.id, plan.action)
+                        .await?;
+                }
+            }
         }
         for topic in &plan.partitions {
-            self.end_txn_on_partition(topic, plan.id, plan.action)
-                .await?;
+            match self.owner_elsewhere(topic) {
+                Some(owner) => {
+                    owner
+                        .end_on_partition(topic.clone(), plan.id, plan.action)
+                        .await?;
+                }
+                None => {
+                    self.end_txn_on_partition(topic, plan.id, plan.action)
+                        .await?;
+                }
+            }
         }
         Ok(())
     }
@@ -401,7 +482,16 @@ impl BrokerService {
     /// # Errors
     /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus (not OPEN), log failures.
     pub async fn persist_txn_ack(&self, id: TxnId, ack: HeldAck) -> Result<(), BrokerError> {
-        let tc = self.coordinator(id.most)?;
+        let tc = match self.coordinator(id.most) {
+            Ok(tc) => tc,
+            // In a cluster the coordinator is likely another broker's: the ack stays held in
+            // this subscription's memory only (Pulsar would log it in the subscription's
+            // pending-ack ledger, which this broker does not have yet).
+            Err(BrokerError::CoordinatorNotFound(_)) if self.buffer_client.get().is_some() => {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         tc.record_ack(id, ack, self.clock().now_ms()).await
     }
 

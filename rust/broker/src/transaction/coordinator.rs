@@ -151,6 +151,14 @@ impl TransactionCoordinator {
         Ok(Arc::new(tc))
     }
 
+    /// Closes its log (persisting the cursor), so that another broker can open it: the
+    /// coordinator's assign partition moved away. Blocking I/O.
+    pub fn close(&self) {
+        if let Err(e) = self.ledger.close() {
+            tracing::warn!(tc = self.id, error = %e, "closing a transaction log");
+        }
+    }
+
     /// Rebuilds the transactions from the log's unacknowledged records.
     fn replay(&self) -> Result<(), BrokerError> {
         let mut max_seq = 0u64;

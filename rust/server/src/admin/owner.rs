@@ -6,7 +6,8 @@
 //! acts on each partition (its subscriptions, its deletion) sent on to each partition's owner
 //! ([`super::fan_out`]). Namespace and cluster calls are answered by any broker (a namespace the
 //! cluster has and this broker has not met yet is read from the store first); a broker on its
-//! own serves everything.
+//! own serves everything. A transaction admin call (`/admin/v3/transactions/...`) is answered
+//! by the owner of the topic it names, or of the coordinator's assign partition.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,9 +49,17 @@ pub(crate) async fn serve_at_owner(
     let (mut parts, body) = req.into_parts();
     adopt_named_namespace(&mut parts, &ctx).await;
     let route = route_topic(&mut parts, &ctx).await;
+    // A transaction route names a topic, or a coordinator (its assign partition), instead.
+    let txn_topic = match route {
+        None => super::transactions::owner_topic(&mut parts, &ctx).await,
+        Some(_) => None,
+    };
     let req = Request::from_parts(parts, body);
     let Some((topic, op)) = route else {
-        return next.run(req).await;
+        return match txn_topic {
+            Some(t) if !member.owns(&t.to_string()) => at_owner(&ctx, member, &t, req, next).await,
+            _ => next.run(req).await,
+        };
     };
     let per_partition = fan_out::fans_out(req.method(), &op);
     let full = topic.to_string();
@@ -70,6 +79,19 @@ pub(crate) async fn serve_at_owner(
     if anywhere || member.owns(&full) {
         return next.run(req).await;
     }
+    at_owner(&ctx, member, &topic, req, next).await
+}
+
+/// Answers a call on `topic`, which this broker does not own: `307` to the owner a lookup
+/// names, or the call served here when the lookup placed the free bundle here.
+async fn at_owner(
+    ctx: &Arc<ServerContext>,
+    member: &pulsar_rs_cluster::ClusterMember,
+    topic: &TopicName,
+    req: Request,
+    next: Next,
+) -> Response {
+    let full = topic.to_string();
     let authoritative = req
         .uri()
         .query()
@@ -77,7 +99,7 @@ pub(crate) async fn serve_at_owner(
     match member.lookup(&full, authoritative).await {
         Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
             // The bundle was free and is now this broker's: serve the call here.
-            match crate::cluster_sync::adopt_namespace(&ctx, &topic.namespace_name()).await {
+            match crate::cluster_sync::adopt_namespace(ctx, &topic.namespace_name()).await {
                 Ok(()) => next.run(req).await,
                 Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             }

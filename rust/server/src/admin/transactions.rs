@@ -6,27 +6,33 @@
 //! no counterpart: held acks live in the coordinator's log, not in a ledger per subscription.
 //! Every route is a read any authenticated caller may make, as on Pulsar 4.0.8 (which checks
 //! only the coordinator's or topic's ownership there; only scaling coordinators and aborting a
-//! transaction, not served here, need a superuser).
+//! transaction, not served here, need a superuser). In a cluster a call is answered by the
+//! owner of the topic or coordinator it names (`super::owner`), and the coordinator-wide
+//! `coordinatorStats` and `slowTransactions` gather the other brokers' coordinators.
 
 use super::access::{Access, Routes};
 use std::collections::{BTreeMap, HashMap};
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use pulsar_rs_broker::transaction::buffer::TransactionBuffer;
 use pulsar_rs_broker::transaction::coordinator::{TransactionCoordinator, TxnMeta};
-use pulsar_rs_broker::transaction::TxnId;
+use pulsar_rs_broker::transaction::{TxnId, COORDINATOR_ASSIGN_TOPIC};
+use pulsar_rs_broker::TopicName;
 use pulsar_rs_ledger::Position;
 use serde_json::{json, Value};
 
 use super::internal_stats::{cursor_json, managed_ledger_json};
-use super::topic_path::{existing, DeferredTopicPath};
+use super::topic_path::{self, existing, DeferredTopicPath};
 use super::Ctx;
 use crate::http::{blocking, fail};
 use crate::ServerContext;
+
+/// The prefix of every route of this module.
+const TXN_ROUTES: &str = "/admin/v3/transactions/";
 
 /// The routes of this module.
 pub(super) fn routes() -> Routes {
@@ -73,6 +79,47 @@ pub(super) fn routes() -> Routes {
         )
 }
 
+/// The topic whose owner answers a transaction route in a cluster (Pulsar's
+/// `validateTopicOwnership` in `TransactionsBase`): the topic a buffer or pending-ack route
+/// names, or the assign partition of the coordinator a route names (`coordinatorStats` and
+/// `slowTransactions` only with `coordinatorId`: without it they gather every coordinator's).
+pub(super) async fn owner_topic(
+    parts: &mut axum::http::request::Parts,
+    ctx: &std::sync::Arc<ServerContext>,
+) -> Option<TopicName> {
+    let template = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()?
+        .as_str()
+        .to_owned();
+    let route = template.strip_prefix(TXN_ROUTES)?.split('/').next()?;
+    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, ctx)
+        .await
+        .ok()?;
+    let Query(query) = Query::<HashMap<String, String>>::from_request_parts(parts, ctx)
+        .await
+        .ok()?;
+    let coordinator = match route {
+        "transactionMetadata" => params.get("most"),
+        "coordinatorInternalStats" => params.get("coordinatorId"),
+        "coordinatorStats" | "slowTransactions" => query.get("coordinatorId"),
+        _ => {
+            let (t, ns, topic) = (
+                params.get("tenant")?,
+                params.get("ns")?,
+                params.get("topic")?,
+            );
+            return topic_path::name("persistent", t, ns, topic).ok();
+        }
+    };
+    let id = u32::try_from(coordinator?.parse::<u64>().ok()?).ok()?;
+    Some(
+        TopicName::parse(COORDINATOR_ASSIGN_TOPIC)
+            .ok()?
+            .partition(id),
+    )
+}
+
 /// 503 when transactions are off.
 fn disabled(ctx: &ServerContext) -> Option<Response> {
     (!ctx.service.transactions_enabled()).then(|| {
@@ -95,7 +142,38 @@ fn tc_stats(tc: &TransactionCoordinator) -> Value {
     })
 }
 
-async fn coordinator_stats(State(ctx): Ctx, Query(q): Query<HashMap<String, String>>) -> Response {
+/// In a cluster, the answers of the coordinators other brokers host to the same call on each
+/// one (`?coordinatorId=N`, sent through this broker, which redirects it to the owner), by id:
+/// Pulsar's broker asks them through its admin client. A coordinator no broker has loaded yet
+/// is left out.
+async fn other_coordinators(
+    ctx: &ServerContext,
+    path: &str,
+    authorization: Option<&axum::http::HeaderValue>,
+) -> Vec<(u64, Value)> {
+    let Some(member) = ctx.cluster.get() else {
+        return Vec::new();
+    };
+    let n = match member.partitions(COORDINATOR_ASSIGN_TOPIC).await {
+        Ok(Some(n)) => n,
+        _ => return Vec::new(),
+    };
+    let mut answers = Vec::new();
+    for id in (0..u64::from(n)).filter(|id| ctx.service.coordinator(*id).is_err()) {
+        let url = format!("{}{path}?coordinatorId={id}", ctx.admin_url);
+        match super::peer::get_json(&url, authorization).await {
+            Ok(v) => answers.push((id, v)),
+            Err(e) => tracing::debug!(tc = id, error = %e, "a coordinator's admin answer"),
+        }
+    }
+    answers
+}
+
+async fn coordinator_stats(
+    State(ctx): Ctx,
+    Query(q): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
@@ -106,12 +184,17 @@ async fn coordinator_stats(State(ctx): Ctx, Query(q): Query<HashMap<String, Stri
         },
         Some(Err(_)) => fail(StatusCode::BAD_REQUEST, "invalid coordinatorId"),
         None => {
-            let all: BTreeMap<String, Value> = ctx
+            let mut all: BTreeMap<String, Value> = ctx
                 .service
                 .coordinators()
                 .iter()
                 .map(|tc| (tc.id.to_string(), tc_stats(tc)))
                 .collect();
+            let auth = headers.get(axum::http::header::AUTHORIZATION);
+            let path = "/admin/v3/transactions/coordinatorStats";
+            for (id, stats) in other_coordinators(&ctx, path, auth).await {
+                all.insert(id.to_string(), stats);
+            }
             Json(all).into_response()
         }
     }
@@ -207,18 +290,20 @@ fn no_coordinator(id: u64) -> Response {
 /// Pulsar's map of `txnId` to `TransactionMetadata`.
 async fn slow_transactions(
     State(ctx): Ctx,
-    Path(timeout): Path<String>,
+    Path(timeout_text): Path<String>,
     Query(q): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
     if let Some(r) = disabled(&ctx) {
         return r;
     }
-    let Ok(timeout) = timeout.parse::<u64>() else {
+    let Ok(timeout) = timeout_text.parse::<u64>() else {
         return fail(
             StatusCode::BAD_REQUEST,
-            format!("invalid timeout: {timeout}"),
+            format!("invalid timeout: {timeout_text}"),
         );
     };
+    let mut others = BTreeMap::new();
     let tcs = match q.get("coordinatorId").map(|s| s.parse::<u64>()) {
         Some(Ok(id)) => match ctx.service.coordinator(id) {
             Ok(tc) => vec![tc],
@@ -226,8 +311,15 @@ async fn slow_transactions(
         },
         Some(Err(_)) => return fail(StatusCode::BAD_REQUEST, "invalid coordinatorId"),
         None => {
+            let auth = headers.get(axum::http::header::AUTHORIZATION);
+            let path = format!("/admin/v3/transactions/slowTransactions/{timeout}");
+            for (_, answer) in other_coordinators(&ctx, &path, auth).await {
+                if let Value::Object(m) = answer {
+                    others.extend(m);
+                }
+            }
             let all = ctx.service.coordinators();
-            if all.is_empty() {
+            if all.is_empty() && ctx.cluster.get().is_none() {
                 return fail(StatusCode::NOT_FOUND, "Transaction coordinator not found");
             }
             all
@@ -236,11 +328,12 @@ async fn slow_transactions(
     blocking(
         &ctx,
         move |c| {
-            let slow: BTreeMap<String, Value> = tcs
+            let mut slow: BTreeMap<String, Value> = tcs
                 .iter()
                 .flat_map(|tc| tc.slow_transactions(timeout))
                 .map(|m| (m.id.to_string(), metadata_json(c, &m)))
                 .collect();
+            slow.extend(others);
             Ok(slow)
         },
         |v| Json(v).into_response(),

@@ -1,0 +1,192 @@
+//! One binary-protocol connection from this broker to another broker of its cluster (the
+//! connection Pulsar's broker-side client opens): CONNECT, then requests matched to their
+//! responses by request id, PINGs answered. A reader task owns the socket's read half, a
+//! writer task its write half; when the socket closes every waiting request fails at once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use pulsar_rs_proto::pb::base_command::Type;
+use pulsar_rs_proto::{commands, decode_frame, encode_simple, BaseCommand, DEFAULT_MAX_FRAME_SIZE};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+/// The protocol version announced to peers (transactions need 19 or later).
+const PROTOCOL_VERSION: i32 = 21;
+
+/// Requests awaiting their response, by request id.
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<BaseCommand>>>>;
+
+/// A connection to another broker.
+pub struct PeerConnection {
+    /// Encoded frames for the writer task, which owns the socket's write half.
+    out: mpsc::UnboundedSender<Bytes>,
+    /// Requests awaiting their response: inserted by [`PeerConnection::request`], removed by
+    /// the reader task when the response comes (or drained when the socket closes). Short
+    /// lock: one map operation, never held across an await.
+    pending: Pending,
+    /// The next request id. Relaxed: only uniqueness matters.
+    next_request: AtomicU64,
+    /// Set once by the reader task when the socket closed. Release on the store, Acquire on
+    /// the load: a caller that sees it also sees `pending` drained.
+    closed: Arc<AtomicBool>,
+}
+
+fn encode(cmd: &BaseCommand) -> Bytes {
+    let mut buf = BytesMut::with_capacity(128);
+    encode_simple(cmd, &mut buf);
+    buf.freeze()
+}
+
+/// The request id a response answers, for the responses a peer connection waits for.
+fn answered_request(cmd: &BaseCommand) -> Option<u64> {
+    match Type::try_from(cmd.r#type).ok()? {
+        Type::EndTxnOnPartitionResponse => cmd
+            .end_txn_on_partition_response
+            .as_ref()
+            .map(|r| r.request_id),
+        Type::EndTxnOnSubscriptionResponse => cmd
+            .end_txn_on_subscription_response
+            .as_ref()
+            .map(|r| r.request_id),
+        Type::LookupResponse => cmd.lookup_topic_response.as_ref().map(|r| r.request_id),
+        Type::Error => cmd.error.as_ref().map(|e| e.request_id),
+        _ => None,
+    }
+}
+
+/// Reads one frame's command (a peer sends no payload frames on this connection).
+async fn next_command(rd: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<BaseCommand, String> {
+    loop {
+        match decode_frame(buf, DEFAULT_MAX_FRAME_SIZE) {
+            Ok(Some(frame)) => return Ok(frame.into_parts().0),
+            Ok(None) => {}
+            Err(e) => return Err(format!("malformed frame from the peer: {e}")),
+        }
+        match rd.read_buf(buf).await {
+            Ok(0) => return Err("the peer closed the connection".into()),
+            Ok(_) => {}
+            Err(e) => return Err(format!("reading from the peer: {e}")),
+        }
+    }
+}
+
+impl PeerConnection {
+    /// Connects to the broker at `service_url` (`pulsar://host:port`) and completes CONNECT.
+    ///
+    /// # Errors
+    /// The URL, the socket, or the peer's refusal, as text.
+    pub async fn open(service_url: &str, timeout: Duration) -> Result<Arc<Self>, String> {
+        let addr = service_url
+            .strip_prefix("pulsar://")
+            .ok_or_else(|| format!("not a pulsar:// URL: {service_url}"))?
+            .trim_end_matches('/')
+            .to_owned();
+        let handshake = async {
+            let stream = TcpStream::connect(&addr)
+                .await
+                .map_err(|e| format!("connecting to {addr}: {e}"))?;
+            let _ = stream.set_nodelay(true);
+            let (mut rd, mut wr) = stream.into_split();
+            wr.write_all(&encode(&commands::connect(
+                concat!("pulsar-rs-broker/", env!("CARGO_PKG_VERSION")),
+                PROTOCOL_VERSION,
+            )))
+            .await
+            .map_err(|e| format!("writing CONNECT to {addr}: {e}"))?;
+            let mut buf = BytesMut::with_capacity(8 * 1024);
+            loop {
+                let cmd = next_command(&mut rd, &mut buf).await?;
+                match Type::try_from(cmd.r#type) {
+                    Ok(Type::Connected) => return Ok((rd, wr, buf)),
+                    Ok(Type::Error) => {
+                        let msg = cmd.error.map(|e| e.message).unwrap_or_default();
+                        return Err(format!("{addr} refused CONNECT: {msg}"));
+                    }
+                    _ => {}
+                }
+            }
+        };
+        let (mut rd, mut wr, mut buf) = tokio::time::timeout(timeout, handshake)
+            .await
+            .map_err(|_| format!("no CONNECTED from {addr} within {timeout:?}"))??;
+        let (out, mut frames) = mpsc::unbounded_channel::<Bytes>();
+        let conn = Arc::new(PeerConnection {
+            out: out.clone(),
+            pending: Arc::default(),
+            next_request: AtomicU64::new(1),
+            closed: Arc::default(),
+        });
+        tokio::spawn(async move {
+            while let Some(f) = frames.recv().await {
+                if wr.write_all(&f).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (pending, closed) = (Arc::clone(&conn.pending), Arc::clone(&conn.closed));
+        tokio::spawn(async move {
+            let why = loop {
+                let cmd = match next_command(&mut rd, &mut buf).await {
+                    Ok(c) => c,
+                    Err(why) => break why,
+                };
+                if cmd.r#type == Type::Ping as i32 {
+                    let _ = out.send(encode(&commands::pong()));
+                    continue;
+                }
+                if let Some(id) = answered_request(&cmd) {
+                    if let Some(waiter) = pending.lock().remove(&id) {
+                        let _ = waiter.send(cmd);
+                    }
+                }
+            };
+            tracing::debug!(peer = %addr, "peer connection closed: {why}");
+            // Release: pairs with the Acquire in `is_closed`.
+            closed.store(true, Ordering::Release);
+            // Dropping the senders fails every waiting request.
+            pending.lock().clear();
+        });
+        Ok(conn)
+    }
+
+    /// Whether the socket closed (a new connection is needed).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with the reader task's Release.
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Sends the command `build` makes with a fresh request id and waits for its response.
+    ///
+    /// # Errors
+    /// The connection closed, or no response came within `timeout`, as text.
+    pub async fn request(
+        &self,
+        build: impl FnOnce(u64) -> BaseCommand,
+        timeout: Duration,
+    ) -> Result<BaseCommand, String> {
+        // Relaxed: a unique id is all that is needed.
+        let id = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().insert(id, tx);
+        if self.is_closed() || self.out.send(encode(&build(id))).is_err() {
+            self.pending.lock().remove(&id);
+            return Err("the peer connection is closed".into());
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(_)) => Err("the peer connection closed before it answered".into()),
+            Err(_) => {
+                self.pending.lock().remove(&id);
+                Err(format!("no answer from the peer within {timeout:?}"))
+            }
+        }
+    }
+}
