@@ -240,6 +240,51 @@ def test_a_dead_coordinators_transactions_are_finished_by_its_successor(brokers)
     print(f"coordinator takeover: {successor.name} served TC 0 {moved_after:.1f} s after the kill")
 
 
+def test_a_held_ack_outlives_the_broker_that_took_it(brokers):
+    """A transactional ack is logged in the subscription's pending-ack ledger on the bookies
+    (Pulsar's ``MLPendingAckStore``): the topic's owner dies with the ack held, the broker that
+    takes the topic replays the log, and the commit applies the ack there."""
+    tc_broker, tc = coordinator(brokers, brokers[0])
+    victim = next(b for b in brokers if b is not tc_broker)
+    survivors = [b for b in brokers if b is not victim]
+    (topic,) = topics_owned(brokers, "xheld", [victim.url])
+    c = client(brokers)
+    p = c.create_producer(topic, batching_enabled=False)
+    for i in range(2):
+        p.send(b"m%d" % i)
+    p.close()
+    c.close()
+    consumer = tw.TxnWire(victim.url)
+    consumer.subscribe(topic, "s", 1, shared=True)
+    consumer.flow(1, 10)
+    first, second = consumer.receive(10), consumer.receive(10)
+    assert first and second
+    txn = tc.new_txn(ttl_ms=300_000)
+    tc.add_subscription(txn, topic, "s")
+    consumer.ack_txn(1, txn, [first.position])
+    victim.kill()
+    consumer.close()
+    wait_for("a survivor owns the topic", lambda: lookup(survivors[0], topic) in {b.url for b in survivors}, timeout=90)
+    try:
+        tc.end_txn(txn, commit=True)
+    finally:
+        tc.close()
+    stats = pulsar_stats(survivors[0], topic)
+    assert stats["subscriptions"]["s"]["msgBacklog"] == 1, stats
+    c = client(survivors)
+    try:
+        again = c.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+        assert again.receive(timeout_millis=10_000).data() == second.payload
+        with pytest.raises(pulsar.Timeout):
+            again.receive(timeout_millis=2000)
+    finally:
+        c.close()
+    local = topic.rsplit("/", 1)[1]
+    internal = get(f"{survivors[0].http}/admin/v3/transactions/pendingAckInternalStats/public/default/{local}/s")
+    assert internal[0] == 200, internal
+    assert internal[1]["pendingAckLogStats"]["managedLedgerName"].endswith("-s__transaction_pending_ack"), internal
+
+
 def test_java_transaction_suite_on_three_brokers(brokers, tmp_path):
     """The Java client's own ``TransactionTest`` (tests/java) with its client on the cluster:
     its topics spread over the three brokers' bundles and its coordinator on one of them."""

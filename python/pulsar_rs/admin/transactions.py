@@ -3,8 +3,8 @@
 stats (with the count of transactions not yet ended) and internal stats (its log's managed
 ledger), one transaction's metadata, the slow transactions, a topic's transaction buffer stats
 and one transaction's part of it, a subscription's pending-ack stats and one transaction's part
-of it. A broker without ``transactionCoordinatorEnabled`` answers every one with 503
-(:class:`pulsar_rs.AdminError`).
+of it, and its pending-ack log's internal stats. A broker without
+``transactionCoordinatorEnabled`` answers every one with 503 (:class:`pulsar_rs.AdminError`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .types import (
     TransactionInBufferStats,
     TransactionInPendingAckStats,
     TransactionMetadata,
+    TransactionPendingAckInternalStats,
     TransactionPendingAckStats,
 )
 
@@ -56,6 +57,15 @@ class Transactions:
         """A subscription's pending acks: ``ongoingTxnSize``, ..."""
         path = f"{persistent_path(topic)}/{segment(subscription)}"
         return self._a.request("GET", f"/admin/v3/transactions/pendingAckStats/{path}")
+
+    def pending_ack_internal_stats(
+        self, topic: str, subscription: str, metadata: bool = False
+    ) -> TransactionPendingAckInternalStats:
+        """A subscription's pending-ack log: its managed ledger's name and internal stats
+        (``metadata``: each ledger's metadata too); 404 while no transactional ack created it."""
+        path = f"{persistent_path(topic)}/{segment(subscription)}"
+        query = "?metadata=true" if metadata else ""
+        return self._a.request("GET", f"/admin/v3/transactions/pendingAckInternalStats/{path}{query}")
 
     def slow_transactions(self, timeout_ms: int, coordinator_id: int | None = None) -> dict[str, TransactionMetadata]:
         """Pulsar's slow transactions, by ``txnId``: those not yet ended whose timeout (as their

@@ -557,7 +557,8 @@ class TransactionMetadata(TypedDict):
 
 
 class TransactionLogStats(TypedDict):
-    """A coordinator's transaction log: its managed ledger's name and internal stats."""
+    """A coordinator's transaction log (or a subscription's pending-ack log): its managed
+    ledger's name and internal stats."""
 
     managedLedgerName: str
     managedLedgerInternalStats: ManagedLedgerInternalStats
@@ -567,6 +568,13 @@ class TransactionCoordinatorInternalStats(TypedDict):
     """``transactions.coordinator_internal_stats`` (Pulsar's ``TransactionCoordinatorInternalStats``)."""
 
     transactionLogStats: TransactionLogStats
+
+
+class TransactionPendingAckInternalStats(TypedDict):
+    """``transactions.pending_ack_internal_stats`` (Pulsar's ``TransactionPendingAckInternalStats``):
+    the subscription's pending-ack log."""
+
+    pendingAckLogStats: TransactionLogStats
 
 
 class TransactionBufferStats(TypedDict, total=False):

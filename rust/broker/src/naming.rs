@@ -9,6 +9,10 @@ use crate::error::BrokerError;
 
 const PARTITION_SUFFIX: &str = "-partition-";
 
+/// The suffix of a subscription's pending-ack log (Pulsar's `PENDING_ACK_STORE_SUFFIX`): a
+/// managed ledger in the topic's namespace that is no topic of its own.
+pub const PENDING_ACK_SUFFIX: &str = "__transaction_pending_ack";
+
 /// A parsed, fully qualified topic name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicName {
@@ -91,9 +95,13 @@ impl TopicName {
         )
     }
 
-    /// Inverse of [`TopicName::ledger_name`].
+    /// Inverse of [`TopicName::ledger_name`]; `None` for a name that is no topic's (a
+    /// subscription's pending-ack log, `...`[`PENDING_ACK_SUFFIX`]).
     #[must_use]
     pub fn from_ledger_name(ml: &str) -> Option<Self> {
+        if ml.ends_with(PENDING_ACK_SUFFIX) {
+            return None;
+        }
         let mut it = ml.splitn(4, '/');
         let (t, n, d, l) = (it.next()?, it.next()?, it.next()?, it.next()?);
         Some(TopicName {

@@ -447,6 +447,25 @@ impl Storage {
         res
     }
 
+    /// Whether the managed ledger `name` is stored (open or not), without creating it.
+    ///
+    /// # Errors
+    /// Metadata store I/O.
+    pub fn ledger_exists(&self, name: &str) -> Result<bool> {
+        let open = self.shared.open.lock().by_name.get(name).cloned();
+        if open.is_some_and(|w| w.upgrade().is_some()) {
+            return Ok(true);
+        }
+        if let Some(b) = &self.shared.backing {
+            return crate::managed_ledger::on_seam::ledger_exists(b, name);
+        }
+        Ok(self
+            .shared
+            .meta
+            .get(&crate::metastore::managed_ledger_key(name))?
+            .is_some())
+    }
+
     /// Names of every managed ledger stored (open or not).
     ///
     /// # Errors

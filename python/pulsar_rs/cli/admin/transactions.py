@@ -4,7 +4,7 @@
 ``transaction-metadata -m MOST -l LEAST``, ``slow-transactions -t TIME [-c ID]`` (TIME as
 pulsar-admin's: ``1s``, ``10m``, ``5h``, ``3d``; the transactions whose timeout is longer),
 ``transaction-buffer-stats -t TOPIC [-l]``, ``transaction-in-buffer-stats -m MOST -l LEAST -t TOPIC``,
-``pending-ack-stats -t TOPIC -s SUB [-l]`` and
+``pending-ack-stats -t TOPIC -s SUB [-l]``, ``pending-ack-internal-stats -t TOPIC -s SUB [-m]`` and
 ``transaction-in-pending-ack-stats -m MOST -l LEAST -t TOPIC -s SUB``. A broker without
 ``transactionCoordinatorEnabled`` refuses every one with 503.
 """
@@ -65,6 +65,14 @@ def add(groups: Any) -> None:
     p.add_argument("-s", "--sub-name", dest="subscription", required=True, help="the subscription name")
     p.add_argument("-l", "--low-water-mark", action="store_true", help="accepted; no low water marks are kept")
     p.set_defaults(call=lambda admin, a: admin.transactions.pending_ack_stats(a.topic, a.subscription))
+
+    p = g.add_parser("pending-ack-internal-stats", help="a subscription's pending-ack log internal stats")
+    p.add_argument("-t", "--topic", required=True, help="the topic")
+    p.add_argument("-s", "--sub-name", dest="subscription", required=True, help="the subscription name")
+    p.add_argument("-m", "--metadata", action="store_true", help="include ledger metadata")
+    p.set_defaults(
+        call=lambda admin, a: admin.transactions.pending_ack_internal_stats(a.topic, a.subscription, a.metadata)
+    )
 
     p = g.add_parser("transaction-in-pending-ack-stats", help="a transaction on a subscription's pending acks")
     _txn_id(p)

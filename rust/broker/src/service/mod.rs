@@ -508,7 +508,16 @@ impl BrokerService {
             return Ok(Arc::clone(t));
         }
         self.check_served(name)?;
-        let exists = self.known.lock().contains(name);
+        let mut exists = self.known.lock().contains(name);
+        // In a cluster another broker may have created it (its ledger is shared storage): a
+        // topic this broker never met is looked up there before it is called missing.
+        if !exists
+            && self.ownership.get().is_some()
+            && self.storage.ledger_exists(&name.ledger_name())?
+        {
+            self.known.lock().insert(name.clone());
+            exists = true;
+        }
         let is_partition_of_known =
             name.partition_index().is_some() && self.partitioned.lock().contains_key(&name.base());
         if !exists
@@ -549,7 +558,7 @@ impl BrokerService {
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), compaction);
         topic.apply_policy(self.policies.effective(name));
         // Before any consumer can attach (the topic is not in `topics` yet).
-        self.restore_txn_acks(&topic);
+        self.restore_txn_acks(&topic)?;
         self.known.lock().insert(name.clone());
         self.topics.lock().insert(name.clone(), Arc::clone(&topic));
         Ok(topic)

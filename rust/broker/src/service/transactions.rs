@@ -20,7 +20,8 @@ use super::BrokerService;
 use crate::error::BrokerError;
 use crate::naming::TopicName;
 use crate::transaction::buffer_client::TransactionBufferClient;
-use crate::transaction::coordinator::{EndPlan, HeldAck, TransactionCoordinator};
+use crate::transaction::coordinator::{EndPlan, TransactionCoordinator};
+use crate::transaction::pending_ack_store::{self, HeldAck, PendingAckStore};
 use crate::transaction::{TxnAction, TxnId, TxnStatus, COORDINATOR_ASSIGN_TOPIC};
 
 /// Coordinators created on a fresh broker (Pulsar standalone's partitions of the assign topic).
@@ -46,6 +47,20 @@ fn assign_partition(id: u64) -> Result<TopicName, BrokerError> {
         BrokerError::CoordinatorNotFound(format!("Transaction coordinator with id {id} not found!"))
     })?;
     Ok(TopicName::parse(COORDINATOR_ASSIGN_TOPIC)?.partition(partition))
+}
+
+/// Holds again on `s` the acks a pending-ack log replay found unended for `txn`.
+fn hold_again(
+    s: &crate::subscription::Subscription,
+    txn: TxnId,
+    acks: &pending_ack_store::Unended,
+) {
+    if !acks.individual.is_empty() {
+        s.restore_txn_acks(txn, &acks.individual, false);
+    }
+    if let Some(p) = acks.cumulative {
+        s.restore_txn_acks(txn, &[p], true);
+    }
 }
 
 fn disabled() -> BrokerError {
@@ -471,42 +486,88 @@ impl BrokerService {
             return Ok(());
         };
         // A commit persists the cursor: blocking pool.
-        tokio::task::spawn_blocking(move || s.end_txn(id, action))
+        let sub = Arc::clone(&s);
+        tokio::task::spawn_blocking(move || sub.end_txn(id, action))
             .await
-            .map_err(|_| BrokerError::ShuttingDown)?
+            .map_err(|_| BrokerError::ShuttingDown)??;
+        // Then the end is logged, so a replay no longer holds the acks.
+        match s.pending_ack_store.get() {
+            Some(store) => store.end(id, action).await,
+            None => Ok(()),
+        }
     }
 
-    /// Makes a transactional ack durable in its coordinator's log, after the subscription
-    /// accepted it (conflict checks). On failure the caller releases it again.
+    /// `subscription`'s pending-ack log, opened (and replayed) by the first caller. Blocking
+    /// I/O on the blocking pool.
+    async fn pending_ack_store(
+        &self,
+        topic: &TopicName,
+        subscription: &Arc<crate::subscription::Subscription>,
+    ) -> Result<Arc<PendingAckStore>, BrokerError> {
+        let store = subscription
+            .pending_ack_store
+            .get_or_try_init(|| async {
+                let name = pending_ack_store::ledger_name(topic, &subscription.name)?;
+                let (storage, config) = (Arc::clone(&self.storage), self.config.ledger_config());
+                let (store, unended) = tokio::task::spawn_blocking(move || {
+                    PendingAckStore::open(&storage, &name, config)
+                })
+                .await
+                .map_err(|_| BrokerError::ShuttingDown)??;
+                for (txn, acks) in unended {
+                    hold_again(subscription, txn, &acks);
+                }
+                Ok::<_, BrokerError>(store)
+            })
+            .await?;
+        Ok(Arc::clone(store))
+    }
+
+    /// Makes a transactional ack durable in the subscription's pending-ack log (Pulsar's
+    /// `MLPendingAckStore`), after the subscription accepted it (conflict checks). On failure
+    /// the caller releases it again.
     ///
     /// # Errors
-    /// CoordinatorNotFound, TransactionNotFound, InvalidTxnStatus (not OPEN), log failures.
+    /// NotAllowed without transactions; the topic or subscription gone; log failures.
     pub async fn persist_txn_ack(&self, id: TxnId, ack: HeldAck) -> Result<(), BrokerError> {
-        let tc = match self.coordinator(id.most) {
-            Ok(tc) => tc,
-            // In a cluster the coordinator is likely another broker's: the ack stays held in
-            // this subscription's memory only (Pulsar would log it in the subscription's
-            // pending-ack ledger, which this broker does not have yet).
-            Err(BrokerError::CoordinatorNotFound(_)) if self.buffer_client.get().is_some() => {
-                return Ok(());
+        if !self.transactions_enabled() {
+            return Err(disabled());
+        }
+        let name = TopicName::parse(&ack.topic)?;
+        let topic = self
+            .loaded_topic(&name)
+            .ok_or_else(|| BrokerError::TopicNotFound(ack.topic.clone()))?;
+        let subscription = topic.subscription(&ack.subscription).ok_or_else(|| {
+            BrokerError::SubscriptionNotFound {
+                subscription: ack.subscription.clone(),
+                topic: ack.topic.clone(),
             }
-            Err(e) => return Err(e),
-        };
-        tc.record_ack(id, ack, self.clock().now_ms()).await
+        })?;
+        let store = self.pending_ack_store(&name, &subscription).await?;
+        store.append_ack(id, &ack).await
     }
 
-    /// At topic load: the acks unfinished transactions hold on its subscriptions, held again.
-    pub(super) fn restore_txn_acks(&self, topic: &crate::topic::Topic) {
+    /// At topic load (blocking): the acks unended transactions hold on its subscriptions, from
+    /// each subscription's pending-ack log when it has one, held again.
+    ///
+    /// # Errors
+    /// Storage failures; a corrupt pending-ack record.
+    pub(super) fn restore_txn_acks(&self, topic: &crate::topic::Topic) -> Result<(), BrokerError> {
         if !self.transactions_enabled() {
-            return;
+            return Ok(());
         }
-        let name = topic.name.to_string();
-        for tc in self.coordinators() {
-            for (txn, ack) in tc.held_acks(&name) {
-                if let Some(s) = topic.subscription(&ack.subscription) {
-                    s.restore_txn_acks(txn, &ack.positions, ack.cumulative);
-                }
+        for s in topic.subscriptions() {
+            let name = pending_ack_store::ledger_name(&topic.name, &s.name)?;
+            if !self.storage.ledger_exists(&name)? {
+                continue;
             }
+            let (store, unended) =
+                PendingAckStore::open(&self.storage, &name, self.config.ledger_config())?;
+            for (txn, acks) in unended {
+                hold_again(&s, txn, &acks);
+            }
+            let _ = s.pending_ack_store.set(store);
         }
+        Ok(())
     }
 }

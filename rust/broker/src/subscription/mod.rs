@@ -103,6 +103,10 @@ pub struct Subscription {
     txn_buffer: std::sync::OnceLock<Arc<crate::transaction::buffer::TransactionBuffer>>,
     /// Acks held by open transactions ([`txn`]); its own lock inside.
     pub pending_acks: crate::transaction::pending_ack::PendingAcks,
+    /// The durable log of those acks, opened by the topic load when it exists or by the
+    /// first transactional ack (one initialiser runs, the others wait for it).
+    pub pending_ack_store:
+        tokio::sync::OnceCell<Arc<crate::transaction::pending_ack_store::PendingAckStore>>,
     /// Time for the Failover delay and delayed delivery; the system clock but in tests.
     /// Immutable after construction.
     clock: Arc<dyn Clock>,
@@ -180,6 +184,7 @@ impl Subscription {
             compaction: std::sync::OnceLock::new(),
             txn_buffer: std::sync::OnceLock::new(),
             pending_acks: crate::transaction::pending_ack::PendingAcks::default(),
+            pending_ack_store: tokio::sync::OnceCell::new(),
             clock,
             stats: SubscriptionStats {
                 opened_ms: AtomicU64::new(opened_ms),

@@ -588,6 +588,9 @@ impl Topic {
         for s in self.subscriptions.lock().drain().map(|(_, s)| s) {
             s.disconnect_all();
             s.close();
+            if let Some(store) = s.pending_ack_store.get() {
+                store.close();
+            }
         }
         if let Err(e) = self.ledger.close() {
             tracing::warn!(topic = %self.name, error = %e, "closing topic ledger");

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use prost::Message;
 use pulsar_rs_ledger::{Cursor, LedgerConfig, ManagedLedger, Position, Storage};
 
-use super::log::{LogOp, LogPosition, LogRecord, LogSubscription};
+use super::log::{LogOp, LogRecord, LogSubscription};
 use super::{TxnAction, TxnId, TxnStatus};
 use crate::error::BrokerError;
 
@@ -49,23 +49,8 @@ pub struct TxnMeta {
     pub start_ms: u64,
     /// When it last changed, ms since the epoch.
     pub last_modified_ms: u64,
-    /// Acks it holds on subscriptions, as logged.
-    pub acks: Vec<HeldAck>,
     /// Positions of its log records, acknowledged when it ends.
     positions: Vec<Position>,
-}
-
-/// Acks a transaction holds on one subscription (one ACK command's worth).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeldAck {
-    /// The (partition) topic.
-    pub topic: String,
-    /// The subscription.
-    pub subscription: String,
-    /// The positions.
-    pub positions: Vec<Position>,
-    /// Cumulative (at the one position) or individual.
-    pub cumulative: bool,
 }
 
 /// Counters of one coordinator (Pulsar's `TransactionMetadataStoreStats`); Relaxed: statistics.
@@ -207,7 +192,6 @@ impl TransactionCoordinator {
                         timeout_ms: r.timeout_ms,
                         start_ms: r.start_time,
                         last_modified_ms: r.last_modification_time,
-                        acks: Vec::new(),
                         positions: vec![position],
                     },
                 );
@@ -226,20 +210,6 @@ impl TransactionCoordinator {
                             .iter()
                             .map(|s| (s.topic.clone(), s.subscription.clone())),
                     ),
-                    LogOp::Ack => {
-                        if let Some(sub) = &r.ack_subscription {
-                            meta.acks.push(HeldAck {
-                                topic: sub.topic.clone(),
-                                subscription: sub.subscription.clone(),
-                                positions: r
-                                    .ack_positions
-                                    .iter()
-                                    .map(|p| Position::new(p.ledger_id, p.entry_id))
-                                    .collect(),
-                                cumulative: r.ack_cumulative,
-                            });
-                        }
-                    }
                     LogOp::Update | LogOp::New => {
                         if let Some(s) = TxnStatus::from_i32(r.new_status) {
                             meta.status = s;
@@ -341,51 +311,6 @@ impl TransactionCoordinator {
         let position = self.append(&r).await?;
         self.apply(&r, position);
         Ok(())
-    }
-
-    /// Makes acks `id` holds durable (they are applied at commit, dropped at abort).
-    ///
-    /// # Errors
-    /// TransactionNotFound, InvalidTxnStatus (not OPEN), log append failures.
-    pub async fn record_ack(
-        &self,
-        id: TxnId,
-        ack: HeldAck,
-        now_ms: u64,
-    ) -> Result<(), BrokerError> {
-        self.check_open(id)?;
-        let mut r = Self::record(LogOp::Ack, id, now_ms);
-        r.ack_subscription = Some(LogSubscription {
-            topic: ack.topic,
-            subscription: ack.subscription,
-        });
-        r.ack_positions = ack
-            .positions
-            .iter()
-            .map(|p| LogPosition {
-                ledger_id: p.ledger_id,
-                entry_id: p.entry_id,
-            })
-            .collect();
-        r.ack_cumulative = ack.cumulative;
-        let position = self.append(&r).await?;
-        self.apply(&r, position);
-        Ok(())
-    }
-
-    /// Acks held by unfinished transactions on `topic`: (transaction, ack), in log order.
-    #[must_use]
-    pub fn held_acks(&self, topic: &str) -> Vec<(TxnId, HeldAck)> {
-        self.txns
-            .lock()
-            .values()
-            .flat_map(|m| {
-                m.acks
-                    .iter()
-                    .filter(|a| a.topic == topic)
-                    .map(|a| (m.id, a.clone()))
-            })
-            .collect()
     }
 
     /// The first half of END_TXN: OPEN moves to COMMITTING/ABORTING (durably); a repeated end

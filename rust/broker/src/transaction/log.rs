@@ -16,9 +16,6 @@ pub enum LogOp {
     AddSubscription = 2,
     /// A status change (`expected_status` → `new_status`).
     Update = 3,
-    /// Not Pulsar's (which keeps them in a pending-ack ledger per subscription): acks the
-    /// transaction holds on a subscription, durable before the client is answered.
-    Ack = 4,
 }
 
 /// A subscription in a transaction (`TransactionMetadataEntry.subscriptions`).
@@ -30,17 +27,6 @@ pub struct LogSubscription {
     /// The subscription name.
     #[prost(string, tag = "2")]
     pub subscription: String,
-}
-
-/// A position in a held ack.
-#[derive(Clone, Copy, PartialEq, Eq, Message)]
-pub struct LogPosition {
-    /// Ledger id.
-    #[prost(int64, tag = "1")]
-    pub ledger_id: i64,
-    /// Entry id.
-    #[prost(int64, tag = "2")]
-    pub entry_id: i64,
 }
 
 /// One record of the transaction log.
@@ -79,15 +65,6 @@ pub struct LogRecord {
     /// The highest sequence handed out so far (New), so ids are never reused after a restart.
     #[prost(uint64, tag = "11")]
     pub max_local_txn_id: u64,
-    /// The subscription of held acks (Ack).
-    #[prost(message, optional, tag = "20")]
-    pub ack_subscription: Option<LogSubscription>,
-    /// The positions acknowledged (Ack).
-    #[prost(message, repeated, tag = "21")]
-    pub ack_positions: Vec<LogPosition>,
-    /// Whether the ack is cumulative, at the one position (Ack).
-    #[prost(bool, tag = "22")]
-    pub ack_cumulative: bool,
 }
 
 impl LogRecord {
@@ -99,7 +76,6 @@ impl LogRecord {
             1 => LogOp::AddPartition,
             2 => LogOp::AddSubscription,
             3 => LogOp::Update,
-            4 => LogOp::Ack,
             _ => return None,
         })
     }

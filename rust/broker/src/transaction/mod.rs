@@ -1,7 +1,7 @@
 //! Transactions, in Pulsar's three rooms: the coordinator's metadata store and its log
 //! ([`coordinator`], [`log`]), the per-topic transaction buffer ([`buffer`]) and the
-//! per-subscription pending acks ([`pending_ack`]). The fan-out from the coordinator to topics
-//! and subscriptions is a broker-service concern (`crate::service::transactions`), through
+//! per-subscription pending acks ([`pending_ack`], durable in [`pending_ack_store`]). The fan-out
+//! from the coordinator to topics and subscriptions is a broker-service concern (`crate::service::transactions`), through
 //! [`buffer_client`] for topics another broker of a cluster owns.
 
 pub mod buffer;
@@ -9,6 +9,7 @@ pub mod buffer_client;
 pub mod coordinator;
 pub mod log;
 pub mod pending_ack;
+pub mod pending_ack_store;
 
 use std::fmt;
 

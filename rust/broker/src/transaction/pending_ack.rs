@@ -4,8 +4,8 @@
 //! not dispatched meanwhile. Conflicting acks are refused with TransactionConflict, as Pulsar
 //! refuses them.
 //!
-//! The held acks live in memory only (Pulsar keeps them in a `__transaction_pending_ack`
-//! ledger): after a restart the messages of an unfinished transaction are simply unacknowledged.
+//! The held acks are made durable in the subscription's pending-ack log
+//! ([`super::pending_ack_store`]), which a topic load replays into them.
 
 use std::collections::HashMap;
 

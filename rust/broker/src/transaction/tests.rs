@@ -330,7 +330,7 @@ async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
         .unwrap();
     svc.persist_txn_ack(
         txn,
-        super::coordinator::HeldAck {
+        super::pending_ack_store::HeldAck {
             topic: TOPIC.into(),
             subscription: "s".into(),
             positions: vec![m],
@@ -422,7 +422,7 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
         .unwrap();
     svc.persist_txn_ack(
         committed,
-        super::coordinator::HeldAck {
+        super::pending_ack_store::HeldAck {
             topic: TOPIC.into(),
             subscription: "s".into(),
             positions: vec![m],

@@ -351,6 +351,14 @@ pub(crate) fn cursor_names(b: &SeamBacking, ml_name: &str) -> Result<Vec<String>
         .collect())
 }
 
+/// Whether the managed ledger `name` is recorded (Pulsar's `ManagedLedgerFactory.asyncExists`).
+pub(crate) fn ledger_exists(b: &SeamBacking, name: &str) -> Result<bool> {
+    let store = Arc::clone(&b.store);
+    let p = crate::seam::paths::managed_ledger_path(name);
+    b.block(async move { store.get(&p).await })
+        .map(|found| found.is_some())
+}
+
 /// Every managed ledger recorded under `/managed-ledgers` (`tenant/ns/domain/topic`).
 pub(crate) fn ledger_names(b: &SeamBacking) -> Result<Vec<String>> {
     let store = Arc::clone(&b.store);

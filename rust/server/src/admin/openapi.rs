@@ -386,6 +386,11 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "transactions",
+        "/admin/v3/transactions/pendingAckInternalStats/{tenant}/{ns}/{topic}/{sub}",
+        &["GET"],
+    ),
+    (
+        "transactions",
         "/admin/v3/transactions/transactionBufferStats/{tenant}/{ns}/{topic}",
         &["GET"],
     ),

@@ -1,9 +1,8 @@
 //! Transaction admin REST, Pulsar's `/admin/v3/transactions/...` paths: coordinator stats and
 //! internal stats (its log's managed ledger), one transaction's metadata, the slow transactions,
 //! a topic's transaction buffer stats (and one transaction's part of it) and a subscription's
-//! pending ack stats (and one transaction's part of it). Every path answers 503 when
-//! `transactionCoordinatorEnabled` is off, as Pulsar's. Pulsar's `pendingAckInternalStats` has
-//! no counterpart: held acks live in the coordinator's log, not in a ledger per subscription.
+//! pending ack stats (and one transaction's part of it) and its pending-ack log's internal
+//! stats. Every path answers 503 when `transactionCoordinatorEnabled` is off, as Pulsar's.
 //! Every route is a read any authenticated caller may make, as on Pulsar 4.0.8 (which checks
 //! only the coordinator's or topic's ownership there; only scaling coordinators and aborting a
 //! transaction, not served here, need a superuser). In a cluster a call is answered by the
@@ -76,6 +75,11 @@ pub(super) fn routes() -> Routes {
             "/admin/v3/transactions/pendingAckStats/{tenant}/{ns}/{topic}/{sub}",
             Access::Authenticated,
             get(pending_ack_stats),
+        )
+        .route(
+            "/admin/v3/transactions/pendingAckInternalStats/{tenant}/{ns}/{topic}/{sub}",
+            Access::Authenticated,
+            get(pending_ack_internal_stats),
         )
 }
 
@@ -366,35 +370,86 @@ async fn coordinator_internal_stats(
         &ctx,
         move |_| {
             let (ledger, cursor) = tc.log();
-            let mut stats = managed_ledger_json(ledger);
-            let entries_added = ledger.stats().entries_added;
-            let mut cursors = serde_json::Map::new();
-            cursors.insert(
-                cursor.name().to_owned(),
-                cursor_json(cursor, entries_added, false, 0),
-            );
-            stats.insert("cursors".into(), Value::Object(cursors));
-            stats.insert("waitingCursorsCount".into(), json!(0));
-            if metadata {
-                if let Some(Value::Array(ls)) = stats.get_mut("ledgers") {
-                    for l in ls {
-                        let Some(lid) = l.get("ledgerId").and_then(Value::as_i64) else {
-                            continue;
-                        };
-                        if let Ok(Some(m)) = ledger.ledger_metadata(lid) {
-                            l["metadata"] = Value::String(m);
-                        }
-                    }
-                }
-            }
-            Ok(json!({
-                "transactionLogStats": {
-                    "managedLedgerName": ledger.name(),
-                    "managedLedgerInternalStats": stats,
-                }
-            }))
+            Ok(json!({ "transactionLogStats": log_stats(ledger, cursor, metadata) }))
         },
         |v| Json(v).into_response(),
+    )
+    .await
+}
+
+/// Pulsar's `TransactionLogStats`: a transaction log's (or pending-ack log's) managed-ledger
+/// internal stats with its one cursor; with `metadata`, each ledger's BookKeeper metadata.
+fn log_stats(
+    ledger: &pulsar_rs_ledger::ManagedLedger,
+    cursor: &pulsar_rs_ledger::Cursor,
+    metadata: bool,
+) -> Value {
+    let mut stats = managed_ledger_json(ledger);
+    let entries_added = ledger.stats().entries_added;
+    let mut cursors = serde_json::Map::new();
+    cursors.insert(
+        cursor.name().to_owned(),
+        cursor_json(cursor, entries_added, false, 0),
+    );
+    stats.insert("cursors".into(), Value::Object(cursors));
+    stats.insert("waitingCursorsCount".into(), json!(0));
+    if metadata {
+        if let Some(Value::Array(ls)) = stats.get_mut("ledgers") {
+            for l in ls {
+                let Some(lid) = l.get("ledgerId").and_then(Value::as_i64) else {
+                    continue;
+                };
+                if let Ok(Some(m)) = ledger.ledger_metadata(lid) {
+                    l["metadata"] = Value::String(m);
+                }
+            }
+        }
+    }
+    json!({
+        "managedLedgerName": ledger.name(),
+        "managedLedgerInternalStats": stats,
+    })
+}
+
+/// `GET pendingAckInternalStats/{tenant}/{ns}/{topic}/{sub}[?metadata=true]`: Pulsar's
+/// `TransactionPendingAckInternalStats`, the internal stats of the subscription's pending-ack
+/// log (404 while no transactional ack created it).
+async fn pending_ack_internal_stats(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = disabled(&ctx) {
+        return r;
+    }
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let metadata = q.get("metadata").is_some_and(|v| v == "true");
+    blocking(
+        &ctx,
+        move |c| {
+            let t = c.service.topic(&name, false)?;
+            let s = t.subscription(&sub).ok_or_else(|| {
+                pulsar_rs_broker::BrokerError::SubscriptionNotFound {
+                    subscription: sub.clone(),
+                    topic: t.name.to_string(),
+                }
+            })?;
+            Ok(s.pending_ack_store.get().map(|store| {
+                let (ledger, cursor) = store.log();
+                json!({ "pendingAckLogStats": log_stats(ledger, cursor, metadata) })
+            }))
+        },
+        |v| match v {
+            Some(v) => Json(v).into_response(),
+            None => fail(
+                StatusCode::NOT_FOUND,
+                "The subscription has no pending ack log: no transactional ack was made on it",
+            ),
+        },
     )
     .await
 }

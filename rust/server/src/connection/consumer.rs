@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pulsar_rs_broker::transaction::coordinator::HeldAck;
+use pulsar_rs_broker::transaction::pending_ack_store::HeldAck;
 use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_broker::{
     BrokerError, BrokerService, Consumer, ConsumerEvent, ConsumerSink, KeySharedMeta,
