@@ -122,8 +122,13 @@ impl Prefilled {
     }
 
     /// After a durable round of `bytes` of records: updates the mean that decides whether
-    /// zeros are worth writing ([`LARGE_ROUND`]).
+    /// zeros are worth writing ([`LARGE_ROUND`]). A round without records (a flush that found
+    /// the buffer empty) is no round of records: counted, it dragged the mean of a stream of
+    /// 512 KiB rounds under the mark, and zeros were written ahead of them again.
     pub(super) fn round(&mut self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
         self.mean_round = (self.mean_round.saturating_mul(7).saturating_add(bytes)) / 8;
     }
 
