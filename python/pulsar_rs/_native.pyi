@@ -358,11 +358,14 @@ def export_data_dir(
     ``progress(topics_done, topics_total, rows)`` is called as topics are exported."""
 
 def export_metadata_store(
-    metadata_store_url: str, progress: Callable[[int, int, int], None] | None = None
+    metadata_store_url: str,
+    progress: Callable[[int, int, int], None] | None = None,
+    bookkeeper_metadata_service_uri: str | None = None,
 ) -> dict[str, ArrowStream]:
-    """Exports every topic a Pulsar cluster keeps on BookKeeper (``zk:host:port``: the managed
-    ledgers in that ZooKeeper, their entries read from the bookies), read-only: nothing is fenced
-    or written; a ledger still being written is read up to its last add confirmed."""
+    """Exports every topic a Pulsar cluster keeps on BookKeeper (``zk:host:port``, or
+    ``etcd:http://host:port`` with BookKeeper's own metadata at ``bookkeeper_metadata_service_uri``:
+    the managed ledgers in that store, their entries read from the bookies), read-only: nothing is
+    fenced or written; a ledger still being written is read up to its last add confirmed."""
 
 def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str | None]:
     """Reads Pulsar's ``broker.conf`` / ``standalone.conf`` (Java properties) or a TOML file into

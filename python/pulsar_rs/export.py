@@ -7,9 +7,11 @@
 
 The source is a running :class:`pulsar_rs.Broker` (a *live* snapshot, with consumers), the path
 of a data directory that no broker has open (an *offline* snapshot), or a Pulsar cluster's
-``metadataStoreUrl`` (``"zk:host:port"``: every topic the cluster keeps on BookKeeper, whichever
-broker wrote it, read from ZooKeeper and the bookies without fencing anything: a *bookkeeper*
-snapshot; a ledger still being written is read up to its last add confirmed).
+``metadataStoreUrl`` (``"zk:host:port"``, or ``"etcd:http://host:port"`` with
+``bookkeeper_metadata_service_uri``, the cluster's ``bookkeeperMetadataServiceUri``: every topic the
+cluster keeps on BookKeeper, whichever broker wrote it, read from the metadata store and the bookies
+without fencing anything: a *bookkeeper* snapshot; a ledger still being written is read up to its
+last add confirmed).
 """
 
 from __future__ import annotations
@@ -31,33 +33,39 @@ SCHEMA_VERSION = 1
 TABLES = ("topics", "ledgers", "entries", "subscriptions", "ack_ranges", "consumers", "transaction_coordinators")
 
 
-#: Source prefixes read as a metadata store: Pulsar's ``metadataStoreUrl`` forms of ZooKeeper.
-METADATA_STORE_SCHEMES = ("zk:", "metadata-store:zk:")
+#: Source prefixes read as a metadata store: Pulsar's ``metadataStoreUrl`` forms of ZooKeeper and etcd.
+METADATA_STORE_SCHEMES = ("zk:", "metadata-store:zk:", "etcd:")
 
 #: ``(topics_done, topics_total, rows)`` progress callback of an export.
 Progress = Callable[[int, int, int], None]
 
 
 def _streams(
-    source: _native.Broker | str | os.PathLike[str], progress: Progress | None = None
+    source: _native.Broker | str | os.PathLike[str],
+    progress: Progress | None = None,
+    bookkeeper_metadata_service_uri: str | None = None,
 ) -> tuple[dict[str, _native.ArrowStream], str]:
     if isinstance(source, _native.Broker):
         return source.export_tables(progress), "live"
     if is_metadata_store_url(source):
-        return _native.export_metadata_store(str(source), progress), "bookkeeper"
+        streams = _native.export_metadata_store(str(source), progress, bookkeeper_metadata_service_uri)
+        return streams, "bookkeeper"
     return _native.export_data_dir(Path(source), progress), "offline"
 
 
 def is_metadata_store_url(source: object) -> bool:
-    """Whether an export source names a ZooKeeper metadata store (``zk:...``) rather than a path."""
+    """Whether an export source names a metadata store (``zk:...``, ``etcd:...``) rather than a path."""
     return isinstance(source, str) and source.startswith(METADATA_STORE_SCHEMES)
 
 
-def snapshot_tables(source: _native.Broker | str | os.PathLike[str]) -> dict[str, pa.Table]:
-    """The state of every topic as Arrow tables, keyed by table name."""
+def snapshot_tables(
+    source: _native.Broker | str | os.PathLike[str], bookkeeper_metadata_service_uri: str | None = None
+) -> dict[str, pa.Table]:
+    """The state of every topic as Arrow tables, keyed by table name (``bookkeeper_metadata_service_uri``:
+    BookKeeper's metadata when ``source`` names an etcd)."""
     import pyarrow as pa
 
-    streams, _ = _streams(source)
+    streams, _ = _streams(source, bookkeeper_metadata_service_uri=bookkeeper_metadata_service_uri)
     return {name: pa.table(stream) for name, stream in streams.items()}
 
 
@@ -67,8 +75,10 @@ def write_snapshot(
     broker_id: str | None = None,
     snapshot_ms: int | None = None,
     progress: Progress | None = None,
+    bookkeeper_metadata_service_uri: str | None = None,
 ) -> Path:
-    """Writes one snapshot as Parquet under ``out``; returns the manifest's path.
+    """Writes one snapshot as Parquet under ``out``; returns the manifest's path
+    (``bookkeeper_metadata_service_uri``: BookKeeper's metadata when ``source`` names an etcd).
 
     ``progress`` is called with ``(topics_done, topics_total, rows)`` while topics are exported;
     if it has a ``table_written(name, rows)`` method, that is called after each Parquet table.
@@ -80,7 +90,7 @@ def write_snapshot(
     if "/" in broker_id or "=" in broker_id:
         raise ValueError(f"broker_id must not contain '/' or '=': {broker_id!r}")
     snapshot_ms = snapshot_ms if snapshot_ms is not None else int(time.time() * 1000)
-    streams, kind = _streams(source, progress)
+    streams, kind = _streams(source, progress, bookkeeper_metadata_service_uri)
     table_written = getattr(progress, "table_written", None)
     root = Path(out)
     rows: dict[str, int] = {}

@@ -202,6 +202,33 @@ def test_redirect_chain_with_authoritative(brokers):
         c.close()
 
 
+def test_a_non_persistent_topic_is_served_by_its_bundles_owner(brokers):
+    """Non-persistent topics are owned per bundle as persistent ones (Pulsar hashes the full
+    name): a non-owner refuses their producers and consumers, the client's lookup finds the
+    owner, and messages flow there."""
+    topic = "non-persistent://public/default/np-owned"
+    status, body, _ = get(f"{brokers[0].http}/lookup/v2/topic/non-persistent/public/default/np-owned")
+    assert status == 200 and isinstance(body, dict), body
+    owner_url = body["brokerUrl"]
+    non_owner = next(b for b in brokers if b.url != owner_url)
+    raw = rp.Raw(non_owner.url)
+    try:
+        raw.connect()
+        raw.send(rp.simple_frame(rp.base(rp.PRODUCER, rp.fb(1, topic) + rp.fv(2, 1) + rp.fv(3, 1))))
+        ty, reply = raw.recv()
+        assert ty == rp.ERROR and reply[2] == [6], (ty, reply)  # ServiceNotReady
+    finally:
+        raw.close()
+    c = client(brokers)
+    try:
+        consumer = c.subscribe(topic, "s")
+        producer = c.create_producer(topic)
+        producer.send(b"np")
+        assert consumer.receive(timeout_millis=10_000).data() == b"np"
+    finally:
+        c.close()
+
+
 def test_partitioned_topic_spread_over_brokers_delivers_every_message_once(brokers):
     topic = "persistent://public/default/spread"
     local = topic.removeprefix("persistent://")

@@ -11,8 +11,9 @@ or TOML with the same keys, and flags override it; it can write live snapshots p
 (Pulsar's ``bin/pulsar broker``; the config defaults to ``$PULSAR_BROKER_CONF``).
 ``pulsar-rs export --data-dir DIR --out OUT [--every 60s [--count N]]`` writes Parquet snapshots of a
 data directory, opened read-only (spark/SCHEMA.md), with a progress line on a terminal;
-``--metadata-store-url zk:HOST:PORT`` instead of ``--data-dir`` snapshots every topic a cluster keeps
-on BookKeeper, fencing nothing.
+``--metadata-store-url zk:HOST:PORT`` (or ``etcd:http://HOST:PORT`` with
+``--bookkeeper-metadata-service-uri``) instead of ``--data-dir`` snapshots every topic a cluster
+keeps on BookKeeper, fencing nothing.
 ``--log-format text|json`` on both. ``pulsar-rs admin ...`` administers a running broker (see
 :mod:`pulsar_rs.cli.admin`). ``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/bench``
 (pulsar-perf's options; a line per second, a summary at the end).
@@ -90,7 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--metadata-store-url",
         metavar="zk:HOST:PORT",
-        help="a cluster's metadataStoreUrl: every topic it keeps on BookKeeper, read without fencing (brokers running)",
+        help="a cluster's metadataStoreUrl (zk:HOST:PORT or etcd:http://HOST:PORT): every topic it keeps on "
+        "BookKeeper, read without fencing (brokers running)",
+    )
+    export.add_argument(
+        "--bookkeeper-metadata-service-uri",
+        metavar="URI",
+        default=None,
+        help="the cluster's bookkeeperMetadataServiceUri (BookKeeper's metadata; needed with an etcd store)",
     )
     export.add_argument("--out", type=Path, required=True, help="output directory (snapshots accumulate there)")
     export.add_argument("--broker-id", default=None, help="broker partition value (default: host name)")
@@ -207,7 +215,10 @@ def _run_export(args: argparse.Namespace) -> int:
     source = args.data_dir if args.data_dir is not None else args.metadata_store_url
     if args.metadata_store_url is not None and not is_metadata_store_url(args.metadata_store_url):
         wrong = args.metadata_store_url
-        print(f"pulsar-rs export: --metadata-store-url must be zk:host:port, not {wrong!r}", file=sys.stderr)
+        print(
+            f"pulsar-rs export: --metadata-store-url must be zk:host:port or etcd:http://host:port, not {wrong!r}",
+            file=sys.stderr,
+        )
         return 2
     if args.every is None:
         if args.count is not None:
@@ -216,7 +227,13 @@ def _run_export(args: argparse.Namespace) -> int:
         progress = ExportProgress()
         started = time.monotonic()
         try:
-            manifest = write_snapshot(source, args.out, broker_id=args.broker_id, progress=progress)
+            manifest = write_snapshot(
+                source,
+                args.out,
+                broker_id=args.broker_id,
+                progress=progress,
+                bookkeeper_metadata_service_uri=args.bookkeeper_metadata_service_uri,
+            )
         except PulsarRsError as e:
             progress.finish("")
             print(f"pulsar-rs export: {e}", file=sys.stderr)
@@ -233,7 +250,12 @@ def _run_export(args: argparse.Namespace) -> int:
         progress = ExportProgress()
         try:
             return write_snapshot(
-                source, args.out, broker_id=args.broker_id, snapshot_ms=snapshot_ms, progress=progress
+                source,
+                args.out,
+                broker_id=args.broker_id,
+                snapshot_ms=snapshot_ms,
+                progress=progress,
+                bookkeeper_metadata_service_uri=args.bookkeeper_metadata_service_uri,
             )
         finally:
             progress.finish(f"export: snapshot_ms={snapshot_ms}, {progress.rows} rows")

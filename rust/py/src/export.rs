@@ -187,19 +187,23 @@ pub fn export_data_dir(
 }
 
 /// Exports the topics a Pulsar cluster keeps on BookKeeper, read from its metadata store
-/// (`metadata_store_url`, Pulsar's `metadataStoreUrl`: `zk:host:port[,host:port]`): every managed
-/// ledger under `/managed-ledgers`, whichever broker (pulsar-rs or Apache Pulsar) wrote it, its
-/// entries read from the bookies. Read-only: nothing is fenced or written, so the brokers serving
-/// those topics go on; a ledger still being written is read up to its last add confirmed.
+/// (`metadata_store_url`, Pulsar's `metadataStoreUrl`: `zk:host:port[,host:port]`, or
+/// `etcd:http://host:port` with BookKeeper's own metadata at `bookkeeper_metadata_service_uri`,
+/// Pulsar's `bookkeeperMetadataServiceUri`): every managed ledger under `/managed-ledgers`,
+/// whichever broker (pulsar-rs or Apache Pulsar) wrote it, its entries read from the bookies.
+/// Read-only: nothing is fenced or written, so the brokers serving those topics go on; a ledger
+/// still being written is read up to its last add confirmed.
 #[pyfunction]
-#[pyo3(signature = (metadata_store_url, progress=None))]
+#[pyo3(signature = (metadata_store_url, progress=None, bookkeeper_metadata_service_uri=None))]
 pub fn export_metadata_store(
     py: Python<'_>,
     metadata_store_url: String,
     progress: Option<Py<PyAny>>,
+    bookkeeper_metadata_service_uri: Option<String>,
 ) -> PyResult<Bound<'_, PyDict>> {
     let config = BrokerConfig {
         metadata_store_url,
+        bookkeeper_metadata_service_uri: bookkeeper_metadata_service_uri.unwrap_or_default(),
         ..BrokerConfig::default()
     };
     let mut reporter = Reporter::new(progress);
@@ -220,7 +224,7 @@ pub fn export_metadata_store(
     });
     match result {
         Ok(None) => Err(PyValueError::new_err(
-            "metadata_store_url names no ZooKeeper (expected zk:host:port[,host:port])",
+            "metadata_store_url names no ZooKeeper or etcd (expected zk:host:port[,host:port] or etcd:http://host:port)",
         )),
         other => reporter.finish(py, other.map(Option::unwrap_or_default)),
     }

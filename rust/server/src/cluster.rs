@@ -44,17 +44,17 @@ pub async fn join(
             let service = Arc::clone(&ctx.service);
             // Closing a topic closes its ledger on the bookies: blocking pool.
             let handles = tokio::task::spawn_blocking(move || {
-                service.unload_coordinators_where(|assign| {
-                    let full = assign.to_string();
+                let released = |name: &pulsar_rs_broker::TopicName| {
+                    let full = name.to_string();
                     bundles.iter().any(|b| b.contains_topic(&full))
-                });
-                service.unload_where(
-                    |t| {
-                        let full = t.name.to_string();
-                        bundles.iter().any(|b| b.contains_topic(&full))
-                    },
+                };
+                service.unload_coordinators_where(released);
+                let mut handles = service.remove_non_persistent_where(released);
+                handles.extend(service.unload_where(
+                    |t| released(&t.name),
                     "bundle released: unloading the topic",
-                )
+                ));
+                handles
             })
             .await
             .unwrap_or_default();

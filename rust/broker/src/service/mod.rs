@@ -627,6 +627,19 @@ impl BrokerService {
         Ok(topic.map(|t| t.close()).unwrap_or_default())
     }
 
+    /// Removes the non-persistent topics `which` picks (a bundle this broker gave up in a
+    /// cluster), closing their consumers; returns their producers' handles, for the server to
+    /// close them. Their clients look them up again.
+    pub fn remove_non_persistent_where(&self, which: impl Fn(&TopicName) -> bool) -> Vec<u64> {
+        let gone: Vec<Arc<NonPersistentTopic>> = {
+            // Short lock: the removal only; topics are closed after it.
+            let mut map = self.non_persistent.lock();
+            let names: Vec<TopicName> = map.keys().filter(|n| which(n)).cloned().collect();
+            names.iter().filter_map(|n| map.remove(n)).collect()
+        };
+        gone.into_iter().flat_map(|t| t.close()).collect()
+    }
+
     /// The topics of a namespace a client discovers (GET_TOPICS_OF_NAMESPACE, REST
     /// `namespaces/{tenant}/{ns}/topics`), as Pulsar's `NamespaceService.getListOfTopics`:
     /// `persistent` → every persistent topic and the partitions of partitioned ones;

@@ -91,6 +91,10 @@ impl Connection {
                     ));
                     return Some(Ok(()));
                 }
+                // In a cluster only the bundle's owner serves it, as a persistent topic.
+                if self.refuse_unowned(c.request_id, &c.topic) {
+                    return Some(Ok(()));
+                }
                 let r = (|| {
                     if name.partition_index().is_none()
                         && self.service.partitions(&name, false)? > 0
@@ -184,6 +188,9 @@ impl Connection {
                         Wire::AuthorizationError,
                         msg,
                     ));
+                    return Some(Ok(()));
+                }
+                if self.refuse_unowned(c.request_id, &c.topic) {
                     return Some(Ok(()));
                 }
                 // A consumer the broker closed (its topic unloaded or deleted) is replaced by
