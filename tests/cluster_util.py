@@ -1,7 +1,8 @@
-"""What the cluster tests (tests/cluster) share: HTTP calls that may or may not follow a 307, the
-lookup as a client sees it, a client naming every broker, draining a subscription, and the
-takeover scenario (SIGKILL the owner of some partitions mid-stream, then count what was receipted,
-read back, lost and delivered twice), run on ZooKeeper and on etcd alike."""
+"""What the cluster tests (tests/cluster) share: a broker of a cluster on ZooKeeper and bookies,
+HTTP calls that may or may not follow a 307, the lookup as a client sees it, a client naming every
+broker, draining a subscription, and the takeover scenario (SIGKILL the owner of some partitions
+mid-stream, then count what was receipted, read back, lost and delivered twice), run on ZooKeeper
+and on etcd alike."""
 
 from __future__ import annotations
 
@@ -18,7 +19,32 @@ import pulsar
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tools/
+from tools.pulsar_reference import PulsarReferenceError
+from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
+
+#: ZooKeeperServerMain's tickTime is 3 s, so its shortest session is 6 s.
+SESSION_MS = 6000
+
+
+def cluster_broker(tmp: Path, bk: BookKeeperCluster, name: str, **conf: object) -> PulsarRsBroker:
+    """One pulsar-rs broker of a cluster on ``bk``'s ZooKeeper and bookies (6 s sessions, ensembles
+    of 2), with ``conf`` on top."""
+    try:
+        return PulsarRsBroker(
+            tmp,
+            name,
+            {
+                "metadataStoreUrl": bk.metadata_store_url,
+                "metadataStoreSessionTimeoutMillis": SESSION_MS,
+                "managedLedgerDefaultEnsembleSize": 2,
+                "managedLedgerDefaultWriteQuorum": 2,
+                "managedLedgerDefaultAckQuorum": 2,
+                **conf,
+            },
+        )
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

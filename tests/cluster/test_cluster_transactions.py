@@ -25,48 +25,18 @@ import pytest
 import txn_wire as tw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
-from tools.pulsar_reference import PulsarReferenceError, available
+from tools.pulsar_reference import available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
-from cluster_util import client, get, lookup, wait_for
+from cluster_util import client, cluster_broker, get, lookup, wait_for
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
 
 pytestmark = [pytest.mark.slow]
 
-#: ZooKeeperServerMain's tickTime is 3 s, so its shortest session is 6 s.
-SESSION_MS = 6000
 TC0 = f"{tw.ASSIGN_TOPIC}-partition-0"
-
-
-def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> PulsarRsBroker:
-    try:
-        return PulsarRsBroker(
-            tmp,
-            name,
-            {
-                "metadataStoreUrl": bk.metadata_store_url,
-                "metadataStoreSessionTimeoutMillis": SESSION_MS,
-                "managedLedgerDefaultEnsembleSize": 2,
-                "managedLedgerDefaultWriteQuorum": 2,
-                "managedLedgerDefaultAckQuorum": 2,
-                "transactionCoordinatorEnabled": True,
-            },
-        )
-    except PulsarReferenceError as e:
-        pytest.fail(str(e))
-
-
-@pytest.fixture(scope="module")
-def bookies() -> Iterator[BookKeeperCluster]:
-    try:
-        cluster = BookKeeperCluster(bookies=3).start()
-    except PulsarReferenceError as e:
-        pytest.fail(str(e))
-    yield cluster
-    cluster.cleanup()
 
 
 @pytest.fixture
@@ -74,7 +44,7 @@ def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[PulsarR
     started: list[PulsarRsBroker] = []
     try:
         for name in ("t0", "t1", "t2"):
-            started.append(start_broker(tmp_path, bookies, name))
+            started.append(cluster_broker(tmp_path, bookies, name, transactionCoordinatorEnabled=True))
         wait_for_cluster(started)
         yield started
     finally:

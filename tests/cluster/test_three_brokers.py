@@ -38,36 +38,30 @@ import raw_protocol as rp
 from pulsar_rs import Admin, AdminError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
-from tools.pulsar_reference import PulsarReferenceError, available, ensure_distribution
+from tools.pulsar_reference import available, ensure_distribution
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
-from cluster_util import client, drain, get, lookup, partition_owners, produce_all, takeover, wait_for
+from cluster_util import (
+    SESSION_MS,
+    client,
+    cluster_broker,
+    drain,
+    get,
+    lookup,
+    partition_owners,
+    produce_all,
+    takeover,
+    wait_for,
+)
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
 
-#: ZooKeeperServerMain's tickTime is 3 s, so its shortest session is 6 s.
-SESSION_MS = 6000
-
 
 def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> PulsarRsBroker:
     """One pulsar-rs broker of the cluster on the shared ZooKeeper and bookies."""
-    try:
-        return PulsarRsBroker(
-            tmp,
-            name,
-            {
-                "metadataStoreUrl": bk.metadata_store_url,
-                "metadataStoreSessionTimeoutMillis": SESSION_MS,
-                "managedLedgerDefaultEnsembleSize": 2,
-                "managedLedgerDefaultWriteQuorum": 2,
-                "managedLedgerDefaultAckQuorum": 2,
-                "brokerDeduplicationEnabled": True,
-            },
-        )
-    except PulsarReferenceError as e:
-        pytest.fail(str(e))
+    return cluster_broker(tmp, bk, name, brokerDeduplicationEnabled=True)
 
 
 def bundle_range(broker: PulsarRsBroker, topic: str) -> str:
@@ -75,16 +69,6 @@ def bundle_range(broker: PulsarRsBroker, topic: str) -> str:
     local = topic.removeprefix("persistent://")
     with urllib.request.urlopen(f"{broker.http}/lookup/v2/topic/persistent/{local}/bundle", timeout=30) as r:
         return r.read().decode()
-
-
-@pytest.fixture(scope="module")
-def bookies() -> Iterator[BookKeeperCluster]:
-    try:
-        cluster = BookKeeperCluster(bookies=3).start()
-    except PulsarReferenceError as e:
-        pytest.fail(str(e))
-    yield cluster
-    cluster.cleanup()
 
 
 @pytest.fixture

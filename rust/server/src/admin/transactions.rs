@@ -431,13 +431,7 @@ async fn pending_ack_internal_stats(
     blocking(
         &ctx,
         move |c| {
-            let t = c.service.topic(&name, false)?;
-            let s = t.subscription(&sub).ok_or_else(|| {
-                pulsar_rs_broker::BrokerError::SubscriptionNotFound {
-                    subscription: sub.clone(),
-                    topic: t.name.to_string(),
-                }
-            })?;
+            let s = subscription_of(c, &name, &sub)?;
             Ok(s.pending_ack_store.get().map(|store| {
                 let (ledger, cursor) = store.log();
                 json!({ "pendingAckLogStats": log_stats(ledger, cursor, metadata) })
@@ -452,6 +446,23 @@ async fn pending_ack_internal_stats(
         },
     )
     .await
+}
+
+/// A subscription of an existing topic (loaded here if needed; blocking).
+fn subscription_of(
+    c: &ServerContext,
+    name: &TopicName,
+    sub: &str,
+) -> Result<
+    std::sync::Arc<pulsar_rs_broker::subscription::Subscription>,
+    pulsar_rs_broker::BrokerError,
+> {
+    let t = c.service.topic(name, false)?;
+    t.subscription(sub)
+        .ok_or_else(|| pulsar_rs_broker::BrokerError::SubscriptionNotFound {
+            subscription: sub.to_owned(),
+            topic: t.name.to_string(),
+        })
 }
 
 /// The checks the per-transaction topic routes share, in Pulsar's order: transactions on, a
@@ -508,13 +519,7 @@ async fn in_pending_ack_stats(
     blocking(
         &ctx,
         move |c| {
-            let t = c.service.topic(&name, false)?;
-            let s = t.subscription(&sub).ok_or_else(|| {
-                pulsar_rs_broker::BrokerError::SubscriptionNotFound {
-                    subscription: sub.clone(),
-                    topic: t.name.to_string(),
-                }
-            })?;
+            let s = subscription_of(c, &name, &sub)?;
             Ok(in_pending_ack_json(s.pending_acks.cumulative_of(id)))
         },
         |v| Json(v).into_response(),
@@ -569,13 +574,7 @@ async fn pending_ack_stats(
     blocking(
         &ctx,
         move |c| {
-            let t = c.service.topic(&name, false)?;
-            let s = t.subscription(&sub).ok_or_else(|| {
-                pulsar_rs_broker::BrokerError::SubscriptionNotFound {
-                    subscription: sub.clone(),
-                    topic: t.name.to_string(),
-                }
-            })?;
+            let s = subscription_of(c, &name, &sub)?;
             Ok(json!({
                 "state": "Ready",
                 "lowWaterMarks": {},
