@@ -12,10 +12,10 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -70,17 +70,21 @@ class Etcd:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+        # A listening client port is not a serving etcd yet: wait for `/health` to say so.
         deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
-            except OSError:
-                if self._proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise PulsarReferenceError(f"etcd did not start; see {self.dir / 'etcd.log'}") from None
-                time.sleep(0.1)  # poll: etcd opening its client port
+        while not self._healthy():
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise PulsarReferenceError(f"etcd did not become healthy; see {self.dir / 'etcd.log'}")
+            time.sleep(0.1)  # poll: etcd starting its server
         return self
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/health", timeout=2) as r:
+                return json.loads(r.read()).get("health") == "true"
+        except (OSError, ValueError):
+            return False
 
     def ctl(self, *args: str) -> str:
         """``etcdctl`` (v3 API) against this member; its output."""

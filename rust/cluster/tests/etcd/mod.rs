@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -36,6 +37,20 @@ impl Etcd {
             eprintln!("SKIPPED: `etcd` not on PATH (apt-get install etcd-server)");
             return None;
         }
+        // Three attempts with fresh ports: another test's etcd (tests run in parallel) may have
+        // taken a port `free_port` handed out, and this one then exits or answers nothing.
+        for _ in 0..3 {
+            if let Some(etcd) = Self::start_once() {
+                return Some(etcd);
+            }
+        }
+        panic!("etcd did not become healthy in three attempts");
+    }
+
+    /// One start on fresh ports: `Some` once its client port answers `/health` with
+    /// `"health":"true"` (a listening socket alone is not a serving etcd), `None` if it exited
+    /// or did not within 10 s (its log is printed).
+    fn start_once() -> Option<Etcd> {
         let dir = tempfile::tempdir().unwrap();
         let (port, peer) = (crate::common::free_port(), crate::common::free_port());
         let client = format!("http://127.0.0.1:{port}");
@@ -53,17 +68,25 @@ impl Etcd {
             .stderr(log)
             .spawn()
             .expect("start etcd");
-        let etcd = Etcd { child, dir, port };
+        let mut etcd = Etcd { child, dir, port };
         for _ in 0..100 {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(etcd);
+            if etcd.child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            if healthy(port) {
+                // Ours, not another test's on a port both were handed: ours would have exited.
+                std::thread::sleep(Duration::from_millis(200));
+                if etcd.child.try_wait().ok().flatten().is_none() {
+                    return Some(etcd);
+                }
+                break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!(
-            "etcd did not listen within 10 s; see {}",
-            etcd.dir.path().join("etcd.log").display()
-        );
+        let log = std::fs::read_to_string(etcd.dir.path().join("etcd.log")).unwrap_or_default();
+        let tail: String = log.lines().rev().take(5).collect::<Vec<_>>().join("\n");
+        eprintln!("etcd on port {port} did not become healthy; its log ends with:\n{tail}");
+        None
     }
 
     /// Its `metadataStoreUrl`, as Pulsar writes it.
@@ -86,6 +109,23 @@ impl Etcd {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+}
+
+/// Whether the etcd at `port` answers `GET /health` with `"health":"true"`.
+fn healthy(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.") && answer.contains("\"health\":\"true\"")
 }
 
 impl Drop for Etcd {
