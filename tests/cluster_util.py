@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,17 @@ from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
 
 #: ZooKeeperServerMain's tickTime is 3 s, so its shortest session is 6 s.
 SESSION_MS = 6000
+
+
+def three_bookies() -> Iterator[BookKeeperCluster]:
+    """The body of a module's ``bookies`` fixture: three bookies and their ZooKeeper from the
+    pinned Apache Pulsar distribution, removed after the module."""
+    try:
+        cluster = BookKeeperCluster(bookies=3).start()
+    except PulsarReferenceError as e:
+        pytest.fail(str(e))
+    yield cluster
+    cluster.cleanup()
 
 
 def cluster_broker(tmp: Path, bk: BookKeeperCluster, name: str, **conf: object) -> PulsarRsBroker:

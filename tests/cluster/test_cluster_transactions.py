@@ -29,7 +29,7 @@ from tools.pulsar_reference import available
 from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
-from cluster_util import client, cluster_broker, get, lookup, wait_for
+from cluster_util import client, cluster_broker, get, lookup, three_bookies, wait_for
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -37,6 +37,11 @@ if (why := available()) is not None:
 pytestmark = [pytest.mark.slow]
 
 TC0 = f"{tw.ASSIGN_TOPIC}-partition-0"
+
+
+@pytest.fixture(scope="module")
+def bookies() -> Iterator[BookKeeperCluster]:
+    yield from three_bookies()
 
 
 @pytest.fixture

@@ -52,6 +52,7 @@ from cluster_util import (
     partition_owners,
     produce_all,
     takeover,
+    three_bookies,
     wait_for,
 )
 
@@ -69,6 +70,11 @@ def bundle_range(broker: PulsarRsBroker, topic: str) -> str:
     local = topic.removeprefix("persistent://")
     with urllib.request.urlopen(f"{broker.http}/lookup/v2/topic/persistent/{local}/bundle", timeout=30) as r:
         return r.read().decode()
+
+
+@pytest.fixture(scope="module")
+def bookies() -> Iterator[BookKeeperCluster]:
+    yield from three_bookies()
 
 
 @pytest.fixture
