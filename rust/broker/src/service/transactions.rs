@@ -533,6 +533,12 @@ impl BrokerService {
         if !self.transactions_enabled() {
             return Err(disabled());
         }
+        // A coordinator hosted here refuses an ack in a transaction that is not OPEN, as before
+        // the acks moved to the pending-ack log (one on another broker is not asked: Pulsar's
+        // pending ack does not ask either).
+        if let Ok(tc) = self.coordinator(id.most) {
+            tc.check_open(id)?;
+        }
         let name = TopicName::parse(&ack.topic)?;
         let topic = self
             .loaded_topic(&name)

@@ -262,7 +262,10 @@ impl TransactionCoordinator {
     }
 
     /// Checks that `id` is OPEN.
-    fn check_open(&self, id: TxnId) -> Result<(), BrokerError> {
+    ///
+    /// # Errors
+    /// TransactionNotFound; InvalidTxnStatus when it is not OPEN.
+    pub fn check_open(&self, id: TxnId) -> Result<(), BrokerError> {
         let txns = self.txns.lock();
         let meta = txns.get(&id.least).ok_or_else(|| not_found(id))?;
         if meta.status != TxnStatus::Open {
