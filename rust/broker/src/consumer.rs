@@ -357,6 +357,12 @@ impl Consumer {
         Some(n)
     }
 
+    /// The message count of a pending (delivered, unacknowledged) entry.
+    #[must_use]
+    pub fn pending_messages(&self, position: Position) -> Option<u32> {
+        self.pending.lock().get(&position).copied()
+    }
+
     /// Drops every pending position at or before `upto` (cumulative ack).
     pub(crate) fn settle_upto(&self, upto: Position, unacked_limit: u32) {
         // Everything after `upto` stays: one split, not a removal per acknowledged entry.

@@ -12,6 +12,7 @@ use pulsar_rs_ledger::{Cursor, Position};
 use super::delayed::DelayedTracker;
 use super::entry::EntryInfo;
 use crate::consumer::Consumer;
+use crate::transaction::pending_ack::PendingAcks;
 
 /// What one dispatch pass did.
 #[derive(Default, Debug, Clone, Copy)]
@@ -48,6 +49,9 @@ pub(crate) struct Env<'a> {
     pub(crate) redeliveries: Option<&'a HashMap<Position, u32>>,
     /// The delayed tracker, when delayed delivery is on, and the due cutoff (ms).
     pub(crate) delayed: Option<(&'a Mutex<DelayedTracker>, i64)>,
+    /// The subscription's pending acks: messages of a batch a transaction holds are left out
+    /// of its delivery.
+    pub(crate) pending_acks: &'a PendingAcks,
 }
 
 impl Env<'_> {
@@ -81,9 +85,17 @@ impl Env<'_> {
         // Only a batch of several messages can be partly acknowledged: acknowledging the one
         // message of a batch acknowledges its entry. So the cursor's lock is skipped for the rest.
         let ack_set = (info.messages > 1)
-            .then(|| self.cursor.batch_ack_set(position))
+            .then(|| {
+                match (
+                    self.cursor.batch_ack_set(position),
+                    self.pending_acks.held_ack_set(position),
+                ) {
+                    (Some(a), Some(h)) => Some(a.iter().zip(&h).map(|(x, y)| x & y).collect()),
+                    (a, h) => a.or(h),
+                }
+            })
             .flatten()
-            .map(|w| w.iter().map(|x| *x as i64).collect());
+            .map(|w: Vec<u64>| w.iter().map(|x| *x as i64).collect());
         let len = data.len() as u64;
         let sent = consumer.deliver(
             position,

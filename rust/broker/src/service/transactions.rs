@@ -58,8 +58,8 @@ fn hold_again(
     if !acks.individual.is_empty() {
         s.restore_txn_acks(txn, &acks.individual, false);
     }
-    if let Some(p) = acks.cumulative {
-        s.restore_txn_acks(txn, &[p], true);
+    if !acks.cumulative.is_empty() {
+        s.restore_txn_acks(txn, &acks.cumulative, true);
     }
 }
 

@@ -541,7 +541,11 @@ fn exclusive_abort_of_a_transactional_ack_redelivers_without_deadlock() {
     assert_eq!(r.sink.messages(), vec![(1, 0, 0)]);
     let txn = crate::transaction::TxnId::new(0, 7);
     r.sub
-        .ack_individual_txn(&a, txn, &[(m, None)])
+        .ack_individual_txn(
+            &a,
+            txn,
+            &[crate::transaction::pending_ack::AckedId::whole(m)],
+        )
         .expect("held by the transaction");
     let (tx, rx) = std::sync::mpsc::channel();
     let rr = Arc::clone(&r);

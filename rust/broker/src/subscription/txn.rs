@@ -12,6 +12,7 @@ use crate::dispatch::entry::entry_info;
 use crate::dispatch::Dispatcher;
 use crate::error::BrokerError;
 use crate::transaction::buffer::TransactionBuffer;
+use crate::transaction::pending_ack::AckedId;
 use crate::transaction::{TxnAction, TxnId};
 
 impl Subscription {
@@ -42,7 +43,7 @@ impl Subscription {
                     hidden.push(e.position);
                     return false;
                 }
-                !self.pending_acks.holds(e.position)
+                !self.held_entirely(e.position)
             })
             .collect();
         if !hidden.is_empty() {
@@ -51,29 +52,56 @@ impl Subscription {
         kept
     }
 
+    /// Whether nothing of the entry at `position` is left to deliver: held whole by a
+    /// transaction, or every message of its batch acknowledged or held.
+    fn held_entirely(&self, position: Position) -> bool {
+        if self.pending_acks.holds(position) {
+            return true;
+        }
+        let Some(held) = self.pending_acks.held_ack_set(position) else {
+            return false;
+        };
+        let left = match self.cursor.batch_ack_set(position) {
+            Some(acked) => acked.iter().zip(&held).any(|(a, h)| a & h != 0),
+            None => held.iter().any(|h| *h != 0),
+        };
+        !left
+    }
+
     /// An individual ack in transaction `txn`: held until the transaction ends, and the
-    /// messages leave the consumer's unacknowledged list.
+    /// entries leave the consumer's unacknowledged list (a batch entry once all its messages
+    /// are acknowledged or held).
     ///
     /// # Errors
-    /// TransactionConflict (acknowledged before, or held by a transaction); NotAllowed for a
-    /// batch-index ack (not supported in a transaction here).
+    /// TransactionConflict (acknowledged before, or held by a transaction).
     pub fn ack_individual_txn(
         &self,
         consumer: &Consumer,
         txn: TxnId,
-        ids: &[(Position, Option<Vec<i64>>)],
+        ids: &[AckedId],
     ) -> Result<(), BrokerError> {
-        if ids
+        // A batch's size from the delivery when the client did not say it.
+        let ids: Vec<AckedId> = ids
             .iter()
-            .any(|(_, set)| set.as_ref().is_some_and(|s| !s.is_empty()))
-        {
-            return Err(BrokerError::NotAllowed(
-                "Batch index acknowledgements in a transaction are not supported".into(),
-            ));
-        }
-        let positions: Vec<Position> = ids.iter().map(|(p, _)| *p).collect();
-        self.pending_acks
-            .add_individual(txn, &positions, |p| self.cursor.is_acked(p))?;
+            .map(|id| match id.batch_size {
+                0 if id.is_batch_index() => AckedId {
+                    batch_size: consumer.pending_messages(id.position).unwrap_or(0),
+                    ..id.clone()
+                },
+                _ => id.clone(),
+            })
+            .collect();
+        self.pending_acks.add_individual(
+            txn,
+            &ids,
+            |p| self.cursor.is_acked(p),
+            |p| self.cursor.batch_ack_set(p),
+        )?;
+        let positions: Vec<Position> = ids
+            .iter()
+            .filter(|id| !id.is_batch_index() || self.held_entirely(id.position))
+            .map(|id| id.position)
+            .collect();
         let limit = self.unacked_limit();
         self.settle_acked(consumer, &positions, limit);
         {
@@ -89,7 +117,8 @@ impl Subscription {
     }
 
     /// A cumulative ack in transaction `txn` (Exclusive/Failover; ignored on Shared and
-    /// Key_Shared, as Pulsar ignores it).
+    /// Key_Shared, as Pulsar ignores it). A message inside a batch (an ack set) covers the
+    /// entries before its own and its batch's messages up to it.
     ///
     /// # Errors
     /// TransactionConflict (at or before mark-delete, another transaction's cumulative ack).
@@ -97,27 +126,33 @@ impl Subscription {
         &self,
         consumer: &Consumer,
         txn: TxnId,
-        position: Position,
+        id: &AckedId,
     ) -> Result<(), BrokerError> {
         if self.sub_type().is_some_and(SubType::is_multi) {
             return Ok(());
         }
         self.pending_acks
-            .add_cumulative(txn, position, self.cursor.mark_delete_position())?;
-        consumer.settle_upto(position, self.unacked_limit());
+            .add_cumulative(txn, id, self.cursor.mark_delete_position())?;
+        let upto = if id.is_batch_index() {
+            self.cursor.ledger().previous_position(id.position)
+        } else {
+            id.position
+        };
+        consumer.settle_upto(upto, self.unacked_limit());
         Ok(())
     }
 
-    /// Holds acks of `txn` recovered from the coordinator's log when the topic loads.
-    pub fn restore_txn_acks(&self, txn: TxnId, positions: &[Position], cumulative: bool) {
-        self.pending_acks.restore(txn, positions, cumulative);
+    /// Holds acks of `txn` recovered from the pending-ack log when the topic loads.
+    pub fn restore_txn_acks(&self, txn: TxnId, ids: &[AckedId], cumulative: bool) {
+        self.pending_acks.restore(txn, ids, cumulative);
     }
 
     /// Undoes acks `txn` just made that could not be made durable: they are no longer held and
     /// the messages are delivered again.
-    pub fn release_txn_acks(&self, txn: TxnId, positions: &[Position], cumulative: bool) {
-        self.pending_acks.release(txn, positions, cumulative);
-        self.redeliver_released(positions, cumulative);
+    pub fn release_txn_acks(&self, txn: TxnId, ids: &[AckedId], cumulative: bool) {
+        self.pending_acks.release(txn, ids, cumulative);
+        let positions: Vec<Position> = ids.iter().map(|id| id.position).collect();
+        self.redeliver_released(&positions, cumulative);
     }
 
     /// Delivers released messages again: replayed on Shared/Key_Shared, a rewind on
@@ -155,15 +190,31 @@ impl Subscription {
         let acks = self.pending_acks.take(txn);
         match action {
             TxnAction::Commit => {
-                if !acks.individual.is_empty() {
+                if !acks.individual.is_empty() || !acks.batch.is_empty() {
                     let before = self.cursor.mark_delete_position();
                     self.cursor.delete(&acks.individual);
+                    let mut whole = Vec::new();
+                    for (p, set) in &acks.batch {
+                        if self.cursor.ack_batch_index(*p, set) {
+                            whole.push(*p);
+                        }
+                    }
                     self.note_ack(before);
+                    self.settle_anywhere(&whole);
                 }
-                if let Some(p) = acks.cumulative {
+                if let Some((p, set)) = acks.cumulative {
                     let before = self.cursor.mark_delete_position();
-                    if p > before {
-                        self.cursor.mark_delete(p)?;
+                    // Inside a batch: the entries before it, and its ack set on its own entry.
+                    let upto = if set.is_empty() {
+                        p
+                    } else {
+                        self.cursor.ledger().previous_position(p)
+                    };
+                    if upto > before {
+                        self.cursor.mark_delete(upto)?;
+                    }
+                    if !set.is_empty() && self.cursor.ack_batch_index(p, &set) {
+                        self.settle_anywhere(&[p]);
                     }
                     self.note_ack(before);
                 }
@@ -172,9 +223,24 @@ impl Subscription {
                 self.poke();
             }
             TxnAction::Abort => {
-                self.redeliver_released(&acks.individual, acks.cumulative.is_some());
+                let mut positions = acks.individual;
+                positions.extend(acks.batch.keys());
+                self.redeliver_released(&positions, acks.cumulative.is_some());
             }
         }
         Ok(())
+    }
+
+    /// Takes entries a commit acknowledged whole off whichever consumer has them pending.
+    fn settle_anywhere(&self, positions: &[Position]) {
+        if positions.is_empty() {
+            return;
+        }
+        let limit = self.unacked_limit();
+        for c in self.consumers() {
+            for p in positions {
+                c.settle(*p, limit);
+            }
+        }
     }
 }

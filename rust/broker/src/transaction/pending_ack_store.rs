@@ -18,6 +18,7 @@ use prost::Message;
 use pulsar_rs_ledger::{Cursor, LedgerConfig, ManagedLedger, Position, Storage};
 use std::sync::Arc;
 
+use super::pending_ack::AckedId;
 use super::{TxnAction, TxnId};
 use crate::error::BrokerError;
 use crate::naming::{TopicName, PENDING_ACK_SUFFIX};
@@ -32,8 +33,8 @@ pub struct HeldAck {
     pub topic: String,
     /// The subscription.
     pub subscription: String,
-    /// The positions.
-    pub positions: Vec<Position>,
+    /// The message ids (entries, or messages of batch entries).
+    pub positions: Vec<AckedId>,
     /// Cumulative (at the one position) or individual.
     pub cumulative: bool,
 }
@@ -53,6 +54,32 @@ struct AckedPosition {
     ledger_id: i64,
     #[prost(int64, tag = "2")]
     entry_id: i64,
+    /// The ack set of a batch-index ack (Java longs: the same 64 bits).
+    #[prost(int64, repeated, tag = "3")]
+    ack_set: Vec<i64>,
+    #[prost(int32, optional, tag = "4")]
+    batch_size: Option<i32>,
+}
+
+impl AckedPosition {
+    #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+    fn of(id: &AckedId) -> Self {
+        AckedPosition {
+            ledger_id: id.position.ledger_id,
+            entry_id: id.position.entry_id,
+            ack_set: id.ack_set.iter().map(|w| *w as i64).collect(),
+            batch_size: (id.batch_size > 0).then_some(id.batch_size as i32),
+        }
+    }
+
+    #[allow(clippy::cast_sign_loss)]
+    fn id(&self) -> AckedId {
+        AckedId {
+            position: Position::new(self.ledger_id, self.entry_id),
+            ack_set: self.ack_set.iter().map(|w| *w as u64).collect(),
+            batch_size: self.batch_size.map_or(0, |n| n.max(0) as u32),
+        }
+    }
 }
 
 /// `PendingAckMetadataEntry`: one record of the log.
@@ -83,10 +110,10 @@ pub fn ledger_name(topic: &TopicName, subscription: &str) -> Result<String, Brok
 /// The acks of one transaction a replay found unended.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Unended {
-    /// Individually acknowledged positions.
-    pub individual: Vec<Position>,
-    /// The cumulative ack, if any.
-    pub cumulative: Option<Position>,
+    /// Individually acknowledged message ids.
+    pub individual: Vec<AckedId>,
+    /// The cumulative acks, in log order (each past the one before).
+    pub cumulative: Vec<AckedId>,
 }
 
 /// What a replay found: each unended transaction's acks, in log order.
@@ -154,14 +181,11 @@ impl PendingAckStore {
                             }
                         };
                         let acks = &mut unended[at].1;
-                        let positions = r.pending_ack_metadata.iter().map(|p| Position {
-                            ledger_id: p.ledger_id,
-                            entry_id: p.entry_id,
-                        });
+                        let ids = r.pending_ack_metadata.iter().map(AckedPosition::id);
                         if r.ack_type == Some(1) {
-                            acks.cumulative = positions.max().or(acks.cumulative);
+                            acks.cumulative.extend(ids);
                         } else {
-                            acks.individual.extend(positions);
+                            acks.individual.extend(ids);
                         }
                     }
                     _ => {
@@ -193,14 +217,7 @@ impl PendingAckStore {
             ack_type: Some(i32::from(ack.cumulative)),
             txnid_least_bits: Some(txn.least as i64),
             txnid_most_bits: Some(txn.most as i64),
-            pending_ack_metadata: ack
-                .positions
-                .iter()
-                .map(|p| AckedPosition {
-                    ledger_id: p.ledger_id,
-                    entry_id: p.entry_id,
-                })
-                .collect(),
+            pending_ack_metadata: ack.positions.iter().map(AckedPosition::of).collect(),
         };
         let at = self.ledger.add_entry(r.encode_to_vec().into()).await?;
         self.records.lock().entry(txn).or_default().push(at);
@@ -260,10 +277,7 @@ mod tests {
             subscription: "s".into(),
             positions: positions
                 .iter()
-                .map(|&(ledger_id, entry_id)| Position {
-                    ledger_id,
-                    entry_id,
-                })
+                .map(|&(ledger_id, entry_id)| AckedId::whole(Position::new(ledger_id, entry_id)))
                 .collect(),
             cumulative,
         }
@@ -306,6 +320,11 @@ mod tests {
                 .append_ack(open, &held(&[(1, 5)], true))
                 .await
                 .unwrap();
+            // A batch-index ack keeps its ack set and batch size.
+            let mut in_batch = held(&[(1, 7)], false);
+            in_batch.positions[0].ack_set = vec![0b1011];
+            in_batch.positions[0].batch_size = 4;
+            store.append_ack(open, &in_batch).await.unwrap();
             store.end(committed, TxnAction::Commit).await.unwrap();
             store.end(aborted, TxnAction::Abort).await.unwrap();
             store.close();
@@ -315,17 +334,19 @@ mod tests {
         assert!(storage.ledger_exists(&name).unwrap());
         let (_store, unended) =
             PendingAckStore::open(&storage, &name, cfg.ledger_config()).unwrap();
-        let p = |entry_id| Position {
-            ledger_id: 1,
-            entry_id,
+        let p = |entry_id| AckedId::whole(Position::new(1, entry_id));
+        let in_batch = AckedId {
+            ack_set: vec![0b1011],
+            batch_size: 4,
+            ..p(7)
         };
         assert_eq!(
             unended,
             vec![(
                 open,
                 Unended {
-                    individual: vec![p(2), p(3)],
-                    cumulative: Some(p(5)),
+                    individual: vec![p(2), p(3), in_batch],
+                    cumulative: vec![p(5)],
                 }
             )]
         );

@@ -8,7 +8,7 @@ use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::pb::MessageMetadata;
 
 use super::buffer::TransactionBuffer;
-use super::pending_ack::PendingAcks;
+use super::pending_ack::{AckedId, PendingAcks};
 use super::{TxnAction, TxnId, TxnStatus};
 use crate::config::BrokerConfig;
 use crate::dispatch::entry::entry_info;
@@ -117,31 +117,33 @@ fn pending_acks_conflict_as_pulsar() {
     let acks = PendingAcks::default();
     let (a, b) = (TxnId::new(0, 1), TxnId::new(0, 2));
     let p = Position::new(1, 1);
-    acks.add_individual(a, &[p], |_| false).unwrap();
+    let whole = |p| [AckedId::whole(p)];
+    let none = |_| None;
+    acks.add_individual(a, &whole(p), |_| false, none).unwrap();
     assert!(acks.holds(p));
     assert!(matches!(
-        acks.add_individual(b, &[p], |_| false),
+        acks.add_individual(b, &whole(p), |_| false, none),
         Err(BrokerError::TransactionConflict(_))
     ));
     assert!(matches!(
-        acks.add_individual(b, &[Position::new(1, 2)], |_| true),
+        acks.add_individual(b, &whole(Position::new(1, 2)), |_| true, none),
         Err(BrokerError::TransactionConflict(_))
     ));
-    acks.add_cumulative(a, Position::new(1, 5), Position::new(1, 0))
-        .unwrap();
+    let at = |e| AckedId::whole(Position::new(1, e));
+    acks.add_cumulative(a, &at(5), Position::new(1, 0)).unwrap();
     assert!(matches!(
-        acks.add_cumulative(b, Position::new(1, 6), Position::new(1, 0)),
+        acks.add_cumulative(b, &at(6), Position::new(1, 0)),
         Err(BrokerError::TransactionConflict(_))
     ));
     assert!(matches!(
-        acks.add_cumulative(a, Position::new(1, 5), Position::new(1, 0)),
+        acks.add_cumulative(a, &at(5), Position::new(1, 0)),
         Err(BrokerError::TransactionConflict(_))
     ));
     let held = acks.take(a);
     assert_eq!(held.individual, vec![p]);
-    assert_eq!(held.cumulative, Some(Position::new(1, 5)));
+    assert_eq!(held.cumulative, Some((Position::new(1, 5), vec![])));
     assert!(!acks.holds(p));
-    acks.add_individual(b, &[p], |_| false).unwrap();
+    acks.add_individual(b, &whole(p), |_| false, none).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -326,14 +328,19 @@ async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
         .await
         .unwrap();
     s.pending_acks
-        .add_individual(txn, &[m], |p| s.cursor.is_acked(p))
+        .add_individual(
+            txn,
+            &[AckedId::whole(m)],
+            |p| s.cursor.is_acked(p),
+            |_| None,
+        )
         .unwrap();
     svc.persist_txn_ack(
         txn,
         super::pending_ack_store::HeldAck {
             topic: TOPIC.into(),
             subscription: "s".into(),
-            positions: vec![m],
+            positions: vec![AckedId::whole(m)],
             cumulative: false,
         },
     )
@@ -418,14 +425,19 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
         .unwrap();
     publish(&t, Some(committed), "x").await;
     s.pending_acks
-        .add_individual(committed, &[m], |p| s.cursor.is_acked(p))
+        .add_individual(
+            committed,
+            &[AckedId::whole(m)],
+            |p| s.cursor.is_acked(p),
+            |_| None,
+        )
         .unwrap();
     svc.persist_txn_ack(
         committed,
         super::pending_ack_store::HeldAck {
             topic: TOPIC.into(),
             subscription: "s".into(),
-            positions: vec![m],
+            positions: vec![AckedId::whole(m)],
             cumulative: false,
         },
     )

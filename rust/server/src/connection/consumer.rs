@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use pulsar_rs_broker::transaction::pending_ack::AckedId;
 use pulsar_rs_broker::transaction::pending_ack_store::HeldAck;
 use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_broker::{
@@ -275,30 +276,20 @@ impl Connection {
     /// A transactional ACK: held by the subscription (conflicts refused at once), then made
     /// durable in the coordinator's log before ACK_RESPONSE; released again if that fails.
     fn ack_in_txn(&self, c: &ConsumerSlot, a: &pb::CommandAck, txn: TxnId, cumulative: bool) {
-        let positions: Vec<Position> = a.message_id.iter().map(position).collect();
+        let ids: Vec<AckedId> = a.message_id.iter().map(acked_id).collect();
         let held = if !self.service.transactions_enabled() {
             Err(BrokerError::NotAllowed(
                 "Server don't support transaction ack!".into(),
             ))
         } else if cumulative {
-            if positions.len() == 1 {
-                c.sub.ack_cumulative_txn(&c.consumer, txn, positions[0])
+            if ids.len() == 1 {
+                c.sub.ack_cumulative_txn(&c.consumer, txn, &ids[0])
             } else {
                 Err(BrokerError::NotAllowed(
                     "Invalid cumulative ack received with multiple message ids.".into(),
                 ))
             }
         } else {
-            let ids: Vec<(Position, Option<Vec<i64>>)> = a
-                .message_id
-                .iter()
-                .map(|m| {
-                    (
-                        position(m),
-                        (!m.ack_set.is_empty()).then(|| m.ack_set.clone()),
-                    )
-                })
-                .collect();
             c.sub.ack_individual_txn(&c.consumer, txn, &ids)
         };
         let (consumer_id, request_id) = (a.consumer_id, a.request_id);
@@ -322,7 +313,7 @@ impl Connection {
         let ack = HeldAck {
             topic: c.topic.name.to_string(),
             subscription: sub.name.clone(),
-            positions,
+            positions: ids,
             cumulative,
         };
         tokio::spawn(async move {
@@ -610,6 +601,16 @@ pub(super) fn key_shared_meta(m: &pb::KeySharedMeta) -> KeySharedMeta {
 fn position(m: &pb::MessageIdData) -> Position {
     // u64 on the wire; -1 (earliest) arrives as 2^64-1 and is reinterpreted as i64.
     Position::new(m.ledger_id as i64, m.entry_id as i64)
+}
+
+/// A message id of an ACK as a transaction holds it (a batch-index ack keeps its ack set).
+#[allow(clippy::cast_sign_loss)]
+fn acked_id(m: &pb::MessageIdData) -> AckedId {
+    AckedId {
+        position: position(m),
+        ack_set: m.ack_set.iter().map(|w| *w as u64).collect(),
+        batch_size: m.batch_size.map_or(0, |n| n.max(0) as u32),
+    }
 }
 
 /// RFC 3339 rendering of a `SystemTime` without a date library.

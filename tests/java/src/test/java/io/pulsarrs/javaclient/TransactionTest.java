@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
@@ -70,6 +71,36 @@ class TransactionTest extends PulsarTestBase {
         .subscriptionType(type)
         .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
         .subscribe();
+  }
+
+  /** Four messages in one batch entry: b0..b3. */
+  private List<Message<byte[]>> oneBatchOfFour(String topic, Consumer<byte[]> c) throws Exception {
+    try (Producer<byte[]> p =
+        newProducer()
+            .topic(topic)
+            .enableBatching(true)
+            .batchingMaxMessages(4)
+            .batchingMaxPublishDelay(10, TimeUnit.SECONDS)
+            .sendTimeout(0, TimeUnit.SECONDS)
+            .create()) {
+      var sent = new ArrayList<java.util.concurrent.CompletableFuture<?>>();
+      for (int i = 0; i < 4; i++) {
+        sent.add(p.sendAsync(("b" + i).getBytes()));
+      }
+      p.flush();
+      for (var f : sent) {
+        f.get(10, TimeUnit.SECONDS);
+      }
+    }
+    List<Message<byte[]>> ms = receive(c, 4, Duration.ofSeconds(5), false);
+    assertEquals(range("b", 0, 4), strings(ms));
+    MessageIdAdv first = (MessageIdAdv) ms.get(0).getMessageId();
+    for (int i = 0; i < 4; i++) {
+      MessageIdAdv id = (MessageIdAdv) ms.get(i).getMessageId();
+      assertEquals(first.getEntryId(), id.getEntryId(), "one entry");
+      assertEquals(i, id.getBatchIndex());
+    }
+    return ms;
   }
 
   private static void sendTxn(Producer<byte[]> p, Transaction txn, String value) throws Exception {
@@ -336,6 +367,49 @@ class TransactionTest extends PulsarTestBase {
       outs.sort(null);
       assertEquals(range("out-in", 0, 3), outs);
       awaitBacklog(in, "worker", 0);
+    }
+  }
+
+  @Test
+  void batchIndexAcksInTransactionsHoldOnlyTheirMessages() throws Exception {
+    String t = topic("txn-batch-index");
+    Consumer<byte[]> c = consumer(t, "s", SubscriptionType.Shared);
+    List<Message<byte[]>> ms = oneBatchOfFour(t, c);
+    Transaction a = newTxn(30);
+    Transaction b = newTxn(30);
+    c.acknowledgeAsync(ms.get(0).getMessageId(), a).get(10, TimeUnit.SECONDS);
+    c.acknowledgeAsync(ms.get(1).getMessageId(), a).get(10, TimeUnit.SECONDS);
+    c.acknowledgeAsync(ms.get(2).getMessageId(), b).get(10, TimeUnit.SECONDS);
+    // A message of the batch another transaction holds: a conflict, as Pulsar's.
+    ExecutionException e =
+        assertThrows(
+            ExecutionException.class,
+            () -> c.acknowledgeAsync(ms.get(1).getMessageId(), b).get(10, TimeUnit.SECONDS));
+    assertInstanceOf(PulsarClientException.TransactionConflictException.class, e.getCause());
+    a.commit().get(10, TimeUnit.SECONDS);
+    b.abort().get(10, TimeUnit.SECONDS);
+    c.close();
+    // What a committed: gone; what b held (aborted) and what nobody acknowledged: delivered.
+    try (Consumer<byte[]> again = consumer(t, "s", SubscriptionType.Shared)) {
+      List<String> left = drain(again, 10, 2000);
+      left.sort(null);
+      assertEquals(List.of("b2", "b3"), left);
+      awaitBacklog(t, "s", 0);
+    }
+  }
+
+  @Test
+  void cumulativeAckInTransactionInsideABatchKeepsTheBatchsLaterMessages() throws Exception {
+    String t = topic("txn-batch-cumulative");
+    Consumer<byte[]> c = consumer(t, "s", SubscriptionType.Exclusive);
+    List<Message<byte[]>> ms = oneBatchOfFour(t, c);
+    Transaction txn = newTxn(30);
+    c.acknowledgeCumulativeAsync(ms.get(1).getMessageId(), txn).get(10, TimeUnit.SECONDS);
+    txn.commit().get(10, TimeUnit.SECONDS);
+    c.close();
+    try (Consumer<byte[]> again = consumer(t, "s", SubscriptionType.Exclusive)) {
+      assertEquals(List.of("b2", "b3"), drain(again, 10, 2000));
+      awaitBacklog(t, "s", 0);
     }
   }
 }
