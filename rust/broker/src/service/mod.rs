@@ -776,7 +776,17 @@ impl BrokerService {
                 (l, compacted)
             }
         };
+        let subscriptions = ledger.persisted_cursor_names()?;
         ledger.delete()?;
+        // Its subscriptions' pending-ack logs, as Pulsar deletes them with the topic.
+        for sub in subscriptions {
+            let log = crate::transaction::pending_ack_store::ledger_name(name, &sub)?;
+            if self.storage.ledger_exists(&log)? {
+                self.storage
+                    .open_ledger(&log, self.config.ledger_config())?
+                    .delete()?;
+            }
+        }
         if let (Some(b), Some(id)) = (self.storage.backing(), compacted) {
             compaction::on_bookies::delete(b, id); // as Pulsar deletes a topic's compacted ledger
         }

@@ -507,16 +507,21 @@ impl Topic {
         Ok(kept)
     }
 
-    /// Removes a subscription (unsubscribe, or a reader's last consumer leaving).
+    /// Removes a subscription (unsubscribe, or a reader's last consumer leaving), with its
+    /// pending-ack log.
     ///
     /// # Errors
-    /// Storage failures deleting the cursor.
+    /// Storage failures deleting the cursor or the log.
     pub fn remove_subscription(&self, name: &str) -> Result<(), BrokerError> {
         let sub = self.subscriptions.lock().remove(name);
         if let Some(sub) = sub {
             sub.close();
             if sub.durable {
                 self.ledger.delete_cursor(name)?;
+                // Its pending-ack log goes with it (opened at load whenever one exists).
+                if let Some(store) = sub.pending_ack_store.get() {
+                    store.delete()?;
+                }
             } else {
                 sub.cursor.close()?;
             }

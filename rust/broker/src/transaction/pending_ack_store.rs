@@ -258,6 +258,15 @@ impl PendingAckStore {
         (&self.ledger, &self.cursor)
     }
 
+    /// Deletes the log with its cursor (its subscription or topic is deleted, as Pulsar deletes
+    /// the pending-ack managed ledger). Blocking I/O.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn delete(&self) -> Result<(), BrokerError> {
+        Ok(self.ledger.delete()?)
+    }
+
     /// Closes the log (persisting its cursor). Blocking I/O.
     pub fn close(&self) {
         if let Err(e) = self.ledger.close() {

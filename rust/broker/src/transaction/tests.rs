@@ -582,3 +582,57 @@ async fn slow_transactions_are_those_with_a_longer_timeout_not_yet_ended() {
     assert_eq!(ids(59_999), vec![long]);
     assert_eq!(ids(60_000), Vec::<TxnId>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_ack_log_is_deleted_with_its_subscription_and_its_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let name = TopicName::parse(TOPIC).unwrap();
+    let hold = |sub: &'static str| {
+        let svc = Arc::clone(&svc);
+        async move {
+            let t = {
+                let svc = Arc::clone(&svc);
+                tokio::task::spawn_blocking(move || topic(&svc))
+                    .await
+                    .unwrap()
+            };
+            let s = {
+                let t = Arc::clone(&t);
+                tokio::task::spawn_blocking(move || {
+                    t.durable_subscription(sub, true, true).unwrap()
+                })
+                .await
+                .unwrap()
+            };
+            let m = publish(&t, None, "m").await;
+            let txn = svc.new_txn(0, 60_000).await.unwrap();
+            let ack = super::pending_ack_store::HeldAck {
+                topic: TOPIC.into(),
+                subscription: sub.into(),
+                positions: vec![AckedId::whole(m)],
+                cumulative: false,
+            };
+            s.pending_acks
+                .add_individual(txn, &ack.positions, |p| s.cursor.is_acked(p), |_| None)
+                .unwrap();
+            svc.persist_txn_ack(txn, ack).await.unwrap();
+            let log = super::pending_ack_store::ledger_name(&TopicName::parse(TOPIC).unwrap(), sub)
+                .unwrap();
+            assert!(svc.storage.ledger_exists(&log).unwrap());
+            (t, log)
+        }
+    };
+    let (t, gone_with_sub) = hold("s1").await;
+    let (_, gone_with_topic) = hold("s2").await;
+    tokio::task::spawn_blocking(move || t.remove_subscription("s1").unwrap())
+        .await
+        .unwrap();
+    assert!(!svc.storage.ledger_exists(&gone_with_sub).unwrap());
+    assert!(svc.storage.ledger_exists(&gone_with_topic).unwrap());
+    let s = Arc::clone(&svc);
+    tokio::task::spawn_blocking(move || s.delete_topic(&name, true).unwrap())
+        .await
+        .unwrap();
+    assert!(!svc.storage.ledger_exists(&gone_with_topic).unwrap());
+}
