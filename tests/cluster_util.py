@@ -64,11 +64,15 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def get(url: str, follow: bool = True) -> tuple[int, dict | list | str, str | None]:
-    """(status, JSON body, Location) of a GET; with ``follow``, 307s are followed."""
+def get(url: str, follow: bool = True, token: str | None = None) -> tuple[int, dict | list | str, str | None]:
+    """(status, JSON body, Location) of a GET; with ``follow``, 307s are followed; ``token`` is
+    sent as a Bearer header (kept across redirects)."""
     opener = urllib.request.build_opener() if follow else urllib.request.build_opener(NoRedirect)
+    req = urllib.request.Request(url)
+    if token is not None:
+        req.add_header("Authorization", f"Bearer {token}")
     try:
-        with opener.open(url, timeout=30) as r:
+        with opener.open(req, timeout=30) as r:
             return r.status, json.loads(r.read() or b"null"), None
     except urllib.error.HTTPError as e:
         with e:
@@ -76,10 +80,10 @@ def get(url: str, follow: bool = True) -> tuple[int, dict | list | str, str | No
             return e.code, json.loads(body) if body else None, e.headers.get("Location")
 
 
-def lookup(broker: PulsarRsBroker, topic: str) -> str:
+def lookup(broker: PulsarRsBroker, topic: str, token: str | None = None) -> str:
     """The broker URL an HTTP lookup through ``broker`` ends at (307s followed)."""
     local = topic.removeprefix("persistent://")
-    status, body, _ = get(f"{broker.http}/lookup/v2/topic/persistent/{local}")
+    status, body, _ = get(f"{broker.http}/lookup/v2/topic/persistent/{local}", token=token)
     assert status == 200, body
     assert isinstance(body, dict)
     return body["brokerUrl"]

@@ -29,6 +29,8 @@ SERVER_ERRORS = {
     0: "UnknownError",
     1: "MetadataError",
     2: "PersistenceError",
+    3: "AuthenticationError",
+    4: "AuthorizationError",
     5: "ConsumerBusy",
     6: "ServiceNotReady",
     11: "TopicNotFound",
@@ -47,6 +49,7 @@ PARTITIONED_METADATA, PARTITIONED_METADATA_RESPONSE, LOOKUP, LOOKUP_RESPONSE = 2
 NEW_TXN, NEW_TXN_RESPONSE, ADD_PARTITION_TO_TXN, ADD_PARTITION_TO_TXN_RESPONSE = 50, 51, 52, 53
 ADD_SUBSCRIPTION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN_RESPONSE = 54, 55
 END_TXN, END_TXN_RESPONSE = 56, 57
+END_TXN_ON_PARTITION, END_TXN_ON_PARTITION_RESPONSE = 58, 59
 TC_CLIENT_CONNECT_REQUEST, TC_CLIENT_CONNECT_RESPONSE = 62, 63
 
 
@@ -103,14 +106,16 @@ class TxnError(Exception):
 class TxnWire:
     """One connection to a broker; not thread-safe."""
 
-    def __init__(self, service_url: str, timeout: float = 15.0) -> None:
+    def __init__(self, service_url: str, timeout: float = 15.0, token: str | None = None) -> None:
         host, port = service_url.removeprefix("pulsar://").rstrip("/").rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self._rid = 0
         self._seq = 0
         #: MESSAGE frames that arrived while a request waited for its answer, oldest first.
         self.inbox: list[Delivered] = []
-        self._send(CONNECT, _message((1, "pulsar-rs-txn-wire"), (4, 19)))
+        # CONNECT: 1 client_version, 3 auth_data, 4 protocol_version, 5 auth_method_name.
+        auth = ((3, token.encode()), (5, "token")) if token is not None else ()
+        self._send(CONNECT, _message((1, "pulsar-rs-txn-wire"), (4, 19), *auth))
         self._wait(lambda r: r.type == CONNECTED)
 
     def close(self) -> None:
@@ -220,6 +225,16 @@ class TxnWire:
             END_TXN,
             END_TXN_RESPONSE,
             lambda rid: _message((1, rid), (2, txn[1]), (3, txn[0]), (4, 0 if commit else 1)),
+            4,
+            5,
+        )
+
+    def end_txn_on_partition(self, txn: tuple[int, int], topic: str, commit: bool) -> None:
+        """What a coordinator's broker sends the topic's owner (a broker-to-broker call)."""
+        self._request(
+            END_TXN_ON_PARTITION,
+            END_TXN_ON_PARTITION_RESPONSE,
+            lambda rid: _message((1, rid), (2, txn[1]), (3, txn[0]), (4, topic), (5, 0 if commit else 1)),
             4,
             5,
         )

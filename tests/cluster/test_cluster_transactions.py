@@ -30,6 +30,7 @@ from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 from cluster_util import client, cluster_broker, get, lookup, three_bookies, wait_for
+from token_util import SECRET_URL, TOKEN_PROVIDER, hs_token
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
@@ -71,13 +72,15 @@ def coordinator(brokers: list[PulsarRsBroker], via: PulsarRsBroker) -> tuple[Pul
     return owner, conn
 
 
-def topics_owned(brokers: list[PulsarRsBroker], prefix: str, owners: list[str]) -> list[str]:
+def topics_owned(
+    brokers: list[PulsarRsBroker], prefix: str, owners: list[str], token: str | None = None
+) -> list[str]:
     """One new topic per entry of ``owners`` (service URLs), each owned by that broker."""
     found: list[str] = []
     for want in owners:
         for i in range(200):
             t = f"persistent://public/default/{prefix}-{want.rsplit(':', 1)[1]}-{i}"
-            if t not in found and lookup(brokers[i % len(brokers)], t) == want:
+            if t not in found and lookup(brokers[i % len(brokers)], t, token) == want:
                 found.append(t)
                 break
         else:
@@ -278,3 +281,44 @@ def test_java_transaction_suite_on_three_brokers(brokers, tmp_path):
     assert not s.failed, "failing Java tests:\n" + "\n".join(s.failed)
     assert s.tests >= 10 and s.passed == s.tests - s.skipped, s
     assert result.returncode == 0, result.stdout[-5000:]
+
+
+def test_brokers_end_transactions_on_each_other_with_their_own_credentials(tmp_path, bookies):
+    """Authentication and authorization on: the coordinator's broker reaches the topic's owner
+    with ``brokerClientAuthenticationPlugin`` / ``brokerClientAuthenticationParameters`` (a token
+    of the ``broker`` role, a superuser), which END_TXN_ON_PARTITION requires there."""
+    admin = hs_token("admin")
+    conf = {
+        "transactionCoordinatorEnabled": True,
+        "authenticationEnabled": True,
+        "authenticationProviders": TOKEN_PROVIDER,
+        "tokenSecretKey": SECRET_URL,
+        "authorizationEnabled": True,
+        "superUserRoles": "admin,broker",
+        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+        "brokerClientAuthenticationParameters": f"token:{hs_token('broker')}",
+    }
+    started: list[PulsarRsBroker] = []
+    try:
+        for name in ("s0", "s1"):
+            started.append(cluster_broker(tmp_path, bookies, name, **conf))
+        wait_for_cluster(started, token=admin)
+        tc_broker = by_url(started, lookup(started[0], TC0, admin))
+        other = next(b for b in started if b is not tc_broker)
+        (topic,) = topics_owned(started, "auth", [other.url], admin)
+        with tw.TxnWire(tc_broker.url, token=admin) as tc, tw.TxnWire(other.url, token=admin) as prod:
+            tc.connect_coordinator(0)
+            prod.producer(topic, 0)
+            txn = tc.new_txn()
+            tc.add_partition(txn, topic)
+            prod.send(0, b"sealed", txn)
+            # The commit marker is written on `other` over the coordinator broker's connection.
+            tc.end_txn(txn, commit=True)
+        c = pulsar.Client(other.url, authentication=pulsar.AuthenticationToken(admin))
+        try:
+            assert read_all(c, topic, 1) == [b"sealed"]
+        finally:
+            c.close()
+    finally:
+        for b in started:
+            b.stop()

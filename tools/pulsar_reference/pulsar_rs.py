@@ -104,17 +104,20 @@ class PulsarRsBroker:
             self.proc.stdout.close()
 
 
-def wait_for_cluster(brokers: Iterable[PulsarRsBroker], cluster: str = "standalone", timeout: float = 60) -> None:
+def wait_for_cluster(
+    brokers: Iterable[PulsarRsBroker], cluster: str = "standalone", timeout: float = 60, token: str | None = None
+) -> None:
     """Waits until every one of ``brokers`` lists exactly ``brokers`` as the cluster's brokers and
     names one of them leader: brokers killed earlier on the same ZooKeeper stay registered (and may
-    stay leader or owner, so lookups redirect to them) until their sessions expire."""
+    stay leader or owner, so lookups redirect to them) until their sessions expire. ``token``: a
+    superuser's, when the brokers require authentication."""
     brokers = list(brokers)
     want = sorted(b.broker_id for b in brokers)
     deadline = time.monotonic() + timeout
     seen: object = None
     while True:
         try:
-            views = [(_get_json(f"{b.http}/admin/v2/brokers/{cluster}"), _leader(b)) for b in brokers]
+            views = [(_get_json(f"{b.http}/admin/v2/brokers/{cluster}", token), _leader(b, token)) for b in brokers]
             seen = views
             if all(isinstance(ls, list) and sorted(ls) == want and leader in want for ls, leader in views):
                 return
@@ -125,11 +128,14 @@ def wait_for_cluster(brokers: Iterable[PulsarRsBroker], cluster: str = "standalo
         time.sleep(0.2)
 
 
-def _leader(b: PulsarRsBroker) -> str | None:
-    doc = _get_json(f"{b.http}/admin/v2/brokers/leaderBroker")
+def _leader(b: PulsarRsBroker, token: str | None = None) -> str | None:
+    doc = _get_json(f"{b.http}/admin/v2/brokers/leaderBroker", token)
     return doc.get("brokerId") if isinstance(doc, dict) else None
 
 
-def _get_json(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=10) as r:
+def _get_json(url: str, token: str | None = None) -> object:
+    req = urllib.request.Request(url)
+    if token is not None:
+        req.add_header("Authorization", f"Bearer {token}")  # kept across redirects
+    with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())

@@ -508,6 +508,41 @@ pub fn connect(client_version: &str, protocol_version: i32) -> BaseCommand {
     .into()
 }
 
+/// CONNECT with credentials (`auth_method_name` `token`, `basic`, ...).
+pub fn connect_with_auth(
+    client_version: &str,
+    protocol_version: i32,
+    method: &str,
+    data: Vec<u8>,
+) -> BaseCommand {
+    pb::CommandConnect {
+        client_version: client_version.to_owned(),
+        protocol_version: Some(protocol_version),
+        auth_method_name: Some(method.to_owned()),
+        auth_data: Some(data.into()),
+        ..Default::default()
+    }
+    .into()
+}
+
+/// AUTH_RESPONSE: fresh credentials answering an AUTH_CHALLENGE.
+pub fn auth_response(
+    client_version: &str,
+    protocol_version: i32,
+    method: &str,
+    data: Vec<u8>,
+) -> BaseCommand {
+    pb::CommandAuthResponse {
+        client_version: Some(client_version.to_owned()),
+        response: Some(pb::AuthData {
+            auth_method_name: Some(method.to_owned()),
+            auth_data: Some(data.into()),
+        }),
+        protocol_version: Some(protocol_version),
+    }
+    .into()
+}
+
 /// PARTITIONED_METADATA.
 pub fn partitioned_metadata_request(topic: &str, request_id: u64) -> BaseCommand {
     pb::CommandPartitionedTopicMetadata {

@@ -387,16 +387,22 @@ impl Server {
             web_tls: admin_url_tls.clone(),
         };
         let config = Arc::clone(&ctx.service.config);
-        match cluster::join(&ctx, &config, ctx.broker_id(), member_urls).await {
+        let joined = match cluster::join(&ctx, &config, ctx.broker_id(), member_urls).await {
             Ok(Some(member)) => {
                 let owner = Arc::clone(&member);
                 ctx.service
                     .set_ownership_check(Box::new(move |t| owner.owns(&t.to_string())));
-                ctx.service
-                    .set_buffer_client(peers::Peers::new(Arc::clone(&member), &ctx.service));
+                let peers = peers::Peers::new(Arc::clone(&member), &ctx.service);
                 let _ = ctx.cluster.set(member);
+                peers
+                    .map(|p| ctx.service.set_buffer_client(p))
+                    .map_err(ServerError::from)
             }
-            Ok(None) => {}
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        match joined {
+            Ok(()) => {}
             Err(e) => {
                 let service = Arc::clone(&ctx.service);
                 let _ = tokio::task::spawn_blocking(move || service.close()).await;

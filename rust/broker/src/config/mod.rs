@@ -6,6 +6,7 @@
 //! Advertised listeners are parsed in [`listeners`]; the storage layer's settings are derived
 //! in `storage.rs`.
 
+pub mod broker_client;
 pub mod inactive_topic_mode;
 pub mod listeners;
 pub mod load;
@@ -248,6 +249,11 @@ pub struct BrokerConfig {
     pub token_audience_claim: String,
     /// Audience this broker accepts (none: not checked).
     pub token_audience: Option<String>,
+    /// The credentials plugin of this broker's connections to the other brokers of its
+    /// cluster (see [`broker_client`]); none: no credentials.
+    pub broker_client_authentication_plugin: Option<String>,
+    /// Its parameters (`token:<jwt>`, `file:///path`, `{"userId":...,"password":...}`).
+    pub broker_client_authentication_parameters: Option<String>,
     /// Check PRODUCER/SUBSCRIBE/LOOKUP and admin calls against granted permissions.
     pub authorization_enabled: bool,
     /// Roles allowed everything. A list, or one comma-separated string.
@@ -400,6 +406,8 @@ impl Default for BrokerConfig {
             token_auth_claim: "sub".into(),
             token_audience_claim: "aud".into(),
             token_audience: None,
+            broker_client_authentication_plugin: None,
+            broker_client_authentication_parameters: None,
             authorization_enabled: false,
             super_user_roles: Vec::new(),
             broker_service_port_tls: None,

@@ -22,6 +22,7 @@ impl BrokerConfig {
             ));
         }
         self.validate_bookkeeper()?;
+        self.broker_client_auth()?;
         if self.num_io_threads == Some(0) {
             // As Pulsar's `@FieldContext(minValue = 1)`.
             return Err(bad("numIOThreads", "must be > 0"));

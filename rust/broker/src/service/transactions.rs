@@ -279,7 +279,8 @@ impl BrokerService {
         v
     }
 
-    /// NEW_TXN on TC `tc_id` with the client's timeout (ms); aborted when it expires.
+    /// NEW_TXN on TC `tc_id` with the client's timeout (ms), opened by `owner` (the client's
+    /// role); aborted when it expires.
     ///
     /// # Errors
     /// As [`BrokerService::coordinator`]; ReachMaxActiveTxn when the coordinator already holds
@@ -288,6 +289,7 @@ impl BrokerService {
         self: &Arc<Self>,
         tc_id: u64,
         timeout_ms: u64,
+        owner: Option<String>,
     ) -> Result<TxnId, BrokerError> {
         let tc = self.coordinator(tc_id)?;
         let max = self.config.max_active_transactions_per_coordinator;
@@ -299,7 +301,7 @@ impl BrokerService {
             )));
         }
         let now = self.clock().now_ms();
-        let id = tc.new_txn(timeout_ms, now).await?;
+        let id = tc.new_txn(timeout_ms, now, owner).await?;
         self.arm_timeout(id, now.saturating_add(timeout_ms));
         Ok(id)
     }
@@ -341,6 +343,14 @@ impl BrokerService {
                 }
             }
         });
+    }
+
+    /// Whether `role` owns transaction `id` (its coordinator is served here).
+    ///
+    /// # Errors
+    /// CoordinatorNotFound, TransactionNotFound.
+    pub fn txn_owned_by(&self, id: TxnId, role: Option<&str>) -> Result<bool, BrokerError> {
+        self.coordinator(id.most)?.owned_by(id, role)
     }
 
     /// ADD_PARTITION_TO_TXN.

@@ -49,6 +49,8 @@ pub struct TxnMeta {
     pub start_ms: u64,
     /// When it last changed, ms since the epoch.
     pub last_modified_ms: u64,
+    /// The role that opened it (none without authentication).
+    pub owner: Option<String>,
     /// Positions of its log records, acknowledged when it ends.
     positions: Vec<Position>,
 }
@@ -192,6 +194,7 @@ impl TransactionCoordinator {
                         timeout_ms: r.timeout_ms,
                         start_ms: r.start_time,
                         last_modified_ms: r.last_modification_time,
+                        owner: r.owner.clone(),
                         positions: vec![position],
                     },
                 );
@@ -242,11 +245,17 @@ impl TransactionCoordinator {
         }
     }
 
-    /// NEW_TXN: a new OPEN transaction with the client's timeout, durable before it returns.
+    /// NEW_TXN: a new OPEN transaction with the client's timeout, opened by `owner` (the
+    /// client's role, none without authentication), durable before it returns.
     ///
     /// # Errors
     /// Log append failures.
-    pub async fn new_txn(&self, timeout_ms: u64, now_ms: u64) -> Result<TxnId, BrokerError> {
+    pub async fn new_txn(
+        &self,
+        timeout_ms: u64,
+        now_ms: u64,
+        owner: Option<String>,
+    ) -> Result<TxnId, BrokerError> {
         // Relaxed: uniqueness only (see the field).
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let id = TxnId::new(self.id, seq);
@@ -254,11 +263,23 @@ impl TransactionCoordinator {
         r.timeout_ms = timeout_ms;
         r.start_time = now_ms;
         r.max_local_txn_id = seq;
+        r.owner = owner;
         let position = self.append(&r).await?;
         self.apply(&r, position);
         // Relaxed: a statistic.
         self.stats.created.fetch_add(1, Ordering::Relaxed);
         Ok(id)
+    }
+
+    /// Whether `role` owns `id` (Pulsar's `verifyTxnOwnership`): a transaction opened without
+    /// authentication has no owner and is anyone's.
+    ///
+    /// # Errors
+    /// TransactionNotFound.
+    pub fn owned_by(&self, id: TxnId, role: Option<&str>) -> Result<bool, BrokerError> {
+        let txns = self.txns.lock();
+        let meta = txns.get(&id.least).ok_or_else(|| not_found(id))?;
+        Ok(meta.owner.is_none() || meta.owner.as_deref() == role)
     }
 
     /// Checks that `id` is OPEN.

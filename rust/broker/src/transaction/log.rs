@@ -65,6 +65,10 @@ pub struct LogRecord {
     /// The highest sequence handed out so far (New), so ids are never reused after a restart.
     #[prost(uint64, tag = "11")]
     pub max_local_txn_id: u64,
+    /// The role that opened the transaction (New), when the client authenticated: only it or
+    /// a superuser may add to or end it (Pulsar's `verifyTxnOwnership`).
+    #[prost(string, optional, tag = "12")]
+    pub owner: Option<String>,
 }
 
 impl LogRecord {

@@ -159,7 +159,7 @@ async fn coordinator_and_buffer_recover_after_a_restart() {
     let new = |svc: &Arc<BrokerService>| {
         let svc = Arc::clone(svc);
         async move {
-            let id = svc.new_txn(0, 60_000).await.unwrap();
+            let id = svc.new_txn(0, 60_000, None).await.unwrap();
             svc.add_partitions_to_txn(id, vec![TOPIC.into()])
                 .await
                 .unwrap();
@@ -231,7 +231,7 @@ async fn coordinator_and_buffer_recover_after_a_restart() {
         b"",
     ))));
     // Ids are never reused.
-    let next = svc.new_txn(0, 60_000).await.unwrap();
+    let next = svc.new_txn(0, 60_000, None).await.unwrap();
     assert!(next.least > open.least);
     svc.end_txn(open, TxnAction::Commit).await.unwrap();
     assert_eq!(t.max_read_position(), t.ledger.last_confirmed());
@@ -273,7 +273,7 @@ async fn compaction_stops_at_open_transactions_and_leaves_aborted_out() {
             .unwrap()
     };
     publish_keyed(&t, None, "a", "1").await;
-    let open = svc.new_txn(0, 60_000).await.unwrap();
+    let open = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_partitions_to_txn(open, vec![TOPIC.into()])
         .await
         .unwrap();
@@ -292,7 +292,7 @@ async fn compaction_stops_at_open_transactions_and_leaves_aborted_out() {
         vec![("a".into(), "1".into()), ("b".into(), "1".into())],
         "the aborted value is left out"
     );
-    let committed = svc.new_txn(0, 60_000).await.unwrap();
+    let committed = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_partitions_to_txn(committed, vec![TOPIC.into()])
         .await
         .unwrap();
@@ -323,7 +323,7 @@ async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
     let svc = service(dir.path());
     let (t, s) = load(&svc).await;
     let m = publish(&t, None, "m").await;
-    let txn = svc.new_txn(0, 60_000).await.unwrap();
+    let txn = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_subscriptions_to_txn(txn, vec![(TOPIC.into(), "s".into())])
         .await
         .unwrap();
@@ -416,7 +416,7 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
     };
     let (t, s) = load(&svc).await;
     let m = publish(&t, None, "m").await;
-    let committed = svc.new_txn(0, 60_000).await.unwrap();
+    let committed = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_partitions_to_txn(committed, vec![TOPIC.into()])
         .await
         .unwrap();
@@ -444,7 +444,7 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
     .await
     .unwrap();
     svc.end_txn(committed, TxnAction::Commit).await.unwrap();
-    let open = svc.new_txn(0, 60_000).await.unwrap();
+    let open = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_partitions_to_txn(open, vec![TOPIC.into()])
         .await
         .unwrap();
@@ -494,14 +494,14 @@ async fn new_txn_beyond_the_active_limit_is_refused_until_one_ends() {
     })
     .await
     .unwrap();
-    let first = svc.new_txn(0, 60_000).await.unwrap();
-    svc.new_txn(0, 60_000).await.unwrap();
+    let first = svc.new_txn(0, 60_000, None).await.unwrap();
+    svc.new_txn(0, 60_000, None).await.unwrap();
     assert!(matches!(
-        svc.new_txn(0, 60_000).await,
+        svc.new_txn(0, 60_000, None).await,
         Err(BrokerError::ReachMaxActiveTxn(_))
     ));
     svc.end_txn(first, TxnAction::Abort).await.unwrap();
-    svc.new_txn(0, 60_000).await.unwrap();
+    svc.new_txn(0, 60_000, None).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -527,8 +527,8 @@ async fn a_transaction_times_out_on_the_brokers_clock() {
     .await
     .unwrap();
     let tc = svc.coordinator(0).unwrap();
-    let short = svc.new_txn(0, 60_000).await.unwrap();
-    let long = svc.new_txn(0, 3_600_000).await.unwrap();
+    let short = svc.new_txn(0, 60_000, None).await.unwrap();
+    let long = svc.new_txn(0, 3_600_000, None).await.unwrap();
     assert_eq!(
         tc.get(short).unwrap().start_ms,
         1_000_000,
@@ -566,9 +566,9 @@ async fn a_transaction_times_out_on_the_brokers_clock() {
 async fn slow_transactions_are_those_with_a_longer_timeout_not_yet_ended() {
     let dir = tempfile::tempdir().unwrap();
     let svc = service(dir.path());
-    let short = svc.new_txn(0, 1_000).await.unwrap();
-    let long = svc.new_txn(0, 60_000).await.unwrap();
-    let ended = svc.new_txn(0, 120_000).await.unwrap();
+    let short = svc.new_txn(0, 1_000, None).await.unwrap();
+    let long = svc.new_txn(0, 60_000, None).await.unwrap();
+    let ended = svc.new_txn(0, 120_000, None).await.unwrap();
     svc.end_txn(ended, TxnAction::Abort).await.unwrap();
     let tc = svc.coordinator(0).unwrap();
     let ids = |timeout| {
@@ -606,7 +606,7 @@ async fn a_pending_ack_log_is_deleted_with_its_subscription_and_its_topic() {
                 .unwrap()
             };
             let m = publish(&t, None, "m").await;
-            let txn = svc.new_txn(0, 60_000).await.unwrap();
+            let txn = svc.new_txn(0, 60_000, None).await.unwrap();
             let ack = super::pending_ack_store::HeldAck {
                 topic: TOPIC.into(),
                 subscription: sub.into(),
@@ -635,4 +635,29 @@ async fn a_pending_ack_log_is_deleted_with_its_subscription_and_its_topic() {
         .await
         .unwrap();
     assert!(!svc.storage.ledger_exists(&gone_with_topic).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactions_owner_is_logged_and_outlives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let alices = svc.new_txn(0, 60_000, Some("alice".into())).await.unwrap();
+    let anyones = svc.new_txn(0, 60_000, None).await.unwrap();
+    tokio::task::spawn_blocking(move || svc.close())
+        .await
+        .unwrap()
+        .unwrap();
+    let path = dir.path().to_owned();
+    let svc = tokio::task::spawn_blocking(move || service(&path))
+        .await
+        .unwrap();
+    assert!(svc.txn_owned_by(alices, Some("alice")).unwrap());
+    assert!(!svc.txn_owned_by(alices, Some("bob")).unwrap());
+    assert!(!svc.txn_owned_by(alices, None).unwrap());
+    // Opened without authentication: anyone's, as Pulsar's (no owner recorded).
+    assert!(svc.txn_owned_by(anyones, Some("bob")).unwrap());
+    assert!(matches!(
+        svc.txn_owned_by(TxnId::new(0, 999), Some("alice")),
+        Err(BrokerError::TransactionNotFound(_))
+    ));
 }

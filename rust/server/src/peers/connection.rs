@@ -17,8 +17,12 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use super::credentials::Credentials;
+
 /// The protocol version announced to peers (transactions need 19 or later).
 const PROTOCOL_VERSION: i32 = 21;
+/// The client version this broker announces to its peers.
+const CLIENT_VERSION: &str = concat!("pulsar-rs-broker/", env!("CARGO_PKG_VERSION"));
 
 /// Requests awaiting their response, by request id.
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<BaseCommand>>>>;
@@ -82,7 +86,11 @@ impl PeerConnection {
     ///
     /// # Errors
     /// The URL, the socket, or the peer's refusal, as text.
-    pub async fn open(service_url: &str, timeout: Duration) -> Result<Arc<Self>, String> {
+    pub async fn open(
+        service_url: &str,
+        timeout: Duration,
+        credentials: Option<Credentials>,
+    ) -> Result<Arc<Self>, String> {
         let addr = service_url
             .strip_prefix("pulsar://")
             .ok_or_else(|| format!("not a pulsar:// URL: {service_url}"))?
@@ -94,12 +102,16 @@ impl PeerConnection {
                 .map_err(|e| format!("connecting to {addr}: {e}"))?;
             let _ = stream.set_nodelay(true);
             let (mut rd, mut wr) = stream.into_split();
-            wr.write_all(&encode(&commands::connect(
-                concat!("pulsar-rs-broker/", env!("CARGO_PKG_VERSION")),
-                PROTOCOL_VERSION,
-            )))
-            .await
-            .map_err(|e| format!("writing CONNECT to {addr}: {e}"))?;
+            let connect = match &credentials {
+                Some(c) => {
+                    let (method, data) = c.current().await?;
+                    commands::connect_with_auth(CLIENT_VERSION, PROTOCOL_VERSION, method, data)
+                }
+                None => commands::connect(CLIENT_VERSION, PROTOCOL_VERSION),
+            };
+            wr.write_all(&encode(&connect))
+                .await
+                .map_err(|e| format!("writing CONNECT to {addr}: {e}"))?;
             let mut buf = BytesMut::with_capacity(8 * 1024);
             loop {
                 let cmd = next_command(&mut rd, &mut buf).await?;
@@ -139,6 +151,25 @@ impl PeerConnection {
                 };
                 if cmd.r#type == Type::Ping as i32 {
                     let _ = out.send(encode(&commands::pong()));
+                    continue;
+                }
+                if cmd.r#type == Type::AuthChallenge as i32 {
+                    // Our credentials expired there: fresh ones, or the peer closes this.
+                    if let Some(c) = &credentials {
+                        match c.current().await {
+                            Ok((method, data)) => {
+                                let _ = out.send(encode(&commands::auth_response(
+                                    CLIENT_VERSION,
+                                    PROTOCOL_VERSION,
+                                    method,
+                                    data,
+                                )));
+                            }
+                            Err(e) => {
+                                tracing::warn!(peer = %addr, error = %e, "answering an auth challenge")
+                            }
+                        }
+                    }
                     continue;
                 }
                 if let Some(id) = answered_request(&cmd) {

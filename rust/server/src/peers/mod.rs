@@ -6,6 +6,7 @@
 //! the topic is ended locally.
 
 pub mod connection;
+pub mod credentials;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -20,6 +21,7 @@ use pulsar_rs_proto::pb::command_lookup_topic_response::LookupType;
 use pulsar_rs_proto::{pb, BaseCommand, ServerError as Wire};
 
 use connection::PeerConnection;
+use credentials::Credentials;
 
 /// How long a peer has to accept a connection, or to answer one request.
 const PEER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,6 +50,8 @@ pub struct Peers {
     /// One connection per peer service URL, replaced when it closes. Short lock: a map
     /// operation, never held across a connect.
     connections: Mutex<HashMap<String, Arc<PeerConnection>>>,
+    /// What this broker presents on CONNECT (`brokerClientAuthenticationPlugin`); set once.
+    credentials: Option<Credentials>,
 }
 
 /// A broker error for a peer's answer or failure. Every one of them is retried by END_TXN's
@@ -64,14 +68,21 @@ fn peer_error(code: Option<i32>, message: String) -> BrokerError {
 
 impl Peers {
     /// The peers of `member`'s cluster, ending topics found here on `service`.
-    #[must_use]
-    pub fn new(member: Arc<ClusterMember>, service: &Arc<BrokerService>) -> Arc<Self> {
-        Arc::new_cyclic(|me| Peers {
+    ///
+    /// # Errors
+    /// Broker client credentials the configuration cannot give (checked at start already).
+    pub fn new(
+        member: Arc<ClusterMember>,
+        service: &Arc<BrokerService>,
+    ) -> Result<Arc<Self>, BrokerError> {
+        let credentials = service.config.broker_client_auth()?.map(Credentials);
+        Ok(Arc::new_cyclic(|me| Peers {
             member,
             service: Arc::downgrade(service),
             me: me.clone(),
             connections: Mutex::new(HashMap::new()),
-        })
+            credentials,
+        }))
     }
 
     /// The pooled connection to the broker at `service_url`, opened if needed.
@@ -81,7 +92,7 @@ impl Peers {
                 return Ok(Arc::clone(c));
             }
         }
-        let c = PeerConnection::open(service_url, PEER_TIMEOUT)
+        let c = PeerConnection::open(service_url, PEER_TIMEOUT, self.credentials.clone())
             .await
             .map_err(BrokerError::NotServed)?;
         self.connections

@@ -1,0 +1,33 @@
+//! The credentials this broker presents on its connections to its peers
+//! (`brokerClientAuthenticationPlugin` / `brokerClientAuthenticationParameters`): on CONNECT,
+//! and again when a peer's AUTH_CHALLENGE asks for them (its token check found ours expired).
+
+use pulsar_rs_broker::config::broker_client::{BrokerClientAuth, TokenSource};
+
+/// This broker's client credentials.
+#[derive(Debug, Clone)]
+pub struct Credentials(pub BrokerClientAuth);
+
+impl Credentials {
+    /// The method name and data to send now. A token file is read each time (off the async
+    /// workers), so a rotated token is the one sent.
+    ///
+    /// # Errors
+    /// A token file that cannot be read, as text.
+    pub async fn current(&self) -> Result<(&'static str, Vec<u8>), String> {
+        match &self.0 {
+            BrokerClientAuth::Token(TokenSource::Literal(t)) => {
+                Ok(("token", t.clone().into_bytes()))
+            }
+            BrokerClientAuth::Token(TokenSource::File(path)) => {
+                let text = tokio::fs::read_to_string(path).await.map_err(|e| {
+                    format!("reading the broker client's token {}: {e}", path.display())
+                })?;
+                Ok(("token", text.trim().as_bytes().to_vec()))
+            }
+            BrokerClientAuth::Basic { user, password } => {
+                Ok(("basic", format!("{user}:{password}").into_bytes()))
+            }
+        }
+    }
+}
