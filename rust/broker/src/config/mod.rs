@@ -154,6 +154,11 @@ pub struct BrokerConfig {
     /// Transactions not yet ended one coordinator holds before NEW_TXN goes unanswered, as
     /// Pulsar leaves it (apache/pulsar#15133: the client times out); 0: no limit.
     pub max_active_transactions_per_coordinator: u64,
+    /// A topic's transaction buffer takes a snapshot once this many transactions ended on it
+    /// since the last one (Pulsar's count; 0 counts as 1).
+    pub transaction_buffer_snapshot_max_transaction_count: u64,
+    /// ... or once one ended and this long passed since the last snapshot.
+    pub transaction_buffer_snapshot_min_time_in_millis: u64,
     pub delayed_delivery_tick_time_millis: u64,
     pub delayed_delivery_deliver_at_time_strict: bool,
 
@@ -356,6 +361,8 @@ impl Default for BrokerConfig {
             delayed_delivery_enabled: true,
             transaction_coordinator_enabled: false,
             max_active_transactions_per_coordinator: 0,
+            transaction_buffer_snapshot_max_transaction_count: 1000,
+            transaction_buffer_snapshot_min_time_in_millis: 5000,
             delayed_delivery_tick_time_millis: 1000,
             delayed_delivery_deliver_at_time_strict: false,
             max_publish_rate_per_topic_in_messages: 0,

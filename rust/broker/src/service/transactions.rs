@@ -468,10 +468,19 @@ impl BrokerService {
         if !self.transactions_enabled() {
             return Err(disabled());
         }
-        match self.existing_topic(topic).await? {
-            Some(t) => t.end_txn(id, action).await,
-            None => Ok(()),
+        let Some(t) = self.existing_topic(topic).await? else {
+            return Ok(());
+        };
+        t.end_txn(id, action).await?;
+        if t.txn_buffer_snapshot_due() {
+            // Metadata I/O: blocking pool, not awaited (the marker already made the end durable).
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = t.take_txn_buffer_snapshot() {
+                    tracing::warn!(topic = %t.name, error = %e, "a transaction buffer snapshot");
+                }
+            });
         }
+        Ok(())
     }
 
     /// END_TXN_ON_SUBSCRIPTION: applies or releases the held acks. A topic or subscription

@@ -590,6 +590,18 @@ impl Topic {
 
     /// Stops every dispatcher and closes the ledger.
     pub fn close(&self) {
+        // Transactions ended since the last snapshot: one more, so the next load replays little.
+        if self.txn_buffer.as_ref().is_some_and(|tb| {
+            // Relaxed: see `TransactionBuffer::snapshot_due`.
+            tb.stats
+                .ended_since_snapshot
+                .load(std::sync::atomic::Ordering::Relaxed)
+                > 0
+        }) {
+            if let Err(e) = self.take_txn_buffer_snapshot() {
+                tracing::warn!(topic = %self.name, error = %e, "a transaction buffer snapshot");
+            }
+        }
         for s in self.subscriptions.lock().drain().map(|(_, s)| s) {
             s.disconnect_all();
             s.close();

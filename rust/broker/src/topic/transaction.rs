@@ -1,6 +1,7 @@
-//! A topic's side of transactions: rebuilding its transaction buffer from the ledger at load,
-//! appending a transaction's commit or abort marker (END_TXN_ON_PARTITION), and the last
-//! message id a reader may see while transactions are open or aborted.
+//! A topic's side of transactions: rebuilding its transaction buffer at load (from its last
+//! snapshot, then the ledger after it), taking those snapshots, appending a transaction's
+//! commit or abort marker (END_TXN_ON_PARTITION), and the last message id a reader may see
+//! while transactions are open or aborted.
 
 use std::sync::Arc;
 
@@ -9,24 +10,46 @@ use pulsar_rs_ledger::Position;
 use super::Topic;
 use crate::dispatch::entry::entry_info;
 use crate::error::BrokerError;
-use crate::transaction::buffer::marker_entry;
+use crate::transaction::buffer::{marker_entry, Snapshot};
 use crate::transaction::{TxnAction, TxnId};
 
 /// Entries read per batch while replaying the ledger into the transaction buffer.
 const REPLAY_BATCH: usize = 1000;
 
+/// The managed-ledger property holding the transaction buffer's snapshot (JSON).
+pub const SNAPSHOT_PROPERTY: &str = "pulsar-rs.transactionBufferSnapshot";
+
 impl Topic {
-    /// Replays the whole retained ledger into the transaction buffer (no snapshot yet). Blocking
-    /// I/O: topics are loaded off the async workers.
+    /// The transaction buffer's last snapshot, if one was stored and reads.
+    fn txn_buffer_snapshot(&self) -> Option<Snapshot> {
+        let text = self.ledger.properties().remove(SNAPSHOT_PROPERTY)?;
+        match serde_json::from_str(&text) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                // The ledger has everything: replay it all.
+                tracing::warn!(topic = %self.name, error = %e, "an unreadable transaction buffer snapshot; replaying the whole ledger");
+                None
+            }
+        }
+    }
+
+    /// Rebuilds the transaction buffer: its last snapshot, then the retained entries after
+    /// the snapshot's max read position (all of them without one). Blocking I/O: topics are
+    /// loaded off the async workers.
     pub(super) fn recover_transaction_buffer(&self) {
         let Some(tb) = &self.txn_buffer else { return };
         let lac = self.ledger.last_confirmed();
+        let first = self.ledger.first_position();
+        let mut from = self.ledger.next_valid_position(first);
+        if let Some(snapshot) = self.txn_buffer_snapshot() {
+            tb.restore(&snapshot);
+            let after = self.ledger.next_valid_position(snapshot.position());
+            from = from.max(after);
+        }
+        let mut replayed = 0u64;
         if lac.entry_id < 0 {
             return;
         }
-        let mut from = self
-            .ledger
-            .next_valid_position(self.ledger.first_position());
         while from <= lac {
             let entries = match self.ledger.read_entries(from, REPLAY_BATCH, u64::MAX, lac) {
                 Ok(e) => e,
@@ -41,9 +64,50 @@ impl Topic {
             for e in &entries {
                 tb.replay(e.position, &entry_info(&e.data));
             }
+            replayed += entries.len() as u64;
             from = self.ledger.next_valid_position(last);
         }
-        tracing::debug!(topic = %self.name, ongoing = tb.ongoing_count(), "transaction buffer recovered");
+        // Relaxed: a statistic.
+        tb.stats
+            .replayed_at_load
+            .store(replayed, std::sync::atomic::Ordering::Relaxed);
+        tracing::debug!(topic = %self.name, ongoing = tb.ongoing_count(), replayed, "transaction buffer recovered");
+    }
+
+    /// Whether the transaction buffer's snapshot is due (see
+    /// [`crate::transaction::buffer::TransactionBuffer::snapshot_due`]).
+    #[must_use]
+    pub fn txn_buffer_snapshot_due(&self) -> bool {
+        let Some(tb) = &self.txn_buffer else {
+            return false;
+        };
+        let c = &self.config;
+        tb.snapshot_due(
+            self.ledger.clock().now_ms(),
+            c.transaction_buffer_snapshot_max_transaction_count,
+            c.transaction_buffer_snapshot_min_time_in_millis,
+        )
+    }
+
+    /// Stores a snapshot of the transaction buffer in the ledger's properties (blocking I/O).
+    ///
+    /// # Errors
+    /// Storage failures writing the ledger's metadata.
+    pub fn take_txn_buffer_snapshot(&self) -> Result<(), BrokerError> {
+        let Some(tb) = &self.txn_buffer else {
+            return Ok(());
+        };
+        let now = self.ledger.clock().now_ms();
+        let snapshot = tb.snapshot(
+            || self.ledger.last_confirmed(),
+            self.ledger
+                .next_valid_position(self.ledger.first_position()),
+        );
+        let text = serde_json::to_string(&snapshot)
+            .map_err(|e| BrokerError::NotAllowed(format!("encoding a snapshot: {e}")))?;
+        self.ledger.set_property(SNAPSHOT_PROPERTY, &text)?;
+        tb.snapshot_taken(now);
+        Ok(())
     }
 
     /// The last position dispatch may read: the max read position with transactions enabled,
@@ -69,8 +133,8 @@ impl Topic {
             ));
         };
         let marker = marker_entry(txn, action, self.ledger.clock().now_ms());
-        Arc::clone(&self.ledger).add_entry(marker).await?;
-        tb.end(txn, action);
+        let at = Arc::clone(&self.ledger).add_entry(marker).await?;
+        tb.end(txn, action, at);
         for sub in self.subscriptions() {
             sub.poke();
         }

@@ -7,10 +7,16 @@
 //!
 //! Commit and abort append a marker entry (`marker_type` TXN_COMMIT / TXN_ABORT, producer
 //! `pulsar.txn.marker`, empty payload) and only then update the state, so the ledger alone says
-//! what happened: [`TransactionBuffer::replay`] rebuilds the state from it at topic load (no
-//! snapshot yet: the whole retained ledger is read).
+//! what happened: [`TransactionBuffer::replay`] rebuilds the state from it at topic load.
+//!
+//! A [`Snapshot`] (Pulsar's `TransactionBufferSnapshot`: the max read position and the aborted
+//! transactions with their abort markers) is taken every so many ended transactions, or once
+//! some ended and some time passed; a load starts from it and replays only the entries after
+//! its max read position. Nothing before that position belongs to a transaction still open (it
+//! is before the oldest one's first message), so the snapshot and those entries say it all.
+//! Aborted transactions whose marker the ledger no longer retains are forgotten.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -28,10 +34,11 @@ struct State {
     ongoing: HashMap<TxnId, Position>,
     /// `ongoing` ordered by first position.
     order: BTreeSet<(Position, TxnId)>,
-    /// Transactions aborted on this topic.
-    aborted: HashSet<TxnId>,
-    /// Transactions committed on this topic (refused if they send again).
-    committed: HashSet<TxnId>,
+    /// Transactions aborted on this topic, with the position of their abort marker.
+    aborted: HashMap<TxnId, Position>,
+    /// Transactions committed on this topic since it loaded (refused if they send again), with
+    /// the position of their commit marker.
+    committed: HashMap<TxnId, Position>,
 }
 
 impl State {
@@ -42,24 +49,52 @@ impl State {
         }
     }
 
-    fn end(&mut self, txn: TxnId, action: TxnAction) {
+    fn end(&mut self, txn: TxnId, action: TxnAction, marker: Position) {
         if let Some(at) = self.ongoing.remove(&txn) {
             self.order.remove(&(at, txn));
         }
         match action {
-            TxnAction::Commit => self.committed.insert(txn),
-            TxnAction::Abort => self.aborted.insert(txn),
+            TxnAction::Commit => self.committed.insert(txn, marker),
+            TxnAction::Abort => self.aborted.insert(txn, marker),
         };
+    }
+
+    fn ended(&self, txn: TxnId) -> bool {
+        self.aborted.contains_key(&txn) || self.committed.contains_key(&txn)
     }
 }
 
-/// Counters (Pulsar's `pulsar_txn_tb_*`); Relaxed: statistics.
+/// What a snapshot holds (Pulsar's `TransactionBufferSnapshot`), stored as JSON.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    /// The max read position when it was taken: `[ledger, entry]`.
+    #[serde(rename = "maxReadPosition")]
+    pub max_read_position: (i64, i64),
+    /// Aborted transactions: `[most, least, marker ledger, marker entry]`.
+    pub aborts: Vec<(u64, u64, i64, i64)>,
+}
+
+impl Snapshot {
+    /// The max read position.
+    #[must_use]
+    pub fn position(&self) -> Position {
+        Position::new(self.max_read_position.0, self.max_read_position.1)
+    }
+}
+
+/// Counters (Pulsar's `pulsar_txn_tb_*`); Relaxed: statistics and a trigger.
 #[derive(Debug, Default)]
 pub struct BufferStats {
     /// Transactions committed on the topic.
     pub committed: AtomicU64,
     /// Transactions aborted on the topic.
     pub aborted: AtomicU64,
+    /// Transactions ended since the last snapshot: raised by `end`, reset by the snapshot.
+    pub ended_since_snapshot: AtomicU64,
+    /// When the last snapshot was taken, ms (0: none yet); written by the snapshot.
+    pub last_snapshot_ms: AtomicU64,
+    /// Entries the last load replayed (after its snapshot, if any); written by the load.
+    pub replayed_at_load: AtomicU64,
 }
 
 /// One topic's transaction buffer.
@@ -91,7 +126,7 @@ impl TransactionBuffer {
         add: impl FnOnce() -> Result<(Position, R), BrokerError>,
     ) -> Result<R, BrokerError> {
         let mut st = self.state.lock();
-        if st.aborted.contains(&txn) || st.committed.contains(&txn) {
+        if st.ended(txn) {
             return Err(BrokerError::NotAllowed(format!(
                 "Transaction {txn} has been ended. Please use a new transaction to send message."
             )));
@@ -118,7 +153,7 @@ impl TransactionBuffer {
     /// Whether `txn` was aborted here.
     #[must_use]
     pub fn is_aborted(&self, txn: TxnId) -> bool {
-        self.state.lock().aborted.contains(&txn)
+        self.state.lock().aborted.contains_key(&txn)
     }
 
     /// Whether an entry is never delivered: a marker, or a message of an aborted transaction.
@@ -131,15 +166,67 @@ impl TransactionBuffer {
             .is_some_and(|(most, least)| self.is_aborted(TxnId::new(most, least)))
     }
 
-    /// Records the end of `txn`, once its marker is durable.
-    pub fn end(&self, txn: TxnId, action: TxnAction) {
-        self.state.lock().end(txn, action);
+    /// Records the end of `txn`, once its marker (at `marker`) is durable.
+    pub fn end(&self, txn: TxnId, action: TxnAction, marker: Position) {
+        self.state.lock().end(txn, action, marker);
         let counter = match action {
             TxnAction::Commit => &self.stats.committed,
             TxnAction::Abort => &self.stats.aborted,
         };
-        // Relaxed: a statistic.
+        // Relaxed: statistics, and a trigger read by `snapshot_due` only.
         counter.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .ended_since_snapshot
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether a snapshot is due at `now_ms`: `max_count` transactions ended since the last
+    /// one, or some did and `min_ms` passed.
+    #[must_use]
+    pub fn snapshot_due(&self, now_ms: u64, max_count: u64, min_ms: u64) -> bool {
+        // Relaxed: a heuristic; a snapshot taken twice or a little late is harmless.
+        let ended = self.stats.ended_since_snapshot.load(Ordering::Relaxed);
+        let last = self.stats.last_snapshot_ms.load(Ordering::Relaxed);
+        ended >= max_count.max(1) || (ended > 0 && now_ms.saturating_sub(last) >= min_ms)
+    }
+
+    /// A snapshot of the state, given the ledger's last confirmed entry; first forgets the
+    /// ended transactions whose marker is before `first` (the ledger no longer has them).
+    pub fn snapshot(&self, lac: impl FnOnce() -> Position, first: Position) -> Snapshot {
+        let mut st = self.state.lock();
+        st.aborted.retain(|_, at| *at >= first);
+        st.committed.retain(|_, at| *at >= first);
+        let lac = lac();
+        let max = match st.order.iter().next() {
+            Some((p, _)) => Position::new(p.ledger_id, p.entry_id - 1).min(lac),
+            None => lac,
+        };
+        let mut aborts: Vec<(u64, u64, i64, i64)> = st
+            .aborted
+            .iter()
+            .map(|(t, at)| (t.most, t.least, at.ledger_id, at.entry_id))
+            .collect();
+        aborts.sort_unstable();
+        Snapshot {
+            max_read_position: (max.ledger_id, max.entry_id),
+            aborts,
+        }
+    }
+
+    /// Notes that a snapshot was stored at `now_ms`.
+    pub fn snapshot_taken(&self, now_ms: u64) {
+        // Relaxed: see `snapshot_due`.
+        self.stats.ended_since_snapshot.store(0, Ordering::Relaxed);
+        self.stats.last_snapshot_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// Starts a load from `snapshot` (before replaying what follows its max read position).
+    pub fn restore(&self, snapshot: &Snapshot) {
+        let mut st = self.state.lock();
+        for &(most, least, ledger_id, entry_id) in &snapshot.aborts {
+            st.aborted
+                .insert(TxnId::new(most, least), Position::new(ledger_id, entry_id));
+        }
     }
 
     /// Replays one entry of the topic's ledger at load.
@@ -156,9 +243,10 @@ impl TransactionBuffer {
                 } else {
                     TxnAction::Commit
                 },
+                position,
             ),
             None => {
-                if !st.aborted.contains(&txn) && !st.committed.contains(&txn) {
+                if !st.ended(txn) {
                     st.begin(txn, position);
                 }
             }
@@ -175,7 +263,7 @@ impl TransactionBuffer {
     #[must_use]
     pub fn txn_state(&self, txn: TxnId) -> (Option<Position>, bool) {
         let st = self.state.lock();
-        (st.ongoing.get(&txn).copied(), st.aborted.contains(&txn))
+        (st.ongoing.get(&txn).copied(), st.aborted.contains_key(&txn))
     }
 }
 

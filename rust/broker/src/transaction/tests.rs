@@ -97,7 +97,7 @@ fn buffer_stops_before_the_oldest_open_transaction_and_hides_aborted() {
     tb.append(b, || Ok((Position::new(3, 6), ()))).unwrap();
     tb.append(a, || Ok((Position::new(3, 7), ()))).unwrap();
     assert_eq!(tb.max_read_position(|| lac), Position::new(3, 3));
-    tb.end(a, TxnAction::Abort);
+    tb.end(a, TxnAction::Abort, Position::new(3, 20));
     assert_eq!(tb.max_read_position(|| lac), Position::new(3, 5));
     assert!(tb.hides(&info(Some(a), None)));
     assert!(!tb.hides(&info(Some(b), None)));
@@ -107,7 +107,7 @@ fn buffer_stops_before_the_oldest_open_transaction_and_hides_aborted() {
         tb.append(a, || Ok((Position::new(3, 8), ()))),
         Err(BrokerError::NotAllowed(_))
     ));
-    tb.end(b, TxnAction::Commit);
+    tb.end(b, TxnAction::Commit, Position::new(3, 21));
     assert_eq!(tb.max_read_position(|| lac), lac);
     assert!(!tb.hides(&info(Some(b), None)));
 }
@@ -660,4 +660,81 @@ async fn a_transactions_owner_is_logged_and_outlives_a_restart() {
         svc.txn_owned_by(TxnId::new(0, 999), Some("alice")),
         Err(BrokerError::TransactionNotFound(_))
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_starts_from_the_buffer_snapshot_and_replays_only_what_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let t = {
+        let svc = Arc::clone(&svc);
+        tokio::task::spawn_blocking(move || topic(&svc))
+            .await
+            .unwrap()
+    };
+    for i in 0..40 {
+        publish(&t, None, &format!("plain-{i}")).await;
+    }
+    let aborted = svc.new_txn(0, 60_000, None).await.unwrap();
+    svc.add_partitions_to_txn(aborted, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    publish(&t, Some(aborted), "x").await;
+    svc.end_txn(aborted, TxnAction::Abort).await.unwrap();
+    let open = svc.new_txn(0, 60_000, None).await.unwrap();
+    svc.add_partitions_to_txn(open, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    let first_open = publish(&t, Some(open), "o").await;
+    publish(&t, None, "after").await;
+    drop(t);
+    let restart = |svc: Arc<BrokerService>| {
+        let path = dir.path().to_owned();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                svc.close().unwrap();
+                let svc = service(&path);
+                let t = topic(&svc);
+                (svc, t)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    // Closing the topic took a snapshot (a transaction ended since the last): the load replays
+    // from the open transaction's first message only.
+    let (svc, t) = restart(svc).await;
+    let tb = t.txn_buffer.as_ref().unwrap();
+    let replayed = |tb: &crate::transaction::buffer::TransactionBuffer| {
+        tb.stats
+            .replayed_at_load
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert_eq!(
+        replayed(tb),
+        2,
+        "the open transaction's message and the one after"
+    );
+    assert!(
+        tb.is_aborted(aborted),
+        "the aborted transaction came from the snapshot"
+    );
+    assert_eq!(
+        t.max_read_position(),
+        Position::new(first_open.ledger_id, first_open.entry_id - 1)
+    );
+    // Without the snapshot (a bad one is ignored) the whole ledger is replayed to the same state.
+    t.ledger
+        .set_property(crate::topic::transaction::SNAPSHOT_PROPERTY, "not json")
+        .unwrap();
+    drop(t);
+    let (svc, t) = restart(svc).await;
+    let tb = t.txn_buffer.as_ref().unwrap();
+    assert_eq!(
+        replayed(tb),
+        44,
+        "40 plain, 2 of transactions, 2 markers... the whole ledger"
+    );
+    assert!(tb.is_aborted(aborted));
+    drop((svc, t));
 }
