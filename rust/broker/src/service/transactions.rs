@@ -408,15 +408,18 @@ impl BrokerService {
 
     /// The fan-out of one END_TXN.
     async fn end_on_topics(self: &Arc<Self>, plan: &EndPlan) -> Result<(), BrokerError> {
+        // Every transaction of this coordinator up to it has ended (Pulsar's low watermark): the
+        // topics abort any they still think open (a message that came after its end).
+        let lwm = Some(self.coordinator(plan.id.most)?.low_water_mark());
         for (topic, sub) in &plan.subscriptions {
             match self.owner_elsewhere(topic) {
                 Some(owner) => {
                     owner
-                        .end_on_subscription(topic.clone(), sub.clone(), plan.id, plan.action)
+                        .end_on_subscription(topic.clone(), sub.clone(), plan.id, plan.action, lwm)
                         .await?;
                 }
                 None => {
-                    self.end_txn_on_subscription(topic, sub, plan.id, plan.action)
+                    self.end_txn_on_subscription(topic, sub, plan.id, plan.action, lwm)
                         .await?;
                 }
             }
@@ -425,11 +428,11 @@ impl BrokerService {
             match self.owner_elsewhere(topic) {
                 Some(owner) => {
                     owner
-                        .end_on_partition(topic.clone(), plan.id, plan.action)
+                        .end_on_partition(topic.clone(), plan.id, plan.action, lwm)
                         .await?;
                 }
                 None => {
-                    self.end_txn_on_partition(topic, plan.id, plan.action)
+                    self.end_txn_on_partition(topic, plan.id, plan.action, lwm)
                         .await?;
                 }
             }
@@ -454,8 +457,10 @@ impl BrokerService {
         }
     }
 
-    /// END_TXN_ON_PARTITION: the commit or abort marker on `topic`. A topic that does not exist
-    /// succeeds, as in Pulsar.
+    /// END_TXN_ON_PARTITION: the commit or abort marker on `topic`, then an abort marker for
+    /// each transaction of the same coordinator the topic still holds open at or below
+    /// `low_water_mark` (Pulsar's `handleLowWaterMark`). A topic that does not exist succeeds,
+    /// as in Pulsar.
     ///
     /// # Errors
     /// NotAllowed without transactions; storage failures.
@@ -464,6 +469,7 @@ impl BrokerService {
         topic: &str,
         id: TxnId,
         action: TxnAction,
+        low_water_mark: Option<u64>,
     ) -> Result<(), BrokerError> {
         if !self.transactions_enabled() {
             return Err(disabled());
@@ -472,6 +478,9 @@ impl BrokerService {
             return Ok(());
         };
         t.end_txn(id, action).await?;
+        if let Some(lwm) = low_water_mark {
+            t.abort_stale_txns(id, lwm).await?;
+        }
         if t.txn_buffer_snapshot_due() {
             // Metadata I/O: blocking pool, not awaited (the marker already made the end durable).
             tokio::task::spawn_blocking(move || {
@@ -483,8 +492,10 @@ impl BrokerService {
         Ok(())
     }
 
-    /// END_TXN_ON_SUBSCRIPTION: applies or releases the held acks. A topic or subscription
-    /// that does not exist succeeds, as in Pulsar.
+    /// END_TXN_ON_SUBSCRIPTION: applies or releases the held acks, then releases those of
+    /// transactions of the same coordinator at or below `low_water_mark` still held (Pulsar's
+    /// pending-ack `handleLowWaterMark`). A topic or subscription that does not exist succeeds,
+    /// as in Pulsar.
     ///
     /// # Errors
     /// NotAllowed without transactions; storage failures.
@@ -494,6 +505,7 @@ impl BrokerService {
         subscription: &str,
         id: TxnId,
         action: TxnAction,
+        low_water_mark: Option<u64>,
     ) -> Result<(), BrokerError> {
         if !self.transactions_enabled() {
             return Err(disabled());
@@ -504,8 +516,26 @@ impl BrokerService {
         let Some(s) = t.subscription(subscription) else {
             return Ok(());
         };
+        Self::end_acks(&s, id, action).await?;
+        if let Some(lwm) = low_water_mark {
+            for stale in s.pending_acks.transactions_at_or_below(id.most, lwm) {
+                if stale != id {
+                    tracing::info!(txn = %stale, topic, subscription, "releasing the acks of a transaction below the low watermark");
+                    Self::end_acks(&s, stale, TxnAction::Abort).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies or releases what `id` holds on `s`, then logs the end.
+    async fn end_acks(
+        s: &Arc<crate::subscription::Subscription>,
+        id: TxnId,
+        action: TxnAction,
+    ) -> Result<(), BrokerError> {
         // A commit persists the cursor: blocking pool.
-        let sub = Arc::clone(&s);
+        let sub = Arc::clone(s);
         tokio::task::spawn_blocking(move || sub.end_txn(id, action))
             .await
             .map_err(|_| BrokerError::ShuttingDown)??;

@@ -141,6 +141,31 @@ impl Topic {
         Ok(())
     }
 
+    /// Aborts the transactions of `ended`'s coordinator this topic still holds open with a
+    /// sequence at or below `low_water_mark` (their coordinator ended them all: a message that
+    /// arrived after its transaction ended leaves one open here, which would hold dispatch back
+    /// for good), as Pulsar's `TopicTransactionBuffer.handleLowWaterMark`.
+    ///
+    /// # Errors
+    /// Storage failures appending an abort marker.
+    pub async fn abort_stale_txns(
+        &self,
+        ended: TxnId,
+        low_water_mark: u64,
+    ) -> Result<(), BrokerError> {
+        let Some(tb) = &self.txn_buffer else {
+            return Ok(());
+        };
+        tb.note_low_water_mark(ended.most, low_water_mark);
+        for stale in tb.ongoing_at_or_below(ended.most, low_water_mark) {
+            if stale != ended {
+                tracing::info!(topic = %self.name, txn = %stale, "aborting a transaction below the low watermark");
+                self.end_txn(stale, TxnAction::Abort).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// The last message a reader may be told of with transactions: at or before the max read
     /// position, skipping markers and aborted messages. `None` when nothing is visible.
     /// Blocking I/O.

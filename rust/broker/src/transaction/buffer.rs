@@ -106,6 +106,8 @@ pub struct TransactionBuffer {
     state: Mutex<State>,
     /// Its counters.
     pub stats: BufferStats,
+    /// Coordinator id → the last low watermark it sent. Short lock, for stats.
+    low_water_marks: Mutex<HashMap<u64, u64>>,
 }
 
 impl TransactionBuffer {
@@ -251,6 +253,38 @@ impl TransactionBuffer {
                 }
             }
         }
+    }
+
+    /// Ongoing transactions of coordinator `most` with a sequence at or below `least`.
+    #[must_use]
+    pub fn ongoing_at_or_below(&self, most: u64, least: u64) -> Vec<TxnId> {
+        let st = self.state.lock();
+        let mut found: Vec<TxnId> = st
+            .ongoing
+            .keys()
+            .filter(|t| t.most == most && t.least <= least)
+            .copied()
+            .collect();
+        found.sort_unstable_by_key(|t| t.least);
+        found
+    }
+
+    /// Records the low watermark coordinator `most` last sent (for the buffer's stats).
+    pub fn note_low_water_mark(&self, most: u64, least: u64) {
+        self.low_water_marks.lock().insert(most, least);
+    }
+
+    /// The low watermark each coordinator last sent (Pulsar's `lowWaterMarks`).
+    #[must_use]
+    pub fn low_water_marks(&self) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = self
+            .low_water_marks
+            .lock()
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// Ongoing transactions.

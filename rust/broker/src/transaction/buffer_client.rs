@@ -16,8 +16,15 @@ pub type OwnerCall = Pin<Box<dyn Future<Output = Result<(), BrokerError>> + Send
 
 /// Ends a transaction on topics other brokers own.
 pub trait TransactionBufferClient: Send + Sync {
-    /// END_TXN_ON_PARTITION for `topic` (a partition's full name) at its owner.
-    fn end_on_partition(&self, topic: String, id: TxnId, action: TxnAction) -> OwnerCall;
+    /// END_TXN_ON_PARTITION for `topic` (a partition's full name) at its owner, with the
+    /// coordinator's low watermark (every transaction of it up to that sequence has ended).
+    fn end_on_partition(
+        &self,
+        topic: String,
+        id: TxnId,
+        action: TxnAction,
+        low_water_mark: Option<u64>,
+    ) -> OwnerCall;
 
     /// END_TXN_ON_SUBSCRIPTION for `subscription` of `topic` at the topic's owner.
     fn end_on_subscription(
@@ -26,5 +33,6 @@ pub trait TransactionBufferClient: Send + Sync {
         subscription: String,
         id: TxnId,
         action: TxnAction,
+        low_water_mark: Option<u64>,
     ) -> OwnerCall;
 }

@@ -94,11 +94,26 @@ pub struct TransactionCoordinator {
     /// Transactions not yet ended, by sequence. Short lock: never held across an append.
     txns: Mutex<BTreeMap<u64, TxnMeta>>,
     /// The last sequence handed out. Relaxed fetch_add: only uniqueness matters, and it is
-    /// raised past every replayed id before the coordinator serves.
+    /// raised past every replayed id and the stored reservation before the coordinator serves.
     seq: AtomicU64,
+    /// Sequences up to this are covered by the log's `max_local_txn_id` property: raised (by
+    /// `reserve_through`, under `reserving`) only after the property is durable.
+    reserved: AtomicU64,
+    /// Serialises the property's writes, so a lower reservation never overwrites a higher one.
+    /// An async lock: held across the (blocking-pool) metadata write, which is awaited.
+    reserving: tokio::sync::Mutex<()>,
     /// Its counters.
     pub stats: CoordinatorStats,
 }
+
+/// The log's property naming the highest sequence that may have been handed out (Pulsar's
+/// `MLTransactionSequenceIdGenerator` keeps `max_local_txn_id` there): ids are never reused,
+/// even after every transaction ended and its records were let go.
+pub const MAX_LOCAL_TXN_ID: &str = "max_local_txn_id";
+
+/// Sequences reserved by one write of [`MAX_LOCAL_TXN_ID`] (one metadata write per this many
+/// NEW_TXN; a restart skips at most this many ids).
+const ID_RESERVATION: u64 = 1000;
 
 fn not_found(id: TxnId) -> BrokerError {
     BrokerError::TransactionNotFound(format!(
@@ -132,9 +147,20 @@ impl TransactionCoordinator {
             cursor,
             txns: Mutex::new(BTreeMap::new()),
             seq: AtomicU64::new(0),
+            reserved: AtomicU64::new(0),
+            reserving: tokio::sync::Mutex::new(()),
             stats: CoordinatorStats::default(),
         };
         tc.replay()?;
+        let stored = tc
+            .ledger
+            .properties()
+            .get(MAX_LOCAL_TXN_ID)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        // Relaxed/Release: no other thread sees the coordinator before `open` returns it.
+        tc.seq.fetch_max(stored, Ordering::Relaxed);
+        tc.reserved.store(stored, Ordering::Release);
         Ok(Arc::new(tc))
     }
 
@@ -258,6 +284,7 @@ impl TransactionCoordinator {
     ) -> Result<TxnId, BrokerError> {
         // Relaxed: uniqueness only (see the field).
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        self.reserve_through(seq).await?;
         let id = TxnId::new(self.id, seq);
         let mut r = Self::record(LogOp::New, id, now_ms);
         r.timeout_ms = timeout_ms;
@@ -271,6 +298,28 @@ impl TransactionCoordinator {
         Ok(id)
     }
 
+    /// Makes sure the log's [`MAX_LOCAL_TXN_ID`] covers `seq` before it is handed out.
+    async fn reserve_through(&self, seq: u64) -> Result<(), BrokerError> {
+        // Acquire: pairs with the Release below (the property is durable).
+        if seq <= self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _writer = self.reserving.lock().await;
+        if seq <= self.reserved.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let upto = seq + ID_RESERVATION;
+        let ledger = Arc::clone(&self.ledger);
+        tokio::task::spawn_blocking(move || {
+            ledger.set_property(MAX_LOCAL_TXN_ID, &upto.to_string())
+        })
+        .await
+        .map_err(|_| BrokerError::ShuttingDown)??;
+        // Release: readers that see it see a durable property.
+        self.reserved.store(upto, Ordering::Release);
+        Ok(())
+    }
+
     /// Whether `role` owns `id` (Pulsar's `verifyTxnOwnership`): a transaction opened without
     /// authentication has no owner and is anyone's.
     ///
@@ -280,6 +329,18 @@ impl TransactionCoordinator {
         let txns = self.txns.lock();
         let meta = txns.get(&id.least).ok_or_else(|| not_found(id))?;
         Ok(meta.owner.is_none() || meta.owner.as_deref() == role)
+    }
+
+    /// The low watermark (Pulsar's `getLowWaterMark`): every transaction of this coordinator
+    /// with a sequence at or below it has ended — one before the oldest not yet ended, or the
+    /// last handed out when none is.
+    #[must_use]
+    pub fn low_water_mark(&self) -> u64 {
+        match self.txns.lock().keys().next() {
+            Some(first) => first.saturating_sub(1),
+            // Relaxed: uniqueness only (see the field); a lower value is as safe.
+            None => self.seq.load(Ordering::Relaxed),
+        }
     }
 
     /// Checks that `id` is OPEN.

@@ -738,3 +738,75 @@ async fn a_load_starts_from_the_buffer_snapshot_and_replays_only_what_follows() 
     assert!(tb.is_aborted(aborted));
     drop((svc, t));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_low_watermark_aborts_what_a_topic_still_holds_of_ended_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path());
+    let load = |svc: &Arc<BrokerService>| {
+        let svc = Arc::clone(svc);
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let t = topic(&svc);
+                let s = t.durable_subscription("s", true, true).unwrap();
+                (t, s)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let (t, _) = load(&svc).await;
+    let ended = svc.new_txn(0, 60_000, None).await.unwrap();
+    svc.add_partitions_to_txn(ended, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    publish(&t, Some(ended), "in time").await;
+    let held = publish(&t, None, "held").await;
+    svc.end_txn(ended, TxnAction::Commit).await.unwrap();
+    drop(t);
+    tokio::task::spawn_blocking(move || svc.close())
+        .await
+        .unwrap()
+        .unwrap();
+    let path = dir.path().to_owned();
+    let svc = tokio::task::spawn_blocking(move || service(&path))
+        .await
+        .unwrap();
+    let (t, s) = load(&svc).await;
+    // After the load the topic no longer knows the commit: a late message of the ended
+    // transaction opens it again there, holding dispatch back, and a late ack holds a message.
+    let late = publish(&t, Some(ended), "late").await;
+    s.pending_acks
+        .add_individual(
+            ended,
+            &[AckedId::whole(held)],
+            |p| s.cursor.is_acked(p),
+            |_| None,
+        )
+        .unwrap();
+    assert_eq!(
+        t.max_read_position(),
+        Position::new(late.ledger_id, late.entry_id - 1)
+    );
+    // The next transaction to end on the topic carries the coordinator's low watermark. Its id
+    // is new although every earlier transaction ended and left the log before the restart.
+    let next = svc.new_txn(0, 60_000, None).await.unwrap();
+    assert!(next.least > ended.least, "{next} reuses an id");
+    svc.add_partitions_to_txn(next, vec![TOPIC.into()])
+        .await
+        .unwrap();
+    svc.add_subscriptions_to_txn(next, vec![(TOPIC.into(), "s".into())])
+        .await
+        .unwrap();
+    publish(&t, Some(next), "next").await;
+    svc.end_txn(next, TxnAction::Commit).await.unwrap();
+    let tb = t.txn_buffer.as_ref().unwrap();
+    assert!(
+        tb.is_aborted(ended),
+        "the late message is aborted: {:?} {ended} {next}",
+        tb.low_water_marks()
+    );
+    assert_eq!(t.max_read_position(), t.ledger.last_confirmed());
+    assert!(!s.pending_acks.holds(held), "the late ack is released");
+    assert_eq!(tb.low_water_marks(), vec![(0, next.least - 1)]);
+}

@@ -551,12 +551,20 @@ async fn buffer_stats(State(ctx): Ctx, path: DeferredTopicPath) -> Response {
                     .last_snapshot_ms
                     .load(std::sync::atomic::Ordering::Relaxed)
             });
+            let low_water_marks: serde_json::Map<String, Value> = t
+                .txn_buffer
+                .as_ref()
+                .map(|tb| tb.low_water_marks())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(tc, lwm)| (tc.to_string(), json!(lwm)))
+                .collect();
             Ok(json!({
                 "state": "Ready",
                 "maxReadPosition": t.max_read_position().to_string(),
                 "lastSnapshotTimestamps": last_snapshot,
                 "ongoingTxnSize": ongoing,
-                "lowWaterMarks": {},
+                "lowWaterMarks": low_water_marks,
                 "snapshotType": "Single",
             }))
         },

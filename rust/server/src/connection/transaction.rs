@@ -208,10 +208,11 @@ impl Connection {
         let id = txn_id(c.txnid_most_bits, c.txnid_least_bits);
         let (request_id, action) = (c.request_id, TxnAction::from_wire(c.txn_action));
         let topic = c.topic.clone().unwrap_or_default();
+        let lwm = c.txnid_least_bits_of_low_watermark;
         let allowed = self.check_broker_call();
         self.reply_later(async move {
             let err = match allowed {
-                None => txn_error(svc.end_txn_on_partition(&topic, id, action).await),
+                None => txn_error(svc.end_txn_on_partition(&topic, id, action, lwm).await),
                 refused => refused,
             };
             commands::end_txn_on_partition_response(request_id, (id.most, id.least), err)
@@ -230,10 +231,14 @@ impl Connection {
             .as_ref()
             .map(|s| (s.topic.clone(), s.subscription.clone()))
             .unwrap_or_default();
+        let lwm = c.txnid_least_bits_of_low_watermark;
         let allowed = self.check_broker_call();
         self.reply_later(async move {
             let err = match allowed {
-                None => txn_error(svc.end_txn_on_subscription(&topic, &sub, id, action).await),
+                None => txn_error(
+                    svc.end_txn_on_subscription(&topic, &sub, id, action, lwm)
+                        .await,
+                ),
                 refused => refused,
             };
             commands::end_txn_on_subscription_response(request_id, (id.most, id.least), err)

@@ -202,12 +202,21 @@ fn wire_action(action: TxnAction) -> i32 {
 }
 
 impl TransactionBufferClient for Peers {
-    fn end_on_partition(&self, topic: String, id: TxnId, action: TxnAction) -> OwnerCall {
+    fn end_on_partition(
+        &self,
+        topic: String,
+        id: TxnId,
+        action: TxnAction,
+        low_water_mark: Option<u64>,
+    ) -> OwnerCall {
         let handles = self.handles();
         Box::pin(async move {
             let (svc, peers) = handles?;
             let t = topic.clone();
-            let local = async move { svc.end_txn_on_partition(&t, id, action).await };
+            let local = async move {
+                svc.end_txn_on_partition(&t, id, action, low_water_mark)
+                    .await
+            };
             let wire_topic = topic.clone();
             let build = move |request_id| {
                 pb::CommandEndTxnOnPartition {
@@ -216,7 +225,7 @@ impl TransactionBufferClient for Peers {
                     txnid_most_bits: Some(id.most),
                     topic: Some(wire_topic),
                     txn_action: Some(wire_action(action)),
-                    txnid_least_bits_of_low_watermark: None,
+                    txnid_least_bits_of_low_watermark: low_water_mark,
                 }
                 .into()
             };
@@ -230,12 +239,16 @@ impl TransactionBufferClient for Peers {
         subscription: String,
         id: TxnId,
         action: TxnAction,
+        low_water_mark: Option<u64>,
     ) -> OwnerCall {
         let handles = self.handles();
         Box::pin(async move {
             let (svc, peers) = handles?;
             let (t, s) = (topic.clone(), subscription.clone());
-            let local = async move { svc.end_txn_on_subscription(&t, &s, id, action).await };
+            let local = async move {
+                svc.end_txn_on_subscription(&t, &s, id, action, low_water_mark)
+                    .await
+            };
             let wire_topic = topic.clone();
             let build = move |request_id| {
                 pb::CommandEndTxnOnSubscription {
@@ -247,7 +260,7 @@ impl TransactionBufferClient for Peers {
                         subscription,
                     }),
                     txn_action: Some(wire_action(action)),
-                    txnid_least_bits_of_low_watermark: None,
+                    txnid_least_bits_of_low_watermark: low_water_mark,
                 }
                 .into()
             };
