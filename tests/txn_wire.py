@@ -277,12 +277,23 @@ class TxnWire:
                 return _delivered(r)
 
     def ack_txn(
-        self, consumer_id: int, txn: tuple[int, int], positions: list[tuple[int, int]], *, cumulative: bool = False
+        self,
+        consumer_id: int,
+        txn: tuple[int, int],
+        positions: list[tuple[int, int]] | list[tuple[int, int, list[int], int]],
+        *,
+        cumulative: bool = False,
     ) -> None:
         """An ACK of ``positions`` in ``txn`` (individual, or cumulative at the one position),
-        waiting for its ACK_RESPONSE."""
+        waiting for its ACK_RESPONSE. A position ``(ledger, entry, ack_set, batch_size)`` names
+        messages of a batch: Pulsar's ack set (bit ``i`` set: message ``i`` not acknowledged)."""
         rid = self._next_rid()
-        ids = [(3, _message((1, ledger), (2, entry))) for ledger, entry in positions]
+        ids = []
+        for p in positions:
+            # MessageIdData: 1 ledgerId, 2 entryId, 5 ack_set (repeated int64), 6 batch_size.
+            words = [(5, w) for w in p[2]] if len(p) == 4 else []
+            size = [(6, p[3])] if len(p) == 4 else []
+            ids.append((3, _message((1, p[0]), (2, p[1]), *words, *size)))
         ack_type = 1 if cumulative else 0
         self._send(ACK, _message((1, consumer_id), (2, ack_type), *ids, (6, txn[1]), (7, txn[0]), (8, rid)))
         r = self._wait(lambda r: r.type == ACK_RESPONSE and r.get(6) == rid, rid)
