@@ -72,9 +72,7 @@ def coordinator(brokers: list[PulsarRsBroker], via: PulsarRsBroker) -> tuple[Pul
     return owner, conn
 
 
-def topics_owned(
-    brokers: list[PulsarRsBroker], prefix: str, owners: list[str], token: str | None = None
-) -> list[str]:
+def topics_owned(brokers: list[PulsarRsBroker], prefix: str, owners: list[str], token: str | None = None) -> list[str]:
     """One new topic per entry of ``owners`` (service URLs), each owned by that broker."""
     found: list[str] = []
     for want in owners:

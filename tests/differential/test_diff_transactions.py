@@ -279,7 +279,7 @@ def test_batch_index_acks_in_transactions(txn_pair: tuple[Target, Target]) -> No
         topic = t.topic("txn-batch-index")
         c = t.client()
         seen: dict[str, Any] = {}
-        for sub, shared in (("shared", True), ("exclusive", False)):
+        for sub in ("shared", "exclusive"):
             c.subscribe(topic, sub, initial_position=pulsar.InitialPosition.Earliest).close()
         _batch_of_four(c, topic)
         with _wire(t) as w:
