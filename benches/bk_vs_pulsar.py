@@ -1,6 +1,6 @@
 """pulsar-rs against Apache Pulsar, both keeping their topics on the same Apache BookKeeper bookies.
 
-One ``BookKeeperCluster`` (``tools/pulsar_reference/bookkeeper.py``: ZooKeeper and 3 bookies of the
+One ``BookKeeperCluster`` (``python/pulsar_rs/testing/bookkeeper.py``: ZooKeeper and 3 bookies of the
 pinned Apache Pulsar 4.0.8 distribution, journal fsynced as BookKeeper ships it; each bookie
 ``--bookie-heap-mb`` of heap, default 1024: at the tests' 128 MiB the bookies run out of heap under
 the unthrottled 1 KiB load) and on it, for the whole run, two brokers with the same managed-ledger
@@ -53,9 +53,10 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 from tools.pulsar_reference import PulsarReferenceError, available  # noqa: E402
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster  # noqa: E402
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker  # noqa: E402
 from vs_pulsar import fmt, group_cpu_s, group_hwm_mb, loadavg, log, ratio  # noqa: E402
+
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster  # noqa: E402
+from pulsar_rs.testing.process import PulsarRsBroker  # noqa: E402
 
 BROKERS = ("pulsar-rs", "pulsar")
 WORKLOADS = {

@@ -21,8 +21,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
+
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.process import PulsarRsBroker
 
 #: ZooKeeperServerMain's tickTime is 3 s, so its shortest session is 6 s.
 SESSION_MS = 6000

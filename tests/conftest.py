@@ -76,8 +76,8 @@ _LOGS_BEFORE = pytest.StashKey[int]()
 
 
 def _started_logs() -> list[Path]:
-    """Every broker log ``tools.pulsar_reference.pulsar_rs`` started so far (none if not imported)."""
-    module = sys.modules.get("tools.pulsar_reference.pulsar_rs")
+    """Every broker log ``pulsar_rs.testing.process`` started so far (none if not imported)."""
+    module = sys.modules.get("pulsar_rs.testing.process")
     return list(getattr(module, "STARTED_LOGS", []))
 
 

@@ -7,6 +7,13 @@ entry point of the package. Fixtures:
   directory, stopped and removed after the test.
 * ``pulsar_broker_factory``: call it with settings (Pulsar's key names) to start more brokers;
   all are stopped after the test.
+* ``pulsar_cluster``: a :class:`pulsar_rs.testing.PulsarCluster` of three brokers on ZooKeeper and
+  three bookies, shared by the tests of a module (starting one takes tens of seconds).
+* ``pulsar_cluster_factory``: call it with ``brokers=``, ``bookies=`` and broker settings for a
+  cluster of the test's own, stopped after it.
+
+The clusters need ``java`` (17+) and, for the one download of Apache Pulsar's ZooKeeper and
+BookKeeper, ``mvn``; without them the fixture fails naming what is missing.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Any
 import pytest
 
 from . import Broker
+from .testing import PulsarCluster
 
 
 @pytest.fixture
@@ -36,3 +44,23 @@ def pulsar_broker_factory() -> Iterator[Callable[..., Broker]]:
 @pytest.fixture
 def pulsar_broker(pulsar_broker_factory: Callable[..., Broker]) -> Broker:
     return pulsar_broker_factory()
+
+
+@pytest.fixture
+def pulsar_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., PulsarCluster]]:
+    started: list[PulsarCluster] = []
+
+    def start(brokers: int = 3, bookies: int = 3, **settings: Any) -> PulsarCluster:
+        cluster = PulsarCluster(tmp_path_factory.mktemp("pulsar-cluster"), brokers=brokers, bookies=bookies, **settings)
+        started.append(cluster)
+        return cluster.start()
+
+    yield start
+    for c in reversed(started):
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def pulsar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarCluster]:
+    with PulsarCluster(tmp_path_factory.mktemp("pulsar-cluster")) as cluster:
+        yield cluster

@@ -43,10 +43,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 from pulsar_rs import Admin
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)

@@ -20,9 +20,10 @@ from kazoo.client import KazooClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools.pulsar_reference import PulsarReferenceError, available
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.etcd import Etcd, etcd_missing
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
+
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.process import PulsarRsBroker
 
 pytestmark = pytest.mark.slow
 

@@ -26,10 +26,10 @@ import txn_wire as tw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import available
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 from cluster_util import client, cluster_broker, get, lookup, three_bookies, wait_for
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
 from token_util import SECRET_URL, TOKEN_PROVIDER, hs_token
 
 if (why := available()) is not None:

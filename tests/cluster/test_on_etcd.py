@@ -28,11 +28,11 @@ from pulsar_rs import PulsarRsError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
 from tools.pulsar_reference.etcd import Etcd, etcd_missing
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 from cluster_util import client, drain, lookup, produce_all, takeover
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)

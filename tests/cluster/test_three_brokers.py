@@ -39,8 +39,6 @@ from pulsar_rs import Admin, AdminError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import available, ensure_distribution
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker, wait_for_cluster
 
 from cluster_util import (
     SESSION_MS,
@@ -55,6 +53,8 @@ from cluster_util import (
     three_bookies,
     wait_for,
 )
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
 
 if (why := available()) is not None:
     pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)

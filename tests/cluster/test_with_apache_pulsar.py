@@ -26,9 +26,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
-from tools.pulsar_reference.bookkeeper import BookKeeperCluster, PulsarBroker
 from tools.pulsar_reference.etcd import Etcd, etcd_missing
-from tools.pulsar_reference.pulsar_rs import PulsarRsBroker
+
+from pulsar_rs.testing.bookkeeper import BookKeeperCluster, PulsarBroker
+from pulsar_rs.testing.process import PulsarRsBroker
 
 if (why := available()) is not None:
     pytest.skip(f"no Apache Pulsar here: {why}", allow_module_level=True)

@@ -22,7 +22,7 @@ def main() -> None:
     # SIGTERM stops it as Ctrl-C does: the processes are stopped and their directories removed.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.command == "bookkeeper":
-        from .bookkeeper import BookKeeperCluster
+        from pulsar_rs.testing.bookkeeper import BookKeeperCluster
 
         with BookKeeperCluster(bookies=args.bookies) as bk, contextlib.suppress(KeyboardInterrupt):
             print(f"READY metadataStoreUrl={bk.metadata_store_url} bookies={','.join(bk.bookies)}", flush=True)

@@ -24,7 +24,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from . import PulsarReferenceError, _die_with_parent, _port_open, ensure_distribution, free_port, stop_process_group
+from .distribution import (
+    PulsarReferenceError,
+    _die_with_parent,
+    _port_open,
+    ensure_distribution,
+    free_port,
+    stop_process_group,
+)
 
 #: How long ZooKeeper plus the bookies may take to come up (JVM starts on a busy 2-core box).
 START_TIMEOUT_S = 180.0

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from . import PulsarReferenceError, _conf_value, _die_with_parent, stop_process_group
+from .distribution import PulsarReferenceError, _conf_value, _die_with_parent, stop_process_group
 
 #: The log file of every broker started in this process, in order: a failed test's report carries
 #: the end of those it started (``tests/conftest.py``), wherever the test made them.
