@@ -146,3 +146,9 @@ def _port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+if __name__ == "__main__":
+    # `python3 python/pulsar_rs/testing/distribution.py`: the download alone, before the package is
+    # built (.ci/run); this file needs nothing but the standard library.
+    print(f"Apache Pulsar {PULSAR_VERSION} at {ensure_distribution()}")
