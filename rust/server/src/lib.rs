@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod auth;
 pub mod bookkeeper;
+pub mod bundle_split;
 pub mod cluster;
 pub mod cluster_setup;
 pub mod cluster_sync;
@@ -425,6 +426,7 @@ impl Server {
         tasks.spawn(console::history::sample_loop(Arc::clone(&ctx), rx.clone()));
         if ctx.cluster.get().is_some() {
             tasks.spawn(cluster_sync::follow(Arc::clone(&ctx), rx.clone()));
+            tasks.spawn(bundle_split::split_loop(Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));

@@ -89,6 +89,26 @@ pub struct BrokerConfig {
     pub metadata_store_session_timeout_millis: u64,
     /// Bundles of a namespace created through this broker, in a cluster.
     pub default_number_of_namespace_bundles: u32,
+    /// Split a bundle this broker owns once its load passes one of the limits below.
+    pub load_balancer_auto_bundle_split_enabled: bool,
+    /// Unload the halves of an automatic split (the leader places them anew).
+    pub load_balancer_auto_unload_split_bundles_enabled: bool,
+    /// Topics in one bundle before it is split (0: no limit).
+    pub load_balancer_namespace_bundle_max_topics: u64,
+    /// Producers and consumers in one bundle before it is split (0: no limit).
+    pub load_balancer_namespace_bundle_max_sessions: u64,
+    /// Messages per second in and out of one bundle before it is split (0: no limit).
+    pub load_balancer_namespace_bundle_max_msg_rate: f64,
+    /// MB per second in and out of one bundle before it is split (0: no limit).
+    pub load_balancer_namespace_bundle_max_bandwidth_mbytes: f64,
+    /// A namespace is not split past this many bundles.
+    pub load_balancer_namespace_maximum_bundles: u32,
+    /// How often the bundles are checked for splitting, in minutes.
+    pub load_balancer_split_interval_minutes: u64,
+    /// Bundles split at most per check.
+    pub load_balancer_max_number_of_bundles_to_split_per_cycle: u32,
+    /// The split algorithm of automatic splits (and of `split-bundle` without one).
+    pub default_namespace_bundle_split_algorithm: String,
     pub managed_ledger_max_size_per_ledger_mbytes: u64,
     pub managed_ledger_min_ledger_rollover_time_minutes: f64,
     pub managed_ledger_max_ledger_rollover_time_minutes: f64,
@@ -319,6 +339,16 @@ impl Default for BrokerConfig {
             bookkeeper_client_timeout_in_seconds: 30,
             metadata_store_session_timeout_millis: 30_000,
             default_number_of_namespace_bundles: 4,
+            load_balancer_auto_bundle_split_enabled: true,
+            load_balancer_auto_unload_split_bundles_enabled: true,
+            load_balancer_namespace_bundle_max_topics: 1000,
+            load_balancer_namespace_bundle_max_sessions: 1000,
+            load_balancer_namespace_bundle_max_msg_rate: 30000.0,
+            load_balancer_namespace_bundle_max_bandwidth_mbytes: 100.0,
+            load_balancer_namespace_maximum_bundles: 128,
+            load_balancer_split_interval_minutes: 1,
+            load_balancer_max_number_of_bundles_to_split_per_cycle: 10,
+            default_namespace_bundle_split_algorithm: "range_equally_divide".into(),
             managed_ledger_max_size_per_ledger_mbytes: 2048,
             managed_ledger_min_ledger_rollover_time_minutes: 10.0,
             managed_ledger_max_ledger_rollover_time_minutes: 240.0,

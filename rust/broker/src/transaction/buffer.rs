@@ -258,15 +258,7 @@ impl TransactionBuffer {
     /// Ongoing transactions of coordinator `most` with a sequence at or below `least`.
     #[must_use]
     pub fn ongoing_at_or_below(&self, most: u64, least: u64) -> Vec<TxnId> {
-        let st = self.state.lock();
-        let mut found: Vec<TxnId> = st
-            .ongoing
-            .keys()
-            .filter(|t| t.most == most && t.least <= least)
-            .copied()
-            .collect();
-        found.sort_unstable_by_key(|t| t.least);
-        found
+        super::at_or_below(self.state.lock().ongoing.keys(), most, least)
     }
 
     /// Records the low watermark coordinator `most` last sent (for the buffer's stats).

@@ -41,6 +41,17 @@ impl TxnId {
     }
 }
 
+/// Those of `ids` from coordinator `most` with a sequence at or below `least` (what a low
+/// watermark covers), in sequence order.
+pub fn at_or_below<'a>(ids: impl Iterator<Item = &'a TxnId>, most: u64, least: u64) -> Vec<TxnId> {
+    let mut found: Vec<TxnId> = ids
+        .filter(|t| t.most == most && t.least <= least)
+        .copied()
+        .collect();
+    found.sort_unstable_by_key(|t| t.least);
+    found
+}
+
 impl fmt::Display for TxnId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Pulsar's TxnID.toString.

@@ -380,15 +380,7 @@ impl PendingAcks {
     /// Transactions of coordinator `most` with a sequence at or below `least` holding acks.
     #[must_use]
     pub fn transactions_at_or_below(&self, most: u64, least: u64) -> Vec<TxnId> {
-        let st = self.state.lock();
-        let mut found: Vec<TxnId> = st
-            .by_txn
-            .keys()
-            .filter(|t| t.most == most && t.least <= least)
-            .copied()
-            .collect();
-        found.sort_unstable_by_key(|t| t.least);
-        found
+        super::at_or_below(self.state.lock().by_txn.keys(), most, least)
     }
 
     /// Transactions holding acks.

@@ -37,6 +37,20 @@ fn topic(svc: &BrokerService) -> Arc<Topic> {
     svc.topic(&TopicName::parse(TOPIC).unwrap(), true).unwrap()
 }
 
+/// The topic and its durable subscription `s`, loaded off the async workers.
+async fn load_with_sub(
+    svc: &Arc<BrokerService>,
+) -> (Arc<Topic>, Arc<crate::subscription::Subscription>) {
+    let svc = Arc::clone(svc);
+    tokio::task::spawn_blocking(move || {
+        let t = topic(&svc);
+        let s = t.durable_subscription("s", true, true).unwrap();
+        (t, s)
+    })
+    .await
+    .unwrap()
+}
+
 /// Publishes `value`, in `txn` if given, as the Java client does (txn id in the metadata too).
 async fn publish(t: &Topic, txn: Option<TxnId>, value: &str) -> Position {
     publish_keyed(t, txn, "k", value).await
@@ -308,20 +322,8 @@ async fn compaction_stops_at_open_transactions_and_leaves_aborted_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
     let dir = tempfile::tempdir().unwrap();
-    let load = |svc: &Arc<BrokerService>| {
-        let svc = Arc::clone(svc);
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let t = topic(&svc);
-                let s = t.durable_subscription("s", true, true).unwrap();
-                (t, s)
-            })
-            .await
-            .unwrap()
-        }
-    };
     let svc = service(dir.path());
-    let (t, s) = load(&svc).await;
+    let (t, s) = load_with_sub(&svc).await;
     let m = publish(&t, None, "m").await;
     let txn = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_subscriptions_to_txn(txn, vec![(TOPIC.into(), "s".into())])
@@ -356,7 +358,7 @@ async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
     let svc = tokio::task::spawn_blocking(move || service(&path))
         .await
         .unwrap();
-    let (t, s) = load(&svc).await;
+    let (t, s) = load_with_sub(&svc).await;
     assert!(s.pending_acks.holds(m), "the held ack is restored at load");
     assert!(!s.cursor.is_acked(m));
     svc.end_txn(txn, TxnAction::Commit).await.unwrap();
@@ -371,7 +373,7 @@ async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
     let svc = tokio::task::spawn_blocking(move || service(&path))
         .await
         .unwrap();
-    let (_t, s) = load(&svc).await;
+    let (_t, s) = load_with_sub(&svc).await;
     assert!(s.cursor.is_acked(m), "the committed ack was persisted");
     assert!(!s.pending_acks.holds(m));
 }
@@ -396,25 +398,13 @@ fn service_on(fs: &pulsar_rs_ledger::simfs::SimFs) -> Arc<BrokerService> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
     let fs = pulsar_rs_ledger::simfs::SimFs::new();
-    let load = |svc: &Arc<BrokerService>| {
-        let svc = Arc::clone(svc);
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let t = topic(&svc);
-                let s = t.durable_subscription("s", true, true).unwrap();
-                (t, s)
-            })
-            .await
-            .unwrap()
-        }
-    };
     let svc = {
         let fs = fs.clone();
         tokio::task::spawn_blocking(move || service_on(&fs))
             .await
             .unwrap()
     };
-    let (t, s) = load(&svc).await;
+    let (t, s) = load_with_sub(&svc).await;
     let m = publish(&t, None, "m").await;
     let committed = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_partitions_to_txn(committed, vec![TOPIC.into()])
@@ -459,7 +449,7 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
             .await
             .unwrap()
     };
-    let (t, s) = load(&svc).await;
+    let (t, s) = load_with_sub(&svc).await;
     let tb = t.txn_buffer.as_ref().unwrap();
     assert!(!tb.is_aborted(committed));
     assert_eq!(
@@ -743,19 +733,7 @@ async fn a_load_starts_from_the_buffer_snapshot_and_replays_only_what_follows() 
 async fn the_low_watermark_aborts_what_a_topic_still_holds_of_ended_transactions() {
     let dir = tempfile::tempdir().unwrap();
     let svc = service(dir.path());
-    let load = |svc: &Arc<BrokerService>| {
-        let svc = Arc::clone(svc);
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let t = topic(&svc);
-                let s = t.durable_subscription("s", true, true).unwrap();
-                (t, s)
-            })
-            .await
-            .unwrap()
-        }
-    };
-    let (t, _) = load(&svc).await;
+    let (t, _) = load_with_sub(&svc).await;
     let ended = svc.new_txn(0, 60_000, None).await.unwrap();
     svc.add_partitions_to_txn(ended, vec![TOPIC.into()])
         .await
@@ -772,7 +750,7 @@ async fn the_low_watermark_aborts_what_a_topic_still_holds_of_ended_transactions
     let svc = tokio::task::spawn_blocking(move || service(&path))
         .await
         .unwrap();
-    let (t, s) = load(&svc).await;
+    let (t, s) = load_with_sub(&svc).await;
     // After the load the topic no longer knows the commit: a late message of the ended
     // transaction opens it again there, holding dispatch back, and a late ack holds a message.
     let late = publish(&t, Some(ended), "late").await;

@@ -277,7 +277,14 @@ async fn split_bundle(
             }
         }
     };
-    let algorithm_name = q.get("splitAlgorithmName").map_or("", String::as_str);
+    // Without a name: `defaultNamespaceBundleSplitAlgorithm`, as Pulsar.
+    let algorithm_name = q.get("splitAlgorithmName").map_or(
+        ctx.service
+            .config
+            .default_namespace_bundle_split_algorithm
+            .as_str(),
+        String::as_str,
+    );
     let algorithm = match SplitAlgorithm::parse(algorithm_name, positions) {
         Ok(a) => a,
         Err(why) => return fail(StatusCode::PRECONDITION_FAILED, why),
