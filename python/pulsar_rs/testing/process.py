@@ -125,7 +125,7 @@ def wait_for_cluster(
             seen = e
         if time.monotonic() > deadline:
             raise PulsarReferenceError(f"the cluster did not settle on {want} in {timeout} s: {seen}")
-        time.sleep(0.2)
+        time.sleep(0.2)  # polling other processes' views over HTTP: there is no event to wait on
 
 
 def _leader(b: PulsarRsBroker, token: str | None = None) -> str | None:
