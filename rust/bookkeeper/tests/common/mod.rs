@@ -3,7 +3,7 @@
 //! the tests; and BookKeeper's own Java client (`tests/java/BkTool.java`) to cross-check formats.
 //!
 //! The distribution is looked up at `$PULSAR_REFERENCE_CACHE/apache-pulsar-4.0.8` (default
-//! `~/.cache/pulsar-rs`); CI fetches it once with `python -m tools.pulsar_reference fetch` from the
+//! `~/.cache/pulsar-rs`); CI fetches it once with `python3 python/pulsar_rs/testing/distribution.py` from the
 //! repository root. Without it (or without `java`/`javac`) the tests print why and pass as skipped.
 
 #![allow(dead_code)]
@@ -19,16 +19,16 @@ use pulsar_rs_bookkeeper::zk_store::ZkStore;
 /// One cluster at a time: each is four JVMs on a small shared machine.
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The pinned Apache Pulsar release, read from `tools/pulsar_reference` (where it is defined
-/// once, next to the download that fetches it).
+/// The pinned Apache Pulsar release, read from `python/pulsar_rs/testing/distribution.py` (where
+/// it is defined once, next to the download that fetches it).
 pub fn pulsar_version() -> String {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/pulsar_reference/__init__.py");
-    let text = std::fs::read_to_string(&file).expect("tools/pulsar_reference/__init__.py");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../python/pulsar_rs/testing/distribution.py");
+    let text = std::fs::read_to_string(&file).expect("python/pulsar_rs/testing/distribution.py");
     text.lines()
         .find_map(|l| l.strip_prefix("PULSAR_VERSION = \""))
         .and_then(|rest| rest.split('"').next())
-        .expect("PULSAR_VERSION = \"...\" in tools/pulsar_reference/__init__.py")
+        .expect("PULSAR_VERSION = \"...\" in python/pulsar_rs/testing/distribution.py")
         .to_owned()
 }
 
@@ -44,7 +44,7 @@ pub fn pulsar_home() -> Option<PathBuf> {
 pub fn skip_unless_ready() -> Option<PathBuf> {
     let Some(home) = pulsar_home() else {
         eprintln!(
-            "SKIPPED: Apache Pulsar {} not found; run `python -m tools.pulsar_reference fetch` from the repo root",
+            "SKIPPED: Apache Pulsar {} not found; run `python3 python/pulsar_rs/testing/distribution.py` from the repo root",
             pulsar_version()
         );
         return None;
