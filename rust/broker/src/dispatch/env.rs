@@ -49,9 +49,10 @@ pub(crate) struct Env<'a> {
     pub(crate) redeliveries: Option<&'a HashMap<Position, u32>>,
     /// The delayed tracker, when delayed delivery is on, and the due cutoff (ms).
     pub(crate) delayed: Option<(&'a Mutex<DelayedTracker>, i64)>,
-    /// The subscription's pending acks: messages of a batch a transaction holds are left out
-    /// of its delivery.
-    pub(crate) pending_acks: &'a PendingAcks,
+    /// The subscription's pending acks when its topic has transactions (none: nothing to
+    /// consult on the delivery path): messages of a batch a transaction holds are left out of
+    /// its delivery.
+    pub(crate) pending_acks: Option<&'a PendingAcks>,
 }
 
 impl Env<'_> {
@@ -88,7 +89,7 @@ impl Env<'_> {
             .then(|| {
                 match (
                     self.cursor.batch_ack_set(position),
-                    self.pending_acks.held_ack_set(position),
+                    self.pending_acks.and_then(|p| p.held_ack_set(position)),
                 ) {
                     (Some(a), Some(h)) => Some(a.iter().zip(&h).map(|(x, y)| x & y).collect()),
                     (a, h) => a.or(h),

@@ -248,7 +248,7 @@ impl Subscription {
             rr_chunk: self.config.dispatcher_max_round_robin_batch_size,
             redeliveries: None,
             delayed: None,
-            pending_acks: &self.pending_acks,
+            pending_acks: self.txn_buffer.get().map(|_| &self.pending_acks),
         };
         let out = match dispatcher {
             None => return Outcome::default(),
