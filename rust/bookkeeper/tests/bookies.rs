@@ -241,7 +241,7 @@ fn ensemble_change_when_a_bookie_dies_mid_write() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cluster = Cluster::start(&home, 3);
+    let cluster = Cluster::start(&home, 3);
     let rt = runtime();
     let (ledger_id, victim) = rt.block_on(async {
         cluster.wait_writable(3).await;
@@ -445,7 +445,7 @@ fn ensemble_change_loses_to_a_recovery_that_changed_the_metadata() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cluster = Cluster::start(&home, 3);
+    let cluster = Cluster::start(&home, 3);
     let rt = runtime();
     rt.block_on(async {
         cluster.wait_writable(3).await;

@@ -320,7 +320,7 @@ fn a_bookie_killed_while_producing_loses_no_acknowledged_entry() {
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // E=3 on four bookies: one can die and be replaced.
-    let mut cluster = Cluster::start(&home, 4);
+    let cluster = Cluster::start(&home, 4);
     let rt = runtime();
     rt.block_on(async {
         let zk = cluster.wait_writable(4).await;

@@ -92,6 +92,22 @@ impl Proc {
             let _ = c.wait();
         }
     }
+
+    /// How the process ended, if it did on its own (None while it runs or after `kill`).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.0.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+}
+
+/// One bookie of a [`Cluster`].
+pub struct Bookie {
+    /// Its number: its directories are `bookie{index}`.
+    pub index: usize,
+    /// Its registered id (`127.0.0.1:port`, or the `bookieId` it was given).
+    pub id: String,
+    /// The `bookieId` setting it was started with, if any.
+    fixed_id: Option<String>,
+    pub proc: Proc,
 }
 
 impl Drop for Proc {
@@ -106,8 +122,9 @@ pub struct Cluster {
     pub dir: tempfile::TempDir,
     pub zk_port: u16,
     pub zk: Proc,
-    /// (bookie id, process)
-    pub bookies: Vec<(String, Proc)>,
+    /// The bookies started, in order; behind a lock so `wait_writable` (which takes `&self`, as
+    /// the tests hold the cluster shared) can replace one that died on start.
+    pub bookies: Mutex<Vec<Bookie>>,
 }
 
 impl Cluster {
@@ -145,7 +162,7 @@ impl Cluster {
             dir,
             zk_port,
             zk: Proc(Some(zk)),
-            bookies: Vec::new(),
+            bookies: Mutex::new(Vec::new()),
         };
         wait_port(zk_port);
         let conf0 = cluster.bookie_conf(0, free_port(), None);
@@ -205,8 +222,13 @@ impl Cluster {
     /// Starts bookie number `i` on a fresh port; with `bookie_id`, registered under that id (the
     /// `bookieId` setting) rather than its address.
     pub fn start_bookie_with_id(&mut self, i: usize, bookie_id: Option<&str>) {
+        let bookie = self.spawn_bookie(i, bookie_id.map(str::to_string));
+        self.bookies.lock().unwrap().push(bookie);
+    }
+
+    fn spawn_bookie(&self, i: usize, fixed_id: Option<String>) -> Bookie {
         let port = free_port();
-        let conf = self.bookie_conf(i, port, bookie_id);
+        let conf = self.bookie_conf(i, port, fixed_id.as_deref());
         let log = std::fs::File::create(self.dir.path().join(format!("bookie{i}.log"))).unwrap();
         let child = Command::new("java")
             .args([
@@ -221,37 +243,87 @@ impl Cluster {
             .stderr(Stdio::null())
             .spawn()
             .expect("start bookie");
-        let id = bookie_id
-            .map(str::to_string)
-            .unwrap_or(format!("127.0.0.1:{port}"));
-        self.bookies.push((id, Proc(Some(child))));
+        Bookie {
+            index: i,
+            id: fixed_id.clone().unwrap_or(format!("127.0.0.1:{port}")),
+            fixed_id,
+            proc: Proc(Some(child)),
+        }
+    }
+
+    /// The ids of the bookies started, in order.
+    pub fn bookie_ids(&self) -> Vec<String> {
+        self.bookies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b.id.clone())
+            .collect()
     }
 
     /// SIGKILLs the bookie with this id.
-    pub fn kill_bookie(&mut self, id: &str) {
-        for (b, p) in self.bookies.iter_mut() {
-            if b == id {
-                p.kill();
+    pub fn kill_bookie(&self, id: &str) {
+        for b in self.bookies.lock().unwrap().iter_mut() {
+            if b.id == id {
+                b.proc.kill();
             }
         }
     }
 
-    /// Waits until `n` bookies are registered writable.
+    /// Starts again, on a fresh port and empty directories, each bookie that exited on its own
+    /// before registering (its port taken between `free_port` and the JVM's bind, which any
+    /// outgoing connection can do on a loaded machine): returns what it restarted, with the end of
+    /// each dead bookie's log.
+    fn restart_dead_bookies(&self, registered: &[String]) -> Vec<String> {
+        let mut bookies = self.bookies.lock().unwrap();
+        let mut restarted = Vec::new();
+        for b in bookies.iter_mut() {
+            if registered.contains(&b.id) {
+                continue;
+            }
+            let Some(status) = b.proc.exited() else {
+                continue;
+            };
+            let log =
+                std::fs::read_to_string(self.dir.path().join(format!("bookie{}.log", b.index)))
+                    .unwrap_or_default();
+            let why: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("ERROR") || l.contains("Exception:"))
+                .take(3)
+                .collect();
+            restarted.push(format!("{} ({status}): {why:?}", b.id));
+            let _ = std::fs::remove_dir_all(self.dir.path().join(format!("bookie{}", b.index)));
+            *b = self.spawn_bookie(b.index, b.fixed_id.clone());
+        }
+        restarted
+    }
+
+    /// Waits until `n` bookies are registered writable; a bookie that dies before registering is
+    /// started again (at most twice in all, each reported on stderr).
     pub async fn wait_writable(&self, n: usize) -> ZkStore {
         let store = ZkStore::connect(&self.zk_servers(), "/ledgers")
             .await
             .unwrap();
         let deadline = pulsar_rs_clock::monotonic() + Duration::from_secs(90);
+        let mut restarts = 0;
         loop {
             let have = store.writable_bookies().await.unwrap_or_default();
             if have.len() >= n {
                 return store;
+            }
+            if restarts < 2 {
+                for r in self.restart_dead_bookies(&have) {
+                    eprintln!("bookie died before registering, started again: {r}");
+                    restarts += 1;
+                }
             }
             assert!(
                 pulsar_rs_clock::monotonic() < deadline,
                 "only {have:?} bookies registered; logs in {}",
                 self.dir.path().display()
             );
+            // The bookies register in ZooKeeper on their own time: poll every 300 ms.
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     }
