@@ -57,6 +57,8 @@ class BookKeeperCluster:
         #: bookie id (``127.0.0.1:port``) -> process
         self.bookies: dict[str, subprocess.Popen[bytes]] = {}
         self._count = bookies
+        #: bookie id -> its number (its directory ``bookie{i}``)
+        self._index: dict[str, int] = {}
         self._pulsar: list[PulsarBroker] = []
         self._initialised: set[str] = set()
 
@@ -143,7 +145,7 @@ class BookKeeperCluster:
                 raise PulsarReferenceError(f"BookKeeper initnewcluster failed:\n{init.stdout.decode()[-2000:]}")
             for i in range(self._count):
                 self.start_bookie(i)
-            self.wait_writable(self._count)
+            self.wait_writable(self._count, restart_dead=True)
         except BaseException:
             self.stop()
             raise
@@ -164,6 +166,7 @@ class BookKeeperCluster:
         )
         bookie = f"127.0.0.1:{port}"
         self.bookies[bookie] = proc
+        self._index[bookie] = i
         return bookie
 
     def kill_bookie(self, bookie: str) -> None:
@@ -220,11 +223,30 @@ class BookKeeperCluster:
             znode = "/" + "/".join(parts[:i])
             self._tool("org.apache.zookeeper.ZooKeeperMain", "-server", self.zk_servers, "create", znode)
 
-    def wait_writable(self, n: int) -> None:
+    def wait_writable(self, n: int, restart_dead: bool = False) -> None:
+        """Waits until ``n`` bookies are registered writable. With ``restart_dead`` (before any
+        bookie id was handed out), a bookie that died before registering is started again on a
+        fresh port with empty directories, at most twice: its port can be taken between
+        ``free_port`` and the JVM's bind by any outgoing connection on a loaded machine."""
         deadline = time.monotonic() + START_TIMEOUT_S
-        while len(self.writable_bookies()) < n:
+        restarts = 0
+        while len(writable := self.writable_bookies()) < n:
             if time.monotonic() > deadline:
                 raise PulsarReferenceError(f"fewer than {n} bookies registered; logs in {self.dir}")
+            for bookie, proc in list(self.bookies.items()):
+                if restart_dead and restarts < 2 and bookie not in writable and proc.poll() is not None:
+                    restarts += 1
+                    i = self._index[bookie]
+                    why = [
+                        line
+                        for line in (self.dir / f"bookie{i}.log").read_text(errors="replace").splitlines()
+                        if "ERROR" in line or "Exception:" in line
+                    ][:3]
+                    print(f"bookie {bookie} died before registering ({proc.returncode}), started again: {why}")
+                    del self.bookies[bookie]
+                    for sub in ("journal", "ledgers"):
+                        shutil.rmtree(self.dir / f"bookie{i}" / sub, ignore_errors=True)
+                    self.start_bookie(i)
             time.sleep(1)  # polling external JVMs' registration: there is no event to wait on
 
     def _wait(self, ready, what: str, log: str) -> None:
