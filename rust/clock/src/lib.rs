@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The broker's time: milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
@@ -156,6 +156,23 @@ pub fn coarse_monotonic_ns() -> u64 {
     #[allow(clippy::cast_sign_loss)]
     let now = (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64;
     now - *ORIGIN.get_or_init(|| now)
+}
+
+/// The CPU time this process has used (all its threads, user and system), from
+/// `CLOCK_PROCESS_CPUTIME_ID`: a broker's own CPU usage in its load report is the growth of this
+/// over the growth of [`monotonic`].
+#[must_use]
+pub fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_PROCESS_CPUTIME_ID exists on every Linux
+    // since 2.6.12 and clock_gettime only writes the struct it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &raw mut ts) };
+    debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    #[allow(clippy::cast_sign_loss)]
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// The wall clock as a [`SystemTime`], for what the operating system stamps with it (a file's

@@ -2,7 +2,7 @@
 //! Pulsar brokers and pulsar_rs brokers read each other's records. Fields this broker does not
 //! use are kept where Pulsar's readers need them (a load report's resource usage).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +74,88 @@ pub struct ResourceUsage {
     pub limit: f64,
 }
 
+impl ResourceUsage {
+    /// Used over available, in percent; 0 when the limit is unknown (Pulsar's `percentUsage`).
+    #[must_use]
+    pub fn percent_usage(&self) -> f64 {
+        if self.limit > 0.0 {
+            self.usage / self.limit * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The weights of each resource in a broker's usage (Pulsar's `loadBalancer*ResourceWeight`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResourceWeights {
+    /// `loadBalancerCPUResourceWeight`.
+    pub cpu: f64,
+    /// `loadBalancerDirectMemoryResourceWeight`.
+    pub direct_memory: f64,
+    /// `loadBalancerBandwidthInResourceWeight`.
+    pub bandwidth_in: f64,
+    /// `loadBalancerBandwidthOutResourceWeight`.
+    pub bandwidth_out: f64,
+}
+
+impl Default for ResourceWeights {
+    /// Pulsar 4.0's defaults.
+    fn default() -> Self {
+        ResourceWeights {
+            cpu: 1.0,
+            direct_memory: 0.0,
+            bandwidth_in: 1.0,
+            bandwidth_out: 1.0,
+        }
+    }
+}
+
+/// `NamespaceBundleStats`: what one bundle's topics carried on its owner (a load report's
+/// `lastStats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceBundleStats {
+    /// Messages per second published.
+    #[serde(default)]
+    pub msg_rate_in: f64,
+    /// Bytes per second published.
+    #[serde(default)]
+    pub msg_throughput_in: f64,
+    /// Messages per second delivered.
+    #[serde(default)]
+    pub msg_rate_out: f64,
+    /// Bytes per second delivered.
+    #[serde(default)]
+    pub msg_throughput_out: f64,
+    /// Consumers.
+    #[serde(default)]
+    pub consumer_count: u64,
+    /// Producers.
+    #[serde(default)]
+    pub producer_count: u64,
+    /// Topics loaded.
+    #[serde(default)]
+    pub topics: u64,
+    /// Bytes held in the entry cache.
+    #[serde(default)]
+    pub cache_size: u64,
+}
+
+impl NamespaceBundleStats {
+    /// Messages per second, in and out.
+    #[must_use]
+    pub fn msg_rate(&self) -> f64 {
+        self.msg_rate_in + self.msg_rate_out
+    }
+
+    /// Bytes per second, in and out.
+    #[must_use]
+    pub fn throughput(&self) -> f64 {
+        self.msg_throughput_in + self.msg_throughput_out
+    }
+}
+
 /// `LocalBrokerData`: a broker's registration and load report (the modular load manager's
 /// ephemeral `/loadbalance/brokers/{brokerId}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -112,6 +194,30 @@ pub struct LocalBrokerData {
     /// Network out, KB/s.
     #[serde(default)]
     pub bandwidth_out: ResourceUsage,
+    /// Messages per second published to this broker.
+    #[serde(default)]
+    pub msg_rate_in: f64,
+    /// Messages per second delivered by this broker.
+    #[serde(default)]
+    pub msg_rate_out: f64,
+    /// Bytes per second published to this broker.
+    #[serde(default)]
+    pub msg_throughput_in: f64,
+    /// Bytes per second delivered by this broker.
+    #[serde(default)]
+    pub msg_throughput_out: f64,
+    /// Topics loaded.
+    #[serde(default)]
+    pub num_topics: u64,
+    /// Consumers connected.
+    #[serde(default)]
+    pub num_consumers: u64,
+    /// Producers connected.
+    #[serde(default)]
+    pub num_producers: u64,
+    /// Bundle name → what its topics carry here.
+    #[serde(default)]
+    pub last_stats: BTreeMap<String, NamespaceBundleStats>,
     /// Bundles this broker owns (`tenant/ns/0xLOW_0xHIGH`).
     #[serde(default)]
     pub bundles: BTreeSet<String>,
@@ -133,6 +239,48 @@ pub struct LocalBrokerData {
 }
 
 impl LocalBrokerData {
+    /// The highest of its resources' usage times their weight, as a fraction (Pulsar's
+    /// `getMaxResourceUsageWithWeight`, memory no longer counted as of Pulsar 4.0).
+    #[must_use]
+    pub fn max_resource_usage_with_weight(&self, w: &ResourceWeights) -> f64 {
+        [
+            self.cpu.percent_usage() * w.cpu,
+            self.direct_memory.percent_usage() * w.direct_memory,
+            self.bandwidth_in.percent_usage() * w.bandwidth_in,
+            self.bandwidth_out.percent_usage() * w.bandwidth_out,
+        ]
+        .into_iter()
+        .fold(0.0, f64::max)
+            / 100.0
+    }
+
+    /// The highest of its resources' usage, as a fraction (Pulsar's `getMaxResourceUsage`, the
+    /// overload test of a placement).
+    #[must_use]
+    pub fn max_resource_usage(&self) -> f64 {
+        [
+            self.cpu.percent_usage(),
+            self.direct_memory.percent_usage(),
+            self.bandwidth_in.percent_usage(),
+            self.bandwidth_out.percent_usage(),
+        ]
+        .into_iter()
+        .fold(0.0, f64::max)
+            / 100.0
+    }
+
+    /// Messages per second, in and out.
+    #[must_use]
+    pub fn msg_rate(&self) -> f64 {
+        self.msg_rate_in + self.msg_rate_out
+    }
+
+    /// Bytes per second, in and out.
+    #[must_use]
+    pub fn throughput(&self) -> f64 {
+        self.msg_throughput_in + self.msg_throughput_out
+    }
+
     /// The URLs a lookup gives out for this broker.
     #[must_use]
     pub fn urls(&self) -> BrokerUrls {

@@ -21,12 +21,15 @@ pub mod error;
 pub mod member;
 pub mod paths;
 pub mod setup;
+pub mod shedding;
 pub mod split;
 pub mod store;
 
 pub use bundles::Bundle;
 pub use documents::BrokerUrls;
 pub use error::{ClusterError, Result};
-pub use member::{ClusterMember, LookupAnswer, MemberConfig, OnRelease};
+pub use member::{
+    BrokerLoad, ClusterMember, LoadSource, LookupAnswer, MemberConfig, OnRelease, ReportPolicy,
+};
 pub use setup::ClusterSetup;
 pub use store::{MetadataStore, StoreEvent, StoreWatch};

@@ -35,6 +35,8 @@ async fn member(zk: &str, i: usize, released: &Released) -> Arc<ClusterMember> {
         broker_id: format!("127.0.0.1:{}", 8080 + i),
         urls: urls(i),
         default_bundles: 4,
+        report: pulsar_rs_cluster::ReportPolicy::default(),
+        overloaded_threshold: 0.85,
     };
     let released = Arc::clone(released);
     ClusterMember::start(

@@ -13,78 +13,36 @@
 //! each owner decides for its own bundles from the same figures, and splits as the admin
 //! `split-bundle` does ([`pulsar_rs_cluster::ClusterMember::split_bundle`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use pulsar_rs_broker::BrokerConfig;
-use pulsar_rs_cluster::bundles::topic_hash;
+use pulsar_rs_cluster::documents::NamespaceBundleStats;
 use pulsar_rs_cluster::split::SplitAlgorithm;
 use pulsar_rs_cluster::Bundle;
 use tokio::sync::watch;
 
+use crate::broker_load::bundle_loads;
 use crate::ServerContext;
 
-/// What the topics of one bundle carry on this broker.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct BundleLoad {
-    /// Topics (partitions count one by one) loaded here.
-    pub topics: u64,
-    /// Producers and consumers.
-    pub sessions: u64,
-    /// Messages per second, in and out.
-    pub msg_rate: f64,
-    /// Bytes per second, in and out.
-    pub bytes_rate: f64,
-    /// The topics' name hashes (where the split algorithm cuts).
-    pub hashes: Vec<u32>,
-}
-
-impl BundleLoad {
-    /// Whether it passes one of the configured limits (0: that limit is off).
-    #[must_use]
-    pub fn over_limit(&self, c: &BrokerConfig) -> bool {
-        let over_u = |v: u64, max: u64| max > 0 && v > max;
-        let over_f = |v: f64, max: f64| max > 0.0 && v > max;
-        over_u(self.topics, c.load_balancer_namespace_bundle_max_topics)
-            || over_u(self.sessions, c.load_balancer_namespace_bundle_max_sessions)
-            || over_f(self.msg_rate, c.load_balancer_namespace_bundle_max_msg_rate)
-            || over_f(
-                self.bytes_rate / (1024.0 * 1024.0),
-                c.load_balancer_namespace_bundle_max_bandwidth_mbytes,
-            )
-    }
-}
-
-/// The load of each bundle in `owned` from the topics loaded here.
-fn loads(ctx: &ServerContext, owned: &[Bundle]) -> HashMap<String, BundleLoad> {
-    let mut out: HashMap<String, BundleLoad> = HashMap::new();
-    let mut add = |name: &str, sessions: u64, msgs: f64, bytes: f64| {
-        let Some(b) = owned.iter().find(|b| b.contains_topic(name)) else {
-            return;
-        };
-        let l = out.entry(b.name()).or_default();
-        l.topics += 1;
-        l.sessions += sessions;
-        l.msg_rate += msgs;
-        l.bytes_rate += bytes;
-        l.hashes.push(topic_hash(name));
-    };
-    for t in ctx.service.loaded_topics() {
-        let (mut msgs, mut bytes) = t.msg_in.rates();
-        let mut sessions = t.producers().len() as u64;
-        for s in t.subscriptions() {
-            sessions += s.consumers().len() as u64;
-            let (m, b) = s.out.rates();
-            msgs += m;
-            bytes += b;
-        }
-        add(&t.name.to_string(), sessions, msgs, bytes);
-    }
-    for t in ctx.service.non_persistent_topics() {
-        add(&t.name.to_string(), 0, 0.0, 0.0);
-    }
-    out
+/// Whether a bundle's load passes one of the configured limits (0: that limit is off).
+#[must_use]
+pub fn over_limit(load: &NamespaceBundleStats, c: &BrokerConfig) -> bool {
+    let over_u = |v: u64, max: u64| max > 0 && v > max;
+    let over_f = |v: f64, max: f64| max > 0.0 && v > max;
+    over_u(load.topics, c.load_balancer_namespace_bundle_max_topics)
+        || over_u(
+            load.producer_count + load.consumer_count,
+            c.load_balancer_namespace_bundle_max_sessions,
+        )
+        || over_f(
+            load.msg_rate(),
+            c.load_balancer_namespace_bundle_max_msg_rate,
+        )
+        || over_f(
+            load.throughput() / (1024.0 * 1024.0),
+            c.load_balancer_namespace_bundle_max_bandwidth_mbytes,
+        )
 }
 
 /// One round: splits the owned bundles over a limit; returns how many were split.
@@ -106,13 +64,16 @@ pub async fn check_once(ctx: &Arc<ServerContext>) -> usize {
         .iter()
         .filter_map(|n| Bundle::parse(n).ok())
         .collect();
-    let loads = loads(ctx, &owned);
+    let loads = bundle_loads(ctx, &owned);
     let mut split = 0usize;
     for bundle in &owned {
         if split >= c.load_balancer_max_number_of_bundles_to_split_per_cycle as usize {
             break;
         }
-        let Some(load) = loads.get(&bundle.name()).filter(|l| l.over_limit(c)) else {
+        let Some(load) = loads
+            .get(&bundle.name())
+            .filter(|l| over_limit(&l.stats, c))
+        else {
             continue;
         };
         let count = match member.boundaries(&bundle.namespace).await {
@@ -180,21 +141,21 @@ mod tests {
             load_balancer_namespace_bundle_max_bandwidth_mbytes: 1.0,
             ..BrokerConfig::default()
         };
-        let at = |topics, sessions, msg_rate, bytes_rate| BundleLoad {
+        let at = |topics, sessions, msg_rate, bytes_rate| NamespaceBundleStats {
             topics,
-            sessions,
-            msg_rate,
-            bytes_rate,
-            hashes: Vec::new(),
+            producer_count: sessions,
+            msg_rate_in: msg_rate,
+            msg_throughput_out: bytes_rate,
+            ..NamespaceBundleStats::default()
         };
         assert!(
-            !at(2, 3, 100.0, 1024.0 * 1024.0).over_limit(&c),
+            !over_limit(&at(2, 3, 100.0, 1024.0 * 1024.0), &c),
             "at the limits"
         );
-        assert!(at(3, 0, 0.0, 0.0).over_limit(&c));
-        assert!(at(0, 4, 0.0, 0.0).over_limit(&c));
-        assert!(at(0, 0, 100.5, 0.0).over_limit(&c));
-        assert!(at(0, 0, 0.0, 1.1 * 1024.0 * 1024.0).over_limit(&c));
+        assert!(over_limit(&at(3, 0, 0.0, 0.0), &c));
+        assert!(over_limit(&at(0, 4, 0.0, 0.0), &c));
+        assert!(over_limit(&at(0, 0, 100.5, 0.0), &c));
+        assert!(over_limit(&at(0, 0, 0.0, 1.1 * 1024.0 * 1024.0), &c));
         let off = BrokerConfig {
             load_balancer_namespace_bundle_max_topics: 0,
             load_balancer_namespace_bundle_max_sessions: 0,
@@ -203,7 +164,7 @@ mod tests {
             ..BrokerConfig::default()
         };
         assert!(
-            !at(1_000_000, 1_000_000, 1e9, 1e12).over_limit(&off),
+            !over_limit(&at(1_000_000, 1_000_000, 1e9, 1e12), &off),
             "0 turns each off"
         );
     }

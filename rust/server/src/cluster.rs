@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pulsar_rs_broker::BrokerConfig;
-use pulsar_rs_cluster::{BrokerUrls, Bundle, ClusterError, ClusterMember, MemberConfig};
+use pulsar_rs_cluster::{
+    BrokerLoad, BrokerUrls, Bundle, ClusterError, ClusterMember, MemberConfig, ReportPolicy,
+};
 use pulsar_rs_proto::ServerError as Wire;
 
 use crate::{ServerContext, ServerError};
@@ -35,6 +37,19 @@ pub async fn join(
         broker_id,
         urls,
         default_bundles: config.default_number_of_namespace_bundles.max(1),
+        report: ReportPolicy {
+            threshold_percentage: config.load_balancer_report_update_threshold_percentage,
+            min_interval: Duration::from_millis(
+                config.load_balancer_report_update_min_interval_millis,
+            ),
+            max_interval: Duration::from_secs(
+                config
+                    .load_balancer_report_update_max_interval_minutes
+                    .max(1)
+                    * 60,
+            ),
+        },
+        overloaded_threshold: config.load_balancer_broker_overloaded_threshold_percentage / 100.0,
     };
     let weak = Arc::downgrade(ctx);
     let on_release: pulsar_rs_cluster::OnRelease = Arc::new(move |bundles: Vec<Bundle>| {
@@ -66,6 +81,20 @@ pub async fn join(
     let member = ClusterMember::start(member_config, on_release)
         .await
         .map_err(|e| ServerError::BadRequest(format!("joining the cluster: {e}")))?;
+    let weak = Arc::downgrade(ctx);
+    let owner = Arc::downgrade(&member);
+    let cpu = crate::broker_load::CpuSampler::default();
+    member.set_load_source(Arc::new(move || {
+        let (Some(ctx), Some(member)) = (weak.upgrade(), owner.upgrade()) else {
+            return BrokerLoad::default();
+        };
+        let owned: Vec<Bundle> = member
+            .owned_bundles()
+            .iter()
+            .filter_map(|n| Bundle::parse(n).ok())
+            .collect();
+        crate::broker_load::broker_load(&ctx, &owned, &cpu)
+    }));
     Ok(Some(member))
 }
 

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod auth;
 pub mod bookkeeper;
+pub mod broker_load;
 pub mod bundle_split;
 pub mod cluster;
 pub mod cluster_setup;
@@ -22,6 +23,7 @@ pub mod console;
 pub mod error;
 pub mod http;
 pub mod listen;
+pub mod load_shedding;
 pub mod lookup;
 pub mod metrics;
 pub mod namespace_bundles;
@@ -427,6 +429,7 @@ impl Server {
         if ctx.cluster.get().is_some() {
             tasks.spawn(cluster_sync::follow(Arc::clone(&ctx), rx.clone()));
             tasks.spawn(bundle_split::split_loop(Arc::clone(&ctx), rx.clone()));
+            tasks.spawn(load_shedding::shedding_loop(Arc::clone(&ctx), rx.clone()));
         }
         tasks.spawn(deduplication_loop(Arc::clone(&ctx), rx.clone()));
         tasks.spawn(message_expiry_loop(Arc::clone(&ctx), rx.clone()));

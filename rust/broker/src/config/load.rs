@@ -26,6 +26,15 @@ const ALIASES: &[(&str, &str)] = &[
         "zooKeeperSessionTimeoutMillis",
         "metadataStoreSessionTimeoutMillis",
     ),
+    // Pulsar's older spellings, still read by its configuration.
+    (
+        "loadBalancerBandwithInResourceWeight",
+        "loadBalancerBandwidthInResourceWeight",
+    ),
+    (
+        "loadBalancerBandwithOutResourceWeight",
+        "loadBalancerBandwidthOutResourceWeight",
+    ),
 ];
 
 /// Pulsar's deprecated `zooKeeperSessionTimeoutMillis` counts only when positive (its

@@ -109,6 +109,53 @@ pub struct BrokerConfig {
     pub load_balancer_max_number_of_bundles_to_split_per_cycle: u32,
     /// The split algorithm of automatic splits (and of `split-bundle` without one).
     pub default_namespace_bundle_split_algorithm: String,
+    /// The leader unloads bundles from overloaded brokers (load shedding).
+    pub load_balancer_shedding_enabled: bool,
+    /// How often the leader looks for load to shed, in minutes.
+    pub load_balancer_shedding_interval_minutes: u64,
+    /// A bundle shed is not shed again within this many minutes.
+    pub load_balancer_shedding_grace_period_minutes: u64,
+    /// `ThresholdShedder` (default) or `UniformLoadShedder` (Pulsar's class names).
+    pub load_balancer_load_shedding_strategy: String,
+    /// `ThresholdShedder`: shed from a broker this many percentage points over the average usage.
+    pub load_balancer_broker_threshold_shedder_percentage: f64,
+    /// `ThresholdShedder`: the share of the past in a broker's averaged usage.
+    pub load_balancer_history_resource_percentage: f64,
+    /// `ThresholdShedder`: no shedding of less than this many MB/s.
+    pub load_balancer_bundle_unload_min_throughput_threshold: f64,
+    /// The weight of the broker's CPU in its usage.
+    #[serde(rename = "loadBalancerCPUResourceWeight")]
+    pub load_balancer_cpu_resource_weight: f64,
+    /// The weight of direct memory in a broker's usage (none here: 0 by default, as Pulsar's).
+    pub load_balancer_direct_memory_resource_weight: f64,
+    /// The weight of incoming bandwidth in a broker's usage.
+    pub load_balancer_bandwidth_in_resource_weight: f64,
+    /// The weight of outgoing bandwidth in a broker's usage.
+    pub load_balancer_bandwidth_out_resource_weight: f64,
+    /// The network's speed, Gbit/s, for the bandwidth usage (unset: bandwidth is not counted).
+    pub load_balancer_override_broker_nic_speed_gbps: Option<f64>,
+    /// `UniformLoadShedder`: shed when the busiest broker has this many percent more messages
+    /// per second than the quietest.
+    pub load_balancer_msg_rate_difference_shedder_threshold: f64,
+    /// `UniformLoadShedder`: shed when the busiest broker has this many times the quietest's bytes
+    /// per second.
+    pub load_balancer_msg_throughput_multiplier_difference_shedder_threshold: f64,
+    /// `UniformLoadShedder`: the share of the difference shed.
+    pub max_unload_percentage: f64,
+    /// `UniformLoadShedder`: no shedding of fewer messages per second.
+    pub min_unload_message: u64,
+    /// `UniformLoadShedder`: no shedding of fewer bytes per second.
+    pub min_unload_message_throughput: u64,
+    /// `UniformLoadShedder`: bundles shed at most per round (-1: no limit).
+    pub max_unload_bundle_num_per_shedding: i64,
+    /// A placement avoids a broker whose busiest resource is past this percentage.
+    pub load_balancer_broker_overloaded_threshold_percentage: f64,
+    /// A load report is written when a figure moved by more than this percentage.
+    pub load_balancer_report_update_threshold_percentage: f64,
+    /// Load reports are written at most this often (ms), bundle changes aside.
+    pub load_balancer_report_update_min_interval_millis: u64,
+    /// Load reports are written at least this often (minutes).
+    pub load_balancer_report_update_max_interval_minutes: u64,
     pub managed_ledger_max_size_per_ledger_mbytes: u64,
     pub managed_ledger_min_ledger_rollover_time_minutes: f64,
     pub managed_ledger_max_ledger_rollover_time_minutes: f64,
@@ -349,6 +396,29 @@ impl Default for BrokerConfig {
             load_balancer_split_interval_minutes: 1,
             load_balancer_max_number_of_bundles_to_split_per_cycle: 10,
             default_namespace_bundle_split_algorithm: "range_equally_divide".into(),
+            load_balancer_shedding_enabled: true,
+            load_balancer_shedding_interval_minutes: 1,
+            load_balancer_shedding_grace_period_minutes: 30,
+            load_balancer_load_shedding_strategy:
+                "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder".into(),
+            load_balancer_broker_threshold_shedder_percentage: 10.0,
+            load_balancer_history_resource_percentage: 0.9,
+            load_balancer_bundle_unload_min_throughput_threshold: 10.0,
+            load_balancer_cpu_resource_weight: 1.0,
+            load_balancer_direct_memory_resource_weight: 0.0,
+            load_balancer_bandwidth_in_resource_weight: 1.0,
+            load_balancer_bandwidth_out_resource_weight: 1.0,
+            load_balancer_override_broker_nic_speed_gbps: None,
+            load_balancer_msg_rate_difference_shedder_threshold: 50.0,
+            load_balancer_msg_throughput_multiplier_difference_shedder_threshold: 4.0,
+            max_unload_percentage: 0.2,
+            min_unload_message: 1000,
+            min_unload_message_throughput: 1024 * 1024,
+            max_unload_bundle_num_per_shedding: -1,
+            load_balancer_broker_overloaded_threshold_percentage: 85.0,
+            load_balancer_report_update_threshold_percentage: 10.0,
+            load_balancer_report_update_min_interval_millis: 5000,
+            load_balancer_report_update_max_interval_minutes: 15,
             managed_ledger_max_size_per_ledger_mbytes: 2048,
             managed_ledger_min_ledger_rollover_time_minutes: 10.0,
             managed_ledger_max_ledger_rollover_time_minutes: 240.0,

@@ -22,6 +22,27 @@ use super::ClusterMember;
 /// broker's report shows it.
 const PREALLOCATION_TTL: Duration = Duration::from_secs(30);
 
+/// The messages per second a bundle counts for at least in a placement: Pulsar's estimate of a
+/// bundle it has no figures for (50 in, 50 out), so that idle brokers are filled by bundle count.
+const DEFAULT_BUNDLE_MSG_RATE: f64 = 100.0;
+
+/// A broker's placement score (Pulsar's `LeastLongTermMessageRate`): the messages per second of
+/// the bundles it owns, each at least [`DEFAULT_BUNDLE_MSG_RATE`], plus `placed` bundles the
+/// leader sent there since its last report.
+fn placement_score(data: &LocalBrokerData, placed: usize) -> f64 {
+    let owned: f64 = data
+        .bundles
+        .iter()
+        .map(|b| {
+            data.last_stats
+                .get(b)
+                .map_or(0.0, crate::documents::NamespaceBundleStats::msg_rate)
+                .max(DEFAULT_BUNDLE_MSG_RATE)
+        })
+        .sum();
+    owned + placed as f64 * DEFAULT_BUNDLE_MSG_RATE
+}
+
 /// A lookup's answer (`CommandLookupTopicResponse`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LookupAnswer {
@@ -114,8 +135,8 @@ impl ClusterMember {
     }
 
     /// The least-loaded registered broker for `bundle`: the one an unload named, if it is
-    /// registered; else fewest bundles owned (as reported, plus those this leader placed there
-    /// since), ties spread by a hash of bundle and broker.
+    /// registered; else, among the brokers not overloaded (all of them if every one is), the
+    /// lowest [`placement_score`], ties spread by a hash of bundle and broker.
     async fn least_loaded(&self, bundle: &Bundle) -> Result<Candidate> {
         let name = bundle.name();
         let wanted = self.affinity.lock().remove(&name);
@@ -128,11 +149,8 @@ impl ClusterMember {
                 return Ok(Candidate::Other(data.urls()));
             }
         }
-        let mut best: Option<((usize, u32), String, LocalBrokerData)> = None;
-        for id in self.brokers().await? {
-            let Some(data) = self.broker_data(&id).await? else {
-                continue;
-            };
+        let mut best: Option<((bool, u64, u32), String, LocalBrokerData)> = None;
+        for (id, data) in self.load_reports().await? {
             let placed = {
                 let mut pre = self.preallocated.lock();
                 pre.retain(|b, (_, at)| at.elapsed() < PREALLOCATION_TTL && b != &name);
@@ -140,8 +158,10 @@ impl ClusterMember {
                     .filter(|(b, (to, _))| to == &id && !data.bundles.contains(*b))
                     .count()
             };
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let key = (
-                data.bundles.len() + placed,
+                data.max_resource_usage() > self.config.overloaded_threshold,
+                placement_score(&data, placed).round() as u64,
                 topic_hash(&format!("{name}@{id}")),
             );
             if best.as_ref().is_none_or(|(k, _, _)| key < *k) {
@@ -159,5 +179,31 @@ impl ClusterMember {
             .insert(name, (id.clone(), pulsar_rs_clock::monotonic()));
         tracing::debug!(bundle = %bundle.name(), broker = %id, "bundle placed");
         Ok(Candidate::Other(data.urls()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::documents::NamespaceBundleStats;
+
+    #[test]
+    fn idle_brokers_are_scored_by_bundles_and_busy_ones_by_their_rates() {
+        let mut idle = LocalBrokerData::default();
+        idle.bundles.extend(["a/1".to_owned(), "a/2".to_owned()]);
+        assert_eq!(placement_score(&idle, 0), 200.0);
+        assert_eq!(placement_score(&idle, 1), 300.0);
+        let mut busy = LocalBrokerData::default();
+        busy.bundles.insert("a/3".to_owned());
+        busy.last_stats.insert(
+            "a/3".to_owned(),
+            NamespaceBundleStats {
+                msg_rate_in: 400.0,
+                msg_rate_out: 400.0,
+                ..NamespaceBundleStats::default()
+            },
+        );
+        assert_eq!(placement_score(&busy, 0), 800.0, "one bundle at 800 msg/s");
+        assert!(placement_score(&idle, 0) < placement_score(&busy, 0));
     }
 }

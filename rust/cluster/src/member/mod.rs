@@ -8,12 +8,13 @@
 //! check of every producer and consumer), [`lookup`] (where a topic is served, and the leader's
 //! placement of unowned bundles), [`records`] (namespace bundles and partitioned-topic metadata
 //! in the store), [`policies`] (tenant and namespace documents, changed and followed), [`split`]
-//! (splitting an owned bundle).
+//! (splitting an owned bundle), [`report`] (what goes in the load report, and when).
 
 mod lookup;
 mod ownership;
 pub mod policies;
 mod records;
+pub mod report;
 mod session;
 mod split;
 
@@ -21,7 +22,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -33,6 +34,7 @@ use crate::store::MetadataStore;
 
 pub use lookup::LookupAnswer;
 pub use ownership::Owner;
+pub use report::{BrokerLoad, LoadSource, ReportPolicy};
 
 /// How this broker joins its cluster.
 #[derive(Debug, Clone)]
@@ -51,6 +53,11 @@ pub struct MemberConfig {
     pub urls: BrokerUrls,
     /// `defaultNumberOfNamespaceBundles`, for namespaces this broker creates.
     pub default_bundles: u32,
+    /// When load reports are written.
+    pub report: ReportPolicy,
+    /// `loadBalancerBrokerOverloadedThresholdPercentage`, as a fraction: a placement avoids a
+    /// broker whose busiest resource is past it while another is not.
+    pub overloaded_threshold: f64,
 }
 
 /// A boxed future (what [`OnRelease`] answers with).
@@ -86,6 +93,9 @@ pub struct ClusterMember {
     owned_changed: Notify,
     /// See [`OnRelease`].
     on_release: OnRelease,
+    /// What the broker measures for its load reports; set once by the broker after joining
+    /// (reports carry no load until then).
+    load_source: OnceLock<LoadSource>,
     /// Stops the background tasks.
     shutdown: watch::Sender<bool>,
 }

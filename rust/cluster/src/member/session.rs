@@ -10,7 +10,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{watch, Notify};
 
-use super::{ClusterMember, MemberConfig, OnRelease};
+use super::{ClusterMember, LoadSource, MemberConfig, OnRelease};
 use crate::documents::{now_ms, LeaderBroker, LocalBrokerData};
 use crate::error::{ClusterError, Result};
 use crate::paths;
@@ -41,6 +41,7 @@ impl ClusterMember {
             is_leader: AtomicBool::new(false),
             owned_changed: Notify::new(),
             on_release,
+            load_source: std::sync::OnceLock::new(),
             shutdown,
         });
         member.initialize_cluster_metadata().await?;
@@ -51,12 +52,17 @@ impl ClusterMember {
         Ok(member)
     }
 
+    /// Sets what this broker's load reports measure (once; later calls are ignored).
+    pub fn set_load_source(&self, source: LoadSource) {
+        let _ = self.load_source.set(source);
+    }
+
     /// This broker's load report.
     fn report(&self) -> LocalBrokerData {
         let bundles: std::collections::BTreeSet<String> =
             self.owned.read().keys().cloned().collect();
         let u = &self.config.urls;
-        LocalBrokerData {
+        let mut report = LocalBrokerData {
             web_service_url: Some(u.web.clone()),
             web_service_url_tls: u.web_tls.clone(),
             pulsar_service_url: Some(u.service.clone()),
@@ -71,7 +77,13 @@ impl ClusterMember {
                 "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl".into(),
             ),
             ..LocalBrokerData::default()
+        };
+        if let Some(source) = self.load_source.get() {
+            let mut load = source();
+            load.bundles.retain(|b, _| report.bundles.contains(b));
+            super::report::fill(&mut report, load);
         }
+        report
     }
 
     /// Creates this broker's ephemeral registration. A record left by an earlier session of
@@ -125,7 +137,8 @@ impl ClusterMember {
     async fn run(self: Arc<Self>) {
         let mut stop = self.shutdown.subscribe();
         let mut tick = tokio::time::interval(TICK);
-        let mut reported = self.report().bundles;
+        let mut written = self.report();
+        let mut written_at = pulsar_rs_clock::monotonic();
         loop {
             let store = self.store();
             tokio::select! {
@@ -139,11 +152,19 @@ impl ClusterMember {
                 () = self.owned_changed.notified() => {}
             }
             self.elect().await;
-            let report = self.report();
-            if report.bundles != reported {
+            let mut report = self.report();
+            if self
+                .config
+                .report
+                .needs_update(&written, &report, written_at.elapsed())
+            {
                 let path = paths::broker(&self.config.broker_id);
+                report.last_update = now_ms();
                 match store.set_json(&path, &report, None).await {
-                    Ok(_) => reported = report.bundles,
+                    Ok(_) => {
+                        written = report;
+                        written_at = pulsar_rs_clock::monotonic();
+                    }
                     Err(e) => tracing::debug!(error = %e, "writing the load report failed"),
                 }
             }
@@ -240,5 +261,21 @@ impl ClusterMember {
             .get_json::<LocalBrokerData>(&paths::broker(broker_id))
             .await?
             .map(|(d, _)| d))
+    }
+
+    /// The load reports of the brokers registered now, by broker id.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn load_reports(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, LocalBrokerData>> {
+        let mut out = std::collections::BTreeMap::new();
+        for id in self.brokers().await? {
+            if let Some(data) = self.broker_data(&id).await? {
+                out.insert(id, data);
+            }
+        }
+        Ok(out)
     }
 }

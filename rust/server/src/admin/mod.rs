@@ -29,7 +29,7 @@ mod ns_policies;
 mod openapi;
 mod owner;
 mod partitions;
-mod peer;
+pub(crate) mod peer;
 mod permissions;
 mod policies;
 mod quota_retention;

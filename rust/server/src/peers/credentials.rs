@@ -2,6 +2,8 @@
 //! (`brokerClientAuthenticationPlugin` / `brokerClientAuthenticationParameters`): on CONNECT,
 //! and again when a peer's AUTH_CHALLENGE asks for them (its token check found ours expired).
 
+use axum::http::HeaderValue;
+use base64::Engine as _;
 use pulsar_rs_broker::config::broker_client::{BrokerClientAuth, TokenSource};
 
 /// This broker's client credentials.
@@ -29,5 +31,23 @@ impl Credentials {
                 Ok(("basic", format!("{user}:{password}").into_bytes()))
             }
         }
+    }
+
+    /// The same credentials as an HTTP `Authorization` value, for calls to a peer's admin API
+    /// (`Bearer` token, or `Basic`).
+    ///
+    /// # Errors
+    /// As [`Credentials::current`], or a value no header can carry.
+    pub async fn http_authorization(&self) -> Result<HeaderValue, String> {
+        let (method, data) = self.current().await?;
+        let text = match method {
+            "basic" => format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(&data)
+            ),
+            _ => format!("Bearer {}", String::from_utf8_lossy(&data)),
+        };
+        HeaderValue::from_str(&text)
+            .map_err(|e| format!("the broker client's credentials as a header: {e}"))
     }
 }
