@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator
@@ -219,6 +220,34 @@ def test_a_redirect_loop_gives_up(redirector):
     last = f"{redirector.url}/hop/lookup/v2/topic/persistent/public/default/t"
     assert e.value.reason == f"more than 10 redirects, the last to {last}"
     assert len(redirector.seen) == 11
+
+
+def test_load_report_shows_the_bundles_with_their_rates(pulsar_broker, client, capsys):
+    """``broker-stats load-report``: on its own the broker reports the bundles of its loaded
+    topics with their rates (what a cluster's leader sheds load by), and its CPU."""
+    admin = Admin(pulsar_broker.admin_url)
+    topic = "persistent://public/default/load-report"
+    bundle = f"public/default/{range_of(topic)}"
+    producer = client.create_producer(topic)
+    deadline = time.monotonic() + 30
+    while True:
+        for _ in range(50):
+            producer.send(b"x" * 100)
+        report = admin.broker_stats.load_report()
+        stats = report["lastStats"].get(bundle)
+        if stats is not None and stats["msgRateIn"] > 0:
+            break
+        assert time.monotonic() < deadline, report
+        time.sleep(0.5)  # the rates are measured over the broker's own window: polled
+    assert bundle in report["bundles"] and report["numBundles"] == len(report["bundles"])
+    assert stats["producerCount"] == 1 and stats["topics"] == 1, stats
+    assert stats["msgThroughputIn"] >= 100 * stats["msgRateIn"] * 0.9, stats
+    assert report["msgRateIn"] >= stats["msgRateIn"] and report["numProducers"] >= 1, report
+    limit = report["cpu"]["limit"]
+    assert limit >= 100.0 and limit % 100 == 0, report["cpu"]  # 100 per core
+    assert report["pulsarServiceUrl"] == pulsar_broker.service_url
+    assert main(["admin", "--admin-url", pulsar_broker.admin_url, "--json", "broker-stats", "load-report"]) == 0
+    assert bundle in json.loads(capsys.readouterr().out)["bundles"]
 
 
 def test_cli(pulsar_broker, capsys):

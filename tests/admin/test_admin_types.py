@@ -24,6 +24,7 @@ from pulsar_rs.admin import (
     GetSchemaResponse,
     InactiveTopicPolicies,
     IsCompatibilityResponse,
+    LoadReport,
     LookupData,
     MessageIdData,
     NamespaceOwnershipStatus,
@@ -152,6 +153,7 @@ def test_each_answer_matches_its_type(pulsar_broker_factory):
             ),
             ("backlog quotas", admin.namespaces.get_backlog_quotas("public/default"), dict[str, Quota]),
             ("leader_broker", admin.brokers.leader_broker(), BrokerInfo),
+            ("load_report", admin.broker_stats.load_report(), LoadReport),
             (
                 "owned_namespaces",
                 admin.brokers.owned_namespaces(cluster, broker_id),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .client import MAX_REDIRECTS, Admin
 from .errors import AdminError
-from .groups import Brokers, Clusters, Schemas, Tenants
+from .groups import Brokers, BrokerStats, Clusters, Schemas, Tenants
 from .namespaces import Namespaces
 from .topics import Topics
 from .transactions import Transactions
@@ -34,6 +34,7 @@ from .types import (
     InactiveTopicPolicies,
     IsCompatibilityResponse,
     LedgerInfo,
+    LoadReport,
     LookupData,
     ManagedLedgerInternalStats,
     MessageIdData,
@@ -67,6 +68,7 @@ __all__ = [
     "AuthPolicies",
     "BacklogQuota",
     "BrokerInfo",
+    "BrokerStats",
     "Brokers",
     "BundlesData",
     "ClusterData",
@@ -81,6 +83,7 @@ __all__ = [
     "InactiveTopicPolicies",
     "IsCompatibilityResponse",
     "LedgerInfo",
+    "LoadReport",
     "LookupData",
     "ManagedLedgerInternalStats",
     "MessageIdData",

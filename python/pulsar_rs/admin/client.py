@@ -24,7 +24,7 @@ import urllib.request
 from typing import Any
 
 from .errors import AdminError, admin_error
-from .groups import Brokers, Clusters, Schemas, Tenants
+from .groups import Brokers, BrokerStats, Clusters, Schemas, Tenants
 from .namespaces import Namespaces
 from .topics import Topics
 from .transactions import Transactions
@@ -58,6 +58,7 @@ class Admin:
         self.namespaces = Namespaces(self)
         self.topics = Topics(self)
         self.brokers = Brokers(self)
+        self.broker_stats = BrokerStats(self)
         self.schemas = Schemas(self)
         self.transactions = Transactions(self)
 

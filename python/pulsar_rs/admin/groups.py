@@ -1,5 +1,5 @@
-"""The smaller call groups of :class:`pulsar_rs.Admin`: ``admin.brokers``, ``admin.clusters``,
-``admin.tenants`` and ``admin.schemas`` (``admin.namespaces`` and ``admin.topics`` have their own
+"""The smaller call groups of :class:`pulsar_rs.Admin`: ``admin.brokers``, ``admin.broker_stats``,
+``admin.clusters``, ``admin.tenants`` and ``admin.schemas`` (``admin.namespaces`` and ``admin.topics`` have their own
 modules), and :class:`Group`, the base of every group."""
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from .types import (
     ClusterData,
     GetSchemaResponse,
     IsCompatibilityResponse,
+    LoadReport,
     NamespaceOwnershipStatus,
     TenantInfo,
 )
 
-__all__ = ["Brokers", "Clusters", "Group", "Schemas", "Tenants"]
+__all__ = ["BrokerStats", "Brokers", "Clusters", "Group", "Schemas", "Tenants"]
 
 
 class Group:
@@ -52,6 +53,16 @@ class Brokers(Group):
         (pulsar-admin's ``brokers namespaces CLUSTER --url BROKER``; 404 for an unknown broker)."""
         path = f"/admin/v2/brokers/{segment(cluster)}/{urllib.parse.quote(broker_id, safe=':')}"
         return self._a.request("GET", path + "/ownedNamespaces")
+
+
+class BrokerStats(Group):
+    """``admin.broker_stats``: what the broker measures of itself."""
+
+    def load_report(self) -> LoadReport:
+        """The broker's load report, as the cluster's load balancer reads it (pulsar-admin's
+        ``broker-stats load-report``): the bundles it owns with their rates (``lastStats``), its
+        totals, and its CPU and bandwidth as ``{"usage", "limit"}``."""
+        return self._a.request("GET", "/admin/v2/broker-stats/load-report")
 
 
 class Clusters(Group):

@@ -95,6 +95,56 @@ class BrokerInfo(TypedDict):
     serviceUrl: str
 
 
+class ResourceUsage(TypedDict):
+    """One resource of a load report: what is used of what is available."""
+
+    usage: float
+    limit: float
+
+
+class NamespaceBundleStats(TypedDict):
+    """What one bundle's topics carry on its owner (a load report's ``lastStats``)."""
+
+    msgRateIn: float
+    msgThroughputIn: float
+    msgRateOut: float
+    msgThroughputOut: float
+    consumerCount: int
+    producerCount: int
+    topics: int
+    cacheSize: int
+
+
+class LoadReport(TypedDict, total=False):
+    """A broker's load report (``broker_stats.load_report``; Pulsar's ``LocalBrokerData``)."""
+
+    webServiceUrl: str
+    webServiceUrlTls: str | None
+    pulsarServiceUrl: str
+    pulsarServiceUrlTls: str | None
+    persistentTopicsEnabled: bool
+    nonPersistentTopicsEnabled: bool
+    cpu: ResourceUsage
+    memory: ResourceUsage
+    directMemory: ResourceUsage
+    bandwidthIn: ResourceUsage
+    bandwidthOut: ResourceUsage
+    msgRateIn: float
+    msgRateOut: float
+    msgThroughputIn: float
+    msgThroughputOut: float
+    numTopics: int
+    numConsumers: int
+    numProducers: int
+    numBundles: int
+    bundles: list[str]
+    lastStats: dict[str, NamespaceBundleStats]
+    lastUpdate: int
+    startTimestamp: int
+    brokerVersionString: str | None
+    loadManagerClassName: str | None
+
+
 class NamespaceOwnershipStatus(TypedDict):
     """One bundle a broker owns (``brokers.owned_namespaces``), snake case as Pulsar's JSON."""
 

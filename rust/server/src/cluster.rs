@@ -83,7 +83,6 @@ pub async fn join(
         .map_err(|e| ServerError::BadRequest(format!("joining the cluster: {e}")))?;
     let weak = Arc::downgrade(ctx);
     let owner = Arc::downgrade(&member);
-    let cpu = crate::broker_load::CpuSampler::default();
     member.set_load_source(Arc::new(move || {
         let (Some(ctx), Some(member)) = (weak.upgrade(), owner.upgrade()) else {
             return BrokerLoad::default();
@@ -93,7 +92,7 @@ pub async fn join(
             .iter()
             .filter_map(|n| Bundle::parse(n).ok())
             .collect();
-        crate::broker_load::broker_load(&ctx, &owned, &cpu)
+        crate::broker_load::broker_load(&ctx, &owned, &ctx.cpu)
     }));
     Ok(Some(member))
 }

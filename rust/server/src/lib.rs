@@ -135,6 +135,8 @@ pub struct ServerContext {
     pub broker_publish_limiter: Option<pulsar_rs_broker::rate::RateLimiter>,
     /// Rates and backlog of the last minutes for the web console; filled by its sampler task.
     pub console_history: console::History,
+    /// This process's CPU usage, for load reports (its own lock).
+    pub cpu: broker_load::CpuSampler,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at
     /// start, before the listeners run.
     pub cluster: std::sync::OnceLock<Arc<pulsar_rs_cluster::ClusterMember>>,
@@ -380,6 +382,7 @@ impl Server {
             publish_throttle_events: std::sync::atomic::AtomicU64::new(0),
             broker_publish_limiter,
             console_history: console::History::default(),
+            cpu: broker_load::CpuSampler::default(),
             cluster: std::sync::OnceLock::new(),
             producers: Mutex::new(HashMap::new()),
         });

@@ -1,7 +1,7 @@
 """``pulsar-rs admin``: pulsar-admin's command tree over the admin REST API (:class:`Admin`).
 
 ``pulsar-rs admin [--admin-url URL] [--auth-params token:JWT|file:PATH] [--json] GROUP ACTION ...``
-with the groups ``brokers``, ``clusters``, ``tenants``, ``namespaces``, ``topics``,
+with the groups ``brokers``, ``broker-stats``, ``clusters``, ``tenants``, ``namespaces``, ``topics``,
 ``topicPolicies``, ``schemas`` and ``transactions`` (one module each here;
 each registers its actions with a ``call(admin, args)`` default). Output is readable by default
 (:mod:`.output`: lists one item a line, documents as aligned ``key  value`` tables with nested
@@ -17,10 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from ...admin import Admin, AdminError
-from . import brokers, clusters, namespaces, output, schemas, tenants, topic_policies, topics, transactions
+from . import (
+    broker_stats,
+    brokers,
+    clusters,
+    namespaces,
+    output,
+    schemas,
+    tenants,
+    topic_policies,
+    topics,
+    transactions,
+)
 
 #: The command families, each a module with ``add(groups)``.
-FAMILIES = (brokers, clusters, tenants, namespaces, topics, topic_policies, schemas, transactions)
+FAMILIES = (brokers, broker_stats, clusters, tenants, namespaces, topics, topic_policies, schemas, transactions)
 
 
 def add_parser(commands: Any) -> None:

@@ -57,6 +57,12 @@ impl ClusterMember {
         let _ = self.load_source.set(source);
     }
 
+    /// This broker's load report, measured now (what the report task writes when it moved).
+    #[must_use]
+    pub fn load_report(&self) -> LocalBrokerData {
+        self.report()
+    }
+
     /// This broker's load report.
     fn report(&self) -> LocalBrokerData {
         let bundles: std::collections::BTreeSet<String> =

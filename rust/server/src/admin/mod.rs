@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 mod access;
+mod broker_stats;
 mod brokers;
 mod closing;
 mod cluster;
@@ -140,6 +141,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
             get(openapi::serve),
         )
         .merge(brokers::routes())
+        .merge(broker_stats::routes())
         .merge(dynamic_config::routes())
         .merge(cluster::routes())
         .merge(clusters::routes())

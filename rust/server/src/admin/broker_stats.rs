@@ -1,0 +1,54 @@
+//! `/admin/v2/broker-stats/load-report` (`pulsar-admin broker-stats load-report`): this
+//! broker's load report, as the cluster's load balancer reads it (Pulsar's `LocalBrokerData`:
+//! owned bundles with their rates, totals, CPU and bandwidth). In a cluster it is the report
+//! the broker writes to the metadata store, measured now; on its own, the same figures for the
+//! bundles of the topics it has loaded.
+
+use super::access::{Access, Routes};
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Json;
+use pulsar_rs_cluster::documents::LocalBrokerData;
+use pulsar_rs_cluster::member::report::fill;
+use pulsar_rs_cluster::Bundle;
+
+use super::Ctx;
+use crate::broker_load::broker_load;
+use crate::namespace_bundles;
+
+/// The routes of this module.
+pub(super) fn routes() -> Routes {
+    Routes::new().route(
+        "/admin/v2/broker-stats/load-report",
+        Access::Superuser,
+        get(load_report),
+    )
+}
+
+async fn load_report(State(ctx): Ctx) -> Response {
+    if let Some(m) = ctx.cluster.get() {
+        return Json(m.load_report()).into_response();
+    }
+    let owned = match namespace_bundles::owned_here(&ctx).await {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let bundles: Vec<Bundle> = owned.iter().filter_map(|n| Bundle::parse(n).ok()).collect();
+    let mut report = LocalBrokerData {
+        web_service_url: Some(ctx.admin_url.clone()),
+        web_service_url_tls: ctx.admin_url_tls.clone(),
+        pulsar_service_url: Some(ctx.service_url.clone()),
+        pulsar_service_url_tls: ctx.service_url_tls.clone(),
+        persistent_topics_enabled: true,
+        non_persistent_topics_enabled: true,
+        num_bundles: owned.len(),
+        bundles: owned.into_iter().collect(),
+        last_update: pulsar_rs_clock::system_time_ms(pulsar_rs_clock::system_now()),
+        broker_version_string: Some(format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION"))),
+        ..LocalBrokerData::default()
+    };
+    fill(&mut report, broker_load(&ctx, &bundles, &ctx.cpu));
+    Json(report).into_response()
+}

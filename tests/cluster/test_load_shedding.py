@@ -1,0 +1,150 @@
+"""Load shedding (Pulsar's ``loadBalancerSheddingEnabled`` with its default strategy,
+``ThresholdShedder``): two brokers, every bundle of a namespace on one of them and traffic on
+all of them; the leader's next round (``loadBalancerSheddingIntervalMinutes``, one minute: the
+shortest Pulsar allows) finds that broker's usage over the average by
+``loadBalancerBrokerThresholdShedderPercentage`` and unloads its busiest bundle on it; the next
+lookup places that bundle on the other broker. The producers and consumers follow it, and
+every message acknowledged to a producer is received."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pulsar
+import pytest
+
+from pulsar_rs import Admin
+from pulsar_rs.testing import PulsarRsBroker, available
+
+if (why := available()) is not None:
+    pytest.skip(f"no BookKeeper here: {why}", allow_module_level=True)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+
+NS = "public/shed"
+
+
+def owned(broker: PulsarRsBroker) -> set[str]:
+    """The bundles of ``NS`` the broker owns, by its own admin API."""
+    url = f"{broker.http}/admin/v2/brokers/standalone/{broker.broker_id}/ownedNamespaces"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return {b for b in json.load(r) if b.startswith(NS + "/")}
+
+
+def load_report(broker: PulsarRsBroker) -> dict:
+    """The broker's load report, as pulsar-admin's ``broker-stats load-report`` reads it."""
+    with urllib.request.urlopen(f"{broker.http}/admin/v2/broker-stats/load-report", timeout=30) as r:
+        return json.load(r)
+
+
+def test_the_leader_sheds_a_bundle_from_the_broker_over_the_average(pulsar_cluster_factory):
+    cluster = pulsar_cluster_factory(
+        brokers=2,
+        bookies=2,
+        defaultNumberOfNamespaceBundles=4,
+        loadBalancerAutoBundleSplitEnabled=False,
+        # Two brokers and a test client share two cores: the line is 1 point over the
+        # average (Pulsar's default 10), with no minimum throughput (default 10 MB/s).
+        loadBalancerBrokerThresholdShedderPercentage=1,
+        loadBalancerBundleUnloadMinThroughputThreshold=0,
+    )
+    hot, cold = cluster.brokers
+    admin = Admin(hot.http)
+    admin.namespaces.create(NS)
+    ranges = admin.namespaces.bundles(NS)["boundaries"]
+    assert len(ranges) == 5
+    topics: dict[str, str] = {}
+    i = 0
+    while len(topics) < 4:
+        t = f"persistent://{NS}/t-{i}"
+        topics.setdefault(admin.topics.bundle_range(t), t)
+        i += 1
+    # Every bundle goes to `hot`: an unload naming it as destination, then a lookup.
+    for rng, t in topics.items():
+        admin.namespaces.unload(NS, rng, destination_broker=hot.broker_id)
+        admin.topics.lookup(t)
+    assert len(owned(hot)) == 4 and not owned(cold), (owned(hot), owned(cold))
+
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=60)
+    acked: set[bytes] = set()
+    received: set[bytes] = set()
+    lock = threading.Lock()
+    stop_pumps = threading.Event()
+    stop = threading.Event()
+    failures: list[str] = []
+    threads: list[threading.Thread] = []
+    try:
+        consumers = [client.subscribe(t, "s", receiver_queue_size=5000) for t in topics.values()]
+        producers = [
+            client.create_producer(t, block_if_queue_full=True, batching_max_publish_delay_ms=5)
+            for t in topics.values()
+        ]
+
+        def pump(k: int, producer: pulsar.Producer) -> None:
+            n = 0
+            while not stop_pumps.is_set():
+                if n % 100 == 0:
+                    # About 2,000 messages a second a producer: load for the broker's CPU, well
+                    # within what two small test bookies write.
+                    time.sleep(0.05)
+                payload = f"{k}-{n}".encode()
+
+                def done(res: pulsar.Result, _id: object, p: bytes = payload) -> None:
+                    if res == pulsar.Result.Ok:
+                        with lock:
+                            acked.add(p)
+
+                try:
+                    producer.send_async(payload, done)
+                except Exception as e:
+                    failures.append(repr(e))
+                    return
+                n += 1
+
+        def drain(consumer: pulsar.Consumer) -> None:
+            while not stop.is_set():
+                try:
+                    m = consumer.receive(timeout_millis=1000)
+                except pulsar.Timeout:
+                    continue
+                with lock:
+                    received.add(m.data())
+                consumer.acknowledge(m)
+
+        threads += [threading.Thread(target=pump, args=(k, p), daemon=True) for k, p in enumerate(producers)]
+        threads += [threading.Thread(target=drain, args=(c,), daemon=True) for c in consumers]
+        for th in threads:
+            th.start()
+        deadline = time.monotonic() + 250
+        while not owned(cold):
+            assert time.monotonic() < deadline, f"nothing shed in 250 s: hot {load_report(hot)['cpu']}"
+            assert not failures, failures
+            time.sleep(2)  # shedding runs on the leader's own schedule (a minute): polled
+            for t in topics.values():
+                admin.topics.lookup(t)  # a shed bundle is placed by the next lookup
+        moved = owned(cold)
+        report = load_report(hot)
+        stop_pumps.set()
+        for p in producers:
+            p.flush()
+        # What was acknowledged before and after the move is all received.
+        deadline = time.monotonic() + 120
+        while True:
+            with lock:
+                missing = acked - received
+            if not missing:
+                break
+            assert time.monotonic() < deadline, f"{len(missing)} of {len(acked)} acknowledged messages not received"
+            time.sleep(1)  # the consumers drain on their own threads: polled
+    finally:
+        stop_pumps.set()
+        stop.set()
+        for th in threads:
+            th.join(timeout=30)
+        client.close()
+    assert len(moved) >= 1 and len(owned(hot)) <= 3, (moved, owned(hot))
+    assert report["msgRateIn"] > 0 and report["cpu"]["limit"] > 0, report
+    assert len(acked) > 1000, len(acked)
