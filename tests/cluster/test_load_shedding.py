@@ -9,6 +9,7 @@ every message acknowledged to a producer is received."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.request
@@ -127,6 +128,11 @@ def test_the_leader_sheds_a_bundle_from_the_broker_over_the_average(pulsar_clust
                 admin.topics.lookup(t)  # a shed bundle is placed by the next lookup
         moved = owned(cold)
         report = load_report(hot)
+        leader = admin.brokers.leader_broker()["serviceUrl"]
+        with urllib.request.urlopen(f"{leader}/metrics", timeout=30) as r:
+            leader_metrics = r.read().decode()
+        with urllib.request.urlopen(f"{hot.http}/metrics", timeout=30) as r:
+            hot_metrics = r.read().decode()
         stop_pumps.set()
         for p in producers:
             p.flush()
@@ -147,4 +153,9 @@ def test_the_leader_sheds_a_bundle_from_the_broker_over_the_average(pulsar_clust
         client.close()
     assert len(moved) >= 1 and len(owned(hot)) <= 3, (moved, owned(hot))
     assert report["msgRateIn"] > 0 and report["cpu"]["limit"] > 0, report
+    # The leader counts what it shed; the hot broker shows its CPU as its report has it.
+    shed = re.search(r"^pulsar_lb_unload_bundle_count\{[^}]*\} (\S+)$", leader_metrics, re.M)
+    assert shed is not None and float(shed.group(1)) >= 1, leader_metrics[-2000:]
+    cpu = re.search(r"^pulsar_lb_cpu_usage\{[^}]*metric=\"loadBalancing\"\} (\S+)$", hot_metrics, re.M)
+    assert cpu is not None and float(cpu.group(1)) > 0, hot_metrics[-2000:]
     assert len(acked) > 1000, len(acked)

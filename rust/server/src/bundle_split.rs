@@ -99,6 +99,10 @@ pub async fn check_once(ctx: &Arc<ServerContext>) -> usize {
             }
         };
         split += 1;
+        // Relaxed: a count read by metrics only.
+        ctx.load_balancer
+            .bundles_split_count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if c.load_balancer_auto_unload_split_bundles_enabled {
             for child in &children {
                 if let Err(e) = member.release(child).await {

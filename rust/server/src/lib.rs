@@ -137,6 +137,8 @@ pub struct ServerContext {
     pub console_history: console::History,
     /// This process's CPU usage, for load reports (its own lock).
     pub cpu: broker_load::CpuSampler,
+    /// What the load balancer did here (metrics; atomics).
+    pub load_balancer: load_shedding::LoadBalancerCounters,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at
     /// start, before the listeners run.
     pub cluster: std::sync::OnceLock<Arc<pulsar_rs_cluster::ClusterMember>>,
@@ -383,6 +385,7 @@ impl Server {
             broker_publish_limiter,
             console_history: console::History::default(),
             cpu: broker_load::CpuSampler::default(),
+            load_balancer: load_shedding::LoadBalancerCounters::default(),
             cluster: std::sync::OnceLock::new(),
             producers: Mutex::new(HashMap::new()),
         });

@@ -8,6 +8,7 @@
 //! than two brokers.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,19 @@ use tokio::sync::watch;
 use crate::admin::peer;
 use crate::peers::credentials::Credentials;
 use crate::ServerContext;
+
+/// What the load balancer did on this broker, for `/metrics` (Pulsar's `brk_lb_*` counts).
+#[derive(Debug, Default)]
+pub struct LoadBalancerCounters {
+    /// Brokers shed from, summed over the rounds this broker led (`pulsar_lb_unload_broker_count`).
+    /// Written by the shedding task; Relaxed: a count read by metrics only.
+    pub unload_broker_count: AtomicU64,
+    /// Bundles shed (`pulsar_lb_unload_bundle_count`). As above.
+    pub unload_bundle_count: AtomicU64,
+    /// Bundles split automatically (`pulsar_lb_bundles_split_count`). Written by the split
+    /// task; Relaxed as above.
+    pub bundles_split_count: AtomicU64,
+}
 
 /// The strategies' settings from the broker's configuration.
 #[must_use]
@@ -96,7 +110,7 @@ impl SheddingRounds {
             &recent,
             &shedding_config(c),
         );
-        let mut done = Vec::new();
+        let mut done: Vec<(String, String)> = Vec::new();
         for (broker, bundle) in picks {
             let Some(web) = reports.get(&broker).and_then(|d| d.web_service_url.clone()) else {
                 continue;
@@ -113,6 +127,15 @@ impl SheddingRounds {
                 }
             }
         }
+        let brokers: HashSet<&String> = done.iter().map(|(b, _)| b).collect();
+        // Relaxed: counts read by metrics only.
+        let counters = &ctx.load_balancer;
+        counters
+            .unload_broker_count
+            .fetch_add(brokers.len() as u64, Ordering::Relaxed);
+        counters
+            .unload_bundle_count
+            .fetch_add(done.len() as u64, Ordering::Relaxed);
         done
     }
 }

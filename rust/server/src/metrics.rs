@@ -191,7 +191,53 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         f.family(name, kind, &[(c.clone(), v)]);
     }
     transactions(&svc, &cluster, &mut f);
+    load_balancing(&ctx, &cluster, &mut f);
     ([("content-type", "text/plain; version=0.0.4")], f.out).into_response()
+}
+
+/// The load balancer's families, in a cluster (Pulsar's `brk_lb_*` metrics as Prometheus names
+/// them): this broker's resource usage as its load report has it (percent), and the bundles the
+/// leader shed and the bundles split here.
+#[allow(clippy::cast_precision_loss)]
+fn load_balancing(ctx: &ServerContext, cluster: &str, f: &mut Families) {
+    let Some(member) = ctx.cluster.get() else {
+        return;
+    };
+    let report = member.load_report();
+    let usage = format!(
+        "cluster=\"{cluster}\",broker=\"{}\",metric=\"loadBalancing\"",
+        member.broker_id()
+    );
+    for (name, r) in [
+        ("pulsar_lb_cpu_usage", report.cpu),
+        ("pulsar_lb_directMemory_usage", report.direct_memory),
+        ("pulsar_lb_bandwidth_in_usage", report.bandwidth_in),
+        ("pulsar_lb_bandwidth_out_usage", report.bandwidth_out),
+    ] {
+        f.family(name, "gauge", &[(usage.clone(), r.percent_usage())]);
+    }
+    let c = &ctx.load_balancer;
+    // Relaxed: metric reads.
+    for (name, metric, v) in [
+        (
+            "pulsar_lb_unload_broker_count",
+            "bundleUnloading",
+            c.unload_broker_count.load(Ordering::Relaxed),
+        ),
+        (
+            "pulsar_lb_unload_bundle_count",
+            "bundleUnloading",
+            c.unload_bundle_count.load(Ordering::Relaxed),
+        ),
+        (
+            "pulsar_lb_bundles_split_count",
+            "bundlesSplit",
+            c.bundles_split_count.load(Ordering::Relaxed),
+        ),
+    ] {
+        let labels = format!("cluster=\"{cluster}\",metric=\"{metric}\"");
+        f.family(name, "counter", &[(labels, v as f64)]);
+    }
 }
 
 /// Adds the non-persistent topics' samples to the topic and subscription families (in their
