@@ -41,6 +41,11 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["POST"],
     ),
     ("cluster", "/admin/v2/brokers", &["GET"]),
+    (
+        "broker_stats",
+        "/admin/v2/broker-stats/load-report",
+        &["GET"],
+    ),
     ("brokers", "/admin/v2/brokers/health", &["GET"]),
     ("cluster", "/admin/v2/brokers/leaderBroker", &["GET"]),
     ("cluster", "/admin/v2/brokers/{cluster}", &["GET"]),
