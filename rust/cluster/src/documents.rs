@@ -239,6 +239,27 @@ pub struct LocalBrokerData {
 }
 
 impl LocalBrokerData {
+    /// A pulsar-rs broker's report at `urls`, owning `bundles`, written now (no load yet).
+    #[must_use]
+    pub fn of_broker(urls: &BrokerUrls, bundles: BTreeSet<String>) -> LocalBrokerData {
+        LocalBrokerData {
+            web_service_url: Some(urls.web.clone()),
+            web_service_url_tls: urls.web_tls.clone(),
+            pulsar_service_url: Some(urls.service.clone()),
+            pulsar_service_url_tls: urls.service_tls.clone(),
+            persistent_topics_enabled: true,
+            non_persistent_topics_enabled: true,
+            num_bundles: bundles.len(),
+            bundles,
+            last_update: now_ms(),
+            broker_version_string: Some(format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION"))),
+            load_manager_class_name: Some(
+                "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl".into(),
+            ),
+            ..LocalBrokerData::default()
+        }
+    }
+
     /// The highest of its resources' usage times their weight, as a fraction (Pulsar's
     /// `getMaxResourceUsageWithWeight`, memory no longer counted as of Pulsar 4.0).
     #[must_use]
@@ -255,18 +276,15 @@ impl LocalBrokerData {
     }
 
     /// The highest of its resources' usage, as a fraction (Pulsar's `getMaxResourceUsage`, the
-    /// overload test of a placement).
+    /// overload test of a placement: every resource at weight 1).
     #[must_use]
     pub fn max_resource_usage(&self) -> f64 {
-        [
-            self.cpu.percent_usage(),
-            self.direct_memory.percent_usage(),
-            self.bandwidth_in.percent_usage(),
-            self.bandwidth_out.percent_usage(),
-        ]
-        .into_iter()
-        .fold(0.0, f64::max)
-            / 100.0
+        self.max_resource_usage_with_weight(&ResourceWeights {
+            cpu: 1.0,
+            direct_memory: 1.0,
+            bandwidth_in: 1.0,
+            bandwidth_out: 1.0,
+        })
     }
 
     /// Messages per second, in and out.

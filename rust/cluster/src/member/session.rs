@@ -67,23 +67,7 @@ impl ClusterMember {
     fn report(&self) -> LocalBrokerData {
         let bundles: std::collections::BTreeSet<String> =
             self.owned.read().keys().cloned().collect();
-        let u = &self.config.urls;
-        let mut report = LocalBrokerData {
-            web_service_url: Some(u.web.clone()),
-            web_service_url_tls: u.web_tls.clone(),
-            pulsar_service_url: Some(u.service.clone()),
-            pulsar_service_url_tls: u.service_tls.clone(),
-            persistent_topics_enabled: true,
-            non_persistent_topics_enabled: true,
-            num_bundles: bundles.len(),
-            bundles,
-            last_update: now_ms(),
-            broker_version_string: Some(format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION"))),
-            load_manager_class_name: Some(
-                "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl".into(),
-            ),
-            ..LocalBrokerData::default()
-        };
+        let mut report = LocalBrokerData::of_broker(&self.config.urls, bundles);
         if let Some(source) = self.load_source.get() {
             let mut load = source();
             load.bundles.retain(|b, _| report.bundles.contains(b));

@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::Json;
 use pulsar_rs_cluster::documents::LocalBrokerData;
 use pulsar_rs_cluster::member::report::fill;
-use pulsar_rs_cluster::Bundle;
+use pulsar_rs_cluster::{BrokerUrls, Bundle};
 
 use super::Ctx;
 use crate::broker_load::broker_load;
@@ -36,19 +36,13 @@ async fn load_report(State(ctx): Ctx) -> Response {
         Err(r) => return r,
     };
     let bundles: Vec<Bundle> = owned.iter().filter_map(|n| Bundle::parse(n).ok()).collect();
-    let mut report = LocalBrokerData {
-        web_service_url: Some(ctx.admin_url.clone()),
-        web_service_url_tls: ctx.admin_url_tls.clone(),
-        pulsar_service_url: Some(ctx.service_url.clone()),
-        pulsar_service_url_tls: ctx.service_url_tls.clone(),
-        persistent_topics_enabled: true,
-        non_persistent_topics_enabled: true,
-        num_bundles: owned.len(),
-        bundles: owned.into_iter().collect(),
-        last_update: pulsar_rs_clock::system_time_ms(pulsar_rs_clock::system_now()),
-        broker_version_string: Some(format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION"))),
-        ..LocalBrokerData::default()
+    let urls = BrokerUrls {
+        service: ctx.service_url.clone(),
+        service_tls: ctx.service_url_tls.clone(),
+        web: ctx.admin_url.clone(),
+        web_tls: ctx.admin_url_tls.clone(),
     };
+    let mut report = LocalBrokerData::of_broker(&urls, owned.into_iter().collect());
     fill(&mut report, broker_load(&ctx, &bundles, &ctx.cpu));
     Json(report).into_response()
 }
