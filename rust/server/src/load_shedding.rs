@@ -71,8 +71,12 @@ pub fn strategy(c: &BrokerConfig) -> Strategy {
 }
 
 /// The leader's shedding state across rounds. Owned by the shedding task.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SheddingRounds {
+    /// The configured strategy, read once.
+    strategy: Strategy,
+    /// Its settings, read once.
+    config: SheddingConfig,
     /// The strategy's history.
     shedder: Shedder,
     /// Bundle → when it was shed (the grace period).
@@ -80,6 +84,17 @@ pub struct SheddingRounds {
 }
 
 impl SheddingRounds {
+    /// No rounds yet, with the strategy and settings of `c`.
+    #[must_use]
+    pub fn new(c: &BrokerConfig) -> Self {
+        SheddingRounds {
+            strategy: strategy(c),
+            config: shedding_config(c),
+            shedder: Shedder::default(),
+            recently_unloaded: HashMap::new(),
+        }
+    }
+
     /// One round, on the leader: the bundles unloaded, each with the broker it left.
     pub async fn run_once(&mut self, ctx: &Arc<ServerContext>) -> Vec<(String, String)> {
         let Some(member) = ctx.cluster.get() else {
@@ -104,12 +119,9 @@ impl SheddingRounds {
         let grace = Duration::from_secs(c.load_balancer_shedding_grace_period_minutes * 60);
         self.recently_unloaded.retain(|_, at| at.elapsed() < grace);
         let recent: HashSet<String> = self.recently_unloaded.keys().cloned().collect();
-        let picks = self.shedder.find_bundles_to_unload(
-            strategy(c),
-            &reports,
-            &recent,
-            &shedding_config(c),
-        );
+        let picks =
+            self.shedder
+                .find_bundles_to_unload(self.strategy, &reports, &recent, &self.config);
         let mut done: Vec<(String, String)> = Vec::new();
         for (broker, bundle) in picks {
             let Some(web) = reports.get(&broker).and_then(|d| d.web_service_url.clone()) else {
@@ -185,7 +197,7 @@ pub async fn shedding_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receive
     }
     let every = Duration::from_secs(c.load_balancer_shedding_interval_minutes.max(1) * 60);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    let mut rounds = SheddingRounds::default();
+    let mut rounds = SheddingRounds::new(c);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
