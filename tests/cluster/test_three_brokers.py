@@ -568,6 +568,11 @@ def test_a_partitioned_topic_terminated_through_any_broker_is_terminated_by_each
         last = Admin(brokers[2].http).topics.last_message_id(part)
         assert (last["ledgerId"], last["entryId"]) == (ids[str(i)]["ledgerId"], ids[str(i)]["entryId"]), i
         assert ids[str(i)]["entryId"] >= 0, f"partition {i} took messages: {ids[str(i)]}"
+    # Through a broker no client nor call has brought the topic to: the store's count decides.
+    fresh = "persistent://public/default/ended-unseen"
+    Admin(brokers[0].http).topics.create(fresh, partitions=2)
+    ids = Admin(brokers[2].http).topics.terminate_partitioned(fresh)
+    assert sorted(ids) == ["0", "1"], ids
 
 
 def test_a_namespaces_topics_are_the_clusters_through_any_broker(brokers):

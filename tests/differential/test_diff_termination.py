@@ -77,6 +77,10 @@ def test_termination_refusals_and_partitions(pair: tuple[Target, Target]) -> Non
                 t.client().create_producer(t.topic("plain")).close()
             out.append((other, t.rest("POST", f"{base}/{other}/terminate/partitions")))
         out.append(t.rest("POST", f"/admin/v2/non-persistent/{t.namespace}/plain/terminate"))
+        # A partition no client has used exists from its partitioned topic's creation.
+        t.rest("PUT", f"{base}/unused/partitions", 2)
+        status, last = t.rest("POST", f"{base}/unused-partition-1/terminate")
+        out.append(("unused partition", status, last.get("entryId") if isinstance(last, dict) else last))
         return out
 
     compare(pair, scenario)

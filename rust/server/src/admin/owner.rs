@@ -61,10 +61,21 @@ pub(crate) async fn serve_at_owner(
             _ => next.run(req).await,
         };
     };
+    // A partition's call needs its partitioned topic's count here (whether the partition
+    // exists): one created through another broker is read from the store once.
+    if topic.partition_index().is_some()
+        && ctx.service.partitions(&topic.base(), false).unwrap_or(0) == 0
+    {
+        if let Err(r) = partitions::count(&ctx, &topic.base()).await {
+            return r;
+        }
+    }
     let per_partition = fan_out::fans_out(req.method(), &op);
     let full = topic.to_string();
     let anywhere = ANY_BROKER_OPS.contains(&op.as_str());
-    if !per_partition && (anywhere || member.owns(&full)) {
+    // A call on a partitioned topic as a whole reads the store's count first (which this
+    // broker's record is brought to): the topic may have been created through another broker.
+    if !per_partition && !anywhere && member.owns(&full) {
         return next.run(req).await;
     }
     match partitions::count(&ctx, &topic).await {

@@ -104,7 +104,9 @@ async fn terminate(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Respo
             "Termination of a partitioned topic is not allowed",
         );
     }
-    match terminate_here(&ctx, name, false).await {
+    // A partition exists from its partitioned topic's creation (`ExistingTopic`), used or not.
+    let create = name.partition_index().is_some();
+    match terminate_here(&ctx, name, create).await {
         Ok(at) => Json(message_id(at)).into_response(),
         Err(r) => r,
     }

@@ -68,11 +68,17 @@ impl<S: Send + Sync> FromRequestParts<S> for TopicPath {
     }
 }
 
-/// Refuses with 404 a topic that does not exist (neither partitioned, loaded nor stored).
+/// Refuses with 404 a topic that does not exist (neither partitioned, a partition within its
+/// partitioned topic's count, loaded nor stored).
 #[allow(clippy::result_large_err)] // cold path; the error is the ready response
 pub(crate) fn must_exist(ctx: &ServerContext, name: &TopicName) -> Result<(), Response> {
     let partitioned = ctx.service.partitions(name, false).unwrap_or(0) > 0;
+    // As Pulsar's `checkTopicExists`: a partitioned topic's partitions exist from its creation.
+    let a_partition = name
+        .partition_index()
+        .is_some_and(|i| i < ctx.service.partitions(&name.base(), false).unwrap_or(0));
     let exists = partitioned
+        || a_partition
         || ctx.service.loaded_topic(name).is_some()
         || ctx
             .service
