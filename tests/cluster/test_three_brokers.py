@@ -239,6 +239,17 @@ def test_partitioned_topic_spread_over_brokers_delivers_every_message_once(broke
     assert sorted(got) == sent, f"{len(got)} received of {len(sent)}; duplicates {len(got) - len(set(got))}"
     owners = partition_owners(brokers, topic, 8)
     assert len(set(owners.values())) >= 2, f"8 partitions all on one broker: {owners}"
+    # Grown through another broker (`topics update-partitioned-topic`): the store's count is
+    # every broker's, and the new partitions take messages.
+    Admin(brokers[2].http).topics.update_partitioned_topic(topic, 10)
+    for b in brokers:
+        assert Admin(b.http).topics.get_partitioned_topic_metadata(topic)["partitions"] == 10, b.name
+    c = client(brokers)
+    try:
+        c.create_producer(f"{topic}-partition-9").send(b"the tenth partition's")
+    finally:
+        c.close()
+    assert Admin(brokers[0].http).topics.stats(f"{topic}-partition-9")["msgInCounter"] == 1
 
 
 def test_owner_killed_mid_stream_nothing_receipted_is_lost(brokers):

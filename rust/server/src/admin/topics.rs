@@ -297,6 +297,14 @@ async fn update_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: Strin
         );
     }
     let n = u32::try_from(n).unwrap_or(u32::MAX);
+    if let Some(member) = ctx.cluster.get() {
+        // The store's record first: every broker's count is brought to it (`partitions::count`),
+        // and the new partitions are created on first use by their owners.
+        if let Err(e) = member.update_partitions(&name.to_string(), n).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+        return no_content(&ctx, move |svc| svc.update_partitioned(&name, n)).await;
+    }
     let svc = Arc::clone(&ctx.service);
     let grow = move || {
         svc.update_partitioned(&name, n)?;
