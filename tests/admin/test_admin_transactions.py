@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pulsar_rs import Admin, AdminError, Broker
-from txn_wire import TxnWire
+from txn_wire import ASSIGN_TOPIC, TxnError, TxnWire
 
 
 def test_coordinator_counts_follow_open_and_ended_transactions(tmp_path) -> None:
@@ -148,6 +148,10 @@ def test_new_paths_are_503_without_transactions(pulsar_broker) -> None:
         lambda: tx.coordinator_internal_stats(0),
         lambda: tx.transaction_in_buffer_stats(0, 1, topic),
         lambda: tx.transaction_in_pending_ack_stats(0, 1, topic, "s"),
+        lambda: tx.position_stats_in_pending_ack(topic, "s", 1, 0),
+        tx.coordinators,
+        lambda: tx.scale_coordinators(2),
+        lambda: tx.abort_transaction(0, 1),
     ):
         with pytest.raises(AdminError) as e:
             call()
@@ -261,3 +265,86 @@ def test_export_without_transactions_leaves_the_columns_null(tmp_path) -> None:
     (row,) = [r for r in tables["topics"].to_pylist() if r["topic"] == topic]
     assert row["txn_ongoing"] is None and row["txn_max_read_ledger"] is None
     assert [s["txn_pending_ack_ongoing"] for s in tables["subscriptions"].to_pylist()] == [None]
+
+
+def test_operator_calls_positions_coordinators_scale_and_abort(tmp_path) -> None:
+    """Where a message stands in a subscription's acks (past the mark-delete, held by a
+    transaction, free), the coordinators and their broker, a transaction aborted by the operator
+    (its message never visible, its ack released, its client's commit refused), and more
+    coordinators (never fewer), which a client then uses; the count outlives a restart."""
+    with Broker(data_dir=str(tmp_path), transactionCoordinatorEnabled=True) as b:
+        tx = Admin(b.admin_url).transactions
+        topic = "persistent://public/default/admin-txn-ops"
+        with TxnWire(b.service_url) as w:
+            w.connect_coordinator(0)
+            w.producer(topic, 1)
+            for i in range(3):
+                w.send(1, b"m%d" % i)
+            w.subscribe(topic, "sub", 1)
+            w.flow(1, 10)
+            got = [w.receive(10) for _ in range(3)]
+            m0, m1, m2 = (m.position for m in got if m is not None)
+            first = w.new_txn()
+            w.add_subscription(first, topic, "sub")
+            w.ack_txn(1, first, [m0])
+            w.end_txn(first, commit=True)
+            held = w.new_txn()
+            w.add_subscription(held, topic, "sub")
+            w.ack_txn(1, held, [m1])
+            w.add_partition(held, topic)
+            w.send(1, b"never visible", held)
+
+            def state(p: tuple[int, int], batch_index: int | None = None) -> str:
+                return tx.position_stats_in_pending_ack(topic, "sub", p[0], p[1], batch_index)["state"]
+
+            assert state(m0) == "MarkDelete"
+            assert state(m1) == "PendingAck" and state(m1, 0) == "PendingAck"
+            assert state(m2) == "NotInPendingAck"
+            with pytest.raises(AdminError) as e:
+                tx.position_stats_in_pending_ack(topic, "no-such-sub", *m1)
+            assert e.value.status == 404
+            listed = tx.coordinators()
+            assert listed == [{"id": 0, "brokerServiceUrl": b.service_url}], listed
+
+            tx.abort_transaction(*held)
+            assert state(m1) == "NotInPendingAck"
+            assert tx.transaction_in_buffer_stats(*held, topic) == {"startPosition": None, "aborted": True}
+            with pytest.raises(TxnError) as refused:
+                w.end_txn(held, commit=True)
+            assert refused.value.code == "TransactionNotFound"
+            for call, status in [
+                (lambda: tx.abort_transaction(*held), 404),
+                (lambda: tx.abort_transaction(7, 1), 404),
+                (lambda: tx.scale_coordinators(1), 406),
+                (lambda: tx.scale_coordinators(0), 406),
+            ]:
+                with pytest.raises(AdminError) as e:
+                    call()
+                assert e.value.status == status
+            # The released ack can be taken again, by another transaction.
+            again = w.new_txn()
+            w.add_subscription(again, topic, "sub")
+            w.ack_txn(1, again, [m1])
+            w.end_txn(again, commit=True)
+            assert state(m1) == "MarkDelete"
+
+            tx.scale_coordinators(3)
+            assert [c["id"] for c in tx.coordinators()] == [0, 1, 2]
+            assert w.partitions(ASSIGN_TOPIC) == 3
+            w.connect_coordinator(2)
+            on_two = w.new_txn(tc_id=2)
+            assert on_two[0] == 2
+            w.end_txn(on_two, commit=False)
+            ops = [
+                ("coordinators-list",),
+                ("position-stats-in-pending-ack", "-t", topic, "-s", "sub", "-l", str(m2[0]), "-e", str(m2[1])),
+            ]
+            outs = []
+            for args in ops:
+                p = _cli(b.admin_url, *args)
+                assert p.returncode == 0, (args, p.stdout, p.stderr)
+                outs.append(json.loads(p.stdout))
+            assert [c["id"] for c in outs[0]] == [0, 1, 2]
+            assert outs[1] == {"state": "NotInPendingAck"}
+    with Broker(data_dir=str(tmp_path), transactionCoordinatorEnabled=True) as b:
+        assert [c["id"] for c in Admin(b.admin_url).transactions.coordinators()] == [0, 1, 2]

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's
 from tools.pulsar_reference import available
 
 from cluster_util import client, cluster_broker, get, lookup, three_bookies, wait_for
+from pulsar_rs import Admin
 from pulsar_rs.testing.bookkeeper import BookKeeperCluster
 from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
 from token_util import SECRET_URL, TOKEN_PROVIDER, hs_token
@@ -123,9 +124,14 @@ def test_commit_and_abort_reach_the_topics_other_brokers_own(brokers):
         for t in topics:
             assert read_all(c, t, 0, 1500) == [], t
         tc.end_txn(committed, commit=True)
-        tc.end_txn(aborted, commit=False)
+        # The abort is an operator's (`transactions abort-transaction`) through a broker that
+        # does not serve the coordinator: the call reaches the coordinator's owner.
+        Admin(others[1].http).transactions.abort_transaction(*aborted)
         for pid, t in enumerate(topics):
             assert read_all(c, t, 1) == [b"c-%d" % pid], f"{t}: the committed message only"
+        for b in brokers:  # `transactions coordinators-list` through any broker
+            listed = Admin(b.http).transactions.coordinators()
+            assert listed[0] == {"id": 0, "brokerServiceUrl": tc_broker.url}, (b.name, listed)
         # Both transactions are finished at the coordinator: a second commit finds none.
         with pytest.raises(tw.TxnError) as e:
             tc.end_txn(committed, commit=True)

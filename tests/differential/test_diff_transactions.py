@@ -318,3 +318,56 @@ def test_batch_index_acks_in_transactions(txn_pair: tuple[Target, Target]) -> No
     observed = compare(txn_pair, scenario)
     # What both observed, spelled out: each message once, none acknowledged lost.
     assert observed == {"held_twice": "TransactionConflict", "shared": ["b2", "b3"], "exclusive": ["b2", "b3"]}
+
+
+def test_operator_abort_and_position_states(txn_pair: tuple[Target, Target]) -> None:
+    """An operator's ``abortTransaction``: the transaction's message never visible, its held ack
+    released, its client's commit refused; where messages stand in the subscription's acks
+    (``positionStatsInPendingAck``) before and after; the coordinators (``coordinators``)."""
+
+    def scenario(t: Target) -> dict[str, Any]:
+        topic = t.topic("txn-operator")
+        local = topic.removeprefix("persistent://")
+        c = t.client()
+        consumer = c.subscribe(topic, "plain", initial_position=pulsar.InitialPosition.Earliest)
+        out: dict[str, Any] = {}
+        with _wire(t) as w:
+            w.producer(topic, 1)
+            for i in range(3):
+                w.send(1, b"m%d" % i)
+            w.subscribe(topic, "held", 1)
+            w.flow(1, 10)
+            m0, m1, m2 = (m.position for m in (w.receive(10) for _ in range(3)) if m is not None)
+            first = w.new_txn()
+            w.add_subscription(first, topic, "held")
+            w.ack_txn(1, first, [m0])
+            w.end_txn(first, commit=True)
+            held = w.new_txn()
+            w.add_subscription(held, topic, "held")
+            w.ack_txn(1, held, [m1])
+            w.add_partition(held, topic)
+            w.send(1, b"aborted", held)
+
+            def state(p: tuple[int, int], sub: str = "held") -> Any:
+                path = f"/admin/v3/transactions/positionStatsInPendingAck/{local}/{sub}/{p[0]}/{p[1]}"
+                status, body = t.rest("GET", path)
+                return status, body.get("state") if isinstance(body, dict) else None
+
+            out["before"] = [state(m0), state(m1), state(m2)]
+            abort = f"/admin/v3/transactions/abortTransaction/{held[0]}/{held[1]}"
+            out["abort"] = t.rest("POST", abort)[0]
+            out["after"] = [state(m0), state(m1), state(m2)]
+            try:
+                w.end_txn(held, commit=True)
+                out["client_commit"] = "ok"
+            except TxnError as e:
+                out["client_commit"] = e.code
+            status, listed = t.rest("GET", "/admin/v3/transactions/coordinators")
+            out["coordinators"] = (status, [x["id"] for x in listed] if status == 200 else listed)
+            out["coordinator_0_here"] = status == 200 and listed[0]["brokerServiceUrl"].endswith(
+                ":" + t.service_url.rsplit(":", 1)[1]
+            )
+        out["visible"] = _drain(consumer)
+        return out
+
+    compare(txn_pair, scenario)

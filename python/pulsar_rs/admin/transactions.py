@@ -3,7 +3,9 @@
 stats (with the count of transactions not yet ended) and internal stats (its log's managed
 ledger), one transaction's metadata, the slow transactions, a topic's transaction buffer stats
 and one transaction's part of it, a subscription's pending-ack stats and one transaction's part
-of it, and its pending-ack log's internal stats. A broker without
+of it, its pending-ack log's internal stats and where a message stands in its acks; and the
+operator's calls: the coordinators and the brokers serving them, more coordinators, a
+transaction aborted (the last two for superusers). A broker without
 ``transactionCoordinatorEnabled`` answers every one with 503 (:class:`pulsar_rs.AdminError`).
 """
 
@@ -13,7 +15,9 @@ from .paths import persistent_path, segment
 from .requester import Requester
 from .types import (
     CoordinatorStats,
+    PositionInPendingAckStats,
     TransactionBufferStats,
+    TransactionCoordinatorInfo,
     TransactionCoordinatorInternalStats,
     TransactionInBufferStats,
     TransactionInPendingAckStats,
@@ -96,3 +100,26 @@ class Transactions:
         """A transaction on a subscription: the ``cumulativeAckPosition`` it holds there."""
         path = f"{persistent_path(topic)}/{segment(subscription)}/{int(most_bits)}/{int(least_bits)}"
         return self._a.request("GET", f"/admin/v3/transactions/transactionInPendingAckStats/{path}")
+
+    def position_stats_in_pending_ack(
+        self, topic: str, subscription: str, ledger_id: int, entry_id: int, batch_index: int | None = None
+    ) -> PositionInPendingAckStats:
+        """Where the message at ``ledger_id:entry_id`` (with ``batch_index``, that message of a
+        batch) stands in the subscription's acks: ``{"state": ...}``."""
+        path = f"{persistent_path(topic)}/{segment(subscription)}/{int(ledger_id)}/{int(entry_id)}"
+        query = f"?batchIndex={int(batch_index)}" if batch_index is not None else ""
+        return self._a.request("GET", f"/admin/v3/transactions/positionStatsInPendingAck/{path}{query}")
+
+    def coordinators(self) -> list[TransactionCoordinatorInfo]:
+        """Every coordinator, in id order, with the service URL of the broker serving it."""
+        return self._a.request("GET", "/admin/v3/transactions/coordinators")
+
+    def scale_coordinators(self, replicas: int) -> None:
+        """Raises the number of coordinators to ``replicas`` (406 unless it is more than now;
+        superusers only). Clients started afterwards use them all."""
+        self._a.request("POST", "/admin/v3/transactions/transactionCoordinator/replicas", body=int(replicas))
+
+    def abort_transaction(self, most_bits: int, least_bits: int) -> None:
+        """Aborts a transaction as its client would (superusers only): 404 for one its
+        coordinator does not know, 409 for one already ending."""
+        self._a.request("POST", f"/admin/v3/transactions/abortTransaction/{int(most_bits)}/{int(least_bits)}")

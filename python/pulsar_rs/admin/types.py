@@ -40,6 +40,7 @@ __all__ = [
     "PersistencePolicies",
     "PersistentTopicInternalStats",
     "Policies",
+    "PositionInPendingAckStats",
     "PublishRate",
     "PublisherStats",
     "RawMessage",
@@ -48,6 +49,7 @@ __all__ = [
     "TenantInfo",
     "TopicStats",
     "TransactionBufferStats",
+    "TransactionCoordinatorInfo",
     "TransactionCoordinatorInternalStats",
     "TransactionInBufferStats",
     "TransactionInPendingAckStats",
@@ -593,6 +595,21 @@ class TransactionInPendingAckStats(TypedDict):
     """A transaction's acknowledgements on one subscription."""
 
     cumulativeAckPosition: str | None
+
+
+class PositionInPendingAckStats(TypedDict):
+    """``transactions.position_stats_in_pending_ack``: where a message stands in a
+    subscription's acks, ``PendingAck``, ``MarkDelete``, ``NotInPendingAck``,
+    ``PendingAckNotReady`` or ``InvalidPosition`` (a batch index past the batch)."""
+
+    state: str
+
+
+class TransactionCoordinatorInfo(TypedDict):
+    """``transactions.coordinators``: one coordinator and the broker serving it."""
+
+    id: int
+    brokerServiceUrl: str
 
 
 class TransactionMetadata(TypedDict):

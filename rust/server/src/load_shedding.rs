@@ -21,7 +21,6 @@ use pulsar_rs_cluster::{Bundle, ClusterMember};
 use tokio::sync::watch;
 
 use crate::admin::peer;
-use crate::peers::credentials::Credentials;
 use crate::ServerContext;
 
 /// What the load balancer did on this broker, for `/metrics` (Pulsar's `brk_lb_*` counts).
@@ -164,11 +163,7 @@ async fn unload(
     if broker == member.broker_id() {
         return member.release(&parsed).await.map_err(|e| e.to_string());
     }
-    let authorization = match ctx.service.config.broker_client_auth() {
-        Ok(Some(auth)) => Some(Credentials(auth).http_authorization().await?),
-        Ok(None) => None,
-        Err(e) => return Err(e.to_string()),
-    };
+    let authorization = peer::broker_authorization(&ctx.service.config).await?;
     let url = format!(
         "{}/admin/v2/namespaces/{}/{}/unload",
         web.trim_end_matches('/'),

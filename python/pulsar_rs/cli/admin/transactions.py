@@ -5,7 +5,10 @@
 pulsar-admin's: ``1s``, ``10m``, ``5h``, ``3d``; the transactions whose timeout is longer),
 ``transaction-buffer-stats -t TOPIC [-l]``, ``transaction-in-buffer-stats -m MOST -l LEAST -t TOPIC``,
 ``pending-ack-stats -t TOPIC -s SUB [-l]``, ``pending-ack-internal-stats -t TOPIC -s SUB [-m]`` and
-``transaction-in-pending-ack-stats -m MOST -l LEAST -t TOPIC -s SUB``. A broker without
+``transaction-in-pending-ack-stats -m MOST -l LEAST -t TOPIC -s SUB``,
+``position-stats-in-pending-ack -t TOPIC -s SUB -l LEDGER -e ENTRY [-b BATCH_INDEX]``,
+``coordinators-list``, ``scale-transactionCoordinators -r N`` and
+``abort-transaction -m MOST -l LEAST``. A broker without
 ``transactionCoordinatorEnabled`` refuses every one with 503.
 """
 
@@ -83,3 +86,26 @@ def add(groups: Any) -> None:
             a.most, a.least, a.topic, a.subscription
         )
     )
+
+    p = g.add_parser("position-stats-in-pending-ack", help="where a message stands in a subscription's acks")
+    p.add_argument("-t", "--topic", required=True, help="the topic name")
+    p.add_argument("-s", "--subscription-name", dest="subscription", required=True, help="subscription name")
+    p.add_argument("-l", "--ledger-id", type=int, required=True, help="ledger ID of the position")
+    p.add_argument("-e", "--entry-id", type=int, required=True, help="entry ID of the position")
+    p.add_argument("-b", "--batch-index", type=int, default=None, help="batch index of the position")
+    p.set_defaults(
+        call=lambda admin, a: admin.transactions.position_stats_in_pending_ack(
+            a.topic, a.subscription, a.ledger_id, a.entry_id, a.batch_index
+        )
+    )
+
+    p = g.add_parser("coordinators-list", help="list transaction coordinators")
+    p.set_defaults(call=lambda admin, a: admin.transactions.coordinators())
+
+    p = g.add_parser("scale-transactionCoordinators", help="update the scale of transaction coordinators")
+    p.add_argument("-r", "--replicas", type=int, required=True, help="the scale of the transaction coordinators")
+    p.set_defaults(call=lambda admin, a: admin.transactions.scale_coordinators(a.replicas))
+
+    p = g.add_parser("abort-transaction", help="abort transaction")
+    _txn_id(p)
+    p.set_defaults(call=lambda admin, a: admin.transactions.abort_transaction(a.most, a.least))

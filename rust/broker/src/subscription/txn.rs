@@ -12,10 +12,24 @@ use crate::dispatch::entry::entry_info;
 use crate::dispatch::Dispatcher;
 use crate::error::BrokerError;
 use crate::transaction::buffer::TransactionBuffer;
-use crate::transaction::pending_ack::AckedId;
+use crate::transaction::pending_ack::{AckedId, PositionInPendingAck};
 use crate::transaction::{TxnAction, TxnId};
 
 impl Subscription {
+    /// Where the message at `position` (with `batch_index`, that message of a batch entry)
+    /// stands in this subscription's acks (Pulsar's `checkPositionInPendingAckState`).
+    #[must_use]
+    pub fn position_in_pending_ack(
+        &self,
+        position: Position,
+        batch_index: Option<u32>,
+    ) -> PositionInPendingAck {
+        if position <= self.cursor.mark_delete_position() {
+            return PositionInPendingAck::MarkDelete;
+        }
+        self.pending_acks.state_of(position, batch_index)
+    }
+
     /// Gives the subscription its topic's transaction buffer (once; later calls are ignored).
     pub fn set_transaction_buffer(&self, tb: Arc<TransactionBuffer>) {
         let _ = self.txn_buffer.set(tb);

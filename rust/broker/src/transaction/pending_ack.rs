@@ -172,6 +172,36 @@ impl State {
     }
 }
 
+/// Where a message stands in a subscription's pending acks: Pulsar's
+/// `PositionInPendingAckStats.State`, answered by `positionStatsInPendingAck`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PositionInPendingAck {
+    /// A transaction holds an ack of it.
+    PendingAck,
+    /// At or below the subscription's mark-delete position: acknowledged for good.
+    MarkDelete,
+    /// No transaction holds it.
+    NotInPendingAck,
+    /// The pending acks are not recovered yet (never here: a topic load replays them first).
+    PendingAckNotReady,
+    /// A batch index past the size of the batch the acks named.
+    InvalidPosition,
+}
+
+impl PositionInPendingAck {
+    /// Pulsar's name of the state.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            PositionInPendingAck::PendingAck => "PendingAck",
+            PositionInPendingAck::MarkDelete => "MarkDelete",
+            PositionInPendingAck::NotInPendingAck => "NotInPendingAck",
+            PositionInPendingAck::PendingAckNotReady => "PendingAckNotReady",
+            PositionInPendingAck::InvalidPosition => "InvalidPosition",
+        }
+    }
+}
+
 /// The pending acks of one subscription.
 #[derive(Default)]
 pub struct PendingAcks {
@@ -367,6 +397,32 @@ impl PendingAcks {
         st.batch.get(&position).and_then(HeldBatch::ack_set)
     }
 
+    /// Whether a transaction holds an ack of the entry at `position` or, with `batch_index`, of
+    /// that message of the batch entry (Pulsar's `checkPositionInPendingAckState`, past its
+    /// mark-delete check, which is the subscription's): the individual acks only, as Pulsar's.
+    #[must_use]
+    pub fn state_of(&self, position: Position, batch_index: Option<u32>) -> PositionInPendingAck {
+        let st = self.state.lock();
+        if st.individual.contains_key(&position) {
+            return PositionInPendingAck::PendingAck;
+        }
+        let Some(held) = st.batch.get(&position) else {
+            return PositionInPendingAck::NotInPendingAck;
+        };
+        let Some(i) = batch_index else {
+            return PositionInPendingAck::PendingAck;
+        };
+        if held.size > 0 && i >= held.size {
+            return PositionInPendingAck::InvalidPosition;
+        }
+        let word = held.held_bits().get(i as usize / 64).copied().unwrap_or(0);
+        if word >> (i % 64) & 1 == 1 {
+            PositionInPendingAck::PendingAck
+        } else {
+            PositionInPendingAck::NotInPendingAck
+        }
+    }
+
     /// The cumulative ack `txn` holds here, if any (Pulsar's `TransactionInPendingAckStats`).
     #[must_use]
     pub fn cumulative_of(&self, txn: TxnId) -> Option<Position> {
@@ -468,6 +524,29 @@ mod tests {
         assert_eq!(taken_a.batch.get(&Position::new(1, 0)), Some(&vec![0b011]));
         acks.take(b);
         assert_eq!(acks.held_ack_set(Position::new(1, 0)), None);
+    }
+
+    #[test]
+    fn a_positions_state_in_the_pending_acks_is_pulsars() {
+        use PositionInPendingAck::{InvalidPosition, NotInPendingAck, PendingAck};
+        let acks = PendingAcks::default();
+        let a = TxnId::new(0, 1);
+        let none = |_| None;
+        acks.add_individual(a, &[AckedId::whole(Position::new(1, 3))], |_| false, none)
+            .unwrap();
+        acks.add_individual(a, &[batch(0, &[2], 3)], |_| false, none)
+            .unwrap();
+        assert_eq!(acks.state_of(Position::new(1, 3), None), PendingAck);
+        assert_eq!(acks.state_of(Position::new(1, 4), None), NotInPendingAck);
+        // Index 2 of the batch is held, 0 and 1 are not, 3 is past the batch.
+        assert_eq!(acks.state_of(Position::new(1, 0), None), PendingAck);
+        assert_eq!(acks.state_of(Position::new(1, 0), Some(2)), PendingAck);
+        assert_eq!(acks.state_of(Position::new(1, 0), Some(1)), NotInPendingAck);
+        assert_eq!(acks.state_of(Position::new(1, 0), Some(3)), InvalidPosition);
+        // A cumulative ack is not looked at (as Pulsar's), and a taken transaction holds none.
+        acks.take(a);
+        assert_eq!(acks.state_of(Position::new(1, 3), None), NotInPendingAck);
+        assert_eq!(acks.state_of(Position::new(1, 0), Some(2)), NotInPendingAck);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod closing;
 mod cluster;
 mod clusters;
 mod compaction;
+mod coordinators;
 mod dynamic_config;
 mod fan_out;
 mod guard;
@@ -161,6 +162,7 @@ fn router(ctx: Arc<ServerContext>) -> Router {
         .merge(permissions::routes())
         .merge(lookup::routes())
         .merge(transactions::routes())
+        .merge(coordinators::routes())
         .merge(unload::routes())
         .merge(terminate::routes())
         .into_parts();

@@ -419,6 +419,26 @@ pub(super) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/admin/v3/transactions/transactionMetadata/{most}/{least}",
         &["GET"],
     ),
+    (
+        "transactions",
+        "/admin/v3/transactions/positionStatsInPendingAck/{tenant}/{ns}/{topic}/{sub}/{ledgerId}/{entryId}",
+        &["GET"],
+    ),
+    (
+        "coordinators",
+        "/admin/v3/transactions/coordinators",
+        &["GET"],
+    ),
+    (
+        "coordinators",
+        "/admin/v3/transactions/transactionCoordinator/replicas",
+        &["POST"],
+    ),
+    (
+        "coordinators",
+        "/admin/v3/transactions/abortTransaction/{most}/{least}",
+        &["POST"],
+    ),
     ("openapi", "/admin/v2/openapi.json", &["GET"]),
     (
         "terminate",
@@ -519,6 +539,7 @@ fn body_schema(path: &str) -> Value {
             },
         }),
         "partitions" if !path.ends_with("/terminate/partitions") => json!({"type": "integer"}),
+        "replicas" => json!({"type": "integer"}),
         "resetcursor" | "expireMessages" => message_id,
         "{sub}" if path.contains("/subscription/") && !path.contains("/permissions/") => message_id,
         "{role}" | "{sub}" => names,
@@ -547,7 +568,7 @@ fn example(parameter: &str) -> &'static str {
         "topic" => "openapi-example",
         "sub" => "openapi-sub",
         "role" => "openapi-role",
-        "ledger" | "entry" | "version" | "ts" | "coordinatorId" => "0",
+        "ledger" | "entry" | "ledgerId" | "entryId" | "version" | "ts" | "coordinatorId" => "0",
         _ => "1",
     }
 }

@@ -14,6 +14,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
+use crate::peers::credentials::Credentials;
+
 /// How many redirects one call follows (a lookup chain is at most leader, then owner).
 const MAX_REDIRECTS: usize = 5;
 /// How long one call may take, redirects included (Pulsar's admin client's read timeout).
@@ -40,6 +42,21 @@ pub(crate) async fn call(
     )
     .await
     .map_err(|_| format!("{method} {url}: no answer in {} s", CALL_TIMEOUT.as_secs()))?
+}
+
+/// The broker's own `Authorization` header, for the calls it makes in its own name (Pulsar's
+/// broker admin client, `brokerClientAuthenticationPlugin`); `None` without credentials.
+///
+/// # Errors
+/// Credentials configured but unreadable.
+pub(crate) async fn broker_authorization(
+    config: &pulsar_rs_broker::BrokerConfig,
+) -> Result<Option<HeaderValue>, String> {
+    match config.broker_client_auth() {
+        Ok(Some(auth)) => Credentials(auth).http_authorization().await.map(Some),
+        Ok(None) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The JSON document at `url` (a `GET` answered 200).

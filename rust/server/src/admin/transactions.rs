@@ -4,8 +4,9 @@
 //! pending ack stats (and one transaction's part of it) and its pending-ack log's internal
 //! stats. Every path answers 503 when `transactionCoordinatorEnabled` is off, as Pulsar's.
 //! Every route is a read any authenticated caller may make, as on Pulsar 4.0.8 (which checks
-//! only the coordinator's or topic's ownership there; only scaling coordinators and aborting a
-//! transaction, not served here, need a superuser). In a cluster a call is answered by the
+//! only the coordinator's or topic's ownership there; scaling coordinators and aborting a
+//! transaction, which need a superuser, are `super::coordinators`'). Where a message stands in a
+//! subscription's pending acks is `positionStatsInPendingAck`. In a cluster a call is answered by the
 //! owner of the topic or coordinator it names (`super::owner`), and the coordinator-wide
 //! `coordinatorStats` and `slowTransactions` gather the other brokers' coordinators.
 
@@ -81,6 +82,11 @@ pub(super) fn routes() -> Routes {
             Access::Authenticated,
             get(pending_ack_internal_stats),
         )
+        .route(
+            "/admin/v3/transactions/positionStatsInPendingAck/{tenant}/{ns}/{topic}/{sub}/{ledgerId}/{entryId}",
+            Access::Authenticated,
+            get(position_stats_in_pending_ack),
+        )
 }
 
 /// The topic whose owner answers a transaction route in a cluster (Pulsar's
@@ -104,7 +110,7 @@ pub(super) async fn owner_topic(
         .await
         .ok()?;
     let coordinator = match route {
-        "transactionMetadata" => params.get("most"),
+        "transactionMetadata" | "abortTransaction" => params.get("most"),
         "coordinatorInternalStats" => params.get("coordinatorId"),
         "coordinatorStats" | "slowTransactions" => query.get("coordinatorId"),
         _ => {
@@ -594,6 +600,46 @@ async fn pending_ack_stats(
                 "lowWaterMarks": {},
                 "ongoingTxnSize": s.pending_acks.transactions(),
             }))
+        },
+        |v| Json(v).into_response(),
+    )
+    .await
+}
+
+/// `GET positionStatsInPendingAck/{tenant}/{ns}/{topic}/{sub}/{ledgerId}/{entryId}[?batchIndex=]`:
+/// Pulsar's `PositionInPendingAckStats`, where a message stands in the subscription's acks
+/// (`MarkDelete`, `PendingAck`, `NotInPendingAck`, `InvalidPosition` for a batch index past
+/// the batch).
+async fn position_stats_in_pending_ack(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, ledger, entry)): Path<(String, String, String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = disabled(&ctx) {
+        return r;
+    }
+    let (Ok(ledger_id), Ok(entry_id)) = (ledger.parse::<i64>(), entry.parse::<i64>()) else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            format!("invalid position: {ledger}:{entry}"),
+        );
+    };
+    let batch_index = match q.get("batchIndex").map(|b| b.parse::<u32>()) {
+        None => None,
+        Some(Ok(i)) => Some(i),
+        Some(Err(_)) => return fail(StatusCode::BAD_REQUEST, "invalid batchIndex"),
+    };
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let at = Position::new(ledger_id, entry_id);
+    blocking(
+        &ctx,
+        move |c| {
+            let state = subscription_of(c, &name, &sub)?.position_in_pending_ack(at, batch_index);
+            Ok(json!({ "state": state.name() }))
         },
         |v| Json(v).into_response(),
     )
