@@ -20,6 +20,7 @@ use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use serde_json::{json, Value};
 
 use super::access::{Access, Routes};
+use super::transactions::disabled;
 use super::{partitions, peer, Ctx};
 use crate::http::{broker_fail, fail};
 use crate::ServerContext;
@@ -42,16 +43,6 @@ pub(super) fn routes() -> Routes {
             Access::Superuser,
             post(abort_transaction),
         )
-}
-
-/// 503 when transactions are off.
-fn disabled(ctx: &ServerContext) -> Option<Response> {
-    (!ctx.service.transactions_enabled()).then(|| {
-        fail(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "This Broker is not configured with transactionCoordinatorEnabled=true.",
-        )
-    })
 }
 
 /// The assign topic's name.

@@ -130,8 +130,8 @@ pub(super) async fn owner_topic(
     )
 }
 
-/// 503 when transactions are off.
-fn disabled(ctx: &ServerContext) -> Option<Response> {
+/// 503 when transactions are off (every transaction route's first check).
+pub(super) fn disabled(ctx: &ServerContext) -> Option<Response> {
     (!ctx.service.transactions_enabled()).then(|| {
         fail(
             StatusCode::SERVICE_UNAVAILABLE,
