@@ -68,23 +68,23 @@ impl<S: Send + Sync> FromRequestParts<S> for TopicPath {
     }
 }
 
-/// Refuses with 404 a topic that does not exist (neither partitioned, a partition within its
-/// partitioned topic's count, loaded nor stored).
-#[allow(clippy::result_large_err)] // cold path; the error is the ready response
-pub(crate) fn must_exist(ctx: &ServerContext, name: &TopicName) -> Result<(), Response> {
-    let partitioned = ctx.service.partitions(name, false).unwrap_or(0) > 0;
-    // As Pulsar's `checkTopicExists`: a partitioned topic's partitions exist from its creation.
-    let a_partition = name
-        .partition_index()
-        .is_some_and(|i| i < ctx.service.partitions(&name.base(), false).unwrap_or(0));
-    let exists = partitioned
-        || a_partition
+/// Whether `name` is a stored or loaded topic, or a partition within its partitioned topic's
+/// count (as Pulsar's `checkTopicExists`: a partitioned topic's partitions exist from its
+/// creation, used or not).
+pub(crate) fn exists(ctx: &ServerContext, name: &TopicName) -> bool {
+    name.partition_index()
+        .is_some_and(|i| i < ctx.service.partitions(&name.base(), false).unwrap_or(0))
         || ctx.service.loaded_topic(name).is_some()
         || ctx
             .service
             .topics_of_namespace(&name.namespace_name())
-            .contains(name);
-    if exists {
+            .contains(name)
+}
+
+/// Refuses with 404 a topic that does not exist (neither partitioned nor [`exists`]).
+#[allow(clippy::result_large_err)] // cold path; the error is the ready response
+pub(crate) fn must_exist(ctx: &ServerContext, name: &TopicName) -> Result<(), Response> {
+    if ctx.service.partitions(name, false).unwrap_or(0) > 0 || exists(ctx, name) {
         Ok(())
     } else {
         Err(fail(

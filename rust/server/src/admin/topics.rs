@@ -105,27 +105,12 @@ async fn get_partitions(
     match ctx.service.partitions(&name, auto_create) {
         // As Pulsar: without auto-creation, a topic that is neither partitioned nor stored (nor a
         // partition within its topic's count) is 404.
-        Ok(0) if !auto_create && !topic_exists(&ctx, &name) => {
+        Ok(0) if !auto_create && !super::topic_path::exists(&ctx, &name) => {
             fail(StatusCode::NOT_FOUND, format!("Topic {name} not found"))
         }
         Ok(n) => Json(json!({ "partitions": n, "deleted": false })).into_response(),
         Err(e) => broker_fail(&e),
     }
-}
-
-/// Whether `name` is a stored or loaded topic, or a partition within its partitioned topic's count.
-fn topic_exists(ctx: &ServerContext, name: &pulsar_rs_broker::TopicName) -> bool {
-    if let Some(i) = name.partition_index() {
-        let n = ctx.service.partitions(&name.base(), false).unwrap_or(0);
-        if i < n {
-            return true;
-        }
-    }
-    ctx.service.loaded_topic(name).is_some()
-        || ctx
-            .service
-            .topics_of_namespace(&name.namespace_name())
-            .contains(name)
 }
 
 async fn create_partitions(State(ctx): Ctx, path: DeferredTopicPath, body: String) -> Response {
