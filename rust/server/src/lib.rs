@@ -139,6 +139,9 @@ pub struct ServerContext {
     pub cpu: broker_load::CpuSampler,
     /// What the load balancer did here (metrics; atomics).
     pub load_balancer: load_shedding::LoadBalancerCounters,
+    /// This broker as a client of its peers (`brokerClient*`: TLS, credentials, the pooled
+    /// admin client); immutable.
+    pub broker_client: Arc<peers::client::BrokerClient>,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at
     /// start, before the listeners run.
     pub cluster: std::sync::OnceLock<Arc<pulsar_rs_cluster::ClusterMember>>,
@@ -248,6 +251,7 @@ impl Server {
         seams: Seams,
     ) -> Result<Server, ServerError> {
         config.validate()?;
+        let broker_client = peers::client::BrokerClient::for_broker(&config).await?;
         let Seams { fs, clock } = seams;
         let clock = clock.unwrap_or_else(|| Arc::new(pulsar_rs_clock::SystemClock));
         let bind = config.bind_address.clone();
@@ -370,6 +374,7 @@ impl Server {
             internal,
         };
         let ctx = Arc::new(ServerContext {
+            broker_client,
             service,
             service_url,
             service_url_tls,
@@ -401,11 +406,14 @@ impl Server {
                 let owner = Arc::clone(&member);
                 ctx.service
                     .set_ownership_check(Box::new(move |t| owner.owns(&t.to_string())));
-                let peers = peers::Peers::new(Arc::clone(&member), &ctx.service);
+                let peers = peers::Peers::new(
+                    Arc::clone(&member),
+                    &ctx.service,
+                    Arc::clone(&ctx.broker_client),
+                );
                 let _ = ctx.cluster.set(member);
-                peers
-                    .map(|p| ctx.service.set_buffer_client(p))
-                    .map_err(ServerError::from)
+                ctx.service.set_buffer_client(peers);
+                Ok(())
             }
             Ok(None) => Ok(()),
             Err(e) => Err(e),

@@ -123,7 +123,10 @@ impl SheddingRounds {
                 .find_bundles_to_unload(self.strategy, &reports, &recent, &self.config);
         let mut done: Vec<(String, String)> = Vec::new();
         for (broker, bundle) in picks {
-            let Some(web) = reports.get(&broker).and_then(|d| d.web_service_url.clone()) else {
+            let Some(web) = reports
+                .get(&broker)
+                .and_then(|d| ctx.broker_client.web_url(&d.urls()).ok())
+            else {
                 continue;
             };
             tracing::info!(%bundle, %broker, "load shedding: unloading a bundle");
@@ -163,15 +166,21 @@ async fn unload(
     if broker == member.broker_id() {
         return member.release(&parsed).await.map_err(|e| e.to_string());
     }
-    let authorization = peer::broker_authorization(&ctx.service.config).await?;
+    let authorization = ctx.broker_client.authorization().await?;
     let url = format!(
         "{}/admin/v2/namespaces/{}/{}/unload",
         web.trim_end_matches('/'),
         parsed.namespace,
         parsed.range()
     );
-    let (status, body) =
-        peer::call(&Method::PUT, &url, &Bytes::new(), authorization.as_ref()).await?;
+    let (status, body) = peer::call(
+        &ctx.broker_client,
+        &Method::PUT,
+        &url,
+        &Bytes::new(),
+        authorization.as_ref(),
+    )
+    .await?;
     if status.is_success() || status == StatusCode::NOT_FOUND {
         // 404: the bundle went meanwhile (split or unloaded): nothing left to shed.
         Ok(())

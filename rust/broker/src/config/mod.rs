@@ -324,8 +324,35 @@ pub struct BrokerConfig {
     /// The credentials plugin of this broker's connections to the other brokers of its
     /// cluster (see [`broker_client`]); none: no credentials.
     pub broker_client_authentication_plugin: Option<String>,
-    /// Its parameters (`token:<jwt>`, `file:///path`, `{"userId":...,"password":...}`).
+    /// Its parameters (`token:<jwt>`, `file:///path`, `{"userId":...,"password":...}`,
+    /// `{"tlsCertFile":...,"tlsKeyFile":...}`, `keyStorePath:...,keyStorePassword:...`).
     pub broker_client_authentication_parameters: Option<String>,
+    /// The broker's connections to its peers go to their TLS URLs (`pulsar+ssl://`, `https://`).
+    pub broker_client_tls_enabled: bool,
+    /// Peers' CA certificates (PEM); none: `tlsTrustCertsFilePath`.
+    pub broker_client_trust_certs_file_path: Option<String>,
+    /// The client certificate chain presented to peers (PEM), unless the plugin names one.
+    pub broker_client_certificate_file_path: Option<String>,
+    /// Its private key (PEM).
+    pub broker_client_key_file_path: Option<String>,
+    /// Certificates and keys from Java key stores instead of PEM files.
+    pub broker_client_tls_enabled_with_key_store: bool,
+    /// `JKS` or `PKCS12`.
+    pub broker_client_tls_key_store_type: String,
+    /// The key store holding the client certificate and key.
+    pub broker_client_tls_key_store: Option<String>,
+    /// Its password.
+    pub broker_client_tls_key_store_password: Option<String>,
+    /// `JKS` or `PKCS12`.
+    pub broker_client_tls_trust_store_type: String,
+    /// The trust store holding the peers' CA certificates.
+    pub broker_client_tls_trust_store: Option<String>,
+    /// Its password.
+    pub broker_client_tls_trust_store_password: Option<String>,
+    /// Accept any certificate a peer presents (no chain check).
+    pub tls_allow_insecure_connection: bool,
+    /// Check that a peer's certificate names the host connected to.
+    pub tls_hostname_verification_enabled: bool,
     /// Check PRODUCER/SUBSCRIBE/LOOKUP and admin calls against granted permissions.
     pub authorization_enabled: bool,
     /// Roles allowed everything. A list, or one comma-separated string.
@@ -515,6 +542,19 @@ impl Default for BrokerConfig {
             token_audience: None,
             broker_client_authentication_plugin: None,
             broker_client_authentication_parameters: None,
+            broker_client_tls_enabled: false,
+            broker_client_trust_certs_file_path: None,
+            broker_client_certificate_file_path: None,
+            broker_client_key_file_path: None,
+            broker_client_tls_enabled_with_key_store: false,
+            broker_client_tls_key_store_type: "JKS".into(),
+            broker_client_tls_key_store: None,
+            broker_client_tls_key_store_password: None,
+            broker_client_tls_trust_store_type: "JKS".into(),
+            broker_client_tls_trust_store: None,
+            broker_client_tls_trust_store_password: None,
+            tls_allow_insecure_connection: false,
+            tls_hostname_verification_enabled: false,
             authorization_enabled: false,
             super_user_roles: Vec::new(),
             broker_service_port_tls: None,

@@ -22,7 +22,12 @@ impl BrokerConfig {
             ));
         }
         self.validate_bookkeeper()?;
-        self.broker_client_auth()?;
+        if self.cluster_metadata_store().is_some() {
+            // A broker of a cluster opens connections to its peers: their settings must hold.
+            // A standalone opens none and, as Pulsar's, starts with any of them.
+            self.broker_client_auth()?;
+            self.broker_client_tls()?;
+        }
         if self.num_io_threads == Some(0) {
             // As Pulsar's `@FieldContext(minValue = 1)`.
             return Err(bad("numIOThreads", "must be > 0"));

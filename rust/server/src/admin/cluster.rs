@@ -23,6 +23,7 @@ use pulsar_rs_cluster::documents::BundlesData;
 use pulsar_rs_cluster::split::{split_boundaries, SplitAlgorithm};
 use serde_json::json;
 
+use super::owner::{web_for, OverTls};
 use super::topic_path::TopicPath;
 use super::Ctx;
 use crate::http::{cluster_fail, fail};
@@ -166,6 +167,7 @@ async fn unload_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, Str
 
 async fn unload_bundle(
     State(ctx): Ctx,
+    OverTls(tls): OverTls,
     OriginalUri(uri): OriginalUri,
     Path((tenant, ns, range)): Path<(String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
@@ -217,7 +219,7 @@ async fn unload_bundle(
             match m.leader().await {
                 Ok(Some(l)) => {
                     let web = match m.broker_data(&l.broker_id).await {
-                        Ok(Some(d)) => d.urls().web,
+                        Ok(Some(d)) => web_for(&d.urls(), tls).to_owned(),
                         _ => l.service_url,
                     };
                     return redirect(&web, &uri, false);
@@ -235,7 +237,7 @@ async fn unload_bundle(
     match m.owner(&bundle).await {
         // Pulsar's `validateNamespaceBundleOwnership`: the owner does it.
         Ok(Some(pulsar_rs_cluster::member::Owner::Other(u))) => {
-            redirect(&u.web, &uri, m.is_leader())
+            redirect(web_for(&u, tls), &uri, m.is_leader())
         }
         Ok(_) => match m.release(&bundle).await {
             Ok(()) => StatusCode::NO_CONTENT.into_response(),
@@ -253,6 +255,7 @@ async fn unload_bundle(
 /// bundle no point of the algorithm falls inside is left whole, with a 204, as Pulsar leaves it.
 async fn split_bundle(
     State(ctx): Ctx,
+    OverTls(tls): OverTls,
     OriginalUri(uri): OriginalUri,
     Path((tenant, ns, range)): Path<(String, String, String)>,
     Query(q): Query<HashMap<String, String>>,
@@ -307,7 +310,7 @@ async fn split_bundle(
         };
         match owner {
             Ok(pulsar_rs_cluster::member::Owner::Other(u)) => {
-                return redirect(&u.web, &uri, m.is_leader())
+                return redirect(web_for(&u, tls), &uri, m.is_leader())
             }
             Ok(pulsar_rs_cluster::member::Owner::Me) => {}
             Err(e) => return cluster_fail(&e),

@@ -96,13 +96,13 @@ async fn service_url_of(
         } => {
             let url = format!(
                 "{}/lookup/v2/topic/persistent/{}/{}/{}?authoritative={authoritative}",
-                urls.web.trim_end_matches('/'),
+                ctx.broker_client.web_url(&urls)?.trim_end_matches('/'),
                 topic.tenant,
                 topic.namespace,
                 topic.local
             );
-            let auth = peer::broker_authorization(&ctx.service.config).await?;
-            let found = peer::get_json(&url, auth.as_ref()).await?;
+            let auth = ctx.broker_client.authorization().await?;
+            let found = peer::get_json(&ctx.broker_client, &url, auth.as_ref()).await?;
             found
                 .get("brokerUrl")
                 .and_then(Value::as_str)

@@ -53,10 +53,15 @@ pub(super) async fn across_owners(
     };
     let delete = parts.method == Method::DELETE && parts.uri.path().ends_with("/partitions");
     let partitions = ctx.service.partition_targets(topic, n);
-    let (owned, elsewhere) = match by_owner(member, partitions, |web, p, authoritative| {
-        let path = partition_path(parts.uri.path(), p, delete);
-        url_at(web, &parts.uri, Some(&path), authoritative)
-    })
+    let (owned, elsewhere) = match by_owner(
+        &ctx.broker_client,
+        member,
+        partitions,
+        |web, p, authoritative| {
+            let path = partition_path(parts.uri.path(), p, delete);
+            url_at(web, &parts.uri, Some(&path), authoritative)
+        },
+    )
     .await
     {
         Ok(split) => split,
@@ -67,7 +72,7 @@ pub(super) async fn across_owners(
     let method_is_create = parts.method == Method::PUT;
     let mut answers = Vec::new();
     for (_, url) in &elsewhere {
-        match peer::call(&parts.method, url, &body, auth.as_ref()).await {
+        match peer::call(&ctx.broker_client, &parts.method, url, &body, auth.as_ref()).await {
             Ok(a) => answers.push(a),
             Err(e) => return fail(StatusCode::SERVICE_UNAVAILABLE, e),
         }

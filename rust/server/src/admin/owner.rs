@@ -6,7 +6,8 @@
 //! acts on each partition (its subscriptions, its deletion) sent on to each partition's owner
 //! ([`super::fan_out`]). Namespace and cluster calls are answered by any broker (a namespace the
 //! cluster has and this broker has not met yet is read from the store first); a broker on its
-//! own serves everything. A transaction admin call (`/admin/v3/transactions/...`) is answered
+//! own serves everything. A call that came over HTTPS is sent to the other broker's HTTPS URL
+//! (Pulsar's `isRequestHttps`), so a broker client on TLS stays on TLS. A transaction admin call (`/admin/v3/transactions/...`) is answered
 //! by the owner of the topic it names, or of the coordinator's assign partition.
 
 use std::collections::HashMap;
@@ -115,11 +116,17 @@ async fn at_owner(
                 Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             }
         }
-        Ok(LookupAnswer::Connect(u)) => redirect(&url_at(&u.web, req.uri(), None, true)),
+        Ok(LookupAnswer::Connect(u)) => {
+            let web = web_for(&u, over_tls(&req));
+            redirect(&url_at(web, req.uri(), None, true))
+        }
         Ok(LookupAnswer::Redirect {
             urls,
             authoritative,
-        }) => redirect(&url_at(&urls.web, req.uri(), None, authoritative)),
+        }) => {
+            let web = web_for(&urls, over_tls(&req));
+            redirect(&url_at(web, req.uri(), None, authoritative))
+        }
         Err(e) => cluster_fail(&e),
     }
 }
@@ -162,6 +169,41 @@ async fn route_topic(
     // A name that does not parse is the handler's to refuse (412).
     let name = topic_path::name("persistent", tenant, ns, topic).ok()?;
     Some((name, op))
+}
+
+/// Whether `req` came over HTTPS (the TLS listener's connect info is on it).
+fn over_tls(req: &Request) -> bool {
+    req.extensions()
+        .get::<axum::extract::ConnectInfo<crate::tls::listener::ClientCn>>()
+        .is_some()
+}
+
+/// The web URL of `urls` to send a caller to: the HTTPS one when the call came over HTTPS and
+/// the broker has one.
+pub(super) fn web_for(urls: &pulsar_rs_cluster::BrokerUrls, over_tls: bool) -> &str {
+    match (&urls.web_tls, over_tls) {
+        (Some(tls), true) if !tls.is_empty() => tls,
+        _ => &urls.web,
+    }
+}
+
+/// Whether a call came over HTTPS, as a handler's argument.
+pub(super) struct OverTls(pub bool);
+
+impl<S: Send + Sync> FromRequestParts<S> for OverTls {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(OverTls(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<crate::tls::listener::ClientCn>>()
+                .is_some(),
+        ))
+    }
 }
 
 fn redirect(to: &str) -> Response {

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::peer;
 use crate::http::{broker_fail, cluster_fail, fail};
+use crate::peers::client::BrokerClient;
 use crate::ServerContext;
 
 /// A topic's partition count as the cluster knows it (0: not partitioned): in a cluster, the
@@ -61,6 +62,7 @@ pub(crate) async fn count(ctx: &Arc<ServerContext>, name: &TopicName) -> Result<
 /// # Errors
 /// The ready response when the cluster cannot say.
 pub(crate) async fn by_owner(
+    client: &BrokerClient,
     member: &ClusterMember,
     partitions: Vec<TopicName>,
     url: impl Fn(&str, &TopicName, bool) -> String,
@@ -75,14 +77,20 @@ pub(crate) async fn by_owner(
         match member.lookup(&full, false).await {
             Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => here.push(p),
             Ok(LookupAnswer::Connect(u)) => {
-                let to = url(u.web.trim_end_matches('/'), &p, true);
+                let web = client
+                    .web_url(&u)
+                    .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e))?;
+                let to = url(web.trim_end_matches('/'), &p, true);
                 elsewhere.push((p, to));
             }
             Ok(LookupAnswer::Redirect {
                 urls,
                 authoritative,
             }) => {
-                let to = url(urls.web.trim_end_matches('/'), &p, authoritative);
+                let web = client
+                    .web_url(&urls)
+                    .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e))?;
+                let to = url(web.trim_end_matches('/'), &p, authoritative);
                 elsewhere.push((p, to));
             }
             Err(e) => return Err(cluster_fail(&e)),
@@ -146,13 +154,18 @@ pub(crate) async fn answer<S: Summary>(
         None => (partitions, Vec::new()),
         Some(member) => {
             let (op, query) = (doc.op, doc.query.as_str());
-            let split = by_owner(member, partitions, |web, p, authoritative| {
-                let path = format!(
-                    "/admin/v2/persistent/{}/{}/{}/{op}",
-                    p.tenant, p.namespace, p.local
-                );
-                format!("{web}{path}?authoritative={authoritative}{query}")
-            })
+            let split = by_owner(
+                &ctx.broker_client,
+                member,
+                partitions,
+                |web, p, authoritative| {
+                    let path = format!(
+                        "/admin/v2/persistent/{}/{}/{}/{op}",
+                        p.tenant, p.namespace, p.local
+                    );
+                    format!("{web}{path}?authoritative={authoritative}{query}")
+                },
+            )
             .await;
             match split {
                 Ok(s) => s,
@@ -251,7 +264,7 @@ async fn run(
             .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
             .map_err(|e| broker_fail(&e))
         }
-        Step::Peer(p, url) => peer::get_json(&url, authorization)
+        Step::Peer(p, url) => peer::get_json(&ctx.broker_client, &url, authorization)
             .await
             .map(|v| vec![(p, v)])
             .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e)),

@@ -1,29 +1,21 @@
 //! Calls a broker makes to the other brokers of its cluster to answer an admin call whole (a
 //! partitioned topic's partitions owned elsewhere), as Pulsar's broker calls through its own
-//! admin client: one request over plain HTTP, with the caller's credentials, following the
-//! answering broker's `307`s.
+//! admin client: one request over HTTP or HTTPS (the broker client's TLS,
+//! [`BrokerClient`]), with the caller's credentials, following the answering broker's `307`s.
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderValue, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-use crate::peers::credentials::Credentials;
+use crate::peers::client::BrokerClient;
 
 /// How many redirects one call follows (a lookup chain is at most leader, then owner).
 const MAX_REDIRECTS: usize = 5;
 /// How long one call may take, redirects included (Pulsar's admin client's read timeout).
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The pooled client every call shares (connections to the same broker are reused).
-static CLIENT: LazyLock<Client<HttpConnector, Full<Bytes>>> =
-    LazyLock::new(|| Client::builder(TokioExecutor::new()).build_http());
 
 /// One call: `method` on `url` with `body` (JSON when not empty) and `authorization` (the
 /// caller's header, if any); the final answer's status and body.
@@ -31,6 +23,7 @@ static CLIENT: LazyLock<Client<HttpConnector, Full<Bytes>>> =
 /// # Errors
 /// A message naming the URL: unreachable, too slow, or redirected too often.
 pub(crate) async fn call(
+    client: &BrokerClient,
     method: &Method,
     url: &str,
     body: &Bytes,
@@ -38,25 +31,10 @@ pub(crate) async fn call(
 ) -> Result<(StatusCode, Bytes), String> {
     tokio::time::timeout(
         CALL_TIMEOUT,
-        follow(method, url.to_owned(), body, authorization),
+        follow(client, method, url.to_owned(), body, authorization),
     )
     .await
     .map_err(|_| format!("{method} {url}: no answer in {} s", CALL_TIMEOUT.as_secs()))?
-}
-
-/// The broker's own `Authorization` header, for the calls it makes in its own name (Pulsar's
-/// broker admin client, `brokerClientAuthenticationPlugin`); `None` without credentials.
-///
-/// # Errors
-/// Credentials configured but unreadable.
-pub(crate) async fn broker_authorization(
-    config: &pulsar_rs_broker::BrokerConfig,
-) -> Result<Option<HeaderValue>, String> {
-    match config.broker_client_auth() {
-        Ok(Some(auth)) => Credentials(auth).http_authorization().await.map(Some),
-        Ok(None) => Ok(None),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// The JSON document at `url` (a `GET` answered 200).
@@ -64,10 +42,11 @@ pub(crate) async fn broker_authorization(
 /// # Errors
 /// As [`call`], and any answer but 200 or a body that is not JSON.
 pub(crate) async fn get_json(
+    client: &BrokerClient,
     url: &str,
     authorization: Option<&HeaderValue>,
 ) -> Result<Value, String> {
-    let (status, body) = call(&Method::GET, url, &Bytes::new(), authorization).await?;
+    let (status, body) = call(client, &Method::GET, url, &Bytes::new(), authorization).await?;
     if status != StatusCode::OK {
         return Err(format!(
             "GET {url}: {status} {}",
@@ -96,7 +75,20 @@ pub(super) fn url_at(web: &str, uri: &Uri, path: Option<&str>, authoritative: bo
     )
 }
 
+/// An error with its causes (hyper's own text is only "client error (Connect)").
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 async fn follow(
+    client: &BrokerClient,
     method: &Method,
     mut url: String,
     body: &Bytes,
@@ -114,7 +106,11 @@ async fn follow(
         let req = req
             .body(Full::new(body.clone()))
             .map_err(|e| fail(&url, &e))?;
-        let resp = CLIENT.request(req).await.map_err(|e| fail(&url, &e))?;
+        let resp = client
+            .http()
+            .request(req)
+            .await
+            .map_err(|e| fail(&url, &with_causes(&e)))?;
         let status = resp.status();
         if matches!(
             status,

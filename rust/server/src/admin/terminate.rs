@@ -136,7 +136,7 @@ async fn terminate_partitions(
     let all: Vec<TopicName> = (0..n).map(|i| name.partition(i)).collect();
     let (here, elsewhere) = match ctx.cluster.get() {
         None => (all, Vec::new()),
-        Some(member) => match by_owner(member, all, |web, p, authoritative| {
+        Some(member) => match by_owner(&ctx.broker_client, member, all, |web, p, authoritative| {
             let path = format!(
                 "/admin/v2/persistent/{}/{}/{}/terminate",
                 p.tenant, p.namespace, p.local
@@ -160,7 +160,7 @@ async fn terminate_partitions(
     let auth = headers.get(header::AUTHORIZATION);
     for (p, url) in elsewhere {
         let i = p.partition_index().unwrap_or(0);
-        match peer::call(&Method::POST, &url, &Bytes::new(), auth).await {
+        match peer::call(&ctx.broker_client, &Method::POST, &url, &Bytes::new(), auth).await {
             Ok((StatusCode::OK, body)) => match serde_json::from_slice::<Value>(&body) {
                 Ok(v) => ids.insert(i, v),
                 Err(e) => return fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),

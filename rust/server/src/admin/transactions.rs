@@ -168,10 +168,16 @@ async fn other_coordinators(
         Ok(Some(n)) => n,
         _ => return Vec::new(),
     };
+    // This broker's own admin API, which redirects to each coordinator's broker: over HTTPS
+    // when peers are called over TLS (the redirect then names their HTTPS URL).
+    let own = match (&ctx.admin_url_tls, ctx.broker_client.tls_enabled()) {
+        (Some(tls), true) => tls,
+        _ => &ctx.admin_url,
+    };
     let mut answers = Vec::new();
     for id in (0..u64::from(n)).filter(|id| ctx.service.coordinator(*id).is_err()) {
-        let url = format!("{}{path}?coordinatorId={id}", ctx.admin_url);
-        match super::peer::get_json(&url, authorization).await {
+        let url = format!("{own}{path}?coordinatorId={id}");
+        match super::peer::get_json(&ctx.broker_client, &url, authorization).await {
             Ok(v) => answers.push((id, v)),
             Err(e) => tracing::debug!(tc = id, error = %e, "a coordinator's admin answer"),
         }

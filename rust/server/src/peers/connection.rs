@@ -1,5 +1,6 @@
 //! One binary-protocol connection from this broker to another broker of its cluster (the
-//! connection Pulsar's broker-side client opens): CONNECT, then requests matched to their
+//! connection Pulsar's broker-side client opens, over TCP or TLS: [`BrokerClient::connect`]):
+//! CONNECT, then requests matched to their
 //! responses by request id, PINGs answered. A reader task owns the socket's read half, a
 //! writer task its write half; when the socket closes every waiting request fails at once.
 
@@ -12,12 +13,10 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use pulsar_rs_proto::pb::base_command::Type;
 use pulsar_rs_proto::{commands, decode_frame, encode_simple, BaseCommand, DEFAULT_MAX_FRAME_SIZE};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::credentials::Credentials;
+use super::client::BrokerClient;
 
 /// The protocol version announced to peers (transactions need 19 or later).
 const PROTOCOL_VERSION: i32 = 21;
@@ -66,7 +65,10 @@ fn answered_request(cmd: &BaseCommand) -> Option<u64> {
 }
 
 /// Reads one frame's command (a peer sends no payload frames on this connection).
-async fn next_command(rd: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<BaseCommand, String> {
+async fn next_command(
+    rd: &mut (impl AsyncRead + Unpin),
+    buf: &mut BytesMut,
+) -> Result<BaseCommand, String> {
     loop {
         match decode_frame(buf, DEFAULT_MAX_FRAME_SIZE) {
             Ok(Some(frame)) => return Ok(frame.into_parts().0),
@@ -82,26 +84,21 @@ async fn next_command(rd: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<Base
 }
 
 impl PeerConnection {
-    /// Connects to the broker at `service_url` (`pulsar://host:port`) and completes CONNECT.
+    /// Connects to the broker at `service_url` (`pulsar://` or `pulsar+ssl://host:port`)
+    /// through `client` and completes CONNECT with its credentials.
     ///
     /// # Errors
-    /// The URL, the socket, or the peer's refusal, as text.
+    /// The URL, the socket, the TLS handshake or the peer's refusal, as text.
     pub async fn open(
         service_url: &str,
         timeout: Duration,
-        credentials: Option<Credentials>,
+        client: &BrokerClient,
     ) -> Result<Arc<Self>, String> {
-        let addr = service_url
-            .strip_prefix("pulsar://")
-            .ok_or_else(|| format!("not a pulsar:// URL: {service_url}"))?
-            .trim_end_matches('/')
-            .to_owned();
+        let addr = service_url.to_owned();
+        let credentials = client.credentials().cloned();
         let handshake = async {
-            let stream = TcpStream::connect(&addr)
-                .await
-                .map_err(|e| format!("connecting to {addr}: {e}"))?;
-            let _ = stream.set_nodelay(true);
-            let (mut rd, mut wr) = stream.into_split();
+            let stream = client.connect(service_url).await?;
+            let (mut rd, mut wr) = tokio::io::split(stream);
             let connect = match &credentials {
                 Some(c) => {
                     let (method, data) = c.current().await?;

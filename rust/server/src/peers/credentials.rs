@@ -1,6 +1,8 @@
 //! The credentials this broker presents on its connections to its peers
 //! (`brokerClientAuthenticationPlugin` / `brokerClientAuthenticationParameters`): on CONNECT,
 //! and again when a peer's AUTH_CHALLENGE asks for them (its token check found ours expired).
+//! A TLS client certificate is presented on the handshake ([`super::tls`]); CONNECT then names
+//! the `tls` method with no data, as Pulsar's `AuthenticationTls` does.
 
 use axum::http::HeaderValue;
 use base64::Engine as _;
@@ -30,17 +32,20 @@ impl Credentials {
             BrokerClientAuth::Basic { user, password } => {
                 Ok(("basic", format!("{user}:{password}").into_bytes()))
             }
+            BrokerClientAuth::Tls(_) => Ok(("tls", Vec::new())),
         }
     }
 
     /// The same credentials as an HTTP `Authorization` value, for calls to a peer's admin API
-    /// (`Bearer` token, or `Basic`).
+    /// (`Bearer` token, or `Basic`); None for a TLS certificate (no header: the handshake
+    /// carries it).
     ///
     /// # Errors
     /// As [`Credentials::current`], or a value no header can carry.
-    pub async fn http_authorization(&self) -> Result<HeaderValue, String> {
+    pub async fn http_authorization(&self) -> Result<Option<HeaderValue>, String> {
         let (method, data) = self.current().await?;
         let text = match method {
+            "tls" => return Ok(None),
             "basic" => format!(
                 "Basic {}",
                 base64::engine::general_purpose::STANDARD.encode(&data)
@@ -48,6 +53,7 @@ impl Credentials {
             _ => format!("Bearer {}", String::from_utf8_lossy(&data)),
         };
         HeaderValue::from_str(&text)
+            .map(Some)
             .map_err(|e| format!("the broker client's credentials as a header: {e}"))
     }
 }

@@ -2,11 +2,13 @@
 //! [`TransactionBufferClient`]: END_TXN_ON_PARTITION and END_TXN_ON_SUBSCRIPTION sent to the
 //! owner of each topic of a transaction, found as a client finds it (the cluster's lookup,
 //! then LOOKUP on the wire through the brokers a redirect names), over one pooled connection
-//! per broker ([`connection`]). When the lookup lands on this broker (the bundle came here)
-//! the topic is ended locally.
+//! per broker ([`connection`]), over TCP or TLS as [`client`] says. When the lookup lands on
+//! this broker (the bundle came here) the topic is ended locally.
 
+pub mod client;
 pub mod connection;
 pub mod credentials;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -20,8 +22,8 @@ use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use pulsar_rs_proto::pb::command_lookup_topic_response::LookupType;
 use pulsar_rs_proto::{pb, BaseCommand, ServerError as Wire};
 
+use client::BrokerClient;
 use connection::PeerConnection;
-use credentials::Credentials;
 
 /// How long a peer has to accept a connection, or to answer one request.
 const PEER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,8 +52,8 @@ pub struct Peers {
     /// One connection per peer service URL, replaced when it closes. Short lock: a map
     /// operation, never held across a connect.
     connections: Mutex<HashMap<String, Arc<PeerConnection>>>,
-    /// What this broker presents on CONNECT (`brokerClientAuthenticationPlugin`); set once.
-    credentials: Option<Credentials>,
+    /// How this broker connects to its peers (TLS, credentials); shared with the admin API.
+    client: Arc<BrokerClient>,
 }
 
 /// A broker error for a peer's answer or failure. Every one of them is retried by END_TXN's
@@ -67,22 +69,21 @@ fn peer_error(code: Option<i32>, message: String) -> BrokerError {
 }
 
 impl Peers {
-    /// The peers of `member`'s cluster, ending topics found here on `service`.
-    ///
-    /// # Errors
-    /// Broker client credentials the configuration cannot give (checked at start already).
+    /// The peers of `member`'s cluster, reached through `client`, ending topics found here on
+    /// `service`.
+    #[must_use]
     pub fn new(
         member: Arc<ClusterMember>,
         service: &Arc<BrokerService>,
-    ) -> Result<Arc<Self>, BrokerError> {
-        let credentials = service.config.broker_client_auth()?.map(Credentials);
-        Ok(Arc::new_cyclic(|me| Peers {
+        client: Arc<BrokerClient>,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Peers {
             member,
             service: Arc::downgrade(service),
             me: me.clone(),
             connections: Mutex::new(HashMap::new()),
-            credentials,
-        }))
+            client,
+        })
     }
 
     /// The pooled connection to the broker at `service_url`, opened if needed.
@@ -92,7 +93,7 @@ impl Peers {
                 return Ok(Arc::clone(c));
             }
         }
-        let c = PeerConnection::open(service_url, PEER_TIMEOUT, self.credentials.clone())
+        let c = PeerConnection::open(service_url, PEER_TIMEOUT, &self.client)
             .await
             .map_err(BrokerError::NotServed)?;
         self.connections
@@ -104,18 +105,26 @@ impl Peers {
     /// The broker that serves `topic`: the cluster's lookup, then LOOKUPs on the wire through
     /// the brokers a redirect names, as a client follows them.
     async fn owner(&self, topic: &str) -> Result<Owner, BrokerError> {
-        let me = &self.member.urls().service;
+        let mine = self.member.urls();
+        let me = &mine.service;
+        // This broker under either of its names (a redirect may name its TLS URL).
+        let is_me = |url: &str| url == me || mine.service_tls.as_deref() == Some(url);
+        let url_of = |urls: &pulsar_rs_cluster::BrokerUrls| {
+            self.client
+                .service_url(urls)
+                .map_err(BrokerError::NotServed)
+        };
         let (mut at, mut authoritative) = match self.member.lookup(topic, false).await {
             Ok(LookupAnswer::Connect(u)) if &u.service == me => return Ok(Owner::Here),
-            Ok(LookupAnswer::Connect(u)) => return Ok(Owner::Peer(u.service)),
+            Ok(LookupAnswer::Connect(u)) => return Ok(Owner::Peer(url_of(&u)?)),
             Ok(LookupAnswer::Redirect {
                 urls,
                 authoritative,
-            }) => (urls.service, authoritative),
+            }) => (url_of(&urls)?, authoritative),
             Err(e) => return Err(BrokerError::NotServed(format!("looking up {topic}: {e}"))),
         };
         for _ in 0..MAX_REDIRECTS {
-            if &at == me {
+            if is_me(&at) {
                 return Ok(Owner::Here);
             }
             let conn = self.connection(&at).await?;
@@ -138,9 +147,13 @@ impl Peers {
                 let e = reply.error.unwrap_or_default();
                 return Err(peer_error(Some(e.error), e.message));
             };
-            let url = r.broker_service_url.clone().unwrap_or_default();
+            let url = if self.client.tls_enabled() {
+                r.broker_service_url_tls.clone().unwrap_or_default()
+            } else {
+                r.broker_service_url.clone().unwrap_or_default()
+            };
             match r.response.and_then(|v| LookupType::try_from(v).ok()) {
-                Some(LookupType::Connect) if &url == me => return Ok(Owner::Here),
+                Some(LookupType::Connect) if is_me(&url) => return Ok(Owner::Here),
                 Some(LookupType::Connect) => return Ok(Owner::Peer(url)),
                 Some(LookupType::Redirect) => {
                     at = url;

@@ -11,6 +11,7 @@
 
 pub mod acceptors;
 pub mod der;
+pub mod keystore;
 pub mod listener;
 pub mod v1_verifier;
 
