@@ -95,8 +95,8 @@ pub fn read(path: &Path, store_type: &str, password: &str) -> Result<KeyStore, S
 /// The store in `data`, by its magic number (JKS, JCEKS) or DER's SEQUENCE tag (PKCS12).
 fn parse(data: &[u8], declared: StoreType, password: &str) -> Result<Parsed, String> {
     match data {
-        [a, b, c, d, ..] if [*a, *b, *c, *d] == jks::MAGIC => jks::parse(data, password),
-        [a, b, c, d, ..] if [*a, *b, *c, *d] == jks::JCEKS_MAGIC => Err(
+        _ if data.starts_with(&jks::MAGIC) => jks::parse(data, password),
+        _ if data.starts_with(&jks::JCEKS_MAGIC) => Err(
             "a JCEKS store, which is not supported: convert it with keytool -importkeystore \
              -deststoretype PKCS12"
                 .into(),
