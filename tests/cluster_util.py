@@ -90,6 +90,37 @@ def lookup(broker: PulsarRsBroker, topic: str, token: str | None = None) -> str:
     return body["brokerUrl"]
 
 
+def by_url(brokers: list[PulsarRsBroker], url: str) -> PulsarRsBroker:
+    return next(b for b in brokers if b.url == url)
+
+
+def topics_owned(brokers: list[PulsarRsBroker], prefix: str, owners: list[str], token: str | None = None) -> list[str]:
+    """One new topic per entry of ``owners`` (service URLs), each owned by that broker."""
+    found: list[str] = []
+    for want in owners:
+        for i in range(200):
+            t = f"persistent://public/default/{prefix}-{want.rsplit(':', 1)[1]}-{i}"
+            if t not in found and lookup(brokers[i % len(brokers)], t, token) == want:
+                found.append(t)
+                break
+        else:
+            pytest.fail(f"no topic of 200 landed on {want}")
+    return found
+
+
+def read_all(c: pulsar.Client, topic: str, expect: int, wait_ms: int = 5000) -> list[bytes]:
+    reader = c.create_reader(topic, pulsar.MessageId.earliest)
+    got: list[bytes] = []
+    try:
+        while True:
+            try:
+                got.append(reader.read_next(timeout_millis=wait_ms if len(got) < expect else 1500).data())
+            except pulsar.Timeout:
+                return got
+    finally:
+        reader.close()
+
+
 def client(brokers: list[PulsarRsBroker]) -> pulsar.Client:
     """A client whose service URL names every broker (lookups go to any live one)."""
     hosts = ",".join(b.url.removeprefix("pulsar://") for b in brokers)

@@ -27,7 +27,7 @@ import txn_wire as tw
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import available
 
-from cluster_util import client, cluster_broker, get, lookup, three_bookies, wait_for
+from cluster_util import by_url, client, cluster_broker, get, lookup, read_all, three_bookies, topics_owned, wait_for
 from pulsar_rs import Admin
 from pulsar_rs.testing.bookkeeper import BookKeeperCluster
 from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
@@ -59,10 +59,6 @@ def brokers(tmp_path: Path, bookies: BookKeeperCluster) -> Iterator[list[PulsarR
             b.stop()
 
 
-def by_url(brokers: list[PulsarRsBroker], url: str) -> PulsarRsBroker:
-    return next(b for b in brokers if b.url == url)
-
-
 def coordinator(brokers: list[PulsarRsBroker], via: PulsarRsBroker) -> tuple[PulsarRsBroker, tw.TxnWire]:
     """The broker serving TC 0 (found by lookup through ``via``) and a connection to it with the
     coordinator connected, as the Java client's handler makes it."""
@@ -71,33 +67,6 @@ def coordinator(brokers: list[PulsarRsBroker], via: PulsarRsBroker) -> tuple[Pul
     assert conn.partitions(tw.ASSIGN_TOPIC) >= 1
     conn.connect_coordinator(0)
     return owner, conn
-
-
-def topics_owned(brokers: list[PulsarRsBroker], prefix: str, owners: list[str], token: str | None = None) -> list[str]:
-    """One new topic per entry of ``owners`` (service URLs), each owned by that broker."""
-    found: list[str] = []
-    for want in owners:
-        for i in range(200):
-            t = f"persistent://public/default/{prefix}-{want.rsplit(':', 1)[1]}-{i}"
-            if t not in found and lookup(brokers[i % len(brokers)], t, token) == want:
-                found.append(t)
-                break
-        else:
-            pytest.fail(f"no topic of 200 landed on {want}")
-    return found
-
-
-def read_all(c: pulsar.Client, topic: str, expect: int, wait_ms: int = 5000) -> list[bytes]:
-    reader = c.create_reader(topic, pulsar.MessageId.earliest)
-    got: list[bytes] = []
-    try:
-        while True:
-            try:
-                got.append(reader.read_next(timeout_millis=wait_ms if len(got) < expect else 1500).data())
-            except pulsar.Timeout:
-                return got
-    finally:
-        reader.close()
 
 
 def test_commit_and_abort_reach_the_topics_other_brokers_own(brokers):

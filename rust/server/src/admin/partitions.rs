@@ -267,7 +267,10 @@ async fn run(
         Step::Peer(p, url) => peer::get_json(&ctx.broker_client, &url, authorization)
             .await
             .map(|v| vec![(p, v)])
-            .map_err(|e| fail(StatusCode::SERVICE_UNAVAILABLE, e)),
+            .map_err(|e| {
+                tracing::warn!(error = %e, %url, "a partition's document from its owner");
+                fail(StatusCode::SERVICE_UNAVAILABLE, e)
+            }),
     }
 }
 
