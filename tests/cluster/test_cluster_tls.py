@@ -39,7 +39,7 @@ import txn_wire as tw
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import available
 
-from cluster_util import by_url, cluster_broker, lookup, read_all, three_bookies, topics_owned
+from cluster_util import NoRedirect, by_url, cluster_broker, lookup, read_all, three_bookies, topics_owned
 from pki_util import write_pki
 from pulsar_rs.testing.bookkeeper import BookKeeperCluster
 from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
@@ -88,11 +88,6 @@ def https(url: str, ctx: ssl.SSLContext, follow: bool = True) -> tuple[int, obje
     """(status, JSON body, Location) of a GET over HTTPS with ``ctx``'s client certificate."""
     handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
     if not follow:
-
-        class NoRedirect(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
-                return None
-
         handlers.append(NoRedirect())
     opener = urllib.request.build_opener(*handlers)
     try:
