@@ -181,17 +181,32 @@ def broker_conf(src: str, out: str) -> str:
     return path
 
 
-def fetch_suite(version: str, out: str, env: dict) -> str:
+class SuiteError(RuntimeError):
+    """The module could not be obtained (the message says why)."""
+
+
+def download_module(version: str, env: dict, cwd: str) -> dict:
+    """`go mod download -json MODULE@version` (the module alone, not its dependencies) through the Go
+    module proxy into the module cache; returns go's JSON answer (`Dir`: the read-only unpacked module,
+    `Sum`). Importable without running the suite (tests/admin/test_client_ci_configs.py)."""
     r = subprocess.run(
-        ["go", "mod", "download", "-json", f"{MODULE}@{version}"], capture_output=True, text=True, env=env, cwd=out
+        ["go", "mod", "download", "-json", f"{MODULE}@{version}"], capture_output=True, text=True, env=env, cwd=cwd
     )
     info = json.loads(r.stdout) if r.stdout.strip() else {}
     if r.returncode != 0 or "Dir" not in info:
-        sys.exit(
+        raise SuiteError(
             "go_client_suite.py: cannot download {}@{}: {} {}".format(
                 MODULE, version, info.get("Error", ""), r.stderr.strip()
             )
         )
+    return info
+
+
+def fetch_suite(version: str, out: str, env: dict) -> str:
+    try:
+        info = download_module(version, env, out)
+    except SuiteError as e:
+        sys.exit(str(e))
     src = os.path.join(out, "src")
     shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(info["Dir"], src)
