@@ -7,6 +7,7 @@ and on etcd alike."""
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import threading
 import time
@@ -65,10 +66,16 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def get(url: str, follow: bool = True, token: str | None = None) -> tuple[int, dict | list | str, str | None]:
+def get(
+    url: str, follow: bool = True, token: str | None = None, context: ssl.SSLContext | None = None
+) -> tuple[int, dict | list | str, str | None]:
     """(status, JSON body, Location) of a GET; with ``follow``, 307s are followed; ``token`` is
-    sent as a Bearer header (kept across redirects)."""
-    opener = urllib.request.build_opener() if follow else urllib.request.build_opener(NoRedirect)
+    sent as a Bearer header (kept across redirects); ``context``: HTTPS with its CAs and client
+    certificate."""
+    handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=context)] if context else []
+    if not follow:
+        handlers.append(NoRedirect())
+    opener = urllib.request.build_opener(*handlers)
     req = urllib.request.Request(url)
     if token is not None:
         req.add_header("Authorization", f"Bearer {token}")

@@ -433,8 +433,25 @@ def test_python_client_ci_conf(tmp_path, started, pulsar_conf):
     keys |= {"bindAddress": "127.0.0.1", "basicAuthConf": str(certs / ".htpasswd")}
     conf = tmp_path / "standalone-ssl.conf"
     conf.write_text(with_keys((pulsar_conf / "standalone.conf").read_text(), keys))
+    label = "the Python client's CI conf (Pulsar's standalone.conf + its keys)"
+    serves_python_ci(label, conf, tmp_path, started, secret, certs, "python")
+
+
+def serves_python_ci(
+    label: str,
+    conf: Path,
+    tmp_path: Path,
+    started: list[Started],
+    secret: bytes,
+    certs: Path,
+    name: str,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Starts the broker on a Python-client CI ``conf`` (TLS ports moved), checks every listener
+    with the ``superUser`` token and ``certs``' client certificate, stops it, and checks that no
+    security key was ignored."""
     tls_port, tls_web_port = move_tls_ports(conf)
-    b = start("the Python client's CI conf (Pulsar's standalone.conf + its keys)", conf, tmp_path)
+    b = start(label, conf, tmp_path, env=env)
     started.append(b)
     creds = Credentials(
         token=jwt.encode({"sub": "superUser"}, secret, algorithm="HS256"),
@@ -442,7 +459,7 @@ def test_python_client_ci_conf(tmp_path, started, pulsar_conf):
         client_cert=certs / "client-cert.pem",
         client_key=certs / "client-key.pem",
     )
-    check_serves(b, tls_port, tls_web_port, creds, "python")
+    check_serves(b, tls_port, tls_web_port, creds, name)
     err = stop(b)
     assert not ignored_security_keys(err, conf), "set but ignored: " + ", ".join(ignored_security_keys(err, conf))
 
@@ -499,19 +516,10 @@ def test_python_client_real_ci_conf(tmp_path, started):
     lines.append(f"\nbasicAuthConf={suite_conf}/.htpasswd\n")
     conf = tmp_path / "standalone.conf"
     conf.write_text("".join(lines))
-    tls_port, tls_web_port = move_tls_ports(conf)
     env = dict(os.environ, PULSAR_EXTRA_OPTS=f"-Dpulsar.auth.basic.conf={suite_conf}/.htpasswd")
-    b = start("the Python client's real CI conf", conf, tmp_path, env=env)
-    started.append(b)
-    creds = Credentials(
-        token=jwt.encode({"sub": "superUser"}, secret, algorithm="HS256"),
-        ca=suite_conf / "cacert.pem",
-        client_cert=suite_conf / "client-cert.pem",
-        client_key=suite_conf / "client-key.pem",
+    serves_python_ci(
+        "the Python client's real CI conf", conf, tmp_path, started, secret, suite_conf, "python-real", env
     )
-    check_serves(b, tls_port, tls_web_port, creds, "python-real")
-    err = stop(b)
-    assert not ignored_security_keys(err, conf), "set but ignored: " + ", ".join(ignored_security_keys(err, conf))
 
 
 @pytest.mark.parametrize("name", ["standalone.conf", "broker.conf"])

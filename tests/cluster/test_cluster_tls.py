@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +38,7 @@ import txn_wire as tw
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import available
 
-from cluster_util import NoRedirect, by_url, cluster_broker, lookup, read_all, three_bookies, topics_owned
+from cluster_util import by_url, cluster_broker, get, lookup, read_all, three_bookies, topics_owned
 from pki_util import write_pki
 from pulsar_rs.testing.bookkeeper import BookKeeperCluster
 from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
@@ -82,25 +81,6 @@ def tls_cluster_conf(pki: Path, ca: Path) -> dict[str, object]:
             {"tlsCertFile": str(pki / "broker-cert.pem"), "tlsKeyFile": str(pki / "broker-key.pem")}
         ),
     }
-
-
-def https(url: str, ctx: ssl.SSLContext, follow: bool = True) -> tuple[int, object, str | None]:
-    """(status, JSON body, Location) of a GET over HTTPS with ``ctx``'s client certificate."""
-    handlers: list[urllib.request.BaseHandler] = [urllib.request.HTTPSHandler(context=ctx)]
-    if not follow:
-        handlers.append(NoRedirect())
-    opener = urllib.request.build_opener(*handlers)
-    try:
-        with opener.open(url, timeout=30) as r:
-            return r.status, json.loads(r.read() or b"null"), None
-    except urllib.error.HTTPError as e:
-        with e:
-            body = e.read()
-            try:
-                doc: object = json.loads(body) if body else None
-            except ValueError:
-                doc = body.decode(errors="replace")
-            return e.code, doc, e.headers.get("Location")
 
 
 def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_path, bookies):
@@ -170,9 +150,9 @@ def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_pat
         finally:
             c.close()
         via = started[0]
-        st, doc, _ = https(
+        st, doc, _ = get(
             f"{https_of[via.url]}/admin/v2/persistent/public/default/tls-parted/partitioned-stats?perPartition=true",
-            ctx,
+            context=ctx,
         )
         assert st == 200, doc
         assert isinstance(doc, dict) and len(doc["partitions"]) == 8, doc
@@ -180,18 +160,20 @@ def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_pat
 
         # 3. A topic call through the wrong broker, over HTTPS: 307 to the owner's HTTPS URL.
         wrong = next(b for b in started if b is not other)
-        st, doc, location = https(
-            f"{https_of[wrong.url]}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats", ctx, follow=False
+        st, doc, location = get(
+            f"{https_of[wrong.url]}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats",
+            follow=False,
+            context=ctx,
         )
         assert st == 307, (st, doc)
         assert location is not None and location.startswith(https_of[other.url] + "/"), location
-        st, doc, _ = https(
-            f"{https_of[wrong.url]}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats", ctx
+        st, doc, _ = get(
+            f"{https_of[wrong.url]}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats", context=ctx
         )
         assert st == 200, doc
 
         # 4. coordinators-list through the broker that does not serve TC 0 (its own credential).
-        st, doc, _ = https(f"{https_of[other.url]}/admin/v3/transactions/coordinators", ctx)
+        st, doc, _ = get(f"{https_of[other.url]}/admin/v3/transactions/coordinators", context=ctx)
         assert st == 200, doc
         assert isinstance(doc, list) and {"id": 0, "brokerServiceUrl": tc_broker.url} in doc, doc
     finally:

@@ -5,7 +5,6 @@
 //! name checked only with `tlsHostnameVerificationEnabled` (Pulsar's default: the chain is
 //! checked, the name is not); no check at all with `tlsAllowInsecureConnection`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use pulsar_rs_broker::config::broker_client::{
@@ -19,6 +18,7 @@ use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
+use crate::tls::acceptors::certs as pem_certs;
 use crate::tls::keystore;
 
 fn bad(key: &str, reason: impl Into<String>) -> BrokerError {
@@ -26,19 +26,6 @@ fn bad(key: &str, reason: impl Into<String>) -> BrokerError {
         key: key.to_owned(),
         reason: reason.into(),
     }
-}
-
-/// The PEM certificates in `path`.
-fn pem_certs(key: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, BrokerError> {
-    let shown = path.display();
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(key, format!("reading {shown}: {e}")))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(key, format!("reading {shown}: {e}")))?;
-    if certs.is_empty() {
-        return Err(bad(key, format!("no PEM certificate in {shown}")));
-    }
-    Ok(certs)
 }
 
 fn store(key: &str, s: &StoreFile) -> Result<keystore::KeyStore, BrokerError> {

@@ -19,13 +19,22 @@ fn bad(key: &str, reason: impl Into<String>) -> BrokerError {
     }
 }
 
-fn certs(key: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, BrokerError> {
+/// The PEM certificates in `path`, at least one; errors name the setting `key`.
+///
+/// # Errors
+/// [`BrokerError::InvalidConfig`]: unreadable, or no certificate in it.
+pub fn certs(
+    key: &str,
+    path: impl AsRef<std::path::Path>,
+) -> Result<Vec<CertificateDer<'static>>, BrokerError> {
+    let path = path.as_ref();
+    let shown = path.display();
     let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(key, format!("reading {path}: {e}")))?
+        .map_err(|e| bad(key, format!("reading {shown}: {e}")))?
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(key, format!("reading {path}: {e}")))?;
+        .map_err(|e| bad(key, format!("reading {shown}: {e}")))?;
     if certs.is_empty() {
-        return Err(bad(key, format!("no PEM certificate in {path}")));
+        return Err(bad(key, format!("no PEM certificate in {shown}")));
     }
     Ok(certs)
 }
