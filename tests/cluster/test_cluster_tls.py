@@ -24,7 +24,9 @@ A topic call through the wrong broker over HTTPS is sent (307) to the owner's HT
 from __future__ import annotations
 
 import json
+import shutil
 import ssl
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -32,6 +34,9 @@ from pathlib import Path
 
 import pulsar
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
 
 import txn_wire as tw
 
@@ -58,10 +63,12 @@ def bookies() -> Iterator[BookKeeperCluster]:
     yield from three_bookies()
 
 
-def tls_cluster_conf(pki: Path, ca: Path) -> dict[str, object]:
+def tls_cluster_conf(pki: Path, ca: Path, stores: bool) -> dict[str, object]:
     """Every broker's settings: TLS listeners, TLS and token authentication, authorization, and
-    peers reached over TLS with the ``broker`` certificate, the host name checked."""
-    return {
+    peers reached over TLS with the ``broker`` certificate, the host name checked. ``stores``: the
+    peers' CA from a JKS trust store (``keytool``) and the certificate from a PKCS#12 key store
+    (``AuthenticationKeyStoreTls``), as Java deployments keep them; else PEM files."""
+    conf: dict[str, object] = {
         "transactionCoordinatorEnabled": True,
         "brokerServicePortTls": 0,
         "webServicePortTls": 0,
@@ -74,23 +81,58 @@ def tls_cluster_conf(pki: Path, ca: Path) -> dict[str, object]:
         "authorizationEnabled": True,
         "superUserRoles": "admin,broker",
         "brokerClientTlsEnabled": True,
-        "brokerClientTrustCertsFilePath": str(ca),
         "tlsHostnameVerificationEnabled": True,
-        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationTls",
+    }
+    if not stores:
+        return conf | {
+            "brokerClientTrustCertsFilePath": str(ca),
+            "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationTls",
+            "brokerClientAuthenticationParameters": json.dumps(
+                {"tlsCertFile": str(pki / "broker-cert.pem"), "tlsKeyFile": str(pki / "broker-key.pem")}
+            ),
+        }
+    keytool = shutil.which("keytool")
+    assert keytool, "keytool (Java 17) is needed for the key-store variant"
+    trust = pki / "trust.jks"
+    args = ["-importcert", "-noprompt", "-alias", "ca", "-file", str(ca), "-keystore", str(trust)]
+    made = subprocess.run(
+        [keytool, *args, "-storetype", "JKS", "-storepass", "trustpw"], capture_output=True, text=True, check=False
+    )
+    assert made.returncode == 0, f"keytool: {made.stdout}{made.stderr}"
+    key = serialization.load_pem_private_key((pki / "broker-key.pem").read_bytes(), None)
+    cert = x509.load_pem_x509_certificate((pki / "broker-cert.pem").read_bytes())
+    p12 = pki / "broker.p12"
+    p12.write_bytes(
+        pkcs12.serialize_key_and_certificates(
+            b"broker",
+            key,
+            cert,
+            None,
+            serialization.BestAvailableEncryption(b"keypw"),  # type: ignore[arg-type]
+        )
+    )
+    return conf | {
+        "brokerClientTlsEnabledWithKeyStore": True,
+        "brokerClientTlsTrustStoreType": "JKS",
+        "brokerClientTlsTrustStore": str(trust),
+        "brokerClientTlsTrustStorePassword": "trustpw",
+        "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationKeyStoreTls",
         "brokerClientAuthenticationParameters": json.dumps(
-            {"tlsCertFile": str(pki / "broker-cert.pem"), "tlsKeyFile": str(pki / "broker-key.pem")}
+            {"keyStoreType": "PKCS12", "keyStorePath": str(p12), "keyStorePassword": "keypw"}
         ),
     }
 
 
-def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_path, bookies):
+@pytest.mark.parametrize("stores", [False, True], ids=["pem", "key-stores"])
+def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_path, bookies, stores):
     pki = tmp_path / "pki"
     ca = write_pki(pki, {"server": ("localhost", True), "broker": ("broker", False), "operator": ("admin", False)})
     admin = hs_token("admin")
     started: list[PulsarRsBroker] = []
     try:
+        conf = tls_cluster_conf(pki, ca, stores)
         for name in ("x0", "x1"):
-            started.append(cluster_broker(tmp_path, bookies, name, **tls_cluster_conf(pki, ca)))
+            started.append(cluster_broker(tmp_path, bookies, name, **conf))
         wait_for_cluster(started, token=admin)
         # Each broker's HTTPS URL, as a REST lookup of a topic it owns gives it out.
         https_of: dict[str, str] = {}
@@ -98,7 +140,7 @@ def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_pat
         # 1. END_TXN_ON_PARTITION over pulsar+ssl:// to the topic's owner.
         tc_broker = by_url(started, lookup(started[0], TC0, admin))
         other = next(b for b in started if b is not tc_broker)
-        (topic,) = topics_owned(started, "tls", [other.url], admin)
+        (topic,) = topics_owned(started, f"tls-{stores}", [other.url], admin)
         with tw.TxnWire(tc_broker.url, token=admin) as tc, tw.TxnWire(other.url, token=admin) as prod:
             # As a client's transaction handler: the assign topic's metadata (which records the
             # coordinators' count in the cluster's store), then the coordinator.
@@ -120,7 +162,7 @@ def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_pat
         ctx.load_cert_chain(str(pki / "operator-cert.pem"), str(pki / "operator-key.pem"))
         # The HTTPS URLs come from a REST lookup over plain HTTP (the token is the caller's).
         for b in started:
-            (t,) = topics_owned(started, "https-of", [b.url], admin)
+            (t,) = topics_owned(started, f"https-of-{stores}", [b.url], admin)
             req = urllib.request.Request(f"{b.http}/lookup/v2/topic/persistent/{t.removeprefix('persistent://')}")
             req.add_header("Authorization", f"Bearer {admin}")
             with urllib.request.urlopen(req, timeout=30) as r:
@@ -128,9 +170,10 @@ def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_pat
             assert found["brokerUrl"] == b.url, found
             assert found["httpUrlTls"].startswith("https://"), found
             https_of[b.url] = found["httpUrlTls"]
-        parted = "persistent://public/default/tls-parted"
+        local_parted = f"tls-parted-{'stores' if stores else 'pem'}"
+        parted = f"persistent://public/default/{local_parted}"
         put = urllib.request.Request(
-            f"{started[0].http}/admin/v2/persistent/public/default/tls-parted/partitions", data=b"8", method="PUT"
+            f"{started[0].http}/admin/v2/persistent/public/default/{local_parted}/partitions", data=b"8", method="PUT"
         )
         put.add_header("Authorization", f"Bearer {admin}")
         put.add_header("Content-Type", "application/json")
@@ -151,7 +194,7 @@ def test_brokers_reach_each_other_only_over_tls_with_client_certificates(tmp_pat
             c.close()
         via = started[0]
         st, doc, _ = get(
-            f"{https_of[via.url]}/admin/v2/persistent/public/default/tls-parted/partitioned-stats?perPartition=true",
+            f"{https_of[via.url]}/admin/v2/persistent/public/default/{local_parted}/partitioned-stats?perPartition=true",
             context=ctx,
         )
         assert st == 200, doc
