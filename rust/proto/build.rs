@@ -51,6 +51,10 @@ const BOXED_COMMANDS: &[&str] = &[
     "end_txn_on_subscription_response",
     "tc_client_connect_request",
     "tc_client_connect_response",
+    "watch_topic_list",
+    "watch_topic_list_success",
+    "watch_topic_update",
+    "watch_topic_list_close",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

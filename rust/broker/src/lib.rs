@@ -18,6 +18,7 @@ pub mod schema;
 pub mod service;
 pub mod subscription;
 pub mod topic;
+pub mod topic_list;
 pub mod transaction;
 
 pub use config::{AuthProvider, BrokerConfig};

@@ -98,6 +98,10 @@ command_fields! {
     EndTxnOnSubscriptionResponse => end_txn_on_subscription_response: CommandEndTxnOnSubscriptionResponse,
     TcClientConnectRequest => tc_client_connect_request: CommandTcClientConnectRequest,
     TcClientConnectResponse => tc_client_connect_response: CommandTcClientConnectResponse,
+    WatchTopicList => watch_topic_list: CommandWatchTopicList,
+    WatchTopicListSuccess => watch_topic_list_success: CommandWatchTopicListSuccess,
+    WatchTopicUpdate => watch_topic_update: CommandWatchTopicUpdate,
+    WatchTopicListClose => watch_topic_list_close: CommandWatchTopicListClose,
 }
 
 /// A message id with only ledger and entry set (partition/batch index −1).
@@ -113,17 +117,27 @@ pub fn message_id(ledger_id: u64, entry_id: u64) -> MessageIdData {
 // Broker → client
 // ---------------------------------------------------------------------------
 
-/// CONNECTED. `protocol_version` should be `min(client's, 20)`.
+/// CONNECTED. `protocol_version` should be `min(client's, MAX_PROTOCOL_VERSION)`.
 pub fn connected(
     server_version: &str,
     protocol_version: i32,
     max_message_size: i32,
 ) -> BaseCommand {
+    connected_with_flags(server_version, protocol_version, max_message_size, None)
+}
+
+/// CONNECTED with the broker's feature flags (`supports_topic_watchers`, ...).
+pub fn connected_with_flags(
+    server_version: &str,
+    protocol_version: i32,
+    max_message_size: i32,
+    feature_flags: Option<pb::FeatureFlags>,
+) -> BaseCommand {
     pb::CommandConnected {
         server_version: server_version.to_owned(),
         protocol_version: Some(protocol_version),
         max_message_size: Some(max_message_size),
-        feature_flags: None,
+        feature_flags,
     }
     .into()
 }
@@ -805,6 +819,39 @@ pub fn tc_client_connect_response(request_id: u64, err: TxnError) -> BaseCommand
         request_id,
         error,
         message,
+    }
+    .into()
+}
+
+/// WATCH_TOPIC_LIST_SUCCESS: the watcher's matching `topics` (empty when the client's hash was
+/// already `topics_hash`).
+pub fn watch_topic_list_success(
+    request_id: u64,
+    watcher_id: u64,
+    topics: Vec<String>,
+    topics_hash: String,
+) -> BaseCommand {
+    pb::CommandWatchTopicListSuccess {
+        request_id,
+        watcher_id,
+        topic: topics,
+        topics_hash,
+    }
+    .into()
+}
+
+/// WATCH_TOPIC_UPDATE: topics that appeared and went, and the hash of the list now.
+pub fn watch_topic_update(
+    watcher_id: u64,
+    new_topics: Vec<String>,
+    deleted_topics: Vec<String>,
+    topics_hash: String,
+) -> BaseCommand {
+    pb::CommandWatchTopicUpdate {
+        watcher_id,
+        new_topics,
+        deleted_topics,
+        topics_hash,
     }
     .into()
 }

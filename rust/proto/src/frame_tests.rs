@@ -217,6 +217,25 @@ fn sample(ty: Type) -> pb::BaseCommand {
             1,
             Some((ServerError::TransactionCoordinatorNotFound, "no tc".into())),
         ),
+        Type::WatchTopicList => CommandWatchTopicList {
+            request_id: 1,
+            watcher_id: 2,
+            namespace: "public/default".into(),
+            topics_pattern: "persistent://public/default/t-.*".into(),
+            topics_hash: Some("00000000".into()),
+        }
+        .into(),
+        Type::WatchTopicListSuccess => {
+            commands::watch_topic_list_success(1, 2, vec!["persistent://a/b/c".into()], "x".into())
+        }
+        Type::WatchTopicUpdate => {
+            commands::watch_topic_update(2, vec!["persistent://a/b/c".into()], vec![], "x".into())
+        }
+        Type::WatchTopicListClose => CommandWatchTopicListClose {
+            request_id: 1,
+            watcher_id: 2,
+        }
+        .into(),
         Type::NewTxn => CommandNewTxn {
             request_id: 1,
             txn_ttl_seconds: Some(60_000),

@@ -69,4 +69,4 @@ pub use required::check_required_fields;
 
 /// Highest protocol version this broker speaks; CONNECTED answers
 /// `min(client's version, MAX_PROTOCOL_VERSION)`.
-pub const MAX_PROTOCOL_VERSION: i32 = 20;
+pub const MAX_PROTOCOL_VERSION: i32 = 21;

@@ -31,7 +31,11 @@ fn required_fields(ty: Type) -> &'static [u32] {
         | Type::GetLastMessageId
         | Type::GetLastMessageIdResponse
         | Type::GetTopicsOfNamespace
-        | Type::GetSchema => &[1, 2],
+        | Type::GetSchema
+        | Type::WatchTopicListClose => &[1, 2],
+        Type::WatchTopicList => &[1, 2, 3, 4],
+        Type::WatchTopicListSuccess => &[1, 2, 4],
+        Type::WatchTopicUpdate => &[1, 4],
         Type::RedeliverUnacknowledgedMessages
         | Type::ActiveConsumerChange
         | Type::ConsumerStatsResponse

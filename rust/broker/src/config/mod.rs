@@ -167,6 +167,11 @@ pub struct BrokerConfig {
     pub max_message_size: u32,
     pub max_pending_publish_requests_per_connection: u32,
     pub keep_alive_interval_seconds: u64,
+    /// Pattern consumers' topic lists filtered here, and topic-list watchers
+    /// (`supports_topic_watchers`, WATCH_TOPIC_LIST) offered.
+    pub enable_broker_side_subscription_pattern_evaluation: bool,
+    /// The longest pattern a watcher or a filtered topic list takes.
+    pub subscription_pattern_max_length: u32,
     pub allow_auto_topic_creation: bool,
     /// `non-partitioned` or `partitioned`.
     pub allow_auto_topic_creation_type: String,
@@ -453,6 +458,8 @@ impl Default for BrokerConfig {
             default_retention_time_in_minutes: 0,
             default_retention_size_in_mb: 0,
             max_message_size: 5 * 1024 * 1024,
+            enable_broker_side_subscription_pattern_evaluation: true,
+            subscription_pattern_max_length: 50,
             max_pending_publish_requests_per_connection: 1000,
             keep_alive_interval_seconds: 30,
             allow_auto_topic_creation: true,
