@@ -1,7 +1,7 @@
 """The admin API's OpenAPI description (``GET /admin/v2/openapi.json``) against the code, and
 schemathesis over it.
 
-* The document lists exactly the ``.route(...)`` calls of ``rust/server/src/admin/*.rs``, paths
+* The document lists exactly the ``.route(...)`` calls of ``rust/server/src/admin/**/*.rs``, paths
   and methods, so a route added without its description (or the reverse) fails here.
 * Against a running broker, every listed method of every path is routed (neither axum's bare 404
   nor its bare 405) and every other method gets axum's 405.
@@ -38,7 +38,7 @@ RSS_GROWTH_LIMIT = 512 << 20
 def routes_in_sources() -> set[tuple[str, str]]:
     """``(path, method)`` of every ``.route(path, get(..).put(..))`` call in the admin modules."""
     found = set()
-    for f in sorted(ADMIN_SOURCES.glob("*.rs")):
+    for f in sorted(ADMIN_SOURCES.rglob("*.rs")):
         # Whole-line comments may mention `.route(...)` too.
         src = re.sub(r"^\s*//.*$", "", f.read_text(), flags=re.MULTILINE)
         base = re.search(r'let base = "([^"]+)"', src)

@@ -26,7 +26,7 @@ JAVA_DIR = Path(__file__).resolve().parent
 
 #: The number of JUnit tests (parameterized cases counted one by one) in tests/java, disabled ones
 #: included: a run that reports fewer did not run them all.
-MIN_TESTS = 69
+MIN_TESTS = 70
 
 #: Maven's own limit; pytest's is a little longer so that Maven is stopped by us, not by pytest-timeout.
 MVN_TIMEOUT_S = 840
@@ -73,8 +73,10 @@ def run_maven(
     txn_service_url: str,
     txn_admin_url: str,
     only: str | None = None,
+    client_version: str | None = None,
 ) -> subprocess.CompletedProcess:
-    """``mvn test`` of ``project`` against these brokers; ``only``: one test class (``-Dtest``)."""
+    """``mvn test`` of ``project`` against these brokers; ``only``: one test class (``-Dtest``);
+    ``client_version``: the Java client and admin client of another Pulsar release (``pulsar.version``)."""
     cmd = [
         "mvn",
         "-B",
@@ -87,6 +89,7 @@ def run_maven(
         f"-Dpulsar.txnServiceUrl={txn_service_url}",
         f"-Dpulsar.txnAdminUrl={txn_admin_url}",
         *([f"-Dtest={only}"] if only else []),
+        *([f"-Dpulsar.version={client_version}"] if client_version else []),
     ]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=project
@@ -126,3 +129,28 @@ def test_java_client_suite(pulsar_broker_factory, tmp_path):
     assert s.errors == 0
     assert s.tests >= MIN_TESTS, f"only {s.tests} Java tests ran, expected at least {MIN_TESTS}"
     assert result.returncode == 0, f"mvn exit {result.returncode}:\n{result.stdout[-5000:]}"
+
+
+#: The newest Java client served here with its admin client (Maven Central, resolved on 2026-12-06).
+NEWER_CLIENT = "4.2.4"
+
+
+def test_pattern_watcher_with_the_newer_java_client(pulsar_broker, tmp_path):
+    """``PatternWatcherTest`` with the Java client 4.2.4: its pattern consumer (discovery period one
+    minute) consumes a topic created after it within 5 s, told by the broker's topic-list watcher."""
+    for tool in ("mvn", "java"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")
+    project = tmp_path / "java"
+    shutil.copytree(JAVA_DIR, project, ignore=shutil.ignore_patterns("target", "__pycache__", "*.py"))
+    # Only this test and its base compile against the newer client (other tests use 4.0 API).
+    for source in (project / "src" / "test" / "java").rglob("*.java"):
+        if source.name not in ("PulsarTestBase.java", "PatternWatcherTest.java"):
+            source.unlink()
+    url, http = pulsar_broker.service_url, pulsar_broker.admin_url
+    result = run_maven(project, url, http, url, http, only="PatternWatcherTest", client_version=NEWER_CLIENT)
+    s = read_reports(project / "target" / "surefire-reports")
+    print(f"java {NEWER_CLIENT} PatternWatcherTest: {s.passed} passed, {s.failures + s.errors} failed of {s.tests}")
+    assert not s.failed, "failing Java tests:\n" + "\n".join(s.failed)
+    assert s.tests == 1 and s.passed == 1, (s, result.stdout[-5000:])
+    assert result.returncode == 0, result.stdout[-5000:]

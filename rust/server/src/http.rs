@@ -10,7 +10,7 @@ use axum::Json;
 use pulsar_rs_broker::BrokerError;
 use serde_json::json;
 
-use crate::ServerContext;
+use crate::context::ServerContext;
 
 /// Pulsar-style error body with a status code.
 pub(crate) fn fail(status: StatusCode, reason: impl Into<String>) -> Response {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
-use crate::ServerContext;
+use crate::context::ServerContext;
 
 /// A metric family being collected: name, Prometheus type, (labels, value) samples.
 type Family = (&'static str, &'static str, Vec<(String, f64)>);

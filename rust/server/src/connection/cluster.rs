@@ -9,7 +9,7 @@ use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use pulsar_rs_proto::{commands, pb, BaseCommand, ServerError as Wire};
 
 use super::{frame, Connection};
-use crate::cluster::wire;
+use crate::cluster::member::wire;
 use crate::error::wire_code;
 
 impl Connection {
@@ -44,7 +44,7 @@ impl Connection {
                 Err(e) => commands::lookup_failed(request_id, wire_code(&e), e.to_string()),
                 Ok(t) => match member.lookup(&t.to_string(), authoritative).await {
                     Ok(LookupAnswer::Connect(u)) if u.service == member.urls().service => {
-                        match crate::cluster_sync::adopt_namespace(&ctx, &t.namespace_name()).await
+                        match crate::cluster::sync::adopt_namespace(&ctx, &t.namespace_name()).await
                         {
                             Ok(()) => commands::lookup_connect(
                                 request_id,
@@ -107,7 +107,7 @@ impl Connection {
 
 async fn partitions(
     member: &ClusterMember,
-    ctx: &Arc<crate::ServerContext>,
+    ctx: &Arc<crate::context::ServerContext>,
     topic: &str,
     auto: bool,
 ) -> Result<u32, (Wire, String)> {
@@ -126,7 +126,7 @@ async fn partitions(
             e => wire(&e),
         });
     }
-    crate::cluster_sync::adopt_namespace(ctx, &ns)
+    crate::cluster::sync::adopt_namespace(ctx, &ns)
         .await
         .map_err(|e| (Wire::MetadataError, e.to_string()))?;
     if name.partition_index().is_some() {

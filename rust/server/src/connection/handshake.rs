@@ -48,10 +48,21 @@ impl Connection {
         tracing::debug!(peer = %self.peer, client = %c.client_version, version, "connected");
         self.client_version.clone_from(&c.client_version);
         let max = i32::try_from(self.service.config.max_message_size).unwrap_or(i32::MAX);
-        self.send(&commands::connected(
+        // Topic-list watchers are offered as Pulsar offers them: with broker-side pattern
+        // evaluation on (its default), whatever the protocol version.
+        let watchers = self
+            .service
+            .config
+            .enable_broker_side_subscription_pattern_evaluation;
+        let flags = pb::FeatureFlags {
+            supports_topic_watchers: Some(watchers),
+            ..pb::FeatureFlags::default()
+        };
+        self.send(&commands::connected_with_flags(
             &format!("pulsar-rs-{}", env!("CARGO_PKG_VERSION")),
             version,
             max,
+            Some(flags),
         ));
         Ok(())
     }
@@ -105,6 +116,8 @@ pub fn refusal(ty: Type, cmd: &BaseCommand, reason: &str) -> Option<BaseCommand>
             rid(cmd.get_topics_of_namespace.as_ref().map(|c| c.request_id))
         }
         Type::GetOrCreateSchema => rid(cmd.get_or_create_schema.as_ref().map(|c| c.request_id)),
+        Type::WatchTopicList => rid(cmd.watch_topic_list.as_ref().map(|c| c.request_id)),
+        Type::WatchTopicListClose => rid(cmd.watch_topic_list_close.as_ref().map(|c| c.request_id)),
         _ => None,
     }
 }

@@ -127,23 +127,26 @@ impl Connection {
             let topics = self
                 .service
                 .discoverable_topics(&g.namespace, persistent, non_persistent);
-            self.send(&commands::get_topics_of_namespace_response(
-                g.request_id,
+            self.send(&super::topic_list::namespace_topics_response(
+                &self.service.config,
+                g,
                 topics,
             ));
             return;
         }
-        let (ctx, tx, request_id, ns) = (
+        let (ctx, tx, request_id, ns, request) = (
             Arc::clone(&self.ctx),
             self.tx.clone(),
             g.request_id,
             g.namespace.clone(),
+            g.clone(),
         );
         // In a cluster the list is the cluster's, read from the metadata store off this task.
         tokio::spawn(async move {
-            let reply = match crate::cluster::refresh_known_topics(&ctx).await {
-                Ok(()) => commands::get_topics_of_namespace_response(
-                    request_id,
+            let reply = match crate::cluster::member::refresh_known_topics(&ctx).await {
+                Ok(()) => super::topic_list::namespace_topics_response(
+                    &ctx.service.config,
+                    &request,
                     ctx.service
                         .discoverable_topics(&ns, persistent, non_persistent),
                 ),

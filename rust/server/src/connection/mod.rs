@@ -21,6 +21,7 @@ mod producer;
 mod receipts;
 mod refresh;
 mod schema;
+mod topic_list;
 mod transaction;
 
 use std::collections::HashMap;
@@ -41,9 +42,9 @@ use tokio_rustls::TlsAcceptor;
 use self::consumer::{detach_consumer, ConsumerSlot, Sink};
 use self::producer::Producer;
 use crate::auth::authz::Action;
+use crate::context::ServerContext;
 use crate::error::{wire_code, ServerError};
 use crate::writer::{self, Outbound};
-use crate::ServerContext;
 
 /// Encodes a simple command into a frame.
 fn frame(cmd: &BaseCommand) -> Outbound {
@@ -98,6 +99,9 @@ struct Connection {
     auth: refresh::AuthState,
     /// Protocol version agreed at CONNECT.
     protocol_version: i32,
+    /// Topic-list watchers by id, each a task of its own (see [`topic_list`]); aborted on
+    /// WATCH_TOPIC_LIST_CLOSE and when the connection ends.
+    watchers: HashMap<u64, tokio::task::AbortHandle>,
 }
 
 /// Serves one accepted socket until it closes or the broker shuts down; with `tls` (a
@@ -184,6 +188,7 @@ async fn serve_io<R, W>(
         role: Ok(None),
         auth: refresh::AuthState::new(peer_cn),
         protocol_version: 0,
+        watchers: HashMap::new(),
     };
     let max_frame =
         conn.service.config.max_message_size as usize + pulsar_rs_proto::MESSAGE_SIZE_FRAME_PADDING;
@@ -333,6 +338,9 @@ impl Connection {
     }
 
     fn cleanup(&mut self) {
+        for (_, w) in self.watchers.drain() {
+            w.abort();
+        }
         self.np.cleanup(&self.ctx);
         for (_, p) in self.producers.drain() {
             p.topic.remove_producer(&p.name, p.handle);
@@ -439,6 +447,14 @@ impl Connection {
             }
             Type::GetSchema => {
                 self.get_schema(&*body!(get_schema));
+                Ok(())
+            }
+            Type::WatchTopicList => {
+                self.watch_topic_list(&*body!(watch_topic_list));
+                Ok(())
+            }
+            Type::WatchTopicListClose => {
+                self.close_topic_list_watcher(&*body!(watch_topic_list_close));
                 Ok(())
             }
             Type::TcClientConnectRequest => {

@@ -37,7 +37,7 @@ pub(super) struct NpState {
 
 impl NpState {
     /// Detaches everything (connection closed).
-    pub(super) fn cleanup(&mut self, ctx: &crate::ServerContext) {
+    pub(super) fn cleanup(&mut self, ctx: &crate::context::ServerContext) {
         for (_, p) in self.producers.drain() {
             p.topic.remove_producer(&p.name, p.handle);
             ctx.unregister_producer(p.handle);

@@ -17,8 +17,8 @@ use pulsar_rs_ledger::{AddWaiter, LedgerError, Position};
 use pulsar_rs_proto::{commands, ServerError as Wire};
 
 use super::{frame, Inflight};
+use crate::context::ServerContext;
 use crate::writer::{Outbound, Receipt};
-use crate::ServerContext;
 
 /// The outcome of one SEND: where it was stored, or the error to answer.
 pub(super) type Outcome = Result<Position, (Wire, String)>;

@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use crate::cluster::bundles::owned_here;
+use crate::context::ServerContext;
 use crate::http::cluster_fail;
-use crate::namespace_bundles::owned_here;
-use crate::ServerContext;
 
 /// The handler.
 pub async fn cluster_handler(State(ctx): State<Arc<ServerContext>>) -> Response {

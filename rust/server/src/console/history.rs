@@ -14,7 +14,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use super::stats::TopicRow;
-use crate::ServerContext;
+use crate::context::ServerContext;
 
 /// Sampling period of the background task.
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(2);
@@ -158,8 +158,12 @@ impl History {
     }
 }
 
-/// The sampler: one round every [`SAMPLE_EVERY`] until shutdown.
-pub async fn sample_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<bool>) {
+/// The sampler: one round every [`SAMPLE_EVERY`] into `history` until shutdown.
+pub async fn sample_loop(
+    ctx: Arc<ServerContext>,
+    history: Arc<History>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut tick = tokio::time::interval(SAMPLE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -177,8 +181,7 @@ pub async fn sample_loop(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<
         })
         .await
         .unwrap_or_default();
-        ctx.console_history
-            .record(ctx.service.clock().now_ms(), &rows);
+        history.record(ctx.service.clock().now_ms(), &rows);
     }
 }
 

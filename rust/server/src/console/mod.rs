@@ -11,6 +11,9 @@
 //! The page and its assets are public (they hold no data; the login form must load); the JSON
 //! endpoints go through the admin guard like every admin call (the admin router mounts both),
 //! so with authentication on the page asks for a token and sends it as `Authorization: Bearer`.
+//!
+//! The console keeps its own state, the [`History`]: made at start, filled by its sampler
+//! ([`history::sample_loop`]) and read by its route ([`api_routes`]).
 
 pub mod cluster;
 pub mod history;
@@ -28,7 +31,7 @@ use serde_json::json;
 
 pub use history::History;
 
-use crate::ServerContext;
+use crate::context::ServerContext;
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -48,11 +51,15 @@ pub fn page_routes() -> Router<Arc<ServerContext>> {
         )
 }
 
-/// The console's JSON endpoints; the admin router mounts them behind its guard.
-pub fn api_routes() -> Router<Arc<ServerContext>> {
+/// The console's JSON endpoints, the history's read from `history`; the admin router mounts
+/// them behind its guard.
+pub fn api_routes(history: Arc<History>) -> Router<Arc<ServerContext>> {
     Router::new()
         .route("/console/api/overview", get(stats::overview_handler))
-        .route("/console/api/history", get(history_handler))
+        .route(
+            "/console/api/history",
+            get(history_handler).with_state(history),
+        )
         .route("/console/api/cluster", get(cluster::cluster_handler))
 }
 
@@ -70,12 +77,12 @@ async fn asset(content_type: &'static str, body: &'static str) -> Response {
 /// `GET /console/api/history`: broker totals, or `?topic=` one topic (a partitioned topic: the
 /// sum of its partitions).
 async fn history_handler(
-    State(ctx): State<Arc<ServerContext>>,
+    State(history): State<Arc<History>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let points = match q.get("topic") {
-        Some(t) => ctx.console_history.topic(t),
-        None => ctx.console_history.broker(),
+        Some(t) => history.topic(t),
+        None => history.broker(),
     };
     Json(json!({
         "intervalMs": u64::try_from(history::SAMPLE_EVERY.as_millis()).unwrap_or(u64::MAX),

@@ -13,7 +13,7 @@ use axum::Json;
 use pulsar_rs_broker::{BrokerService, Topic};
 use serde::Serialize;
 
-use crate::ServerContext;
+use crate::context::ServerContext;
 
 /// One topic (or partition) as the overview shows it.
 #[derive(Clone, Debug, Default, Serialize)]

@@ -1,0 +1,10 @@
+//! The admin calls on tenants and namespaces: their records ([`tenants`], [`lifecycle`]), their
+//! policies ([`policies`], [`ns_policies`], [`quota_retention`]) and the permissions granted on
+//! them ([`permissions`]).
+
+pub(in crate::admin) mod lifecycle;
+pub(in crate::admin) mod ns_policies;
+pub(in crate::admin) mod permissions;
+pub(in crate::admin) mod policies;
+pub(in crate::admin) mod quota_retention;
+pub(in crate::admin) mod tenants;

@@ -1,0 +1,541 @@
+//! Subscriptions of a topic (or of every partition of a partitioned topic): list, create (at
+//! latest, earliest or a message id), delete (412 while consumers are connected;
+//! `?force=true` disconnects them first), `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
+//! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
+//! `all_subscription`), `expireMessages` to a message id.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Json;
+use pulsar_rs_broker::compaction::COMPACTION_CURSOR;
+use pulsar_rs_broker::{BrokerError, Topic};
+use pulsar_rs_ledger::Position;
+use serde::Deserialize;
+
+use crate::admin::machinery::access::{Access, Routes};
+use crate::admin::machinery::state::targets;
+use crate::admin::machinery::state::Ctx;
+use crate::admin::machinery::topic_path::{
+    existing, must_exist, DeferredTopicPath, ExistingTopic, TopicPath,
+};
+use crate::context::ServerContext;
+use crate::http::{broker_fail, fail};
+
+/// The routes of this module.
+pub(in crate::admin) fn routes() -> Routes {
+    Routes::new()
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscriptions",
+            Access::TopicRead,
+            get(list_subscriptions),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}",
+            Access::Tenant,
+            axum::routing::put(create_subscription).delete(delete_subscription),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/skip_all",
+            Access::Tenant,
+            post(skip_all),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/skip/{n}",
+            Access::Tenant,
+            post(skip),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/resetcursor/{ts}",
+            Access::Tenant,
+            post(reset_cursor),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/resetcursor",
+            Access::Tenant,
+            post(reset_cursor_to_id),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages/{secs}",
+            Access::Tenant,
+            post(expire_messages),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/expireMessages",
+            Access::Tenant,
+            post(expire_messages_to_id),
+        )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{secs}",
+            Access::Tenant,
+            post(expire_messages_all),
+        )
+}
+
+/// Runs `f` on the subscription `sub` of every target topic (blocking pool).
+async fn on_subscription(
+    ctx: Arc<ServerContext>,
+    path: DeferredTopicPath,
+    sub: String,
+    f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<(), BrokerError> + Send + 'static,
+) -> Response {
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || {
+        let mut found = false;
+        for t in targets(&c, &name)? {
+            if let Some(s) = t.subscription(&sub) {
+                found = true;
+                f(&t, &s)?;
+            }
+        }
+        if found {
+            Ok(())
+        } else {
+            Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: name.to_string(),
+            })
+        }
+    })
+    .await;
+    match r {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn skip_all(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+) -> Response {
+    on_subscription(ctx, path, sub, |_, s| {
+        s.cursor.skip_all();
+        Ok(())
+    })
+    .await
+}
+
+async fn skip(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, n)): Path<(String, String, String, String, String)>,
+) -> Response {
+    let Ok(n) = n.parse::<u64>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "the number of messages to skip must be a non-negative integer",
+        );
+    };
+    on_subscription(ctx, path, sub, move |_, s| {
+        s.cursor.skip_entries(n);
+        Ok(())
+    })
+    .await
+}
+
+async fn reset_cursor(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, ts)): Path<(String, String, String, String, String)>,
+) -> Response {
+    let Ok(ts) = ts.parse::<u64>() else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "the timestamp must be milliseconds since the epoch",
+        );
+    };
+    on_subscription(ctx, path, sub, move |_, s| s.seek_by_time(ts)).await
+}
+
+/// A message id in a request body: Pulsar's `ResetCursorData` / `MessageIdImpl` JSON (the
+/// other fields of `ResetCursorData`, such as `properties`, are ignored; `batchIndex` is used
+/// by `expireMessages`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageIdBody {
+    ledger_id: i64,
+    entry_id: i64,
+    #[serde(default = "minus_one")]
+    partition_index: i32,
+    #[serde(default = "minus_one")]
+    batch_index: i32,
+    /// `isExcluded`, as `MessageIdImpl` bodies spell it.
+    #[serde(default)]
+    is_excluded: bool,
+    /// `excluded`: how `ResetCursorData` is written by pulsar-admin (`-e`).
+    #[serde(default)]
+    excluded: bool,
+}
+
+fn minus_one() -> i32 {
+    -1
+}
+
+impl MessageIdBody {
+    /// The body of a request, which must be a message id (400 otherwise).
+    fn parse(body: &str) -> Result<Self, Response> {
+        serde_json::from_str(body).map_err(|e| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                format!("the body must be a message id {{\"ledgerId\":L,\"entryId\":E}}: {e}"),
+            )
+        })
+    }
+
+    /// Whether the id is Pulsar's `MessageId.earliest` (-1:-1).
+    fn is_earliest(&self) -> bool {
+        self.ledger_id < 0 && self.entry_id < 0
+    }
+
+    /// Whether the id is Pulsar's `MessageId.latest` (Long.MAX_VALUE:Long.MAX_VALUE).
+    fn is_latest(&self) -> bool {
+        self.ledger_id == i64::MAX && self.entry_id == i64::MAX
+    }
+
+    /// Whether it addresses `topic` (the partition index picks one partition of a partitioned
+    /// topic; -1 addresses them all).
+    fn addresses(&self, topic: &Topic) -> bool {
+        self.partition_index < 0
+            || topic
+                .name
+                .partition_index()
+                .is_none_or(|i| i64::from(i) == i64::from(self.partition_index))
+    }
+
+    /// Whether the message itself is excluded (`isExcluded` or `excluded`).
+    fn excluded(&self) -> bool {
+        self.is_excluded || self.excluded
+    }
+
+    /// The position the cursor is reset to: the message itself, or the one after it when
+    /// excluded.
+    fn position(&self) -> Position {
+        let entry_id = if self.excluded() {
+            self.entry_id.saturating_add(1)
+        } else {
+            self.entry_id
+        };
+        Position {
+            ledger_id: self.ledger_id,
+            entry_id,
+        }
+    }
+}
+
+/// `POST .../subscription/{sub}/resetcursor` with a message id body (Pulsar's
+/// `resetCursorOnPosition`): the consumers are disconnected and the next message delivered is
+/// the one with that id (or the one after it with `isExcluded`).
+async fn reset_cursor_to_id(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    body: String,
+) -> Response {
+    let id = match MessageIdBody::parse(&body) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    on_subscription(ctx, path, sub, move |t, s| {
+        if id.addresses(t) {
+            s.seek(id.position());
+        }
+        Ok(())
+    })
+    .await
+}
+
+fn expire_seconds(secs: &str) -> Result<u64, Response> {
+    secs.parse::<u64>().map_err(|_| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            "expireTimeInSeconds must be a non-negative integer",
+        )
+    })
+}
+
+/// Pulsar's `expireMessages(seconds)` on one subscription (`Some`) or all of them, on every
+/// target topic: 204; 404 for a missing subscription; 409 naming the first subscription whose
+/// check was not issued (no backlog, almost caught up, or a check running; the others ran).
+async fn expire(
+    ctx: Arc<ServerContext>,
+    path: DeferredTopicPath,
+    sub: Option<String>,
+    secs: &str,
+) -> Response {
+    let secs = match expire_seconds(secs) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let now = ctx.service.clock().now_ms();
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
+        let mut refused = None;
+        let mut found = false;
+        for t in targets(&c, &name)? {
+            for s in t.subscriptions() {
+                if sub.as_ref().is_some_and(|n| *n != s.name) {
+                    continue;
+                }
+                found = true;
+                if !pulsar_rs_broker::subscription::expiry::expire_messages(&s, secs, now)? {
+                    refused.get_or_insert_with(|| {
+                        format!(
+                            "Expire message by timestamp not issued on topic {} for subscription \
+                             {} due to ongoing message expiration not finished or subscription \
+                             almost catch up. If it's performed on a partitioned topic operation \
+                             might succeeded on other partitions, please check stats of \
+                             individual partition.",
+                            t.name, s.name
+                        )
+                    });
+                }
+            }
+        }
+        match sub {
+            Some(s) if !found => Err(BrokerError::SubscriptionNotFound {
+                subscription: s,
+                topic: name.to_string(),
+            }),
+            _ => Ok(refused),
+        }
+    })
+    .await;
+    match r {
+        Ok(Ok(None)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(Some(why))) => fail(StatusCode::CONFLICT, why),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn expire_messages(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub, secs)): Path<(String, String, String, String, String)>,
+) -> Response {
+    expire(ctx, path, Some(sub), &secs).await
+}
+
+/// `POST .../all_subscription/expireMessages/{secs}`.
+async fn expire_messages_all(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, secs)): Path<(String, String, String, String)>,
+) -> Response {
+    expire(ctx, path, None, &secs).await
+}
+
+/// `POST .../subscription/{sub}/expireMessages` with a message id body (Pulsar's
+/// `internalExpireMessagesByPosition`): 204 when issued; 405 on a partitioned topic (name one
+/// partition); 404 for a missing subscription; 409 when not issued (a position past the last
+/// entry, or a check running).
+async fn expire_messages_to_id(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    body: String,
+) -> Response {
+    let id = match MessageIdBody::parse(&body) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || -> Result<Result<(), Response>, BrokerError> {
+        let ts = targets(&c, &name)?;
+        let [t] = ts.as_slice() else {
+            return Ok(Err(fail(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Expire message at position is not supported for partitioned-topic",
+            )));
+        };
+        let Some(s) = t.subscription(&sub) else {
+            return Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: t.name.to_string(),
+            });
+        };
+        let at = Position::new(id.ledger_id, id.entry_id);
+        pulsar_rs_broker::subscription::expiry::expire_to_message_id(
+            &s,
+            at,
+            id.batch_index,
+            id.excluded(),
+        )
+        .map(|issued| {
+            if issued {
+                Ok(())
+            } else {
+                Err(fail(
+                    StatusCode::CONFLICT,
+                    format!(
+                        "Expire message by position not issued on topic {} for subscription \
+                             {} due to ongoing message expiration not finished or invalid \
+                             message position provided.",
+                        t.name, s.name
+                    ),
+                ))
+            }
+        })
+    })
+    .await;
+    match r {
+        Ok(Ok(Ok(()))) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(Err(resp))) => resp,
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn list_subscriptions(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Response {
+    match targets(&ctx, &name) {
+        Ok(ts) => {
+            let mut subs: Vec<String> = ts
+                .iter()
+                // Readers' (non-durable) subscriptions too, while they exist, as Pulsar's.
+                .flat_map(|t| t.subscriptions())
+                .map(|s| s.name.clone())
+                .collect();
+            // Pulsar lists the compaction cursor of a compacted topic as a subscription.
+            if ts
+                .iter()
+                .any(|t| super::stats::compaction_cursor(t).is_some())
+            {
+                subs.push(COMPACTION_CURSOR.to_owned());
+            }
+            subs.sort();
+            subs.dedup();
+            Json(subs).into_response()
+        }
+        Err(e) => broker_fail(&e),
+    }
+}
+
+/// `PUT .../subscription/{sub}` (Pulsar's `createSubscription`): at latest without a body,
+/// else at the body's message id (earliest, latest or a position); 409 when it exists.
+async fn create_subscription(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    body: String,
+) -> Response {
+    let start = if body.trim().is_empty() {
+        None
+    } else {
+        match MessageIdBody::parse(&body) {
+            Ok(id) if id.is_latest() => None,
+            Ok(id) => Some(id),
+            Err(r) => return r,
+        }
+    };
+    let name = match path {
+        Ok(TopicPath(n)) => n,
+        Err(r) => return r,
+    };
+    // Pulsar creates a missing topic first where topics are auto-created (`getTopic(name,
+    // isAllowAutoTopicCreation)`), partitioned or not as the policy says.
+    let auto_create = match must_exist(&ctx, &name) {
+        Ok(()) => false,
+        Err(_) if ctx.service.auto_creation(&name.namespace_name()).allow => true,
+        Err(not_found) => return not_found,
+    };
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || -> Result<bool, BrokerError> {
+        if auto_create && c.service.partitions(&name, true)? == 0 {
+            c.service.topic(&name, true)?;
+        }
+        let mut created = false;
+        for t in targets(&c, &name)? {
+            if t.subscription(&sub).is_none() {
+                // Pulsar's admin default position is latest.
+                let earliest = start.as_ref().is_some_and(MessageIdBody::is_earliest);
+                let s = t.durable_subscription(&sub, earliest, true)?;
+                if let Some(id) = start.as_ref().filter(|id| !id.is_earliest()) {
+                    if id.addresses(&t) {
+                        s.seek(id.position());
+                    }
+                }
+                created = true;
+            }
+        }
+        Ok(created)
+    })
+    .await;
+    match r {
+        Ok(Ok(true)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(false)) => fail(
+            StatusCode::CONFLICT,
+            "Subscription already exists for topic",
+        ),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// `DELETE .../subscription/{sub}[?force=true]` (Pulsar's `deleteSubscription`): 412 while
+/// consumers are connected; with `force`, they are disconnected first (Pulsar's
+/// `deleteForcefully`), then the subscription is deleted.
+async fn delete_subscription(
+    State(ctx): Ctx,
+    ExistingTopic(name): ExistingTopic,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    if sub == COMPACTION_CURSOR {
+        // Pulsar deletes the cursor, and with it the compaction horizon, while readCompacted
+        // readers are still served the compacted view: refused here instead.
+        return fail(
+            StatusCode::PRECONDITION_FAILED,
+            format!("{COMPACTION_CURSOR} is the topic's compaction cursor: it holds the compacted view and cannot be deleted"),
+        );
+    }
+    let force = crate::admin::machinery::closing::forced(&q);
+    if !force {
+        // Pulsar's SubscriptionBusyException → 412, before anything is deleted (the check
+        // may load the topic: blocking pool).
+        let (c, n, s) = (Arc::clone(&ctx), name.clone(), sub.clone());
+        let busy = tokio::task::spawn_blocking(move || {
+            targets(&c, &n).is_ok_and(|ts| {
+                ts.iter()
+                    .filter_map(|t| t.subscription(&s))
+                    .any(|s| !s.consumers().is_empty())
+            })
+        })
+        .await
+        .unwrap_or(false);
+        if busy {
+            return fail(
+                StatusCode::PRECONDITION_FAILED,
+                "Subscription has active connected consumers",
+            );
+        }
+    }
+    on_subscription(ctx, Ok(TopicPath(name)), sub, move |t, s| {
+        if force {
+            s.disconnect_all();
+        } else if !s.consumers().is_empty() {
+            return Err(BrokerError::NotAllowed(
+                "Subscription has active connected consumers".into(),
+            ));
+        }
+        t.remove_subscription(&s.name)
+    })
+    .await
+}
