@@ -631,8 +631,23 @@ def test_expiry_backlog_quota_and_retention_work_on_the_bookies(tmp_path, bookie
             stats = admin.topics.internal_stats(topic)
             assert time.monotonic() < deadline, f"acknowledgements missing: backlog {backlog}, {stats['cursors']}"
             time.sleep(0.2)  # poll: the closed consumer's acknowledgements reach the cursor
+        # The broker's housekeeping (every second here: managedLedgerDefaultMarkDeleteRateLimit) trims
+        # the closed ledgers every cursor consumed, with no reload.
+        deadline = time.monotonic() + 30
         while first in [led["ledgerId"] for led in admin.topics.internal_stats(topic)["ledgers"]]:
             stats = admin.topics.internal_stats(topic)
             assert time.monotonic() < deadline, f"{stats['ledgers']}\ncursors: {stats['cursors']}"
-            admin.topics.unload(topic)  # a reload trims what every cursor consumed
-            time.sleep(1)  # poll: the closing consumer's acks arrive asynchronously; each reload retries the trim
+            time.sleep(0.5)  # poll: the housekeeping runs on its own schedule
+        admin.topics.unload(topic)  # the reload closes the ledger that was open: consumed, it goes too
+        deadline = time.monotonic() + 30
+        while len((stats := admin.topics.internal_stats(topic))["ledgers"]) > 1:
+            assert time.monotonic() < deadline, f"{stats['ledgers']}\ncursors: {stats['cursors']}"
+            time.sleep(0.5)  # poll: the housekeeping runs on its own schedule
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            bookies.ledger_ensembles(first)
+        except PulsarReferenceError:
+            break  # no metadata left: deleted from BookKeeper
+        assert time.monotonic() < deadline, f"trimmed ledger {first} still on BookKeeper"
+        time.sleep(0.5)  # poll: the ledger is deleted from the bookies asynchronously

@@ -634,6 +634,10 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<(HashSet<i64>, Vec<String>)> 
     Ok((live, unreadable))
 }
 
+/// A housekeeping pass over one ledger longer than this is logged (its metadata store or bookies
+/// are slow, and every other ledger's pass waits).
+const SLOW_HOUSEKEEPING: Duration = Duration::from_secs(5);
+
 fn run_housekeeping(shared: &Shared) -> Result<()> {
     if shared.read_only {
         return Ok(());
@@ -647,9 +651,19 @@ fn run_housekeeping(shared: &Shared) -> Result<()> {
         .collect();
     let mut first = None;
     for ml in open {
+        let started = crate::clock::monotonic();
         if let Err(e) = ml.housekeeping() {
             tracing::warn!(ledger = ml.name(), error = %e, "housekeeping failed");
             first.get_or_insert(e);
+        }
+        // One pass holds up every other ledger's (cursor flushes, trims): a slow store shows here.
+        let took = started.elapsed();
+        if took >= SLOW_HOUSEKEEPING {
+            tracing::warn!(
+                ledger = ml.name(),
+                took_ms = took.as_millis() as u64,
+                "slow housekeeping pass"
+            );
         }
     }
     first.map_or(Ok(()), Err)
