@@ -98,6 +98,16 @@ class Namespaces(Group, PolicySetters, NamespaceLimits):
         """``"None"`` or ``"Prefix"`` (subscription names must start with the role)."""
         self._a.request("POST", f"/admin/v2/namespaces/{ns_path(namespace)}/subscriptionAuthMode", mode)
 
+    def get_clusters(self, namespace: str) -> builtins.list[str]:
+        """The clusters the namespace is replicated to (only this broker's cluster when none are
+        set): pulsar-admin's ``namespaces get-clusters``."""
+        return self._a.request("GET", f"/admin/v2/namespaces/{ns_path(namespace)}/replication")
+
+    def set_clusters(self, namespace: str, clusters: builtins.list[str]) -> None:
+        """Replicates the namespace to ``clusters`` (registered ones the tenant allows; 403 or
+        412 otherwise): pulsar-admin's ``namespaces set-clusters``."""
+        self._a.request("POST", f"/admin/v2/namespaces/{ns_path(namespace)}/replication", clusters)
+
     def topics(self, namespace: str) -> builtins.list[str]:
         """Every topic of the namespace, persistent and non-persistent, partitions by name
         (pulsar-admin's ``namespaces topics``)."""

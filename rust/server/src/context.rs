@@ -102,6 +102,8 @@ pub struct ServerContext {
     /// This broker as a client of its peers (`brokerClient*`: TLS, credentials, the pooled
     /// admin client); immutable.
     pub broker_client: Arc<cluster::peers::client::BrokerClient>,
+    /// The geo-replicators running here (their own lock inside).
+    pub replicators: crate::replication::Replicators,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at
     /// start, before the listeners run.
     pub cluster: std::sync::OnceLock<Arc<pulsar_rs_cluster::ClusterMember>>,

@@ -12,7 +12,8 @@
 //! The rooms, from the top down: [`server`] (the running server and its start-up, phase by
 //! phase); [`admin`] (the REST API, with [`metrics`] and the web [`console`]) and
 //! [`connection`] (one binary-protocol client); [`cluster`] (this broker acting in a cluster,
-//! and as a client of its peers); [`housekeeping`] (the periodic tasks); [`context`] (the state
+//! and as a client of its peers); [`replication`] (geo-replication to other clusters);
+//! [`housekeeping`] (the periodic tasks); [`context`] (the state
 //! they all share); and below it the plain parts: [`auth`], [`tls`], [`resources`],
 //! [`lookup`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
 //! the modules and hands on the names other crates use.
@@ -33,6 +34,7 @@ pub mod lookup;
 pub mod metrics;
 pub mod outbound;
 pub mod policies_document;
+pub mod replication;
 pub mod resources;
 pub mod server;
 pub mod standalone_defaults;

@@ -172,6 +172,11 @@ pub struct BrokerConfig {
     pub enable_broker_side_subscription_pattern_evaluation: bool,
     /// The longest pattern a watcher or a filtered topic list takes.
     pub subscription_pattern_max_length: u32,
+    /// Geo-replication: the prefix of replication cursors (`<prefix>.<remote cluster>`) and
+    /// replicator producers (`<prefix>.<local>--><remote>`).
+    pub replicator_prefix: String,
+    /// Geo-replication: SENDs a replicator keeps in flight to its remote cluster.
+    pub replication_producer_queue_size: u32,
     pub allow_auto_topic_creation: bool,
     /// `non-partitioned` or `partitioned`.
     pub allow_auto_topic_creation_type: String,
@@ -460,6 +465,8 @@ impl Default for BrokerConfig {
             max_message_size: 5 * 1024 * 1024,
             enable_broker_side_subscription_pattern_evaluation: true,
             subscription_pattern_max_length: 50,
+            replicator_prefix: "pulsar.repl".into(),
+            replication_producer_queue_size: 1000,
             max_pending_publish_requests_per_connection: 1000,
             keep_alive_interval_seconds: 30,
             allow_auto_topic_creation: true,

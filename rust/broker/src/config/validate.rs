@@ -32,6 +32,15 @@ impl BrokerConfig {
             // As Pulsar's `@FieldContext(minValue = 1)`.
             return Err(bad("numIOThreads", "must be > 0"));
         }
+        if self.replicator_prefix.is_empty() || self.replicator_prefix.contains('/') {
+            return Err(bad(
+                "replicatorPrefix",
+                "must be a non-empty name without '/'",
+            ));
+        }
+        if self.replication_producer_queue_size == 0 {
+            return Err(bad("replicationProducerQueueSize", "must be > 0"));
+        }
         if self.max_message_size < 1024 {
             return Err(bad("maxMessageSize", "must be at least 1024 bytes"));
         }

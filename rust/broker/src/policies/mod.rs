@@ -5,6 +5,7 @@
 
 pub mod backlog_quota;
 pub mod limits;
+pub mod replication;
 pub mod store;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

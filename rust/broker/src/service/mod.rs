@@ -557,6 +557,14 @@ impl BrokerService {
         );
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), compaction);
         topic.apply_policy(self.policies.effective(name));
+        // Before any producer can write (Pulsar's `checkReplication` in the topic's load): a
+        // replicated topic's messages from now on are kept for each remote cluster.
+        for remote in self
+            .policies
+            .remote_clusters(name, &self.config.cluster_name)
+        {
+            topic.replication_cursor(&remote)?;
+        }
         // Before any consumer can attach (the topic is not in `topics` yet).
         self.restore_txn_acks(&topic)?;
         self.known.lock().insert(name.clone());

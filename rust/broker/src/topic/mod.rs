@@ -5,6 +5,7 @@
 pub mod dedup;
 pub mod producers;
 pub mod publish;
+pub mod replication;
 pub mod terminate;
 pub mod transaction;
 
@@ -204,11 +205,12 @@ impl Topic {
             topic.compaction.set_transaction_buffer(Arc::clone(tb));
         }
         // Durable subscriptions survive restarts: the ledger recovered their cursors.
-        for cursor in
-            topic.ledger.cursors().into_iter().filter(|c| {
-                c.is_durable() && c.name() != DEDUP_CURSOR && c.name() != COMPACTION_CURSOR
-            })
-        {
+        for cursor in topic.ledger.cursors().into_iter().filter(|c| {
+            c.is_durable()
+                && c.name() != DEDUP_CURSOR
+                && c.name() != COMPACTION_CURSOR
+                && !topic.is_replication_cursor(c.name())
+        }) {
             let name = cursor.name().to_owned();
             let sub = topic.start_subscription(&name, cursor, true);
             topic.subscriptions.lock().insert(sub.name.clone(), sub);

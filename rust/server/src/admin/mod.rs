@@ -98,6 +98,7 @@ fn router(ctx: Arc<ServerContext>, history: Arc<History>) -> Router {
         .route("/metrics", Access::Metrics, get(crate::metrics::render))
         .merge(namespaces::policies::routes())
         .merge(namespaces::ns_policies::routes())
+        .merge(namespaces::replication::routes())
         .merge(topics::schemas::routes())
         .merge(topics::subscriptions::routes())
         .merge(topics::messages::routes())

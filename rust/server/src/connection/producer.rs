@@ -32,6 +32,9 @@ pub(super) struct Producer {
     waiter: Arc<dyn AddWaiter>,
     /// Its publish counters, shared with the topic's `ProducerInfo` (admin stats).
     meters: Arc<ProducerMeters>,
+    /// Another cluster's replicator (`<replicatorPrefix>.<from>--><to>`): its SENDs are
+    /// deduplicated on each message's own producer and sequence id.
+    replicator: bool,
 }
 
 impl Connection {
@@ -194,6 +197,10 @@ impl Connection {
                         waiter: Arc::clone(&receipts) as _,
                         receipts,
                         meters,
+                        replicator: crate::replication::is_replicator_producer(
+                            &self.service.config.replicator_prefix,
+                            &name,
+                        ),
                     },
                 );
                 let exclusive = AccessMode::from_wire(c.producer_access_mode) != AccessMode::Shared;
@@ -285,11 +292,29 @@ impl Connection {
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
             let bytes = payload.stored.len() as u64;
-            let ids = SendIds {
-                producer: &p.name,
-                sequence_id: s.sequence_id,
-                highest_sequence_id: s.highest_sequence_id,
-                non_last_chunk: payload.metadata.is_non_last_chunk(),
+            // A replicated message is deduplicated on its own producer and sequence id (Pulsar's,
+            // for replicated messages): the replicator numbers its SENDs its own way.
+            let original = if p.replicator {
+                payload
+                    .full_metadata()
+                    .ok()
+                    .filter(|m| m.replicated_from.is_some())
+            } else {
+                None
+            };
+            let ids = match &original {
+                Some(md) => SendIds {
+                    producer: &md.producer_name,
+                    sequence_id: md.sequence_id,
+                    highest_sequence_id: md.highest_sequence_id,
+                    non_last_chunk: payload.metadata.is_non_last_chunk(),
+                },
+                None => SendIds {
+                    producer: &p.name,
+                    sequence_id: s.sequence_id,
+                    highest_sequence_id: s.highest_sequence_id,
+                    non_last_chunk: payload.metadata.is_non_last_chunk(),
+                },
             };
             let token = p.receipts.next_token();
             let chunk = payload.metadata.num_chunks_from_msg.is_some_and(|n| n > 1);

@@ -261,6 +261,7 @@ fn context(
     let lookups = lookups(&service.config, &urls)?;
     Ok(Arc::new(ServerContext {
         broker_client,
+        replicators: crate::replication::Replicators::default(),
         service,
         service_url: urls.service,
         service_url_tls: urls.service_tls,
@@ -388,6 +389,7 @@ fn spawn_tasks(
         ));
     }
     housekeeping::spawn(&mut tasks, ctx, &rx);
+    crate::replication::spawn(&mut tasks, ctx, &rx);
     Ok((shutdown, tasks))
 }
 

@@ -266,6 +266,11 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["GET", "POST", "DELETE"],
     ),
     (
+        "replication",
+        "/admin/v2/namespaces/{tenant}/{ns}/replication",
+        &["GET", "POST"],
+    ),
+    (
         "policies",
         "/admin/v2/namespaces/{tenant}/{ns}/{policy}",
         &["GET", "POST", "PUT", "DELETE"],
@@ -545,7 +550,7 @@ fn body_schema(path: &str) -> Value {
         "replicas" => json!({"type": "integer"}),
         "resetcursor" | "expireMessages" => message_id,
         "{sub}" if path.contains("/subscription/") && !path.contains("/permissions/") => message_id,
-        "{role}" | "{sub}" => names,
+        "{role}" | "{sub}" | "replication" => names,
         "subscriptionAuthMode" => json!({"type": "string", "enum": ["None", "Prefix"]}),
         "schema" | "version" | "compatibility" => json!({
             "type": "object",

@@ -7,4 +7,5 @@ pub(in crate::admin) mod ns_policies;
 pub(in crate::admin) mod permissions;
 pub(in crate::admin) mod policies;
 pub(in crate::admin) mod quota_retention;
+pub(in crate::admin) mod replication;
 pub(in crate::admin) mod tenants;

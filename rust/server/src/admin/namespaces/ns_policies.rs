@@ -93,7 +93,7 @@ type NsPath = Path<(String, String)>;
 
 /// The namespace of a path, which must exist: Pulsar's 404s ("Tenant does not exist",
 /// "Namespace does not exist").
-fn existing(
+pub(super) fn existing(
     ctx: &crate::context::ServerContext,
     tenant: &str,
     ns: &str,

@@ -130,17 +130,22 @@ fn add_ledger_metadata(t: &Topic, doc: &mut Value) {
 }
 
 /// Pulsar's `PersistentTopicInternalStats` of one topic or partition: its managed ledger, the
-/// cursors of its subscriptions and the `__compaction` cursor.
+/// cursors of its subscriptions, its replication cursors (`pulsar.repl.<cluster>`) and the
+/// `__compaction` cursor.
 fn internal_stats_json(t: &Topic) -> Value {
     let st = t.ledger.stats();
     let mut waiting = 0;
     let subs = t.subscriptions();
-    // The subscriptions' cursors, and the `__compaction` cursor (the compaction horizon).
+    // The subscriptions' cursors, the replication cursors (Pulsar lists its replicators'), and
+    // the `__compaction` cursor (the compaction horizon).
     let compaction_cursor = t
         .ledger
         .cursors()
         .into_iter()
-        .filter(|c| c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR)
+        .filter(|c| {
+            c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR
+                || t.is_replication_cursor(c.name())
+        })
         .map(|c| (c, None));
     let mut cursors = Map::new();
     for (c, sub) in subs

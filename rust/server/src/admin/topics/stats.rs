@@ -88,7 +88,7 @@ async fn topic_stats(
 /// Pulsar's `TopicStats` document of one (non-partitioned) topic or partition, field for field
 /// (Pulsar 4.0). Values this broker cannot have are reported as what is true for it: no
 /// transactions (the `*TxnCount` fields are 0), no offloading (`offloaded*`, `lastOffload*` 0),
-/// no geo-replication (`replication` {}, `isReplicated` false), no entry filters (`filter*`
+/// no replicated subscriptions (`isReplicated` false), no entry filters (`filter*`
 /// 0), no broker-wide dispatch limit (`dispatchThrottled*ByBrokerLimit` 0), no Key_Shared
 /// draining hashes (PIP-379's `drainingHashes*` 0, `consumersAfterMarkDeletePosition` {}).
 ///
@@ -185,7 +185,13 @@ pub(in crate::admin) fn topic_json(
     let publishers: Vec<Value> = if opts.exclude_publishers {
         Vec::new()
     } else {
-        topic.producers().iter().map(producer_json).collect()
+        let prefix = &ctx.service.config.replicator_prefix;
+        topic
+            .producers()
+            .iter()
+            .filter(|p| !crate::replication::is_replicator_producer(prefix, &p.name))
+            .map(producer_json)
+            .collect()
     };
     let policy = topic.effective_policy();
     let now_ms = ctx.service.clock().now_ms();
@@ -226,7 +232,7 @@ pub(in crate::admin) fn topic_json(
         "publishers": publishers,
         "waitingPublishers": topic.waiting_producers(),
         "subscriptions": subs,
-        "replication": {},
+        "replication": super::replication_stats::replication_json(ctx, topic),
         "deduplicationStatus": if topic.dedup.is_enabled() { "Enabled" } else { "Disabled" },
         "nonContiguousDeletedMessagesRanges": ranges_total,
         "nonContiguousDeletedMessagesRangesSerializedSize": topic
@@ -491,7 +497,7 @@ fn producer_json(p: &pulsar_rs_broker::ProducerInfo) -> Value {
 
 /// A time as Java's `Instant.toString()` prints it (Pulsar's `connectedSince`, `lastAckedTime`):
 /// UTC, the fraction in groups of three digits and only as long as needed.
-fn instant_string(t: SystemTime) -> String {
+pub(super) fn instant_string(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let base = super::messages::iso_time(d.as_secs() * 1000);
     let secs = &base[..19];

@@ -101,7 +101,7 @@ impl BrokerClient {
             Err(e) => {
                 tracing::warn!(
                     error = %e,
-                    "the broker client's settings cannot be used; a standalone opens no connection to other brokers, so they are ignored"
+                    "the broker client's settings cannot be used; a standalone has no peers, and its replicators connect to other clusters without them"
                 );
                 Ok(Arc::new(BrokerClient::plain()))
             }
@@ -109,7 +109,7 @@ impl BrokerClient {
     }
 
     /// A client without credentials or TLS: a standalone's, whose broker-client settings
-    /// cannot be used (it opens no connection to a peer).
+    /// cannot be used (it has no peers; its replicators connect without them).
     #[must_use]
     pub fn plain() -> Self {
         BrokerClient {

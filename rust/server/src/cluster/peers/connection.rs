@@ -1,8 +1,12 @@
 //! One binary-protocol connection from this broker to another broker of its cluster (the
 //! connection Pulsar's broker-side client opens, over TCP or TLS: [`BrokerClient::connect`]):
 //! CONNECT, then requests matched to their
-//! responses by request id, PINGs answered. A reader task owns the socket's read half, a
-//! writer task its write half; when the socket closes every waiting request fails at once.
+//! responses by request id, PINGs answered; the commands that answer no request (a producer's
+//! receipts and errors, the broker closing a producer) go to the opener's event channel when it
+//! asked for one ([`PeerConnection::open_with_events`]: the replicators' producers on other
+//! clusters). A reader task owns the socket's read half, a
+//! writer task its write half; when the socket closes every waiting request fails at once and
+//! the event channel closes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,6 +43,8 @@ pub struct PeerConnection {
     /// Set once by the reader task when the socket closed. Release on the store, Acquire on
     /// the load: a caller that sees it also sees `pending` drained.
     closed: Arc<AtomicBool>,
+    /// Woken by [`PeerConnection::close`]: the reader task stops and the socket closes.
+    closing: Arc<tokio::sync::Notify>,
 }
 
 fn encode(cmd: &BaseCommand) -> Bytes {
@@ -59,6 +65,12 @@ fn answered_request(cmd: &BaseCommand) -> Option<u64> {
             .as_ref()
             .map(|r| r.request_id),
         Type::LookupResponse => cmd.lookup_topic_response.as_ref().map(|r| r.request_id),
+        Type::ProducerSuccess => cmd.producer_success.as_ref().map(|r| r.request_id),
+        Type::Success => cmd.success.as_ref().map(|r| r.request_id),
+        Type::PartitionedMetadataResponse => cmd
+            .partition_metadata_response
+            .as_ref()
+            .map(|r| r.request_id),
         Type::Error => cmd.error.as_ref().map(|e| e.request_id),
         _ => None,
     }
@@ -93,6 +105,31 @@ impl PeerConnection {
         service_url: &str,
         timeout: Duration,
         client: &BrokerClient,
+    ) -> Result<Arc<Self>, String> {
+        Self::open_inner(service_url, timeout, client, None).await
+    }
+
+    /// Like [`PeerConnection::open`], with the commands that answer no request (SEND_RECEIPT,
+    /// SEND_ERROR, CLOSE_PRODUCER, ...) sent to the returned receiver, which ends when the
+    /// socket closes.
+    ///
+    /// # Errors
+    /// As [`PeerConnection::open`].
+    pub async fn open_with_events(
+        service_url: &str,
+        timeout: Duration,
+        client: &BrokerClient,
+    ) -> Result<(Arc<Self>, mpsc::UnboundedReceiver<BaseCommand>), String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let conn = Self::open_inner(service_url, timeout, client, Some(tx)).await?;
+        Ok((conn, rx))
+    }
+
+    async fn open_inner(
+        service_url: &str,
+        timeout: Duration,
+        client: &BrokerClient,
+        events: Option<mpsc::UnboundedSender<BaseCommand>>,
     ) -> Result<Arc<Self>, String> {
         let addr = service_url.to_owned();
         let credentials = client.credentials().cloned();
@@ -131,6 +168,7 @@ impl PeerConnection {
             pending: Arc::default(),
             next_request: AtomicU64::new(1),
             closed: Arc::default(),
+            closing: Arc::default(),
         });
         tokio::spawn(async move {
             while let Some(f) = frames.recv().await {
@@ -140,9 +178,14 @@ impl PeerConnection {
             }
         });
         let (pending, closed) = (Arc::clone(&conn.pending), Arc::clone(&conn.closed));
+        let closing = Arc::clone(&conn.closing);
         tokio::spawn(async move {
             let why = loop {
-                let cmd = match next_command(&mut rd, &mut buf).await {
+                let next = tokio::select! {
+                    next = next_command(&mut rd, &mut buf) => next,
+                    () = closing.notified() => break "closed by this broker".to_owned(),
+                };
+                let cmd = match next {
                     Ok(c) => c,
                     Err(why) => break why,
                 };
@@ -170,9 +213,15 @@ impl PeerConnection {
                     continue;
                 }
                 if let Some(id) = answered_request(&cmd) {
-                    if let Some(waiter) = pending.lock().remove(&id) {
+                    // Short lock: one map operation.
+                    let waiter = pending.lock().remove(&id);
+                    if let Some(waiter) = waiter {
                         let _ = waiter.send(cmd);
+                        continue;
                     }
+                }
+                if let Some(events) = &events {
+                    let _ = events.send(cmd);
                 }
             };
             tracing::debug!(peer = %addr, "peer connection closed: {why}");
@@ -189,6 +238,24 @@ impl PeerConnection {
     pub fn is_closed(&self) -> bool {
         // Acquire: pairs with the reader task's Release.
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the connection: the reader task stops (failing whatever waits), and the socket
+    /// closes once the frames already queued are written and the last handle is dropped.
+    pub fn close(&self) {
+        // A stored permit: the reader sees it even when it is not waiting right now.
+        self.closing.notify_one();
+    }
+
+    /// Queues an encoded frame (a SEND with its payload) for the writer task.
+    ///
+    /// # Errors
+    /// The connection is closed.
+    pub fn send_frame(&self, frame: Bytes) -> Result<(), String> {
+        if self.is_closed() || self.out.send(frame).is_err() {
+            return Err("the peer connection is closed".into());
+        }
+        Ok(())
     }
 
     /// Sends the command `build` makes with a fresh request id and waits for its response.

@@ -1,0 +1,48 @@
+//! Where a topic replicates to (Pulsar's `checkReplication` list): the topic's own
+//! `replicationClusters` policy, else its namespace's `replication_clusters`, else only the
+//! local cluster. Both are kept as Pulsar's JSON field names in the stored policies.
+
+use serde_json::Value;
+
+use super::store::PolicyStore;
+use crate::naming::TopicName;
+
+/// The topic policy field of a topic's replication clusters.
+pub const TOPIC_FIELD: &str = "replicationClusters";
+/// The namespace `Policies` field of a namespace's replication clusters.
+pub const NAMESPACE_FIELD: &str = "replication_clusters";
+
+fn names(v: Option<&Value>) -> Option<Vec<String>> {
+    let list = v?.as_array()?;
+    Some(
+        list.iter()
+            .filter_map(|c| c.as_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
+impl PolicyStore {
+    /// The clusters `t` replicates to besides `local`, sorted; empty when it is not replicated.
+    /// System topics (`__`-prefixed local names: transaction logs, topic policies) stay home.
+    #[must_use]
+    pub fn remote_clusters(&self, t: &TopicName, local: &str) -> Vec<String> {
+        if t.local.starts_with("__") {
+            return Vec::new();
+        }
+        let clusters = names(self.topic(t).other.get(TOPIC_FIELD)).or_else(|| {
+            names(
+                self.namespace(&t.namespace_name())
+                    .other
+                    .get(NAMESPACE_FIELD),
+            )
+        });
+        let mut remotes: Vec<String> = clusters
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c != local)
+            .collect();
+        remotes.sort();
+        remotes.dedup();
+        remotes
+    }
+}

@@ -1,0 +1,181 @@
+//! What a replicator does with each entry it reads (Pulsar's
+//! `GeoPersistentReplicator.replicateEntries`): entries that must not go to the remote cluster
+//! are acknowledged and skipped (server markers, messages that came from another cluster, a
+//! `replicate_to` list without the remote); the others go with `replicated_from` set to this
+//! cluster, their payload (still compressed, batches intact) and every other metadata field
+//! (producer name, sequence id, publish and event time, keys, properties, schema version) as
+//! stored.
+
+use bytes::Bytes;
+use pulsar_rs_proto::pb::MessageMetadata;
+use pulsar_rs_proto::{parse_stored_entry, MAGIC_BROKER_ENTRY_METADATA};
+
+/// The decision for one entry.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Acknowledged without sending, for the reason given.
+    Skip(&'static str),
+    /// Sent as this metadata and payload.
+    Send {
+        /// The stored metadata with `replicated_from` set.
+        metadata: Box<MessageMetadata>,
+        /// The stored payload.
+        payload: Bytes,
+        /// Messages in the entry (a batch's count).
+        num_messages: i32,
+    },
+}
+
+/// The stored entry without its broker entry metadata section (`[0x0e02][u32 size][...]`),
+/// which Pulsar's brokers put in front of entries when an interceptor asks for it.
+fn without_broker_entry_metadata(entry: &Bytes) -> Option<Bytes> {
+    if entry.len() >= 2 && u16::from_be_bytes([entry[0], entry[1]]) == MAGIC_BROKER_ENTRY_METADATA {
+        let size = u32::from_be_bytes(entry.get(2..6)?.try_into().ok()?) as usize;
+        return Some(entry.slice(6usize.checked_add(size)?.min(entry.len())..));
+    }
+    Some(entry.clone())
+}
+
+/// What to do with `entry` (as stored) on the way from cluster `local` to cluster `remote`;
+/// `aborted(most, least)` says whether a transaction was aborted (its messages stay home).
+#[must_use]
+pub fn verdict(
+    entry: &Bytes,
+    local: &str,
+    remote: &str,
+    aborted: &dyn Fn(u64, u64) -> bool,
+) -> Verdict {
+    let Some(stored) = without_broker_entry_metadata(entry) else {
+        return Verdict::Skip("undecodable");
+    };
+    let Ok((mut metadata, payload)) = parse_stored_entry(&stored) else {
+        return Verdict::Skip("undecodable");
+    };
+    if metadata.marker_type.is_some() {
+        return Verdict::Skip("a server marker");
+    }
+    if metadata.replicated_from.is_some() {
+        return Verdict::Skip("replicated from another cluster");
+    }
+    if !metadata.replicate_to.is_empty() && !metadata.replicate_to.iter().any(|c| c == remote) {
+        return Verdict::Skip("replicate_to leaves this cluster out");
+    }
+    if let (Some(most), Some(least)) = (metadata.txnid_most_bits, metadata.txnid_least_bits) {
+        if aborted(most, least) {
+            return Verdict::Skip("an aborted transaction's");
+        }
+    }
+    metadata.replicated_from = Some(local.to_owned());
+    // The remote's transactions are not this one's (Pulsar clears them too).
+    metadata.txnid_least_bits = None;
+    metadata.txnid_most_bits = None;
+    let num_messages = metadata.num_messages_in_batch.unwrap_or(1).max(1);
+    Verdict::Send {
+        metadata: Box::new(metadata),
+        payload,
+        num_messages,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pulsar_rs_proto::build_stored_entry;
+
+    const NONE: fn(u64, u64) -> bool = |_, _| false;
+
+    #[test]
+    fn an_aborted_transactions_messages_stay_home() {
+        let e = stored(|m| {
+            m.txnid_most_bits = Some(1);
+            m.txnid_least_bits = Some(2);
+        });
+        assert!(matches!(
+            verdict(&e, "west", "east", &|m, l| (m, l) == (1, 2)),
+            Verdict::Skip(_)
+        ));
+        match verdict(&e, "west", "east", &NONE) {
+            Verdict::Send { metadata, .. } => assert_eq!(metadata.txnid_most_bits, None),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    fn stored(f: impl FnOnce(&mut MessageMetadata)) -> Bytes {
+        let mut md = MessageMetadata {
+            producer_name: "p".into(),
+            sequence_id: 7,
+            publish_time: 1_700_000_000_000,
+            partition_key: Some("k".into()),
+            ..Default::default()
+        };
+        f(&mut md);
+        build_stored_entry(&md, b"payload")
+    }
+
+    #[test]
+    fn sends_with_replicated_from_and_everything_else_kept() {
+        match verdict(&stored(|_| {}), "west", "east", &NONE) {
+            Verdict::Send {
+                metadata,
+                payload,
+                num_messages,
+            } => {
+                assert_eq!(metadata.replicated_from.as_deref(), Some("west"));
+                assert_eq!(metadata.producer_name, "p");
+                assert_eq!(metadata.sequence_id, 7);
+                assert_eq!(metadata.publish_time, 1_700_000_000_000);
+                assert_eq!(metadata.partition_key.as_deref(), Some("k"));
+                assert_eq!(&payload[..], b"payload");
+                assert_eq!(num_messages, 1);
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn never_sends_back_what_came_from_elsewhere() {
+        let e = stored(|m| m.replicated_from = Some("east".into()));
+        assert!(matches!(
+            verdict(&e, "west", "east", &NONE),
+            Verdict::Skip(_)
+        ));
+    }
+
+    #[test]
+    fn honours_replicate_to() {
+        let only_north = stored(|m| m.replicate_to = vec!["north".into()]);
+        assert!(matches!(
+            verdict(&only_north, "west", "east", &NONE),
+            Verdict::Skip(_)
+        ));
+        assert!(matches!(
+            verdict(&only_north, "west", "north", &NONE),
+            Verdict::Send { .. }
+        ));
+    }
+
+    #[test]
+    fn skips_markers_and_garbage() {
+        let marker = stored(|m| m.marker_type = Some(10));
+        assert!(matches!(
+            verdict(&marker, "west", "east", &NONE),
+            Verdict::Skip(_)
+        ));
+        let garbage = Bytes::from_static(b"\x0e\x01\0\0\0\0junk");
+        assert!(matches!(
+            verdict(&garbage, "west", "east", &NONE),
+            Verdict::Skip(_)
+        ));
+    }
+
+    #[test]
+    fn reads_past_broker_entry_metadata() {
+        let inner = stored(|_| {});
+        let mut e = vec![0x0e, 0x02, 0, 0, 0, 2, 0x08, 0x01];
+        e.extend_from_slice(&inner);
+        assert!(matches!(
+            verdict(&Bytes::from(e), "west", "east", &NONE),
+            Verdict::Send { .. }
+        ));
+    }
+}

@@ -1,0 +1,274 @@
+//! Geo-replication, as Apache Pulsar's: a topic whose replication clusters (its
+//! `replicationClusters` policy, else its namespace's `replication_clusters`) name clusters
+//! besides this one has, per remote cluster, a replication cursor (opened when the topic loads,
+//! in the broker crate) and a replicator ([`replicator`]) sending what that cursor holds to a
+//! producer on the remote cluster ([`remote`]), entry by entry ([`entry`]). The remote
+//! clusters are found in the cluster records (`PUT /admin/v2/clusters/{name}`) and reached with
+//! this broker's client settings (`brokerClient*`).
+//!
+//! The [`Replicators`] keep what runs; [`spawn`] starts the task that, every second, compares
+//! the loaded topics' replication clusters with it (Pulsar runs `checkReplication` on loads
+//! and policy changes): replicators start for new clusters, stop when a topic unloads, and a
+//! cluster taken out of the list has its replicator stopped and its cursor deleted.
+
+mod entry;
+mod remote;
+mod replicator;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use pulsar_rs_broker::topic::Topic;
+use pulsar_rs_broker::Meter;
+use pulsar_rs_ledger::Cursor;
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::context::ServerContext;
+
+/// Whether `name` is a replicator producer's (`<prefix>.<from>--><to>`), as Pulsar's
+/// `Producer` tells another cluster's replicator from a local producer.
+#[must_use]
+pub fn is_replicator_producer(prefix: &str, name: &str) -> bool {
+    source_cluster(prefix, name).is_some()
+}
+
+/// The cluster a replicator producer named `name` replicates from (the text before `-->`).
+#[must_use]
+pub fn source_cluster<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
+    let rest = name.strip_prefix(prefix)?.strip_prefix('.')?;
+    rest.split_once("-->").map(|(from, _)| from)
+}
+
+/// How often the loaded topics' replication clusters are checked.
+const CHECK_PERIOD: Duration = Duration::from_secs(1);
+
+/// What a replicator shows in stats. Written by its task, read by stats.
+#[derive(Default)]
+pub struct Status {
+    /// Whether its producer is open on the remote cluster. Relaxed: a lone flag for stats.
+    connected: AtomicBool,
+    /// When it connected, ms since the epoch (0: not connected). Relaxed: a statistic.
+    connected_since_ms: AtomicU64,
+    /// The remote broker's URL and the last failure. Short lock, never across an await.
+    detail: Mutex<(Option<String>, Option<String>)>,
+    /// Messages and bytes the remote cluster receipted.
+    pub msg_out: Meter,
+}
+
+impl Status {
+    fn connected(&self, address: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        *self.detail.lock() = (Some(address.to_owned()), None);
+        // Relaxed: statistics.
+        self.connected_since_ms.store(now, Ordering::Relaxed);
+        self.connected.store(true, Ordering::Relaxed);
+    }
+
+    fn disconnected(&self) {
+        // Relaxed: statistics.
+        self.connected.store(false, Ordering::Relaxed);
+        self.connected_since_ms.store(0, Ordering::Relaxed);
+    }
+
+    fn set_error(&self, why: String) {
+        self.detail.lock().1 = Some(why);
+    }
+
+    /// Whether the producer is open on the remote cluster.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        // Relaxed: a statistic.
+        self.connected.load(Ordering::Relaxed)
+    }
+
+    /// When the producer connected (ms since the epoch), if it is connected.
+    #[must_use]
+    pub fn connected_since_ms(&self) -> Option<u64> {
+        // Relaxed: a statistic.
+        Some(self.connected_since_ms.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    /// The remote broker's URL (the last one connected to) and the last failure.
+    #[must_use]
+    pub fn detail(&self) -> (Option<String>, Option<String>) {
+        self.detail.lock().clone()
+    }
+}
+
+/// One running replicator.
+struct Running {
+    /// The topic object it replicates (a reload makes a new one, and a new replicator).
+    topic: Weak<Topic>,
+    status: Arc<Status>,
+    task: AbortHandle,
+}
+
+/// The replicators running on this broker, by (topic, remote cluster).
+#[derive(Default)]
+pub struct Replicators {
+    /// Written by the check task only; read by stats. Short lock, never across an await.
+    running: Mutex<HashMap<(String, String), Running>>,
+}
+
+impl Replicators {
+    /// The replicators of `topic` (its full name), by remote cluster, sorted.
+    #[must_use]
+    pub fn of_topic(&self, topic: &str) -> Vec<(String, Arc<Status>)> {
+        let mut v: Vec<(String, Arc<Status>)> = self
+            .running
+            .lock()
+            .iter()
+            .filter(|((t, _), _)| t == topic)
+            .map(|((_, r), run)| (r.clone(), Arc::clone(&run.status)))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    fn stop_all(&self) {
+        for (_, run) in self.running.lock().drain() {
+            run.task.abort();
+        }
+    }
+}
+
+/// Spawns the task that starts and stops replicators; it returns (stopping them all) at
+/// `shutdown`.
+pub(crate) fn spawn(
+    tasks: &mut JoinSet<()>,
+    ctx: &Arc<ServerContext>,
+    shutdown: &watch::Receiver<bool>,
+) {
+    let (ctx, mut shutdown) = (Arc::clone(ctx), shutdown.clone());
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(CHECK_PERIOD);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed() => break,
+            }
+            check(&ctx).await;
+        }
+        ctx.replicators.stop_all();
+    });
+}
+
+/// What the loaded topics want: (topic, remote, its cursor) to run, and (topic, remote) whose
+/// cursor must go (the cluster left the list). Blocking: opens and reads cursors.
+type Wanted = (
+    Vec<(Arc<Topic>, String, Arc<Cursor>)>,
+    Vec<(Arc<Topic>, String)>,
+);
+
+fn wanted(ctx: &ServerContext) -> Wanted {
+    let service = &ctx.service;
+    let local = &service.config.cluster_name;
+    let (mut run, mut stale) = (Vec::new(), Vec::new());
+    for topic in service.loaded_topics() {
+        if topic.ledger.is_closed() {
+            continue;
+        }
+        let remotes = service.policies.remote_clusters(&topic.name, local);
+        for (remote, _) in topic.replication_cursors() {
+            if !remotes.contains(&remote) {
+                stale.push((Arc::clone(&topic), remote));
+            }
+        }
+        for remote in remotes {
+            match topic.replication_cursor(&remote) {
+                Ok(cursor) => run.push((Arc::clone(&topic), remote, cursor)),
+                Err(e) => {
+                    tracing::warn!(topic = %topic.name, remote = %remote, error = %e, "opening a replication cursor");
+                }
+            }
+        }
+    }
+    (run, stale)
+}
+
+/// One comparison of what runs with what the loaded topics want.
+async fn check(ctx: &Arc<ServerContext>) {
+    let c = Arc::clone(ctx);
+    let Ok((run, stale)) = tokio::task::spawn_blocking(move || wanted(&c)).await else {
+        return;
+    };
+    {
+        // Lock: map bookkeeping only, no await inside.
+        let mut running = ctx.replicators.running.lock();
+        running.retain(|(topic, remote), r| {
+            let keep = r.topic.upgrade().is_some_and(|t| {
+                !t.ledger.is_closed()
+                    && run.iter().any(|(w, wr, _)| {
+                        Arc::ptr_eq(w, &t) && wr == remote && &w.name.to_string() == topic
+                    })
+            });
+            if !keep {
+                r.task.abort();
+            }
+            keep
+        });
+        for (topic, remote, cursor) in run {
+            let key = (topic.name.to_string(), remote.clone());
+            if running.contains_key(&key) {
+                continue;
+            }
+            let status = Arc::new(Status::default());
+            let task = tokio::spawn(replicator::run(
+                Arc::clone(ctx),
+                Arc::clone(&topic),
+                remote,
+                cursor,
+                Arc::clone(&status),
+            ))
+            .abort_handle();
+            running.insert(
+                key,
+                Running {
+                    topic: Arc::downgrade(&topic),
+                    status,
+                    task,
+                },
+            );
+        }
+    }
+    for (topic, remote) in stale {
+        let removed = tokio::task::spawn_blocking(move || {
+            topic
+                .remove_replication_cursor(&remote)
+                .map(|()| (topic, remote))
+        })
+        .await;
+        match removed {
+            Ok(Ok((topic, remote))) => {
+                tracing::info!(topic = %topic.name, remote = %remote, "replication to a cluster removed: its cursor deleted");
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "deleting a replication cursor"),
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tells_replicator_producers_apart() {
+        assert!(is_replicator_producer(
+            "pulsar.repl",
+            "pulsar.repl.east-->west"
+        ));
+        assert_eq!(
+            source_cluster("pulsar.repl", "pulsar.repl.east-->west"),
+            Some("east")
+        );
+        assert!(!is_replicator_producer("pulsar.repl", "pulsar.repl.east"));
+        assert!(!is_replicator_producer("pulsar.repl", "standalone-0-1"));
+    }
+}

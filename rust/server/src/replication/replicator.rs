@@ -1,0 +1,234 @@
+//! One replicator: a topic's entries towards one remote cluster (Pulsar's
+//! `PersistentReplicator`). It reads its replication cursor, sends each entry the
+//! [`entry::verdict`] lets through on its [`RemoteProducer`] (at most
+//! `replicationProducerQueueSize` unanswered), and acknowledges an entry on the cursor when the
+//! remote's receipt comes (or at once when it is skipped). When the remote is unreachable or
+//! refuses, the cursor is rewound to its first unacknowledged entry and the producer reopened
+//! with a backoff from 100 ms to 1 min, as Pulsar's: nothing is dropped, the backlog waits on
+//! the cursor (a restart reads it again, so an entry may be sent twice, as with Pulsar's).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pulsar_rs_broker::topic::Topic;
+use pulsar_rs_broker::transaction::TxnId;
+use pulsar_rs_ledger::{Cursor, Entry, Position};
+use pulsar_rs_proto::pb::base_command::Type;
+
+use super::entry::{self, Verdict};
+use super::remote::RemoteProducer;
+use super::Status;
+use crate::context::ServerContext;
+
+/// How long opening the remote producer may take (lookup, CONNECT, PRODUCER).
+const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes read from the cursor at a time.
+const READ_BYTES: u64 = 5 * 1024 * 1024;
+/// Entries read from the cursor at most at a time.
+const READ_ENTRIES: usize = 100;
+/// Pulsar's replicator backoff: 100 ms doubling to 1 min.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+/// Where a replicator sends: the remote cluster's binary-protocol URL from its cluster record
+/// (`brokerServiceUrlTls` with `brokerClientTlsEnabled`, else `brokerServiceUrl`).
+fn remote_url(ctx: &ServerContext, remote: &str) -> Result<String, String> {
+    let data = ctx.resources.cluster(remote).ok_or_else(|| {
+        format!("cluster {remote} is not registered here (PUT /admin/v2/clusters/{remote})")
+    })?;
+    let field = |k: &str| {
+        data.get(k)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    if ctx.broker_client.tls_enabled() {
+        field("brokerServiceUrlTls").ok_or_else(|| {
+            format!("brokerClientTlsEnabled: cluster {remote} has no brokerServiceUrlTls")
+        })
+    } else {
+        field("brokerServiceUrl").ok_or_else(|| format!("cluster {remote} has no brokerServiceUrl"))
+    }
+}
+
+/// What a wait on the cursor or the producer gave.
+enum Woken {
+    /// The remote answered (or the connection closed: `None`).
+    Event(Option<Box<pulsar_rs_proto::BaseCommand>>),
+    /// Entries from the cache, or `Ok(None)`: the next ones are on disk.
+    Read(pulsar_rs_ledger::Result<Option<Vec<Entry>>>),
+}
+
+/// A disk read on the blocking pool, never inside a `select!`: once it has taken entries it
+/// always returns them.
+async fn read_from_disk(
+    cursor: &Arc<Cursor>,
+    n: usize,
+    bound: Position,
+) -> pulsar_rs_ledger::Result<Vec<Entry>> {
+    let c = Arc::clone(cursor);
+    tokio::task::spawn_blocking(move || c.read_entries_bounded(n, READ_BYTES, bound))
+        .await
+        .unwrap_or_else(|e| {
+            Err(pulsar_rs_ledger::LedgerError::Closed {
+                what: format!("a replicator's read: {e}"),
+            })
+        })
+}
+
+/// Runs the replicator of `topic` towards `remote` until the topic closes (the task is
+/// aborted sooner when the topic stops replicating there).
+pub(super) async fn run(
+    ctx: Arc<ServerContext>,
+    topic: Arc<Topic>,
+    remote: String,
+    cursor: Arc<Cursor>,
+    status: Arc<Status>,
+) {
+    let local = ctx.service.config.cluster_name.clone();
+    let name = format!(
+        "{}.{local}-->{remote}",
+        ctx.service.config.replicator_prefix
+    );
+    let topic_name = topic.name.to_string();
+    let mut backoff = BACKOFF_MIN;
+    let mut failures = 0u32;
+    while !topic.ledger.is_closed() {
+        let opened = match remote_url(&ctx, &remote) {
+            Ok(url) => {
+                RemoteProducer::open(&ctx.broker_client, &url, &topic_name, &name, OPEN_TIMEOUT)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let why = match opened {
+            Ok(mut producer) => {
+                backoff = BACKOFF_MIN;
+                failures = 0;
+                tracing::info!(topic = %topic_name, remote = %remote, at = %producer.address, "replicator connected");
+                status.connected(&producer.address);
+                let why = pump(
+                    &ctx,
+                    &topic,
+                    &cursor,
+                    &mut producer,
+                    &status,
+                    &local,
+                    &remote,
+                )
+                .await;
+                status.disconnected();
+                // Unacknowledged entries are read again by the next producer.
+                cursor.rewind();
+                why
+            }
+            Err(e) => e,
+        };
+        if topic.ledger.is_closed() {
+            break;
+        }
+        failures += 1;
+        // The first failure and then every tenth: a remote down for long logs little.
+        if failures == 1 || failures.is_multiple_of(10) {
+            tracing::warn!(topic = %topic_name, remote = %remote, failures, "replicator: {why}; retrying in {backoff:?}");
+        }
+        status.set_error(why);
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// Sends and acknowledges until the producer fails; returns why.
+async fn pump(
+    ctx: &ServerContext,
+    topic: &Topic,
+    cursor: &Arc<Cursor>,
+    producer: &mut RemoteProducer,
+    status: &Status,
+    local: &str,
+    remote: &str,
+) -> String {
+    let window = ctx.service.config.replication_producer_queue_size as usize;
+    // Sent and not yet answered, in order: (sequence id, position, messages, bytes).
+    let mut pending: VecDeque<(u64, Position, u64, u64)> = VecDeque::new();
+    let mut sequence_id = 0u64;
+    // An open transaction's messages are not read before it ends (its max read position).
+    let bound = || match &topic.txn_buffer {
+        Some(tb) => tb.max_read_position(|| topic.ledger.last_confirmed()),
+        None => Position::LATEST,
+    };
+    let aborted = |most: u64, least: u64| {
+        topic
+            .txn_buffer
+            .as_ref()
+            .is_some_and(|tb| tb.is_aborted(TxnId::new(most, least)))
+    };
+    loop {
+        let room = window.saturating_sub(pending.len()).min(READ_ENTRIES);
+        // Waiting for an append and cache hits are cancel-safe (nothing taken across an await).
+        let woken = tokio::select! {
+            event = producer.next_event() => Woken::Event(event.map(Box::new)),
+            read = cursor.wait_and_read_cached_until(room, READ_BYTES, &bound), if room > 0 => {
+                Woken::Read(read)
+            }
+        };
+        let entries = match woken {
+            Woken::Event(None) => return "the connection to the remote broker closed".into(),
+            Woken::Event(Some(cmd)) => {
+                match Type::try_from(cmd.r#type) {
+                    Ok(Type::SendReceipt) => {
+                        let upto = cmd.send_receipt.map_or(0, |r| r.sequence_id);
+                        let mut acked = Vec::new();
+                        while pending.front().is_some_and(|(s, ..)| *s <= upto) {
+                            if let Some((_, p, messages, bytes)) = pending.pop_front() {
+                                status.msg_out.record(messages, bytes);
+                                acked.push(p);
+                            }
+                        }
+                        cursor.delete(&acked);
+                    }
+                    Ok(Type::SendError) => {
+                        let e = cmd.send_error.unwrap_or_default();
+                        return format!("the remote refused a message: {}", e.message);
+                    }
+                    Ok(Type::CloseProducer) => {
+                        return "the remote broker closed the producer (its topic moved or unloaded)"
+                            .into();
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            Woken::Read(Err(e)) => return format!("reading the replication cursor: {e}"),
+            Woken::Read(Ok(Some(entries))) => entries,
+            Woken::Read(Ok(None)) => match read_from_disk(cursor, room, bound()).await {
+                Ok(entries) => entries,
+                Err(e) => return format!("reading the replication cursor: {e}"),
+            },
+        };
+        let mut skipped = Vec::new();
+        for e in entries {
+            match entry::verdict(&e.data, local, remote, &aborted) {
+                Verdict::Skip(why) => {
+                    tracing::trace!(position = %e.position, remote, "not replicated: {why}");
+                    skipped.push(e.position);
+                }
+                Verdict::Send {
+                    metadata,
+                    payload,
+                    num_messages,
+                } => {
+                    sequence_id += 1;
+                    if let Err(why) = producer.send(sequence_id, &metadata, &payload, num_messages)
+                    {
+                        return why;
+                    }
+                    let messages = u64::try_from(num_messages).unwrap_or(1);
+                    pending.push_back((sequence_id, e.position, messages, e.data.len() as u64));
+                }
+            }
+        }
+        cursor.delete(&skipped);
+    }
+}

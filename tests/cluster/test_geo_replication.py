@@ -1,0 +1,209 @@
+"""Geo-replication between two pulsar-rs clusters, as a Pulsar operator sets it up with independent
+metadata stores (each cluster registers the other, creates the tenant and the namespace, and lists
+both clusters as its replication clusters): messages produced in either cluster reach the other
+once, in order, with their keys, properties, event and publish times; the remote's replicator
+producer is not a publisher there; while the remote is down its messages wait as the replication
+cursor's backlog and drain when it returns; the admin calls refuse as Pulsar's do. The official
+Python client on both sides.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pulsar
+import pytest
+from cluster_util import wait_for
+from pulsar_rs.testing.process import PulsarRsBroker
+
+TOPIC = "persistent://geo/ns/orders"
+
+
+def call(method: str, url: str, body: object | None = None) -> tuple[int, object]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            raw = r.read()
+            return r.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        with e:
+            raw = e.read()
+            return e.code, json.loads(raw) if raw else None
+
+
+def ok(method: str, url: str, body: object | None = None) -> object:
+    status, answer = call(method, url, body)
+    assert status in (200, 204), f"{method} {url}: {status} {answer}"
+    return answer
+
+
+def start(tmp: Path, cluster: str) -> PulsarRsBroker:
+    return PulsarRsBroker(tmp, cluster, {"clusterName": cluster, "brokerDeduplicationEnabled": False})
+
+
+def register(at: PulsarRsBroker, cluster: str, of: PulsarRsBroker, create: bool = True) -> None:
+    ok("PUT" if create else "POST", f"{at.http}/admin/v2/clusters/{cluster}", {"serviceUrl": of.http, "brokerServiceUrl": of.url})
+
+
+def set_up(a: PulsarRsBroker, b: PulsarRsBroker) -> None:
+    """What an operator does on each cluster of a pair with independent stores."""
+    for here, other, other_name in ((a, b, "west"), (b, a, "east")):
+        register(here, other_name, other)
+        ok("PUT", f"{here.http}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["east", "west"]})
+        ok("PUT", f"{here.http}/admin/v2/namespaces/geo/ns")
+        ok("POST", f"{here.http}/admin/v2/namespaces/geo/ns/replication", ["east", "west"])
+        assert ok("GET", f"{here.http}/admin/v2/namespaces/geo/ns/replication") == ["east", "west"]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[PulsarRsBroker, PulsarRsBroker]]:
+    a, b = start(tmp_path, "east"), start(tmp_path, "west")
+    try:
+        set_up(a, b)
+        yield a, b
+    finally:
+        a.kill()
+        b.kill()
+
+
+def stats(broker: PulsarRsBroker) -> dict:
+    return ok("GET", f"{broker.http}/admin/v2/persistent/{TOPIC.removeprefix('persistent://')}/stats")  # type: ignore[return-value]
+
+
+def receive_all(consumer: pulsar.Consumer, expect: int, idle_ms: int = 3000) -> list[pulsar.Message]:
+    got: list[pulsar.Message] = []
+    while True:
+        try:
+            m = consumer.receive(timeout_millis=idle_ms if len(got) >= expect else 30000)
+        except pulsar.Timeout:
+            return got
+        got.append(m)
+        consumer.acknowledge(m)
+
+
+def test_each_clusters_messages_reach_the_other_once_in_order_as_published(pair):
+    a, b = pair
+    ca, cb = pulsar.Client(a.url), pulsar.Client(b.url)
+    try:
+        # The subscriptions first: the topic loads (and starts replicating) on both sides.
+        sub_a = ca.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+        sub_b = cb.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+        n = 1000
+        for client, origin in ((ca, "east"), (cb, "west")):
+            p = client.create_producer(TOPIC, producer_name=f"p-{origin}", batching_enabled=(origin == "west"))
+            for i in range(n):
+                p.send_async(
+                    f"{origin}-{i:04d}".encode(),
+                    None,
+                    partition_key=f"k{i % 7}",
+                    properties={"origin": origin, "i": str(i)},
+                    event_timestamp=1_700_000_000_000 + i,
+                )
+            p.flush()
+            p.close()
+        at_a = receive_all(sub_a, 2 * n)
+        at_b = receive_all(sub_b, 2 * n)
+        for got, where in ((at_a, "east"), (at_b, "west")):
+            bodies = [m.data().decode() for m in got]
+            assert len(bodies) == len(set(bodies)) == 2 * n, f"{where}: {len(bodies)} messages, {len(set(bodies))} distinct"
+            for origin in ("east", "west"):
+                mine = [x for x in bodies if x.startswith(origin)]
+                assert mine == [f"{origin}-{i:04d}" for i in range(n)], f"{origin}'s order at {where}"
+        # What travelled kept its metadata: key, properties, event time, producer and publish time.
+        seen_at_a = {m.data(): m for m in at_a}
+        for m in at_b:
+            if m.properties()["origin"] != "east":
+                continue
+            i = int(m.properties()["i"])
+            assert m.partition_key() == f"k{i % 7}"
+            assert m.event_timestamp() == 1_700_000_000_000 + i
+            assert m.publish_timestamp() == seen_at_a[m.data()].publish_timestamp()
+        # The replicators are connected and caught up; the remote one is not a publisher here.
+        for here, remote in ((a, "west"), (b, "east")):
+            s = wait_for(
+                f"{here.name}'s replicator to {remote} caught up",
+                lambda here=here, remote=remote: (
+                    (st := stats(here))["replication"].get(remote, {}).get("replicationBacklog") == 0 and st
+                ),
+            )
+            r = s["replication"][remote]
+            assert r["connected"] is True, r
+            assert r["msgOutCount"] >= n, r
+            assert r["inboundConnection"], r
+            assert all(not p["producerName"].startswith("pulsar.repl.") for p in s["publishers"]), s["publishers"]
+            assert "pulsar.repl." + remote not in s["subscriptions"], list(s["subscriptions"])
+    finally:
+        ca.close()
+        cb.close()
+
+
+def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(pair, tmp_path):
+    a, b = pair
+    ca = pulsar.Client(a.url)
+    cb = pulsar.Client(b.url)
+    try:
+        cb.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest).close()
+        p = ca.create_producer(TOPIC, batching_enabled=False)
+        p.send(b"before")
+        wait_for("the first message replicated", lambda: stats(a)["replication"]["west"]["replicationBacklog"] == 0)
+        cb.close()
+        b.stop()
+        n = 300
+        for i in range(n):
+            p.send_async(b"while-down-%04d" % i, None)
+        p.flush()
+        s = wait_for(
+            "the backlog kept for west",
+            lambda: (st := stats(a)["replication"]["west"])["replicationBacklog"] == n and st,
+        )
+        assert s["connected"] is False, s
+        # West comes back (its data directory kept, new ports): the operator updates its record.
+        b2 = PulsarRsBroker(tmp_path, "west", {"clusterName": "west", "brokerDeduplicationEnabled": False})
+        try:
+            register(a, "west", b2, create=False)
+            register(b2, "east", a, create=False)
+            wait_for(
+                "the backlog drained to west",
+                lambda: stats(a)["replication"]["west"]["replicationBacklog"] == 0,
+                timeout=120,
+            )
+            cb = pulsar.Client(b2.url)
+            got = [m.data() for m in receive_all(cb.subscribe(TOPIC, "s"), n + 1)]
+            assert got == [b"before", *[b"while-down-%04d" % i for i in range(n)]]
+        finally:
+            cb.close()
+            b2.kill()
+    finally:
+        ca.close()
+
+
+def test_replication_clusters_are_refused_as_pulsar_refuses_them(tmp_path):
+    with start(tmp_path, "east") as a:
+        ok("PUT", f"{a.http}/admin/v2/clusters/west", {"serviceUrl": "http://127.0.0.1:1", "brokerServiceUrl": "pulsar://127.0.0.1:1"})
+        ok("PUT", f"{a.http}/admin/v2/clusters/north", {"serviceUrl": "http://127.0.0.1:2", "brokerServiceUrl": "pulsar://127.0.0.1:2"})
+        ok("PUT", f"{a.http}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["east", "west"]})
+        ok("PUT", f"{a.http}/admin/v2/namespaces/geo/ns")
+        url = f"{a.http}/admin/v2/namespaces/geo/ns/replication"
+        assert ok("GET", url) == ["east"], "a namespace stays in its own cluster"
+        assert call("POST", url, []) == (412, {"reason": "ClusterIds should not be null or empty"})
+        assert call("POST", url, ["east", "global"]) == (412, {"reason": "Cannot specify global in the list of replication clusters"})
+        assert call("POST", url, ["east", "south"]) == (403, {"reason": "Invalid cluster id: south"})
+        status, answer = call("POST", url, ["east", "north"])
+        assert status == 403 and "not in the list of allowed clusters" in answer["reason"], answer  # type: ignore[index]
+        assert ok("GET", url) == ["east"], "nothing refused was stored"
+        # A topic of the namespace opens a cursor towards west once west is listed, and drops it after.
+        c = pulsar.Client(a.url)
+        try:
+            c.create_producer(TOPIC).close()
+            ok("POST", url, ["east", "west"])
+            internal = f"{a.http}/admin/v2/persistent/{TOPIC.removeprefix('persistent://')}/internalStats"
+            wait_for("the replication cursor", lambda: "pulsar.repl.west" in ok("GET", internal)["cursors"])  # type: ignore[index]
+            ok("POST", url, ["east"])
+            wait_for("the replication cursor gone", lambda: "pulsar.repl.west" not in ok("GET", internal)["cursors"])  # type: ignore[index]
+        finally:
+            c.close()

@@ -1,0 +1,76 @@
+"""Geo-replication between an Apache Pulsar 4.0.8 cluster (its standalone) and a pulsar-rs cluster,
+both ways: Pulsar's replicator publishes into pulsar-rs (its producer `pulsar.repl.apache-->rs`,
+its lookups and schema calls answered here), and ours into Pulsar; each side's consumers get the
+other's messages once, in order, with their keys and properties, and nothing goes back to where it
+came from. Each cluster has its own metadata, set up through its own admin API as an operator does.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pulsar
+import pytest
+from cluster_util import wait_for
+from test_geo_replication import call, ok, receive_all
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
+from tools.pulsar_reference import PulsarStandalone, available
+
+from pulsar_rs.testing.process import PulsarRsBroker
+
+if (why := available()) is not None:
+    pytest.skip(f"no Apache Pulsar here: {why}", allow_module_level=True)
+
+TOPIC = "persistent://geo/ns/mixed"
+
+
+def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
+    with PulsarStandalone({"clusterName": "apache"}) as java:
+        rs = PulsarRsBroker(tmp_path, "rs", {"clusterName": "rs"})
+        try:
+            sides = ((java.admin_url, "rs", rs.http, rs.url), (rs.http, "apache", java.admin_url, java.service_url))
+            for admin, other, other_http, other_url in sides:
+                ok("PUT", f"{admin}/admin/v2/clusters/{other}", {"serviceUrl": other_http, "brokerServiceUrl": other_url})
+                ok("PUT", f"{admin}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["apache", "rs"]})
+                ok("PUT", f"{admin}/admin/v2/namespaces/geo/ns")
+                ok("POST", f"{admin}/admin/v2/namespaces/geo/ns/replication", ["apache", "rs"])
+                assert sorted(ok("GET", f"{admin}/admin/v2/namespaces/geo/ns/replication")) == ["apache", "rs"]  # type: ignore[arg-type]
+            cj, cr = pulsar.Client(java.service_url), pulsar.Client(rs.url)
+            try:
+                at_java = cj.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+                at_rs = cr.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+                n = 300
+                for client, origin in ((cj, "apache"), (cr, "rs")):
+                    p = client.create_producer(TOPIC, producer_name=f"p-{origin}", batching_enabled=False)
+                    for i in range(n):
+                        p.send_async(f"{origin}-{i:04d}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)})
+                    p.flush()
+                    p.close()
+                for consumer, where in ((at_java, "apache"), (at_rs, "rs")):
+                    got = receive_all(consumer, 2 * n)
+                    bodies = [m.data().decode() for m in got]
+                    assert len(bodies) == len(set(bodies)) == 2 * n, f"{where}: {len(bodies)}, {len(set(bodies))} distinct"
+                    for origin in ("apache", "rs"):
+                        mine = [m for m in got if m.data().decode().startswith(origin)]
+                        assert [m.data().decode() for m in mine] == [f"{origin}-{i:04d}" for i in range(n)], where
+                        assert [m.partition_key() for m in mine] == [f"k{i}" for i in range(n)], where
+                        assert [m.properties()["i"] for m in mine] == [str(i) for i in range(n)], where
+                # Pulsar's view of our replicator and ours of Pulsar's, in each side's stats.
+                local = TOPIC.removeprefix("persistent://")
+                for admin, remote in ((java.admin_url, "rs"), (rs.http, "apache")):
+                    wait_for(
+                        f"{remote}'s replication caught up",
+                        lambda admin=admin, remote=remote: (
+                            call("GET", f"{admin}/admin/v2/persistent/{local}/stats")[1]["replication"]  # type: ignore[index]
+                            .get(remote, {})
+                            .get("replicationBacklog")
+                            == 0
+                        ),
+                    )
+            finally:
+                cj.close()
+                cr.close()
+        finally:
+            rs.kill()
