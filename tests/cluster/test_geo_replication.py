@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
+
 from cluster_util import wait_for
 from pulsar_rs.testing.process import PulsarRsBroker
 
@@ -47,7 +48,11 @@ def start(tmp: Path, cluster: str) -> PulsarRsBroker:
 
 
 def register(at: PulsarRsBroker, cluster: str, of: PulsarRsBroker, create: bool = True) -> None:
-    ok("PUT" if create else "POST", f"{at.http}/admin/v2/clusters/{cluster}", {"serviceUrl": of.http, "brokerServiceUrl": of.url})
+    ok(
+        "PUT" if create else "POST",
+        f"{at.http}/admin/v2/clusters/{cluster}",
+        {"serviceUrl": of.http, "brokerServiceUrl": of.url},
+    )
 
 
 def set_up(a: PulsarRsBroker, b: PulsarRsBroker) -> None:
@@ -110,7 +115,9 @@ def test_each_clusters_messages_reach_the_other_once_in_order_as_published(pair)
         at_b = receive_all(sub_b, 2 * n)
         for got, where in ((at_a, "east"), (at_b, "west")):
             bodies = [m.data().decode() for m in got]
-            assert len(bodies) == len(set(bodies)) == 2 * n, f"{where}: {len(bodies)} messages, {len(set(bodies))} distinct"
+            assert len(bodies) == len(set(bodies)) == 2 * n, (
+                f"{where}: {len(bodies)} messages, {len(set(bodies))} distinct"
+            )
             for origin in ("east", "west"):
                 mine = [x for x in bodies if x.startswith(origin)]
                 assert mine == [f"{origin}-{i:04d}" for i in range(n)], f"{origin}'s order at {where}"
@@ -184,14 +191,25 @@ def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(p
 
 def test_replication_clusters_are_refused_as_pulsar_refuses_them(tmp_path):
     with start(tmp_path, "east") as a:
-        ok("PUT", f"{a.http}/admin/v2/clusters/west", {"serviceUrl": "http://127.0.0.1:1", "brokerServiceUrl": "pulsar://127.0.0.1:1"})
-        ok("PUT", f"{a.http}/admin/v2/clusters/north", {"serviceUrl": "http://127.0.0.1:2", "brokerServiceUrl": "pulsar://127.0.0.1:2"})
+        ok(
+            "PUT",
+            f"{a.http}/admin/v2/clusters/west",
+            {"serviceUrl": "http://127.0.0.1:1", "brokerServiceUrl": "pulsar://127.0.0.1:1"},
+        )
+        ok(
+            "PUT",
+            f"{a.http}/admin/v2/clusters/north",
+            {"serviceUrl": "http://127.0.0.1:2", "brokerServiceUrl": "pulsar://127.0.0.1:2"},
+        )
         ok("PUT", f"{a.http}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["east", "west"]})
         ok("PUT", f"{a.http}/admin/v2/namespaces/geo/ns")
         url = f"{a.http}/admin/v2/namespaces/geo/ns/replication"
         assert ok("GET", url) == ["east"], "a namespace stays in its own cluster"
         assert call("POST", url, []) == (412, {"reason": "ClusterIds should not be null or empty"})
-        assert call("POST", url, ["east", "global"]) == (412, {"reason": "Cannot specify global in the list of replication clusters"})
+        assert call("POST", url, ["east", "global"]) == (
+            412,
+            {"reason": "Cannot specify global in the list of replication clusters"},
+        )
         assert call("POST", url, ["east", "south"]) == (403, {"reason": "Invalid cluster id: south"})
         status, answer = call("POST", url, ["east", "north"])
         assert status == 403 and "not in the list of allowed clusters" in answer["reason"], answer  # type: ignore[index]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pulsar
 import pytest
-from cluster_util import wait_for
 from test_geo_replication import call, ok, receive_all
+
+from cluster_util import wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarStandalone, available
@@ -32,7 +33,11 @@ def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
         try:
             sides = ((java.admin_url, "rs", rs.http, rs.url), (rs.http, "apache", java.admin_url, java.service_url))
             for admin, other, other_http, other_url in sides:
-                ok("PUT", f"{admin}/admin/v2/clusters/{other}", {"serviceUrl": other_http, "brokerServiceUrl": other_url})
+                ok(
+                    "PUT",
+                    f"{admin}/admin/v2/clusters/{other}",
+                    {"serviceUrl": other_http, "brokerServiceUrl": other_url},
+                )
                 ok("PUT", f"{admin}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["apache", "rs"]})
                 ok("PUT", f"{admin}/admin/v2/namespaces/geo/ns")
                 ok("POST", f"{admin}/admin/v2/namespaces/geo/ns/replication", ["apache", "rs"])
@@ -45,13 +50,17 @@ def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
                 for client, origin in ((cj, "apache"), (cr, "rs")):
                     p = client.create_producer(TOPIC, producer_name=f"p-{origin}", batching_enabled=False)
                     for i in range(n):
-                        p.send_async(f"{origin}-{i:04d}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)})
+                        p.send_async(
+                            f"{origin}-{i:04d}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)}
+                        )
                     p.flush()
                     p.close()
                 for consumer, where in ((at_java, "apache"), (at_rs, "rs")):
                     got = receive_all(consumer, 2 * n)
                     bodies = [m.data().decode() for m in got]
-                    assert len(bodies) == len(set(bodies)) == 2 * n, f"{where}: {len(bodies)}, {len(set(bodies))} distinct"
+                    assert len(bodies) == len(set(bodies)) == 2 * n, (
+                        f"{where}: {len(bodies)}, {len(set(bodies))} distinct"
+                    )
                     for origin in ("apache", "rs"):
                         mine = [m for m in got if m.data().decode().startswith(origin)]
                         assert [m.data().decode() for m in mine] == [f"{origin}-{i:04d}" for i in range(n)], where
