@@ -7,7 +7,8 @@
 //! * a topic with a connected producer is always active;
 //! * `delete_when_no_subscriptions`: so is one with any subscription (durable or a reader's);
 //! * `delete_when_subscriptions_caught_up`: so is one where any subscription has a backlog;
-//!   caught-up consumers do not keep it (Pulsar disconnects them, apache/pulsar#18283).
+//!   caught-up consumers do not keep it (Pulsar disconnects them, apache/pulsar#18283);
+//! * in either mode, so is one whose replication cursors hold entries not yet replicated.
 //!
 //! Each check that finds a topic active sets its `lastActive`; so do its load and a producer
 //! leaving. A topic inactive for `maxInactiveDurationSeconds`, and not within its retention
@@ -39,7 +40,13 @@ fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {
             subs.iter().any(|s| s.cursor.backlog() > 0)
         }
     };
-    kept_by_subscriptions || !topic.producers().is_empty()
+    // What a replicator has not sent yet keeps the topic: deleting it would lose that for the
+    // remote cluster (Pulsar checks its replicators' backlog before deleting).
+    let kept_for_replication = topic
+        .replication_cursors()
+        .iter()
+        .any(|(_, c)| c.backlog() > 0);
+    kept_by_subscriptions || kept_for_replication || !topic.producers().is_empty()
 }
 
 fn seconds_ms(s: i64) -> u64 {
