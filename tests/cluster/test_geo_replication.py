@@ -149,6 +149,36 @@ def test_each_clusters_messages_reach_the_other_once_in_order_as_published(pair)
         cb.close()
 
 
+def test_a_partitioned_topic_is_replicated_partition_by_partition(pair):
+    """Created on one cluster only: its partitioned metadata reaches the other with the first
+    replicator, and each partition's messages land in the same partition there."""
+    a, b = pair
+    topic = "persistent://geo/ns/parted"
+    ok("PUT", f"{a.http}/admin/v2/persistent/geo/ns/parted/partitions", 3)
+    ca, cb = pulsar.Client(a.url), pulsar.Client(b.url)
+    try:
+        p = ca.create_producer(topic, batching_enabled=False)
+        wait_for(
+            "the partitioned topic on west",
+            lambda: (
+                (call("GET", f"{b.http}/admin/v2/persistent/geo/ns/parted/partitions")[1] or {}).get("partitions") == 3
+            ),
+        )
+        consumer = cb.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        sent = {}
+        for i in range(90):
+            msg_id = p.send(b"m-%03d" % i, partition_key=f"k{i}")
+            sent[b"m-%03d" % i] = msg_id.partition()
+        got = receive_all(consumer, 90)
+        assert sorted(m.data() for m in got) == sorted(sent), "each message once"
+        for m in got:
+            partition = int(m.topic_name().rsplit("-partition-", 1)[1])
+            assert partition == sent[m.data()], f"{m.data()!r} landed in another partition"
+    finally:
+        ca.close()
+        cb.close()
+
+
 def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(pair, tmp_path):
     a, b = pair
     ca = pulsar.Client(a.url)
@@ -187,6 +217,42 @@ def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(p
             b2.kill()
     finally:
         ca.close()
+
+
+def test_the_replicating_broker_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
+    """East is SIGKILLed while it publishes and replicates; restarted on its data directory, its
+    replicator starts again from the replication cursor as last written (up to a second behind
+    what west receipted) and sends that again: west, with deduplication on, stores each message
+    once (deduplicated on each message's own producer and sequence id). Every message east
+    receipted reaches west."""
+    a = start(tmp_path, "east")
+    b = PulsarRsBroker(tmp_path, "west", {"clusterName": "west", "brokerDeduplicationEnabled": True})
+    try:
+        set_up(a, b)
+        cb = pulsar.Client(b.url)
+        consumer = cb.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+        ca = pulsar.Client(a.url, operation_timeout_seconds=5)
+        receipted: list[bytes] = []
+        p = ca.create_producer(TOPIC, producer_name="p-east", batching_enabled=False, send_timeout_millis=5000)
+        for i in range(3000):
+            body = b"m-%05d" % i
+            p.send_async(body, lambda res, _id, body=body: res == pulsar.Result.Ok and receipted.append(body))
+            if i == 2000:
+                wait_for("west receiving", lambda: stats(b)["msgInCounter"] > 500)
+                a.kill()
+                break
+        ca.close()
+        a = PulsarRsBroker(tmp_path, "east", {"clusterName": "east", "brokerDeduplicationEnabled": False})
+        register(b, "east", a, create=False)
+        got = [m.data() for m in receive_all(consumer, len(receipted), idle_ms=10000)]
+        assert len(got) == len(set(got)), f"{len(got) - len(set(got))} duplicates on west"
+        missing = set(receipted) - set(got)
+        assert not missing, f"{len(missing)} receipted messages never reached west"
+        assert got == sorted(got), "east's order"
+        cb.close()
+    finally:
+        a.kill()
+        b.kill()
 
 
 def test_replication_clusters_are_refused_as_pulsar_refuses_them(tmp_path):

@@ -191,8 +191,66 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         f.family(name, kind, &[(c.clone(), v)]);
     }
     transactions(&svc, &cluster, &mut f);
+    if svc.config.replication_metrics_enabled {
+        replication(&ctx, &cluster, &mut f);
+    }
     load_balancing(&ctx, &cluster, &mut f);
     ([("content-type", "text/plain; version=0.0.4")], f.out).into_response()
+}
+
+/// Pulsar's `pulsar_replication_*` families: per topic and remote cluster (label
+/// `remote_cluster`), what the replicator sends there and what that cluster's replicator
+/// publishes here.
+#[allow(clippy::cast_precision_loss)]
+fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
+    let prefix = &ctx.service.config.replicator_prefix;
+    let mut families: Vec<Family> = vec![
+        ("pulsar_replication_rate_in", "gauge", vec![]),
+        ("pulsar_replication_rate_out", "gauge", vec![]),
+        ("pulsar_replication_throughput_in", "gauge", vec![]),
+        ("pulsar_replication_throughput_out", "gauge", vec![]),
+        ("pulsar_replication_backlog", "gauge", vec![]),
+        ("pulsar_replication_connected_count", "gauge", vec![]),
+        ("pulsar_replication_rate_expired", "gauge", vec![]),
+        ("pulsar_replication_delay_in_seconds", "gauge", vec![]),
+    ];
+    for t in ctx.service.loaded_topics() {
+        let cursors = t.replication_cursors();
+        if cursors.is_empty() {
+            continue;
+        }
+        let labels = topic_labels(cluster, &t.name);
+        let running = ctx.replicators.of_topic(&t.name.to_string());
+        let producers = t.producers();
+        for (remote, cursor) in cursors {
+            let status = running.iter().find(|(r, _)| *r == remote).map(|(_, s)| s);
+            let (rate_out, tput_out) = status.map_or((0.0, 0.0), |s| s.msg_out.rates());
+            let (rate_in, tput_in) = producers
+                .iter()
+                .find(|p| {
+                    crate::replication::source_cluster(prefix, &p.name) == Some(remote.as_str())
+                })
+                .map_or((0.0, 0.0), |p| p.meters.msg_in.rates());
+            let connected = status.is_some_and(|s| s.is_connected());
+            let values = [
+                rate_in,
+                rate_out,
+                tput_in,
+                tput_out,
+                cursor.backlog() as f64,
+                f64::from(u8::from(connected)),
+                0.0,
+                0.0,
+            ];
+            let l = format!("{labels},remote_cluster=\"{remote}\"");
+            for ((_, _, samples), v) in families.iter_mut().zip(values) {
+                samples.push((l.clone(), v));
+            }
+        }
+    }
+    for (name, kind, samples) in &families {
+        f.family(name, kind, samples);
+    }
 }
 
 /// The load balancer's families, in a cluster (Pulsar's `brk_lb_*` metrics as Prometheus names

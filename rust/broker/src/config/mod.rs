@@ -177,6 +177,8 @@ pub struct BrokerConfig {
     pub replicator_prefix: String,
     /// Geo-replication: SENDs a replicator keeps in flight to its remote cluster.
     pub replication_producer_queue_size: u32,
+    /// Geo-replication: the `pulsar_replication_*` metrics.
+    pub replication_metrics_enabled: bool,
     pub allow_auto_topic_creation: bool,
     /// `non-partitioned` or `partitioned`.
     pub allow_auto_topic_creation_type: String,
@@ -467,6 +469,7 @@ impl Default for BrokerConfig {
             subscription_pattern_max_length: 50,
             replicator_prefix: "pulsar.repl".into(),
             replication_producer_queue_size: 1000,
+            replication_metrics_enabled: true,
             max_pending_publish_requests_per_connection: 1000,
             keep_alive_interval_seconds: 30,
             allow_auto_topic_creation: true,

@@ -94,7 +94,16 @@ pub(super) async fn run(
     let topic_name = topic.name.to_string();
     let mut backoff = BACKOFF_MIN;
     let mut failures = 0u32;
+    // A partition's partitioned topic is known on the remote cluster.
+    let mut partitioned_on_remote = false;
     while !topic.ledger.is_closed() {
+        if !partitioned_on_remote {
+            match super::partitions::ensure_on_remote(&ctx, &remote, &topic).await {
+                Ok(()) => partitioned_on_remote = true,
+                // The producer is tried anyway; the failure shows with the producer's, if any.
+                Err(e) => tracing::debug!(topic = %topic_name, remote = %remote, "replicator: {e}"),
+            }
+        }
         let opened = match remote_url(&ctx, &remote) {
             Ok(url) => {
                 RemoteProducer::open(&ctx.broker_client, &url, &topic_name, &name, OPEN_TIMEOUT)
