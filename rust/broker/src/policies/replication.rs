@@ -2,6 +2,8 @@
 //! `replicationClusters` policy, else its namespace's `replication_clusters`, else only the
 //! local cluster. Both are kept as Pulsar's JSON field names in the stored policies.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::store::PolicyStore;
@@ -21,20 +23,33 @@ fn names(v: Option<&Value>) -> Option<Vec<String>> {
     )
 }
 
+/// Namespace → its replication clusters (`None`: not set), filled as topics are resolved, so
+/// one pass over many topics reads each namespace's policies once.
+pub type NamespaceClusters = HashMap<String, Option<Vec<String>>>;
+
 impl PolicyStore {
     /// The clusters `t` replicates to besides `local`, sorted; empty when it is not replicated.
     /// System topics (`__`-prefixed local names: transaction logs, topic policies) stay home.
     #[must_use]
     pub fn remote_clusters(&self, t: &TopicName, local: &str) -> Vec<String> {
+        self.remote_clusters_in(t, local, &mut NamespaceClusters::new())
+    }
+
+    /// [`PolicyStore::remote_clusters`], reading namespaces through `seen`.
+    #[must_use]
+    pub fn remote_clusters_in(
+        &self,
+        t: &TopicName,
+        local: &str,
+        seen: &mut NamespaceClusters,
+    ) -> Vec<String> {
         if t.local.starts_with("__") {
             return Vec::new();
         }
         let clusters = names(self.topic(t).other.get(TOPIC_FIELD)).or_else(|| {
-            names(
-                self.namespace(&t.namespace_name())
-                    .other
-                    .get(NAMESPACE_FIELD),
-            )
+            seen.entry(t.namespace_name())
+                .or_insert_with_key(|ns| names(self.namespace(ns).other.get(NAMESPACE_FIELD)))
+                .clone()
         });
         let mut remotes: Vec<String> = clusters
             .unwrap_or_default()

@@ -171,12 +171,19 @@ fn wanted(ctx: &ServerContext) -> Wanted {
     let service = &ctx.service;
     let local = &service.config.cluster_name;
     let (mut run, mut stale) = (Vec::new(), Vec::new());
+    let mut namespaces = pulsar_rs_broker::policies::replication::NamespaceClusters::new();
     for topic in service.loaded_topics() {
         if topic.ledger.is_closed() {
             continue;
         }
-        let remotes = service.policies.remote_clusters(&topic.name, local);
-        for (remote, _) in topic.replication_cursors() {
+        let remotes = service
+            .policies
+            .remote_clusters_in(&topic.name, local, &mut namespaces);
+        let open = topic.replication_cursors();
+        if remotes.is_empty() && open.is_empty() {
+            continue;
+        }
+        for (remote, _) in open {
             if !remotes.contains(&remote) {
                 stale.push((Arc::clone(&topic), remote));
             }
