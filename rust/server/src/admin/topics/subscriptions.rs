@@ -83,6 +83,43 @@ async fn on_subscription(
     sub: String,
     f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
+    let name = sub.clone();
+    on_targets(ctx, path, sub, move |t| match t.subscription(&name) {
+        Some(s) => f(t, &s).map(|()| true),
+        None => Ok(false),
+    })
+    .await
+}
+
+/// Runs `f` on the cursor of the subscription `sub` of every target topic, or on its
+/// replication cursor of that name (`pulsar.repl.<cluster>`: Pulsar routes these calls to the
+/// topic's replicator).
+async fn on_cursor(
+    ctx: Arc<ServerContext>,
+    path: DeferredTopicPath,
+    sub: String,
+    f: impl Fn(&pulsar_rs_ledger::Cursor) + Send + 'static,
+) -> Response {
+    let name = sub.clone();
+    on_targets(ctx, path, sub, move |t| {
+        if let Some(s) = t.subscription(&name) {
+            f(&s.cursor);
+            return Ok(true);
+        }
+        let replication = t.replication_cursors().into_iter().find(|(_, c)| c.name() == name);
+        Ok(replication.map(|(_, c)| f(&c)).is_some())
+    })
+    .await
+}
+
+/// Runs `g` on every target topic (blocking pool); `g` says whether it found `sub` there
+/// (404 when no topic had it).
+async fn on_targets(
+    ctx: Arc<ServerContext>,
+    path: DeferredTopicPath,
+    sub: String,
+    g: impl Fn(&Topic) -> Result<bool, BrokerError> + Send + 'static,
+) -> Response {
     let name = match existing(&ctx, path) {
         Ok(n) => n,
         Err(r) => return r,
@@ -91,10 +128,7 @@ async fn on_subscription(
     let r = tokio::task::spawn_blocking(move || {
         let mut found = false;
         for t in targets(&c, &name)? {
-            if let Some(s) = t.subscription(&sub) {
-                found = true;
-                f(&t, &s)?;
-            }
+            found |= g(&t)?;
         }
         if found {
             Ok(())
@@ -118,11 +152,7 @@ async fn skip_all(
     path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
 ) -> Response {
-    on_subscription(ctx, path, sub, |_, s| {
-        s.cursor.skip_all();
-        Ok(())
-    })
-    .await
+    on_cursor(ctx, path, sub, pulsar_rs_ledger::Cursor::skip_all).await
 }
 
 async fn skip(
@@ -136,11 +166,7 @@ async fn skip(
             "the number of messages to skip must be a non-negative integer",
         );
     };
-    on_subscription(ctx, path, sub, move |_, s| {
-        s.cursor.skip_entries(n);
-        Ok(())
-    })
-    .await
+    on_cursor(ctx, path, sub, move |c| c.skip_entries(n)).await
 }
 
 async fn reset_cursor(
