@@ -103,7 +103,7 @@ pub struct ServerContext {
     /// admin client); immutable.
     pub broker_client: Arc<cluster::peers::client::BrokerClient>,
     /// The geo-replicators running here (their own lock inside).
-    pub replicators: crate::replication::Replicators,
+    pub replicators: crate::replication::registry::Replicators,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at
     /// start, before the listeners run.
     pub cluster: std::sync::OnceLock<Arc<pulsar_rs_cluster::ClusterMember>>,

@@ -6,28 +6,26 @@
 //! clusters are found in the cluster records (`PUT /admin/v2/clusters/{name}`) and reached with
 //! this broker's client settings (`brokerClient*`).
 //!
-//! The [`Replicators`] keep what runs; [`spawn`] starts the task that, every second, compares
+//! The [`registry::Replicators`] keep what runs; [`spawn`] starts the task that, every second, compares
 //! the loaded topics' replication clusters with it (Pulsar runs `checkReplication` on loads
 //! and policy changes): replicators start for new clusters, stop when a topic unloads, and a
 //! cluster taken out of the list has its replicator stopped and its cursor deleted.
 
 mod entry;
 mod partitions;
+pub mod registry;
 mod remote;
 mod replicator;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use pulsar_rs_broker::topic::Topic;
-use pulsar_rs_broker::Meter;
 use pulsar_rs_ledger::Cursor;
 use tokio::sync::watch;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::JoinSet;
 
+use self::registry::{Running, Status};
 use crate::context::ServerContext;
 
 /// Whether `name` is a replicator producer's (`<prefix>.<from>--><to>`), as Pulsar's
@@ -46,98 +44,6 @@ pub fn source_cluster<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
 
 /// How often the loaded topics' replication clusters are checked.
 const CHECK_PERIOD: Duration = Duration::from_secs(1);
-
-/// What a replicator shows in stats. Written by its task, read by stats.
-#[derive(Default)]
-pub struct Status {
-    /// Whether its producer is open on the remote cluster. Relaxed: a lone flag for stats.
-    connected: AtomicBool,
-    /// When it connected, ms since the epoch (0: not connected). Relaxed: a statistic.
-    connected_since_ms: AtomicU64,
-    /// The remote broker's URL and the last failure. Short lock, never across an await.
-    detail: Mutex<(Option<String>, Option<String>)>,
-    /// Messages and bytes the remote cluster receipted.
-    pub msg_out: Meter,
-}
-
-impl Status {
-    fn connected(&self, address: &str) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        *self.detail.lock() = (Some(address.to_owned()), None);
-        // Relaxed: statistics.
-        self.connected_since_ms.store(now, Ordering::Relaxed);
-        self.connected.store(true, Ordering::Relaxed);
-    }
-
-    fn disconnected(&self) {
-        // Relaxed: statistics.
-        self.connected.store(false, Ordering::Relaxed);
-        self.connected_since_ms.store(0, Ordering::Relaxed);
-    }
-
-    fn set_error(&self, why: String) {
-        self.detail.lock().1 = Some(why);
-    }
-
-    /// Whether the producer is open on the remote cluster.
-    #[must_use]
-    pub fn is_connected(&self) -> bool {
-        // Relaxed: a statistic.
-        self.connected.load(Ordering::Relaxed)
-    }
-
-    /// When the producer connected (ms since the epoch), if it is connected.
-    #[must_use]
-    pub fn connected_since_ms(&self) -> Option<u64> {
-        // Relaxed: a statistic.
-        Some(self.connected_since_ms.load(Ordering::Relaxed)).filter(|&t| t > 0)
-    }
-
-    /// The remote broker's URL (the last one connected to) and the last failure.
-    #[must_use]
-    pub fn detail(&self) -> (Option<String>, Option<String>) {
-        self.detail.lock().clone()
-    }
-}
-
-/// One running replicator.
-struct Running {
-    /// The topic object it replicates (a reload makes a new one, and a new replicator).
-    topic: Weak<Topic>,
-    status: Arc<Status>,
-    task: AbortHandle,
-}
-
-/// The replicators running on this broker, by (topic, remote cluster).
-#[derive(Default)]
-pub struct Replicators {
-    /// Written by the check task only; read by stats. Short lock, never across an await.
-    running: Mutex<HashMap<(String, String), Running>>,
-}
-
-impl Replicators {
-    /// The replicators of `topic` (its full name), by remote cluster, sorted.
-    #[must_use]
-    pub fn of_topic(&self, topic: &str) -> Vec<(String, Arc<Status>)> {
-        let mut v: Vec<(String, Arc<Status>)> = self
-            .running
-            .lock()
-            .iter()
-            .filter(|((t, _), _)| t == topic)
-            .map(|((_, r), run)| (r.clone(), Arc::clone(&run.status)))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    }
-
-    fn stop_all(&self) {
-        for (_, run) in self.running.lock().drain() {
-            run.task.abort();
-        }
-    }
-}
 
 /// Spawns the task that starts and stops replicators; it returns (stopping them all) at
 /// `shutdown`.

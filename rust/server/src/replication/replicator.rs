@@ -17,8 +17,8 @@ use pulsar_rs_ledger::{Cursor, Entry, Position};
 use pulsar_rs_proto::pb::base_command::Type;
 
 use super::entry::{self, Verdict};
+use super::registry::Status;
 use super::remote::RemoteProducer;
-use super::Status;
 use crate::context::ServerContext;
 
 /// How long opening the remote producer may take (lookup, CONNECT, PRODUCER).

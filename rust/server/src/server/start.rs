@@ -261,7 +261,7 @@ fn context(
     let lookups = lookups(&service.config, &urls)?;
     Ok(Arc::new(ServerContext {
         broker_client,
-        replicators: crate::replication::Replicators::default(),
+        replicators: crate::replication::registry::Replicators::default(),
         service,
         service_url: urls.service,
         service_url_tls: urls.service_tls,

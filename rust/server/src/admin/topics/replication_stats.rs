@@ -35,7 +35,7 @@ pub(in crate::admin) fn replication_json(ctx: &ServerContext, topic: &Topic) -> 
         let (address, _) = status.map(|s| s.detail()).unwrap_or_default();
         let since = status
             .and_then(|s| s.connected_since_ms())
-            .map(|ms| super::stats::instant_string(pulsar_rs_clock::system_time_of_ms(ms)));
+            .map(|ms| super::instant::instant_string(pulsar_rs_clock::system_time_of_ms(ms)));
         let from_remote = inbound.iter().find(|(c, _)| c == remote).map(|(_, p)| p);
         let (rate_in, tput_in) = from_remote.map_or((0.0, 0.0), |p| p.meters.msg_in.rates());
         let (count_in, bytes_in) = from_remote.map_or((0, 0), |p| {
@@ -57,7 +57,7 @@ pub(in crate::admin) fn replication_json(ctx: &ServerContext, topic: &Topic) -> 
                 "connected": connected,
                 "replicationDelayInSeconds": 0,
                 "inboundConnection": from_remote.map(|p| p.address.clone()),
-                "inboundConnectedSince": from_remote.map(|p| super::stats::instant_string(p.connected_since)),
+                "inboundConnectedSince": from_remote.map(|p| super::instant::instant_string(p.connected_since)),
                 "outboundConnection": if connected { address } else { None },
                 "outboundConnectedSince": since,
             }),

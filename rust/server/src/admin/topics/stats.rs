@@ -11,12 +11,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Json;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use pulsar_rs_broker::compaction::COMPACTION_CURSOR;
 use pulsar_rs_broker::{AccessMode, Topic};
 use serde_json::{json, Map, Value};
 
+use super::instant::instant_string;
 use super::partitions::{self, PartitionDocument};
 use crate::admin::machinery::access::{Access, Routes};
 use crate::admin::machinery::state::load_topic;
@@ -493,24 +493,6 @@ fn producer_json(p: &pulsar_rs_broker::ProducerInfo) -> Value {
         "clientVersion": p.client_version,
         "metadata": metadata,
     })
-}
-
-/// A time as Java's `Instant.toString()` prints it (Pulsar's `connectedSince`, `lastAckedTime`):
-/// UTC, the fraction in groups of three digits and only as long as needed.
-pub(super) fn instant_string(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let base = super::messages::iso_time(d.as_secs() * 1000);
-    let secs = &base[..19];
-    let nanos = d.subsec_nanos();
-    if nanos == 0 {
-        format!("{secs}Z")
-    } else if nanos.is_multiple_of(1_000_000) {
-        format!("{secs}.{:03}Z", nanos / 1_000_000)
-    } else if nanos.is_multiple_of(1000) {
-        format!("{secs}.{:06}Z", nanos / 1000)
-    } else {
-        format!("{secs}.{nanos:09}Z")
-    }
 }
 
 /// `GET .../partitioned-stats[?perPartition=false]`: 404 when the topic is not partitioned, with

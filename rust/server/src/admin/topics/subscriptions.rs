@@ -106,7 +106,10 @@ async fn on_cursor(
             f(&s.cursor);
             return Ok(true);
         }
-        let replication = t.replication_cursors().into_iter().find(|(_, c)| c.name() == name);
+        let replication = t
+            .replication_cursors()
+            .into_iter()
+            .find(|(_, c)| c.name() == name);
         Ok(replication.map(|(_, c)| f(&c)).is_some())
     })
     .await

@@ -1,0 +1,106 @@
+//! What replicators run on this broker ([`Replicators`], kept in the server's context) and
+//! what each shows in stats ([`Status`]). Written by the replication check task
+//! (`super::spawn`), read by the stats and metrics.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use pulsar_rs_broker::topic::Topic;
+use pulsar_rs_broker::Meter;
+use tokio::task::AbortHandle;
+
+/// What a replicator shows in stats. Written by its task, read by stats.
+#[derive(Default)]
+pub struct Status {
+    /// Whether its producer is open on the remote cluster. Relaxed: a lone flag for stats.
+    connected: AtomicBool,
+    /// When it connected, ms since the epoch (0: not connected). Relaxed: a statistic.
+    connected_since_ms: AtomicU64,
+    /// The remote broker's URL and the last failure. Short lock, never across an await.
+    detail: Mutex<(Option<String>, Option<String>)>,
+    /// Messages and bytes the remote cluster receipted.
+    pub msg_out: Meter,
+}
+
+impl Status {
+    pub(super) fn connected(&self, address: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        *self.detail.lock() = (Some(address.to_owned()), None);
+        // Relaxed: statistics.
+        self.connected_since_ms.store(now, Ordering::Relaxed);
+        self.connected.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn disconnected(&self) {
+        // Relaxed: statistics.
+        self.connected.store(false, Ordering::Relaxed);
+        self.connected_since_ms.store(0, Ordering::Relaxed);
+    }
+
+    pub(super) fn set_error(&self, why: String) {
+        self.detail.lock().1 = Some(why);
+    }
+
+    /// Whether the producer is open on the remote cluster.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        // Relaxed: a statistic.
+        self.connected.load(Ordering::Relaxed)
+    }
+
+    /// When the producer connected (ms since the epoch), if it is connected.
+    #[must_use]
+    pub fn connected_since_ms(&self) -> Option<u64> {
+        // Relaxed: a statistic.
+        Some(self.connected_since_ms.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    /// The remote broker's URL (the last one connected to) and the last failure.
+    #[must_use]
+    pub fn detail(&self) -> (Option<String>, Option<String>) {
+        self.detail.lock().clone()
+    }
+}
+
+/// One running replicator.
+pub(super) struct Running {
+    /// The topic object it replicates (a reload makes a new one, and a new replicator).
+    pub(super) topic: Weak<Topic>,
+    /// What it shows in stats.
+    pub(super) status: Arc<Status>,
+    /// Its task, aborted when it must stop.
+    pub(super) task: AbortHandle,
+}
+
+/// The replicators running on this broker, by (topic, remote cluster).
+#[derive(Default)]
+pub struct Replicators {
+    /// Written by the check task only; read by stats. Short lock, never across an await.
+    pub(super) running: Mutex<HashMap<(String, String), Running>>,
+}
+
+impl Replicators {
+    /// The replicators of `topic` (its full name), by remote cluster, sorted.
+    #[must_use]
+    pub fn of_topic(&self, topic: &str) -> Vec<(String, Arc<Status>)> {
+        let mut v: Vec<(String, Arc<Status>)> = self
+            .running
+            .lock()
+            .iter()
+            .filter(|((t, _), _)| t == topic)
+            .map(|((_, r), run)| (r.clone(), Arc::clone(&run.status)))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    pub(super) fn stop_all(&self) {
+        for (_, run) in self.running.lock().drain() {
+            run.task.abort();
+        }
+    }
+}
