@@ -41,27 +41,39 @@ pub(in crate::admin) fn replication_json(ctx: &ServerContext, topic: &Topic) -> 
         let (count_in, bytes_in) = from_remote.map_or((0, 0), |p| {
             (p.meters.msg_in.total(), p.meters.msg_in.total_bytes())
         });
-        out.insert(
-            remote.clone(),
-            json!({
-                "msgRateIn": rate_in,
-                "msgInCount": count_in,
-                "msgThroughputIn": tput_in,
-                "bytesInCount": bytes_in,
-                "msgRateOut": rate_out,
-                "msgOutCount": count_out,
-                "msgThroughputOut": tput_out,
-                "bytesOutCount": bytes_out,
-                "msgRateExpired": 0.0,
-                "replicationBacklog": cursor.backlog(),
-                "connected": connected,
-                "replicationDelayInSeconds": 0,
-                "inboundConnection": from_remote.map(|p| p.address.clone()),
-                "inboundConnectedSince": from_remote.map(|p| super::instant::instant_string(p.connected_since)),
-                "outboundConnection": if connected { address } else { None },
-                "outboundConnectedSince": since,
-            }),
-        );
+        let mut doc = json!({
+            "msgRateIn": rate_in,
+            "msgInCount": count_in,
+            "msgThroughputIn": tput_in,
+            "bytesInCount": bytes_in,
+            "msgRateOut": rate_out,
+            "msgOutCount": count_out,
+            "msgThroughputOut": tput_out,
+            "bytesOutCount": bytes_out,
+            "msgRateExpired": 0.0,
+            "msgExpiredCount": 0,
+            "replicationBacklog": cursor.backlog(),
+            "connected": connected,
+            "replicationDelayInSeconds": 0,
+        });
+        // Pulsar leaves the connection fields out while there is no connection.
+        let optional = [
+            ("inboundConnection", from_remote.map(|p| p.address.clone())),
+            (
+                "inboundConnectedSince",
+                from_remote.map(|p| super::instant::instant_string(p.connected_since)),
+            ),
+            ("outboundConnection", if connected { address } else { None }),
+            ("outboundConnectedSince", since),
+        ];
+        if let Value::Object(m) = &mut doc {
+            for (k, v) in optional {
+                if let Some(v) = v {
+                    m.insert(k.to_owned(), Value::String(v));
+                }
+            }
+        }
+        out.insert(remote.clone(), doc);
     }
     Value::Object(out)
 }
