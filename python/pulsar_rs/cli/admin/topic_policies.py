@@ -4,7 +4,8 @@ deduplication, publish-rate, dispatch-rate, subscription-dispatch-rate, compacti
 inactive-topic-policies, the limits of :mod:`.limits` (``set-max-producers``, ``set-max-consumers``,
 ``set-max-consumers-per-subscription``, ``set-max-subscriptions-per-topic``, ``set-max-message-size``),
 plus the older ``enable-deduplication`` / ``disable-deduplication`` /
-``get-deduplication-enabled``. The same commands form pulsar-admin's ``topicPolicies`` group.
+``get-deduplication-enabled``, and ``set-replication-clusters -c A,B`` (and ``get-`` / ``remove-``:
+geo-replication of one topic). The same commands form pulsar-admin's ``topicPolicies`` group.
 A topic-level policy overrides the namespace's for that topic; a getter shows the topic's own
 setting (``(not set)`` when it follows the namespace)."""
 
@@ -31,6 +32,18 @@ def add_to(g: Any) -> None:
     p = g.add_parser("get-deduplication-enabled")
     _topic_arg(p)
     p.set_defaults(call=lambda admin, a: admin.topics.get_policy(a.topic, "deduplicationEnabled"))
+    p = g.add_parser("set-replication-clusters")
+    _topic_arg(p)
+    p.add_argument("--clusters", "-c", required=True, help="comma-separated replication clusters")
+    p.set_defaults(
+        call=lambda admin, a: admin.topics.set_policy(a.topic, "replication", [c for c in a.clusters.split(",") if c])
+    )
+    p = g.add_parser("get-replication-clusters")
+    _topic_arg(p)
+    p.set_defaults(call=lambda admin, a: admin.topics.get_policy(a.topic, "replication"))
+    p = g.add_parser("remove-replication-clusters")
+    _topic_arg(p)
+    p.set_defaults(call=lambda admin, a: admin.topics.remove_policy(a.topic, "replication"))
 
 
 def add(groups: Any) -> None:
