@@ -10,6 +10,8 @@ Python client on both sides.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -61,7 +63,15 @@ def set_up(a: PulsarRsBroker, b: PulsarRsBroker) -> None:
         register(here, other_name, other)
         ok("PUT", f"{here.http}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["east", "west"]})
         ok("PUT", f"{here.http}/admin/v2/namespaces/geo/ns")
-        ok("POST", f"{here.http}/admin/v2/namespaces/geo/ns/replication", ["east", "west"])
+        if here is a:
+            ok("POST", f"{here.http}/admin/v2/namespaces/geo/ns/replication", ["east", "west"])
+        else:  # the CLI, as pulsar-admin's `namespaces set-clusters`
+            cli = [sys.executable, "-m", "pulsar_rs.cli", "admin", "--admin-url", here.http, "namespaces"]
+            subprocess.run([*cli, "set-clusters", "geo/ns", "--clusters", "east,west"], check=True, timeout=60)
+            shown = subprocess.run(
+                [*cli, "get-clusters", "geo/ns"], check=True, timeout=60, capture_output=True, text=True
+            )
+            assert "east" in shown.stdout and "west" in shown.stdout, shown.stdout
         assert ok("GET", f"{here.http}/admin/v2/namespaces/geo/ns/replication") == ["east", "west"]
 
 
