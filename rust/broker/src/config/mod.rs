@@ -179,6 +179,11 @@ pub struct BrokerConfig {
     pub replication_producer_queue_size: u32,
     /// Geo-replication: the `pulsar_replication_*` metrics.
     pub replication_metrics_enabled: bool,
+    /// Geo-replication: a replicator's messages per second when no `replicatorDispatchRate`
+    /// policy says (0 = unlimited).
+    pub dispatch_throttling_rate_per_replicator_in_msg: i64,
+    /// The same in bytes per second.
+    pub dispatch_throttling_rate_per_replicator_in_byte: i64,
     pub allow_auto_topic_creation: bool,
     /// `non-partitioned` or `partitioned`.
     pub allow_auto_topic_creation_type: String,
@@ -470,6 +475,8 @@ impl Default for BrokerConfig {
             replicator_prefix: "pulsar.repl".into(),
             replication_producer_queue_size: 1000,
             replication_metrics_enabled: true,
+            dispatch_throttling_rate_per_replicator_in_msg: 0,
+            dispatch_throttling_rate_per_replicator_in_byte: 0,
             max_pending_publish_requests_per_connection: 1000,
             keep_alive_interval_seconds: 30,
             allow_auto_topic_creation: true,

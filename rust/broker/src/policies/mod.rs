@@ -444,7 +444,9 @@ fn positive(v: i64) -> f64 {
 }
 
 impl DispatchRate {
-    fn per_second(&self) -> (f64, f64) {
+    /// (messages/s, bytes/s) over its period; 0 = that dimension unlimited.
+    #[must_use]
+    pub fn per_second(&self) -> (f64, f64) {
         let period = positive(self.rate_period_in_second).max(1.0);
         (
             positive(self.dispatch_throttling_rate_in_msg) / period,

@@ -7,12 +7,15 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::store::PolicyStore;
+use super::DispatchRate;
 use crate::naming::TopicName;
 
 /// The topic policy field of a topic's replication clusters.
 pub const TOPIC_FIELD: &str = "replicationClusters";
 /// The namespace `Policies` field of a namespace's replication clusters.
 pub const NAMESPACE_FIELD: &str = "replication_clusters";
+/// The topic policy field of a topic's replicators' rate (Pulsar's `DispatchRate`).
+pub const RATE_FIELD: &str = "replicatorDispatchRate";
 
 fn names(v: Option<&Value>) -> Option<Vec<String>> {
     let list = v?.as_array()?;
@@ -59,5 +62,29 @@ impl PolicyStore {
         remotes.sort();
         remotes.dedup();
         remotes
+    }
+
+    /// The rate of `t`'s replicators, (messages/s, bytes/s), 0 = unlimited: its
+    /// `replicatorDispatchRate` policy, else the broker's
+    /// `dispatchThrottlingRatePerReplicatorIn{Msg,Byte}`.
+    #[must_use]
+    pub fn replicator_rate(&self, t: &TopicName) -> (f64, f64) {
+        let own = self
+            .topic(t)
+            .other
+            .get(RATE_FIELD)
+            .and_then(|v| serde_json::from_value::<DispatchRate>(v.clone()).ok());
+        match own {
+            Some(r) => r.per_second(),
+            None => {
+                let c = &self.config;
+                #[allow(clippy::cast_precision_loss)]
+                let positive = |v: i64| if v > 0 { v as f64 } else { 0.0 };
+                (
+                    positive(c.dispatch_throttling_rate_per_replicator_in_msg),
+                    positive(c.dispatch_throttling_rate_per_replicator_in_byte),
+                )
+            }
+        }
     }
 }

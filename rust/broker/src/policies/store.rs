@@ -22,7 +22,7 @@ pub struct PolicyStore {
     /// Metadata store where policies persist.
     meta: Arc<dyn MetaStore>,
     /// Broker defaults; immutable.
-    config: Arc<BrokerConfig>,
+    pub(super) config: Arc<BrokerConfig>,
     /// Namespace (`tenant/ns`) → policies. Read on every resolve, written by the admin API.
     namespaces: RwLock<HashMap<String, Policies>>,
     /// Topic (full name) → policies.

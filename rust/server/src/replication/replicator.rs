@@ -1,7 +1,8 @@
 //! One replicator: a topic's entries towards one remote cluster (Pulsar's
 //! `PersistentReplicator`). It reads its replication cursor, sends each entry the
 //! [`entry::verdict`] lets through on its [`RemoteProducer`] (at most
-//! `replicationProducerQueueSize` unanswered), and acknowledges an entry on the cursor when the
+//! `replicationProducerQueueSize` unanswered, at most at its `replicatorDispatchRate`), and
+//! acknowledges an entry on the cursor when the
 //! remote's receipt comes (or at once when it is skipped). When the remote is unreachable or
 //! refuses, the cursor is rewound to its first unacknowledged entry and the producer reopened
 //! with a backoff from 100 ms to 1 min, as Pulsar's: nothing is dropped, the backlog waits on
@@ -11,6 +12,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pulsar_rs_broker::rate::RateLimiter;
 use pulsar_rs_broker::topic::Topic;
 use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_ledger::{Cursor, Entry, Position};
@@ -173,7 +175,15 @@ async fn pump(
             .as_ref()
             .is_some_and(|tb| tb.is_aborted(TxnId::new(most, least)))
     };
+    // The replicator's rate (`replicatorDispatchRate`), read again before each read.
+    let mut rate = (0.0, 0.0);
+    let mut limiter: Option<RateLimiter> = None;
     loop {
+        let wanted = ctx.service.policies.replicator_rate(&topic.name);
+        if wanted != rate {
+            rate = wanted;
+            limiter = RateLimiter::new(rate.0, rate.1);
+        }
         let room = window.saturating_sub(pending.len()).min(READ_ENTRIES);
         // Waiting for an append and cache hits are cancel-safe (nothing taken across an await).
         let woken = tokio::select! {
@@ -217,6 +227,7 @@ async fn pump(
             },
         };
         let mut skipped = Vec::new();
+        let (mut sent_messages, mut sent_bytes) = (0u64, 0u64);
         for e in entries {
             match entry::verdict(&e.data, local, remote, &aborted) {
                 Verdict::Skip(why) => {
@@ -234,10 +245,19 @@ async fn pump(
                         return why;
                     }
                     let messages = u64::try_from(num_messages).unwrap_or(1);
+                    sent_messages += messages;
+                    sent_bytes += e.data.len() as u64;
                     pending.push_back((sequence_id, e.position, messages, e.data.len() as u64));
                 }
             }
         }
         cursor.delete(&skipped);
+        // Over the rate: the next read waits (receipts queue meanwhile).
+        if let Some(l) = &limiter {
+            let wait = l.consume(sent_messages, sent_bytes);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
     }
 }
