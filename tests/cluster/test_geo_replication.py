@@ -260,11 +260,11 @@ def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(p
 
 
 def test_the_replicating_broker_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
-    """East is SIGKILLed while it publishes and replicates; restarted on its data directory, its
-    replicator starts again from the replication cursor as last written (up to a second behind
-    what west receipted) and sends that again: west, with deduplication on, stores each message
-    once (deduplicated on each message's own producer and sequence id). Every message east
-    receipted reaches west."""
+    """East is SIGKILLed while it publishes and replicates; restarted on its data directory (new
+    ports: west's record of it updated), its replicator resumes from the replication cursor as
+    stored. West, deduplicating, ends with every message east receipted, each once, in order. (How
+    a replicator's resend is deduplicated on the receiving side is shown deterministically on the
+    wire: tests/interop/test_replicated_dedup.py.)"""
     a = start(tmp_path, "east")
     b = PulsarRsBroker(tmp_path, "west", {"clusterName": "west", "brokerDeduplicationEnabled": True})
     try:
