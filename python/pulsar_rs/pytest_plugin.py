@@ -11,6 +11,8 @@ entry point of the package. Fixtures:
   three bookies, shared by the tests of a module (starting one takes tens of seconds).
 * ``pulsar_cluster_factory``: call it with ``brokers=``, ``bookies=`` and broker settings for a
   cluster of the test's own, stopped after it.
+* ``pulsar_geo_clusters``: a :class:`pulsar_rs.testing.ReplicatedClusters`: two clusters, ``east``
+  and ``west`` (one standalone process each), with ``geo/ns`` replicated between them.
 
 The clusters need ``java`` (17+) and, for the one download of Apache Pulsar's ZooKeeper and
 BookKeeper, ``mvn``; without them the fixture fails naming what is missing.
@@ -24,7 +26,7 @@ from typing import Any
 import pytest
 
 from . import Broker
-from .testing import PulsarCluster
+from .testing import PulsarCluster, ReplicatedClusters
 
 
 @pytest.fixture
@@ -64,3 +66,9 @@ def pulsar_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def pulsar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PulsarCluster]:
     with PulsarCluster(tmp_path_factory.mktemp("pulsar-cluster")) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def pulsar_geo_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicatedClusters]:
+    with ReplicatedClusters(work=tmp_path_factory.mktemp("pulsar-geo")) as geo:
+        yield geo

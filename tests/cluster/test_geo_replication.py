@@ -331,3 +331,16 @@ def test_replication_clusters_are_refused_as_pulsar_refuses_them(tmp_path):
             wait_for("the replication cursor gone", lambda: "pulsar.repl.west" not in ok("GET", internal)["cursors"])  # type: ignore[index]
         finally:
             c.close()
+
+
+def test_the_pytest_plugins_geo_fixture_replicates(pulsar_geo_clusters):
+    """`pulsar_geo_clusters` (the plugin's): east's message is received on west."""
+    east, west = pulsar_geo_clusters.brokers["east"], pulsar_geo_clusters.brokers["west"]
+    ce, cw = pulsar.Client(east.url), pulsar.Client(west.url)
+    try:
+        consumer = cw.subscribe("persistent://geo/ns/fixture", "s")
+        ce.create_producer("persistent://geo/ns/fixture").send(b"from east")
+        assert consumer.receive(timeout_millis=30000).data() == b"from east"
+    finally:
+        ce.close()
+        cw.close()
