@@ -1,9 +1,10 @@
 """Topic-level policies with Pulsar's paths and ``TopicPolicies`` bodies (the Go admin client's
 ``TestSubscribeRate``, ``TestTopics_DelayedDelivery``, ...): each is unset (``null``) until set,
 answers what was set, and is unset again after DELETE. Those the broker applies (unacked limits
-per consumer and per subscription, delayed delivery) are shown taking effect; the others
-(subscribe rate, deduplication snapshot interval, replicator dispatch rate, offload policies,
-auto subscription creation, replication clusters) are kept and answered only (docs/admin.md).
+per consumer and per subscription, delayed delivery) are shown taking effect (the replication
+clusters and the replicator dispatch rate in tests/cluster/test_geo_replication.py); the others
+(subscribe rate, deduplication snapshot interval, offload policies, auto subscription creation)
+are kept and answered only (docs/admin.md).
 Topic properties: set at creation, merged by PUT, one key removed by DELETE ``?key=``.
 """
 
@@ -90,7 +91,8 @@ def test_topic_policy_refusals(pulsar_broker, topic: str) -> None:
     )
     assert admin(url, "POST", f"{_rest(topic)}/replication", [])[0] == 412
     assert admin(url, "POST", f"{_rest(topic)}/replication", ["global"])[0] == 412
-    assert admin(url, "POST", f"{_rest(topic)}/replication", ["no-such-cluster"])[0] == 412
+    # As Pulsar (tests/differential/test_diff_geo_replication.py): a cluster not registered is 403.
+    assert admin(url, "POST", f"{_rest(topic)}/replication", ["no-such-cluster"])[0] == 403
     # Topic-level only: the namespace paths are not these.
     assert admin(url, "GET", "/admin/v2/namespaces/public/default/maxUnackedMessagesOnConsumer")[0] == 404
 

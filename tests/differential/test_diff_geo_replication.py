@@ -57,6 +57,28 @@ def test_replication_clusters_refusals_cursor_and_stats(pair: tuple[Target, Targ
         t.rest("DELETE", f"/admin/v2/persistent/{ns}/t")
         t.rest("DELETE", f"/admin/v2/namespaces/{ns}")
         t.rest("DELETE", f"/admin/v2/tenants/{tenant}")
+        for c in (far, other):  # the session's brokers serve other scenarios
+            t.rest("DELETE", f"/admin/v2/clusters/{c}")
+        return out
+
+    compare(pair, scenario)
+
+
+def test_clusters_a_tenant_or_topic_names_must_exist(pair: tuple[Target, Target]) -> None:
+    def scenario(t: Target) -> list[Any]:
+        stem = t.namespace.split("/")[1]
+        out: list[Any] = [
+            t.rest("PUT", f"/admin/v2/tenants/{stem}-x", {"adminRoles": [], "allowedClusters": ["nowhere"]})
+        ]
+        out.append(t.rest("PUT", f"/admin/v2/tenants/{stem}-y", {"adminRoles": [], "allowedClusters": ["global"]})[0])
+        topic = f"/admin/v2/persistent/{t.namespace}/t"
+        t.client().create_producer(f"persistent://{t.namespace}/t").close()
+        out.append(t.rest("POST", f"{topic}/replication", ["standalone", "nowhere"]))
+        out.append(t.rest("POST", f"{topic}/replication", []))
+        out.append(t.rest("POST", f"{topic}/replication", ["standalone"])[0])
+        out.append(t.rest("GET", f"{topic}/replication"))
+        for tenant in (f"{stem}-x", f"{stem}-y"):
+            t.rest("DELETE", f"/admin/v2/tenants/{tenant}")
         return out
 
     compare(pair, scenario)

@@ -567,7 +567,7 @@ fn json<T: serde::Serialize>(v: &T) -> Value {
 }
 
 /// Pulsar's checks of a topic's replication clusters (`internalSetReplicationClusters`): 412
-/// for an empty list or `global`, and a cluster this broker does not know is refused too.
+/// for an empty list or `global`, 403 for a cluster that is not registered.
 fn replication_clusters(v: &[String], known: &[String]) -> Result<(), Response> {
     let refused = |why: String| Err(fail(StatusCode::PRECONDITION_FAILED, why));
     if v.is_empty() {
@@ -577,7 +577,10 @@ fn replication_clusters(v: &[String], known: &[String]) -> Result<(), Response> 
         return refused("Cannot specify global in the list of replication clusters".into());
     }
     if let Some(c) = v.iter().find(|c| !known.contains(c)) {
-        return refused(format!("Invalid cluster id: {c}"));
+        return Err(fail(
+            StatusCode::FORBIDDEN,
+            format!("Invalid cluster id: {c}"),
+        ));
     }
     Ok(())
 }

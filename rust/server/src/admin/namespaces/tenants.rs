@@ -50,7 +50,12 @@ fn info(ctx: &ServerContext, raw: &[u8]) -> Result<TenantInfo, Response> {
         ));
     }
     let known = ctx.resources.clusters();
-    if info.allowed_clusters.iter().any(|c| !known.contains(c)) {
+    // `global` is always allowed (Pulsar's tenants may name it; it is no registered cluster).
+    if info
+        .allowed_clusters
+        .iter()
+        .any(|c| c != "global" && !known.contains(c))
+    {
         return Err(fail(
             StatusCode::PRECONDITION_FAILED,
             "Clusters do not exist",
