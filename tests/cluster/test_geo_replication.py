@@ -155,6 +155,11 @@ def test_each_clusters_messages_reach_the_other_once_in_order_as_published(pair)
             assert r["inboundConnection"], r
             assert all(not p["producerName"].startswith("pulsar.repl.") for p in s["publishers"]), s["publishers"]
             assert "pulsar.repl." + remote not in s["subscriptions"], list(s["subscriptions"])
+            with urllib.request.urlopen(f"{here.http}/metrics", timeout=30) as r:
+                metrics = r.read().decode()
+            for family, value in (("pulsar_replication_backlog", "0"), ("pulsar_replication_connected_count", "1")):
+                sample = next(ln for ln in metrics.splitlines() if ln.startswith(family + "{") and "orders" in ln)
+                assert f'remote_cluster="{remote}"' in sample and sample.endswith(" " + value), sample
     finally:
         ca.close()
         cb.close()

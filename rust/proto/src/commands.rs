@@ -569,10 +569,15 @@ pub fn partitioned_metadata_request(topic: &str, request_id: u64) -> BaseCommand
 
 /// LOOKUP (non-authoritative).
 pub fn lookup(topic: &str, request_id: u64) -> BaseCommand {
+    lookup_with(topic, request_id, false)
+}
+
+/// LOOKUP, `authoritative` as the redirect that led here said.
+pub fn lookup_with(topic: &str, request_id: u64, authoritative: bool) -> BaseCommand {
     pb::CommandLookupTopic {
         topic: topic.to_owned(),
         request_id,
-        authoritative: Some(false),
+        authoritative: Some(authoritative),
         ..Default::default()
     }
     .into()

@@ -203,7 +203,6 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
 /// publishes here.
 #[allow(clippy::cast_precision_loss)]
 fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
-    let prefix = &ctx.service.config.replicator_prefix;
     let mut families: Vec<Family> = vec![
         ("pulsar_replication_rate_in", "gauge", vec![]),
         ("pulsar_replication_rate_out", "gauge", vec![]),
@@ -215,21 +214,17 @@ fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
         ("pulsar_replication_delay_in_seconds", "gauge", vec![]),
     ];
     for t in ctx.service.loaded_topics() {
-        let cursors = t.replication_cursors();
-        if cursors.is_empty() {
+        let peers = crate::replication::view::peers(ctx, &t);
+        if peers.is_empty() {
             continue;
         }
         let labels = topic_labels(cluster, &t.name);
-        let running = ctx.replicators.of_topic(&t.name.to_string());
-        let producers = t.producers();
-        for (remote, cursor) in cursors {
-            let status = running.iter().find(|(r, _)| *r == remote).map(|(_, s)| s);
+        for peer in peers {
+            let status = peer.outbound.as_deref();
             let (rate_out, tput_out) = status.map_or((0.0, 0.0), |s| s.msg_out.rates());
-            let (rate_in, tput_in) = producers
-                .iter()
-                .find(|p| {
-                    crate::replication::source_cluster(prefix, &p.name) == Some(remote.as_str())
-                })
+            let (rate_in, tput_in) = peer
+                .inbound
+                .as_ref()
                 .map_or((0.0, 0.0), |p| p.meters.msg_in.rates());
             let connected = status.is_some_and(|s| s.is_connected());
             let values = [
@@ -237,12 +232,12 @@ fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
                 rate_out,
                 tput_in,
                 tput_out,
-                cursor.backlog() as f64,
+                peer.cursor.backlog() as f64,
                 f64::from(u8::from(connected)),
                 0.0,
                 0.0,
             ];
-            let l = format!("{labels},remote_cluster=\"{remote}\"");
+            let l = format!("{labels},remote_cluster=\"{}\"", peer.remote);
             for ((_, _, samples), v) in families.iter_mut().zip(values) {
                 samples.push((l.clone(), v));
             }

@@ -16,7 +16,9 @@ mod partitions;
 pub mod registry;
 mod remote;
 mod replicator;
+pub mod view;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,17 +68,18 @@ pub(crate) fn spawn(
     });
 }
 
-/// What the loaded topics want: (topic, remote, its cursor) to run, and (topic, remote) whose
-/// cursor must go (the cluster left the list). Blocking: opens and reads cursors.
+/// What the loaded topics want: by (topic, remote), the topic and its cursor to replicate;
+/// and (topic, remote) whose cursor must go (the cluster left the list). Blocking: opens and
+/// reads cursors.
 type Wanted = (
-    Vec<(Arc<Topic>, String, Arc<Cursor>)>,
+    HashMap<(String, String), (Arc<Topic>, Arc<Cursor>)>,
     Vec<(Arc<Topic>, String)>,
 );
 
 fn wanted(ctx: &ServerContext) -> Wanted {
     let service = &ctx.service;
     let local = &service.config.cluster_name;
-    let (mut run, mut stale) = (Vec::new(), Vec::new());
+    let (mut run, mut stale) = (HashMap::new(), Vec::new());
     let mut namespaces = pulsar_rs_broker::policies::replication::NamespaceClusters::new();
     for topic in service.loaded_topics() {
         if topic.ledger.is_closed() {
@@ -96,7 +99,12 @@ fn wanted(ctx: &ServerContext) -> Wanted {
         }
         for remote in remotes {
             match topic.replication_cursor(&remote) {
-                Ok(cursor) => run.push((Arc::clone(&topic), remote, cursor)),
+                Ok(cursor) => {
+                    run.insert(
+                        (topic.name.to_string(), remote),
+                        (Arc::clone(&topic), cursor),
+                    );
+                }
                 Err(e) => {
                     tracing::warn!(topic = %topic.name, remote = %remote, error = %e, "opening a replication cursor");
                 }
@@ -115,23 +123,21 @@ async fn check(ctx: &Arc<ServerContext>) {
     {
         // Lock: map bookkeeping only, no await inside.
         let mut running = ctx.replicators.running.lock();
-        running.retain(|(topic, remote), r| {
+        running.retain(|key, r| {
+            // The same topic object (not a reload of it), still open, still wanting it.
             let keep = r.topic.upgrade().is_some_and(|t| {
-                !t.ledger.is_closed()
-                    && run.iter().any(|(w, wr, _)| {
-                        Arc::ptr_eq(w, &t) && wr == remote && &w.name.to_string() == topic
-                    })
+                !t.ledger.is_closed() && run.get(key).is_some_and(|(w, _)| Arc::ptr_eq(w, &t))
             });
             if !keep {
                 r.task.abort();
             }
             keep
         });
-        for (topic, remote, cursor) in run {
-            let key = (topic.name.to_string(), remote.clone());
+        for (key, (topic, cursor)) in run {
             if running.contains_key(&key) {
                 continue;
             }
+            let remote = key.1.clone();
             let status = Arc::new(Status::default());
             let task = tokio::spawn(replicator::run(
                 Arc::clone(ctx),

@@ -3,7 +3,7 @@
 //! (`super::spawn`), read by the stats and metrics.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -11,58 +11,48 @@ use pulsar_rs_broker::topic::Topic;
 use pulsar_rs_broker::Meter;
 use tokio::task::AbortHandle;
 
-/// What a replicator shows in stats. Written by its task, read by stats.
+/// What a replicator shows in stats. Written by its task, read by stats and metrics.
 #[derive(Default)]
 pub struct Status {
-    /// Whether its producer is open on the remote cluster. Relaxed: a lone flag for stats.
-    connected: AtomicBool,
-    /// When it connected, ms since the epoch (0: not connected). Relaxed: a statistic.
+    /// When its producer connected to the remote cluster, ms since the epoch on the broker's
+    /// clock; 0 while it is not connected. Relaxed: a lone statistic.
     connected_since_ms: AtomicU64,
-    /// The remote broker's URL and the last failure. Short lock, never across an await.
-    detail: Mutex<(Option<String>, Option<String>)>,
+    /// The URL of the remote broker it connected to last. Short lock, never across an await.
+    address: Mutex<Option<String>>,
     /// Messages and bytes the remote cluster receipted.
     pub msg_out: Meter,
 }
 
 impl Status {
-    pub(super) fn connected(&self, address: &str) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        *self.detail.lock() = (Some(address.to_owned()), None);
-        // Relaxed: statistics.
-        self.connected_since_ms.store(now, Ordering::Relaxed);
-        self.connected.store(true, Ordering::Relaxed);
+    pub(super) fn connected(&self, address: &str, now_ms: u64) {
+        *self.address.lock() = Some(address.to_owned());
+        // Relaxed: a statistic.
+        self.connected_since_ms
+            .store(now_ms.max(1), Ordering::Relaxed);
     }
 
     pub(super) fn disconnected(&self) {
-        // Relaxed: statistics.
-        self.connected.store(false, Ordering::Relaxed);
+        // Relaxed: a statistic.
         self.connected_since_ms.store(0, Ordering::Relaxed);
     }
 
-    pub(super) fn set_error(&self, why: String) {
-        self.detail.lock().1 = Some(why);
-    }
-
-    /// Whether the producer is open on the remote cluster.
-    #[must_use]
-    pub fn is_connected(&self) -> bool {
-        // Relaxed: a statistic.
-        self.connected.load(Ordering::Relaxed)
-    }
-
-    /// When the producer connected (ms since the epoch), if it is connected.
+    /// When the producer connected (ms since the epoch), while it is connected.
     #[must_use]
     pub fn connected_since_ms(&self) -> Option<u64> {
         // Relaxed: a statistic.
         Some(self.connected_since_ms.load(Ordering::Relaxed)).filter(|&t| t > 0)
     }
 
-    /// The remote broker's URL (the last one connected to) and the last failure.
+    /// Whether the producer is open on the remote cluster.
     #[must_use]
-    pub fn detail(&self) -> (Option<String>, Option<String>) {
-        self.detail.lock().clone()
+    pub fn is_connected(&self) -> bool {
+        self.connected_since_ms().is_some()
+    }
+
+    /// The URL of the remote broker it connected to last.
+    #[must_use]
+    pub fn address(&self) -> Option<String> {
+        self.address.lock().clone()
     }
 }
 

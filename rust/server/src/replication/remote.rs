@@ -53,15 +53,7 @@ async fn lookup(
         let conn = PeerConnection::open(&at, timeout, client).await?;
         let reply = conn
             .request(
-                |request_id| {
-                    pb::CommandLookupTopic {
-                        topic: topic.to_owned(),
-                        request_id,
-                        authoritative: Some(authoritative),
-                        ..Default::default()
-                    }
-                    .into()
-                },
+                |request_id| commands::lookup_with(topic, request_id, authoritative),
                 timeout,
             )
             .await;
@@ -75,13 +67,7 @@ async fn lookup(
                 Some(e.message),
             ));
         };
-        let url = if client.tls_enabled() {
-            r.broker_service_url_tls.clone().filter(|u| !u.is_empty()).ok_or_else(|| {
-                format!("brokerClientTlsEnabled: {at} answered the lookup of {topic} with no TLS URL")
-            })?
-        } else {
-            r.broker_service_url.clone().unwrap_or_default()
-        };
+        let url = client.lookup_url(&r)?;
         match r.response.and_then(|v| LookupType::try_from(v).ok()) {
             // Through a proxy the connection stays on the URL looked up.
             Some(LookupType::Connect) if r.proxy_through_service_url == Some(true) => {

@@ -118,7 +118,7 @@ pub(super) async fn run(
                 backoff = BACKOFF_MIN;
                 failures = 0;
                 tracing::info!(topic = %topic_name, remote = %remote, at = %producer.address, "replicator connected");
-                status.connected(&producer.address);
+                status.connected(&producer.address, ctx.service.clock().now_ms());
                 let why = pump(
                     &ctx,
                     &topic,
@@ -144,7 +144,6 @@ pub(super) async fn run(
         if failures == 1 || failures.is_multiple_of(10) {
             tracing::warn!(topic = %topic_name, remote = %remote, failures, "replicator: {why}; retrying in {backoff:?}");
         }
-        status.set_error(why);
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(BACKOFF_MAX);
     }
@@ -175,15 +174,11 @@ async fn pump(
             .as_ref()
             .is_some_and(|tb| tb.is_aborted(TxnId::new(most, least)))
     };
-    // The replicator's rate (`replicatorDispatchRate`), read again before each read.
+    // The replicator's rate (`replicatorDispatchRate`), read again after each read (not for each
+    // receipt: they come one per entry).
     let mut rate = (0.0, 0.0);
     let mut limiter: Option<RateLimiter> = None;
     loop {
-        let wanted = ctx.service.policies.replicator_rate(&topic.name);
-        if wanted != rate {
-            rate = wanted;
-            limiter = RateLimiter::new(rate.0, rate.1);
-        }
         let room = window.saturating_sub(pending.len()).min(READ_ENTRIES);
         // Waiting for an append and cache hits are cancel-safe (nothing taken across an await).
         let woken = tokio::select! {
@@ -253,6 +248,11 @@ async fn pump(
         }
         cursor.delete(&skipped);
         // Over the rate: the next read waits (receipts queue meanwhile).
+        let wanted = ctx.service.policies.replicator_rate(&topic.name);
+        if wanted != rate {
+            rate = wanted;
+            limiter = RateLimiter::new(rate.0, rate.1);
+        }
         if let Some(l) = &limiter {
             let wait = l.consume(sent_messages, sent_bytes);
             if !wait.is_zero() {

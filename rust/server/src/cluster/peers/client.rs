@@ -18,6 +18,7 @@ use hyper_util::rt::TokioExecutor;
 use pulsar_rs_broker::config::broker_client::BrokerClientAuth;
 use pulsar_rs_broker::{BrokerConfig, BrokerError};
 use pulsar_rs_cluster::BrokerUrls;
+use pulsar_rs_proto::pb;
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -145,6 +146,19 @@ impl BrokerClient {
         self.pick(
             &urls.service,
             urls.service_tls.as_deref(),
+            "brokerServiceUrlTls",
+        )
+    }
+
+    /// The broker URL a LOOKUP answer names: its `pulsar+ssl://` one with `brokerClientTlsEnabled`.
+    ///
+    /// # Errors
+    /// TLS is on and the answer names no TLS URL.
+    pub fn lookup_url(&self, r: &pb::CommandLookupTopicResponse) -> Result<String, String> {
+        let plain = r.broker_service_url.as_deref().unwrap_or_default();
+        self.pick(
+            plain,
+            r.broker_service_url_tls.as_deref(),
             "brokerServiceUrlTls",
         )
     }

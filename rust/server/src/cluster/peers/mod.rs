@@ -22,7 +22,7 @@ use pulsar_rs_broker::transaction::{TxnAction, TxnId};
 use pulsar_rs_broker::{BrokerError, BrokerService};
 use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use pulsar_rs_proto::pb::command_lookup_topic_response::LookupType;
-use pulsar_rs_proto::{pb, BaseCommand, ServerError as Wire};
+use pulsar_rs_proto::{commands, pb, BaseCommand, ServerError as Wire};
 
 use client::BrokerClient;
 use connection::PeerConnection;
@@ -132,15 +132,7 @@ impl Peers {
             let conn = self.connection(&at).await?;
             let reply = conn
                 .request(
-                    |request_id| {
-                        pb::CommandLookupTopic {
-                            topic: topic.to_owned(),
-                            request_id,
-                            authoritative: Some(authoritative),
-                            ..Default::default()
-                        }
-                        .into()
-                    },
+                    |request_id| commands::lookup_with(topic, request_id, authoritative),
                     PEER_TIMEOUT,
                 )
                 .await
@@ -149,19 +141,7 @@ impl Peers {
                 let e = reply.error.unwrap_or_default();
                 return Err(peer_error(Some(e.error), e.message));
             };
-            let plain = r.broker_service_url.clone().unwrap_or_default();
-            let url = if self.client.tls_enabled() {
-                match r.broker_service_url_tls.clone().filter(|u| !u.is_empty()) {
-                    Some(tls) => tls,
-                    None => {
-                        return Err(BrokerError::NotServed(format!(
-                            "brokerClientTlsEnabled: the broker at {plain} advertises no brokerServiceUrlTls (no TLS port)"
-                        )))
-                    }
-                }
-            } else {
-                plain
-            };
+            let url = self.client.lookup_url(&r).map_err(BrokerError::NotServed)?;
             match r.response.and_then(|v| LookupType::try_from(v).ok()) {
                 Some(LookupType::Connect) if is_me(&url) => return Ok(Owner::Here),
                 Some(LookupType::Connect) => return Ok(Owner::Peer(url)),
