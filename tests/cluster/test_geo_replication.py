@@ -9,6 +9,7 @@ Python client on both sides.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -286,7 +287,10 @@ def test_the_replicating_broker_killed_mid_stream_loses_and_duplicates_nothing(t
                 wait_for("west receiving", lambda: stats(b)["msgInCounter"] > 500)
                 a.kill()
                 break
-        ca.close()
+        # Closing a producer whose broker was just killed may answer NotConnected or time out: the
+        # client is closed either way, and what the test checks is on west.
+        with contextlib.suppress(pulsar.PulsarException):
+            ca.close()
         a = PulsarRsBroker(tmp_path, "east", {"clusterName": "east", "brokerDeduplicationEnabled": False})
         register(b, "east", a, create=False)
         got = [m.data() for m in receive_all(consumer, len(receipted), idle_ms=10000)]
