@@ -34,9 +34,8 @@ test-slow: ## the slow rooms and the slow tests of the quick ones
 test: ## everything, as CI runs it: tox -e py311 (style, Rust tests, the wheel, pytest quick then slow)
 	$(PYTHON) -m tox -e py311 $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
-rust-test: ## the Rust workspace tests, then the PyO3 crate's (it links libpython)
-	cargo test --release --locked
-	cargo test --release --locked -p pulsar-rs-py
+rust-test: ## the Rust tests of every crate, the PyO3 crate's included (it links libpython), in one build
+	cargo test --release --locked --workspace
 
 lint: lint-rust lint-python ## every style check tox runs
 

@@ -1,4 +1,4 @@
-//! Compiles `proto/PulsarApi.proto` into Rust with `protox` (pure Rust
+//! Compiles `proto/PulsarApi.proto` and `proto/PulsarMarkers.proto` into Rust with `protox` (pure Rust
 //! protobuf compiler, no `protoc` binary needed) and `prost-build`.
 //! Every `bytes` field becomes a `bytes::Bytes` so payload-carrying fields
 //! can share the wire buffer.
@@ -59,7 +59,9 @@ const BOXED_COMMANDS: &[&str] = &[
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto/PulsarApi.proto");
-    let fds = protox::compile(["PulsarApi.proto"], ["proto"])?;
+    println!("cargo:rerun-if-changed=proto/PulsarMarkers.proto");
+    // One package (`pulsar.proto`), one generated module.
+    let fds = protox::compile(["PulsarApi.proto", "PulsarMarkers.proto"], ["proto"])?;
     let mut config = prost_build::Config::new();
     config.bytes(["."]);
     // BaseCommand holds one optional field per command type; inline, it would

@@ -353,3 +353,90 @@ def test_the_pytest_plugins_geo_fixture_replicates(pulsar_geo_clusters):
     finally:
         ce.close()
         cw.close()
+
+
+def sub_stats(broker: PulsarRsBroker, sub: str) -> dict | None:
+    return stats(broker)["subscriptions"].get(sub)
+
+
+def test_a_replicated_subscription_resumes_in_the_other_cluster_near_where_it_was(pair):
+    """A subscription with ``replicateSubscriptionState`` acknowledged in east moves in west too:
+    east asks west for snapshots of where it stands while east publishes (every second), and the
+    acknowledgement's newest passed snapshot is sent to west as an UPDATE, which creates the
+    subscription there (replicated) at west's position of that snapshot. A consumer failing over
+    to west then gets every message east did not acknowledge (nothing lost) and at most what was
+    published within about a snapshot interval before the acknowledgement again. No marker ever
+    reaches a consumer."""
+    a, b = pair
+    ca, cb = pulsar.Client(a.url), pulsar.Client(b.url)
+    try:
+        consumer = ca.subscribe(
+            TOPIC,
+            "rs",
+            initial_position=pulsar.InitialPosition.Earliest,
+            replicate_subscription_state_enabled=True,
+        )
+        assert sub_stats(a, "rs")["isReplicated"] is True  # type: ignore[index]
+        p = ca.create_producer(TOPIC, batching_enabled=False)
+        rate, n, acked = 100, 1000, 600
+        for i in range(n):
+            p.send(b"m-%04d" % i)
+            time.sleep(1 / rate)
+        got = []
+        for _ in range(acked):
+            m = consumer.receive(timeout_millis=30000)
+            got.append(m.data())
+            consumer.acknowledge(m)
+        assert got == [b"m-%04d" % i for i in range(acked)]
+        # The rest, not acknowledged.
+        rest = []
+        while True:
+            try:
+                rest.append(consumer.receive(timeout_millis=3000).data())
+            except pulsar.Timeout:
+                break
+        assert rest == [b"m-%04d" % i for i in range(acked, n)], "every message once, no marker"
+        # West's subscription appears (created by the update) and its backlog shrinks.
+        wait_for(
+            "west's subscription moved by an update",
+            lambda: (s := sub_stats(b, "rs")) is not None and s["msgBacklog"] < n,
+            timeout=30,
+        )
+        west = sub_stats(b, "rs")
+        assert west["isReplicated"] is True, west  # type: ignore[index]
+        status = ok(
+            "GET",
+            f"{b.http}/admin/v2/persistent/{TOPIC.removeprefix('persistent://')}/subscription/rs/replicatedSubscriptionStatus",
+        )
+        assert status == {TOPIC: True}, status
+        consumer.close()
+        failover = cb.subscribe(TOPIC, "rs", replicate_subscription_state_enabled=True)
+        resumed = [m.data() for m in receive_all(failover, 1, idle_ms=3000)]
+        first = int(resumed[0].removeprefix(b"m-"))
+        print(f"west resumed at message {first}; east acknowledged {acked}")
+        assert first <= acked, f"west resumed at {first}: acknowledged messages only may be skipped"
+        # Snapshots every second at 100 msg/s: the update lags the acknowledgement by at most
+        # about two intervals (the snapshot's round trip, then the timer).
+        assert acked - first <= 3 * rate, f"west resumed at {first}, {acked - first} before the acknowledgement"
+        assert resumed == [b"m-%04d" % i for i in range(first, n)], "nothing lost or reordered"
+    finally:
+        ca.close()
+        cb.close()
+
+
+def test_replicated_subscription_status_is_set_and_read_as_pulsars(pair):
+    a, _ = pair
+    c = pulsar.Client(a.url)
+    try:
+        c.subscribe(TOPIC, "plain").close()
+        url = f"{a.http}/admin/v2/persistent/{TOPIC.removeprefix('persistent://')}/subscription"
+        assert ok("GET", f"{url}/plain/replicatedSubscriptionStatus") == {TOPIC: False}
+        assert call("POST", f"{url}/plain/replicatedSubscriptionStatus", True) == (204, None)
+        assert ok("GET", f"{url}/plain/replicatedSubscriptionStatus") == {TOPIC: True}
+        assert sub_stats(a, "plain")["isReplicated"] is True  # type: ignore[index]
+        assert call("POST", f"{url}/plain/replicatedSubscriptionStatus", False) == (204, None)
+        assert ok("GET", f"{url}/plain/replicatedSubscriptionStatus") == {TOPIC: False}
+        status, _ = call("POST", f"{url}/missing/replicatedSubscriptionStatus", True)
+        assert status == 404
+    finally:
+        c.close()

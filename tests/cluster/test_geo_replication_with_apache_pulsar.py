@@ -8,6 +8,7 @@ came from. Each cluster has its own metadata, set up through its own admin API a
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pulsar
@@ -25,6 +26,8 @@ if (why := available()) is not None:
     pytest.skip(f"no Apache Pulsar here: {why}", allow_module_level=True)
 
 TOPIC = "persistent://geo/ns/mixed"
+#: Messages a replicated subscription acknowledges before its consumer fails over.
+ACKED = 600
 
 
 def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
@@ -78,6 +81,78 @@ def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
                             == 0
                         ),
                     )
+            finally:
+                cj.close()
+                cr.close()
+        finally:
+            rs.kill()
+
+
+def failover_position(
+    publish_at: pulsar.Client, ack_at: pulsar.Client, resume_at: pulsar.Client, sub: str, resume_stats: str
+) -> int:
+    """Publishes 800 messages at 100 msg/s into ``publish_at``'s cluster while a replicated
+    subscription of ``ack_at``'s cluster consumes them, acknowledges the first 600 there, waits
+    for the other cluster's subscription to be moved (``resume_stats``: its topic stats URL), and
+    returns the index of the first message a consumer of ``resume_at``'s cluster gets (checking
+    it gets every message from there on)."""
+    topic = f"{TOPIC}-{sub}"
+    consumer = ack_at.subscribe(
+        topic, sub, initial_position=pulsar.InitialPosition.Earliest, replicate_subscription_state_enabled=True
+    )
+    p = publish_at.create_producer(topic, batching_enabled=False)
+    n, acked = 800, ACKED
+    for i in range(n):
+        p.send(b"m-%04d" % i)
+        time.sleep(0.01)
+    for i in range(acked):
+        m = consumer.receive(timeout_millis=30000)
+        assert m.data() == b"m-%04d" % i
+        consumer.acknowledge(m)
+    stats_url = f"{resume_stats}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats"
+    wait_for(
+        f"{sub} moved in the other cluster",
+        lambda: (
+            (s := call("GET", stats_url)[1]["subscriptions"].get(sub)) is not None  # type: ignore[index]
+            and s["msgBacklog"] < n
+        ),
+        timeout=60,
+    )
+    consumer.close()
+    resumed = [m.data() for m in receive_all(resume_at.subscribe(topic, sub), 1, idle_ms=3000)]
+    first = int(resumed[0].removeprefix(b"m-"))
+    print(f"{sub}: resumed at message {first}, acknowledged {acked}")
+    assert resumed == [b"m-%04d" % i for i in range(first, n)], "nothing lost or reordered"
+    assert first <= acked, f"resumed at {first}: only acknowledged messages may be skipped"
+    return first
+
+
+def test_replicated_subscriptions_between_apache_pulsar_and_pulsar_rs(tmp_path):
+    """Replicated subscriptions both ways: Pulsar's snapshot requests answered by pulsar-rs and its
+    UPDATE applied here; pulsar-rs's requests answered by Pulsar and our UPDATE applied by Pulsar.
+    Either way the other cluster's subscription resumes at most about two snapshot intervals
+    (1 s each, at 100 msg/s) before where it was acknowledged."""
+    with PulsarStandalone({"clusterName": "apache"}) as java:
+        rs = PulsarRsBroker(tmp_path, "rs", {"clusterName": "rs"})
+        try:
+            sides = ((java.admin_url, "rs", rs.http, rs.url), (rs.http, "apache", java.admin_url, java.service_url))
+            for admin, other, other_http, other_url in sides:
+                ok(
+                    "PUT",
+                    f"{admin}/admin/v2/clusters/{other}",
+                    {"serviceUrl": other_http, "brokerServiceUrl": other_url},
+                )
+                ok("PUT", f"{admin}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["apache", "rs"]})
+                ok("PUT", f"{admin}/admin/v2/namespaces/geo/ns")
+                ok("POST", f"{admin}/admin/v2/namespaces/geo/ns/replication", ["apache", "rs"])
+            cj, cr = pulsar.Client(java.service_url), pulsar.Client(rs.url)
+            try:
+                # Acknowledged in Apache Pulsar, resumed in pulsar-rs.
+                first = failover_position(cj, cj, cr, "from-apache", rs.http)
+                assert ACKED - first <= 300, f"pulsar-rs resumed {ACKED - first} messages before the ack"
+                # Acknowledged in pulsar-rs, resumed in Apache Pulsar.
+                first = failover_position(cr, cr, cj, "from-rs", java.admin_url)
+                assert ACKED - first <= 300, f"Apache Pulsar resumed {ACKED - first} messages before the ack"
             finally:
                 cj.close()
                 cr.close()

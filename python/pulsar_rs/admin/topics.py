@@ -159,6 +159,18 @@ class Topics(Group, TopicPolicySetters, TopicLimits):
             body = message_id_body(message_id, excluded)  # type: ignore[arg-type]
             self._a.request("POST", path, {**body, "batchIndex": batch_index})
 
+    def set_replicated_subscription_status(self, topic: str, subscription: str, enabled: bool) -> None:
+        """Makes the subscription replicated (its acknowledgements move it in the clusters the
+        topic replicates to) or not, on every partition (pulsar-admin's
+        ``set-replicated-subscription-status``)."""
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/replicatedSubscriptionStatus"
+        self._a.request("POST", path, enabled)
+
+    def get_replicated_subscription_status(self, topic: str, subscription: str) -> dict[str, bool]:
+        """Whether the subscription is replicated, by topic or partition."""
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/replicatedSubscriptionStatus"
+        return self._a.request("GET", path)
+
     def expire_messages_all_subscriptions(self, topic: str, seconds: int) -> None:
         self._a.request("POST", f"/admin/v2/{topic_path(topic)}/all_subscription/expireMessages/{seconds}")
 

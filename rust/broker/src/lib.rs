@@ -14,6 +14,7 @@ pub mod nonpersistent;
 pub mod permits;
 pub mod policies;
 pub mod rate;
+pub mod replicated_subscriptions;
 pub mod schema;
 pub mod service;
 pub mod subscription;

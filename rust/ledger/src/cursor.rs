@@ -691,6 +691,14 @@ impl Cursor {
         st.dirty = true;
     }
 
+    /// Removes a property (persisted with the cursor).
+    pub fn remove_property(&self, key: &str) {
+        let mut st = self.state.lock();
+        if st.properties.remove(key).is_some() {
+            st.dirty = true;
+        }
+    }
+
     /// The cursor's properties.
     #[must_use]
     pub fn properties(&self) -> BTreeMap<String, i64> {

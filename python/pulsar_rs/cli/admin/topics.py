@@ -9,7 +9,8 @@ Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T [-
 subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earliest|L:E]``,
 ``unsubscribe T -s S [-f]``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
 ``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S (-t TIME | -p L:E [-e])``,
-``expire-messages-all-subscriptions T -t TIME``. TIME is relative (``10m``: ten minutes ago).
+``expire-messages-all-subscriptions T -t TIME``, ``set-replicated-subscription-status T -s S
+(--enable | --disable)``, ``get-replicated-subscription-status T -s S``. TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
 ``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
@@ -125,6 +126,21 @@ def add(groups: Any) -> None:
     p.add_argument("--count", "-n", type=int, required=True, help="how many messages to skip")
     for verb in ("clear-backlog", "skip-all"):
         _topic_parser(g, verb, lambda admin, a: admin.topics.clear_backlog(a.topic, a.subscription), sub=True)
+    p = _topic_parser(
+        g,
+        "set-replicated-subscription-status",
+        lambda admin, a: admin.topics.set_replicated_subscription_status(a.topic, a.subscription, a.enable),
+        sub=True,
+    )
+    on_off = p.add_mutually_exclusive_group(required=True)
+    on_off.add_argument("--enable", "-e", dest="enable", action="store_true", help="replicate the subscription")
+    on_off.add_argument("--disable", "-d", dest="enable", action="store_false", help="stop replicating it")
+    _topic_parser(
+        g,
+        "get-replicated-subscription-status",
+        lambda admin, a: admin.topics.get_replicated_subscription_status(a.topic, a.subscription),
+        sub=True,
+    )
     p = _topic_parser(g, "reset-cursor", _reset_cursor, sub=True)
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--time", "-t", type=seconds, help="how far back, e.g. 10m, 3h (relative to now)")

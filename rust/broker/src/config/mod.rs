@@ -184,6 +184,17 @@ pub struct BrokerConfig {
     pub dispatch_throttling_rate_per_replicator_in_msg: i64,
     /// The same in bytes per second.
     pub dispatch_throttling_rate_per_replicator_in_byte: i64,
+    /// Replicated subscriptions: a subscription subscribed with `replicateSubscriptionState`
+    /// keeps its mark-delete in step across the replicating clusters (snapshot markers).
+    pub enable_replicated_subscriptions: bool,
+    /// Replicated subscriptions: how often a topic with one asks the other clusters for a
+    /// snapshot of their positions (ms).
+    pub replicated_subscriptions_snapshot_frequency_millis: u64,
+    /// Replicated subscriptions: a snapshot not answered by every cluster within this is dropped.
+    pub replicated_subscriptions_snapshot_timeout_seconds: u64,
+    /// Replicated subscriptions: the snapshots a subscription keeps while its mark-delete
+    /// catches up with them.
+    pub replicated_subscriptions_snapshot_max_cached_per_subscription: u32,
     pub allow_auto_topic_creation: bool,
     /// `non-partitioned` or `partitioned`.
     pub allow_auto_topic_creation_type: String,
@@ -477,6 +488,10 @@ impl Default for BrokerConfig {
             replication_metrics_enabled: true,
             dispatch_throttling_rate_per_replicator_in_msg: 0,
             dispatch_throttling_rate_per_replicator_in_byte: 0,
+            enable_replicated_subscriptions: true,
+            replicated_subscriptions_snapshot_frequency_millis: 1000,
+            replicated_subscriptions_snapshot_timeout_seconds: 30,
+            replicated_subscriptions_snapshot_max_cached_per_subscription: 10,
             max_pending_publish_requests_per_connection: 1000,
             keep_alive_interval_seconds: 30,
             allow_auto_topic_creation: true,

@@ -38,6 +38,24 @@ impl BrokerConfig {
                 "must be a non-empty name without '/'",
             ));
         }
+        if self.replicated_subscriptions_snapshot_frequency_millis == 0 {
+            return Err(bad(
+                "replicatedSubscriptionsSnapshotFrequencyMillis",
+                "must be > 0",
+            ));
+        }
+        if self.replicated_subscriptions_snapshot_timeout_seconds == 0 {
+            return Err(bad(
+                "replicatedSubscriptionsSnapshotTimeoutSeconds",
+                "must be > 0",
+            ));
+        }
+        if self.replicated_subscriptions_snapshot_max_cached_per_subscription == 0 {
+            return Err(bad(
+                "replicatedSubscriptionsSnapshotMaxCachedPerSubscription",
+                "must be > 0",
+            ));
+        }
         if self.replication_producer_queue_size == 0 {
             return Err(bad("replicationProducerQueueSize", "must be > 0"));
         }

@@ -12,6 +12,7 @@ pub mod compacted_read;
 pub mod expiry;
 pub mod expiry_monitor;
 mod pass;
+mod replicated;
 mod task;
 #[cfg(test)]
 mod tests;
@@ -112,6 +113,13 @@ pub struct Subscription {
     clock: Arc<dyn Clock>,
     /// Timestamps and throttling counts for the admin `stats` (Pulsar's `SubscriptionStats`).
     pub stats: SubscriptionStats,
+    /// Replicated subscriptions ([`replicated`]): whether this one is, its snapshots, the one
+    /// due. Written by the connection (subscribe, acks), the dispatcher (markers read) and the
+    /// topic (updates); a short lock taken alone, never across `.await`.
+    replicated: Mutex<replicated::Replicated>,
+    /// The topic's "may hold server markers" flag, shared once by the topic when it starts the
+    /// subscription (absent in tests that build a bare subscription).
+    markers: std::sync::OnceLock<Arc<AtomicBool>>,
 }
 
 /// A subscription's statistics beyond its meters, kept for the admin `stats`. Every field is a
@@ -153,6 +161,14 @@ impl Subscription {
         config: Arc<BrokerConfig>,
     ) -> Self {
         cursor.set_active(false);
+        let cursor_properties = if durable {
+            cursor.properties()
+        } else {
+            std::collections::BTreeMap::new()
+        };
+        let replicated_enabled = config.enable_replicated_subscriptions;
+        let replicated_max =
+            config.replicated_subscriptions_snapshot_max_cached_per_subscription as usize;
         let clock = Arc::clone(cursor.ledger().clock());
         let opened_ms = clock.now_ms();
         Subscription {
@@ -190,6 +206,12 @@ impl Subscription {
                 opened_ms: AtomicU64::new(opened_ms),
                 ..SubscriptionStats::default()
             },
+            replicated: Mutex::new(replicated::Replicated::from_cursor(
+                &cursor_properties,
+                replicated_enabled,
+                replicated_max,
+            )),
+            markers: std::sync::OnceLock::new(),
         }
     }
 
@@ -589,10 +611,12 @@ impl Subscription {
         let now = self.now_ms();
         // Relaxed: statistics for the admin API.
         self.stats.last_acked_ms.store(now, Ordering::Relaxed);
-        if self.cursor.mark_delete_position() > before {
+        let mark_delete = self.cursor.mark_delete_position();
+        if mark_delete > before {
             self.stats
                 .last_mark_delete_advanced_ms
                 .store(now, Ordering::Relaxed);
+            self.mark_delete_advanced(mark_delete);
         }
     }
 

@@ -11,6 +11,7 @@ use crate::consumer::{Consumer, SubType};
 use crate::dispatch::entry::entry_info;
 use crate::dispatch::Dispatcher;
 use crate::error::BrokerError;
+use crate::replicated_subscriptions::markers;
 use crate::transaction::buffer::TransactionBuffer;
 use crate::transaction::pending_ack::{AckedId, PositionInPendingAck};
 use crate::transaction::{TxnAction, TxnId};
@@ -45,19 +46,31 @@ impl Subscription {
 
     /// Drops what must not be delivered: markers and aborted messages (acknowledged, as Pulsar
     /// acknowledges them) and messages held by a transaction's pending ack (left as they are).
+    /// Replicated subscriptions' markers are hidden too, their snapshots read on the way.
     pub(super) fn filter_transactional(&self, entries: Vec<Entry>) -> Vec<Entry> {
-        let Some(tb) = self.txn_buffer.get() else {
+        let tb = self.txn_buffer.get();
+        if tb.is_none() && !self.may_hold_markers() {
             return entries;
-        };
+        }
         let mut hidden = Vec::new();
         let kept: Vec<Entry> = entries
             .into_iter()
             .filter(|e| {
-                if tb.hides(&entry_info(&e.data)) {
+                let info = entry_info(&e.data);
+                if let Some(marker) = info.marker {
+                    if markers::is_replicated_subscription_marker(marker) {
+                        if let Ok((_, payload)) = pulsar_rs_proto::parse_stored_entry(&e.data) {
+                            self.read_marker(marker, &payload);
+                        }
+                    }
                     hidden.push(e.position);
                     return false;
                 }
-                !self.held_entirely(e.position)
+                if tb.is_some_and(|tb| tb.hides(&info)) {
+                    hidden.push(e.position);
+                    return false;
+                }
+                tb.is_none() || !self.held_entirely(e.position)
             })
             .collect();
         if !hidden.is_empty() {

@@ -49,6 +49,10 @@ pub struct SendIds<'a> {
     /// The SEND carries a chunk other than the last of its message: deduplication neither
     /// checks nor records it ([`pulsar_rs_proto::is_non_last_chunk`] of its metadata).
     pub non_last_chunk: bool,
+    /// The SEND is a server marker another cluster's replicator forwards (Pulsar's
+    /// `isMarkerMessage`): deduplication neither checks nor records it (every marker has
+    /// producer `pulsar.marker` and sequence id 0), and it is not the topic's latest data.
+    pub marker: bool,
 }
 
 impl SendIds<'_> {
@@ -207,7 +211,7 @@ impl Deduplication {
             return Verdict::NotDup;
         }
         let mut st = self.state.lock();
-        if !st.enabled || ids.non_last_chunk {
+        if !st.enabled || ids.non_last_chunk || ids.marker {
             return Verdict::NotDup;
         }
         let seq = ids.seq();
@@ -241,7 +245,7 @@ impl Deduplication {
             dedup: Arc::clone(self),
             producer: ids.producer.to_owned(),
             highest: ids.highest(),
-            record: !ids.non_last_chunk,
+            record: !ids.non_last_chunk && !ids.marker,
             position,
         })
     }

@@ -43,6 +43,7 @@ fn send_md(t: &Topic, m: &MessageMetadata, highest: Option<u64>) -> Published {
         sequence_id: m.sequence_id,
         highest_sequence_id: highest,
         non_last_chunk: is_non_last_chunk(m),
+        marker: false,
     };
     let stored = pulsar_rs_proto::build_stored_entry(m, b"x");
     let waiter: Arc<dyn AddWaiter> = Arc::new(Unheard);

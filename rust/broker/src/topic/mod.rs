@@ -5,6 +5,7 @@
 pub mod dedup;
 pub mod producers;
 pub mod publish;
+pub mod replicated_subscriptions;
 pub mod replication;
 pub mod terminate;
 pub mod transaction;
@@ -152,6 +153,14 @@ pub struct Topic {
     /// The transaction buffer, when transactions are enabled; immutable handle (its own lock
     /// inside), rebuilt from the ledger before any subscription dispatches.
     pub txn_buffer: Option<Arc<crate::transaction::buffer::TransactionBuffer>>,
+    /// Set once the topic may hold server markers of replicated subscriptions (a replication
+    /// cursor or a replicated subscription at load, a marker written or received); never
+    /// cleared. Shared with the subscriptions, whose dispatchers look for markers only then.
+    /// Relaxed: a hint (see `Subscription::may_hold_markers`).
+    pub(crate) may_hold_markers: Arc<std::sync::atomic::AtomicBool>,
+    /// Replicated subscriptions' snapshots in progress ([`replicated_subscriptions`]); a short
+    /// lock, never across `.await` (the markers it returns are written after).
+    snapshots: Mutex<crate::replicated_subscriptions::controller::Controller>,
 }
 
 /// What the effective policy turns into at runtime.
@@ -198,7 +207,23 @@ impl Topic {
             txn_buffer: dedup_config
                 .transaction_coordinator_enabled
                 .then(|| Arc::new(crate::transaction::buffer::TransactionBuffer::new())),
+            may_hold_markers: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            snapshots: Mutex::new(
+                crate::replicated_subscriptions::controller::Controller::new(
+                    &dedup_config.cluster_name,
+                    dedup_config
+                        .replicated_subscriptions_snapshot_timeout_seconds
+                        .saturating_mul(1000),
+                ),
+            ),
         });
+        if topic.ledger.cursors().iter().any(|c| {
+            topic.is_replication_cursor(c.name())
+                || c.properties()
+                    .contains_key(crate::replicated_subscriptions::REPLICATED_PROPERTY)
+        }) {
+            topic.note_marker();
+        }
         // Before any dispatcher starts: uncommitted and aborted messages stay hidden.
         topic.recover_transaction_buffer();
         if let Some(tb) = &topic.txn_buffer {
@@ -234,6 +259,7 @@ impl Topic {
             Arc::clone(&self.config),
         );
         sub.set_compaction(Arc::clone(&self.compaction));
+        sub.share_marker_flag(Arc::clone(&self.may_hold_markers));
         if let Some(tb) = &self.txn_buffer {
             sub.set_transaction_buffer(Arc::clone(tb));
         }

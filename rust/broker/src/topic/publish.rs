@@ -113,7 +113,11 @@ impl Topic {
             }
         };
         self.msg_in.record(u64::from(messages), len);
-        self.note_published(publish_time);
+        if ids.marker {
+            self.note_marker();
+        } else {
+            self.note_published(publish_time);
+        }
         Ok(match added {
             Added::Confirmed(position) => {
                 if let Some(t) = self.dedup.written(ids, position) {

@@ -172,11 +172,17 @@ impl Topic {
     ///
     /// # Errors
     /// Storage failures.
+    /// Replicated subscriptions' markers are skipped too.
     pub(super) fn last_visible_position(&self) -> Result<Option<Position>, BrokerError> {
-        let Some(tb) = &self.txn_buffer else {
+        let tb = self.txn_buffer.as_ref();
+        // Relaxed: see the field.
+        let markers = self
+            .may_hold_markers
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if tb.is_none() && !markers {
             let lac = self.ledger.last_confirmed();
             return Ok((lac.entry_id >= 0).then_some(lac));
-        };
+        }
         let first = self.ledger.first_position();
         let mut p = self.max_read_position();
         while p.entry_id >= 0 && p > first {
@@ -188,7 +194,8 @@ impl Topic {
             else {
                 return Ok(None);
             };
-            if !tb.hides(&entry_info(&e.data)) {
+            let info = entry_info(&e.data);
+            if info.marker.is_none() && !tb.is_some_and(|tb| tb.hides(&info)) {
                 return Ok(Some(p));
             }
             p = self.ledger.previous_position(p);

@@ -17,10 +17,10 @@ use std::fmt;
 pub const COORDINATOR_ASSIGN_TOPIC: &str =
     "persistent://pulsar/system/transaction_coordinator_assign";
 
-/// `MarkerType.TXN_COMMIT` (PulsarMarkers.proto).
-pub const MARKER_TXN_COMMIT: i32 = 21;
-/// `MarkerType.TXN_ABORT` (PulsarMarkers.proto).
-pub const MARKER_TXN_ABORT: i32 = 22;
+/// `MarkerType.TXN_COMMIT` (rust/proto/proto/PulsarMarkers.proto).
+pub const MARKER_TXN_COMMIT: i32 = pulsar_rs_proto::pb::MarkerType::TxnCommit as i32;
+/// `MarkerType.TXN_ABORT`.
+pub const MARKER_TXN_ABORT: i32 = pulsar_rs_proto::pb::MarkerType::TxnAbort as i32;
 /// The producer name of marker entries.
 pub const MARKER_PRODUCER: &str = "pulsar.txn.marker";
 

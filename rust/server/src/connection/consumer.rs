@@ -503,11 +503,17 @@ fn attach_consumer(
     topic.admit_consumer(None, &peer)?;
     let sub = if c.durable() {
         let earliest = c.initial_position() == pb::command_subscribe::InitialPosition::Earliest;
-        topic.durable_subscription(
+        let sub = topic.durable_subscription(
             &c.subscription,
             earliest,
             topic.effective_policy().allow_auto_subscription_creation,
-        )?
+        )?;
+        // As Pulsar's: `replicateSubscriptionState` true makes the subscription replicated
+        // (kept in its cursor); false or absent never undoes it.
+        if c.replicate_subscription_state == Some(true) && !sub.is_replicated() {
+            sub.set_replicated(true);
+        }
+        sub
     } else {
         let start = reader_start(&topic, c.start_message_id.as_ref());
         topic.reader_subscription(&c.subscription, start)?

@@ -302,18 +302,25 @@ impl Connection {
             } else {
                 None
             };
+            // A server marker another cluster's replicator forwards (Pulsar's `isMarkerMessage`,
+            // from the SEND's `marker` or the metadata): never deduplicated.
+            let marker = p.replicator
+                && (s.marker == Some(true)
+                    || original.as_ref().is_some_and(|m| m.marker_type.is_some()));
             let ids = match &original {
                 Some(md) => SendIds {
                     producer: &md.producer_name,
                     sequence_id: md.sequence_id,
                     highest_sequence_id: md.highest_sequence_id,
                     non_last_chunk: payload.metadata.is_non_last_chunk(),
+                    marker,
                 },
                 None => SendIds {
                     producer: &p.name,
                     sequence_id: s.sequence_id,
                     highest_sequence_id: s.highest_sequence_id,
                     non_last_chunk: payload.metadata.is_non_last_chunk(),
+                    marker,
                 },
             };
             let token = p.receipts.next_token();

@@ -1,13 +1,17 @@
 //! What a replicator does with each entry it reads (Pulsar's
 //! `GeoPersistentReplicator.replicateEntries`): entries that must not go to the remote cluster
-//! are acknowledged and skipped (server markers, messages that came from another cluster, a
-//! `replicate_to` list without the remote); the others go with `replicated_from` set to this
-//! cluster, their payload (still compressed, batches intact) and every other metadata field
-//! (producer name, sequence id, publish and event time, keys, properties, schema version) as
-//! stored.
+//! are acknowledged and skipped (transaction markers, messages that came from another cluster,
+//! a `replicate_to` list without the remote); a replicated-subscription marker the remote
+//! cluster sent here is handed to the topic (Pulsar's `checkReplicatedSubscriptionMarker`:
+//! the replicator back to a cluster reads that cluster's markers); the others go with
+//! `replicated_from` set to this cluster, their payload (still compressed, batches intact) and
+//! every other metadata field (producer name, sequence id, publish and event time, keys,
+//! properties, schema version) as stored. This cluster's own replicated-subscription markers
+//! go too (a SNAPSHOT's `replicate_to` keeps it home).
 
 use bytes::Bytes;
-use pulsar_rs_proto::pb::MessageMetadata;
+use pulsar_rs_broker::replicated_subscriptions::markers;
+use pulsar_rs_proto::pb::{MarkerType, MessageMetadata};
 use pulsar_rs_proto::{parse_stored_entry, MAGIC_BROKER_ENTRY_METADATA};
 
 /// The decision for one entry.
@@ -15,6 +19,14 @@ use pulsar_rs_proto::{parse_stored_entry, MAGIC_BROKER_ENTRY_METADATA};
 pub enum Verdict {
     /// Acknowledged without sending, for the reason given.
     Skip(&'static str),
+    /// A replicated-subscription marker the remote cluster sent here (REQUEST, RESPONSE or
+    /// UPDATE): for the topic to act on, then acknowledged.
+    Received {
+        /// Its `marker_type`.
+        marker_type: i32,
+        /// Its payload (the marker message).
+        payload: Bytes,
+    },
     /// Sent as this metadata and payload.
     Send {
         /// The stored metadata with `replicated_from` set.
@@ -51,8 +63,22 @@ pub fn verdict(
     let Ok((mut metadata, payload)) = parse_stored_entry(&stored) else {
         return Verdict::Skip("undecodable");
     };
-    if metadata.marker_type.is_some() {
-        return Verdict::Skip("a server marker");
+    if let Some(marker_type) = metadata.marker_type {
+        if !markers::is_replicated_subscription_marker(marker_type) {
+            return Verdict::Skip("a transaction marker");
+        }
+        if let Some(from) = metadata.replicated_from.as_deref() {
+            return if from == remote
+                && marker_type != MarkerType::ReplicatedSubscriptionSnapshot as i32
+            {
+                Verdict::Received {
+                    marker_type,
+                    payload,
+                }
+            } else {
+                Verdict::Skip("a marker from another cluster")
+            };
+        }
     }
     if metadata.replicated_from.is_some() {
         return Verdict::Skip("replicated from another cluster");
@@ -155,12 +181,47 @@ mod tests {
     }
 
     #[test]
-    fn skips_markers_and_garbage() {
-        let marker = stored(|m| m.marker_type = Some(10));
+    fn markers_go_out_come_in_or_stay() {
+        let txn = stored(|m| m.marker_type = Some(21));
         assert!(matches!(
-            verdict(&marker, "west", "east", &NONE),
+            verdict(&txn, "west", "east", &NONE),
             Verdict::Skip(_)
         ));
+        let own = stored(|m| m.marker_type = Some(10));
+        assert!(matches!(
+            verdict(&own, "west", "east", &NONE),
+            Verdict::Send { .. }
+        ));
+        let snapshot = stored(|m| {
+            m.marker_type = Some(12);
+            m.replicate_to = vec!["west".into()];
+        });
+        assert!(
+            matches!(verdict(&snapshot, "west", "east", &NONE), Verdict::Skip(_)),
+            "a snapshot stays home"
+        );
+        let from_east = stored(|m| {
+            m.marker_type = Some(13);
+            m.replicated_from = Some("east".into());
+        });
+        assert!(matches!(
+            verdict(&from_east, "west", "east", &NONE),
+            Verdict::Received {
+                marker_type: 13,
+                ..
+            }
+        ));
+        assert!(
+            matches!(
+                verdict(&from_east, "west", "north", &NONE),
+                Verdict::Skip(_)
+            ),
+            "never a second hop"
+        );
+    }
+
+    #[test]
+    fn skips_garbage() {
         let garbage = Bytes::from_static(b"\x0e\x01\0\0\0\0junk");
         assert!(matches!(
             verdict(&garbage, "west", "east", &NONE),

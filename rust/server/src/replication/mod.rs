@@ -16,6 +16,7 @@ mod partitions;
 pub mod registry;
 mod remote;
 mod replicator;
+mod snapshots;
 pub mod view;
 
 use std::collections::HashMap;
@@ -47,13 +48,14 @@ pub fn source_cluster<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
 /// How often the loaded topics' replication clusters are checked.
 const CHECK_PERIOD: Duration = Duration::from_secs(1);
 
-/// Spawns the task that starts and stops replicators; it returns (stopping them all) at
-/// `shutdown`.
+/// Spawns the task that starts and stops replicators (it returns, stopping them all, at
+/// `shutdown`) and the replicated subscriptions' snapshot timer ([`snapshots`]).
 pub(crate) fn spawn(
     tasks: &mut JoinSet<()>,
     ctx: &Arc<ServerContext>,
     shutdown: &watch::Receiver<bool>,
 ) {
+    snapshots::spawn(tasks, ctx, shutdown);
     let (ctx, mut shutdown) = (Arc::clone(ctx), shutdown.clone());
     tasks.spawn(async move {
         let mut tick = tokio::time::interval(CHECK_PERIOD);

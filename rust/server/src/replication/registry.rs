@@ -88,6 +88,19 @@ impl Replicators {
         v
     }
 
+    /// Each topic with replicators: its remote clusters and whether each is connected.
+    pub(super) fn by_topic(&self) -> Vec<(Weak<Topic>, Vec<(String, bool)>)> {
+        let mut by: HashMap<&str, (Weak<Topic>, Vec<(String, bool)>)> = HashMap::new();
+        let running = self.running.lock();
+        for ((topic, remote), run) in running.iter() {
+            by.entry(topic.as_str())
+                .or_insert_with(|| (run.topic.clone(), Vec::new()))
+                .1
+                .push((remote.clone(), run.status.is_connected()));
+        }
+        by.into_values().collect()
+    }
+
     pub(super) fn stop_all(&self) {
         for (_, run) in self.running.lock().drain() {
             run.task.abort();

@@ -141,7 +141,14 @@ impl RemoteProducer {
         payload: &[u8],
         num_messages: i32,
     ) -> Result<(), String> {
-        let cmd = commands::send(PRODUCER_ID, sequence_id, num_messages);
+        let mut cmd = commands::send(PRODUCER_ID, sequence_id, num_messages);
+        if metadata.marker_type.is_some() {
+            // A server marker (Pulsar's client sets `marker` for one): the remote does not
+            // deduplicate it.
+            if let Some(send) = cmd.send.as_mut() {
+                send.marker = Some(true);
+            }
+        }
         let mut buf = BytesMut::with_capacity(payload.len() + 256);
         encode_payload_command(&cmd, metadata, payload, &mut buf);
         self.conn.send_frame(buf.freeze())

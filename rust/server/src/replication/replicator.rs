@@ -149,10 +149,33 @@ pub(super) async fn run(
     }
 }
 
+/// A replicated-subscription marker `remote` sent here, read at `at`: the topic acts on it
+/// (blocking pool: an UPDATE may open a cursor) and the marker it answers with is written.
+async fn received_marker(
+    topic: &Arc<Topic>,
+    remote: &str,
+    at: Position,
+    marker_type: i32,
+    payload: bytes::Bytes,
+) {
+    let t = Arc::clone(topic);
+    let answer =
+        tokio::task::spawn_blocking(move || t.received_marker(at, marker_type, &payload)).await;
+    let written = match answer {
+        Ok(Ok(Some(entry))) => topic.write_marker(entry).await.map(|_| ()),
+        Ok(Ok(None)) => Ok(()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => return,
+    };
+    if let Err(e) = written {
+        tracing::warn!(topic = %topic.name, remote, error = %e, "a replicated subscription's marker");
+    }
+}
+
 /// Sends and acknowledges until the producer fails; returns why.
 async fn pump(
     ctx: &ServerContext,
-    topic: &Topic,
+    topic: &Arc<Topic>,
     cursor: &Arc<Cursor>,
     producer: &mut RemoteProducer,
     status: &Status,
@@ -222,11 +245,19 @@ async fn pump(
             },
         };
         let mut skipped = Vec::new();
+        let mut received = Vec::new();
         let (mut sent_messages, mut sent_bytes) = (0u64, 0u64);
         for e in entries {
             match entry::verdict(&e.data, local, remote, &aborted) {
                 Verdict::Skip(why) => {
                     tracing::trace!(position = %e.position, remote, "not replicated: {why}");
+                    skipped.push(e.position);
+                }
+                Verdict::Received {
+                    marker_type,
+                    payload,
+                } => {
+                    received.push((e.position, marker_type, payload));
                     skipped.push(e.position);
                 }
                 Verdict::Send {
@@ -245,6 +276,9 @@ async fn pump(
                     pending.push_back((sequence_id, e.position, messages, e.data.len() as u64));
                 }
             }
+        }
+        for (at, marker_type, payload) in received {
+            received_marker(topic, remote, at, marker_type, payload).await;
         }
         cursor.delete(&skipped);
         // Over the rate: the next read waits (receipts queue meanwhile).

@@ -360,6 +360,11 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/all_subscription/expireMessages/{secs}",
         &["POST"],
     ),
+    (
+        "subscriptions",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/replicatedSubscriptionStatus",
+        &["GET", "POST"],
+    ),
     ("tenants", "/admin/v2/tenants", &["GET"]),
     (
         "tenants",
@@ -548,6 +553,7 @@ fn body_schema(path: &str) -> Value {
         }),
         "partitions" if !path.ends_with("/terminate/partitions") => json!({"type": "integer"}),
         "replicas" => json!({"type": "integer"}),
+        "replicatedSubscriptionStatus" => json!({"type": "boolean"}),
         "resetcursor" | "expireMessages" => message_id,
         "{sub}" if path.contains("/subscription/") && !path.contains("/permissions/") => message_id,
         "{role}" | "{sub}" | "replication" => names,

@@ -88,7 +88,7 @@ async fn topic_stats(
 /// Pulsar's `TopicStats` document of one (non-partitioned) topic or partition, field for field
 /// (Pulsar 4.0). Values this broker cannot have are reported as what is true for it: no
 /// transactions (the `*TxnCount` fields are 0), no offloading (`offloaded*`, `lastOffload*` 0),
-/// no replicated subscriptions (`isReplicated` false), no entry filters (`filter*`
+/// no entry filters (`filter*`
 /// 0), no broker-wide dispatch limit (`dispatchThrottled*ByBrokerLimit` 0), no Key_Shared
 /// draining hashes (PIP-379's `drainingHashes*` 0, `consumersAfterMarkDeletePosition` {}).
 ///
@@ -143,6 +143,7 @@ pub(in crate::admin) fn topic_json(
             consumer_rates: (redeliver, ack_rate, chunk_rate),
             delayed: (delayed, delayed_bytes),
             blocked: s.is_blocked_on_unacked(),
+            replicated: s.is_replicated(),
             in_replay: s.replay_len(),
             unacked: s.unacked_messages(),
             sub_type: s.sub_type().map_or("None", |t| t.as_str()),
@@ -291,6 +292,8 @@ struct SubscriptionView<'a> {
     ranges: usize,
     /// Dispatch throttling events: messages and bytes by the subscription's, then the topic's limit.
     throttled: [u64; 4],
+    /// A replicated subscription (Pulsar's `isReplicated`).
+    replicated: bool,
 }
 
 impl<'a> SubscriptionView<'a> {
@@ -313,6 +316,9 @@ impl<'a> SubscriptionView<'a> {
             durable: true,
             ranges: cursor.acked_ranges().len(),
             throttled: [0; 4],
+            replicated: cursor
+                .properties()
+                .contains_key(pulsar_rs_broker::replicated_subscriptions::REPLICATED_PROPERTY),
         }
     }
 }
@@ -347,7 +353,7 @@ fn subscription_json(v: &SubscriptionView<'_>) -> Value {
         "lastMarkDeleteAdvancedTimestamp": v.timestamps[3],
         "consumers": v.consumers,
         "isDurable": v.durable,
-        "isReplicated": false,
+        "isReplicated": v.replicated,
         // Key_Shared here always keeps per-key order.
         "allowOutOfOrderDelivery": false,
         "consumersAfterMarkDeletePosition": {},

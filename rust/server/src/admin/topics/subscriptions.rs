@@ -2,7 +2,8 @@
 //! latest, earliest or a message id), delete (412 while consumers are connected;
 //! `?force=true` disconnects them first), `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
 //! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
-//! `all_subscription`), `expireMessages` to a message id.
+//! `all_subscription`), `expireMessages` to a message id, `replicatedSubscriptionStatus` (get
+//! and set whether a subscription is replicated).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use pulsar_rs_broker::compaction::COMPACTION_CURSOR;
 use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::Position;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::admin::machinery::access::{Access, Routes};
 use crate::admin::machinery::state::targets;
@@ -74,6 +76,93 @@ pub(in crate::admin) fn routes() -> Routes {
             Access::Tenant,
             post(expire_messages_all),
         )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/replicatedSubscriptionStatus",
+            Access::Tenant,
+            post(set_replicated).get(get_replicated),
+        )
+}
+
+/// `POST .../replicatedSubscriptionStatus` with `true` or `false`: makes the subscription (on
+/// every partition) replicated or not, as Pulsar's; 404 without it, 500 as Pulsar's when the
+/// broker has `enableReplicatedSubscriptions` off.
+async fn set_replicated(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    body: String,
+) -> Response {
+    let Ok(on) = serde_json::from_str::<bool>(body.trim()) else {
+        return fail(StatusCode::BAD_REQUEST, "the body must be true or false");
+    };
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let c = Arc::clone(&ctx);
+    // Whether every partition's subscription changed.
+    let r = tokio::task::spawn_blocking(move || -> Result<bool, BrokerError> {
+        let (mut found, mut changed) = (false, true);
+        for t in targets(&c, &name)? {
+            if let Some(s) = t.subscription(&sub) {
+                found = true;
+                changed &= s.set_replicated(on);
+            }
+        }
+        if found {
+            Ok(changed)
+        } else {
+            Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: name.to_string(),
+            })
+        }
+    })
+    .await;
+    match r {
+        Ok(Ok(true)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(false)) => fail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Failed to update cursor properties",
+        ),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// `GET .../replicatedSubscriptionStatus`: `{"<topic or partition>": <replicated>}`, one entry
+/// per partition, as Pulsar's.
+async fn get_replicated(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+) -> Response {
+    let name = match existing(&ctx, path) {
+        Ok(n) => n,
+        Err(r) => return r,
+    };
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || -> Result<Map<String, Value>, BrokerError> {
+        let mut status = Map::new();
+        for t in targets(&c, &name)? {
+            if let Some(s) = t.subscription(&sub) {
+                status.insert(t.name.to_string(), Value::Bool(s.is_replicated()));
+            }
+        }
+        if status.is_empty() {
+            return Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: name.to_string(),
+            });
+        }
+        Ok(status)
+    })
+    .await;
+    match r {
+        Ok(Ok(status)) => Json(Value::Object(status)).into_response(),
+        Ok(Err(e)) => broker_fail(&e),
+        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 /// Runs `f` on the subscription `sub` of every target topic (blocking pool).
