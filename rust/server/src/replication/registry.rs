@@ -66,6 +66,9 @@ pub(super) struct Running {
     pub(super) task: AbortHandle,
 }
 
+/// A topic and its replicators: each remote cluster and whether it is connected.
+pub(super) type TopicReplicators = (Weak<Topic>, Vec<(String, bool)>);
+
 /// The replicators running on this broker, by (topic, remote cluster).
 #[derive(Default)]
 pub struct Replicators {
@@ -89,8 +92,8 @@ impl Replicators {
     }
 
     /// Each topic with replicators: its remote clusters and whether each is connected.
-    pub(super) fn by_topic(&self) -> Vec<(Weak<Topic>, Vec<(String, bool)>)> {
-        let mut by: HashMap<&str, (Weak<Topic>, Vec<(String, bool)>)> = HashMap::new();
+    pub(super) fn by_topic(&self) -> Vec<TopicReplicators> {
+        let mut by: HashMap<&str, TopicReplicators> = HashMap::new();
         let running = self.running.lock();
         for ((topic, remote), run) in running.iter() {
             by.entry(topic.as_str())
