@@ -189,6 +189,21 @@ def test_subscriptions_and_unsubscribe(cli, client, topic):
     assert missing.stderr.count("\n") == 1 and missing.stdout == ""
 
 
+def test_replicated_subscription_status(cli, topic):
+    """pulsar-admin's ``set-`` / ``get-replicated-subscription-status``, on every partition."""
+    cli("topics", "create-partitioned-topic", topic, "-p", "2")
+    cli("topics", "create-subscription", topic, "-s", "s")
+    get = ("--json", "topics", "get-replicated-subscription-status", topic, "-s", "s")
+    partitions = [f"{topic}-partition-{i}" for i in range(2)]
+    assert json.loads(cli(*get).stdout) == dict.fromkeys(partitions, False)
+    cli("topics", "set-replicated-subscription-status", topic, "-s", "s", "--enable")
+    assert json.loads(cli(*get).stdout) == dict.fromkeys(partitions, True)
+    cli("topics", "set-replicated-subscription-status", topic, "-s", "s", "-d")
+    assert json.loads(cli(*get).stdout) == dict.fromkeys(partitions, False)
+    missing = cli("topics", "set-replicated-subscription-status", topic, "-s", "nope", "-e", ok=False)
+    assert missing.stderr.startswith("pulsar-rs admin: 404 "), missing.stderr
+
+
 def test_partitioned_topics(cli, client, topic):
     cli("topics", "create-partitioned-topic", topic, "-p", "2")
     assert rows(cli("topics", "get-partitioned-topic-metadata", topic).stdout) == {

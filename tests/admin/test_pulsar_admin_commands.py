@@ -740,6 +740,10 @@ def second_run(ledger: int, age: str) -> list[Step]:
         a(f"topics expire-messages {PLAIN} -s s1 -t {age}", empty),
         a(f"topics expire-messages {PLAIN} -s s4 -t 0", empty),  # a TTL of 0 expires nothing: s4 keeps 5
         a(f"topics expire-messages-all-subscriptions {TERM} -t {age}", empty),
+        a(f"topics set-replicated-subscription-status {PLAIN} -s s5 --enable", empty),
+        a(f"topics get-replicated-subscription-status {PLAIN} -s s5", contains(PLAIN, "true")),
+        a(f"topics set-replicated-subscription-status {PLAIN} -s s5 --disable", empty),
+        a(f"topics get-replicated-subscription-status {PLAIN} -s s5", contains(PLAIN, "false")),
         # refusals while a consumer is connected, then the forced forms
         a(f"topics unsubscribe {HELD} -s hold", refused("Subscription has active connected consumers")),
         a(
