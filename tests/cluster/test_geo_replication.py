@@ -415,9 +415,10 @@ def test_a_replicated_subscription_resumes_in_the_other_cluster_near_where_it_wa
         first = int(resumed[0].removeprefix(b"m-"))
         print(f"west resumed at message {first}; east acknowledged {acked}")
         assert first <= acked, f"west resumed at {first}: acknowledged messages only may be skipped"
-        # Snapshots every second at 100 msg/s: the update lags the acknowledgement by at most
-        # about two intervals (the snapshot's round trip, then the timer).
-        assert acked - first <= 3 * rate, f"west resumed at {first}, {acked - first} before the acknowledgement"
+        # Snapshots every second at 100 msg/s: the snapshot passed lies at most about an
+        # interval plus a round trip before the acknowledgement (measured: 30 messages); the
+        # bound leaves room for a loaded machine. Without snapshots, west would start at 0.
+        assert acked - first <= 4 * rate, f"west resumed at {first}, {acked - first} before the acknowledgement"
         assert resumed == [b"m-%04d" % i for i in range(first, n)], "nothing lost or reordered"
     finally:
         ca.close()
