@@ -381,7 +381,7 @@ def test_a_replicated_subscription_resumes_in_the_other_cluster_near_where_it_wa
         rate, n, acked = 100, 1000, 600
         for i in range(n):
             p.send(b"m-%04d" % i)
-            time.sleep(1 / rate)
+            time.sleep(1 / rate)  # paced: snapshots (every second) fall between the messages
         got = []
         for _ in range(acked):
             m = consumer.receive(timeout_millis=30000)

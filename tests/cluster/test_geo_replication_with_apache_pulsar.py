@@ -104,7 +104,7 @@ def failover_position(
     n, acked = 800, ACKED
     for i in range(n):
         p.send(b"m-%04d" % i)
-        time.sleep(0.01)
+        time.sleep(0.01)  # paced: snapshots (every second) fall between the messages
     for i in range(acked):
         m = consumer.receive(timeout_millis=30000)
         assert m.data() == b"m-%04d" % i
