@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -420,6 +421,14 @@ def test_a_replicated_subscription_resumes_in_the_other_cluster_near_where_it_wa
         # bound leaves room for a loaded machine. Without snapshots, west would start at 0.
         assert acked - first <= 4 * rate, f"west resumed at {first}, {acked - first} before the acknowledgement"
         assert resumed == [b"m-%04d" % i for i in range(first, n)], "nothing lost or reordered"
+        # Pulsar's snapshot families, broker-wide (only their presence and form: a snapshot is
+        # pending for milliseconds, and one times out after 30 s).
+        with urllib.request.urlopen(f"{a.http}/metrics", timeout=30) as r:
+            metrics = r.read().decode()
+        for family in ("pending_snapshots", "timedout_snapshots"):
+            assert re.search(rf'^pulsar_replicated_subscriptions_{family}{{cluster="east"}} \d+$', metrics, re.M), (
+                family
+            )
     finally:
         ca.close()
         cb.close()

@@ -246,6 +246,25 @@ fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
     for (name, kind, samples) in &families {
         f.family(name, kind, samples);
     }
+    // Replicated subscriptions' snapshots, summed over the broker's topics (Pulsar's families
+    // carry no topic label).
+    let (pending, timed_out) = ctx
+        .service
+        .loaded_topics()
+        .iter()
+        .map(|t| t.replicated_subscription_snapshots())
+        .fold((0usize, 0u64), |(p, o), (tp, to)| (p + tp, o + to));
+    let c = format!("cluster=\"{cluster}\"");
+    f.family(
+        "pulsar_replicated_subscriptions_pending_snapshots",
+        "gauge",
+        &[(c.clone(), pending as f64)],
+    );
+    f.family(
+        "pulsar_replicated_subscriptions_timedout_snapshots",
+        "counter",
+        &[(c, timed_out as f64)],
+    );
 }
 
 /// The load balancer's families, in a cluster (Pulsar's `brk_lb_*` metrics as Prometheus names
