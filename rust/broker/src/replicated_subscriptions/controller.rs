@@ -37,8 +37,9 @@ struct Pending {
     missing: BTreeSet<String>,
     /// Each remote's first answer.
     responses: BTreeMap<String, Position>,
-    /// Whether a second round is needed (more than one remote) and was asked.
+    /// Whether a second round is needed (more than one remote).
     two_rounds: bool,
+    /// Whether the first round is complete (the second was asked).
     first_round_done: bool,
 }
 
