@@ -2,13 +2,16 @@
 both ways: Pulsar's replicator publishes into pulsar-rs (its producer `pulsar.repl.apache-->rs`,
 its lookups and schema calls answered here), and ours into Pulsar; each side's consumers get the
 other's messages once, in order, with their keys and properties, and nothing goes back to where it
-came from. Each cluster has its own metadata, set up through its own admin API as an operator does.
+came from; and replicated subscriptions move both ways. Each cluster has its own metadata, set up
+through its own admin API as an operator does; one pair serves the module's tests.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pulsar
@@ -30,9 +33,23 @@ TOPIC = "persistent://geo/ns/mixed"
 ACKED = 600
 
 
-def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
+@dataclass
+class Pair:
+    """An Apache Pulsar standalone (cluster ``apache``) and a pulsar-rs broker (cluster ``rs``)
+    replicating ``geo/ns`` to each other, with a client on each."""
+
+    java: PulsarStandalone
+    rs: PulsarRsBroker
+    cj: pulsar.Client
+    cr: pulsar.Client
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """One pair for the module's tests (each uses its own topics): each cluster set up through
+    its own admin API, as an operator does."""
     with PulsarStandalone({"clusterName": "apache"}) as java:
-        rs = PulsarRsBroker(tmp_path, "rs", {"clusterName": "rs"})
+        rs = PulsarRsBroker(tmp_path_factory.mktemp("rs"), "rs", {"clusterName": "rs"})
         try:
             sides = ((java.admin_url, "rs", rs.http, rs.url), (rs.http, "apache", java.admin_url, java.service_url))
             for admin, other, other_http, other_url in sides:
@@ -47,45 +64,47 @@ def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(tmp_path):
                 assert sorted(ok("GET", f"{admin}/admin/v2/namespaces/geo/ns/replication")) == ["apache", "rs"]  # type: ignore[arg-type]
             cj, cr = pulsar.Client(java.service_url), pulsar.Client(rs.url)
             try:
-                at_java = cj.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
-                at_rs = cr.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
-                n = 300
-                for client, origin in ((cj, "apache"), (cr, "rs")):
-                    p = client.create_producer(TOPIC, producer_name=f"p-{origin}", batching_enabled=False)
-                    for i in range(n):
-                        p.send_async(
-                            f"{origin}-{i:04d}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)}
-                        )
-                    p.flush()
-                    p.close()
-                for consumer, where in ((at_java, "apache"), (at_rs, "rs")):
-                    got = receive_all(consumer, 2 * n)
-                    bodies = [m.data().decode() for m in got]
-                    assert len(bodies) == len(set(bodies)) == 2 * n, (
-                        f"{where}: {len(bodies)}, {len(set(bodies))} distinct"
-                    )
-                    for origin in ("apache", "rs"):
-                        mine = [m for m in got if m.data().decode().startswith(origin)]
-                        assert [m.data().decode() for m in mine] == [f"{origin}-{i:04d}" for i in range(n)], where
-                        assert [m.partition_key() for m in mine] == [f"k{i}" for i in range(n)], where
-                        assert [m.properties()["i"] for m in mine] == [str(i) for i in range(n)], where
-                # Pulsar's view of our replicator and ours of Pulsar's, in each side's stats.
-                local = TOPIC.removeprefix("persistent://")
-                for admin, remote in ((java.admin_url, "rs"), (rs.http, "apache")):
-                    wait_for(
-                        f"{remote}'s replication caught up",
-                        lambda admin=admin, remote=remote: (
-                            call("GET", f"{admin}/admin/v2/persistent/{local}/stats")[1]["replication"]  # type: ignore[index]
-                            .get(remote, {})
-                            .get("replicationBacklog")
-                            == 0
-                        ),
-                    )
+                yield Pair(java, rs, cj, cr)
             finally:
                 cj.close()
                 cr.close()
         finally:
             rs.kill()
+
+
+def test_apache_pulsar_and_pulsar_rs_replicate_to_each_other(pair: Pair):
+    java, rs, cj, cr = pair.java, pair.rs, pair.cj, pair.cr
+    at_java = cj.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+    at_rs = cr.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+    n = 300
+    for client, origin in ((cj, "apache"), (cr, "rs")):
+        p = client.create_producer(TOPIC, producer_name=f"p-{origin}", batching_enabled=False)
+        for i in range(n):
+            p.send_async(f"{origin}-{i:04d}".encode(), None, partition_key=f"k{i}", properties={"i": str(i)})
+        p.flush()
+        p.close()
+    for consumer, where in ((at_java, "apache"), (at_rs, "rs")):
+        got = receive_all(consumer, 2 * n)
+        bodies = [m.data().decode() for m in got]
+        assert len(bodies) == len(set(bodies)) == 2 * n, f"{where}: {len(bodies)}, {len(set(bodies))} distinct"
+        for origin in ("apache", "rs"):
+            mine = [m for m in got if m.data().decode().startswith(origin)]
+            assert [m.data().decode() for m in mine] == [f"{origin}-{i:04d}" for i in range(n)], where
+            assert [m.partition_key() for m in mine] == [f"k{i}" for i in range(n)], where
+            assert [m.properties()["i"] for m in mine] == [str(i) for i in range(n)], where
+        consumer.close()
+    # Pulsar's view of our replicator and ours of Pulsar's, in each side's stats.
+    local = TOPIC.removeprefix("persistent://")
+    for admin, remote in ((java.admin_url, "rs"), (rs.http, "apache")):
+        wait_for(
+            f"{remote}'s replication caught up",
+            lambda admin=admin, remote=remote: (
+                call("GET", f"{admin}/admin/v2/persistent/{local}/stats")[1]["replication"]  # type: ignore[index]
+                .get(remote, {})
+                .get("replicationBacklog")
+                == 0
+            ),
+        )
 
 
 def failover_position(
@@ -127,35 +146,15 @@ def failover_position(
     return first
 
 
-def test_replicated_subscriptions_between_apache_pulsar_and_pulsar_rs(tmp_path):
+def test_replicated_subscriptions_between_apache_pulsar_and_pulsar_rs(pair: Pair):
     """Replicated subscriptions both ways: Pulsar's snapshot requests answered by pulsar-rs and its
     UPDATE applied here; pulsar-rs's requests answered by Pulsar and our UPDATE applied by Pulsar.
     Either way the other cluster's subscription resumes about a snapshot interval (1 s, at 100
     msg/s) before where it was acknowledged (measured: 53 and 44 messages; the bound, 400, leaves
     room for a loaded machine; without snapshots it would resume at 0)."""
-    with PulsarStandalone({"clusterName": "apache"}) as java:
-        rs = PulsarRsBroker(tmp_path, "rs", {"clusterName": "rs"})
-        try:
-            sides = ((java.admin_url, "rs", rs.http, rs.url), (rs.http, "apache", java.admin_url, java.service_url))
-            for admin, other, other_http, other_url in sides:
-                ok(
-                    "PUT",
-                    f"{admin}/admin/v2/clusters/{other}",
-                    {"serviceUrl": other_http, "brokerServiceUrl": other_url},
-                )
-                ok("PUT", f"{admin}/admin/v2/tenants/geo", {"adminRoles": [], "allowedClusters": ["apache", "rs"]})
-                ok("PUT", f"{admin}/admin/v2/namespaces/geo/ns")
-                ok("POST", f"{admin}/admin/v2/namespaces/geo/ns/replication", ["apache", "rs"])
-            cj, cr = pulsar.Client(java.service_url), pulsar.Client(rs.url)
-            try:
-                # Acknowledged in Apache Pulsar, resumed in pulsar-rs.
-                first = failover_position(cj, cj, cr, "from-apache", rs.http)
-                assert ACKED - first <= 400, f"pulsar-rs resumed {ACKED - first} messages before the ack"
-                # Acknowledged in pulsar-rs, resumed in Apache Pulsar.
-                first = failover_position(cr, cr, cj, "from-rs", java.admin_url)
-                assert ACKED - first <= 400, f"Apache Pulsar resumed {ACKED - first} messages before the ack"
-            finally:
-                cj.close()
-                cr.close()
-        finally:
-            rs.kill()
+    # Acknowledged in Apache Pulsar, resumed in pulsar-rs.
+    first = failover_position(pair.cj, pair.cj, pair.cr, "from-apache", pair.rs.http)
+    assert ACKED - first <= 400, f"pulsar-rs resumed {ACKED - first} messages before the ack"
+    # Acknowledged in pulsar-rs, resumed in Apache Pulsar.
+    first = failover_position(pair.cr, pair.cr, pair.cj, "from-rs", pair.java.admin_url)
+    assert ACKED - first <= 400, f"Apache Pulsar resumed {ACKED - first} messages before the ack"

@@ -788,6 +788,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("dispatcherMaxReadBatchSize"), "{e}");
+        for key in [
+            "replicatedSubscriptionsSnapshotFrequencyMillis",
+            "replicatedSubscriptionsSnapshotTimeoutSeconds",
+            "replicatedSubscriptionsSnapshotMaxCachedPerSubscription",
+            "replicationProducerQueueSize",
+        ] {
+            let e = BrokerConfig::from_toml(&format!("{key} = 0"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key) && e.contains("must be > 0"), "{e}");
+        }
         let mut m = serde_json::Map::new();
         m.insert("maxMessageSize".into(), serde_json::json!("big"));
         let e = BrokerConfig::from_json_map(m).unwrap_err().to_string();

@@ -38,26 +38,28 @@ impl BrokerConfig {
                 "must be a non-empty name without '/'",
             ));
         }
-        if self.replicated_subscriptions_snapshot_frequency_millis == 0 {
-            return Err(bad(
+        // Geo-replication's counts and periods, each at least 1.
+        for (key, value) in [
+            (
                 "replicatedSubscriptionsSnapshotFrequencyMillis",
-                "must be > 0",
-            ));
-        }
-        if self.replicated_subscriptions_snapshot_timeout_seconds == 0 {
-            return Err(bad(
+                self.replicated_subscriptions_snapshot_frequency_millis,
+            ),
+            (
                 "replicatedSubscriptionsSnapshotTimeoutSeconds",
-                "must be > 0",
-            ));
-        }
-        if self.replicated_subscriptions_snapshot_max_cached_per_subscription == 0 {
-            return Err(bad(
+                self.replicated_subscriptions_snapshot_timeout_seconds,
+            ),
+            (
                 "replicatedSubscriptionsSnapshotMaxCachedPerSubscription",
-                "must be > 0",
-            ));
-        }
-        if self.replication_producer_queue_size == 0 {
-            return Err(bad("replicationProducerQueueSize", "must be > 0"));
+                u64::from(self.replicated_subscriptions_snapshot_max_cached_per_subscription),
+            ),
+            (
+                "replicationProducerQueueSize",
+                u64::from(self.replication_producer_queue_size),
+            ),
+        ] {
+            if value == 0 {
+                return Err(bad(key, "must be > 0"));
+            }
         }
         if self.max_message_size < 1024 {
             return Err(bad("maxMessageSize", "must be at least 1024 bytes"));

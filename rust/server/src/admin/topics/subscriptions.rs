@@ -95,38 +95,13 @@ async fn set_replicated(
     let Ok(on) = serde_json::from_str::<bool>(body.trim()) else {
         return fail(StatusCode::BAD_REQUEST, "the body must be true or false");
     };
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
-    let c = Arc::clone(&ctx);
-    // Whether every partition's subscription changed.
-    let r = tokio::task::spawn_blocking(move || -> Result<bool, BrokerError> {
-        let (mut found, mut changed) = (false, true);
-        for t in targets(&c, &name)? {
-            if let Some(s) = t.subscription(&sub) {
-                found = true;
-                changed &= s.set_replicated(on);
-            }
-        }
-        if found {
-            Ok(changed)
-        } else {
-            Err(BrokerError::SubscriptionNotFound {
-                subscription: sub,
-                topic: name.to_string(),
-            })
-        }
-    })
-    .await;
-    match r {
-        Ok(Ok(true)) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Ok(false)) => fail(
+    match each_subscription(ctx, path, sub, move |_, s| Ok(s.set_replicated(on))).await {
+        Ok(changed) if changed.iter().all(|(_, c)| *c) => StatusCode::NO_CONTENT.into_response(),
+        Ok(_) => fail(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Failed to update cursor properties",
         ),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(r) => r,
     }
 }
 
@@ -137,31 +112,15 @@ async fn get_replicated(
     path: DeferredTopicPath,
     Path((_, _, _, sub)): Path<(String, String, String, String)>,
 ) -> Response {
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
-    let c = Arc::clone(&ctx);
-    let r = tokio::task::spawn_blocking(move || -> Result<Map<String, Value>, BrokerError> {
-        let mut status = Map::new();
-        for t in targets(&c, &name)? {
-            if let Some(s) = t.subscription(&sub) {
-                status.insert(t.name.to_string(), Value::Bool(s.is_replicated()));
-            }
+    match each_subscription(ctx, path, sub, |_, s| Ok(s.is_replicated())).await {
+        Ok(status) => {
+            let status: Map<String, Value> = status
+                .into_iter()
+                .map(|(topic, on)| (topic, Value::Bool(on)))
+                .collect();
+            Json(Value::Object(status)).into_response()
         }
-        if status.is_empty() {
-            return Err(BrokerError::SubscriptionNotFound {
-                subscription: sub,
-                topic: name.to_string(),
-            });
-        }
-        Ok(status)
-    })
-    .await;
-    match r {
-        Ok(Ok(status)) => Json(Value::Object(status)).into_response(),
-        Ok(Err(e)) => broker_fail(&e),
-        Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(r) => r,
     }
 }
 
@@ -172,12 +131,44 @@ async fn on_subscription(
     sub: String,
     f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<(), BrokerError> + Send + 'static,
 ) -> Response {
-    let name = sub.clone();
-    on_targets(ctx, path, sub, move |t| match t.subscription(&name) {
-        Some(s) => f(t, &s).map(|()| true),
-        None => Ok(false),
+    match each_subscription(ctx, path, sub, f).await {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(r) => r,
+    }
+}
+
+/// Runs `f` on the subscription `sub` of every target topic (blocking pool): each topic's
+/// name and answer, or the response to give instead (404 when no topic has the subscription,
+/// the first error `f` returned).
+async fn each_subscription<T: Send + 'static>(
+    ctx: Arc<ServerContext>,
+    path: DeferredTopicPath,
+    sub: String,
+    f: impl Fn(&Topic, &pulsar_rs_broker::Subscription) -> Result<T, BrokerError> + Send + 'static,
+) -> Result<Vec<(String, T)>, Response> {
+    let name = existing(&ctx, path)?;
+    let c = Arc::clone(&ctx);
+    let r = tokio::task::spawn_blocking(move || {
+        let mut answers = Vec::new();
+        for t in targets(&c, &name)? {
+            if let Some(s) = t.subscription(&sub) {
+                answers.push((t.name.to_string(), f(&t, &s)?));
+            }
+        }
+        if answers.is_empty() {
+            return Err(BrokerError::SubscriptionNotFound {
+                subscription: sub,
+                topic: name.to_string(),
+            });
+        }
+        Ok(answers)
     })
-    .await
+    .await;
+    match r {
+        Ok(Ok(answers)) => Ok(answers),
+        Ok(Err(e)) => Err(broker_fail(&e)),
+        Err(e) => Err(fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+    }
 }
 
 /// Runs `f` on the cursor of the subscription `sub` of every target topic, or on its
