@@ -29,7 +29,7 @@ test-quick: ## the quick inner loop: every test but the slow ones
 	$(PYTHON) -m pytest -m "not slow" --durations=15 $(PYTEST_ARGS)
 
 test-slow: ## the slow rooms and the slow tests of the quick ones
-	$(PYTHON) -m pytest -m slow --durations=40 $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m slow -n 2 --dist loadgroup --durations=40 $(PYTEST_ARGS)
 
 test: ## everything, as CI runs it: tox -e py311 (style, Rust tests, the wheel, pytest quick then slow)
 	$(PYTHON) -m tox -e py311 $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))

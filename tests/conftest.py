@@ -43,12 +43,18 @@ ROOMS = (
 )
 #: Rooms whose every test is slow: a JVM, a Go build, Apache Pulsar, bookies, FUSE, a wheel or a scale run.
 SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper", "cluster"})
+#: Rooms whose files share a session-scoped fixture (Apache Pulsar started once; one Spark session):
+#: under pytest-xdist (`-n 2 --dist loadgroup`, tox.ini) the whole room runs on one worker, so the
+#: fixture starts once. Every other file is a group of its own (its module fixtures start once).
+ONE_WORKER_ROOMS = frozenset({"differential", "spark"})
 _TESTS = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook reads the ``xdist_group`` marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test with its room (and ``slow`` for the slow rooms); a test outside the rooms is
-    an error, so that a new file cannot escape the selections."""
+    """Marks each test with its room (and ``slow`` for the slow rooms) and its ``xdist_group``
+    (``ONE_WORKER_ROOMS``, else its file); a test outside the rooms is an error, so that a new file
+    cannot escape the selections."""
     homeless = set()
     for item in items:
         try:
@@ -61,6 +67,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(room)
         if room in SLOW_ROOMS:
             item.add_marker("slow")
+        group = room if room in ONE_WORKER_ROOMS else str(item.path.relative_to(_TESTS))
+        item.add_marker(pytest.mark.xdist_group(group))
     if homeless:
         raise pytest.UsageError(
             f"test files outside the rooms of tests/ ({', '.join(ROOMS)}): {', '.join(sorted(homeless))}; "

@@ -358,7 +358,12 @@ def test_backlog_quota_producer_exception(pair: tuple[Target, Target]) -> None:
         c.subscribe(topic, "slow")
         p = c.create_producer(topic, batching_enabled=False)
         for _ in range(20):
-            p.send(b"x" * 1024)
+            try:
+                p.send(b"x" * 1024)
+            except pulsar.PulsarException:
+                # A check that runs while the sends go on (a loaded machine) already closes the
+                # producer: what is compared is the next producer's answer.
+                break
         p.close()
         time.sleep(3)  # both brokers check quotas every second (backlogQuotaCheckIntervalInSeconds=1)
         try:
