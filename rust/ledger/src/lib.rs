@@ -20,7 +20,6 @@ pub mod position;
 pub(crate) mod read_ahead_pool;
 pub mod seam;
 pub(crate) mod shared;
-pub mod simfs;
 pub mod storage;
 pub mod vfs;
 pub mod wake_batch;

@@ -32,61 +32,19 @@ pub(crate) struct Shared {
     /// Entries recovery found damaged or missing (a metric). Relaxed: a counter.
     pub corrupt_entries: AtomicU64,
     /// (next id, first id not reserved). Locked only to hand out ids.
-    ids: Mutex<(i64, i64)>,
+    pub ids: Mutex<(i64, i64)>,
     /// Journal scan results not yet claimed by an opened managed ledger.
-    recovered: Mutex<Recovered>,
+    pub recovered: Mutex<Recovered>,
     /// Takes a closed managed ledger's name off the storage's open ledgers (see
     /// [`Shared::forget`]); immutable.
-    forget_open: Box<dyn Fn(&str) + Send + Sync>,
+    pub forget_open: Box<dyn Fn(&str) + Send + Sync>,
     /// Cursors' read-ahead: its threads and memory budget.
     pub read_ahead: ReadAheads,
     /// Where managed ledgers live when not in the journal (BookKeeper and ZooKeeper); immutable.
     pub backing: Option<Arc<SeamBacking>>,
 }
 
-/// What [`Shared::new`] takes from the storage opening it.
-pub(crate) struct SharedParts {
-    pub journal: Arc<Journal>,
-    pub cache: Arc<EntryCache>,
-    pub meta: Arc<dyn MetaStore>,
-    pub clock: Arc<dyn Clock>,
-    pub read_only: bool,
-    /// The first ledger id to hand out.
-    pub next_id: i64,
-    pub recovered: Recovered,
-    /// Called by [`Shared::forget`].
-    pub forget_open: Box<dyn Fn(&str) + Send + Sync>,
-    pub backing: Option<Arc<SeamBacking>>,
-}
-
 impl Shared {
-    pub(crate) fn new(parts: SharedParts) -> Shared {
-        let SharedParts {
-            journal,
-            cache,
-            meta,
-            clock,
-            read_only,
-            next_id,
-            recovered,
-            forget_open,
-            backing,
-        } = parts;
-        Shared {
-            journal,
-            cache,
-            meta,
-            clock,
-            read_only,
-            corrupt_entries: AtomicU64::new(0),
-            ids: Mutex::new((next_id, next_id)),
-            recovered: Mutex::new(recovered),
-            forget_open,
-            read_ahead: ReadAheads::default(),
-            backing,
-        }
-    }
-
     pub(crate) fn next_ledger_id(&self) -> Result<i64> {
         let mut ids = self.ids.lock();
         if ids.0 >= ids.1 {

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,7 +25,8 @@ use crate::metastore::{
     key_name, FileMetaStore, MetaStore, LEDGER_ID_COUNTER_KEY as ID_KEY, MANAGED_LEDGERS_PREFIX,
     META_DIR,
 };
-use crate::shared::{Shared, SharedParts, ID_BLOCK};
+use crate::read_ahead_pool::ReadAheads;
+use crate::shared::{Shared, ID_BLOCK};
 use crate::vfs::{ensure_dir, DirLock, RealFs, Vfs};
 use crate::{Clock, LedgerConfig, LedgerError, Result, StorageConfig, SystemClock};
 
@@ -268,17 +269,19 @@ impl Storage {
                 open.ledgers.lock().by_name.remove(name);
             })
         };
-        let shared = Arc::new(Shared::new(SharedParts {
+        let shared = Arc::new(Shared {
             journal,
             cache,
             meta,
             clock,
             read_only,
-            next_id,
-            recovered,
+            corrupt_entries: AtomicU64::new(0),
+            ids: Mutex::new((next_id, next_id)),
+            recovered: Mutex::new(recovered),
             forget_open,
+            read_ahead: ReadAheads::default(),
             backing,
-        }));
+        });
         let stop = Arc::new(Stop {
             flag: Mutex::new(false),
             cond: Condvar::new(),
