@@ -9,7 +9,7 @@ Measures, in the same run:
 Each workload run gets a fresh broker process and an empty data directory. Results (every run,
 plus medians) go to a JSON file; ``benches/RESULTS.md`` is written by hand from it.
 
-    CARGO_TARGET_DIR=/work/target-bench cargo build --release -p pulsar-rs-server -p pulsar-rs-bench
+    CARGO_TARGET_DIR=/work/target-bench cargo build --release -p pulsar-rs-server -p pulsar-rs-perf
     python benches/compare.py --runs 3 --out benches/out/compare.json
 
 Brokers:

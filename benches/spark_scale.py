@@ -3,7 +3,7 @@
 For each size (default 1 M and 10 M entries over 10 000 topics):
 
 1. **Real data directory**: an in-process ``pulsar_rs.Broker`` (``journalSyncData=False``) gets the
-   entries from ``pulsar-rs-perf`` (the Rust protocol load generator of ``rust/bench``: unbatched
+   entries from ``pulsar-rs-perf`` (the Rust protocol load generator of ``rust/perf``: unbatched
    100-byte messages, one producer per topic) and one ``backlog`` subscription per topic (created
    before publishing, never reads). ``--catchup`` adds a ``catchup`` subscription that reads about
    half of all messages; off by default because with 1000+ topics the broker's workers then spin
@@ -18,7 +18,7 @@ For each size (default 1 M and 10 M entries over 10 000 topics):
 
 Run: ``python benches/spark_scale.py --sizes 1000000,10000000 --topics 10000 --work /tmp/spark-scale``
 (needs ``pulsar_rs``, ``pyarrow``, ``pyspark``; ``--perf`` names the pulsar-rs-perf binary, built
-with ``cargo build --release -p pulsar-rs-bench``). Prints one JSON line per measurement and a
+with ``cargo build --release -p pulsar-rs-perf``). Prints one JSON line per measurement and a
 Markdown table to paste into benches/RESULTS.md.
 """
 

@@ -8,7 +8,7 @@ windows (pulsar-perf's default ``--max-outstanding`` is 1000, as is ``pulsar-rs-
 ``--max-inflight``), each with the measured publish latency and the bound ``W / mean latency``,
 plus the disk's ``write+fdatasync`` latency from ``pulsar-rs-probe`` in the same run.
 
-    cargo build --release -p pulsar-rs-server -p pulsar-rs-bench
+    cargo build --release -p pulsar-rs-server -p pulsar-rs-perf
     python benches/w2_window.py --runs 3 --duration 4 --out benches/out/w2_window.json
 """
 

@@ -1,4 +1,4 @@
-"""``pulsar-rs perf produce|consume`` (the Rust load generator of ``rust/bench`` shipped in the
+"""``pulsar-rs perf produce|consume`` (the Rust load generator of ``rust/perf`` shipped in the
 package): a line per second with msg/s, MB/s and latency percentiles, a summary at the end, and
 figures that match what the broker counted."""
 

@@ -15,7 +15,7 @@ data directory, opened read-only (spark/SCHEMA.md), with a progress line on a te
 ``--bookkeeper-metadata-service-uri``) instead of ``--data-dir`` snapshots every topic a cluster
 keeps on BookKeeper, fencing nothing.
 ``--log-format text|json`` on both. ``pulsar-rs admin ...`` administers a running broker (see
-:mod:`pulsar_rs.cli.admin`). ``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/bench``
+:mod:`pulsar_rs.cli.admin`). ``pulsar-rs perf produce|consume [options]`` is the load generator of ``rust/perf``
 (pulsar-perf's options; a line per second, a summary at the end).
 """
 

@@ -12,8 +12,11 @@
 //! when its session is lost. Topics' data is on BookKeeper (`pulsar-rs-ledger-bk`), whose
 //! fencing keeps a broker that lost a bundle from writing to it.
 //!
+//! The metadata-store client is its own crate, `pulsar-rs-metadata-store`, re-exported as
+//! [`store`] (the managed ledgers on BookKeeper use it without the cluster).
+//!
 //! Modules, each importing only those before it: `error`; `paths`; `documents`; `bundles`;
-//! `split`; `store`; `setup`; `member`.
+//! `split`; `setup`; `member`.
 
 pub mod bundles;
 pub mod documents;
@@ -23,7 +26,7 @@ pub mod paths;
 pub mod setup;
 pub mod shedding;
 pub mod split;
-pub mod store;
+pub use pulsar_rs_metadata_store as store;
 
 pub use bundles::Bundle;
 pub use documents::BrokerUrls;
@@ -32,4 +35,4 @@ pub use member::{
     BrokerLoad, ClusterMember, LoadSource, LookupAnswer, MemberConfig, OnRelease, ReportPolicy,
 };
 pub use setup::ClusterSetup;
-pub use store::{MetadataStore, StoreEvent, StoreWatch};
+pub use store::{MetadataStore, StoreError, StoreEvent, StoreWatch};

@@ -135,8 +135,8 @@ pub fn new_namespace_policies(bundles: u32, cluster: &str) -> Value {
 /// exist are left as they are.
 ///
 /// # Errors
-/// Store failures; [`crate::ClusterError::Corrupt`] for an existing record that does not parse;
-/// [`crate::ClusterError::BadVersion`] when another writer changed a record meanwhile.
+/// Store failures; [`crate::StoreError::Corrupt`] for an existing record that does not parse;
+/// [`crate::StoreError::BadVersion`] when another writer changed a record meanwhile.
 pub async fn initialize(
     local: &MetadataStore,
     configuration: &MetadataStore,

@@ -6,6 +6,7 @@
 
 #[path = "../../bookkeeper/tests/common/mod.rs"]
 mod common;
+#[path = "../../metadata_store/tests/etcd/mod.rs"]
 mod etcd;
 
 use std::collections::{BTreeSet, HashMap};

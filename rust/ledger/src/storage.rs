@@ -1,5 +1,6 @@
 //! `Storage`: one data directory. Owns the shared journal, the broker-wide entry cache, the
-//! metadata store, the ledger id allocator and a housekeeping thread, and opens managed ledgers.
+//! metadata store, the ledger id allocator (all held for its managed ledgers in
+//! [`crate::shared`]) and a housekeeping thread, and opens managed ledgers.
 //!
 //! [`Storage::open_read_only`] opens a directory for export and inspection: no lock, no
 //! housekeeping thread, no truncation of torn tails, no trimming, no writes of any kind (every
@@ -18,47 +19,29 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use crate::cache::{CacheStats, EntryCache};
-use crate::journal::{Journal, Loc, Recovered};
+use crate::journal::Journal;
 use crate::managed_ledger::ManagedLedger;
 use crate::metastore::{
     key_name, FileMetaStore, MetaStore, LEDGER_ID_COUNTER_KEY as ID_KEY, MANAGED_LEDGERS_PREFIX,
     META_DIR,
 };
+use crate::read_ahead_pool::ReadAheads;
+use crate::shared::{Shared, ID_BLOCK};
 use crate::vfs::{ensure_dir, DirLock, RealFs, Vfs};
 use crate::{Clock, LedgerConfig, LedgerError, Result, StorageConfig, SystemClock};
 
-/// Ledger ids are reserved in blocks, so creating a ledger rarely writes the counter.
-const ID_BLOCK: i64 = 256;
-
-pub(crate) struct Shared {
-    /// The shared append log.
-    pub journal: Arc<Journal>,
-    /// The broker-wide entry cache.
-    pub cache: Arc<EntryCache>,
-    /// Ledger lists and cursor state.
-    pub meta: Arc<dyn MetaStore>,
-    /// Wall clock (injectable for tests).
-    pub clock: Arc<dyn Clock>,
-    /// Opened read-only: nothing is trimmed or written; immutable.
-    pub read_only: bool,
-    /// Entries recovery found damaged or missing (a metric). Relaxed: a counter.
-    pub corrupt_entries: AtomicU64,
-    /// (next id, first id not reserved). Locked only to hand out ids.
-    ids: Mutex<(i64, i64)>,
-    /// Journal scan results not yet claimed by an opened managed ledger.
-    recovered: Mutex<Recovered>,
+/// The storage's open managed ledgers, shared with its housekeeping thread and (to forget a
+/// closed one, through [`Shared::forget`]) with its managed ledgers.
+#[derive(Default)]
+struct Opened {
     /// Open managed ledgers by name, and names being opened. Short lock: never held across
     /// the file I/O of an open (see [`Storage::open_ledger`]).
-    open: Mutex<OpenLedgers>,
-    /// Signalled when an open finishes (waited on with `open`), for callers of the same name.
-    opened: Condvar,
-    /// Cursors' read-ahead: its threads and memory budget.
-    pub read_ahead: crate::read_ahead::ReadAheads,
-    /// Where managed ledgers live when not in the journal (BookKeeper and ZooKeeper); immutable.
-    pub backing: Option<Arc<crate::seam::SeamBacking>>,
+    ledgers: Mutex<OpenLedgers>,
+    /// Signalled when an open finishes (waited on with `ledgers`), for callers of the same name.
+    done: Condvar,
 }
 
-/// The open managed ledgers; guarded by [`Shared::open`].
+/// The open managed ledgers; guarded by [`Opened::ledgers`].
 #[derive(Default)]
 struct OpenLedgers {
     /// Open managed ledgers by name (weak: closing or dropping one removes it).
@@ -67,52 +50,28 @@ struct OpenLedgers {
     opening: HashSet<String>,
 }
 
-impl Shared {
-    pub(crate) fn next_ledger_id(&self) -> Result<i64> {
-        let mut ids = self.ids.lock();
-        if ids.0 >= ids.1 {
-            let limit = ids.1.max(ids.0) + ID_BLOCK;
-            // Persist the new limit before handing out ids below it: a crash cannot reuse an id.
-            self.meta.put(ID_KEY, limit.to_string().as_bytes())?;
-            ids.1 = limit;
-        }
-        let id = ids.0;
-        ids.0 += 1;
-        Ok(id)
-    }
-
-    pub(crate) fn take_recovered(&self, ledger_id: i64) -> Vec<(i64, Loc)> {
-        // Only the hand-over is locked; the index reads run unlocked.
-        let pending = self.recovered.lock().take_blocks(ledger_id);
-        pending.load()
-    }
-
-    /// Keeps the entry index of a ledger closed on the journal until it is opened again
-    /// ([`Recovered::give_back`]).
-    pub(crate) fn give_back(&self, ledger_id: i64, locs: Vec<Loc>) {
-        self.recovered.lock().give_back(ledger_id, locs);
-    }
-
-    /// Drops what is kept of a deleted ledger's entries.
-    pub(crate) fn forget_recovered(&self, ledger_id: i64) {
-        self.recovered.lock().remove(ledger_id);
-    }
-
-    pub(crate) fn forget(&self, name: &str) {
-        self.open.lock().by_name.remove(name);
+impl Opened {
+    /// The open managed ledgers.
+    fn open_ledgers(&self) -> Vec<Arc<ManagedLedger>> {
+        self.ledgers
+            .lock()
+            .by_name
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 }
 
 /// A name's open in progress; dropping it ends the open and wakes the callers waiting for it.
 struct OpeningMark<'a> {
-    shared: &'a Shared,
+    open: &'a Opened,
     name: &'a str,
 }
 
 impl Drop for OpeningMark<'_> {
     fn drop(&mut self) {
-        self.shared.open.lock().opening.remove(self.name);
-        self.shared.opened.notify_all();
+        self.open.ledgers.lock().opening.remove(self.name);
+        self.open.done.notify_all();
     }
 }
 
@@ -126,6 +85,8 @@ struct Stop {
 pub struct Storage {
     /// State shared with every managed ledger.
     shared: Arc<Shared>,
+    /// The open managed ledgers.
+    open: Arc<Opened>,
     /// Settings; immutable.
     config: StorageConfig,
     /// Root directory; immutable.
@@ -301,6 +262,13 @@ impl Storage {
             config.cache_eviction_watermark,
             config.cache_eviction_time_threshold.as_millis() as u64,
         );
+        let open = Arc::new(Opened::default());
+        let forget_open = {
+            let open = Arc::clone(&open);
+            Box::new(move |name: &str| {
+                open.ledgers.lock().by_name.remove(name);
+            })
+        };
         let shared = Arc::new(Shared {
             journal,
             cache,
@@ -310,9 +278,8 @@ impl Storage {
             corrupt_entries: AtomicU64::new(0),
             ids: Mutex::new((next_id, next_id)),
             recovered: Mutex::new(recovered),
-            open: Mutex::new(OpenLedgers::default()),
-            opened: Condvar::new(),
-            read_ahead: crate::read_ahead::ReadAheads::default(),
+            forget_open,
+            read_ahead: ReadAheads::default(),
             backing,
         });
         let stop = Arc::new(Stop {
@@ -321,6 +288,7 @@ impl Storage {
         });
         let storage = Arc::new(Storage {
             shared,
+            open,
             config,
             dir,
             stop,
@@ -331,11 +299,12 @@ impl Storage {
         });
         if !read_only {
             let shared = Arc::clone(&storage.shared);
+            let open = Arc::clone(&storage.open);
             let stop = Arc::clone(&storage.stop);
             let cfg = storage.config.clone();
             let handle = std::thread::Builder::new()
                 .name("ledger-housekeeper".into())
-                .spawn(move || housekeeping_loop(&shared, &stop, &cfg))
+                .spawn(move || housekeeping_loop(&shared, &open, &stop, &cfg))
                 .map_err(|e| LedgerError::io("starting the housekeeping thread", e))?;
             *storage.housekeeper.lock() = Some(handle);
         }
@@ -413,7 +382,7 @@ impl Storage {
         // metadata (with fsyncs), so that runs unlocked and other topics' opens and lookups
         // never wait behind it. Callers for the same name wait on the condvar (which releases
         // the lock) for the one open in progress.
-        let mut open = self.shared.open.lock();
+        let mut open = self.open.ledgers.lock();
         loop {
             if let Some(ml) = open
                 .by_name
@@ -426,19 +395,19 @@ impl Storage {
             if !open.opening.contains(name) {
                 break;
             }
-            self.shared.opened.wait(&mut open);
+            self.open.done.wait(&mut open);
         }
         open.opening.insert(name.to_owned());
         drop(open);
         // Clears the mark even if the open panics, so later callers do not wait forever.
         let mark = OpeningMark {
-            shared: &self.shared,
+            open: &self.open,
             name,
         };
         let res = ManagedLedger::open(name, config, Arc::clone(&self.shared));
         if let Ok(ml) = &res {
-            mark.shared
-                .open
+            mark.open
+                .ledgers
                 .lock()
                 .by_name
                 .insert(name.to_owned(), Arc::downgrade(ml));
@@ -452,7 +421,7 @@ impl Storage {
     /// # Errors
     /// Metadata store I/O.
     pub fn ledger_exists(&self, name: &str) -> Result<bool> {
-        let open = self.shared.open.lock().by_name.get(name).cloned();
+        let open = self.open.ledgers.lock().by_name.get(name).cloned();
         if open.is_some_and(|w| w.upgrade().is_some()) {
             return Ok(true);
         }
@@ -486,13 +455,7 @@ impl Storage {
     /// Currently open managed ledgers.
     #[must_use]
     pub fn open_ledgers(&self) -> Vec<Arc<ManagedLedger>> {
-        self.shared
-            .open
-            .lock()
-            .by_name
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect()
+        self.open.open_ledgers()
     }
 
     /// This directory's journal as a [`crate::seam::LedgerStorage`] (the same instance every call).
@@ -566,7 +529,7 @@ impl Storage {
     /// # Errors
     /// The first failure encountered.
     pub fn housekeeping(&self) -> Result<()> {
-        let res = run_housekeeping(&self.shared);
+        let res = run_housekeeping(&self.shared, &self.open);
         self.shared.journal.checkpoint();
         res
     }
@@ -638,19 +601,12 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<(HashSet<i64>, Vec<String>)> 
 /// are slow, and every other ledger's pass waits).
 const SLOW_HOUSEKEEPING: Duration = Duration::from_secs(5);
 
-fn run_housekeeping(shared: &Shared) -> Result<()> {
+fn run_housekeeping(shared: &Shared, open: &Opened) -> Result<()> {
     if shared.read_only {
         return Ok(());
     }
-    let open: Vec<Arc<ManagedLedger>> = shared
-        .open
-        .lock()
-        .by_name
-        .values()
-        .filter_map(Weak::upgrade)
-        .collect();
     let mut first = None;
-    for ml in open {
+    for ml in open.open_ledgers() {
         let started = crate::clock::monotonic();
         if let Err(e) = ml.housekeeping() {
             tracing::warn!(ledger = ml.name(), error = %e, "housekeeping failed");
@@ -669,7 +625,7 @@ fn run_housekeeping(shared: &Shared) -> Result<()> {
     first.map_or(Ok(()), Err)
 }
 
-fn housekeeping_loop(shared: &Shared, stop: &Stop, cfg: &StorageConfig) {
+fn housekeeping_loop(shared: &Shared, open: &Opened, stop: &Stop, cfg: &StorageConfig) {
     let mut last_full = crate::clock::monotonic();
     loop {
         {
@@ -686,7 +642,7 @@ fn housekeeping_loop(shared: &Shared, stop: &Stop, cfg: &StorageConfig) {
         shared.cache.evict_expired(shared.clock.now_ms());
         if last_full.elapsed() >= cfg.cursor_flush_interval.max(Duration::from_millis(10)) {
             last_full = crate::clock::monotonic();
-            let _ = run_housekeeping(shared);
+            let _ = run_housekeeping(shared, open);
             // Index the segments sealed since the last pass: the next restart reads their
             // index headers instead of scanning them.
             shared.journal.checkpoint();

@@ -2,9 +2,10 @@
 //!
 //! Everything the storage layer does to disk goes through [`Vfs`] (directories, renames, removals,
 //! directory syncs) and [`VFile`] (positioned reads and writes, `fdatasync`, truncation). The real
-//! implementation is [`RealFs`]; [`crate::simfs::SimFs`] is an in-memory one that models the page
-//! cache and loses what was not made durable at a simulated power cut, so crash safety can be
-//! tested at thousands of cut points in seconds.
+//! implementation is [`RealFs`]; the test-support crate's `simfs::SimFs`
+//! (`pulsar-rs-ledger-testkit`) is an in-memory one that models the page cache and loses what was
+//! not made durable at a simulated power cut, so crash safety can be tested at thousands of cut
+//! points in seconds.
 //!
 //! Durability rules the callers follow (and the simulation enforces):
 //! * file data and size are durable only after [`VFile::sync_data`], also data written with

@@ -24,10 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use pulsar_rs_ledger::simfs::{Cut, Op, SimFs};
 use pulsar_rs_ledger::{
     Cursor, LedgerConfig, ManagedLedger, ManualClock, Position, Storage, StorageConfig,
 };
+use pulsar_rs_ledger_testkit::simfs::{Cut, Op, SimFs};
 
 const DIR: &str = "/data";
 

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use pulsar_rs_ledger::seam::{LedgerStorage, SeamLedgerConfig, SeamManagedLedger, VersionedStore};
+use pulsar_rs_ledger::seam::{LedgerStorage, VersionedStore};
 use pulsar_rs_ledger::{LedgerError, Position, Storage, StorageConfig, SystemClock};
+use pulsar_rs_ledger_testkit::{SeamLedgerConfig, SeamManagedLedger};
 
 const NAME: &str = "public/default/persistent/seam-topic";
 

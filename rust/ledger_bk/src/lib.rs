@@ -1,6 +1,6 @@
 //! The managed ledger of pulsar_rs on Apache BookKeeper: the ledger-storage seam of
 //! `pulsar_rs_ledger::seam` implemented over real bookies and ZooKeeper, in the formats a Pulsar
-//! broker uses, so that `SeamManagedLedger` keeps a topic where Pulsar would:
+//! broker uses, so that a managed ledger on the seam keeps a topic where Pulsar would:
 //!
 //! * ledgers on bookies ([`BkLedgerStorage`]): E/Qw/Qa from `managedLedgerDefaultEnsembleSize` /
 //!   `WriteQuorum` / `AckQuorum`, CRC32C digests, Pulsar's default (empty) password, and Pulsar's

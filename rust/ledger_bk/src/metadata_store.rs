@@ -1,5 +1,5 @@
 //! [`MetadataVersionedStore`]: the seam's versioned records in the cluster's metadata store
-//! (ZooKeeper or etcd, as `metadataStoreUrl` names it: `pulsar_rs_cluster::MetadataStore`), the
+//! (ZooKeeper or etcd, as `metadataStoreUrl` names it: `pulsar_rs_metadata_store::MetadataStore`), the
 //! version being the record's (ZooKeeper's `Stat.version`; etcd's version minus one, as Pulsar
 //! counts), so a write made with a stale version fails with `BadVersion` exactly as Pulsar's
 //! metadata store reports it. On ZooKeeper parent znodes are created (empty) on first write, as
@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use pulsar_rs_cluster::{ClusterError, MetadataStore};
 use pulsar_rs_ledger::seam::{BoxFut, Version, Versioned, VersionedStore};
 use pulsar_rs_ledger::{LedgerError, Result};
+use pulsar_rs_metadata_store::{MetadataStore, StoreError};
 
 /// The session timeout of the managed ledgers' store session (it owns no ephemeral record).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -22,9 +22,9 @@ pub struct MetadataVersionedStore {
 
 /// A metadata-store failure as the seam reports it: a lost compare-and-set keeps its meaning,
 /// anything else is a backend failure carrying the store's message.
-fn from_store(e: ClusterError) -> LedgerError {
+fn from_store(e: StoreError) -> LedgerError {
     match e {
-        ClusterError::BadVersion { path } => LedgerError::BadVersion { key: path },
+        StoreError::BadVersion { path } => LedgerError::BadVersion { key: path },
         e => LedgerError::Backend {
             context: e.to_string(),
         },

@@ -84,7 +84,7 @@ impl BkSettings {
     /// Any other store (Oxia, ...).
     pub fn metadata_store(&self) -> Result<String, LedgerError> {
         let url = self.metadata_store_url.trim();
-        if pulsar_rs_cluster::store::is_etcd(url) {
+        if pulsar_rs_metadata_store::is_etcd(url) {
             return Ok(url.to_owned());
         }
         Ok(format!("zk:{}", self.metadata_servers()?))
@@ -114,7 +114,7 @@ impl BkSettings {
     /// (the BookKeeper client keeps ledger metadata on ZooKeeper only).
     pub fn bookkeeper_uri(&self) -> Result<String, LedgerError> {
         if self.bookkeeper_metadata_service_uri.is_empty()
-            && pulsar_rs_cluster::store::is_etcd(&self.metadata_store_url)
+            && pulsar_rs_metadata_store::is_etcd(&self.metadata_store_url)
         {
             return Err(LedgerError::InvalidConfig {
                 key: "bookkeeperMetadataServiceUri",

@@ -15,11 +15,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use common::{skip_unless_ready, tagged, Cluster, SERIAL};
 use mltool::mltool;
-use pulsar_rs_ledger::seam::{
-    managed_ledger_path, LedgerStorage, SeamLedgerConfig, SeamManagedLedger, VersionedStore,
-};
+use pulsar_rs_ledger::seam::{managed_ledger_path, LedgerStorage, VersionedStore};
 use pulsar_rs_ledger::{LedgerError, Position, SystemClock};
 use pulsar_rs_ledger_bk::BkSettings;
+use pulsar_rs_ledger_testkit::{SeamLedgerConfig, SeamManagedLedger};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

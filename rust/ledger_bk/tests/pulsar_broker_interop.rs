@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{skip_unless_ready, Cluster, Proc, SERIAL};
-use pulsar_rs_ledger::seam::{LedgerStorage, SeamLedgerConfig, SeamManagedLedger, VersionedStore};
+use pulsar_rs_ledger::seam::{LedgerStorage, VersionedStore};
 use pulsar_rs_ledger::{LedgerError, Position, SystemClock};
 use pulsar_rs_ledger_bk::BkSettings;
+use pulsar_rs_ledger_testkit::{SeamLedgerConfig, SeamManagedLedger};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

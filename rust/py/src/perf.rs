@@ -1,12 +1,12 @@
-//! `pulsar-rs perf produce|consume`: the bench crate's load generator
-//! ([`pulsar_rs_bench::perf`]) run from the Python package, with its own Tokio runtime. Lines
+//! `pulsar-rs perf produce|consume`: the perf crate's load generator
+//! ([`pulsar_rs_perf::perf`]) run from the Python package, with its own Tokio runtime. Lines
 //! (one per second) go to stdout as they come; the summary is returned as JSON.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use clap::Parser;
-use pulsar_rs_bench::perf::{run, Args};
+use pulsar_rs_perf::perf::{run, Args};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 

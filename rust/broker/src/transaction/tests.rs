@@ -379,7 +379,7 @@ async fn held_acks_survive_a_restart_and_a_commit_persists_them() {
 }
 
 /// A broker on a simulated file system with every write synced, as in production.
-fn service_on(fs: &pulsar_rs_ledger::simfs::SimFs) -> Arc<BrokerService> {
+fn service_on(fs: &pulsar_rs_ledger_testkit::simfs::SimFs) -> Arc<BrokerService> {
     let svc = BrokerService::open_on(
         BrokerConfig {
             journal_sync_data: true,
@@ -397,7 +397,7 @@ fn service_on(fs: &pulsar_rs_ledger::simfs::SimFs) -> Arc<BrokerService> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
-    let fs = pulsar_rs_ledger::simfs::SimFs::new();
+    let fs = pulsar_rs_ledger_testkit::simfs::SimFs::new();
     let svc = {
         let fs = fs.clone();
         tokio::task::spawn_blocking(move || service_on(&fs))
@@ -440,7 +440,7 @@ async fn a_power_cut_keeps_committed_transactions_whole_and_open_ones_hidden() {
         .unwrap();
     let y = publish(&t, Some(open), "y").await;
     // The machine loses power: only what was synced survives.
-    fs.power_cut(pulsar_rs_ledger::simfs::Cut::DropUnsynced);
+    fs.power_cut(pulsar_rs_ledger_testkit::simfs::Cut::DropUnsynced);
     drop((t, s, svc));
 
     let svc = {

@@ -7,6 +7,7 @@ use crate::bundles::{topic_hash, topic_parts, Bundle};
 use crate::documents::{BrokerUrls, NamespaceEphemeralData};
 use crate::error::{ClusterError, Result};
 use crate::paths;
+use crate::store::StoreError;
 
 use super::ClusterMember;
 
@@ -89,12 +90,12 @@ impl ClusterMember {
                 self.note_owned(bundle);
                 Ok(Owner::Me)
             }
-            Err(ClusterError::BadVersion { .. }) => match self.owner(bundle).await? {
+            Err(StoreError::BadVersion { .. }) => match self.owner(bundle).await? {
                 Some(o) => Ok(o),
                 // Released between our create and our read: the next lookup takes it.
                 None => Err(ClusterError::BundleUnloading(bundle.name())),
             },
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -116,7 +117,7 @@ impl ClusterMember {
         (self.on_release)(vec![bundle.clone()]).await;
         tracing::info!(bundle = %bundle.name(), "bundle released");
         marked?;
-        store.delete(&path, None).await
+        Ok(store.delete(&path, None).await?)
     }
 
     /// Unloads every owned bundle of `namespace` (or only `range`, `0xLOW_0xHIGH`); the

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{ClusterError, Result};
 use crate::paths;
-use crate::store::StoreWatch;
+use crate::store::{StoreError, StoreWatch};
 
 use super::ClusterMember;
 
@@ -36,7 +36,7 @@ impl ClusterMember {
     /// compare-and-set: fields changed meanwhile through another broker are kept.
     ///
     /// # Errors
-    /// [`ClusterError::NamespaceNotFound`]; [`ClusterError::BadVersion`] after
+    /// [`ClusterError::NamespaceNotFound`]; [`StoreError::BadVersion`] after
     /// [`CAS_ATTEMPTS`] lost races; store failures.
     pub async fn update_namespace_document(
         &self,
@@ -58,11 +58,11 @@ impl ClusterMember {
             }
             match store.set_json(&path, &doc, Some(stat.version)).await {
                 Ok(_) => return Ok(()),
-                Err(ClusterError::BadVersion { .. }) => {}
-                Err(e) => return Err(e),
+                Err(StoreError::BadVersion { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
         }
-        Err(ClusterError::BadVersion { path })
+        Err(StoreError::BadVersion { path }.into())
     }
 
     /// A tenant's `TenantInfo` document (`None`: no such tenant in the cluster).
@@ -83,20 +83,21 @@ impl ClusterMember {
         let store = self.store();
         match store.set_json(&path, info, None).await {
             Ok(_) => Ok(()),
-            Err(ClusterError::Metadata { .. }) if store.get(&path).await?.is_none() => {
-                store.create_json_if_absent(&path, info).await.map(|_| ())
+            Err(StoreError::Metadata { .. }) if store.get(&path).await?.is_none() => {
+                store.create_json_if_absent(&path, info).await?;
+                Ok(())
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
     /// Deletes a tenant's record; one that still has namespaces in the store is refused with
-    /// [`ClusterError::Metadata`] (ZooKeeper's `NotEmpty`).
+    /// [`StoreError::Metadata`] (ZooKeeper's `NotEmpty`).
     ///
     /// # Errors
     /// As above; store failures.
     pub async fn delete_tenant(&self, tenant: &str) -> Result<()> {
-        self.store().delete(&paths::tenant(tenant), None).await
+        Ok(self.store().delete(&paths::tenant(tenant), None).await?)
     }
 
     /// Every tenant with a `TenantInfo` document.
@@ -131,6 +132,6 @@ impl ClusterMember {
     /// # Errors
     /// Store failures.
     pub async fn watch_policies(&self) -> Result<StoreWatch> {
-        self.store().watch(paths::POLICIES_ROOT).await
+        Ok(self.store().watch(paths::POLICIES_ROOT).await?)
     }
 }

@@ -62,8 +62,8 @@ impl ClusterMember {
         policies.insert("replication_clusters".into(), json!([self.config.cluster]));
         self.store()
             .create_json_if_absent(&paths::namespace_policies(ns), &policies)
-            .await
-            .map(|_| ())
+            .await?;
+        Ok(())
     }
 
     /// Creates a tenant's `TenantInfo` record (`info`, Pulsar's JSON) unless it exists.
@@ -73,8 +73,8 @@ impl ClusterMember {
     pub async fn ensure_tenant(&self, tenant: &str, info: &serde_json::Value) -> Result<()> {
         self.store()
             .create_json_if_absent(&paths::tenant(tenant), info)
-            .await
-            .map(|_| ())
+            .await?;
+        Ok(())
     }
 
     /// Deletes a namespace's policies record (and forgets its bundles).
@@ -83,9 +83,10 @@ impl ClusterMember {
     /// Store failures.
     pub async fn delete_namespace(&self, ns: &str) -> Result<()> {
         self.boundaries.write().remove(ns);
-        self.store()
+        Ok(self
+            .store()
             .delete(&paths::namespace_policies(ns), None)
-            .await
+            .await?)
     }
 
     /// A namespace's bundle boundaries (cached after the first read).
@@ -159,12 +160,12 @@ impl ClusterMember {
         let meta = PartitionedTopicMetadata::new(n);
         let store = self.store();
         match store.get(&path).await? {
-            Some((_, stat)) => store
-                .set_json(&path, &meta, Some(stat.version))
-                .await
-                .map(|_| ()),
-            None => store.create_json(&path, &meta, false).await,
+            Some((_, stat)) => {
+                store.set_json(&path, &meta, Some(stat.version)).await?;
+            }
+            None => store.create_json(&path, &meta, false).await?,
         }
+        Ok(())
     }
 
     /// Deletes a partitioned topic's record.
@@ -174,6 +175,6 @@ impl ClusterMember {
     pub async fn delete_partitions(&self, full_name: &str) -> Result<()> {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
-        self.store().delete(&path, None).await
+        Ok(self.store().delete(&path, None).await?)
     }
 }

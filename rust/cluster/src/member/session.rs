@@ -12,9 +12,9 @@ use tokio::sync::{watch, Notify};
 
 use super::{ClusterMember, LoadSource, MemberConfig, OnRelease};
 use crate::documents::{now_ms, LeaderBroker, LocalBrokerData};
-use crate::error::{ClusterError, Result};
+use crate::error::Result;
 use crate::paths;
-use crate::store::MetadataStore;
+use crate::store::{MetadataStore, StoreError};
 
 /// How often the leader record is checked (and taken when free), and load reports written
 /// when ownership changed.
@@ -85,15 +85,15 @@ impl ClusterMember {
         let mut report = self.report();
         report.start_timestamp = now_ms();
         match store.create_json(&path, &report, true).await {
-            Err(ClusterError::BadVersion { .. }) => {
+            Err(StoreError::BadVersion { .. }) => {
                 if let Some((_, stat)) = store.get(&path).await? {
                     if stat.ephemeral_owner != store.session_id() {
                         store.delete(&path, Some(stat.version)).await?;
                     }
                 }
-                store.create_json(&path, &report, true).await
+                Ok(store.create_json(&path, &report, true).await?)
             }
-            r => r,
+            r => Ok(r?),
         }
     }
 

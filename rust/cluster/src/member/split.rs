@@ -14,6 +14,7 @@ use crate::documents::{BundlesOf, NamespaceEphemeralData};
 use crate::error::{ClusterError, Result};
 use crate::paths;
 use crate::split::split_boundaries;
+use crate::store::StoreError;
 
 use super::ClusterMember;
 
@@ -32,7 +33,7 @@ impl ClusterMember {
     ///
     /// # Errors
     /// [`ClusterError::BundleUnloading`] when this broker does not own `bundle` (any more) or it
-    /// is no longer one of the namespace's bundles; store failures; [`ClusterError::BadVersion`]
+    /// is no longer one of the namespace's bundles; store failures; [`StoreError::BadVersion`]
     /// after [`ATTEMPTS`] lost races.
     pub async fn split_bundle(&self, bundle: &Bundle, points: &[u32]) -> Result<Vec<Bundle>> {
         if points.is_empty() {
@@ -42,7 +43,7 @@ impl ClusterMember {
         loop {
             attempt += 1;
             match self.split_once(bundle, points).await {
-                Err(ClusterError::BadVersion { .. }) if attempt < ATTEMPTS => {
+                Err(ClusterError::Store(StoreError::BadVersion { .. })) if attempt < ATTEMPTS => {
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 }
                 r => return r,
@@ -79,7 +80,10 @@ impl ClusterMember {
             }
             locked.push(child);
         }
-        if let Err(e) = taken.and(self.write_boundaries(ns, &all).await) {
+        if let Err(e) = taken
+            .map_err(ClusterError::from)
+            .and(self.write_boundaries(ns, &all).await)
+        {
             for child in locked {
                 let _ = store.delete(&paths::ownership(&child.name()), None).await;
             }
@@ -105,7 +109,7 @@ impl ClusterMember {
     async fn write_boundaries(&self, ns: &str, boundaries: &[u32]) -> Result<()> {
         let store = self.store();
         let data =
-            serde_json::to_value(bundles_data(boundaries)).map_err(|e| ClusterError::Corrupt {
+            serde_json::to_value(bundles_data(boundaries)).map_err(|e| StoreError::Corrupt {
                 path: paths::local_policies(ns),
                 reason: e.to_string(),
             })?;
@@ -120,7 +124,7 @@ impl ClusterMember {
                 {
                     let recorded = parse_boundaries(&b)?;
                     if recorded.iter().any(|r| !boundaries.contains(r)) {
-                        return Err(ClusterError::BadVersion { path: local });
+                        return Err(StoreError::BadVersion { path: local }.into());
                     }
                 }
                 doc["bundles"] = data.clone();

@@ -8,13 +8,16 @@
 //!
 //! Split by job: [`append`] (rollover, journal appends, confirmation), [`read`] (positions and
 //! entry reads), [`trim`] (consumed ledgers), [`recovery`] (rebuilding the entry index at open),
-//! [`terminate`] (no more appends, for good).
+//! [`terminate`] (no more appends, for good); its subscriptions' places are [`cursor`]s. What
+//! every managed ledger of a storage shares (journal, cache, metadata store) is
+//! [`crate::shared::Shared`].
 //! Entries recovery found damaged are listed by [`ManagedLedger::corrupt_entries`]. On a
 //! [`crate::seam::SeamBacking`] (BookKeeper), [`on_seam`] replaces the journal and the local
 //! metadata with Pulsar's ledgers and records.
 
 mod append;
 mod completion;
+pub mod cursor;
 pub(crate) mod on_seam;
 mod read;
 mod recovery;
@@ -30,11 +33,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
+use self::cursor::Cursor;
 use crate::cache::LedgerEntries;
-use crate::cursor::Cursor;
 use crate::journal::Loc;
 use crate::seam::{ReadLedger, Version, WriteLedger};
-use crate::storage::Shared;
+use crate::shared::Shared;
 use crate::{LedgerConfig, LedgerError, Position, Result};
 
 pub use append::Added;

@@ -2,7 +2,7 @@
 
 use super::{LedgerInfo, Slot};
 use crate::journal::Loc;
-use crate::storage::Shared;
+use crate::shared::Shared;
 
 /// Rebuilds one ledger's entry index from what the journal scan found. Entries the journal
 /// lost (damaged records) become locations that fail on read, so nothing is skipped silently.

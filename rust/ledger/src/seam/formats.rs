@@ -1,5 +1,5 @@
 //! Pulsar's managed-ledger metadata records (`MLDataFormats.proto`, proto2), so that what a
-//! [`super::SeamManagedLedger`] writes is read by Pulsar's brokers and tools and the other way round:
+//! managed ledger on the seam writes is read by Pulsar's brokers and tools and the other way round:
 //!
 //! * [`ManagedLedgerInfo`]: the topic's ledger list, at `/managed-ledgers/{name}`;
 //! * [`ManagedCursorInfo`]: one cursor's mark-delete position and individually deleted ranges, at

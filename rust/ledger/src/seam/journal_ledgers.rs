@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use super::{BoxFut, LedgerStorage, Quorums, ReadLedger, WriteLedger};
 use crate::journal::{Completion, Loc};
-use crate::storage::Shared;
+use crate::shared::Shared;
 use crate::{LedgerError, Result};
 
 /// Ledgers in the local journal.

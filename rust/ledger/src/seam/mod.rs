@@ -8,23 +8,22 @@
 //! * [`VersionedStore`] holds small metadata records (the managed ledger's ledger list, each
 //!   cursor's state) with a version, written only by compare-and-set, as ZooKeeper does.
 //!
-//! [`SeamManagedLedger`] is a managed ledger written only against these two traits: it does not
-//! know which implementation it runs on. Its records are Pulsar's own protobufs ([`formats`]).
+//! A managed ledger written only against these two traits (so it does not know which
+//! implementation it runs on), `SeamManagedLedger`, is test support: the `pulsar-rs-ledger-testkit`
+//! crate. The records are Pulsar's own protobufs ([`formats`]).
 //!
 //! The broker's [`crate::ManagedLedger`] runs on either: on the local journal directly (its hot
 //! path hands the journal a [`crate::journal::Completion`] per run of appends with no allocation
 //! per entry), or on a [`SeamBacking`] (BookKeeper and ZooKeeper) with its ledger list and cursors
 //! in Pulsar's [`records`]. The local journal also implements the seam in [`journal_ledgers`] and
-//! [`local_store`], which [`SeamManagedLedger`]'s tests run on.
+//! [`local_store`], which the testkit's `SeamManagedLedger` runs on in tests.
 
 pub mod backing;
 pub mod formats;
 pub mod journal_ledgers;
 pub mod local_store;
-pub mod managed_ledger;
 pub mod paths;
 pub mod records;
-pub mod seam_cursor;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,9 +34,7 @@ use bytes::Bytes;
 use crate::Result;
 
 pub use backing::SeamBacking;
-pub use managed_ledger::{SeamLedgerConfig, SeamManagedLedger};
 pub use paths::{cursor_path, ledger_name, managed_ledger_path};
-pub use seam_cursor::SeamCursor;
 
 /// A boxed future, the shape every seam operation answers with.
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use pulsar_rs_broker::BrokerConfig;
 use pulsar_rs_cluster::{
     BrokerLoad, BrokerUrls, Bundle, ClusterError, ClusterMember, MemberConfig, ReportPolicy,
+    StoreError,
 };
 use pulsar_rs_proto::ServerError as Wire;
 
@@ -103,10 +104,8 @@ pub async fn join(
 #[must_use]
 pub fn wire(e: &ClusterError) -> (Wire, String) {
     let code = match e {
-        ClusterError::Metadata { .. }
-        | ClusterError::Corrupt { .. }
-        | ClusterError::NamespaceNotFound(_)
-        | ClusterError::BadVersion { .. } => Wire::MetadataError,
+        ClusterError::Store(StoreError::SessionLost) => Wire::ServiceNotReady,
+        ClusterError::Store(_) | ClusterError::NamespaceNotFound(_) => Wire::MetadataError,
         ClusterError::InvalidName(_) => Wire::InvalidTopicName,
         _ => Wire::ServiceNotReady,
     };

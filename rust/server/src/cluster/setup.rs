@@ -10,7 +10,7 @@ use std::time::Duration;
 use pulsar_rs_bookkeeper::zk_store::{ZkStore, DEFAULT_LEDGERS_ROOT};
 use pulsar_rs_broker::BrokerConfig;
 use pulsar_rs_cluster::store::ZkMetadataStore;
-use pulsar_rs_cluster::{setup, ClusterError, ClusterSetup, MetadataStore};
+use pulsar_rs_cluster::{setup, ClusterError, ClusterSetup, MetadataStore, StoreError};
 use pulsar_rs_ledger_bk::BkSettings;
 
 use crate::error::ServerError;
@@ -81,7 +81,7 @@ impl Store {
     async fn connect(&self, timeout: Duration) -> Result<MetadataStore, ClusterError> {
         match self {
             Store::ZooKeeper(servers) => connect(servers, timeout).await,
-            Store::Etcd(url) => MetadataStore::connect(url, timeout).await,
+            Store::Etcd(url) => Ok(MetadataStore::connect(url, timeout).await?),
         }
     }
 }
@@ -124,9 +124,11 @@ pub async fn initialize(args: &InitializeClusterMetadata) -> Result<Initialized,
     let mut formatted_bookkeeper = false;
     // (An etcd store without an existing BookKeeper was refused above.)
     if let (false, Store::ZooKeeper(local_servers)) = (args.existing_bookkeeper, &local_store) {
-        let bk_error = |e: pulsar_rs_bookkeeper::error::BkError| ClusterError::Metadata {
-            path: DEFAULT_LEDGERS_ROOT.into(),
-            reason: e.to_string(),
+        let bk_error = |e: pulsar_rs_bookkeeper::error::BkError| {
+            ClusterError::Store(StoreError::Metadata {
+                path: DEFAULT_LEDGERS_ROOT.into(),
+                reason: e.to_string(),
+            })
         };
         let bk = ZkStore::connect(local_servers, DEFAULT_LEDGERS_ROOT)
             .await

@@ -1,12 +1,16 @@
-//! The metadata store as the cluster uses it, with Pulsar's semantics whichever store is
-//! behind it: versioned reads, create-if-absent and compare-and-set writes, deletes, ephemeral
+//! The metadata-store client of pulsar_rs: Pulsar's metadata store as the cluster and the managed
+//! ledgers on BookKeeper use it, with Pulsar's semantics whichever store is behind it: versioned reads, create-if-absent and compare-and-set writes, deletes, ephemeral
 //! records tied to this broker's session, the children of a path, a watch on a subtree, and the
 //! session's loss reported once. `metadataStoreUrl` picks the store as Pulsar's
 //! `MetadataStoreFactory` does: `etcd:http://host:port[,http://host:port]` is etcd
 //! ([`etcd`]), `zk:host:port[,host:port][/chroot]` or a bare `host:port` ZooKeeper
 //! ([`zookeeper`]). Versions count from 0 at creation on both (etcd's own count starts at 1:
 //! Pulsar subtracts one, and so does [`etcd`]). The JSON helpers are written once, here.
+//!
+//! Modules, each importing only those before it (and this one's records): `error`; `zookeeper`;
+//! `etcd`.
 
+pub mod error;
 pub mod etcd;
 pub mod zookeeper;
 
@@ -15,7 +19,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{ClusterError, Result};
+pub use error::{Result, StoreError};
 
 pub use etcd::EtcdMetadataStore;
 pub use zookeeper::ZkMetadataStore;
@@ -83,7 +87,7 @@ pub fn is_etcd(url: &str) -> bool {
 }
 
 fn to_json<T: Serialize>(path: &str, value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| ClusterError::Corrupt {
+    serde_json::to_vec(value).map_err(|e| StoreError::Corrupt {
         path: path.to_owned(),
         reason: e.to_string(),
     })
@@ -149,7 +153,7 @@ impl MetadataStore {
     /// Reads a JSON record.
     ///
     /// # Errors
-    /// Store failures; [`ClusterError::Corrupt`] for a record that does not parse.
+    /// Store failures; [`StoreError::Corrupt`] for a record that does not parse.
     pub async fn get_json<T: DeserializeOwned>(
         &self,
         path: &str,
@@ -157,7 +161,7 @@ impl MetadataStore {
         let Some((raw, stat)) = self.get(path).await? else {
             return Ok(None);
         };
-        let v = serde_json::from_slice(&raw).map_err(|e| ClusterError::Corrupt {
+        let v = serde_json::from_slice(&raw).map_err(|e| StoreError::Corrupt {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
@@ -165,7 +169,7 @@ impl MetadataStore {
     }
 
     /// Creates a record that must not exist yet; `ephemeral` ties it to this session. An
-    /// existing record is [`ClusterError::BadVersion`].
+    /// existing record is [`StoreError::BadVersion`].
     ///
     /// # Errors
     /// As above; store failures.
@@ -196,7 +200,7 @@ impl MetadataStore {
     pub async fn create_if_absent(&self, path: &str, value: &[u8]) -> Result<bool> {
         match self.create(path, value, false).await {
             Ok(()) => Ok(true),
-            Err(ClusterError::BadVersion { .. }) => Ok(false),
+            Err(StoreError::BadVersion { .. }) => Ok(false),
             Err(e) => Err(e),
         }
     }
@@ -213,8 +217,8 @@ impl MetadataStore {
     /// new version.
     ///
     /// # Errors
-    /// [`ClusterError::BadVersion`] when it changed meanwhile; a missing record
-    /// ([`ClusterError::Metadata`]); store failures.
+    /// [`StoreError::BadVersion`] when it changed meanwhile; a missing record
+    /// ([`StoreError::Metadata`]); store failures.
     pub async fn set(&self, path: &str, value: &[u8], expected: Option<i32>) -> Result<i32> {
         match self {
             MetadataStore::ZooKeeper(s) => s.set(path, value, expected).await,
@@ -239,7 +243,7 @@ impl MetadataStore {
     /// is not an error.
     ///
     /// # Errors
-    /// [`ClusterError::BadVersion`]; store failures.
+    /// [`StoreError::BadVersion`]; store failures.
     pub async fn delete(&self, path: &str, expected: Option<i32>) -> Result<()> {
         match self {
             MetadataStore::ZooKeeper(s) => s.delete(path, expected).await,

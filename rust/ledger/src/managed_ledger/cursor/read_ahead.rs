@@ -1,5 +1,6 @@
 //! Read-ahead for cursors catching up from disk: while a dispatcher sends what it read, the
-//! next reads of its cursor are already running on the read-ahead threads.
+//! next reads of its cursor are already running on the storage's read-ahead threads (see
+//! [`crate::read_ahead_pool`], which also keeps the memory budget).
 //!
 //! A consumer catching up on a backlog the entry cache no longer holds is fed one cursor read at a
 //! time: the dispatcher reads (waiting for the device), hands the entries to the connection, and
@@ -23,11 +24,12 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Weak};
+use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 
 use crate::managed_ledger::{Entry, ManagedLedger};
+use crate::read_ahead_pool::BUDGET;
 use crate::Position;
 
 /// Reads smaller than this are not followed by a read-ahead: small catch-up reads gain little,
@@ -37,27 +39,9 @@ pub(crate) const MIN_BYTES: u64 = 128 << 10;
 /// Reads queued ahead of one cursor at most.
 pub(crate) const DEPTH: usize = 2;
 
-/// Threads running the reads queued ahead, per storage.
-const THREADS: usize = 2;
-
-/// Bytes all read-ahead slots of one storage may reserve together.
-pub(crate) const BUDGET: u64 = 64 << 20;
-
 /// Bytes one slot reads at most (besides a first entry larger than that): reads without a byte
 /// bound are read ahead this far.
 pub(crate) const MAX_SLOT_BYTES: u64 = 8 << 20;
-
-/// The read-ahead threads and budget of one storage. Owned by its `Shared`.
-#[derive(Default)]
-pub(crate) struct ReadAheads {
-    /// Bytes reserved by live slots. Relaxed: a budget, no memory is published through it.
-    reserved: Arc<AtomicU64>,
-    /// Entries handed to cursors from read-ahead slots. Relaxed: a statistic.
-    served: AtomicU64,
-    /// The queue to the read-ahead threads, started by the first read-ahead. Held only to send
-    /// or to start them.
-    queue: Mutex<Option<mpsc::Sender<Job>>>,
-}
 
 /// One queued read-ahead.
 struct Job {
@@ -252,10 +236,11 @@ impl CursorReadAhead {
                 break; // dropping `slot` gives the reservation back
             }
             slots.push_back(Arc::clone(&slot));
-            ra.send(Job {
+            let job = Job {
                 ml: Arc::downgrade(ml),
                 slot,
-            });
+            };
+            ra.send(Box::new(move || job.run()));
         }
         drop(slots);
         drop(dropped);
@@ -281,70 +266,23 @@ impl CursorReadAhead {
     }
 }
 
-impl ReadAheads {
-    /// Entries handed to cursors from read-ahead slots so far.
-    pub(crate) fn served(&self) -> u64 {
-        // Relaxed: a statistic.
-        self.served.load(Ordering::Relaxed)
-    }
-
-    /// Bytes reserved by live slots.
-    #[cfg(test)]
-    pub(crate) fn reserved(&self) -> u64 {
-        // Relaxed: a statistic.
-        self.reserved.load(Ordering::Relaxed)
-    }
-
-    /// Hands `job` to the read-ahead threads, starting them if needed. If they cannot be
-    /// started, the job is dropped (its cursor reads for itself).
-    fn send(&self, job: Job) {
-        let mut queue = self.queue.lock();
-        let job = match queue.as_ref() {
-            Some(tx) => match tx.send(job) {
-                Ok(()) => return,
-                Err(mpsc::SendError(job)) => job,
-            },
-            None => job,
-        };
-        let (tx, rx) = mpsc::channel();
-        // The threads share the receiver; whoever holds its lock waits in `recv` for the next job.
-        let rx = Arc::new(Mutex::new(rx));
-        for i in 0..THREADS {
-            let rx = Arc::clone(&rx);
-            let spawned = std::thread::Builder::new()
-                .name(format!("pulsar-rs-read-ahead-{i}"))
-                .spawn(move || run(&rx));
-            if let Err(e) = spawned {
-                tracing::warn!(error = %e, "cannot start a read-ahead thread");
-                if i == 0 {
-                    return;
-                }
-            }
-        }
-        let _ = tx.send(job);
-        *queue = Some(tx);
-    }
-}
-
-/// A read-ahead thread: runs queued reads until its storage is dropped.
-fn run(rx: &Mutex<mpsc::Receiver<Job>>) {
-    loop {
-        // Lock: held only while waiting for the next job (see `ReadAheads::send`).
-        let Ok(job) = rx.lock().recv() else { return };
+impl Job {
+    /// Reads the slot on a read-ahead thread (see [`crate::read_ahead_pool`]).
+    fn run(self) {
         let start = {
-            let mut st = job.slot.state.lock();
+            let mut st = self.slot.state.lock();
             // Only the job holds a slot its cursor dropped: not worth reading.
-            if !matches!(st.phase, Phase::Queued) || Arc::strong_count(&job.slot) == 1 {
-                continue;
+            if !matches!(st.phase, Phase::Queued) || Arc::strong_count(&self.slot) == 1 {
+                return;
             }
             st.phase = Phase::Running;
             st.start
         };
-        let read = job.ml.upgrade().map(|ml| {
+        let read = self.ml.upgrade().map(|ml| {
             ml.read_entries_from(
                 start,
-                job.slot.entries,
-                job.slot.bytes,
+                self.slot.entries,
+                self.slot.bytes,
                 Position::LATEST,
                 true,
             )
@@ -357,8 +295,8 @@ fn run(rx: &Mutex<mpsc::Receiver<Job>>) {
             }
             _ => Phase::Gone,
         };
-        job.slot.state.lock().phase = next;
-        job.slot.done.notify_all();
+        self.slot.state.lock().phase = next;
+        self.slot.done.notify_all();
     }
 }
 

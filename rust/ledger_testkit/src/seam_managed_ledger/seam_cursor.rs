@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use prost::Message;
-
-use super::formats::{
+use pulsar_rs_ledger::seam::formats::{
     LongProperty, ManagedCursorInfo, MessageRange, NestedPositionInfo, PositionInfo,
 };
-use super::{cursor_path, SeamManagedLedger, Version};
-use crate::{Entry, LedgerError, Position, Result};
+use pulsar_rs_ledger::seam::{cursor_path, Version};
+use pulsar_rs_ledger::{Entry, LedgerError, Position, Result};
+
+use super::SeamManagedLedger;
 
 /// A durable cursor.
 pub struct SeamCursor {

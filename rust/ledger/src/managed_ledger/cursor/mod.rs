@@ -5,6 +5,9 @@
 //! holes), partial batch acknowledgements, and properties. When the hole right after mark-delete
 //! closes, mark-delete advances over the contiguous acknowledged prefix. Durable cursors persist
 //! all of this (every hole, see [`crate::cursor_codec`]); non-durable ones (readers) do not.
+//! Its [`read_ahead`] reads the next entries while the dispatcher sends what it read.
+
+mod read_ahead;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -12,10 +15,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use self::read_ahead::{CursorReadAhead, Take};
 use crate::cursor_codec::CursorSnapshot;
 use crate::managed_ledger::{Entry, ManagedLedger};
 use crate::metastore::cursor_key;
-use crate::read_ahead::{self, CursorReadAhead, Take};
 use crate::{AckSet, LedgerError, Position, Result};
 
 struct State {
@@ -51,7 +54,7 @@ pub struct Cursor {
     /// on it (acks take `state` only); taken before `state`.
     flushing: Mutex<()>,
     /// The reads queued after this cursor's last large read from disk (see
-    /// [`crate::read_ahead`]); used by this cursor's reads only. Never locked with `state` held.
+    /// [`read_ahead`]); used by this cursor's reads only. Never locked with `state` held.
     ahead: CursorReadAhead,
 }
 

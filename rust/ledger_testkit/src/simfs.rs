@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::vfs::{DirLock, VFile, Vfs};
+use pulsar_rs_ledger::vfs::{DirLock, VFile, Vfs};
 
 /// What survives a power cut.
 #[derive(Clone, Copy, Debug)]
@@ -377,7 +377,7 @@ impl SimFile {
 /// `EINVAL`, as Linux answers, unless the memory, offset and length of a direct transfer are
 /// whole blocks.
 fn direct_aligned(blocks: &[u8], offset: u64) -> io::Result<()> {
-    let block = crate::vfs::DIRECT_BLOCK;
+    let block = pulsar_rs_ledger::vfs::DIRECT_BLOCK;
     let aligned = (blocks.as_ptr() as usize).is_multiple_of(block as usize)
         && offset.is_multiple_of(block)
         && (blocks.len() as u64).is_multiple_of(block);

@@ -17,17 +17,23 @@
 //! * any version conflict on the list, or a fenced ledger, means another owner took over: the
 //!   managed ledger becomes *fenced* and every later append fails with [`LedgerError::Fenced`].
 
+pub mod seam_cursor;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use prost::Message;
+use pulsar_rs_ledger::seam::formats::{
+    KeyValue, LedgerInfo, ManagedLedgerInfo, NestedPositionInfo,
+};
+use pulsar_rs_ledger::seam::{
+    managed_ledger_path, LedgerStorage, ReadLedger, Version, VersionedStore, WriteLedger,
+};
+use pulsar_rs_ledger::{Clock, Entry, LedgerError, Position, Result};
 
-use super::formats::{KeyValue, LedgerInfo, ManagedLedgerInfo, NestedPositionInfo};
-use super::seam_cursor::SeamCursor;
-use super::{managed_ledger_path, LedgerStorage, ReadLedger, Version, VersionedStore, WriteLedger};
-use crate::{Clock, Entry, LedgerError, Position, Result};
+pub use self::seam_cursor::SeamCursor;
 
 /// Settings of a [`SeamManagedLedger`] (Pulsar's names in the docs).
 #[derive(Clone, Debug)]
@@ -648,7 +654,7 @@ impl SeamManagedLedger {
         // Pending appends finish first; a failure here changes nothing about the deletion.
         let _ = writer.close().await;
         for name in self.cursor_names().await? {
-            let path = super::cursor_path(&self.name, &name);
+            let path = pulsar_rs_ledger::seam::cursor_path(&self.name, &name);
             self.store.delete(&path, None).await?;
         }
         // Lock: map clear only.

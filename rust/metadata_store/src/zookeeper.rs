@@ -9,7 +9,7 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 use super::{RecordStat, StoreEvent};
-use crate::error::{ClusterError, Result};
+use crate::error::{Result, StoreError};
 
 /// A persistent, recursive watch on one subtree of the store (ZooKeeper 3.6+'s `addWatch`),
 /// as Pulsar's metadata cache follows the store.
@@ -44,13 +44,13 @@ pub struct ZkMetadataStore {
     zk: zk::Client,
 }
 
-fn meta(path: &str, e: zk::Error) -> ClusterError {
+fn meta(path: &str, e: zk::Error) -> StoreError {
     match e {
-        zk::Error::BadVersion | zk::Error::NodeExists => ClusterError::BadVersion {
+        zk::Error::BadVersion | zk::Error::NodeExists => StoreError::BadVersion {
             path: path.to_owned(),
         },
-        zk::Error::SessionExpired | zk::Error::ClientClosed => ClusterError::SessionLost,
-        e => ClusterError::Metadata {
+        zk::Error::SessionExpired | zk::Error::ClientClosed => StoreError::SessionLost,
+        e => StoreError::Metadata {
             path: path.to_owned(),
             reason: e.to_string(),
         },
@@ -126,7 +126,7 @@ impl ZkMetadataStore {
     }
 
     /// Creates a record that must not exist yet (its parents are created as needed);
-    /// `ephemeral` ties it to this session. An existing record is [`ClusterError::BadVersion`].
+    /// `ephemeral` ties it to this session. An existing record is [`StoreError::BadVersion`].
     ///
     /// # Errors
     /// As above; store failures.
@@ -163,7 +163,7 @@ impl ZkMetadataStore {
     /// Replaces a record at version `expected` (`None`: whatever its version); its new version.
     ///
     /// # Errors
-    /// [`ClusterError::BadVersion`] when it changed meanwhile; a missing record; store failures.
+    /// [`StoreError::BadVersion`] when it changed meanwhile; a missing record; store failures.
     pub async fn set(&self, path: &str, value: &[u8], expected: Option<i32>) -> Result<i32> {
         self.zk
             .set_data(path, value, expected)
@@ -176,7 +176,7 @@ impl ZkMetadataStore {
     /// is not an error.
     ///
     /// # Errors
-    /// [`ClusterError::BadVersion`]; store failures.
+    /// [`StoreError::BadVersion`]; store failures.
     pub async fn delete(&self, path: &str, expected: Option<i32>) -> Result<()> {
         match self.zk.delete(path, expected).await {
             Ok(()) | Err(zk::Error::NoNode) => Ok(()),

@@ -1,10 +1,10 @@
-//! `pulsar-rs-perf`: the load generator of [`pulsar_rs_bench::perf`] as a binary. Per-second
+//! `pulsar-rs-perf`: the load generator of [`pulsar_rs_perf::perf`] as a binary. Per-second
 //! lines go to stderr; the summary is one JSON object on stdout (benches parse it).
 
 use std::sync::Arc;
 
 use clap::Parser;
-use pulsar_rs_bench::perf::{run, Args};
+use pulsar_rs_perf::perf::{run, Args};
 
 fn main() {
     let args = Arc::new(Args::parse());

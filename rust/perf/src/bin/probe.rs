@@ -6,7 +6,7 @@
 //!   the same with `O_DIRECT` writes (as the journal's durable rounds), and reading each file
 //!   back sequentially once it is not in the page cache (the read limit of a backlog that is
 //!   not cached).
-//! * `wake`: the CPU time a sleep and a wake-up cost (see `pulsar_rs_bench::wake`).
+//! * `wake`: the CPU time a sleep and a wake-up cost (see `pulsar_rs_perf::wake`).
 //!
 //! Output: one JSON object on stdout.
 
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use pulsar_rs_bench::stats::{new_histogram, record, summary_ms};
+use pulsar_rs_perf::stats::{new_histogram, record, summary_ms};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug)]
@@ -252,7 +252,7 @@ fn main() {
     let out = match args.cmd {
         Cmd::Tcp { seconds, chunk } => tcp(seconds, chunk),
         Cmd::Disk { dir, seconds } => disk(&dir, seconds),
-        Cmd::Wake { count } => Ok(pulsar_rs_bench::wake::probe(count)),
+        Cmd::Wake { count } => Ok(pulsar_rs_perf::wake::probe(count)),
     };
     match out {
         Ok(v) => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),

@@ -1,4 +1,4 @@
-//! Benchmark tooling for pulsar_rs.
+//! The load generator (`perf`) and the machine-limit probes of pulsar_rs: what its benchmarks run.
 //!
 //! * [`client`]: a minimal Pulsar protocol client on Tokio (CONNECT, PRODUCER, SEND, SUBSCRIBE,
 //!   FLOW, ACK) built on `pulsar_rs_proto`, enough for a load generator. It speaks to any

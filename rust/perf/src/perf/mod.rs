@@ -2,7 +2,7 @@
 //! of Pulsar's `pulsar-perf`.
 //!
 //! Producers and consumers speak the Pulsar binary protocol directly (see
-//! `pulsar_rs_bench::client`), so the same binary measures pulsar_rs and any other
+//! `pulsar_rs_perf::client`), so the same binary measures pulsar_rs and any other
 //! Pulsar-compatible broker (pulsar-lite). Producers and consumers of one run share a process;
 //! several of them may share a connection (`--connections`), as the official clients multiplex
 //! producers over one connection per broker.

@@ -13,7 +13,7 @@ mod etcd;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use pulsar_rs_cluster::{ClusterError, MetadataStore, StoreEvent, StoreWatch};
+use pulsar_rs_metadata_store::{MetadataStore, StoreError, StoreEvent, StoreWatch};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(6);
@@ -74,13 +74,13 @@ async fn contract(url: &str) {
     );
     assert!(matches!(
         b.create(p, b"2", false).await,
-        Err(ClusterError::BadVersion { .. })
+        Err(StoreError::BadVersion { .. })
     ));
     assert!(!b.create_if_absent(p, b"2").await.unwrap());
     assert_eq!(a.set(p, b"2", Some(0)).await.unwrap(), 1);
     assert!(matches!(
         b.set(p, b"3", Some(0)).await,
-        Err(ClusterError::BadVersion { .. })
+        Err(StoreError::BadVersion { .. })
     ));
     assert_eq!(b.set(p, b"3", None).await.unwrap(), 2);
     let (v, st) = a.get(p).await.unwrap().unwrap();
@@ -89,7 +89,7 @@ async fn contract(url: &str) {
         assert!(
             matches!(
                 a.set("/contract/none", b"x", expected).await,
-                Err(ClusterError::Metadata { .. })
+                Err(StoreError::Metadata { .. })
             ),
             "a write to a missing record ({expected:?}) is refused"
         );
@@ -97,7 +97,7 @@ async fn contract(url: &str) {
     assert!(a.get("/contract/none").await.unwrap().is_none());
     assert!(matches!(
         a.delete(p, Some(1)).await,
-        Err(ClusterError::BadVersion { .. })
+        Err(StoreError::BadVersion { .. })
     ));
     assert!(
         a.get(p).await.unwrap().is_some(),
@@ -133,7 +133,7 @@ async fn contract(url: &str) {
     assert_eq!(st.ephemeral_owner, a.session_id());
     assert!(matches!(
         b.create(e, b"", true).await,
-        Err(ClusterError::BadVersion { .. })
+        Err(StoreError::BadVersion { .. })
     ));
     // A write keeps it ephemeral (ZooKeeper's setData; etcd's put keeping the lease).
     a.set(e, b"still mine", None).await.unwrap();
@@ -212,7 +212,7 @@ fn an_etcd_session_is_lost_with_its_lease() {
         assert!(other.get("/loss/mine").await.unwrap().is_none());
         assert!(matches!(
             s.create("/loss/again", b"", true).await,
-            Err(ClusterError::SessionLost)
+            Err(StoreError::SessionLost)
         ));
         // A new session works.
         let again = MetadataStore::connect(&etcd.url(), TIMEOUT).await.unwrap();
