@@ -171,6 +171,14 @@ class Topics(Group, TopicPolicySetters, TopicLimits):
         path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/replicatedSubscriptionStatus"
         return self._a.request("GET", path)
 
+    def diagnose_subscription(self, topic: str, subscription: str) -> dict[str, dict[str, Any]]:
+        """What holds the subscription's delivery back now, by topic or partition: its consumers'
+        state and a list of ``blockers``, each with a ``reason`` (``NO_PERMITS``,
+        ``KEY_HELD_BY_OTHER_CONSUMER``, ``DELAYED_DELIVERY``, ``OPEN_TRANSACTION``, ...; docs/admin.md),
+        and the oldest unacknowledged message with its age (``diagnose-subscription``)."""
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/diagnosis"
+        return self._a.request("GET", path)
+
     def expire_messages_all_subscriptions(self, topic: str, seconds: int) -> None:
         self._a.request("POST", f"/admin/v2/{topic_path(topic)}/all_subscription/expireMessages/{seconds}")
 

@@ -10,7 +10,8 @@ subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earl
 ``unsubscribe T -s S [-f]``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
 ``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S (-t TIME | -p L:E [-e])``,
 ``expire-messages-all-subscriptions T -t TIME``, ``set-replicated-subscription-status T -s S
-(--enable | --disable)``, ``get-replicated-subscription-status T -s S``. TIME is relative (``10m``: ten minutes ago).
+(--enable | --disable)``, ``get-replicated-subscription-status T -s S``, ``diagnose-subscription T -s S``
+(what holds its delivery back now). TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
 ``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
@@ -139,6 +140,12 @@ def add(groups: Any) -> None:
         g,
         "get-replicated-subscription-status",
         lambda admin, a: admin.topics.get_replicated_subscription_status(a.topic, a.subscription),
+        sub=True,
+    )
+    _topic_parser(
+        g,
+        "diagnose-subscription",
+        lambda admin, a: admin.topics.diagnose_subscription(a.topic, a.subscription),
         sub=True,
     )
     p = _topic_parser(g, "reset-cursor", _reset_cursor, sub=True)
