@@ -90,12 +90,13 @@ impl Subscription {
     /// `keySharedLookAheadMsgInReplayThresholdPerConsumer` × consumers, at most
     /// `...PerSubscription`).
     pub(super) fn key_shared_look_ahead(&self, consumers: usize) -> usize {
-        let per_consumer = self
-            .config
-            .key_shared_look_ahead_msg_in_replay_threshold_per_consumer as usize;
+        let per_consumer =
+            self.config
+                .key_shared_look_ahead_msg_in_replay_threshold_per_consumer as usize;
         let per_sub = self
             .config
-            .key_shared_look_ahead_msg_in_replay_threshold_per_subscription as usize;
+            .key_shared_look_ahead_msg_in_replay_threshold_per_subscription
+            as usize;
         per_consumer.saturating_mul(consumers).min(per_sub)
     }
 

@@ -739,7 +739,10 @@ fn diagnosis_names_the_draining_hash_then_the_owner_without_permits() {
     );
     r.sub.flow(&b, 10);
     r.drain();
-    assert_eq!(r.sink.messages(), vec![(1, e0.entry_id, 0), (2, e1.entry_id, 0)]);
+    assert_eq!(
+        r.sink.messages(),
+        vec![(1, e0.entry_id, 0), (2, e1.entry_id, 0)]
+    );
     let d = r.sub.diagnose();
     assert!(d.blockers.is_empty() && !d.waiting_for_delivery, "{d:?}");
     assert_eq!(d.oldest_unacked, Some(e1));

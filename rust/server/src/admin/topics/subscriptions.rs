@@ -113,7 +113,12 @@ fn diagnose(t: &Topic, s: &pulsar_rs_broker::Subscription, now_ms: u64) -> Value
     let d = s.diagnose();
     let read = |id: &str| -> Option<pulsar_rs_proto::pb::MessageMetadata> {
         let p = parse_position(id)?;
-        let e = t.ledger.read_entries(p, 1, u64::MAX, p).ok()?.into_iter().next()?;
+        let e = t
+            .ledger
+            .read_entries(p, 1, u64::MAX, p)
+            .ok()?
+            .into_iter()
+            .next()?;
         (e.position == p).then(|| pulsar_rs_proto::parse_stored_metadata(&e.data).ok())?
     };
     let oldest = d.oldest_unacked.map(|p| {
