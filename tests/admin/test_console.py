@@ -152,6 +152,9 @@ def test_console_shows_topics_live_backlog_and_acts(pulsar_broker, tmp_path):
             sub_row = "tr[data-subscription='sub']"
             b.wait_text(f"{sub_row} td.backlog", lambda t: t == "25")
             b.wait_text("#ledgers tbody", lambda t: len(t) > 0)
+            # "Why not delivering?": the subscription has a backlog and no consumer.
+            b.click(b.find_all(f"{sub_row} button.diagnose")[0])
+            b.wait_text("#diagnosis", lambda t: "backlog 25" in t and "NO_CONSUMERS" in t)
             b.script("window.confirm = () => true")
             b.click(b.find_all(f"{sub_row} button.clear-backlog")[0])
             b.wait_text("#action-result", lambda t: "clear backlog: done" in t)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import urllib.parse
 from typing import Any
 
 from .. import units
@@ -170,6 +171,49 @@ class Topics(Group, TopicPolicySetters, TopicLimits):
         """Whether the subscription is replicated, by topic or partition."""
         path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/replicatedSubscriptionStatus"
         return self._a.request("GET", path)
+
+    def diagnose_subscription(self, topic: str, subscription: str) -> dict[str, dict[str, Any]]:
+        """What holds the subscription's delivery back now, by topic or partition: its consumers'
+        state and a list of ``blockers``, each with a ``reason`` (``NO_PERMITS``,
+        ``KEY_HELD_BY_OTHER_CONSUMER``, ``DELAYED_DELIVERY``, ``OPEN_TRANSACTION``, ...; docs/admin.md),
+        and the oldest unacknowledged message with its age (``diagnose-subscription``)."""
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/diagnosis"
+        return self._a.request("GET", path)
+
+    def search_messages(
+        self,
+        topic: str,
+        *,
+        key: str | None = None,
+        properties: dict[str, str] | None = None,
+        from_publish_time: int | None = None,
+        to_publish_time: int | None = None,
+        from_message_id: str | None = None,
+        limit: int | None = None,
+        max_entries: int | None = None,
+    ) -> dict[str, Any]:
+        """The messages of a topic (or one partition) with this key (partition or ordering key),
+        these properties (all of them) and a publish time in ``[from_publish_time,
+        to_publish_time]`` (ms), each message of a batch on its own: ``{"messages": [...],
+        "entriesScanned", "lastScanned", "complete"}``. The scan stops after ``max_entries``
+        entries (100 000 by default; ``complete`` is then false: go on with ``from_message_id``
+        after ``lastScanned``) or ``limit`` matches (100) (``search-messages``)."""
+        query: dict[str, str] = {}
+        if key is not None:
+            query["key"] = key
+        if properties:
+            query["properties"] = ",".join(f"{k}={v}" for k, v in properties.items())
+        for name, value in (
+            ("fromPublishTime", from_publish_time),
+            ("toPublishTime", to_publish_time),
+            ("fromMessageId", from_message_id),
+            ("limit", limit),
+            ("maxEntries", max_entries),
+        ):
+            if value is not None:
+                query[name] = str(value)
+        suffix = "?" + urllib.parse.urlencode(query) if query else ""
+        return self._a.request("GET", f"/admin/v2/{topic_path(topic)}/searchMessages{suffix}")
 
     def expire_messages_all_subscriptions(self, topic: str, seconds: int) -> None:
         self._a.request("POST", f"/admin/v2/{topic_path(topic)}/all_subscription/expireMessages/{seconds}")

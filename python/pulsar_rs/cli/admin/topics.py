@@ -10,7 +10,9 @@ subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earl
 ``unsubscribe T -s S [-f]``, ``skip T -s S -n N``, ``clear-backlog T -s S`` (also ``skip-all``),
 ``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S (-t TIME | -p L:E [-e])``,
 ``expire-messages-all-subscriptions T -t TIME``, ``set-replicated-subscription-status T -s S
-(--enable | --disable)``, ``get-replicated-subscription-status T -s S``. TIME is relative (``10m``: ten minutes ago).
+(--enable | --disable)``, ``get-replicated-subscription-status T -s S``, ``diagnose-subscription T -s S``
+(what holds its delivery back now), ``search-messages T [-k KEY] [-p k=v,...] [--from-time TIME]
+[--to-time TIME] [-m LEDGER:ENTRY] [-n LIMIT] [--max-entries N]``. TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
 ``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
@@ -33,6 +35,21 @@ def _reset_cursor(admin: Admin, a: argparse.Namespace) -> None:
     else:
         timestamp_ms = int(time.time() * 1000) - a.time * 1000
         admin.topics.reset_cursor(a.topic, a.subscription, timestamp_ms=max(0, timestamp_ms))
+
+
+def _search_messages(admin: Admin, a: argparse.Namespace) -> Any:
+    now_ms = int(time.time() * 1000)
+    properties = dict(kv.split("=", 1) for kv in a.properties.split(",") if kv) if a.properties else None
+    return admin.topics.search_messages(
+        a.topic,
+        key=a.key,
+        properties=properties,
+        from_publish_time=None if a.from_time is None else max(0, now_ms - a.from_time * 1000),
+        to_publish_time=None if a.to_time is None else max(0, now_ms - a.to_time * 1000),
+        from_message_id=a.from_message_id,
+        limit=a.limit,
+        max_entries=a.max_entries,
+    )
 
 
 def _expire_messages(admin: Admin, a: argparse.Namespace) -> None:
@@ -141,6 +158,20 @@ def add(groups: Any) -> None:
         lambda admin, a: admin.topics.get_replicated_subscription_status(a.topic, a.subscription),
         sub=True,
     )
+    _topic_parser(
+        g,
+        "diagnose-subscription",
+        lambda admin, a: admin.topics.diagnose_subscription(a.topic, a.subscription),
+        sub=True,
+    )
+    p = _topic_parser(g, "search-messages", _search_messages)
+    p.add_argument("--key", "-k", help="the partition key or ordering key")
+    p.add_argument("--properties", "-p", help="k1=v1,k2=v2: every one must match")
+    p.add_argument("--from-time", type=seconds, help="published at most this long ago, e.g. 10m")
+    p.add_argument("--to-time", type=seconds, help="published at least this long ago, e.g. 5m")
+    p.add_argument("--from-message-id", "-m", help="LEDGER:ENTRY: scan from there (lastScanned of a search)")
+    p.add_argument("--limit", "-n", type=int, help="at most this many messages (100)")
+    p.add_argument("--max-entries", type=int, help="scan at most this many entries (100000)")
     p = _topic_parser(g, "reset-cursor", _reset_cursor, sub=True)
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--time", "-t", type=seconds, help="how far back, e.g. 10m, 3h (relative to now)")

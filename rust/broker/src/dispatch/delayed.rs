@@ -48,6 +48,12 @@ impl DelayedTracker {
         due
     }
 
+    /// The earliest delivery time held (ms), if any.
+    #[must_use]
+    pub fn next_at(&self) -> Option<i64> {
+        self.by_time.first().map(|&(at, _)| at)
+    }
+
     /// How long until the next held entry's delivery time. The timer aims at the delivery time
     /// itself, as Pulsar's `AbstractDelayedDeliveryTracker.updateTimer`: the tick's slack only
     /// lets an entry read within a tick of its time go out at once (`add`), it does not wake

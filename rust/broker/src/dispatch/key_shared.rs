@@ -473,6 +473,16 @@ impl Draining {
         self.pending.get(&position).copied()
     }
 
+    /// The oldest pending position of `slot` (what its holder has not acknowledged yet).
+    #[must_use]
+    pub fn oldest_pending_of(&self, slot: u16) -> Option<Position> {
+        self.pending
+            .iter()
+            .filter(|&(_, &s)| s == slot)
+            .map(|(&p, _)| p)
+            .min()
+    }
+
     /// Slots currently held (draining or not), for stats.
     #[must_use]
     pub fn held_slots(&self) -> usize {

@@ -57,6 +57,11 @@ impl ReplaySet {
         self.entries.is_empty()
     }
 
+    /// The waiting positions with their slots, in position order.
+    pub fn iter(&self) -> impl Iterator<Item = (Position, Option<u16>)> + '_ {
+        self.entries.iter().map(|(&p, &s)| (p, s))
+    }
+
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.entries.clear();

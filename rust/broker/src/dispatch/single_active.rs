@@ -54,6 +54,16 @@ impl SingleActiveConsumer {
         self.hold_until_ms.is_some()
     }
 
+    /// The handle of the active consumer, if any.
+    pub(crate) fn active_handle(&self) -> Option<u64> {
+        self.active
+    }
+
+    /// Until when a Failover change is held (ms on the subscription's clock), if it is.
+    pub(crate) fn hold_until_ms(&self) -> Option<u64> {
+        self.hold_until_ms
+    }
+
     /// Forgets the active consumer and any delay (all consumers were disconnected).
     pub(crate) fn reset(&mut self) {
         self.active = None;

@@ -6,7 +6,7 @@
 //! the new entries of a replayed key right after the replayed ones, without waiting for their
 //! acknowledgement.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use pulsar_rs_ledger::{Entry, Position};
 
@@ -18,6 +18,22 @@ use super::replay::ReplaySet;
 use crate::config::BrokerConfig;
 use crate::consumer::Consumer;
 use crate::error::BrokerError;
+
+/// Why the entries of one hash wait in the replay set (a subscription's diagnosis).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeyWait {
+    /// The hash (slot) of their key.
+    pub(crate) slot: u16,
+    /// The oldest of them.
+    pub(crate) position: Position,
+    /// How many wait.
+    pub(crate) waiting: u32,
+    /// The consumer owning the hash now (its handle), if any.
+    pub(crate) owner: Option<u64>,
+    /// Another consumer still holding unacknowledged entries of the hash (its handle and the
+    /// oldest of them), when order is kept: the owner gets the hash once they are acknowledged.
+    pub(crate) holder: Option<(u64, Position)>,
+}
 
 /// Routing state of a Key_Shared subscription; guarded by the subscription's state lock.
 pub(crate) struct StickyKeyConsumers {
@@ -82,6 +98,45 @@ impl StickyKeyConsumers {
     /// A delivered entry was acknowledged or taken back: its slot, and whether that freed it.
     pub(crate) fn release(&mut self, position: Position) -> Option<(u16, bool)> {
         self.draining.release(position)
+    }
+
+    /// The hashes whose entries wait in the replay set, oldest first (at most `max` of them,
+    /// each with all its waiting entries counted), with their owner and any other holder; and
+    /// how many hashes wait in all.
+    pub(crate) fn waiting_keys(&self, max: usize) -> (Vec<KeyWait>, usize) {
+        let mut out: Vec<KeyWait> = Vec::new();
+        let mut index: HashMap<u16, usize> = HashMap::new();
+        let mut others: HashSet<u16> = HashSet::new();
+        for (position, slot) in self.replay.iter() {
+            let Some(slot) = slot else { continue };
+            if let Some(&i) = index.get(&slot) {
+                out[i].waiting += 1;
+                continue;
+            }
+            if out.len() >= max {
+                others.insert(slot);
+                continue;
+            }
+            let owner = self.selector.owner(slot);
+            let holder = if self.allow_out_of_order {
+                None
+            } else {
+                self.draining
+                    .holder(slot)
+                    .filter(|&h| Some(h) != owner)
+                    .map(|h| (h, self.draining.oldest_pending_of(slot).unwrap_or(position)))
+            };
+            index.insert(slot, out.len());
+            out.push(KeyWait {
+                slot,
+                position,
+                waiting: 1,
+                owner,
+                holder,
+            });
+        }
+        let total = out.len() + others.len();
+        (out, total)
     }
 
     /// Takes up to `n` replay positions whose slot's owner can take them now, in order.

@@ -9,6 +9,7 @@
 //! another.
 
 pub mod compacted_read;
+pub mod diagnosis;
 pub mod expiry;
 pub mod expiry_monitor;
 mod pass;

@@ -86,6 +86,20 @@ impl Subscription {
             .map(|wait| pulsar_rs_clock::monotonic() + wait)
     }
 
+    /// How many entries a Key_Shared replay set may hold before reading stops (Pulsar's
+    /// `keySharedLookAheadMsgInReplayThresholdPerConsumer` × consumers, at most
+    /// `...PerSubscription`).
+    pub(super) fn key_shared_look_ahead(&self, consumers: usize) -> usize {
+        let per_consumer =
+            self.config
+                .key_shared_look_ahead_msg_in_replay_threshold_per_consumer as usize;
+        let per_sub = self
+            .config
+            .key_shared_look_ahead_msg_in_replay_threshold_per_subscription
+            as usize;
+        per_consumer.saturating_mul(consumers).min(per_sub)
+    }
+
     /// Decides the next step; `cap` bounds the entries (read batch, rate limits).
     pub(super) fn plan(&self, cap: usize, stall: Option<Stall>) -> Plan {
         let now = pulsar_rs_clock::monotonic();
@@ -176,15 +190,7 @@ impl Subscription {
             }
         }
         let look_ahead = if key_shared {
-            let per_consumer = self
-                .config
-                .key_shared_look_ahead_msg_in_replay_threshold_per_consumer
-                as usize;
-            let per_sub = self
-                .config
-                .key_shared_look_ahead_msg_in_replay_threshold_per_subscription
-                as usize;
-            (per_consumer.saturating_mul(consumer_count)).min(per_sub)
+            self.key_shared_look_ahead(consumer_count)
         } else {
             usize::MAX
         };

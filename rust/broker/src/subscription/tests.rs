@@ -679,3 +679,98 @@ fn exclusive_consumers_hear_no_active_consumer_change() {
     f.consumer(1, "a", 0, SubType::Failover);
     assert_eq!(f.sink.notices(), vec![(1, true)], "Failover's are told");
 }
+
+/// The diagnosis names what the dispatcher waits for: a moved Key_Shared hash still held by its
+/// previous consumer, then its new owner without permits, then nothing once all is delivered.
+#[test]
+fn diagnosis_names_the_draining_hash_then_the_owner_without_permits() {
+    use super::diagnosis::Blocker;
+    let config = BrokerConfig {
+        subscription_key_shared_use_consistent_hashing: false,
+        ..BrokerConfig::default()
+    };
+    let r = rig(-1, config);
+    let a = r.consumer(1, "a", 0, SubType::KeyShared);
+    r.sub.flow(&a, 100);
+    let slot = |k: &str| slot_of(Some(k.as_bytes()));
+    // AUTO_SPLIT without consistent hashing: `b` takes the upper half of the slots.
+    let moving = (0..)
+        .map(|i| format!("key-{i}"))
+        .find(|k| slot(k) >= 32768)
+        .unwrap_or_default();
+    let e0 = r.publish(Some(&moving));
+    r.drain();
+    let b = r.consumer(2, "b", 0, SubType::KeyShared);
+    let e1 = r.publish(Some(&moving));
+    r.drain();
+    let d = r.sub.diagnose();
+    assert!(d.waiting_for_delivery && d.messages_in_replay == 1);
+    assert_eq!(
+        d.blockers,
+        vec![
+            Blocker::NoPermits {
+                consumer: "b".into()
+            },
+            Blocker::KeyHeldByOtherConsumer {
+                hash: slot(&moving),
+                message_id: e1.to_string(),
+                waiting: 1,
+                owner: "b".into(),
+                holder: "a".into(),
+                holder_message_id: e0.to_string(),
+            }
+        ]
+    );
+    r.ack(&a, &[e0]);
+    r.drain();
+    assert_eq!(
+        r.sub.diagnose().blockers,
+        vec![
+            Blocker::NoPermits {
+                consumer: "b".into()
+            },
+            Blocker::KeyOwnerCannotTake {
+                hash: slot(&moving),
+                message_id: e1.to_string(),
+                waiting: 1,
+                owner: "b".into(),
+            }
+        ]
+    );
+    r.sub.flow(&b, 10);
+    r.drain();
+    assert_eq!(
+        r.sink.messages(),
+        vec![(1, e0.entry_id, 0), (2, e1.entry_id, 0)]
+    );
+    let d = r.sub.diagnose();
+    assert!(d.blockers.is_empty() && !d.waiting_for_delivery, "{d:?}");
+    assert_eq!(d.oldest_unacked, Some(e1));
+}
+
+/// The diagnosis names a Failover change in its delay, with the new active consumer.
+#[test]
+fn diagnosis_names_the_failover_delay() {
+    use super::diagnosis::Blocker;
+    use pulsar_rs_ledger::Clock as _;
+    let config = BrokerConfig {
+        active_consumer_failover_delay_time_millis: 1000,
+        ..BrokerConfig::default()
+    };
+    let r = rig(-1, config);
+    let c = r.consumer(1, "c", 0, SubType::Failover);
+    r.sub.flow(&c, 10);
+    r.publish(None);
+    r.drain();
+    let until = r.clock.now_ms() + 1000;
+    assert_eq!(
+        r.sub.diagnose().blockers,
+        vec![Blocker::FailoverDelay {
+            consumer: "c".into(),
+            until
+        }]
+    );
+    r.clock.advance_ms(1000);
+    r.drain();
+    assert!(r.sub.diagnose().blockers.is_empty());
+}

@@ -152,6 +152,14 @@ impl TransactionBuffer {
         }
     }
 
+    /// The oldest ongoing transaction and the position of its first message here: what holds
+    /// dispatch back (the max read position is just before it).
+    #[must_use]
+    pub fn oldest_ongoing(&self) -> Option<(TxnId, Position)> {
+        let st = self.state.lock();
+        st.order.iter().next().map(|&(at, txn)| (txn, at))
+    }
+
     /// Whether `txn` was aborted here.
     #[must_use]
     pub fn is_aborted(&self, txn: TxnId) -> bool {

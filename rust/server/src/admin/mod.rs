@@ -102,6 +102,7 @@ fn router(ctx: Arc<ServerContext>, history: Arc<History>) -> Router {
         .merge(topics::schemas::routes())
         .merge(topics::subscriptions::routes())
         .merge(topics::messages::routes())
+        .merge(topics::search::routes())
         .merge(namespaces::permissions::routes())
         .merge(topics::lookup::routes())
         .merge(transactions::stats::routes())

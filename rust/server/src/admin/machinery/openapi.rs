@@ -365,6 +365,16 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/replicatedSubscriptionStatus",
         &["GET", "POST"],
     ),
+    (
+        "subscriptions",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/diagnosis",
+        &["GET"],
+    ),
+    (
+        "search",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/searchMessages",
+        &["GET"],
+    ),
     ("tenants", "/admin/v2/tenants", &["GET"]),
     (
         "tenants",

@@ -11,6 +11,7 @@ pub(in crate::admin) mod non_persistent;
 pub(in crate::admin) mod partitions;
 pub(in crate::admin) mod replication_stats;
 pub(in crate::admin) mod schemas;
+pub(in crate::admin) mod search;
 pub(in crate::admin) mod stats;
 pub(in crate::admin) mod subscriptions;
 pub(in crate::admin) mod terminate;

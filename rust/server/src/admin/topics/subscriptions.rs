@@ -3,7 +3,9 @@
 //! `?force=true` disconnects them first), `skip/{n}`, `skip_all`, `resetcursor/{timestamp}`,
 //! `resetcursor` to a message id, `expireMessages/{seconds}` (one subscription or
 //! `all_subscription`), `expireMessages` to a message id, `replicatedSubscriptionStatus` (get
-//! and set whether a subscription is replicated).
+//! and set whether a subscription is replicated), `diagnosis` (what holds its delivery back now:
+//! [`pulsar_rs_broker::subscription::diagnosis`], with the entries it names read for their
+//! publish time and key).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -81,6 +83,76 @@ pub(in crate::admin) fn routes() -> Routes {
             Access::Tenant,
             post(set_replicated).get(get_replicated),
         )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/diagnosis",
+            Access::TopicRead,
+            get(diagnosis),
+        )
+}
+
+/// `GET .../subscription/{sub}/diagnosis`: `{"<topic or partition>": <diagnosis>}`, one entry
+/// per partition that has the subscription; 404 when none has it.
+async fn diagnosis(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+) -> Response {
+    let now_ms = ctx.service.clock().now_ms();
+    match each_subscription(ctx, path, sub, move |t, s| Ok(diagnose(t, s, now_ms))).await {
+        Ok(found) => {
+            let found: Map<String, Value> = found.into_iter().collect();
+            Json(Value::Object(found)).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+/// One subscription's diagnosis, with the oldest unacknowledged message (its publish time and
+/// age at `now_ms`) and the key of each waiting hash named, read from their entries (blocking).
+fn diagnose(t: &Topic, s: &pulsar_rs_broker::Subscription, now_ms: u64) -> Value {
+    let d = s.diagnose();
+    let read = |id: &str| -> Option<pulsar_rs_proto::pb::MessageMetadata> {
+        let p = parse_position(id)?;
+        let e = t
+            .ledger
+            .read_entries(p, 1, u64::MAX, p)
+            .ok()?
+            .into_iter()
+            .next()?;
+        (e.position == p).then(|| pulsar_rs_proto::parse_stored_metadata(&e.data).ok())?
+    };
+    let oldest = d.oldest_unacked.map(|p| {
+        let id = p.to_string();
+        let publish = read(&id).map(|md| md.publish_time);
+        serde_json::json!({
+            "messageId": id,
+            "publishTime": publish,
+            "ageMs": publish.map(|ms| now_ms.saturating_sub(ms)),
+        })
+    });
+    let mut v = serde_json::to_value(&d).unwrap_or(Value::Null);
+    if let Some(blockers) = v.get_mut("blockers").and_then(Value::as_array_mut) {
+        for b in blockers {
+            let id = match b.get("hash").and(b.get("messageId")) {
+                Some(Value::String(id)) => id.clone(),
+                _ => continue,
+            };
+            if let Some(md) = read(&id) {
+                let key = md.ordering_key.map_or(md.partition_key, |k| {
+                    Some(String::from_utf8_lossy(&k).into_owned())
+                });
+                b["key"] = key.map_or(Value::Null, Value::String);
+            }
+        }
+    }
+    v["oldestUnackedMessage"] = oldest.unwrap_or(Value::Null);
+    v
+}
+
+/// `ledger:entry` back to a position.
+fn parse_position(id: &str) -> Option<Position> {
+    let (l, e) = id.split_once(':')?;
+    Some(Position::new(l.parse().ok()?, e.parse().ok()?))
 }
 
 /// `POST .../replicatedSubscriptionStatus` with `true` or `false`: makes the subscription (on

@@ -275,6 +275,30 @@ function overviewPage(view) {
   });
 }
 
+// "Why is this subscription not delivering?": the diagnosis of each partition, one line per blocker.
+async function diagnose(name, sub) {
+  const out = document.getElementById("diagnosis");
+  try {
+    const found = await api(sub + "/diagnosis");
+    const lines = [];
+    for (const [topic, d] of Object.entries(found)) {
+      const oldest = d.oldestUnackedMessage ? ", oldest unacked " + d.oldestUnackedMessage.messageId +
+        " (" + Math.round((d.oldestUnackedMessage.ageMs || 0) / 1000) + " s old)" : "";
+      lines.push(topic + ": backlog " + num(d.msgBacklog) + oldest);
+      for (const b of d.blockers) {
+        const fields = Object.entries(b).filter(([k]) => k !== "reason").map(([k, v]) => k + "=" + v).join(", ");
+        lines.push("  " + b.reason + (fields ? " (" + fields + ")" : ""));
+      }
+      if (!d.blockers.length) lines.push(d.waitingForDelivery ? "  nothing holds it back: messages are on their way" : "  everything was delivered");
+    }
+    out.className = "card";
+    out.replaceChildren(h("h3", {}, "Why " + name + " is not delivering"), h("pre", {}, lines.join("\n")));
+  } catch (e) {
+    out.className = "error";
+    out.textContent = "diagnosis: " + e.message;
+  }
+}
+
 // One action: runs the admin call, reports and refreshes.
 async function act(label, method, path, body) {
   const msg = document.getElementById("action-result");
@@ -304,7 +328,8 @@ function subscriptionsTable(base, stats) {
         n, h("button", { onclick: () => act("skip " + n.value, "POST", sub + "/skip/" + Number(n.value)) }, "Skip"), " ",
         h("button", { className: "clear-backlog", onclick: () => confirm("Clear the whole backlog of " + name + "?") && act("clear backlog", "POST", sub + "/skip_all") }, "Clear backlog"), " ",
         mins, h("span", { className: "muted" }, " min ago "),
-        h("button", { onclick: () => act("reset cursor", "POST", sub + "/resetcursor/" + (Date.now() - Number(mins.value) * 60000)) }, "Reset cursor"))));
+        h("button", { onclick: () => act("reset cursor", "POST", sub + "/resetcursor/" + (Date.now() - Number(mins.value) * 60000)) }, "Reset cursor"), " ",
+        h("button", { className: "diagnose", onclick: () => diagnose(name, sub) }, "Why not delivering?"))));
   }
   if (!subs.length) body.append(h("tr", {}, h("td", { colspan: 9, className: "muted" }, "no subscriptions")));
   return h("table", { id: "subscriptions" }, h("thead", {}, h("tr", {},
@@ -381,7 +406,7 @@ async function policiesPanel(base) {
 async function topicPage(view, name) {
   const base = restBase(name);
   view.replaceChildren(h("h2", {}, "Topic ", h("span", { id: "topic-name" }, name)), h("p", {}, h("a", { href: "#/" }, "← all topics")),
-    h("div", { id: "action-result" }), h("div", { id: "live" }), h("h2", {}, "Policies"), h("div", { id: "policy-panel" }));
+    h("div", { id: "action-result" }), h("div", { id: "diagnosis" }), h("div", { id: "live" }), h("h2", {}, "Policies"), h("div", { id: "policy-panel" }));
   const { partitions } = await api(base + "/partitions").catch(() => ({ partitions: 0 }));
   policiesPanel(base).then((p) => {
     document.getElementById("policy-panel").replaceChildren(...p);
