@@ -30,6 +30,7 @@ def test_an_operators_session(pulsar_admin: Path, pulsar_broker_factory) -> None
     # see no traffic. Inactive topics stay (Pulsar's garbage collection would delete them after
     # 60 s, as this broker's does), so the listing does not depend on how fast the machine is.
     pulsar_broker = pulsar_broker_factory(brokerDeleteInactiveTopicsEnabled=False)
+
     def run(*args: str, ok: bool = True) -> str:
         p = subprocess.run(
             [str(pulsar_admin), "--admin-url", pulsar_broker.admin_url, *args],
