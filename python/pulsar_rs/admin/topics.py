@@ -180,6 +180,15 @@ class Topics(Group, TopicPolicySetters, TopicLimits):
         path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/diagnosis"
         return self._a.request("GET", path)
 
+    def unacked_messages(self, topic: str, subscription: str, limit: int | None = None) -> dict[str, dict[str, Any]]:
+        """The subscription's unacknowledged messages, by topic or partition: each consumer's
+        delivered, unacknowledged entries and those waiting for redelivery, each with its
+        ``redeliveryCount`` (at most ``limit`` per list, 100 by default; ``truncated`` says when a
+        list was cut) (``unacked-messages``)."""
+        suffix = f"?limit={limit}" if limit is not None else ""
+        path = f"/admin/v2/{topic_path(topic)}/subscription/{segment(subscription)}/unackedMessages{suffix}"
+        return self._a.request("GET", path)
+
     def search_messages(
         self,
         topic: str,

@@ -363,6 +363,23 @@ impl Consumer {
         self.pending.lock().get(&position).copied()
     }
 
+    /// The first `max` pending entries with their message counts, in position order.
+    #[must_use]
+    pub fn pending_entries(&self, max: usize) -> Vec<(Position, u32)> {
+        self.pending
+            .lock()
+            .iter()
+            .take(max)
+            .map(|(&p, &n)| (p, n))
+            .collect()
+    }
+
+    /// Pending entries.
+    #[must_use]
+    pub fn pending_len(&self) -> usize {
+        self.pending.lock().len()
+    }
+
     /// Drops every pending position at or before `upto` (cumulative ack).
     pub(crate) fn settle_upto(&self, upto: Position, unacked_limit: u32) {
         // Everything after `upto` stays: one split, not a removal per acknowledged entry.

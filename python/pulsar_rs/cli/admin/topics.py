@@ -11,8 +11,9 @@ subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earl
 ``reset-cursor T -s S (-t TIME | -m L:E [-e])``, ``expire-messages T -s S (-t TIME | -p L:E [-e])``,
 ``expire-messages-all-subscriptions T -t TIME``, ``set-replicated-subscription-status T -s S
 (--enable | --disable)``, ``get-replicated-subscription-status T -s S``, ``diagnose-subscription T -s S``
-(what holds its delivery back now), ``search-messages T [-k KEY] [-p k=v,...] [--from-time TIME]
-[--to-time TIME] [-m LEDGER:ENTRY] [-n LIMIT] [--max-entries N]``. TIME is relative (``10m``: ten minutes ago).
+(what holds its delivery back now), ``unacked-messages T -s S [-n LIMIT]``,
+``search-messages T [-k KEY] [-p k=v,...] [--from-time TIME] [--to-time TIME] [-m LEDGER:ENTRY] [-n LIMIT]
+[--max-entries N]``. TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
 ``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
@@ -164,6 +165,13 @@ def add(groups: Any) -> None:
         lambda admin, a: admin.topics.diagnose_subscription(a.topic, a.subscription),
         sub=True,
     )
+    p = _topic_parser(
+        g,
+        "unacked-messages",
+        lambda admin, a: admin.topics.unacked_messages(a.topic, a.subscription, a.limit),
+        sub=True,
+    )
+    p.add_argument("--limit", "-n", type=int, help="at most this many entries per list (100)")
     p = _topic_parser(g, "search-messages", _search_messages)
     p.add_argument("--key", "-k", help="the partition key or ordering key")
     p.add_argument("--properties", "-p", help="k1=v1,k2=v2: every one must match")

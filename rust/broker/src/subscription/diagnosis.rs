@@ -202,6 +202,42 @@ pub struct Diagnosis {
     pub blockers: Vec<Blocker>,
 }
 
+/// An unacknowledged message (entry) of a subscription.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnackedEntry {
+    /// `ledger:entry`.
+    pub message_id: String,
+    /// Messages in the entry (a batch holds several).
+    pub messages: u32,
+    /// Times it was queued for redelivery.
+    pub redelivery_count: u32,
+}
+
+/// One consumer's delivered, unacknowledged entries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerUnacked {
+    /// Its name.
+    pub consumer_name: String,
+    /// Its unacknowledged entries, oldest first.
+    pub entries: Vec<UnackedEntry>,
+}
+
+/// The unacknowledged messages of a subscription: delivered to each consumer and not
+/// acknowledged, and waiting to be delivered again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unacked {
+    /// Each consumer's delivered, unacknowledged entries (oldest first).
+    pub consumers: Vec<ConsumerUnacked>,
+    /// Entries waiting in the replay set (redeliveries, Key_Shared entries waiting for their
+    /// hash), oldest first.
+    pub waiting_for_redelivery: Vec<UnackedEntry>,
+    /// Whether `limit` cut any list.
+    pub truncated: bool,
+}
+
 /// What the diagnosis reads under the subscription's lock.
 struct Locked {
     consumers: Vec<Arc<Consumer>>,
@@ -276,6 +312,51 @@ impl Subscription {
             waiting_hashes_not_named: locked.hashes.saturating_sub(locked.keys.len()),
             consumers: consumer_states(&locked),
             blockers,
+        }
+    }
+
+    /// Up to `limit` unacknowledged entries per consumer and of the replay set, with their
+    /// redelivery counts (Pulsar 4.0's announced "unacknowledged message details").
+    #[must_use]
+    pub fn unacked(&self, limit: usize) -> Unacked {
+        let (consumers, replay) = {
+            let st = self.state.lock();
+            let replay: Vec<(Position, usize)> = st
+                .dispatcher
+                .as_ref()
+                .and_then(Dispatcher::replay)
+                .map(|r| {
+                    let len = r.len();
+                    r.iter().take(limit).map(|(p, _)| (p, len)).collect()
+                })
+                .unwrap_or_default();
+            (st.consumers.all().to_vec(), replay)
+        };
+        let mut truncated = replay.first().is_some_and(|&(_, len)| len > limit);
+        let pending: Vec<(String, Vec<(Position, u32)>)> = consumers
+            .iter()
+            .map(|c| {
+                truncated |= c.pending_len() > limit;
+                (c.name.clone(), c.pending_entries(limit))
+            })
+            .collect();
+        // Taken alone (after the consumers' own locks were released): see the lock order.
+        let counts = self.redeliveries.lock();
+        let entry = |p: Position, messages: u32| UnackedEntry {
+            message_id: p.to_string(),
+            messages,
+            redelivery_count: counts.get(&p).copied().unwrap_or(0),
+        };
+        Unacked {
+            consumers: pending
+                .into_iter()
+                .map(|(consumer_name, entries)| ConsumerUnacked {
+                    consumer_name,
+                    entries: entries.into_iter().map(|(p, n)| entry(p, n)).collect(),
+                })
+                .collect(),
+            waiting_for_redelivery: replay.into_iter().map(|(p, _)| entry(p, 1)).collect(),
+            truncated,
         }
     }
 

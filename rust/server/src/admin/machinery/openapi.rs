@@ -371,6 +371,11 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["GET"],
     ),
     (
+        "subscriptions",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/unackedMessages",
+        &["GET"],
+    ),
+    (
         "search",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/searchMessages",
         &["GET"],

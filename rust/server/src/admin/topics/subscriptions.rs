@@ -88,6 +88,42 @@ pub(in crate::admin) fn routes() -> Routes {
             Access::TopicRead,
             get(diagnosis),
         )
+        .route(
+            "/admin/v2/persistent/{tenant}/{ns}/{topic}/subscription/{sub}/unackedMessages",
+            Access::TopicRead,
+            get(unacked_messages),
+        )
+}
+
+/// The most entries `unackedMessages` lists per consumer (and of the replay set).
+const MAX_UNACKED_LISTED: usize = 10_000;
+
+/// `GET .../subscription/{sub}/unackedMessages?limit=N` (100 unless set, at most
+/// [`MAX_UNACKED_LISTED`]): `{"<topic or partition>": {"consumers": [{"consumerName",
+/// "entries": [{"messageId", "messages", "redeliveryCount"}]}], "waitingForRedelivery": [...],
+/// "truncated"}}`.
+async fn unacked_messages(
+    State(ctx): Ctx,
+    path: DeferredTopicPath,
+    Path((_, _, _, sub)): Path<(String, String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let limit = match q.get("limit").map(|l| l.parse::<usize>()) {
+        None => 100,
+        Some(Ok(n)) if n > 0 => n.min(MAX_UNACKED_LISTED),
+        Some(_) => return fail(StatusCode::BAD_REQUEST, "limit must be a positive integer"),
+    };
+    let found = each_subscription(ctx, path, sub, move |_, s| {
+        Ok(serde_json::to_value(s.unacked(limit)).unwrap_or(Value::Null))
+    })
+    .await;
+    match found {
+        Ok(found) => {
+            let found: Map<String, Value> = found.into_iter().collect();
+            Json(Value::Object(found)).into_response()
+        }
+        Err(r) => r,
+    }
 }
 
 /// `GET .../subscription/{sub}/diagnosis`: `{"<topic or partition>": <diagnosis>}`, one entry
