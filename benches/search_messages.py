@@ -1,18 +1,19 @@
 """Message search over a large topic: bounded memory and a streamed answer (issue 58, item 4).
 
 Starts ``pulsar-rs standalone`` (a process of its own, so its RSS is the broker's alone), publishes
-``--messages`` messages (batched by 100, keys ``k0``..``k999``, a property ``i``) with the official
+``--messages`` messages (batched by ``--batch``, 100; 1: an entry each; keys ``k0``..``k999``, a property ``i``) with the official
 Python client, then searches the whole topic three ways through ``GET .../searchMessages``:
 
 * a key that 0.1 % of the messages carry (``limit`` at the maximum, 10 000): every entry scanned;
 * a property no message has: every entry scanned, nothing found (the whole topic read once);
-* the same with ``maxEntries`` 100 000 (a bounded call).
+* the same with ``maxEntries`` 5 000 (a bounded call: ``complete`` false).
 
 For each it reports the wall time, the time to the answer's first byte, the entries scanned per
 second, and the broker's peak RSS during the search (``/proc/PID/status`` sampled every 20 ms)
 against its RSS before: the growth is the search's memory (the entry cache included).
 
     python benches/search_messages.py --messages 1000000 --out benches/out/search_messages.json
+    python benches/search_messages.py --messages 1000000 --batch 1 --out benches/out/search_messages_unbatched.json
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ def rss_mb(pid: int, field: str = "VmRSS:") -> float:
     return 0.0
 
 
-def publish(url: str, http: str, topic: str, n: int) -> float:
+def publish(url: str, http: str, topic: str, n: int, batch: int) -> float:
     client = pulsar.Client(url)
     producer = client.create_producer(
         topic,
-        batching_enabled=True,
-        batching_max_messages=100,
+        batching_enabled=batch > 1,
+        batching_max_messages=max(batch, 2),
         batching_max_publish_delay_ms=5,
         block_if_queue_full=True,  # else a full queue drops messages (send_async's callback is None)
     )
@@ -104,20 +105,22 @@ def search(http: str, topic: str, pid: int, **query: object) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=100, help="messages per batch (1: unbatched, an entry each)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     topic = "persistent://public/default/search-bench"
     with tempfile.TemporaryDirectory(prefix="search-bench-") as work, PulsarRsBroker(Path(work), "search", {}) as b:
         pid = b.proc.pid
-        published_s = publish(b.url, b.http, topic, a.messages)
+        published_s = publish(b.url, b.http, topic, a.messages, a.batch)
         runs = [
             search(b.http, topic, pid, key="k7", limit=10_000, maxEntries=10_000_000),
             search(b.http, topic, pid, properties="i=none", maxEntries=10_000_000),
-            search(b.http, topic, pid, properties="i=none", maxEntries=100_000),
+            search(b.http, topic, pid, properties="i=none", maxEntries=5_000),
         ]
         result = {
             "date": time.strftime("%Y-%m-%d"),
             "messages": a.messages,
+            "batch": a.batch,
             "publish_s": round(published_s, 1),
             "broker_vm_hwm_mb": round(rss_mb(pid, "VmHWM:"), 1),
             "searches": runs,
