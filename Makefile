@@ -26,7 +26,7 @@ standalone: ## run the standalone broker on DATA_DIR (ports 6650 and 8080); afte
 	pulsar-rs standalone --data-dir $(DATA_DIR)
 
 test-quick: ## the quick inner loop: every test but the slow ones
-	$(PYTHON) -m pytest -m "not slow" --durations=15 $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m "not slow" -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 test-slow: ## the slow rooms and the slow tests of the quick ones
 	$(PYTHON) -m pytest -m slow -n 2 --dist loadgroup --durations=40 $(PYTEST_ARGS)
