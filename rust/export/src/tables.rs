@@ -369,12 +369,7 @@ fn subscriptions_table(topics: &[Arc<Topic>]) -> Result<Table, ExportError> {
                 b.append_value(v);
             }
             let oldest = first_unacked(t, c).and_then(|p| {
-                let e = t
-                    .ledger
-                    .read_entries(p, 1, u64::MAX, p)
-                    .ok()?
-                    .into_iter()
-                    .next()?;
+                let e = t.ledger.read_entry(p).ok()??;
                 let (md, _) = pulsar_rs_proto::parse_stored_entry(&e.data).ok()?;
                 i64::try_from(md.publish_time).ok()
             });

@@ -37,6 +37,13 @@ impl Position {
         }
     }
 
+    /// Reads `ledger:entry` (as [`fmt::Display`] writes it).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        let (l, e) = text.split_once(':')?;
+        Some(Position::new(l.parse().ok()?, e.parse().ok()?))
+    }
+
     /// The next entry slot in the same ledger (it may not exist).
     #[must_use]
     pub const fn next(self) -> Self {

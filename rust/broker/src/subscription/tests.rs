@@ -297,10 +297,9 @@ fn failover_picks_by_priority_then_name_and_waits_out_the_delay() {
     assert_eq!(notices, vec![(1, false), (2, false), (3, false), (9, true)]);
 }
 
-/// Key_Shared, PIP-379 draining hashes: when a key's slot moves to a new consumer, new entries of
-/// it wait until the previous consumer acknowledged what it holds of that key; other keys flow.
-#[test]
-fn key_shared_new_owner_waits_for_draining_hash() {
+/// A Key_Shared subscription without consistent hashing (AUTO_SPLIT: a second consumer takes the
+/// upper half of the slots) and its first consumer `a`, with 100 permits.
+fn key_shared_rig() -> (Rig, Arc<Consumer>) {
     let config = BrokerConfig {
         subscription_key_shared_use_consistent_hashing: false,
         ..BrokerConfig::default()
@@ -308,15 +307,24 @@ fn key_shared_new_owner_waits_for_draining_hash() {
     let r = rig(-1, config);
     let a = r.consumer(1, "a", 0, SubType::KeyShared);
     r.sub.flow(&a, 100);
-    // AUTO_SPLIT without consistent hashing: `b` will take the upper half of the slots.
+    (r, a)
+}
+
+/// A key whose slot is in the upper half (or the lower half) of the slots.
+fn key_in_half(upper: bool) -> String {
+    (0..)
+        .map(|i| format!("key-{i}"))
+        .find(|k| (slot_of(Some(k.as_bytes())) >= 32768) == upper)
+        .unwrap_or_default()
+}
+
+/// Key_Shared, PIP-379 draining hashes: when a key's slot moves to a new consumer, new entries of
+/// it wait until the previous consumer acknowledged what it holds of that key; other keys flow.
+#[test]
+fn key_shared_new_owner_waits_for_draining_hash() {
+    let (r, a) = key_shared_rig();
     let slot = |k: &str| u32::from(slot_of(Some(k.as_bytes())));
-    let key = |upper: bool| {
-        (0..)
-            .map(|i| format!("key-{i}"))
-            .find(|k| (slot(k) >= 32768) == upper)
-            .unwrap_or_default()
-    };
-    let (moving, staying) = (key(true), key(false));
+    let (moving, staying) = (key_in_half(true), key_in_half(false));
     let e0 = r.publish(Some(&moving));
     r.drain();
     assert_eq!(r.sink.messages(), vec![(1, e0.entry_id, 0)]);
@@ -685,19 +693,9 @@ fn exclusive_consumers_hear_no_active_consumer_change() {
 #[test]
 fn diagnosis_names_the_draining_hash_then_the_owner_without_permits() {
     use super::diagnosis::Blocker;
-    let config = BrokerConfig {
-        subscription_key_shared_use_consistent_hashing: false,
-        ..BrokerConfig::default()
-    };
-    let r = rig(-1, config);
-    let a = r.consumer(1, "a", 0, SubType::KeyShared);
-    r.sub.flow(&a, 100);
+    let (r, a) = key_shared_rig();
     let slot = |k: &str| slot_of(Some(k.as_bytes()));
-    // AUTO_SPLIT without consistent hashing: `b` takes the upper half of the slots.
-    let moving = (0..)
-        .map(|i| format!("key-{i}"))
-        .find(|k| slot(k) >= 32768)
-        .unwrap_or_default();
+    let moving = key_in_half(true);
     let e0 = r.publish(Some(&moving));
     r.drain();
     let b = r.consumer(2, "b", 0, SubType::KeyShared);

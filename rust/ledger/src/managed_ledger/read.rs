@@ -119,6 +119,18 @@ impl ManagedLedger {
             .map(|r| r.map(|(entries, _)| entries).unwrap_or_default())
     }
 
+    /// The entry at `p`, if the ledger holds it.
+    ///
+    /// # Errors
+    /// As [`ManagedLedger::read_entries`].
+    pub fn read_entry(&self, p: Position) -> Result<Option<Entry>> {
+        Ok(self
+            .read_entries(p, 1, u64::MAX, p)?
+            .into_iter()
+            .next()
+            .filter(|e| e.position == p))
+    }
+
     /// Like [`ManagedLedger::read_entries`] from the entry cache only: `None` when the read
     /// needs the disk, so a caller on an async runtime can do it on a blocking thread.
     ///

@@ -1,5 +1,6 @@
 //! What every handler starts from: the shared context it is given ([`Ctx`]), a topic loaded on
-//! the blocking pool ([`load_topic`]) and the loaded topics a path addresses ([`targets`]).
+//! the blocking pool ([`load_topic`], [`load_non_partitioned`]) and the loaded topics a path
+//! addresses ([`targets`]).
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use pulsar_rs_broker::{BrokerError, Topic, TopicName};
 
+use crate::admin::machinery::topic_path::{existing, DeferredTopicPath};
 use crate::context::ServerContext;
 use crate::http::{broker_fail, fail};
 
@@ -26,6 +28,20 @@ pub(crate) async fn load_topic(
         Ok(Err(e)) => Err(broker_fail(&e)),
         Err(e) => Err(fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
     }
+}
+
+/// The existing, non-partitioned topic of the path, loaded; 405 with `refusal` on a partitioned
+/// topic (as Pulsar refuses reading messages of one), 404 when it does not exist.
+pub(crate) async fn load_non_partitioned(
+    ctx: &Arc<ServerContext>,
+    path: DeferredTopicPath,
+    refusal: &str,
+) -> Result<Arc<Topic>, Response> {
+    let name = existing(ctx, path)?;
+    if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
+        return Err(fail(StatusCode::METHOD_NOT_ALLOWED, refusal));
+    }
+    load_topic(ctx, name).await
 }
 
 /// The loaded topics a path addresses: the topic, or every partition of a partitioned topic (in a

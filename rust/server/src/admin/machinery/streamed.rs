@@ -12,6 +12,7 @@ use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use bytes::Bytes;
 use http_body::Frame;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 /// Chunks written ahead of the client: with chunks of a few hundred KB, the memory one
@@ -41,6 +42,17 @@ impl ChunkSender {
     /// instead of a complete one that lacks part of the data.
     pub(crate) async fn fail(self, why: String) {
         let _ = self.0.send(Err(io::Error::other(why))).await;
+    }
+}
+
+/// Writes `,"key":value` for each field: the closing fields of a streamed JSON object.
+pub(crate) fn write_fields(out: &mut Vec<u8>, fields: impl IntoIterator<Item = (String, Value)>) {
+    for (k, v) in fields {
+        out.push(b',');
+        // Strings and JSON values serialize into a Vec without failing.
+        let _ = serde_json::to_writer(&mut *out, &k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut *out, &v);
     }
 }
 

@@ -25,9 +25,9 @@ use pulsar_rs_broker::{BrokerError, Topic};
 use pulsar_rs_ledger::{ManagedLedger, Position};
 
 use crate::admin::machinery::access::{Access, Routes};
-use crate::admin::machinery::state::load_topic;
 use crate::admin::machinery::state::Ctx;
-use crate::admin::machinery::topic_path::{existing, DeferredTopicPath, ExistingTopic};
+use crate::admin::machinery::state::{load_non_partitioned, load_topic};
+use crate::admin::machinery::topic_path::{DeferredTopicPath, ExistingTopic};
 use crate::context::ServerContext;
 use crate::http::fail;
 
@@ -130,10 +130,9 @@ fn read(topic: &Topic, target: &Target) -> Result<Result<(Position, Bytes), Refu
             *p
         }
     };
-    let entries = topic.ledger.read_entries(pos, 1, u64::MAX, pos)?;
-    Ok(match entries.into_iter().next() {
-        Some(e) if e.position == pos => Ok((pos, e.data)),
-        _ => Err((StatusCode::NOT_FOUND, "Message not found".into())),
+    Ok(match topic.ledger.read_entry(pos)? {
+        Some(e) => Ok((pos, e.data)),
+        None => Err((StatusCode::NOT_FOUND, "Message not found".into())),
     })
 }
 
@@ -230,17 +229,8 @@ fn render(pos: Position, data: &Bytes) -> Response {
 
 /// Serves `target` on the topic of the path (405 on a partitioned topic, as Pulsar).
 async fn serve(ctx: Arc<ServerContext>, path: DeferredTopicPath, target: Target) -> Response {
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
-    if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
-        return fail(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Peek messages on a partitioned topic is not allowed",
-        );
-    }
-    let t = match load_topic(&ctx, name).await {
+    let refusal = "Peek messages on a partitioned topic is not allowed";
+    let t = match load_non_partitioned(&ctx, path, refusal).await {
         Ok(t) => t,
         Err(r) => return r,
     };

@@ -208,13 +208,7 @@ pub(crate) async fn answer<S: Summary>(
             }
         }
         let mut out = b"}".to_vec();
-        for (k, v) in summary.fields() {
-            out.push(b',');
-            // Strings and JSON values serialize into a Vec without failing.
-            let _ = serde_json::to_writer(&mut out, &k);
-            out.push(b':');
-            let _ = serde_json::to_writer(&mut out, &v);
-        }
+        crate::admin::machinery::streamed::write_fields(&mut out, summary.fields());
         out.push(b'}');
         let _ = tx.send(out).await;
     });

@@ -29,9 +29,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::admin::machinery::access::{Access, Routes};
-use crate::admin::machinery::state::{load_topic, Ctx};
-use crate::admin::machinery::streamed::json_response;
-use crate::admin::machinery::topic_path::{existing, DeferredTopicPath};
+use crate::admin::machinery::state::{load_non_partitioned, Ctx};
+use crate::admin::machinery::streamed::{json_response, write_fields};
+use crate::admin::machinery::topic_path::DeferredTopicPath;
 use crate::http::fail;
 
 /// Entries read per step.
@@ -134,21 +134,11 @@ async fn search(
     path: DeferredTopicPath,
     Query(q): Query<SearchQuery>,
 ) -> Response {
-    let name = match existing(&ctx, path) {
-        Ok(n) => n,
-        Err(r) => return r,
-    };
-    if ctx.service.partitions(&name, false).unwrap_or(0) > 0 {
-        return fail(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Search messages on a partitioned topic is not allowed: search each partition",
-        );
-    }
     let filter = match filter_of(&q) {
         Ok(f) => f,
         Err(why) => return fail(StatusCode::BAD_REQUEST, why),
     };
-    let start_id = match q.from_message_id.as_deref().map(parse_id) {
+    let start_id = match q.from_message_id.as_deref().map(Position::parse) {
         None => None,
         Some(Some(p)) => Some(p),
         Some(None) => {
@@ -160,7 +150,8 @@ async fn search(
     };
     let limit = q.limit.unwrap_or(100).clamp(1, MAX_LIMIT);
     let max_entries = q.max_entries.unwrap_or(100_000).clamp(1, MAX_ENTRIES);
-    let t = match load_topic(&ctx, name).await {
+    let refusal = "Search messages on a partitioned topic is not allowed: search each partition";
+    let t = match load_non_partitioned(&ctx, path, refusal).await {
         Ok(t) => t,
         Err(r) => return r,
     };
@@ -223,20 +214,18 @@ async fn search(
                 return;
             }
         }
-        let tail = json!({
-            "entriesScanned": scan.scanned,
-            "lastScanned": scan.last.map(|p| p.to_string()),
-            "complete": complete,
-        });
         let mut out = b"]".to_vec();
-        if let Value::Object(fields) = tail {
-            for (k, v) in fields {
-                out.push(b',');
-                let _ = serde_json::to_writer(&mut out, &k);
-                out.push(b':');
-                let _ = serde_json::to_writer(&mut out, &v);
-            }
-        }
+        write_fields(
+            &mut out,
+            [
+                ("entriesScanned".to_owned(), json!(scan.scanned)),
+                (
+                    "lastScanned".to_owned(),
+                    json!(scan.last.map(|p| p.to_string())),
+                ),
+                ("complete".to_owned(), json!(complete)),
+            ],
+        );
         out.push(b'}');
         let _ = tx.send(out).await;
     });
@@ -286,12 +275,6 @@ fn filter_of(q: &SearchQuery) -> Result<Filter, String> {
         from,
         to,
     })
-}
-
-/// `ledger:entry` as a position.
-fn parse_id(id: &str) -> Option<Position> {
-    let (l, e) = id.split_once(':')?;
-    Some(Position::new(l.parse().ok()?, e.parse().ok()?))
 }
 
 /// The first and last entries to scan (blocking: the time index is read from storage).
@@ -356,6 +339,14 @@ fn step(
     Ok(out)
 }
 
+/// Properties as (key, value) pairs.
+fn pairs(properties: &[pb::KeyValue]) -> Vec<(String, String)> {
+    properties
+        .iter()
+        .map(|kv| (kv.key.clone(), kv.value.clone()))
+        .collect()
+}
+
 /// The messages of a stored entry: itself, or each message of its batch.
 fn messages_of(position: Position, data: &Bytes) -> Vec<Found> {
     let Ok((md, payload)) = pulsar_rs_proto::parse_stored_entry(data) else {
@@ -368,11 +359,7 @@ fn messages_of(position: Position, data: &Bytes) -> Vec<Found> {
         batch_index,
         key: md.partition_key.clone(),
         ordering_key: md.ordering_key.as_deref().map(text),
-        properties: md
-            .properties
-            .iter()
-            .map(|kv| (kv.key.clone(), kv.value.clone()))
-            .collect(),
+        properties: pairs(&md.properties),
         publish_time: md.publish_time,
         event_time: md.event_time.filter(|&t| t > 0),
         producer_name: md.producer_name.clone(),
@@ -403,11 +390,7 @@ fn messages_of(position: Position, data: &Bytes) -> Vec<Found> {
             Found {
                 key: s.partition_key.clone(),
                 ordering_key: s.ordering_key.as_deref().map(text),
-                properties: s
-                    .properties
-                    .iter()
-                    .map(|kv| (kv.key.clone(), kv.value.clone()))
-                    .collect(),
+                properties: pairs(&s.properties),
                 event_time: s.event_time.filter(|&t| t > 0),
                 sequence_id: s
                     .sequence_id

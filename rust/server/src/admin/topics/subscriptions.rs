@@ -148,14 +148,8 @@ async fn diagnosis(
 fn diagnose(t: &Topic, s: &pulsar_rs_broker::Subscription, now_ms: u64) -> Value {
     let d = s.diagnose();
     let read = |id: &str| -> Option<pulsar_rs_proto::pb::MessageMetadata> {
-        let p = parse_position(id)?;
-        let e = t
-            .ledger
-            .read_entries(p, 1, u64::MAX, p)
-            .ok()?
-            .into_iter()
-            .next()?;
-        (e.position == p).then(|| pulsar_rs_proto::parse_stored_metadata(&e.data).ok())?
+        let e = t.ledger.read_entry(Position::parse(id)?).ok()??;
+        pulsar_rs_proto::parse_stored_metadata(&e.data).ok()
     };
     let oldest = d.oldest_unacked.map(|p| {
         let id = p.to_string();
@@ -183,12 +177,6 @@ fn diagnose(t: &Topic, s: &pulsar_rs_broker::Subscription, now_ms: u64) -> Value
     }
     v["oldestUnackedMessage"] = oldest.unwrap_or(Value::Null);
     v
-}
-
-/// `ledger:entry` back to a position.
-fn parse_position(id: &str) -> Option<Position> {
-    let (l, e) = id.split_once(':')?;
-    Some(Position::new(l.parse().ok()?, e.parse().ok()?))
 }
 
 /// `POST .../replicatedSubscriptionStatus` with `true` or `false`: makes the subscription (on
