@@ -52,6 +52,7 @@ def _window_rates(stamps: list[float], window: float, skip: float) -> list[float
     return rates
 
 
+@pytest.mark.timing  # measures rates against a tolerance: tox runs it with nothing beside it
 @pytest.mark.slow  # about 10 s here (README, 'Tests')
 @pytest.mark.parametrize("batching", [False, True])
 def test_publish_rate_is_precise(pulsar_broker, client, topic, batching):
@@ -75,6 +76,7 @@ def test_publish_rate_is_precise(pulsar_broker, client, topic, batching):
     assert stats["msgInCounter"] == len(stamps)
 
 
+@pytest.mark.timing  # measures rates against a tolerance: tox runs it with nothing beside it
 @pytest.mark.slow  # about 14 s here (README, 'Tests')
 def test_publish_rate_shared_by_many_producers(pulsar_broker, client_factory, topic):
     limit = 600
@@ -103,6 +105,7 @@ def test_publish_rate_shared_by_many_producers(pulsar_broker, client_factory, to
         admin(pulsar_broker.admin_url, "DELETE", NS + "/publishRate")
 
 
+@pytest.mark.timing  # measures rates against a tolerance: tox runs it with nothing beside it
 @pytest.mark.slow  # about 34 s here (README, 'Tests')
 def test_publish_byte_rate(pulsar_broker, client, topic):
     limit = 40_000  # bytes/s, 1 KiB messages → about 38 msg/s
@@ -120,6 +123,7 @@ def test_publish_byte_rate(pulsar_broker, client, topic):
     assert worst <= 0.08, f"byte rates {min(rates):.0f}..{max(rates):.0f} for {limit} B/s"
 
 
+@pytest.mark.timing  # measures rates against a tolerance: tox runs it with nothing beside it
 @pytest.mark.slow  # about 6 s here (README, 'Tests')
 def test_subscription_dispatch_rate(pulsar_broker, client, topic):
     limit = 300
