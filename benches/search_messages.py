@@ -1,8 +1,9 @@
 """Message search over a large topic: bounded memory and a streamed answer (issue 58, item 4).
 
 Starts ``pulsar-rs standalone`` (a process of its own, so its RSS is the broker's alone), publishes
-``--messages`` messages (batched by ``--batch``, 100; 1: an entry each; keys ``k0``..``k999``, a property ``i``) with the official
-Python client, then searches the whole topic three ways through ``GET .../searchMessages``:
+``--messages`` messages (batched by ``--batch``, 100; 1: an entry each; keys ``k0``..``k999``, a
+property ``i``) with the official Python client, then searches the whole topic three ways through
+``GET .../searchMessages``:
 
 * a key that 0.1 % of the messages carry (``limit`` at the maximum, 10 000): every entry scanned;
 * a property no message has: every entry scanned, nothing found (the whole topic read once);
