@@ -321,11 +321,13 @@ fn step(
         found: Vec::new(),
     };
     for e in entries {
-        out.entries += 1;
-        out.last = Some(e.position);
+        // Stop before an entry that would not be searched: `lastScanned` is where a next call
+        // goes on from.
         if out.found.len() >= left {
             break;
         }
+        out.entries += 1;
+        out.last = Some(e.position);
         let info = entry_info(&e.data);
         if info.marker.is_some() || t.txn_buffer.as_ref().is_some_and(|tb| tb.hides(&info)) {
             continue;
