@@ -113,6 +113,12 @@ pub enum LedgerError {
         /// What failed, with the backend's own message.
         context: String,
     },
+    /// Tiered storage (an offload, or a read of an offloaded ledger) failed; the message says how.
+    #[error("tiered storage: {context}")]
+    Offload {
+        /// What failed, with the store's own message.
+        context: String,
+    },
 }
 
 /// Shorthand for results of this crate.
@@ -182,6 +188,9 @@ impl LedgerError {
             LedgerError::Fenced { what } => LedgerError::Fenced { what: what.clone() },
             LedgerError::BadVersion { key } => LedgerError::BadVersion { key: key.clone() },
             LedgerError::Backend { context } => LedgerError::Backend {
+                context: context.clone(),
+            },
+            LedgerError::Offload { context } => LedgerError::Offload {
                 context: context.clone(),
             },
         }

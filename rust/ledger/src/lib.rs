@@ -16,6 +16,7 @@ pub mod error;
 pub mod journal;
 pub mod managed_ledger;
 pub mod metastore;
+pub mod offload;
 pub mod position;
 pub(crate) mod read_ahead_pool;
 pub mod seam;
@@ -36,5 +37,8 @@ pub use managed_ledger::{
     AddCompletion, AddWaiter, Added, Entry, LedgerInfo, LedgerStats, ManagedLedger,
 };
 pub use metastore::{FileMetaStore, MetaStore};
+pub use offload::{
+    LedgerOffloader, OffloadContext, OffloadPolicy, OffloadSource, OffloadedLedger, ReadPriority,
+};
 pub use position::Position;
 pub use storage::Storage;
