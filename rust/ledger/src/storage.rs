@@ -573,6 +573,14 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<(HashSet<i64>, Vec<String>)> 
     #[derive(serde::Deserialize)]
     struct Id {
         ledger_id: i64,
+        #[serde(default)]
+        offload: Option<Offloaded>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Offloaded {
+        complete: bool,
+        #[serde(default)]
+        bookkeeper_deleted: bool,
     }
     let mut live = HashSet::new();
     let mut unreadable = Vec::new();
@@ -587,7 +595,17 @@ fn live_ledger_ids(meta: &dyn MetaStore) -> Result<(HashSet<i64>, Vec<String>)> 
             Err(e) => return Err(e),
         };
         match serde_json::from_slice::<Info>(&raw) {
-            Ok(info) => live.extend(info.ledgers.iter().map(|l| l.ledger_id)),
+            // A ledger kept only in the tier holds nothing in the journal any more.
+            Ok(info) => live.extend(
+                info.ledgers
+                    .iter()
+                    .filter(|l| {
+                        !l.offload
+                            .as_ref()
+                            .is_some_and(|o| o.complete && o.bookkeeper_deleted)
+                    })
+                    .map(|l| l.ledger_id),
+            ),
             Err(_) => unreadable.push(key),
         }
     }
@@ -612,6 +630,8 @@ fn run_housekeeping(shared: &Shared, open: &Opened) -> Result<()> {
             tracing::warn!(ledger = ml.name(), error = %e, "housekeeping failed");
             first.get_or_insert(e);
         }
+        // The age threshold passes with time, and a rollover's ledger may have settled since.
+        ml.maybe_offload();
         // One pass holds up every other ledger's (cursor flushes, trims): a slow store shows here.
         let took = started.elapsed();
         if took >= SLOW_HOUSEKEEPING {

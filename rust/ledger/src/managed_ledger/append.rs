@@ -242,6 +242,9 @@ impl ManagedLedger {
             }
             drop(st);
             self.roll_over(now)?;
+            // A ledger closed: the offload thresholds may select it (once its appends settle;
+            // housekeeping looks again).
+            self.maybe_offload();
         };
         let ledger = st.current;
         let mark = st.unconfirmed_front + st.unconfirmed.len() as u64;

@@ -18,6 +18,7 @@
 mod append;
 mod completion;
 pub mod cursor;
+mod offload;
 pub(crate) mod on_seam;
 mod read;
 mod recovery;
@@ -42,6 +43,7 @@ use crate::{LedgerConfig, LedgerError, Position, Result};
 
 pub use append::Added;
 pub use completion::{AddCompletion, AddWaiter};
+pub use offload::{OffloadStart, OffloadStatus};
 use recovery::recover_slot;
 
 /// Persisted description of one ledger.
@@ -57,6 +59,9 @@ pub struct LedgerInfo {
     pub created_ms: u64,
     /// Close time, ms since epoch; `None` while it is the current ledger.
     pub closed_ms: Option<u64>,
+    /// Its offload to tiered storage, once one was prepared (Pulsar's `OffloadContext`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<crate::OffloadContext>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -130,6 +135,15 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// Whether the ledger's own copy was deleted after its offload: its entries are only in
+    /// the tier, and `locs` only carry lengths.
+    pub(crate) fn offload_deleted(&self) -> bool {
+        self.info
+            .offload
+            .as_ref()
+            .is_some_and(|c| c.complete && c.bookkeeper_deleted)
+    }
+
     /// An empty, open ledger.
     pub(crate) fn new(ledger_id: i64, now: u64) -> Slot {
         Slot {
@@ -139,6 +153,7 @@ impl Slot {
                 size: 0,
                 created_ms: now,
                 closed_ms: None,
+                offload: None,
             },
             locs: Vec::new(),
             appended_size: 0,
@@ -230,6 +245,8 @@ pub struct ManagedLedger {
     /// On a seam backing, read handles by ledger (one that fails is replaced). Lock: map
     /// lookups and inserts only, never across a read; taken alone.
     pub(crate) readers: Mutex<HashMap<i64, Arc<dyn ReadLedger>>>,
+    /// Tiered storage: the offload policy, the running job, open offloaded ledgers.
+    pub(crate) tiering: offload::Tiering,
 }
 
 fn info_key(name: &str) -> String {
@@ -334,6 +351,7 @@ impl ManagedLedger {
             retention_size_bytes: std::sync::atomic::AtomicI64::new(retention.1),
             corrupt,
             readers: Mutex::new(HashMap::new()),
+            tiering: offload::Tiering::new(),
         });
         if ml.shared.backing.is_some() {
             ml.open_on_seam(now, last_confirmed.is_none())?;
@@ -698,6 +716,7 @@ impl ManagedLedger {
                 let mut st = self.state.lock();
                 st.ledgers
                     .values_mut()
+                    .filter(|s| !s.offload_deleted())
                     .map(|s| {
                         let mut locs = std::mem::take(&mut s.locs);
                         locs.truncate(usize::try_from(s.confirmed).unwrap_or(usize::MAX));
@@ -740,6 +759,7 @@ impl ManagedLedger {
             let _ = self.close();
             let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();
             on_seam::delete_record(&b, crate::seam::managed_ledger_path(&self.name))?;
+            self.delete_offloaded_objects(self.offloaded_ledgers());
             self.seam_delete_ledgers(&b, &ids);
             return Ok(());
         }
@@ -751,12 +771,22 @@ impl ManagedLedger {
         let _ = self.close();
         let ids: Vec<i64> = self.state.lock().ledgers.keys().copied().collect();
         self.shared.meta.delete(&info_key(&self.name))?;
+        self.delete_offloaded_objects(self.offloaded_ledgers());
         for id in ids {
             // The entry index `close` handed back is not needed: the ledger is gone.
             self.shared.forget_recovered(id);
             self.shared.journal.release_ledger(id);
         }
         Ok(())
+    }
+
+    /// Every ledger with an offload record (complete or not), with it.
+    fn offloaded_ledgers(&self) -> Vec<(i64, crate::OffloadContext)> {
+        let st = self.state.lock();
+        st.ledgers
+            .iter()
+            .filter_map(|(id, s)| s.info.offload.clone().map(|c| (*id, c)))
+            .collect()
     }
 
     /// Sets a ledger property (persisted).

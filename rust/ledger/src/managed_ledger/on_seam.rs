@@ -29,7 +29,7 @@ use crate::{CursorSnapshot, LedgerError, LedgerInfo, Result};
 
 /// A ledger's entries without their journal locations: only the length counts (read budgets,
 /// sizes). An average where the ledger list gave only a total.
-fn remote_locs(entries: u64, size: u64) -> Vec<Loc> {
+pub(super) fn remote_locs(entries: u64, size: u64) -> Vec<Loc> {
     let loc = remote_loc(size.checked_div(entries).unwrap_or(0));
     (0..entries).map(|_| loc).collect()
 }

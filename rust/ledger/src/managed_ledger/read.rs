@@ -3,9 +3,10 @@
 
 use bytes::Bytes;
 
+use super::offload::read_offloaded_copy;
 use super::{Entry, ManagedLedger, State};
 use crate::journal::Loc;
-use crate::{Position, Result};
+use crate::{OffloadContext, Position, Result};
 
 impl ManagedLedger {
     /// The last entry readers may see.
@@ -157,14 +158,15 @@ impl ManagedLedger {
         max_position: Position,
         disk: bool,
     ) -> Result<Option<(Vec<Entry>, u64)>> {
-        let (start, locs) = {
+        let (start, locs, offloaded) = {
             let st = self.state.lock();
             let Some((start, locs, _)) =
                 Self::span_locked(&st, from, max_entries, max_bytes, max_position)
             else {
                 return Ok(Some((Vec::new(), 0)));
             };
-            (start, locs.to_vec())
+            let offloaded = st.ledgers[&start.ledger_id].info.offload.clone();
+            (start, locs.to_vec(), offloaded)
         };
         let to = Position::new(start.ledger_id, start.entry_id + locs.len() as i64 - 1);
         if let Some(hit) = self.cache.get_range(start, to) {
@@ -181,17 +183,16 @@ impl ManagedLedger {
         // Each record's CRC32C (over the whole stored entry, whose own checksum is inside it)
         // is verified by the journal here, once per disk read: a damaged entry is an error, and
         // nothing downstream recomputes a checksum.
-        let payloads: Vec<Bytes> = match &self.shared.backing {
-            // On the bookies, each entry's digest is verified by the client as it is read.
-            Some(b) => self.seam_read(b, start.ledger_id, start.entry_id, locs.len())?,
-            None => self
-                .shared
-                .journal
-                .read(start.ledger_id, start.entry_id, &locs)?
-                .into_iter()
-                .map(|r| r.payload)
-                .collect(),
-        };
+        let payloads: Vec<Bytes> =
+            match offloaded.filter(|c| read_offloaded_copy(Some(c), &self.tiering.policy())) {
+                Some(ctx) => self.read_offloaded(
+                    start.ledger_id,
+                    &ctx,
+                    start.entry_id,
+                    start.entry_id + locs.len() as i64 - 1,
+                )?,
+                None => self.read_locs(start.ledger_id, start.entry_id, &locs)?,
+            };
         let bytes: u64 = payloads.iter().map(|p| p.len() as u64).sum();
         self.shared.cache.record_miss(payloads.len() as u64, bytes);
         Ok(Some((
@@ -205,6 +206,43 @@ impl ManagedLedger {
                 .collect(),
             bytes,
         )))
+    }
+
+    /// Entries at `locs` from `first` on, from the ledger's own storage (journal or bookies).
+    fn read_locs(&self, ledger_id: i64, first: i64, locs: &[Loc]) -> Result<Vec<Bytes>> {
+        Ok(match &self.shared.backing {
+            // On the bookies, each entry's digest is verified by the client as it is read.
+            Some(b) => self.seam_read(b, ledger_id, first, locs.len())?,
+            None => self
+                .shared
+                .journal
+                .read(ledger_id, first, locs)?
+                .into_iter()
+                .map(|r| r.payload)
+                .collect(),
+        })
+    }
+
+    /// Entries `first..=last` of ledger `ledger_id` from its own storage, bypassing the cache
+    /// and the tier (what an offload uploads).
+    ///
+    /// # Errors
+    /// The range is not stored, or the storage failed.
+    pub(crate) fn read_stored(&self, ledger_id: i64, first: i64, last: i64) -> Result<Vec<Bytes>> {
+        let locs: Vec<Loc> = {
+            let st = self.state.lock();
+            let slot = st.ledgers.get(&ledger_id).filter(|s| {
+                first >= 0 && first <= last && (last as u64) < s.confirmed && !s.offload_deleted()
+            });
+            let Some(slot) = slot else {
+                return Err(crate::LedgerError::InvalidPosition {
+                    ledger: self.name().to_owned(),
+                    position: Position::new(ledger_id, first),
+                });
+            };
+            slot.locs[first as usize..=last as usize].to_vec()
+        };
+        self.read_locs(ledger_id, first, &locs)
     }
 
     /// What a read from `from` covers: its first entry, the locations of up to `max_entries`
@@ -327,30 +365,48 @@ impl ManagedLedger {
     /// # Errors
     /// Storage I/O while reading timestamps.
     pub fn find_position_by_time(&self, ts: u64) -> Result<Position> {
-        let slots: Vec<(i64, Vec<Loc>)> = {
+        let policy = self.tiering.policy();
+        type Probe = (i64, Vec<Loc>, Option<OffloadContext>);
+        let slots: Vec<Probe> = {
             let st = self.state.lock();
             st.ledgers
                 .iter()
-                .map(|(id, s)| (*id, s.locs[..s.confirmed as usize].to_vec()))
+                .map(|(id, s)| {
+                    let tier = s
+                        .info
+                        .offload
+                        .clone()
+                        .filter(|c| read_offloaded_copy(Some(c), &policy));
+                    (*id, s.locs[..s.confirmed as usize].to_vec(), tier)
+                })
                 .collect()
         };
-        let read_ts = |id: i64, i: usize, locs: &[Loc]| match &self.shared.backing {
-            // Entries on bookies carry no append time: the message's publish time, as Pulsar.
-            Some(b) => Ok(self
-                .seam_read(b, id, i as i64, 1)?
-                .first()
-                .and_then(|e| super::on_seam::publish_time(e))
-                .unwrap_or(0)),
-            None => self.shared.journal.read_timestamp(id, i as i64, locs[i]),
+        let read_ts = |id: i64, i: usize, locs: &[Loc], tier: &Option<OffloadContext>| {
+            // Entries on bookies and in the tier carry no append time: the message's publish
+            // time, as Pulsar.
+            let publish_time = |e: Vec<Bytes>| {
+                e.first()
+                    .and_then(|e| super::on_seam::publish_time(e))
+                    .unwrap_or(0)
+            };
+            if let Some(ctx) = tier {
+                return Ok(publish_time(
+                    self.read_offloaded(id, ctx, i as i64, i as i64)?,
+                ));
+            }
+            match &self.shared.backing {
+                Some(b) => Ok(publish_time(self.seam_read(b, id, i as i64, 1)?)),
+                None => self.shared.journal.read_timestamp(id, i as i64, locs[i]),
+            }
         };
-        for (id, locs) in &slots {
-            if locs.is_empty() || read_ts(*id, locs.len() - 1, locs)? < ts {
+        for (id, locs, tier) in &slots {
+            if locs.is_empty() || read_ts(*id, locs.len() - 1, locs, tier)? < ts {
                 continue;
             }
             let (mut lo, mut hi) = (0usize, locs.len() - 1);
             while lo < hi {
                 let mid = (lo + hi) / 2;
-                if read_ts(*id, mid, locs)? >= ts {
+                if read_ts(*id, mid, locs, tier)? >= ts {
                     hi = mid;
                 } else {
                     lo = mid + 1;

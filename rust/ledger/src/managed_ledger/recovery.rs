@@ -8,6 +8,22 @@ use crate::shared::Shared;
 /// lost (damaged records) become locations that fail on read, so nothing is skipped silently.
 pub(super) fn recover_slot(name: &str, info: LedgerInfo, shared: &Shared) -> Slot {
     let mut found = shared.take_recovered(info.ledger_id);
+    if info
+        .offload
+        .as_ref()
+        .is_some_and(|c| c.complete && c.bookkeeper_deleted)
+    {
+        // Only in the tier: what the journal may still hold of it is not read.
+        return Slot {
+            locs: super::on_seam::remote_locs(info.entries, info.size),
+            appended_size: info.size,
+            confirmed: info.entries,
+            confirmed_size: info.size,
+            failed_at: None,
+            writer: None,
+            info,
+        };
+    }
     found.sort_by_key(|(e, _)| *e);
     found.dedup_by_key(|(e, _)| *e);
     let limit = if info.closed_ms.is_some() {

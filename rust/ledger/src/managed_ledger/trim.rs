@@ -29,7 +29,8 @@ impl ManagedLedger {
             self.retention_size_bytes.load(Ordering::Relaxed),
         );
         if rt < 0 && rs < 0 {
-            return Ok(());
+            drop(st);
+            return self.delete_offloaded_copies(now);
         }
         let mut remaining: u64 = st.ledgers.values().map(|s| s.confirmed_size).sum();
         let mut doomed = Vec::new();
@@ -51,7 +52,8 @@ impl ManagedLedger {
             doomed.push(id);
         }
         if doomed.is_empty() {
-            return Ok(());
+            drop(st);
+            return self.delete_offloaded_copies(now);
         }
         let removed: Vec<Slot> = doomed
             .iter()
@@ -68,15 +70,94 @@ impl ManagedLedger {
             return Err(e);
         }
         self.cache.evict_before(Position::new(first_kept, 0));
+        // A ledger whose own copy is already gone is not deleted there again.
+        let stored: Vec<i64> = removed
+            .iter()
+            .filter(|s| !s.offload_deleted())
+            .map(|s| s.info.ledger_id)
+            .collect();
+        self.release_stored(&stored);
+        // Retention deletes the offloaded objects with the ledger, as Pulsar's.
+        self.delete_offloaded_objects(
+            removed
+                .into_iter()
+                .filter_map(|s| s.info.offload.map(|c| (s.info.ledger_id, c)))
+                .collect(),
+        );
+        tracing::debug!(ledger = %self.name, deleted = ?doomed, "trimmed consumed ledgers");
+        self.delete_offloaded_copies(now)
+    }
+
+    /// Deletes ledgers from their own storage (the bookies, or the journal's index).
+    fn release_stored(&self, ids: &[i64]) {
         match &self.shared.backing {
-            Some(b) => self.seam_delete_ledgers(b, &doomed),
+            Some(b) => self.seam_delete_ledgers(b, ids),
             None => {
-                for id in &doomed {
+                for id in ids {
                     self.shared.journal.release_ledger(*id);
                 }
             }
         }
-        tracing::debug!(ledger = %self.name, deleted = ?doomed, "trimmed consumed ledgers");
+    }
+
+    /// Deletes the own copy of ledgers offloaded longer ago than the deletion lag (Pulsar's
+    /// `isOffloadedNeedsDelete`): marks them `bookkeeperDeleted`, persists the list, then deletes
+    /// them from the journal or the bookies. From then on they are read from the tier.
+    fn delete_offloaded_copies(&self, now: u64) -> Result<()> {
+        let Some(lag) = self.tiering.policy().deletion_lag_ms.filter(|l| *l >= 0) else {
+            return Ok(());
+        };
+        #[allow(clippy::cast_sign_loss)]
+        let lag = lag as u64;
+        let due: Vec<i64> = {
+            let mut st = self.state.lock();
+            let current = st.current;
+            let due: Vec<i64> = st
+                .ledgers
+                .iter()
+                .filter(|(id, s)| {
+                    **id != current
+                        && s.info.offload.as_ref().is_some_and(|c| {
+                            c.complete
+                                && !c.bookkeeper_deleted
+                                && now.saturating_sub(c.timestamp_ms) > lag
+                        })
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in &due {
+                if let Some(slot) = st.ledgers.get_mut(id) {
+                    if let Some(c) = slot.info.offload.as_mut() {
+                        c.bookkeeper_deleted = true;
+                    }
+                }
+            }
+            due
+        };
+        if due.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = self.persist() {
+            let mut st = self.state.lock();
+            for id in &due {
+                if let Some(c) = st.ledgers.get_mut(id).and_then(|s| s.info.offload.as_mut()) {
+                    c.bookkeeper_deleted = false;
+                }
+            }
+            return Err(e);
+        }
+        {
+            // The entries' places in the journal go with it: only lengths stay.
+            let mut st = self.state.lock();
+            for id in &due {
+                if let Some(slot) = st.ledgers.get_mut(id) {
+                    slot.locs = super::on_seam::remote_locs(slot.confirmed, slot.confirmed_size);
+                }
+            }
+        }
+        self.readers.lock().retain(|id, _| !due.contains(id));
+        self.release_stored(&due);
+        tracing::info!(ledger = %self.name, ledgers = ?due, "deleted offloaded ledgers' own copies after the deletion lag");
         Ok(())
     }
 }

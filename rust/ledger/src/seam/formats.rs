@@ -8,7 +8,8 @@
 //!
 //! Field numbers and types follow the proto file (checked against the classes of Pulsar 4.0.8).
 //! Fields this crate does not interpret but must not drop when it rewrites a record Pulsar wrote
-//! (offload contexts, batch deletion indexes, cursor properties) are kept as their raw bytes.
+//! (streaming-offload segments, batch deletion indexes, cursor properties) are kept as their raw
+//! bytes.
 
 /// `NestedPositionInfo`: a ledger id and an entry id.
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
@@ -50,9 +51,40 @@ pub struct LedgerInfo {
     pub size: Option<i64>,
     #[prost(int64, optional, tag = "4")]
     pub timestamp: Option<i64>,
-    /// `OffloadContext`, kept as it was read.
-    #[prost(bytes = "vec", optional, tag = "5")]
-    pub offload_context: Option<Vec<u8>>,
+    /// Where the ledger was offloaded to (tiered storage), if it was.
+    #[prost(message, optional, tag = "5")]
+    pub offload_context: Option<OffloadContext>,
+}
+
+/// `OffloadDriverMetadata`: the offload driver's name and what it recorded (bucket, region,
+/// endpoint).
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct OffloadDriverMetadata {
+    #[prost(string, required, tag = "1")]
+    pub name: String,
+    #[prost(message, repeated, tag = "2")]
+    pub properties: Vec<KeyValue>,
+}
+
+/// `OffloadContext`: one ledger's offload. The uid is a Java `UUID` as its two halves; the
+/// timestamp is when the offload completed (ms). `offloadSegment` (written only by Pulsar's
+/// streaming offloader, which its broker never calls) is kept as raw bytes.
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct OffloadContext {
+    #[prost(int64, optional, tag = "1")]
+    pub uid_msb: Option<i64>,
+    #[prost(int64, optional, tag = "2")]
+    pub uid_lsb: Option<i64>,
+    #[prost(bool, optional, tag = "3")]
+    pub complete: Option<bool>,
+    #[prost(bool, optional, tag = "4")]
+    pub bookkeeper_deleted: Option<bool>,
+    #[prost(int64, optional, tag = "5")]
+    pub timestamp: Option<i64>,
+    #[prost(message, optional, tag = "6")]
+    pub driver_metadata: Option<OffloadDriverMetadata>,
+    #[prost(bytes = "vec", repeated, tag = "7")]
+    pub offload_segment: Vec<Vec<u8>>,
 }
 
 /// `KeyValue`: a managed ledger's property.

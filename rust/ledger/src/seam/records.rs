@@ -9,9 +9,10 @@ use prost::Message;
 
 use super::formats::{
     KeyValue, LedgerInfo as PbLedgerInfo, LongProperty, ManagedCursorInfo, ManagedLedgerInfo,
-    MessageRange, NestedPositionInfo, PositionInfo,
+    MessageRange, NestedPositionInfo, OffloadContext as PbOffloadContext, OffloadDriverMetadata,
+    PositionInfo,
 };
-use crate::{AckSet, CursorSnapshot, LedgerError, LedgerInfo, Position, Result};
+use crate::{AckSet, CursorSnapshot, LedgerError, LedgerInfo, OffloadContext, Position, Result};
 
 /// `BatchedEntryDeletionIndexInfo`: an entry's batch indexes still unacknowledged (a bit set as
 /// `long`s, as Java's `BitSet.toLongArray`).
@@ -28,6 +29,55 @@ fn nested(p: Position) -> NestedPositionInfo {
         ledger_id: p.ledger_id,
         entry_id: p.entry_id,
     }
+}
+
+/// Pulsar's `OffloadContext` of a ledger's offload record.
+#[must_use]
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+pub fn encode_offload_context(c: &OffloadContext) -> PbOffloadContext {
+    PbOffloadContext {
+        uid_msb: Some((c.uid >> 64) as u64 as i64),
+        uid_lsb: Some(c.uid as u64 as i64),
+        complete: Some(c.complete),
+        bookkeeper_deleted: Some(c.bookkeeper_deleted),
+        timestamp: Some(c.timestamp_ms as i64),
+        driver_metadata: Some(OffloadDriverMetadata {
+            name: c.driver_name.clone(),
+            properties: c
+                .driver_metadata
+                .iter()
+                .map(|(k, v)| KeyValue {
+                    key: k.clone(),
+                    value: v.clone(),
+                })
+                .collect(),
+        }),
+        offload_segment: Vec::new(),
+    }
+}
+
+/// A ledger's offload record as Pulsar or we wrote it; `None` without a uid (nothing was
+/// prepared).
+#[must_use]
+#[allow(clippy::cast_sign_loss)]
+pub fn decode_offload_context(c: &PbOffloadContext) -> Option<OffloadContext> {
+    let (msb, lsb) = (c.uid_msb?, c.uid_lsb?);
+    let dm = c.driver_metadata.clone();
+    Some(OffloadContext {
+        uid: (u128::from(msb as u64) << 64) | u128::from(lsb as u64),
+        complete: c.complete.unwrap_or(false),
+        bookkeeper_deleted: c.bookkeeper_deleted.unwrap_or(false),
+        timestamp_ms: c.timestamp.unwrap_or(0).max(0) as u64,
+        driver_name: dm.as_ref().map(|d| d.name.clone()).unwrap_or_default(),
+        driver_metadata: dm
+            .map(|d| {
+                d.properties
+                    .into_iter()
+                    .map(|kv| (kv.key, kv.value))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
 }
 
 fn corrupt(path: &str, e: &prost::DecodeError) -> LedgerError {
@@ -56,7 +106,7 @@ pub fn encode_ledger_list(
                 entries: Some(l.entries as i64),
                 size: Some(l.size as i64),
                 timestamp: Some(closed as i64),
-                offload_context: None,
+                offload_context: l.offload.as_ref().map(encode_offload_context),
             },
             None => PbLedgerInfo {
                 ledger_id: l.ledger_id,
@@ -109,6 +159,7 @@ pub fn decode_ledger_list(path: &str, raw: &[u8], now_ms: u64) -> Result<LedgerL
             size: l.size.unwrap_or(0).max(0) as u64,
             created_ms: now_ms,
             closed_ms: l.entries.map(|_| l.timestamp.unwrap_or(0).max(0) as u64),
+            offload: l.offload_context.as_ref().and_then(decode_offload_context),
         })
         .collect();
     let properties = info
@@ -240,6 +291,7 @@ mod tests {
                 size: 1000,
                 created_ms: 5,
                 closed_ms: Some(77),
+                offload: None,
             },
             LedgerInfo {
                 ledger_id: 9,
@@ -247,6 +299,7 @@ mod tests {
                 size: 0,
                 created_ms: 5,
                 closed_ms: None,
+                offload: None,
             },
         ];
         let props: BTreeMap<String, String> = [("a".to_string(), "b".to_string())].into();
