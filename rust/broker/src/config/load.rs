@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use super::BrokerConfig;
-use super::{properties, pulsar_keys};
+use super::{offload_keys, properties, pulsar_keys};
 use crate::error::BrokerError;
 
 /// Pulsar's name for a setting we spell differently → our key.
@@ -117,9 +117,14 @@ enum KeyKind {
     Ours(&'static str),
     /// A Pulsar setting we do not implement.
     PulsarOnly,
+    /// A tiered-storage setting: kept as text for the offloader.
+    Offload,
 }
 
 fn classify(key: &str) -> Result<KeyKind, BrokerError> {
+    if offload_keys::is_offload_key(key) {
+        return Ok(KeyKind::Offload);
+    }
     let key = ALIASES
         .iter()
         .find(|(pulsar, _)| *pulsar == key)
@@ -211,7 +216,7 @@ pub fn properties_settings(text: &str) -> Result<Map<String, Value>, BrokerError
         }
         let value = match kind {
             KeyKind::Ours(k) => typed(k, &p.value).map_err(|r| at_line(invalid(&p.key, r)))?,
-            KeyKind::PulsarOnly => Value::String(p.value.clone()),
+            KeyKind::PulsarOnly | KeyKind::Offload => Value::String(p.value.clone()),
         };
         map.insert(p.key, value);
     }
@@ -288,6 +293,7 @@ impl BrokerConfig {
         apply_deprecated(&mut map);
         let mut merged = defaults().clone();
         let mut unimplemented = Vec::new();
+        let mut offload = std::collections::BTreeMap::new();
         for (k, v) in map {
             match classify(&k)? {
                 KeyKind::Ours(key) => {
@@ -295,12 +301,21 @@ impl BrokerConfig {
                     merged.insert(key.to_owned(), v);
                 }
                 KeyKind::PulsarOnly => unimplemented.push(k),
+                KeyKind::Offload => {
+                    let text = match v {
+                        Value::String(s) => s,
+                        Value::Null => continue,
+                        other => other.to_string(),
+                    };
+                    offload.insert(k, text);
+                }
             }
         }
         let mut cfg: BrokerConfig = serde_json::from_value(Value::Object(merged))
             .map_err(|e| invalid("<config>", e.to_string()))?;
         unimplemented.sort();
         cfg.unimplemented_keys = unimplemented;
+        cfg.offload_properties = offload;
         cfg.validate()?;
         Ok(cfg)
     }

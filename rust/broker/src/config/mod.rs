@@ -10,6 +10,7 @@ pub mod broker_client;
 pub mod inactive_topic_mode;
 pub mod listeners;
 pub mod load;
+pub mod offload_keys;
 pub mod properties;
 pub mod pulsar_keys;
 pub mod schema_strategy;
@@ -403,6 +404,12 @@ pub struct BrokerConfig {
     /// Filled by [`BrokerConfig::from_json_map`]; not a setting.
     #[serde(skip)]
     pub unimplemented_keys: Vec<String>,
+
+    /// Tiered storage's settings as given (`managedLedgerOffload*`, `s3ManagedLedgerOffload*`,
+    /// ... see [`offload_keys`]): handed whole to the offloader, as Pulsar hands its offloaders
+    /// the broker's raw properties. Filled by [`BrokerConfig::from_json_map`].
+    #[serde(skip)]
+    pub offload_properties: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for BrokerConfig {
@@ -603,6 +610,7 @@ impl Default for BrokerConfig {
             tls_trust_certs_file_path: None,
             tls_require_trusted_client_cert_on_connect: false,
             unimplemented_keys: Vec::new(),
+            offload_properties: std::collections::BTreeMap::new(),
         }
     }
 }

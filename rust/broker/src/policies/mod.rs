@@ -5,6 +5,7 @@
 
 pub mod backlog_quota;
 pub mod limits;
+pub mod offload;
 pub mod replication;
 pub mod store;
 
@@ -432,6 +433,8 @@ pub struct Effective {
     /// Subscriptions are created on first subscribe: topic `autoSubscriptionCreationOverride`,
     /// else the namespace's, else `allowAutoSubscriptionCreation`.
     pub allow_auto_subscription_creation: bool,
+    /// Offload settings, resolved field by field ([`offload::resolve`]).
+    pub offload: std::collections::BTreeMap<String, String>,
 }
 
 fn positive(v: i64) -> f64 {

@@ -413,8 +413,10 @@ impl PolicyStore {
         let allow_auto_subscription_creation = auto_subscription(&tp)
             .or_else(|| auto_subscription(&np))
             .unwrap_or(c.allow_auto_subscription_creation);
+        let offload = super::offload::resolve(&tp, &np, c);
         Effective {
             allow_auto_subscription_creation,
+            offload,
             max_unacked_per_consumer,
             max_unacked_per_subscription,
             delayed_delivery,

@@ -5,6 +5,7 @@
 
 pub mod backlog_quota;
 pub mod inactive;
+pub mod offload;
 mod ownership;
 mod schema_admission;
 pub mod topic_quota;
@@ -72,6 +73,9 @@ pub struct BrokerService {
     /// the server, after `ownership`; unset on a broker of its own.
     buffer_client:
         std::sync::OnceLock<Arc<dyn crate::transaction::buffer_client::TransactionBufferClient>>,
+    /// Makes the offloaders topics' settings name; set once at start by the server (unset:
+    /// no tiered storage).
+    offloaders: std::sync::OnceLock<offload::OffloaderFactory>,
     /// Notified (all waiters) when the broker's clock jumps, so timers armed on the clock's
     /// time (transaction timeouts) look at it again.
     clock_jumps: Arc<tokio::sync::Notify>,
@@ -237,6 +241,7 @@ impl BrokerService {
             loading: Mutex::new(HashMap::new()),
             known: Mutex::new(known),
             ownership: std::sync::OnceLock::new(),
+            offloaders: std::sync::OnceLock::new(),
             quarantined: Mutex::new(HashMap::new()),
             partitioned: Mutex::new(partitioned),
             seq: AtomicU64::new(0),
@@ -556,7 +561,17 @@ impl BrokerService {
             self.config.topic_compaction_retain_null_key,
         );
         let topic = Topic::new(name.clone(), ledger, Arc::clone(&self.config), compaction);
-        topic.apply_policy(self.policies.effective(name));
+        let effective = self.policies.effective(name);
+        self.apply_offload(&topic, &effective.offload);
+        topic.apply_policy(effective);
+        if self
+            .config
+            .offload_properties
+            .get("triggerOffloadOnTopicLoad")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        {
+            topic.ledger.maybe_offload();
+        }
         // Before any producer can write (Pulsar's `checkReplication` in the topic's load): a
         // replicated topic's messages from now on are kept for each remote cluster.
         for remote in self
@@ -982,7 +997,9 @@ impl BrokerService {
     /// Re-applies policies to the loaded topics they concern (after an admin change).
     pub fn refresh_policies(&self) {
         for t in self.loaded_topics() {
-            t.apply_policy(self.policies.effective(&t.name));
+            let effective = self.policies.effective(&t.name);
+            self.apply_offload(&t, &effective.offload);
+            t.apply_policy(effective);
         }
         // As Pulsar's `applyUpdatedTopicPolicies`: a policy change checks message expiry.
         self.check_message_expiry(self.clock().now_ms());

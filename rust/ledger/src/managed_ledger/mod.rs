@@ -43,7 +43,7 @@ use crate::{LedgerConfig, LedgerError, Position, Result};
 
 pub use append::Added;
 pub use completion::{AddCompletion, AddWaiter};
-pub use offload::{OffloadStart, OffloadStatus};
+pub use offload::{OffloadStart, OffloadStatus, OffloadSummary};
 use recovery::recover_slot;
 
 /// Persisted description of one ledger.

@@ -17,7 +17,7 @@
 //!   [`super::trim`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -50,6 +50,19 @@ pub enum OffloadStatus {
     },
 }
 
+/// What a managed ledger has offloaded ([`ManagedLedger::offload_summary`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffloadSummary {
+    /// Bytes of the ledgers whose offload is complete.
+    pub size: u64,
+    /// The newest of them (0: none).
+    pub last_ledger_id: i64,
+    /// When the newest offload completed, ms since epoch (0: never).
+    pub last_success_ms: u64,
+    /// When an offload last failed, ms since epoch (0: never).
+    pub last_failure_ms: u64,
+}
+
 /// Whether [`ManagedLedger::trigger_offload`] started a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OffloadStart {
@@ -69,6 +82,8 @@ pub(crate) struct Tiering {
     running: AtomicBool,
     /// The last operator-asked job's outcome. Lock: read or replaced, never held across a call.
     status: Mutex<OffloadStatus>,
+    /// When an offload last failed, ms since epoch (0: never). Relaxed: a statistic.
+    last_failure_ms: AtomicU64,
     /// Offloaded ledgers open for reading, by ledger id. Lock: lookups and inserts only, never
     /// across a read.
     readers: Mutex<HashMap<i64, Arc<dyn OffloadedLedger>>>,
@@ -80,6 +95,7 @@ impl Tiering {
             policy: Mutex::new(OffloadPolicy::default()),
             running: AtomicBool::new(false),
             status: Mutex::new(OffloadStatus::NotRun),
+            last_failure_ms: AtomicU64::new(0),
             readers: Mutex::new(HashMap::new()),
         }
     }
@@ -181,6 +197,7 @@ impl ManagedLedger {
             *ml.tiering.status.lock() = match outcome {
                 Ok(first_unoffloaded) => OffloadStatus::Success { first_unoffloaded },
                 Err(e) => {
+                    ml.note_offload_failure();
                     tracing::warn!(ledger = %ml.name(), error = %e, "offload failed");
                     OffloadStatus::Error {
                         message: e.to_string(),
@@ -254,11 +271,39 @@ impl ManagedLedger {
         let ml = Arc::clone(self);
         self.spawn_offload_job(move || {
             if let Err(e) = ml.offload_prefix(upto) {
+                ml.note_offload_failure();
                 tracing::warn!(ledger = %ml.name(), error = %e, "auto-offload failed");
             }
             // Release: see `Tiering::running`.
             ml.tiering.running.store(false, Ordering::Release);
         });
+    }
+
+    fn note_offload_failure(&self) {
+        // Relaxed: see `Tiering::last_failure_ms`.
+        self.tiering
+            .last_failure_ms
+            .store(self.shared.clock.now_ms(), Ordering::Relaxed);
+    }
+
+    /// What is offloaded, for a topic's stats (Pulsar's `offloadedStorageSize`,
+    /// `lastOffloadLedgerId`, `lastOffloadSuccessTimeStamp`, `lastOffloadFailureTimeStamp`).
+    #[must_use]
+    pub fn offload_summary(&self) -> OffloadSummary {
+        let st = self.state.lock();
+        let mut s = OffloadSummary {
+            // Relaxed: see `Tiering::last_failure_ms`.
+            last_failure_ms: self.tiering.last_failure_ms.load(Ordering::Relaxed),
+            ..OffloadSummary::default()
+        };
+        for (id, slot) in &st.ledgers {
+            if let Some(c) = slot.info.offload.as_ref().filter(|c| c.complete) {
+                s.size += slot.confirmed_size;
+                s.last_ledger_id = s.last_ledger_id.max(*id);
+                s.last_success_ms = s.last_success_ms.max(c.timestamp_ms);
+            }
+        }
+        s
     }
 
     fn take_offload_turn(&self) -> bool {

@@ -192,8 +192,10 @@ pub(in crate::admin) fn managed_ledger_json(
     let ledgers: Vec<Value> = all_ledgers
         .iter()
         .map(|l| {
+            // `offloaded` is the offload's `complete`, as Pulsar's.
+            let offloaded = l.offload.as_ref().is_some_and(|c| c.complete);
             json!({"ledgerId": l.ledger_id, "entries": l.entries, "size": l.size,
-                   "offloaded": false, "underReplicated": false})
+                   "offloaded": offloaded, "underReplicated": false})
         })
         .collect();
     let last_created = all_ledgers.last().map_or(0, |l| l.created_ms);

@@ -102,6 +102,7 @@ pub(in crate::admin) fn topic_json(
 ) -> Value {
     let (rate_in, tput_in) = topic.msg_in.rates();
     let ml = topic.ledger.stats();
+    let offloaded = topic.ledger.offload_summary();
     let mut subs = serde_json::Map::new();
     let (mut rate_out, mut tput_out) = (0.0, 0.0);
     let (mut msgs_out, mut bytes_out) = (0u64, 0u64);
@@ -223,10 +224,10 @@ pub(in crate::admin) fn topic_json(
         "oldestBacklogMessageAgeSeconds": oldest_age,
         "publishRateLimitedTimes": topic.publish_rate_limited.load(Ordering::Relaxed),
         "earliestMsgPublishTimeInBacklogs": 0,
-        "offloadedStorageSize": 0,
-        "lastOffloadLedgerId": 0,
-        "lastOffloadSuccessTimeStamp": 0,
-        "lastOffloadFailureTimeStamp": 0,
+        "offloadedStorageSize": offloaded.size,
+        "lastOffloadLedgerId": offloaded.last_ledger_id,
+        "lastOffloadSuccessTimeStamp": offloaded.last_success_ms,
+        "lastOffloadFailureTimeStamp": offloaded.last_failure_ms,
         "ongoingTxnCount": 0,
         "abortedTxnCount": 0,
         "committedTxnCount": 0,
