@@ -189,6 +189,11 @@ impl BlobStoreBackedLedger {
             ),
         };
         while wanted <= last {
+            // A block filled to its last byte ends where the next one's header starts.
+            if index.entries.iter().any(|e| e.block_offset == pos) {
+                pos += header;
+                continue;
+            }
             let block_end = index.block_end(pos);
             let at_padding = if pos + 4 > block_end {
                 true
