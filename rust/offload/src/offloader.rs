@@ -36,7 +36,8 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// Runs `fut` on the offloader's runtime and waits for it on this (non-worker) thread.
+    /// Runs `fut` on the offloader's runtime and waits for it on this thread, which must not be
+    /// one of that runtime's workers (callers are the managed ledger's blocking threads).
     pub(crate) fn block<T: Send + 'static>(
         &self,
         fut: impl Future<Output = Result<T>> + Send + 'static,

@@ -163,6 +163,7 @@ impl BlobStoreBackedLedger {
         first: i64,
         last: i64,
     ) -> Result<Vec<Bytes>> {
+        // Held for the whole read: one ledger's reads are serialized and share the buffer.
         let mut st = state.lock().await;
         let floor = index.floor(first).ok_or_else(|| LedgerError::Offload {
             context: format!("offloaded ledger {ledger_id}: no block holds entry {first}"),

@@ -69,16 +69,22 @@ mod tests {
             async { Err(err(None)) }
         }));
         assert!(r.is_err());
+        // Relaxed: read back on the thread that counted.
         assert_eq!(calls.load(Ordering::Relaxed), ATTEMPTS);
+        // Relaxed: reset between runs on this one thread.
         calls.store(0, Ordering::Relaxed);
         let r: Result<(), _> = rt.block_on(retry(|| {
+            // Relaxed: the count only, on this one thread.
             calls.fetch_add(1, Ordering::Relaxed);
             async { Err(err(Some(404))) }
         }));
         assert_eq!(r.unwrap_err().status, Some(404));
+        // Relaxed: read back on the thread that counted.
         assert_eq!(calls.load(Ordering::Relaxed), 1);
+        // Relaxed: reset between runs on this one thread.
         calls.store(0, Ordering::Relaxed);
         let r = rt.block_on(retry(|| {
+            // Relaxed: the count only, on this one thread.
             let n = calls.fetch_add(1, Ordering::Relaxed);
             async move {
                 if n < 2 {
