@@ -34,7 +34,8 @@ pub use error::{LedgerError, Result};
 pub use journal::KnownCrc;
 pub use managed_ledger::cursor::Cursor;
 pub use managed_ledger::{
-    AddCompletion, AddWaiter, Added, Entry, LedgerInfo, LedgerStats, ManagedLedger,
+    AddCompletion, AddWaiter, Added, Entry, LedgerInfo, LedgerStats, ManagedLedger, OffloadStart,
+    OffloadStatus, OffloadSummary,
 };
 pub use metastore::{FileMetaStore, MetaStore};
 pub use offload::{

@@ -29,6 +29,9 @@ const MAX_READ_BATCH: i64 = 100;
 
 /// What the offloader and the ledgers it opened share: the runtime and the client.
 pub(crate) struct Core {
+    /// User metadata written on every object unless the call's own names it (the broker's
+    /// cluster name and version); immutable.
+    base_metadata: BTreeMap<String, String>,
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
     pub(crate) client: S3Client,
@@ -122,12 +125,24 @@ impl BlobStoreOffloader {
         let handle = runtime.handle().clone();
         Ok(BlobStoreOffloader {
             core: Arc::new(Core {
+                base_metadata: BTreeMap::new(),
                 runtime: Some(runtime),
                 handle,
                 client,
                 config,
             }),
         })
+    }
+
+    /// Adds user metadata to every object written from now on, under Pulsar's names
+    /// (`PulsarClusterName`, `S3ManagedLedgerOffloaderSoftwareVersion`, ...), as Pulsar's broker
+    /// adds its own; only while this offloader is not shared yet.
+    #[must_use]
+    pub fn with_base_metadata(mut self, base: BTreeMap<String, String>) -> Self {
+        if let Some(core) = Arc::get_mut(&mut self.core) {
+            core.base_metadata = base;
+        }
+        self
     }
 
     /// The configuration.
@@ -323,7 +338,9 @@ impl LedgerOffloader for BlobStoreOffloader {
         let bucket = self.core.config.bucket.clone().unwrap_or_default();
         let data_key = names::data_key(uid, ledger_id);
         let index_key = names::index_key(uid, ledger_id);
-        let base = Self::user_metadata(extra_metadata);
+        let mut extra = self.core.base_metadata.clone();
+        extra.extend(extra_metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let base = Self::user_metadata(&extra);
         let ml_name = base
             .get(names::METADATA_ML_NAME)
             .cloned()

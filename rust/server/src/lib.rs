@@ -15,7 +15,7 @@
 //! and as a client of its peers); [`replication`] (geo-replication to other clusters);
 //! [`housekeeping`] (the periodic tasks); [`context`] (the state
 //! they all share); and below it the plain parts: [`auth`], [`tls`], [`resources`],
-//! [`lookup`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
+//! [`lookup`], [`offloaders`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
 //! the modules and hands on the names other crates use.
 #![recursion_limit = "256"] // serde_json::json! of the admin stats documents
 
@@ -32,6 +32,7 @@ pub mod http;
 pub mod listen;
 pub mod lookup;
 pub mod metrics;
+pub mod offloaders;
 pub mod outbound;
 pub mod policies_document;
 pub mod replication;

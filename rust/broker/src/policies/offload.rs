@@ -65,15 +65,18 @@ fn object_fields(p: &Policies, key: &str) -> BTreeMap<String, String> {
 
 /// The resolved offload settings of a topic (see the module docs).
 #[must_use]
-pub fn resolve(topic: &Policies, namespace: &Policies, c: &BrokerConfig) -> BTreeMap<String, String> {
+pub fn resolve(
+    topic: &Policies,
+    namespace: &Policies,
+    c: &BrokerConfig,
+) -> BTreeMap<String, String> {
     let mut merged = object_fields(topic, "offloadPolicies");
     let mut ns = object_fields(namespace, "offload_policies");
     for (scalar, field) in NAMESPACE_SCALARS {
-        let set = namespace
-            .other
-            .get(*scalar)
-            .and_then(text)
-            .filter(|t| t.parse::<i64>().map_or(true, |n| n != -1 || *scalar == "offload_deletion_lag_ms"));
+        let set = namespace.other.get(*scalar).and_then(text).filter(|t| {
+            t.parse::<i64>()
+                .map_or(true, |n| n != -1 || *scalar == "offload_deletion_lag_ms")
+        });
         if let Some(v) = set {
             ns.entry((*field).to_owned()).or_insert(v);
         }
@@ -89,6 +92,54 @@ pub fn resolve(topic: &Policies, namespace: &Policies, c: &BrokerConfig) -> BTre
         merged.entry(field.to_owned()).or_insert_with(|| v.clone());
     }
     merged
+}
+
+/// The drivers Pulsar's offload policies accept (`OffloadPoliciesImpl.INTERNAL_SUPPORTED_DRIVER`).
+pub const POLICY_DRIVERS: &[&str] = &[
+    "aws-s3",
+    "S3",
+    "google-cloud-storage",
+    "azureblob",
+    "aliyun-oss",
+    "filesystem",
+];
+
+/// Checks an `offloadPolicies` document as Pulsar's admin does (`validateOffloadPolicies`): a
+/// driver it knows, and a bucket unless the driver is `filesystem`.
+///
+/// # Errors
+/// The reason (Pulsar answers 412).
+pub fn validate(policies: &Value) -> Result<(), String> {
+    let Some(o) = policies.as_object() else {
+        return Err("offload policies must be a JSON object".into());
+    };
+    let field = |k: &str| o.get(k).and_then(text);
+    let driver = field(DRIVER).unwrap_or_default();
+    if !POLICY_DRIVERS
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(&driver))
+    {
+        return Err(format!(
+            "The driver {driver:?} is not supported; supported drivers: {}",
+            POLICY_DRIVERS.join(", ")
+        ));
+    }
+    let bucket = [
+        "managedLedgerOffloadBucket",
+        "s3ManagedLedgerOffloadBucket",
+        "gcsManagedLedgerOffloadBucket",
+    ]
+    .iter()
+    .find_map(|k| field(k));
+    if !driver.eq_ignore_ascii_case("filesystem") && bucket.is_none() {
+        return Err("The bucket must be specified for tiered storage".into());
+    }
+    if let Some(p) = field(READ_PRIORITY) {
+        if !["bookkeeper-first", "tiered-storage-first"].contains(&p.as_str()) {
+            return Err(format!("Invalid {READ_PRIORITY} {p:?}"));
+        }
+    }
+    Ok(())
 }
 
 /// A resolved numeric field (`None`: unset or not a number).
@@ -140,7 +191,26 @@ mod tests {
         // The namespace's -1 is "unset": the broker's value counts.
         assert_eq!(number(&r, THRESHOLD_BYTES), Some(100));
         assert_eq!(r[READ_PRIORITY], "bookkeeper-first");
-        let bare = resolve(&Policies::default(), &Policies::default(), &BrokerConfig::default());
+        let bare = resolve(
+            &Policies::default(),
+            &Policies::default(),
+            &BrokerConfig::default(),
+        );
         assert!(bare.is_empty());
+    }
+
+    #[test]
+    fn validation_is_pulsars() {
+        let ok = serde_json::json!({"managedLedgerOffloadDriver": "S3", "managedLedgerOffloadBucket": "b"});
+        assert!(validate(&ok).is_ok());
+        assert!(validate(&serde_json::json!({"managedLedgerOffloadDriver": "filesystem"})).is_ok());
+        assert!(
+            validate(&serde_json::json!({"managedLedgerOffloadDriver": "S3"}))
+                .unwrap_err()
+                .contains("bucket")
+        );
+        assert!(validate(&serde_json::json!({"managedLedgerOffloadDriver": "ftp", "managedLedgerOffloadBucket": "b"}))
+            .unwrap_err()
+            .contains("not supported"));
     }
 }

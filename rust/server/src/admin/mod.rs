@@ -94,6 +94,7 @@ fn router(ctx: Arc<ServerContext>, history: Arc<History>) -> Router {
         .merge(topics::stats::routes())
         .merge(topics::internal_stats::routes())
         .merge(topics::compaction::routes())
+        .merge(topics::offload::routes())
         .merge(topics::non_persistent::routes())
         .route("/metrics", Access::Metrics, get(crate::metrics::render))
         .merge(namespaces::policies::routes())

@@ -200,6 +200,7 @@ async fn open_service(
     fs: Option<Arc<dyn pulsar_rs_ledger::vfs::Vfs>>,
     clock: Arc<dyn pulsar_rs_clock::Clock>,
 ) -> Result<Arc<BrokerService>, ServerError> {
+    crate::offloaders::check(&config)?;
     let service = tokio::task::spawn_blocking(move || match fs {
         Some(fs) => BrokerService::open_on(config, &dir, fs, clock),
         None => match bookkeeper::backing(&config)? {
@@ -209,6 +210,9 @@ async fn open_service(
     })
     .await
     .map_err(|e| ServerError::BadRequest(format!("startup task failed: {e}")))??;
+    // Before any topic loads: their offload settings find their offloader here.
+    let cluster = service.config.cluster_name.clone();
+    service.set_offloader_factory(crate::offloaders::factory(&cluster));
     Ok(service)
 }
 

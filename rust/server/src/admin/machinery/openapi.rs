@@ -99,6 +99,16 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["PUT", "GET"],
     ),
     (
+        "offload",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/offload",
+        &["PUT", "GET"],
+    ),
+    (
+        "offload",
+        "/admin/v2/non-persistent/{tenant}/{ns}/{topic}/offload",
+        &["PUT", "GET"],
+    ),
+    (
         "internal_stats",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/internalStats",
         &["GET"],
@@ -229,6 +239,16 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "ns_policies",
         "/admin/v2/namespaces/{tenant}/{ns}/offloadThreshold",
         &["GET", "PUT"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/offloadPolicies",
+        &["GET", "POST"],
+    ),
+    (
+        "ns_policies",
+        "/admin/v2/namespaces/{tenant}/{ns}/removeOffloadPolicies",
+        &["DELETE"],
     ),
     (
         "ns_policies",

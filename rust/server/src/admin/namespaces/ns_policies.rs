@@ -3,14 +3,15 @@
 //! policies): `subscriptionExpirationTime` (`subscription_expiration_time_minutes`),
 //! `offloadThreshold` / `offloadThresholdInSeconds` / `offloadDeletionLagMs`
 //! (`offload_threshold`, `offload_threshold_in_seconds`, `offload_deletion_lag_ms`),
-//! `properties` and `property/{key}` (`properties`), `autoTopicCreation`
+//! `offloadPolicies` and `removeOffloadPolicies` (`offload_policies`, checked as Pulsar's
+//! admin checks them; applied to the namespace's topics by the broker), `properties` and `property/{key}` (`properties`), `autoTopicCreation`
 //! (`autoTopicCreationOverride`, applied by the broker when it creates unknown topics), and
 //! `persistence/bookieAffinity` (Pulsar keeps it in the namespace's local policies; here a
 //! field `bookieAffinityGroup` that the policies document does not show).
 //!
 //! Stored and answered, not applied: subscription expiration (the broker does not expire
-//! inactive subscriptions), the offload settings (no tiered storage) and the bookie affinity
-//! group (no bookie isolation). `docs/admin.md` lists them.
+//! inactive subscriptions) and the bookie affinity group (no bookie isolation).
+//! `docs/admin.md` lists them.
 
 // Helpers return the ready 4xx response as their error; the admin path is cold.
 #![allow(clippy::result_large_err)]
@@ -55,6 +56,16 @@ pub(in crate::admin) fn routes() -> Routes {
             get(get_deletion_lag)
                 .put(set_deletion_lag)
                 .delete(remove_deletion_lag),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/offloadPolicies",
+            Access::Tenant,
+            get(get_offload_policies).post(set_offload_policies),
+        )
+        .route(
+            "/admin/v2/namespaces/{tenant}/{ns}/removeOffloadPolicies",
+            Access::Tenant,
+            axum::routing::delete(remove_offload_policies),
         )
         .route(
             "/admin/v2/namespaces/{tenant}/{ns}/properties",
@@ -237,6 +248,27 @@ async fn set_deletion_lag(ctx: Ctx, Path(p): NsPath, body: String) -> Response {
 
 async fn remove_deletion_lag(ctx: Ctx, Path(p): NsPath) -> Response {
     write(&ctx, p, DELETION_LAG, None).await
+}
+
+const OFFLOAD_POLICIES: &str = "offload_policies";
+
+async fn get_offload_policies(ctx: Ctx, Path(p): NsPath) -> Response {
+    read(&ctx, p, OFFLOAD_POLICIES).await
+}
+
+async fn set_offload_policies(ctx: Ctx, Path(p): NsPath, body: String) -> Response {
+    let v: Value = match parse(&body) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    if let Err(reason) = pulsar_rs_broker::policies::offload::validate(&v) {
+        return fail(StatusCode::PRECONDITION_FAILED, reason);
+    }
+    write(&ctx, p, OFFLOAD_POLICIES, Some(v)).await
+}
+
+async fn remove_offload_policies(ctx: Ctx, Path(p): NsPath) -> Response {
+    write(&ctx, p, OFFLOAD_POLICIES, None).await
 }
 
 const PROPERTIES: &str = "properties";

@@ -517,6 +517,8 @@ fn change(
                     "invalid JSON body: offload policies must be an object",
                 ));
             }
+            pulsar_rs_broker::policies::offload::validate(&v)
+                .map_err(|reason| fail(StatusCode::PRECONDITION_FAILED, reason))?;
             store(vec![("offloadPolicies", v)])
         }
         Kind::AutoSubscriptionCreation => {

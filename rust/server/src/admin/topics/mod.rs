@@ -8,6 +8,7 @@ pub(in crate::admin) mod lifecycle;
 pub(in crate::admin) mod lookup;
 pub(in crate::admin) mod messages;
 pub(in crate::admin) mod non_persistent;
+pub(in crate::admin) mod offload;
 pub(in crate::admin) mod partitions;
 pub(in crate::admin) mod replication_stats;
 pub(in crate::admin) mod schemas;
