@@ -40,9 +40,12 @@ ROOMS = (
     "differential",
     "bookkeeper",
     "cluster",
+    "tiered",
 )
 #: Rooms whose every test is slow: a JVM, a Go build, Apache Pulsar, bookies, FUSE, a wheel or a scale run.
-SLOW_ROOMS = frozenset({"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper", "cluster"})
+SLOW_ROOMS = frozenset(
+    {"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper", "cluster", "tiered"}
+)
 #: Rooms whose files share a session-scoped fixture (Apache Pulsar started once; one Spark session):
 #: under pytest-xdist (`-n 2 --dist loadgroup`, tox.ini) the whole room runs on one worker, so the
 #: fixture starts once. Every other file is a group of its own (its module fixtures start once).
