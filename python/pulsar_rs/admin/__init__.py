@@ -4,8 +4,8 @@
 :class:`AdminError`; :mod:`.paths` quotes names into URL paths; :mod:`.groups`,
 :mod:`.namespaces`, :mod:`.topics` and :mod:`.transactions` are its call groups (``admin.brokers``,
 ``admin.clusters``, ``admin.tenants``, ``admin.schemas``, ``admin.namespaces``, ``admin.topics``,
-``admin.transactions``); :mod:`.policies` and :mod:`.limits` the policy and limit calls of
-namespaces and topics; :mod:`.messages` decodes messages read through the API; :mod:`.types` the
+``admin.transactions``); :mod:`.policies`, :mod:`.limits` and :mod:`.offload` the policy, limit and
+tiered-storage calls of namespaces and topics; :mod:`.messages` decodes messages read through the API; :mod:`.types` the
 JSON documents the calls return, as TypedDicts (``TopicStats``, ``TenantInfo``, ...), all
 importable from here.
 """
@@ -39,6 +39,8 @@ from .types import (
     ManagedLedgerInternalStats,
     MessageIdData,
     NamespaceOwnershipStatus,
+    OffloadPolicies,
+    OffloadProcessStatus,
     PartitionedTopicInternalStats,
     PartitionedTopicMetadata,
     PartitionedTopicStats,
@@ -91,6 +93,8 @@ __all__ = [
     "MessageIdData",
     "NamespaceOwnershipStatus",
     "Namespaces",
+    "OffloadPolicies",
+    "OffloadProcessStatus",
     "PartitionedTopicInternalStats",
     "PartitionedTopicMetadata",
     "PartitionedTopicStats",

@@ -1,6 +1,7 @@
 """``admin.namespaces`` of :class:`pulsar_rs.Admin`: creating and deleting namespaces, their
 policies document, permissions, schema settings, topics, bundles and unloading (the policy and
-limit setters come from :mod:`.policies` and :mod:`.limits`)."""
+limit setters come from :mod:`.policies` and :mod:`.limits`, the offload settings from
+:mod:`.offload`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from .groups import Group
 from .limits import NamespaceLimits
+from .offload import NamespaceOffload
 from .paths import ns_path, segment
 from .policies import PolicySetters
 from .types import BundlesData, Policies
@@ -17,7 +19,7 @@ from .types import BundlesData, Policies
 __all__ = ["Namespaces"]
 
 
-class Namespaces(Group, PolicySetters, NamespaceLimits):
+class Namespaces(Group, PolicySetters, NamespaceLimits, NamespaceOffload):
     """``admin.namespaces``: namespaces ``tenant/name`` and their policies."""
 
     def list(self, tenant: str) -> list[str]:

@@ -1,7 +1,8 @@
 """``admin.topics`` of :class:`pulsar_rs.Admin`: creating and deleting topics and partitioned
 topics, their stats and internal stats, subscriptions and cursors (skip, reset, expire),
 permissions, messages read through the API, unload, compaction and lookup (the topic-level
-policy and limit setters come from :mod:`.policies` and :mod:`.limits`)."""
+policy and limit setters come from :mod:`.policies` and :mod:`.limits`, offload from
+:mod:`.offload`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .errors import AdminError
 from .groups import Group
 from .limits import TopicLimits
 from .messages import messages_of
+from .offload import TopicOffload
 from .paths import ns_path, segment, topic_path
 from .policies import TopicPolicySetters
 from .types import (
@@ -39,7 +41,7 @@ def message_id_body(message_id: str | tuple[int, int], excluded: bool = False) -
     return {"ledgerId": ledger, "entryId": entry, "partitionIndex": -1, "isExcluded": excluded}
 
 
-class Topics(Group, TopicPolicySetters, TopicLimits):
+class Topics(Group, TopicPolicySetters, TopicLimits, TopicOffload):
     """``admin.topics``: topics, their stats, subscriptions, messages and policies."""
 
     def list(self, namespace: str) -> list[str]:

@@ -34,6 +34,8 @@ __all__ = [
     "ManagedLedgerInternalStats",
     "MessageIdData",
     "NamespaceOwnershipStatus",
+    "OffloadPolicies",
+    "OffloadProcessStatus",
     "PartitionedTopicInternalStats",
     "PartitionedTopicMetadata",
     "PartitionedTopicStats",
@@ -220,6 +222,42 @@ class AuthPolicies(TypedDict, total=False):
     subscription_auth_roles: dict[str, list[str]]
 
 
+class OffloadPolicies(TypedDict, total=False):
+    """Tiered storage settings (Pulsar's ``OffloadPolicies``): a namespace's
+    (``namespaces.get_offload_policies``, ``Policies.offload_policies``) or a topic's
+    (``topics.get_offload_policies``). A field left out falls back, field by field, to the
+    namespace's and then to the broker's key of the same name (docs/admin.md, "Tiered storage").
+    ``managedLedgerOffloadDriver`` is ``S3``, ``aws-s3`` or ``aliyun-oss`` here (Pulsar's other
+    drivers are accepted and stored); ``aws-s3`` reads the ``s3ManagedLedgerOffload*`` fields
+    first; ``managedLedgerOffloadedReadPriority`` is ``tiered-storage-first`` or
+    ``bookkeeper-first``."""
+
+    managedLedgerOffloadDriver: str
+    offloadersDirectory: str
+    managedLedgerOffloadMaxThreads: int
+    managedLedgerOffloadReadThreads: int
+    managedLedgerOffloadPrefetchRounds: int
+    managedLedgerOffloadThresholdInBytes: int | None
+    managedLedgerOffloadThresholdInSeconds: int | None
+    managedLedgerOffloadDeletionLagInMillis: int | None
+    managedLedgerOffloadedReadPriority: str
+    managedLedgerExtraConfigurations: dict[str, str]
+    managedLedgerOffloadBucket: str | None
+    managedLedgerOffloadRegion: str | None
+    managedLedgerOffloadServiceEndpoint: str | None
+    managedLedgerOffloadMaxBlockSizeInBytes: int | None
+    managedLedgerOffloadReadBufferSizeInBytes: int | None
+    s3ManagedLedgerOffloadBucket: str | None
+    s3ManagedLedgerOffloadRegion: str | None
+    s3ManagedLedgerOffloadServiceEndpoint: str | None
+    s3ManagedLedgerOffloadMaxBlockSizeInBytes: int | None
+    s3ManagedLedgerOffloadReadBufferSizeInBytes: int | None
+    s3ManagedLedgerOffloadCredentialId: str | None
+    s3ManagedLedgerOffloadCredentialSecret: str | None
+    s3ManagedLedgerOffloadRole: str | None
+    s3ManagedLedgerOffloadRoleSessionName: str | None
+
+
 class Policies(TypedDict, total=False):
     """A namespace's ``Policies`` document (``namespaces.policies``), Pulsar's mixed snake and
     camel case; a policy not set is absent or ``None``."""
@@ -256,6 +294,9 @@ class Policies(TypedDict, total=False):
     subscription_expiration_time_minutes: int
     subscription_types_enabled: list[str]
     offload_threshold: int
+    offload_threshold_in_seconds: int
+    offload_deletion_lag_ms: int | None
+    offload_policies: OffloadPolicies | None
     properties: dict[str, str]
 
 
@@ -535,6 +576,17 @@ class CompactionStatus(TypedDict, total=False):
 
     status: str
     lastError: str
+
+
+class OffloadProcessStatus(TypedDict, total=False):
+    """``topics.offload_status`` (Pulsar's ``OffloadProcessStatus``): ``status`` is ``NOT_RUN``
+    (nothing run since the topic was loaded), ``RUNNING``, ``SUCCESS`` or ``ERROR`` (the reason in
+    ``lastError``); ``firstUnoffloadedMessage`` is the first ledger kept on the broker's storage
+    (``L:0``) after a success, -1:-1 otherwise."""
+
+    status: str
+    lastError: str
+    firstUnoffloadedMessage: MessageIdData
 
 
 class LookupData(TypedDict, total=False):

@@ -24,7 +24,9 @@ inactive-topic-policies     ``--enable-delete-while-inactive/-e`` or
                             ``--max-inactive-duration/-t``, ``--delete-mode/-m``
 ==========================  ==============================================================
 
-The limit commands (``set-max-producers-per-topic`` and the others) are in :mod:`.limits`.
+The limit commands (``set-max-producers-per-topic`` and the others) are in :mod:`.limits`, the
+tiered-storage ones (``set-offload-threshold``, ``set-offload-deletion-lag``,
+``set-offload-policies`` and their getters) in :mod:`.offload`.
 
 The same policy commands serve the topic level (:func:`add_policies` with a ``topic``
 positional; the TTL flag is then ``--ttl/-t``), registered by :mod:`.topic_policies`.
@@ -37,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...admin import Admin
-from . import limits
+from . import limits, offload
 from .output import NOT_SET
 from .units import csv, seconds, size
 
@@ -308,6 +310,8 @@ def add(groups: Any) -> None:
     _add_schema_policies(g)
     add_policies(g, "namespace")
     limits.add(g, "namespace")
+    offload.add_namespace_commands(g)
+    offload.add_policies(g, "namespace")
 
 
 def _call(method: str, *fields: str) -> _Call:

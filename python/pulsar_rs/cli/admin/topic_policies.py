@@ -3,6 +3,7 @@
 deduplication, publish-rate, dispatch-rate, subscription-dispatch-rate, compaction-threshold and
 inactive-topic-policies, the limits of :mod:`.limits` (``set-max-producers``, ``set-max-consumers``,
 ``set-max-consumers-per-subscription``, ``set-max-subscriptions-per-topic``, ``set-max-message-size``),
+``set-offload-policies`` (and ``get-`` / ``remove-``; :mod:`.offload`),
 plus the older ``enable-deduplication`` / ``disable-deduplication`` /
 ``get-deduplication-enabled``, and ``set-replication-clusters -c A,B`` (and ``get-`` / ``remove-``:
 geo-replication of one topic). The same commands form pulsar-admin's ``topicPolicies`` group.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import limits
+from . import limits, offload
 from .namespaces import add_policies
 
 
@@ -25,6 +26,7 @@ def add_to(g: Any) -> None:
     """Registers the topic-level policy commands on a group's sub-parsers ``g``."""
     add_policies(g, "topic")
     limits.add(g, "topic")
+    offload.add_policies(g, "topic")
     for verb, enabled in (("enable-deduplication", True), ("disable-deduplication", False)):
         p = g.add_parser(verb)
         _topic_arg(p)

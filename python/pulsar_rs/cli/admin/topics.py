@@ -16,7 +16,8 @@ subscriptions: ``subscriptions T``, ``create-subscription T -s S [-m latest|earl
 [--max-entries N]``. TIME is relative (``10m``: ten minutes ago).
 Also, from their own modules: messages (:mod:`.topic_messages`: ``peek-messages``,
 ``examine-messages``, ``get-message-by-id``), topic-level policies (:mod:`.topic_policies`) and
-``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`).
+``lookup`` / ``bundle-range`` / ``compact`` / ``compaction-status`` (:mod:`.topic_service`),
+``offload T -s SIZE`` / ``offload-status T [-w]`` (:mod:`.offload`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from typing import Any
 
 from ...admin import Admin
-from . import topic_messages, topic_policies, topic_service
+from . import offload, topic_messages, topic_policies, topic_service
 from .units import csv, message_id, seconds
 
 
@@ -77,10 +78,12 @@ def _add_unsubscribe(g: Any) -> None:
 
 
 def _add_families(g: Any) -> None:
-    """The topic commands kept in their own modules: messages, topic-level policies, service."""
+    """The topic commands kept in their own modules: messages, topic-level policies, service,
+    offload."""
     topic_messages.add_to(g)
     topic_policies.add_to(g)
     topic_service.add_to(g)
+    offload.add_topic_commands(g)
 
 
 def add(groups: Any) -> None:

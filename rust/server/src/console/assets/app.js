@@ -360,13 +360,14 @@ function producersTable(stats) {
 }
 
 function ledgersTable(internal) {
-  const rows = (internal.ledgers || []).map((l) => h("tr", {}, h("td", {}, l.ledgerId), h("td", {}, num(l.entries)), h("td", {}, bytes(l.size))));
-  if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: 3, className: "muted" }, "no ledgers")));
+  const rows = (internal.ledgers || []).map((l) => h("tr", { "data-ledger": l.ledgerId }, h("td", {}, l.ledgerId), h("td", {}, num(l.entries)), h("td", {}, bytes(l.size)),
+    h("td", { className: "offloaded text" }, l.offloaded ? "offloaded" : "")));
+  if (!rows.length) rows.push(h("tr", {}, h("td", { colspan: 4, className: "muted" }, "no ledgers")));
   const cursors = Object.entries(internal.cursors || {}).map(([n, c]) =>
     h("tr", {}, h("td", {}, n), h("td", {}, c.markDeletePosition), h("td", {}, c.readPosition), h("td", { className: "text" }, c.individuallyDeletedMessages)));
   return [
     h("p", { className: "muted" }, "entries " + num(internal.numberOfEntries) + ", size " + bytes(internal.totalSize) + ", last confirmed " + internal.lastConfirmedEntry),
-    h("table", { id: "ledgers" }, h("thead", {}, h("tr", {}, ["Ledger", "Entries", "Size"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)),
+    h("table", { id: "ledgers" }, h("thead", {}, h("tr", {}, ["Ledger", "Entries", "Size", "Tiered storage"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)),
     h("table", { id: "cursors" }, h("thead", {}, h("tr", {}, ["Cursor", "Mark-delete", "Read position", "Acked holes"].map((c) => h("th", {}, c)))), h("tbody", {}, cursors)),
   ];
 }
@@ -403,11 +404,64 @@ async function policiesPanel(base) {
   return [current, form];
 }
 
+// Tiered storage: the last offload of the topic (Pulsar's GET .../offload) into #offload-status;
+// answers its status.
+async function showOffloadStatus(base) {
+  const s = await api(base + "/offload");
+  const out = document.getElementById("offload-status");
+  if (!out) return s.status;
+  const first = s.firstUnoffloadedMessage || {};
+  const kept = s.status === "SUCCESS" ? ", first ledger kept on the broker " + first.ledgerId + ":" + first.entryId : "";
+  out.className = s.status === "ERROR" ? "error" : s.status === "SUCCESS" ? "ok" : "muted";
+  out.dataset.status = s.status;
+  out.textContent = s.status + kept + (s.lastError ? ": " + s.lastError : "");
+  return s.status;
+}
+
+// Re-reads the status every second while the offload runs (until the page changes).
+async function watchOffload(base) {
+  const gen = generation;
+  while (gen === generation && (await showOffloadStatus(base)) === "RUNNING") {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+// "Offload now": every closed ledger, up to the current one (its id from internalStats, entry 0).
+async function offloadNow(base) {
+  const out = document.getElementById("offload-status");
+  try {
+    const ledgers = (await api(base + "/internalStats")).ledgers || [];
+    if (!ledgers.length) throw new Error("the topic has no ledger yet");
+    const current = ledgers[ledgers.length - 1].ledgerId;
+    await api(base + "/offload", { method: "PUT", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ledgerId: current, entryId: 0, partitionIndex: -1 }) });
+    await watchOffload(base);
+  } catch (e) {
+    if (e instanceof AuthError || !out) return;
+    out.className = "error";
+    out.textContent = "offload: " + e.message;
+  }
+}
+
+function offloadPanel(base) {
+  return h("div", { className: "card" },
+    h("button", { id: "offload-now", onclick: () => offloadNow(base) }, "Offload now"), " ",
+    h("span", { className: "muted" }, "closed ledgers to tiered storage; last offload: "),
+    h("span", { id: "offload-status", className: "muted" }, "…"));
+}
+
 async function topicPage(view, name) {
   const base = restBase(name);
   view.replaceChildren(h("h2", {}, "Topic ", h("span", { id: "topic-name" }, name)), h("p", {}, h("a", { href: "#/" }, "← all topics")),
     h("div", { id: "action-result" }), h("div", { id: "diagnosis" }), h("div", { id: "live" }), h("h2", {}, "Policies"), h("div", { id: "policy-panel" }));
   const { partitions } = await api(base + "/partitions").catch(() => ({ partitions: 0 }));
+  if (partitions === 0 && parseTopic(name).domain === "persistent") {
+    document.getElementById("live").after(h("h2", {}, "Tiered storage"), offloadPanel(base));
+    showOffloadStatus(base).catch((e) => {
+      const out = document.getElementById("offload-status");
+      if (out && !(e instanceof AuthError)) out.textContent = e.message;
+    });
+  }
   policiesPanel(base).then((p) => {
     document.getElementById("policy-panel").replaceChildren(...p);
     return showPolicies(base);
@@ -432,7 +486,7 @@ async function topicPage(view, name) {
     live.replaceChildren(
       h("div", { className: "card", id: "summary" },
         "in " + rate(stats.msgRateIn) + " msg/s (" + bytes(stats.msgThroughputIn) + "/s), out " + rate(stats.msgRateOut) +
-        " msg/s (" + bytes(stats.msgThroughputOut) + "/s), storage " + bytes(stats.storageSize) + ", backlog " + bytes(stats.backlogSize) +
+        " msg/s (" + bytes(stats.msgThroughputOut) + "/s), storage " + bytes(stats.storageSize) + ", offloaded ", h("span", { id: "offloaded-size" }, bytes(stats.offloadedStorageSize)), ", backlog " + bytes(stats.backlogSize) +
         ", published " + num(stats.msgInCounter) + " messages"),
       historyCharts(hist.points),
       h("h2", {}, "Subscriptions"), subscriptionsTable(base, stats),
