@@ -27,6 +27,9 @@ struct MemoryTier {
     down: AtomicBool,
     /// Entries served. Relaxed: a counter.
     reads: AtomicU64,
+    /// An upload stores its objects and then fails (a process that died before recording
+    /// them). Relaxed: a test switch.
+    crash_after_upload: AtomicBool,
 }
 
 struct MemoryLedger {
@@ -87,6 +90,11 @@ impl LedgerOffloader for MemoryOffloader {
             .objects
             .lock()
             .insert((source.ledger_id(), uid), entries);
+        if self.0.crash_after_upload.load(Ordering::Relaxed) {
+            return Err(LedgerError::Offload {
+                context: "died after the upload".into(),
+            });
+        }
         Ok(())
     }
     fn open_offloaded(
@@ -388,4 +396,48 @@ fn the_size_threshold_offloads_older_ledgers_after_a_rollover() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(tier.objects.lock().len(), 4);
+}
+
+#[test]
+fn an_attempt_cut_short_after_its_upload_is_recorded_and_its_objects_go_before_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let tier = Arc::new(MemoryTier::default());
+    {
+        let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+        let ml = storage
+            .open_ledger("t/ns/persistent/cut", rolling())
+            .unwrap();
+        for i in 0..15 {
+            ml.add_entry_blocking(payload(i)).unwrap();
+        }
+        let current = ml.stats().current_ledger_id;
+        ml.set_offload_policy(policy(&tier, None));
+        tier.crash_after_upload.store(true, Ordering::Relaxed);
+        ml.offload_now(Position::new(current, 0)).unwrap_err();
+        storage.close().unwrap();
+    }
+    assert_eq!(
+        tier.objects.lock().len(),
+        1,
+        "the cut attempt's objects are in the store"
+    );
+    let storage = Storage::open(dir.path(), StorageConfig::default()).unwrap();
+    let ml = storage
+        .open_ledger("t/ns/persistent/cut", rolling())
+        .unwrap();
+    let recorded = ml.ledgers()[0].offload.clone();
+    let recorded = recorded.expect("the attempt was recorded before its upload");
+    assert!(!recorded.complete);
+    assert!(tier.objects.lock().contains_key(&(0, recorded.uid)));
+    tier.crash_after_upload.store(false, Ordering::Relaxed);
+    ml.set_offload_policy(policy(&tier, None));
+    let current = ml.stats().current_ledger_id;
+    ml.offload_now(Position::new(current, 0)).unwrap();
+    let objects: Vec<(i64, u128)> = tier.objects.lock().keys().copied().collect();
+    assert_eq!(
+        objects.len(),
+        1,
+        "only the completed attempt's objects: {objects:?}"
+    );
+    assert_ne!(objects[0].1, recorded.uid);
 }
