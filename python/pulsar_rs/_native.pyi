@@ -352,20 +352,25 @@ class ArrowStream:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 def export_data_dir(
-    path: str | PathLike[str], progress: Callable[[int, int, int], None] | None = None
+    path: str | PathLike[str],
+    progress: Callable[[int, int, int], None] | None = None,
+    config: str | PathLike[str] | None = None,
 ) -> dict[str, ArrowStream]:
     """Exports a data directory no broker has open, as Arrow streams keyed by table name;
-    ``progress(topics_done, topics_total, rows)`` is called as topics are exported."""
+    ``progress(topics_done, topics_total, rows)`` is called as topics are exported. ``config``: the
+    broker's configuration file, whose tiered-storage keys let offloaded ledgers be read."""
 
 def export_metadata_store(
     metadata_store_url: str,
     progress: Callable[[int, int, int], None] | None = None,
     bookkeeper_metadata_service_uri: str | None = None,
+    config: str | PathLike[str] | None = None,
 ) -> dict[str, ArrowStream]:
     """Exports every topic a Pulsar cluster keeps on BookKeeper (``zk:host:port``, or
     ``etcd:http://host:port`` with BookKeeper's own metadata at ``bookkeeper_metadata_service_uri``:
     the managed ledgers in that store, their entries read from the bookies), read-only: nothing is
-    fenced or written; a ledger still being written is read up to its last add confirmed."""
+    fenced or written; a ledger still being written is read up to its last add confirmed.
+    ``config``: a broker configuration file whose tiered-storage keys let offloaded ledgers be read."""
 
 def read_config(path: str | PathLike[str]) -> dict[str, bool | int | float | str | None]:
     """Reads Pulsar's ``broker.conf`` / ``standalone.conf`` (Java properties) or a TOML file into

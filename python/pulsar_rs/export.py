@@ -44,13 +44,14 @@ def _streams(
     source: _native.Broker | str | os.PathLike[str],
     progress: Progress | None = None,
     bookkeeper_metadata_service_uri: str | None = None,
+    config: str | os.PathLike[str] | None = None,
 ) -> tuple[dict[str, _native.ArrowStream], str]:
     if isinstance(source, _native.Broker):
         return source.export_tables(progress), "live"
     if is_metadata_store_url(source):
-        streams = _native.export_metadata_store(str(source), progress, bookkeeper_metadata_service_uri)
+        streams = _native.export_metadata_store(str(source), progress, bookkeeper_metadata_service_uri, config)
         return streams, "bookkeeper"
-    return _native.export_data_dir(Path(source), progress), "offline"
+    return _native.export_data_dir(Path(source), progress, config), "offline"
 
 
 def is_metadata_store_url(source: object) -> bool:
@@ -59,13 +60,16 @@ def is_metadata_store_url(source: object) -> bool:
 
 
 def snapshot_tables(
-    source: _native.Broker | str | os.PathLike[str], bookkeeper_metadata_service_uri: str | None = None
+    source: _native.Broker | str | os.PathLike[str],
+    bookkeeper_metadata_service_uri: str | None = None,
+    config: str | os.PathLike[str] | None = None,
 ) -> dict[str, pa.Table]:
     """The state of every topic as Arrow tables, keyed by table name (``bookkeeper_metadata_service_uri``:
-    BookKeeper's metadata when ``source`` names an etcd)."""
+    BookKeeper's metadata when ``source`` names an etcd; ``config``: a broker configuration file whose
+    tiered-storage keys let an offline export read offloaded ledgers)."""
     import pyarrow as pa
 
-    streams, _ = _streams(source, bookkeeper_metadata_service_uri=bookkeeper_metadata_service_uri)
+    streams, _ = _streams(source, bookkeeper_metadata_service_uri=bookkeeper_metadata_service_uri, config=config)
     return {name: pa.table(stream) for name, stream in streams.items()}
 
 
@@ -76,9 +80,11 @@ def write_snapshot(
     snapshot_ms: int | None = None,
     progress: Progress | None = None,
     bookkeeper_metadata_service_uri: str | None = None,
+    config: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Writes one snapshot as Parquet under ``out``; returns the manifest's path
-    (``bookkeeper_metadata_service_uri``: BookKeeper's metadata when ``source`` names an etcd).
+    (``bookkeeper_metadata_service_uri``: BookKeeper's metadata when ``source`` names an etcd;
+    ``config``: a broker configuration file whose tiered-storage keys let offloaded ledgers be read).
 
     ``progress`` is called with ``(topics_done, topics_total, rows)`` while topics are exported;
     if it has a ``table_written(name, rows)`` method, that is called after each Parquet table.
@@ -90,7 +96,7 @@ def write_snapshot(
     if "/" in broker_id or "=" in broker_id:
         raise ValueError(f"broker_id must not contain '/' or '=': {broker_id!r}")
     snapshot_ms = snapshot_ms if snapshot_ms is not None else int(time.time() * 1000)
-    streams, kind = _streams(source, progress, bookkeeper_metadata_service_uri)
+    streams, kind = _streams(source, progress, bookkeeper_metadata_service_uri, config)
     table_written = getattr(progress, "table_written", None)
     root = Path(out)
     rows: dict[str, int] = {}

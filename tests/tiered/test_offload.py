@@ -24,6 +24,7 @@ import pulsar
 import pytest
 from fixtures.s3proxy import S3Proxy
 
+from pulsar_rs.export import snapshot_tables
 from pulsar_rs.testing.process import PulsarRsBroker
 
 NS = "public/default"
@@ -76,7 +77,9 @@ def topic_path(topic: str) -> str:
 
 
 def client(broker: PulsarRsBroker) -> pulsar.Client:
-    return pulsar.Client(broker.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    return pulsar.Client(
+        broker.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
 
 
 def produce(c: pulsar.Client, topic: str, n: int, start: int = 0, key: str | None = None) -> None:
@@ -203,6 +206,9 @@ def test_the_bucket_down_during_a_read_delays_it_and_loses_nothing(tmp_path: Pat
             wait_for_log(broker, "deleted offloaded ledgers' own copies")
             c.close()
             broker.stop()
+        # An offline export reads the offloaded ledgers with the broker's tiered-storage keys.
+        entries = snapshot_tables(tmp_path / "o-data", config=tmp_path / "o.conf")["entries"]
+        assert entries.num_rows == n
         s3.stop()
         with PulsarRsBroker(tmp_path, "o", settings) as broker:
             c = client(broker)

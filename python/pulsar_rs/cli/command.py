@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the cluster's bookkeeperMetadataServiceUri (BookKeeper's metadata; needed with an etcd store)",
     )
     export.add_argument("--out", type=Path, required=True, help="output directory (snapshots accumulate there)")
+    export.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="the broker's configuration file: its tiered-storage keys let offloaded ledgers be read",
+    )
     export.add_argument("--broker-id", default=None, help="broker partition value (default: host name)")
     export.add_argument(
         "--every",
@@ -233,6 +239,7 @@ def _run_export(args: argparse.Namespace) -> int:
                 broker_id=args.broker_id,
                 progress=progress,
                 bookkeeper_metadata_service_uri=args.bookkeeper_metadata_service_uri,
+                config=args.config,
             )
         except PulsarRsError as e:
             progress.finish("")
@@ -256,6 +263,7 @@ def _run_export(args: argparse.Namespace) -> int:
                 snapshot_ms=snapshot_ms,
                 progress=progress,
                 bookkeeper_metadata_service_uri=args.bookkeeper_metadata_service_uri,
+                config=args.config,
             )
         finally:
             progress.finish(f"export: snapshot_ms={snapshot_ms}, {progress.rows} rows")

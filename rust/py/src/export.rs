@@ -164,20 +164,44 @@ pub(crate) fn export_service<'py>(
     reporter.finish(py, result)
 }
 
+/// The settings an export reads offloaded ledgers with: the tiered-storage keys of the broker's
+/// configuration file (`config`), or none.
+fn export_config(config: Option<&PathBuf>) -> Result<BrokerConfig, ExportError> {
+    let cfg = match config {
+        Some(path) => BrokerConfig::from_file(path)?,
+        None => BrokerConfig::default(),
+    };
+    pulsar_rs_server::offloaders::check(&cfg).map_err(|e| {
+        ExportError::from(pulsar_rs_ledger::LedgerError::Offload {
+            context: e.to_string(),
+        })
+    })?;
+    Ok(BrokerConfig {
+        offload_properties: cfg.offload_properties,
+        cluster_name: cfg.cluster_name,
+        ..BrokerConfig::default()
+    })
+}
+
 /// Exports a data directory offline, opened read-only: nothing in it is changed (no
 /// housekeeping, no truncation), so it is safe on a copy of a live broker's directory; `progress`
-/// is called with `(topics_done, topics_total, rows)` as topics are exported.
+/// is called with `(topics_done, topics_total, rows)` as topics are exported. `config`: the
+/// broker's configuration file, whose tiered-storage keys let offloaded ledgers be read.
 #[pyfunction]
-#[pyo3(signature = (path, progress=None))]
+#[pyo3(signature = (path, progress=None, config=None))]
 pub fn export_data_dir(
     py: Python<'_>,
     path: PathBuf,
     progress: Option<Py<PyAny>>,
+    config: Option<PathBuf>,
 ) -> PyResult<Bound<'_, PyDict>> {
     let mut reporter = Reporter::new(progress);
     let result = py.detach(|| -> Result<Vec<Table>, ExportError> {
         let _guard = runtime().enter();
-        let service = BrokerService::open_read_only(BrokerConfig::default(), &path)?;
+        let config = export_config(config.as_ref())?;
+        let cluster = config.cluster_name.clone();
+        let service = BrokerService::open_read_only(config, &path)?;
+        service.set_offloader_factory(pulsar_rs_server::offloaders::factory(&cluster));
         let tables =
             pulsar_rs_export::snapshot_with_progress(&service, &mut |p| reporter.report(p));
         service.close()?;
@@ -194,21 +218,23 @@ pub fn export_data_dir(
 /// Read-only: nothing is fenced or written, so the brokers serving those topics go on; a ledger
 /// still being written is read up to its last add confirmed.
 #[pyfunction]
-#[pyo3(signature = (metadata_store_url, progress=None, bookkeeper_metadata_service_uri=None))]
+#[pyo3(signature = (metadata_store_url, progress=None, bookkeeper_metadata_service_uri=None, config=None))]
 pub fn export_metadata_store(
     py: Python<'_>,
     metadata_store_url: String,
     progress: Option<Py<PyAny>>,
     bookkeeper_metadata_service_uri: Option<String>,
+    config: Option<PathBuf>,
 ) -> PyResult<Bound<'_, PyDict>> {
-    let config = BrokerConfig {
-        metadata_store_url,
-        bookkeeper_metadata_service_uri: bookkeeper_metadata_service_uri.unwrap_or_default(),
-        ..BrokerConfig::default()
-    };
     let mut reporter = Reporter::new(progress);
     let result = py.detach(|| -> Result<Option<Vec<Table>>, ExportError> {
         let _guard = runtime().enter();
+        let config = BrokerConfig {
+            metadata_store_url,
+            bookkeeper_metadata_service_uri: bookkeeper_metadata_service_uri.unwrap_or_default(),
+            ..export_config(config.as_ref())?
+        };
+        let cluster = config.cluster_name.clone();
         let Some(backing) = pulsar_rs_server::bookkeeper::backing(&config)? else {
             return Ok(None);
         };
@@ -217,6 +243,7 @@ pub fn export_metadata_store(
             pulsar_rs_ledger::LedgerError::io("making an empty directory for the export", e)
         })?;
         let service = BrokerService::open_read_only_on_backing(config, empty.path(), backing)?;
+        service.set_offloader_factory(pulsar_rs_server::offloaders::factory(&cluster));
         let tables =
             pulsar_rs_export::snapshot_with_progress(&service, &mut |p| reporter.report(p));
         service.close()?;

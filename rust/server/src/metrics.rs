@@ -47,6 +47,8 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         ("pulsar_producers_count", "gauge", vec![]),
         ("pulsar_subscriptions_count", "gauge", vec![]),
         ("pulsar_consumers_count", "gauge", vec![]),
+        // Last: non-persistent topics (which fill the families above in order) have none.
+        ("pulsar_storage_offloaded_size", "gauge", vec![]),
     ];
     let mut sub_samples: Vec<Family> = vec![
         ("pulsar_subscription_back_log", "gauge", vec![]),
@@ -101,6 +103,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             t.producers().len() as f64,
             subs.len() as f64,
             consumers as f64,
+            t.ledger.offload_summary().size as f64,
         ];
         for ((_, _, samples), v) in topic_samples.iter_mut().zip(values) {
             samples.push((labels.clone(), v));
