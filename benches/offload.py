@@ -35,9 +35,9 @@ import pulsar
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-from fixtures.s3proxy import S3Proxy  # noqa: E402
 from tools.pulsar_reference import PulsarStandalone  # noqa: E402
 
+from fixtures.s3proxy import S3Proxy  # noqa: E402
 from pulsar_rs.testing.process import PulsarRsBroker  # noqa: E402
 
 TOPIC = "persistent://public/default/offload-bench"

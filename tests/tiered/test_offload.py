@@ -22,8 +22,8 @@ from typing import Any
 
 import pulsar
 import pytest
-from fixtures.s3proxy import S3Proxy
 
+from fixtures.s3proxy import S3Proxy
 from pulsar_rs.export import snapshot_tables
 from pulsar_rs.testing.process import PulsarRsBroker
 
