@@ -261,3 +261,6 @@ def test_pulsar_rs_reads_what_apache_pulsar_offloaded(tmp_path: Path, bookies: B
         name = "public/default/persistent/offloaded-by-pulsar"
         for lid in offloaded:
             assert f"opened ledger from the offload driver ledger={name} ledger_id={lid} driver=S3" in log, log[-5000:]
+        # pulsar-rs reads Pulsar's record of the offload: the same ledgers shown offloaded.
+        by_id = {x["ledgerId"]: x for x in rest(broker.http, "GET", f"{topic_path(topic)}/internalStats")["ledgers"]}
+        assert all(by_id[lid]["offloaded"] is True for lid in offloaded), by_id
