@@ -22,8 +22,8 @@ from typing import Any
 
 import pulsar
 import pytest
-from fixtures.s3proxy import S3Proxy
 
+from fixtures.s3proxy import S3Proxy
 from pulsar_rs.testing.process import PulsarRsBroker
 
 NS = "public/default"
@@ -76,7 +76,9 @@ def topic_path(topic: str) -> str:
 
 
 def client(broker: PulsarRsBroker) -> pulsar.Client:
-    return pulsar.Client(broker.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    return pulsar.Client(
+        broker.url, operation_timeout_seconds=60, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
 
 
 def produce(c: pulsar.Client, topic: str, n: int, start: int = 0, key: str | None = None) -> None:
