@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -263,13 +264,18 @@ class BookKeeperCluster:
         ensemble: tuple[int, int, int] = (2, 2, 2),
         initialise: bool = True,
         metadata_store_url: str | None = None,
+        settings: Mapping[str, object] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> PulsarBroker:
         """An Apache Pulsar broker on this ZooKeeper and these bookies (cluster metadata initialised
         on first use by Pulsar's ``pulsar initialize-cluster-metadata``, unless ``initialise`` is
         false: someone else did); stopped with the cluster. ``ensemble`` is its
         managedLedgerDefault (EnsembleSize, WriteQuorum, AckQuorum). ``metadata_store_url``: the
-        cluster's metadata elsewhere (``etcd:http://...``), BookKeeper's staying on this ZooKeeper."""
-        broker = PulsarBroker(self, cluster, ensemble, metadata_store_url)
+        cluster's metadata elsewhere (``etcd:http://...``), BookKeeper's staying on this ZooKeeper.
+        ``settings``: more ``broker.conf`` keys, appended after ours (later keys win: they can
+        override ours); ``env``: more environment for the broker's process (for example the
+        ``ACCESS_KEY_ID``/``ACCESS_KEY_SECRET`` that the ``S3`` offload driver requires)."""
+        broker = PulsarBroker(self, cluster, ensemble, metadata_store_url, settings=settings, env=env)
         if not initialise:
             self._initialised.add(broker.initialised_key)
         self._pulsar.append(broker)
@@ -296,6 +302,11 @@ class BookKeeperCluster:
         self.cleanup()
 
 
+def _conf_value(v: object) -> str:
+    """A value as Java's properties want it (``true``/``false`` for booleans)."""
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
 class PulsarBroker:
     """``bin/pulsar broker`` on a :class:`BookKeeperCluster`, 127.0.0.1, ephemeral ports."""
 
@@ -305,12 +316,18 @@ class PulsarBroker:
         cluster: str,
         ensemble: tuple[int, int, int] = (2, 2, 2),
         metadata_store_url: str | None = None,
+        settings: Mapping[str, object] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """``settings``: ``broker.conf`` keys written after the defaults and ours (later keys win
+        when Java loads the properties); ``env``: added to the broker's environment."""
         self.bk = bk
         self.cluster = cluster
         #: ``metadataStoreUrl`` (and ``configurationMetadataStoreUrl``): the ZooKeeper by default.
         self.metadata_store_url = metadata_store_url or bk.metadata_store_url
         self.ensemble = ensemble
+        self.settings = dict(settings or {})
+        self.extra_env = dict(env or {})
         self.port = free_port()
         self.web_port = free_port()
         self.dir = bk.dir / f"pulsar-broker-{self.port}"
@@ -336,6 +353,7 @@ class PulsarBroker:
             "PULSAR_GC": "-XX:+UseSerialGC",
             "PULSAR_GC_LOG": " ",
             "PULSAR_LOG_DIR": str(self.dir / "logs"),
+            **self.extra_env,
         }
 
     def start(self) -> Self:
@@ -376,6 +394,7 @@ class PulsarBroker:
             f"advertisedAddress=127.0.0.1\nbookkeeperMetadataServiceUri={self.bk.bookkeeper_uri}\n"
             f"managedLedgerDefaultEnsembleSize={self.ensemble[0]}\nmanagedLedgerDefaultWriteQuorum={self.ensemble[1]}\n"
             f"managedLedgerDefaultAckQuorum={self.ensemble[2]}\nfunctionsWorkerEnabled=false\n"
+            + "".join(f"{k}={_conf_value(v)}\n" for k, v in self.settings.items())
         )
         out = (self.dir / "broker.out").open("wb")
         self._proc = subprocess.Popen(
