@@ -22,7 +22,6 @@ import json
 import os
 import resource
 import sys
-import tarfile
 import tempfile
 import time
 import urllib.request
@@ -37,31 +36,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 from tools.pulsar_reference import PulsarStandalone  # noqa: E402
 
+from fixtures.pulsar_offloaders import OFFLOADER_ENV, offloader_settings  # noqa: E402
 from fixtures.s3proxy import S3Proxy  # noqa: E402
 from pulsar_rs.testing.process import PulsarRsBroker  # noqa: E402
 
 TOPIC = "persistent://public/default/offload-bench"
-OFFLOADERS = Path.home() / ".cache/pulsar-rs-offloaders/4.0.8"
-DIST = "org.apache.pulsar:pulsar-offloader-distribution:4.0.8:tar.gz:bin"
-
-
-def offloaders_dir() -> Path:
-    """Apache Pulsar 4.0.8's jcloud offloader (a nar), from Maven Central, extracted once."""
-    nars = OFFLOADERS / "offloaders"
-    if not any(nars.glob("tiered-storage-jcloud-*.nar")):
-        import subprocess
-
-        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={DIST}", "-Dtransitive=false"], check=True)
-        tgz = next(
-            (Path.home() / ".m2/repository/org/apache/pulsar/pulsar-offloader-distribution/4.0.8").glob("*.tar.gz")
-        )
-        nars.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(tgz) as t:
-            for m in t.getmembers():
-                if m.name.endswith(".nar") and "jcloud" in m.name:
-                    m.name = Path(m.name).name
-                    t.extract(m, nars)
-    return nars
 
 
 def rest(http: str, method: str, path: str, body: Any = None) -> Any:
@@ -170,15 +149,9 @@ def main() -> None:
             finally:
                 b.kill()
         s3.create_bucket("bench-pulsar")
-        os.environ.setdefault("ACCESS_KEY_ID", "bench")  # Pulsar's S3 driver refuses to start without
-        os.environ.setdefault("ACCESS_KEY_SECRET", "bench")
+        os.environ.update(OFFLOADER_ENV)  # Pulsar's S3 driver refuses to start without credentials
         work = Path(tempfile.mkdtemp(prefix="pulsar-offload-bench-"))
-        settings = {
-            **common,
-            "managedLedgerOffloadBucket": "bench-pulsar",
-            "offloadersDirectory": str(offloaders_dir()),
-            "narExtractionDirectory": str(work / "nar"),
-        }
+        settings = {**common, **offloader_settings(s3.endpoint, "bench-pulsar", work / "nar")}
         with PulsarStandalone(settings) as p:
             results.append(
                 run(
