@@ -16,6 +16,7 @@ pub mod offloader;
 pub mod reader;
 mod retry;
 pub mod s3;
+mod shared;
 
 pub use config::{Driver, OffloadConfig};
 pub use offloader::BlobStoreOffloader;

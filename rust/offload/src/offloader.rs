@@ -22,56 +22,11 @@ use crate::format::index::{self, IndexEntry};
 use crate::format::{metadata, names};
 use crate::reader::BlobStoreBackedLedger;
 use crate::retry::retry;
-use crate::s3::{S3Client, S3Error};
+use crate::s3::S3Client;
+use crate::shared::{offload_error, Core};
 
 /// Most entries read from the ledger at once.
 const MAX_READ_BATCH: i64 = 100;
-
-/// What the offloader and the ledgers it opened share: the runtime and the client.
-pub(crate) struct Core {
-    /// User metadata written on every object unless the call's own names it (the broker's
-    /// cluster name and version); immutable.
-    base_metadata: BTreeMap<String, String>,
-    runtime: Option<tokio::runtime::Runtime>,
-    handle: tokio::runtime::Handle,
-    pub(crate) client: S3Client,
-    pub(crate) config: OffloadConfig,
-}
-
-impl Core {
-    /// Runs `fut` on the offloader's runtime and waits for it on this thread, which must not be
-    /// one of that runtime's workers (callers are the managed ledger's blocking threads).
-    pub(crate) fn block<T: Send + 'static>(
-        &self,
-        fut: impl Future<Output = Result<T>> + Send + 'static,
-    ) -> Result<T> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.handle.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv().unwrap_or_else(|_| {
-            Err(LedgerError::Offload {
-                context: "the offloader's runtime stopped".into(),
-            })
-        })
-    }
-}
-
-impl Drop for Core {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            // Never blocks, so dropping the last reference on an async thread is safe.
-            rt.shutdown_background();
-        }
-    }
-}
-
-/// An S3 failure as the managed ledger sees it.
-pub(crate) fn offload_error(what: &str, e: &S3Error) -> LedgerError {
-    LedgerError::Offload {
-        context: format!("{what}: {e}"),
-    }
-}
 
 /// The bucket of an offloaded ledger: the one recorded with it, else the configured one.
 pub(crate) fn bucket_of(

@@ -15,9 +15,9 @@ use pulsar_rs_ledger::{LedgerError, OffloadedLedger, Result};
 use crate::format::block::ENTRY_HEADER_LEN;
 use crate::format::index::{self, OffloadIndex};
 use crate::format::names;
-use crate::offloader::{offload_error, Core};
 use crate::retry::retry;
 use crate::s3::GetObject;
+use crate::shared::{offload_error, Core};
 
 /// What one ledger's reads share: the last buffer and where the last read stopped.
 #[derive(Default)]

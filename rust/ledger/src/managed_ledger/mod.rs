@@ -135,15 +135,6 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    /// Whether the ledger's own copy was deleted after its offload: its entries are only in
-    /// the tier, and `locs` only carry lengths.
-    pub(crate) fn offload_deleted(&self) -> bool {
-        self.info
-            .offload
-            .as_ref()
-            .is_some_and(|c| c.complete && c.bookkeeper_deleted)
-    }
-
     /// An empty, open ledger.
     pub(crate) fn new(ledger_id: i64, now: u64) -> Slot {
         Slot {
@@ -778,15 +769,6 @@ impl ManagedLedger {
             self.shared.journal.release_ledger(id);
         }
         Ok(())
-    }
-
-    /// Every ledger with an offload record (complete or not), with it.
-    fn offloaded_ledgers(&self) -> Vec<(i64, crate::OffloadContext)> {
-        let st = self.state.lock();
-        st.ledgers
-            .iter()
-            .filter_map(|(id, s)| s.info.offload.clone().map(|c| (*id, c)))
-            .collect()
     }
 
     /// Sets a ledger property (persisted).

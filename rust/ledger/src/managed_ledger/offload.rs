@@ -153,7 +153,27 @@ impl OffloadSource for StoredLedger<'_> {
     }
 }
 
+impl super::Slot {
+    /// Whether the ledger's own copy was deleted after its offload: its entries are only in
+    /// the tier, and `locs` only carry lengths.
+    pub(crate) fn offload_deleted(&self) -> bool {
+        self.info
+            .offload
+            .as_ref()
+            .is_some_and(|c| c.complete && c.bookkeeper_deleted)
+    }
+}
+
 impl ManagedLedger {
+    /// Every ledger with an offload record (complete or not), with it.
+    pub(crate) fn offloaded_ledgers(&self) -> Vec<(i64, crate::OffloadContext)> {
+        let st = self.state.lock();
+        st.ledgers
+            .iter()
+            .filter_map(|(id, s)| s.info.offload.clone().map(|c| (*id, c)))
+            .collect()
+    }
+
     /// Sets the offload policy (the broker resolves it from the topic's, namespace's and its
     /// own settings).
     pub fn set_offload_policy(&self, policy: OffloadPolicy) {
