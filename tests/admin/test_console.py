@@ -155,6 +155,11 @@ def test_console_shows_topics_live_backlog_and_acts(pulsar_broker, tmp_path):
             # "Why not delivering?": the subscription has a backlog and no consumer.
             b.click(b.find_all(f"{sub_row} button.diagnose")[0])
             b.wait_text("#diagnosis", lambda t: "backlog 25" in t and "NO_CONSUMERS" in t)
+            # "Offload now": nothing closed to offload yet (one ledger, the current one): SUCCESS,
+            # with the current ledger as the first one kept.
+            b.wait_text("#offload-status", lambda t: t.startswith("NOT_RUN"))
+            b.click(b.find_all("#offload-now")[0])
+            b.wait_text("#offload-status", lambda t: t.startswith("SUCCESS, first ledger kept"))
             b.script("window.confirm = () => true")
             b.click(b.find_all(f"{sub_row} button.clear-backlog")[0])
             b.wait_text("#action-result", lambda t: "clear backlog: done" in t)
