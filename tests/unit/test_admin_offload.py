@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from pulsar_rs.admin import Admin
-from pulsar_rs.admin.offload import offload_position
+from pulsar_rs.admin.offload import offload_position, offload_threshold_position
 from pulsar_rs.cli.admin import run
-from pulsar_rs.cli.admin.offload import offload_policies_body, offload_threshold_position
+from pulsar_rs.cli.admin.offload import offload_policies_body
 from pulsar_rs.cli.command import build_parser
 
 TOPIC = "persistent://public/default/t"

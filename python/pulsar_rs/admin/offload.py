@@ -19,7 +19,7 @@ from .. import units
 from .paths import ns_path, topic_path
 from .types import OffloadPolicies, OffloadProcessStatus
 
-__all__ = ["NamespaceOffload", "TopicOffload", "offload_position"]
+__all__ = ["NamespaceOffload", "TopicOffload", "offload_position", "offload_threshold_position"]
 
 
 def offload_position(message_id: str | tuple[int, int] | Mapping[str, Any]) -> tuple[int, int]:
@@ -37,12 +37,35 @@ def offload_position(message_id: str | tuple[int, int] | Mapping[str, Any]) -> t
     return int(ledger), int(entry)
 
 
+def offload_threshold_position(internal_stats: Mapping[str, Any], threshold: int) -> tuple[int, int] | None:
+    """The message id ``topics offload -s THRESHOLD`` sends, as Pulsar's
+    ``findFirstLedgerWithinThreshold``: the ledgers from the newest (the one being written counts
+    ``currentLedgerSize``), their sizes summed; at the first ledger where the sum passes
+    ``threshold``, ``(the ledger after it, 0)`` (the newest ledger's own id when it passes alone);
+    ``None`` when the sum never does. ``ValueError`` when the topic has no ledger ("Topic doesn't
+    have any data")."""
+    ledgers = [dict(lg) for lg in internal_stats.get("ledgers") or []]
+    if not ledgers:
+        raise ValueError("Topic doesn't have any data")
+    ledgers[-1]["size"] = internal_stats.get("currentLedgerSize", ledgers[-1].get("size", 0))
+    total = 0
+    newer = int(ledgers[-1]["ledgerId"])
+    for lg in reversed(ledgers):
+        total += int(lg.get("size") or 0)
+        if total > threshold:
+            return newer, 0
+        newer = int(lg["ledgerId"])
+    return None
+
+
 class TopicOffload:
     """A topic's offload calls (``/admin/v2/persistent/{tenant}/{ns}/{topic}/...``)."""
 
     _a: Any
-    # Provided by the group's policy calls (:class:`.policies.PolicySetters`).
+    # Provided by the group's policy calls (:class:`.policies.PolicySetters`) and by
+    # :class:`.topics.Topics`.
     get_policy: Callable[[str, str], Any]
+    internal_stats: Callable[..., Any]
     set_policy: Callable[..., None]
     remove_policy: Callable[..., None]
 
@@ -56,6 +79,17 @@ class TopicOffload:
         partition = message_id.get("partitionIndex", -1) if isinstance(message_id, Mapping) else -1
         body = {"ledgerId": ledger, "entryId": entry, "partitionIndex": partition}
         self._a.request("PUT", f"/admin/v2/{topic_path(topic)}/offload", body)
+
+    def offload_by_size(self, topic: str, size_threshold: int) -> tuple[int, int] | None:
+        """Offloads all but the newest ``size_threshold`` bytes of the topic (Pulsar 4.1's
+        ``triggerOffload(topic, sizeThreshold)``, PIP-416, and pulsar-admin's ``topics offload
+        -s``): the id from :func:`offload_threshold_position` over the topic's ``internalStats``,
+        then :meth:`offload`. Returns that id, or ``None`` when the topic holds no more than the
+        threshold (nothing is started)."""
+        position = offload_threshold_position(self.internal_stats(topic), size_threshold)
+        if position is not None:
+            self.offload(topic, position)
+        return position
 
     def offload_status(self, topic: str) -> OffloadProcessStatus:
         """The last offload since the topic was loaded: ``{"status": "NOT_RUN" | "RUNNING" |

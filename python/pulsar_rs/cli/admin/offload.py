@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from ...admin import Admin
@@ -49,7 +48,6 @@ __all__ = [
     "add_policies",
     "add_topic_commands",
     "offload_policies_body",
-    "offload_threshold_position",
 ]
 
 #: The drivers Pulsar's offload policies accept (``OffloadPoliciesImpl.DRIVER_NAMES``), matched
@@ -62,33 +60,11 @@ DEFAULT_MAX_BLOCK_SIZE = 64 << 20
 DEFAULT_READ_BUFFER_SIZE = 1 << 20
 
 
-def offload_threshold_position(internal_stats: Mapping[str, Any], threshold: int) -> tuple[int, int] | None:
-    """The message id ``topics offload -s THRESHOLD`` sends, as Pulsar's
-    ``findFirstLedgerWithinThreshold``: the ledgers from the newest (the one being written counts
-    ``currentLedgerSize``), their sizes summed; at the first ledger where the sum passes
-    ``threshold``, ``(the ledger after it, 0)`` (the newest ledger's own id when it passes alone);
-    ``None`` when the sum never does. ``ValueError`` when the topic has no ledger ("Topic doesn't
-    have any data")."""
-    ledgers = [dict(lg) for lg in internal_stats.get("ledgers") or []]
-    if not ledgers:
-        raise ValueError("Topic doesn't have any data")
-    ledgers[-1]["size"] = internal_stats.get("currentLedgerSize", ledgers[-1].get("size", 0))
-    total = 0
-    newer = int(ledgers[-1]["ledgerId"])
-    for lg in reversed(ledgers):
-        total += int(lg.get("size") or 0)
-        if total > threshold:
-            return newer, 0
-        newer = int(lg["ledgerId"])
-    return None
-
-
 def _offload(admin: Admin, a: argparse.Namespace) -> str:
     """``topics offload``: the id from the size threshold, then the PUT; the line Pulsar prints."""
-    position = offload_threshold_position(admin.topics.internal_stats(a.topic), a.size_threshold)
+    position = admin.topics.offload_by_size(a.topic, a.size_threshold)
     if position is None:
         return "Nothing to offload"
-    admin.topics.offload(a.topic, position)
     return f"Offload triggered for {a.topic} for messages before {position[0]}:{position[1]}:-1"
 
 
