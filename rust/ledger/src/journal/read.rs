@@ -128,17 +128,20 @@ impl Journal {
                         .slice((from - p.offset) as usize..(to - p.offset) as usize));
                 }
             }
-            let unwritten_from = if segment == st.active {
-                Some(st.buf_offset)
-            } else {
-                None
-            };
-            if let Some(u) = unwritten_from {
-                if to > u {
-                    // Straddles written and buffered bytes: read record by record instead.
-                    drop(st);
-                    return self.read_span_split(segment, from, to, u);
-                }
+            // Where this segment's regions change hands (the buffer, each round being written
+            // or sealed): a span across one of them is read as two spans, each wholly written,
+            // wholly in a pending round or wholly buffered. In non-durable mode a confirmed
+            // entry may still be in a round being written, right after written ones.
+            let pending = st.inflight.iter().chain(st.sealed.iter());
+            let boundary = pending
+                .filter(|p| p.segment == segment)
+                .flat_map(|p| [p.offset, p.offset + p.data.len() as u64])
+                .chain((segment == st.active).then_some(st.buf_offset))
+                .filter(|b| from < *b && *b < to)
+                .min();
+            if let Some(b) = boundary {
+                drop(st);
+                return self.read_span_split(segment, from, to, b);
             }
             Arc::clone(
                 st.segments
