@@ -30,6 +30,9 @@ use crate::shared::{Shared, ID_BLOCK};
 use crate::vfs::{ensure_dir, DirLock, RealFs, Vfs};
 use crate::{Clock, LedgerConfig, LedgerError, Result, StorageConfig, SystemClock};
 
+/// Opens done again after a concurrent change of the ledger list ([`Storage::open_ledger`]).
+const OPEN_RETRIES: usize = 3;
+
 /// The storage's open managed ledgers, shared with its housekeeping thread and (to forget a
 /// closed one, through [`Shared::forget`]) with its managed ledgers.
 #[derive(Default)]
@@ -404,7 +407,21 @@ impl Storage {
             open: &self.open,
             name,
         };
-        let res = ManagedLedger::open(name, config, Arc::clone(&self.shared));
+        let mut res = ManagedLedger::open(name, config.clone(), Arc::clone(&self.shared));
+        // On a shared store, the list may change between this open's read and its
+        // compare-and-set (the previous owner trimming or rolling over before it meets the
+        // fence): the open fails as fenced, and is done again from a fresh read, as Pulsar's
+        // broker loads a topic again. A few times at most: a live owner keeps winning.
+        for _ in 0..OPEN_RETRIES {
+            let raced = matches!(res, Err(LedgerError::Fenced { .. }))
+                && self.shared.backing.is_some()
+                && !self.shared.read_only;
+            if !raced {
+                break;
+            }
+            tracing::info!(ledger = %name, "the ledger list changed during the open: opening again");
+            res = ManagedLedger::open(name, config.clone(), Arc::clone(&self.shared));
+        }
         if let Ok(ml) = &res {
             mark.open
                 .ledgers

@@ -377,6 +377,13 @@ pub fn encode_simple(cmd: &pb::BaseCommand, out: &mut BytesMut) {
     encode_header(cmd, 0, out);
 }
 
+/// The bytes [`encode_simple`] writes for `cmd`, known before encoding it (PIP-442's limits
+/// take the memory of an answer before it is encoded).
+#[must_use]
+pub fn simple_frame_len(cmd: &pb::BaseCommand) -> usize {
+    8 + cmd.encoded_len()
+}
+
 /// Writes `[totalSize][cmdSize][BaseCommand]` for a frame whose remaining
 /// `payload_len` bytes the caller writes next (e.g. a stored entry, possibly
 /// through a vectored write of the stored [`Bytes`]).

@@ -57,8 +57,8 @@ pub use frame::{
     build_stored_entry, command_type_name, decode_exact, decode_frame, encode_message,
     encode_message_header, encode_message_header_with_broker_entry_metadata,
     encode_payload_command, encode_payload_command_without_checksum, encode_simple,
-    parse_stored_entry, parse_stored_metadata, stored_checksum, stored_entry_len, validate_command,
-    Frame, PayloadFrame, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE,
+    parse_stored_entry, parse_stored_metadata, simple_frame_len, stored_checksum, stored_entry_len,
+    validate_command, Frame, PayloadFrame, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_MESSAGE_SIZE,
     MAGIC_BROKER_ENTRY_METADATA, MAGIC_CRC32C, MESSAGE_SIZE_FRAME_PADDING, STORED_CHECKSUM_FROM,
     STORED_ENTRY_HEADER_LEN,
 };

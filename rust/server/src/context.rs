@@ -102,6 +102,8 @@ pub struct ServerContext {
     /// This broker as a client of its peers (`brokerClient*`: TLS, credentials, the pooled
     /// admin client); immutable.
     pub broker_client: Arc<cluster::peers::client::BrokerClient>,
+    /// The memory topic lists may take at once (PIP-442; its own counters and lock inside).
+    pub topic_list_limiter: crate::topic_list_limit::TopicListLimiter,
     /// The geo-replicators running here (their own lock inside).
     pub replicators: crate::replication::registry::Replicators,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at

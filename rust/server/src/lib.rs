@@ -15,7 +15,7 @@
 //! and as a client of its peers); [`replication`] (geo-replication to other clusters);
 //! [`housekeeping`] (the periodic tasks); [`context`] (the state
 //! they all share); and below it the plain parts: [`auth`], [`tls`], [`resources`],
-//! [`lookup`], [`offloaders`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
+//! [`lookup`], [`offloaders`], [`topic_list_limit`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
 //! the modules and hands on the names other crates use.
 #![recursion_limit = "256"] // serde_json::json! of the admin stats documents
 
@@ -40,6 +40,7 @@ pub mod resources;
 pub mod server;
 pub mod standalone_defaults;
 pub mod tls;
+pub mod topic_list_limit;
 pub mod writer;
 
 pub use cluster::setup as cluster_setup;

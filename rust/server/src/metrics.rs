@@ -28,6 +28,13 @@ impl Families {
             let _ = writeln!(self.out, "{name}{{{labels}}} {v}");
         }
     }
+
+    /// A summary without quantiles: its `_count` and `_sum`.
+    fn summary(&mut self, name: &str, labels: &str, count: u64, sum: f64) {
+        let _ = writeln!(self.out, "# TYPE {name} summary");
+        let _ = writeln!(self.out, "{name}_count{{{labels}}} {count}");
+        let _ = writeln!(self.out, "{name}_sum{{{labels}}} {sum}");
+    }
 }
 
 /// `GET /metrics`.
@@ -198,7 +205,31 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         replication(&ctx, &cluster, &mut f);
     }
     load_balancing(&ctx, &cluster, &mut f);
+    topic_list_limits(&ctx, &cluster, &mut f);
     ([("content-type", "text/plain; version=0.0.4")], f.out).into_response()
+}
+
+/// PIP-442's `pulsar_broker_topic_list_*` families: the heap and direct memory topic lists
+/// hold, their limits, the requests waiting, the waits (a summary without quantiles) and the
+/// waits that timed out.
+#[allow(clippy::cast_precision_loss)]
+fn topic_list_limits(ctx: &ServerContext, cluster: &str, f: &mut Families) {
+    let c = format!("cluster=\"{cluster}\"");
+    let l = &ctx.topic_list_limiter;
+    for (kind, s) in [("heap", &l.heap), ("direct", &l.direct)] {
+        let p = format!("pulsar_broker_topic_list_{kind}");
+        for (name, metric, v) in [
+            ("memory_used_bytes", "gauge", s.used() as f64),
+            ("memory_limit_bytes", "gauge", s.limit() as f64),
+            ("queue_size", "gauge", s.queued() as f64),
+            ("queue_max_size", "gauge", s.queue_max() as f64),
+            ("timeout_total", "counter", s.timeouts() as f64),
+        ] {
+            f.family(&format!("{p}_{name}"), metric, &[(c.clone(), v)]);
+        }
+        let (n, ms) = s.waits();
+        f.summary(&format!("{p}_wait_time_ms"), &c, n, ms);
+    }
 }
 
 /// Pulsar's `pulsar_replication_*` families: per topic and remote cluster (label

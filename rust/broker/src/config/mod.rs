@@ -173,6 +173,22 @@ pub struct BrokerConfig {
     pub enable_broker_side_subscription_pattern_evaluation: bool,
     /// The longest pattern a watcher or a filtered topic list takes.
     pub subscription_pattern_max_length: u32,
+    /// PIP-442: memory (MB) the topic lists being assembled may take at once (GET_TOPICS_OF_NAMESPACE
+    /// and topic-list watchers; 0 = no limit).
+    #[serde(rename = "maxTopicListInFlightHeapMemSizeMB")]
+    pub max_topic_list_in_flight_heap_mem_size_mb: u32,
+    /// PIP-442: how long a topic list waits for its memory (ms) before it is refused.
+    pub max_topic_list_in_flight_heap_mem_size_permits_acquire_timeout_millis: u64,
+    /// PIP-442: topic lists that may wait for memory at once (more are refused at once).
+    pub max_topic_list_in_flight_heap_mem_size_permits_acquire_queue_size: u32,
+    /// PIP-442: memory (MB) the encoded topic-list answers not yet written to their sockets may
+    /// take at once (0 = no limit).
+    #[serde(rename = "maxTopicListInFlightDirectMemSizeMB")]
+    pub max_topic_list_in_flight_direct_mem_size_mb: u32,
+    /// PIP-442: how long an encoded answer waits for its memory (ms).
+    pub max_topic_list_in_flight_direct_mem_size_permits_acquire_timeout_millis: u64,
+    /// PIP-442: encoded answers that may wait for memory at once.
+    pub max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: u32,
     /// Geo-replication: the prefix of replication cursors (`<prefix>.<remote cluster>`) and
     /// replicator producers (`<prefix>.<local>--><remote>`).
     pub replicator_prefix: String,
@@ -490,6 +506,12 @@ impl Default for BrokerConfig {
             max_message_size: 5 * 1024 * 1024,
             enable_broker_side_subscription_pattern_evaluation: true,
             subscription_pattern_max_length: 50,
+            max_topic_list_in_flight_heap_mem_size_mb: 100,
+            max_topic_list_in_flight_heap_mem_size_permits_acquire_timeout_millis: 25_000,
+            max_topic_list_in_flight_heap_mem_size_permits_acquire_queue_size: 1000,
+            max_topic_list_in_flight_direct_mem_size_mb: 100,
+            max_topic_list_in_flight_direct_mem_size_permits_acquire_timeout_millis: 25_000,
+            max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: 1000,
             replicator_prefix: "pulsar.repl".into(),
             replication_producer_queue_size: 1000,
             replication_metrics_enabled: true,

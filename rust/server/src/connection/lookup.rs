@@ -123,36 +123,14 @@ impl Connection {
             Mode::NonPersistent => (false, true),
             Mode::All => (true, true),
         };
-        if self.ctx.cluster.get().is_none() {
-            let topics = self
-                .service
-                .discoverable_topics(&g.namespace, persistent, non_persistent);
-            self.send(&super::topic_list::namespace_topics_response(
-                &self.service.config,
-                g,
-                topics,
-            ));
-            return;
-        }
-        let (ctx, tx, request_id, ns, request) = (
-            Arc::clone(&self.ctx),
-            self.tx.clone(),
-            g.request_id,
-            g.namespace.clone(),
-            g.clone(),
-        );
-        // In a cluster the list is the cluster's, read from the metadata store off this task.
+        let (ctx, tx, request) = (Arc::clone(&self.ctx), self.tx.clone(), g.clone());
+        // Off this task: the list may wait for memory (PIP-442) or, in a cluster, for the
+        // metadata store.
         tokio::spawn(async move {
-            let reply = match crate::cluster::member::refresh_known_topics(&ctx).await {
-                Ok(()) => super::topic_list::namespace_topics_response(
-                    &ctx.service.config,
-                    &request,
-                    ctx.service
-                        .discoverable_topics(&ns, persistent, non_persistent),
-                ),
-                Err(e) => commands::error(request_id, Wire::MetadataError, e.to_string()),
-            };
-            let _ = tx.send(super::frame(&reply));
+            let reply =
+                super::topic_list::namespace_topics(&ctx, &request, persistent, non_persistent)
+                    .await;
+            let _ = tx.send(reply);
         });
     }
 }

@@ -266,6 +266,7 @@ fn context(
     Ok(Arc::new(ServerContext {
         broker_client,
         replicators: crate::replication::registry::Replicators::default(),
+        topic_list_limiter: crate::topic_list_limit::TopicListLimiter::new(&service.config),
         service,
         service_url: urls.service,
         service_url_tls: urls.service_tls,
