@@ -160,6 +160,12 @@ def test_replicated_subscriptions_between_apache_pulsar_and_pulsar_rs(pair: Pair
     assert ACKED - first <= 400, f"Apache Pulsar resumed {ACKED - first} messages before the ack"
 
 
+def connected(admin: str, topic: str, remote: str) -> bool:
+    """Whether ``topic``'s replicator to ``remote`` is connected, in its stats at ``admin``."""
+    _, stats = call("GET", f"{admin}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats")
+    return stats["replication"].get(remote, {}).get("connected") is True  # type: ignore[index]
+
+
 def test_each_replicator_is_deduplicated_by_source_position_on_the_other_side(pair: Pair):
     """Both brokers negotiate Pulsar 4.0.4's dedup by source position with each other's replicator.
     In a namespace that only the receiving side deduplicates, two source producers named alike
@@ -177,16 +183,7 @@ def test_each_replicator_is_deduplicated_by_source_position_on_the_other_side(pa
         consumer = target.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
         # The source topic loaded and its replicator connected before anything is published.
         source.subscribe(topic, "s").close()
-        wait_for(
-            f"the replicator to {where} connected",
-            lambda source_admin=source_admin, topic=topic, where=where: (
-                call("GET", f"{source_admin}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats")[1]  # type: ignore[index]
-                ["replication"]
-                .get(where, {})
-                .get("connected")
-                is True
-            ),
-        )
+        wait_for(f"the replicator to {where} connected", lambda a=source_admin, t=topic, w=where: connected(a, t, w))
         sent = []
         for turn in range(2):
             p = source.create_producer(topic, producer_name="same", batching_enabled=False)
