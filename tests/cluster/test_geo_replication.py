@@ -305,6 +305,38 @@ def test_the_replicating_broker_killed_mid_stream_loses_and_duplicates_nothing(t
         b.kill()
 
 
+def test_source_producers_sharing_a_name_and_sequence_ids_all_reach_a_deduplicating_remote(tmp_path):
+    """Two producers named alike publish on east one after the other, each from sequence id 0 (east
+    does not deduplicate: apache/pulsar#20128's case). West deduplicates: by the messages' own
+    producer name and sequence id (Pulsar before 4.0.4) it would drop the second producer's as
+    duplicates of the first's; by source position (`__MSG_PROP_REPL_SOURCE_POSITION`, negotiated
+    in CONNECT/CONNECTED) each arrives once."""
+    a = start(tmp_path, "east")
+    b = PulsarRsBroker(tmp_path, "west", {"clusterName": "west", "brokerDeduplicationEnabled": True})
+    try:
+        set_up(a, b)
+        ca, cb = pulsar.Client(a.url), pulsar.Client(b.url)
+        consumer = cb.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+        sent = []
+        for turn in range(2):
+            p = ca.create_producer(TOPIC, producer_name="same", batching_enabled=False)
+            for seq in range(5):
+                body = b"turn-%d-%d" % (turn, seq)
+                p.send(body, sequence_id=seq)
+                sent.append(body)
+            p.close()
+        msgs = receive_all(consumer, len(sent))
+        got = [m.data() for m in msgs]
+        assert got == sent, f"west got {got}"
+        positions = [m.properties().get("__MSG_PROP_REPL_SOURCE_POSITION") for m in msgs]
+        assert all(positions) and len(set(positions)) == len(sent), positions
+        ca.close()
+        cb.close()
+    finally:
+        a.kill()
+        b.kill()
+
+
 def test_replication_clusters_are_refused_as_pulsar_refuses_them(tmp_path):
     with start(tmp_path, "east") as a:
         ok(

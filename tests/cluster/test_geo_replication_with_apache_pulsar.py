@@ -158,3 +158,42 @@ def test_replicated_subscriptions_between_apache_pulsar_and_pulsar_rs(pair: Pair
     # Acknowledged in pulsar-rs, resumed in Apache Pulsar.
     first = failover_position(pair.cr, pair.cr, pair.cj, "from-rs", pair.java.admin_url)
     assert ACKED - first <= 400, f"Apache Pulsar resumed {ACKED - first} messages before the ack"
+
+
+def connected(admin: str, topic: str, remote: str) -> bool:
+    """Whether ``topic``'s replicator to ``remote`` is connected, in its stats at ``admin``."""
+    _, stats = call("GET", f"{admin}/admin/v2/persistent/{topic.removeprefix('persistent://')}/stats")
+    return stats["replication"].get(remote, {}).get("connected") is True  # type: ignore[index]
+
+
+def test_each_replicator_is_deduplicated_by_source_position_on_the_other_side(pair: Pair):
+    """Both brokers negotiate Pulsar 4.0.4's dedup by source position with each other's replicator.
+    In a namespace that only the receiving side deduplicates, two source producers named alike
+    publish one after the other from sequence id 0: deduplicated by the messages' own producer and
+    sequence id, the second's would be dropped; by source position each arrives once (and every
+    replicated message carries its `__MSG_PROP_REPL_SOURCE_POSITION`)."""
+    java, rs = (pair.cj, pair.java.admin_url), (pair.cr, pair.rs.http)
+    for (source, source_admin), (target, target_admin), where in ((java, rs, "rs"), (rs, java, "apache")):
+        ns = f"geo/dedup-at-{where}"
+        for admin in (pair.java.admin_url, pair.rs.http):
+            ok("PUT", f"{admin}/admin/v2/namespaces/{ns}")
+            ok("POST", f"{admin}/admin/v2/namespaces/{ns}/replication", ["apache", "rs"])
+        ok("POST", f"{target_admin}/admin/v2/namespaces/{ns}/deduplication", True)
+        topic = f"persistent://{ns}/t"
+        consumer = target.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        # The source topic loaded and its replicator connected before anything is published.
+        source.subscribe(topic, "s").close()
+        wait_for(f"the replicator to {where} connected", lambda a=source_admin, t=topic, w=where: connected(a, t, w))
+        sent = []
+        for turn in range(2):
+            p = source.create_producer(topic, producer_name="same", batching_enabled=False)
+            for seq in range(5):
+                body = b"turn-%d-%d" % (turn, seq)
+                p.send(body, sequence_id=seq)
+                sent.append(body)
+            p.close()
+        msgs = receive_all(consumer, len(sent))
+        assert [m.data() for m in msgs] == sent, f"at {where}"
+        positions = [m.properties().get("__MSG_PROP_REPL_SOURCE_POSITION") for m in msgs]
+        assert all(positions) and len(set(positions)) == len(sent), (where, positions)
+        consumer.close()

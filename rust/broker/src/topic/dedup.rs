@@ -11,6 +11,13 @@
 //! properties and the cursor is mark-deleted at the snapshot position; recovery starts from those
 //! properties and replays the entries after the mark-delete position. A snapshot never passes an
 //! entry still in flight, so a replay from it covers everything not in its map.
+//!
+//! Another cluster's replicator that negotiated `supports_repl_dedup_by_lid_and_eid` is
+//! deduplicated by source position instead ([`super::repl_source`]): per replicator producer the
+//! highest source position pushed and persisted, with the same Dup/Unknown verdicts. Those
+//! watermarks go into the same snapshots (`<producer>_LID`/`_EID`) and are rebuilt by the same
+//! replay (from each replicated entry's property), so a reload or restart keeps them; they are
+//! never forgotten for inactivity (the source may replay after a failover).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +27,7 @@ use parking_lot::Mutex;
 use pulsar_rs_ledger::{Cursor, ManagedLedger, Position};
 use pulsar_rs_proto::pb::MessageMetadata;
 
+use super::repl_source::{self, SourcePosition};
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 
@@ -37,10 +45,22 @@ pub enum Verdict {
     Unknown,
 }
 
+/// What a SEND is deduplicated on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DedupBy {
+    /// The producer's sequence ids (`sequence_id`, `highest_sequence_id`).
+    SequenceId,
+    /// The source position a replicator that negotiated `supports_repl_dedup_by_lid_and_eid`
+    /// put on the message; `None` when the property is missing or malformed (never stored:
+    /// answered "unknown", as Pulsar does).
+    SourcePosition(Option<SourcePosition>),
+}
+
 /// The sequence ids of one SEND.
 #[derive(Clone, Copy, Debug)]
 pub struct SendIds<'a> {
-    /// Producer name (the producer's, not the metadata's).
+    /// Producer name: the producer's, the original one of a replicated message deduplicated by
+    /// sequence id, the replicator's for one deduplicated by source position.
     pub producer: &'a str,
     /// `sequence_id` of the SEND.
     pub sequence_id: u64,
@@ -53,6 +73,8 @@ pub struct SendIds<'a> {
     /// `isMarkerMessage`): deduplication neither checks nor records it (every marker has
     /// producer `pulsar.marker` and sequence id 0), and it is not the topic's latest data.
     pub marker: bool,
+    /// What the SEND is deduplicated on.
+    pub by: DedupBy,
 }
 
 impl SendIds<'_> {
@@ -82,6 +104,10 @@ struct State {
     cursor: Option<Arc<Cursor>>,
     pushed: HashMap<String, i64>,
     persisted: HashMap<String, i64>,
+    /// Per replicator producer, the highest source position accepted for writing.
+    repl_pushed: HashMap<String, SourcePosition>,
+    /// Per replicator producer, the highest source position durable.
+    repl_persisted: HashMap<String, SourcePosition>,
     /// Positions written and not yet recorded as persisted (a snapshot stays before them).
     inflight: BTreeSet<Position>,
     /// Entries persisted since the last snapshot.
@@ -114,6 +140,8 @@ pub struct Ticket {
     producer: String,
     highest: i64,
     record: bool,
+    /// The source position it records instead of `highest` (deduplicated by source position).
+    source: Option<SourcePosition>,
     position: Position,
 }
 
@@ -121,8 +149,12 @@ impl Ticket {
     /// Reports the outcome of the write: recorded as persisted, or forgotten on failure (the
     /// pushed sequence id falls back to the persisted one so a resend is accepted).
     pub fn persisted(self, ok: bool) {
+        let key = match self.source {
+            Some(at) => Key::Source(at),
+            None => Key::Sequence(self.highest),
+        };
         self.dedup
-            .finish(&self.producer, self.highest, self.record, self.position, ok);
+            .finish(&self.producer, key, self.record, self.position, ok);
     }
 }
 
@@ -177,8 +209,15 @@ impl Deduplication {
         let cursor = ml.open_cursor(DEDUP_CURSOR)?;
         // Not a reader: it must not keep entries in the cache.
         cursor.set_active(false);
-        let mut persisted: HashMap<String, i64> = cursor.properties().into_iter().collect();
-        let replayed = replay(ml, cursor.mark_delete_position(), &mut persisted)?;
+        let (mut persisted, mut repl) =
+            repl_source::split_snapshot(cursor.properties(), &self.config.replicator_prefix);
+        let mut maps = Replayed {
+            sequences: &mut persisted,
+            sources: &mut repl,
+            prefix: &self.config.replicator_prefix,
+            local: &self.config.cluster_name,
+        };
+        let replayed = replay(ml, cursor.mark_delete_position(), &mut maps)?;
         let mut st = self.state.lock();
         *st = State {
             enabled: true,
@@ -186,6 +225,8 @@ impl Deduplication {
             cursor: Some(cursor),
             pushed: persisted.clone(),
             persisted,
+            repl_pushed: repl.clone(),
+            repl_persisted: repl,
             last_snapshot_ms: self.clock.now_ms(),
             ..State::default()
         };
@@ -211,7 +252,28 @@ impl Deduplication {
             return Verdict::NotDup;
         }
         let mut st = self.state.lock();
-        if !st.enabled || ids.non_last_chunk || ids.marker {
+        if !st.enabled || ids.marker {
+            return Verdict::NotDup;
+        }
+        if let DedupBy::SourcePosition(source) = ids.by {
+            // Every entry (each chunk too) has its own source position: all are checked.
+            let Some(at) = source else {
+                return Verdict::Unknown;
+            };
+            if let Some(&pushed) = st.repl_pushed.get(ids.producer) {
+                if at <= pushed {
+                    let persisted = st.repl_persisted.get(ids.producer).copied();
+                    return if persisted.is_some_and(|p| at <= p) {
+                        Verdict::Dup
+                    } else {
+                        Verdict::Unknown
+                    };
+                }
+            }
+            st.repl_pushed.insert(ids.producer.to_owned(), at);
+            return Verdict::NotDup;
+        }
+        if ids.non_last_chunk {
             return Verdict::NotDup;
         }
         let seq = ids.seq();
@@ -241,26 +303,35 @@ impl Deduplication {
             return None;
         }
         st.inflight.insert(position);
+        let (source, record) = match ids.by {
+            DedupBy::SourcePosition(source) => (source, source.is_some() && !ids.marker),
+            DedupBy::SequenceId => (None, !ids.non_last_chunk && !ids.marker),
+        };
         Some(Ticket {
             dedup: Arc::clone(self),
             producer: ids.producer.to_owned(),
             highest: ids.highest(),
-            record: !ids.non_last_chunk && !ids.marker,
+            record,
+            source,
             position,
         })
     }
 
-    /// A write of `producer` failed before it got a position: the pushed sequence id falls back
-    /// to the persisted one (Pulsar's `resetHighestSequenceIdPushed`).
+    /// A write of `producer` failed before it got a position: the pushed sequence id (or source
+    /// position) falls back to the persisted one (Pulsar's `resetHighestSequenceIdPushed`).
     pub fn failed(&self, producer: &str) {
         let mut st = self.state.lock();
         match st.persisted.get(producer).copied() {
             Some(p) => st.pushed.insert(producer.to_owned(), p),
             None => st.pushed.remove(producer),
         };
+        match st.repl_persisted.get(producer).copied() {
+            Some(p) => st.repl_pushed.insert(producer.to_owned(), p),
+            None => st.repl_pushed.remove(producer),
+        };
     }
 
-    fn finish(&self, producer: &str, highest: i64, record: bool, position: Position, ok: bool) {
+    fn finish(&self, producer: &str, key: Key, record: bool, position: Position, ok: bool) {
         let mut st = self.state.lock();
         st.inflight.remove(&position);
         if !st.enabled {
@@ -272,8 +343,16 @@ impl Deduplication {
             return;
         }
         if record {
-            let e = st.persisted.entry(producer.to_owned()).or_insert(highest);
-            *e = (*e).max(highest);
+            match key {
+                Key::Sequence(highest) => {
+                    let e = st.persisted.entry(producer.to_owned()).or_insert(highest);
+                    *e = (*e).max(highest);
+                }
+                Key::Source(at) => {
+                    let e = st.repl_persisted.entry(producer.to_owned()).or_insert(at);
+                    *e = (*e).max(at);
+                }
+            }
         }
         st.since_snapshot += 1;
         if st.since_snapshot >= self.config.broker_deduplication_entries_interval.max(1) {
@@ -298,6 +377,17 @@ impl Deduplication {
         self.state.lock().persisted.clone().into_iter().collect()
     }
 
+    /// The persisted source positions, per replicator producer (stats, tests).
+    #[must_use]
+    pub fn persisted_source_positions(&self) -> BTreeMap<String, SourcePosition> {
+        self.state
+            .lock()
+            .repl_persisted
+            .clone()
+            .into_iter()
+            .collect()
+    }
+
     /// A producer connected: it is active again.
     pub fn producer_added(&self, producer: &str) {
         self.state.lock().inactive.remove(producer);
@@ -312,7 +402,8 @@ impl Deduplication {
     }
 
     /// Periodic work: forget producers inactive longer than
-    /// `brokerDeduplicationProducerInactivityTimeoutMinutes` (then re-snapshot), and take a
+    /// `brokerDeduplicationProducerInactivityTimeoutMinutes` (then re-snapshot; source-position
+    /// watermarks stay), and take a
     /// time-based snapshot when `brokerDeduplicationSnapshotIntervalSeconds` passed with new
     /// entries.
     pub fn tick(&self, now_ms: u64, lac: Position) {
@@ -365,12 +456,16 @@ impl Deduplication {
             }
         }
         let max = self.config.broker_deduplication_max_number_of_producers as usize;
-        let props: BTreeMap<String, i64> = st
+        let mut props: BTreeMap<String, i64> = st
             .persisted
             .iter()
             .take(max)
             .map(|(k, v)| (k.clone(), *v))
             .collect();
+        // Not bounded by the producer limit (as Pulsar's): one per remote cluster at most.
+        for (producer, at) in &st.repl_persisted {
+            props.extend(repl_source::snapshot_keys(producer, *at));
+        }
         st.since_snapshot = 0;
         st.last_snapshot_ms = self.clock.now_ms();
         if position <= cursor.mark_delete_position() || position.entry_id < 0 {
@@ -382,12 +477,47 @@ impl Deduplication {
     }
 }
 
-/// Replays the entries after `from`, raising `map` to each producer's highest sequence id;
-/// returns how many entries were read.
+/// What persists, by the kind of key.
+#[derive(Clone, Copy)]
+enum Key {
+    /// A producer's highest sequence id.
+    Sequence(i64),
+    /// A replicator producer's source position.
+    Source(SourcePosition),
+}
+
+/// The maps a replay raises.
+struct Replayed<'a> {
+    /// Per producer (in the metadata), the highest sequence id.
+    sequences: &'a mut HashMap<String, i64>,
+    /// Per replicator producer, the highest source position of the entries it replicated.
+    sources: &'a mut HashMap<String, SourcePosition>,
+    /// `replicatorPrefix`.
+    prefix: &'a str,
+    /// This cluster's name (the replicators' destination).
+    local: &'a str,
+}
+
+impl Replayed<'_> {
+    fn entry(&mut self, md: &MessageMetadata) {
+        if md.marker_type.is_some() {
+            return;
+        }
+        let (Some(from), Some(at)) = (md.replicated_from.as_deref(), SourcePosition::of(md)) else {
+            return;
+        };
+        let name = repl_source::replicator_producer_name(self.prefix, from, self.local);
+        let slot = self.sources.entry(name).or_insert(at);
+        *slot = (*slot).max(at);
+    }
+}
+
+/// Replays the entries after `from`, raising the maps to each producer's highest sequence id
+/// and each replicator's highest source position; returns how many entries were read.
 fn replay(
     ml: &Arc<ManagedLedger>,
     from: Position,
-    map: &mut HashMap<String, i64>,
+    maps: &mut Replayed<'_>,
 ) -> Result<u64, BrokerError> {
     let lac = ml.last_confirmed();
     let mut next = ml.next_valid_position(from);
@@ -402,6 +532,7 @@ fn replay(
             let Ok((md, _)) = pulsar_rs_proto::parse_stored_entry(&e.data) else {
                 continue;
             };
+            maps.entry(&md);
             if is_non_last_chunk(&md) {
                 // A message counts once its last chunk is stored.
                 continue;
@@ -411,7 +542,7 @@ fn replay(
                 .highest_sequence_id
                 .map_or(-1, |h| i64::try_from(h).unwrap_or(i64::MAX));
             let v = seq.max(highest);
-            let slot = map.entry(md.producer_name.clone()).or_insert(v);
+            let slot = maps.sequences.entry(md.producer_name.clone()).or_insert(v);
             *slot = (*slot).max(v);
         }
         next = ml.next_valid_position(last);

@@ -10,6 +10,7 @@ use crate::config::BrokerConfig;
 use crate::naming::TopicName;
 use crate::service::BrokerService;
 use crate::topic::publish::Published;
+use crate::topic::repl_source::{self, SourcePosition};
 use crate::topic::{AccessMode, ProducerInfo, Topic};
 
 fn service(dir: &std::path::Path, cfg: BrokerConfig) -> Arc<BrokerService> {
@@ -44,6 +45,7 @@ fn send_md(t: &Topic, m: &MessageMetadata, highest: Option<u64>) -> Published {
         highest_sequence_id: highest,
         non_last_chunk: is_non_last_chunk(m),
         marker: false,
+        by: DedupBy::SequenceId,
     };
     let stored = pulsar_rs_proto::build_stored_entry(m, b"x");
     let waiter: Arc<dyn AddWaiter> = Arc::new(Unheard);
@@ -226,4 +228,194 @@ fn disabling_deletes_the_cursor() {
     assert!(t.ledger.cursors().iter().all(|c| c.name() != DEDUP_CURSOR));
     assert_eq!(t.dedup.last_sequence_id("p"), -1);
     assert!(!is_dup(&send(&t, "p", 1, None)));
+}
+
+/// The replicator producer from cluster `east` to this one.
+fn replicator(t: &Topic) -> String {
+    let cfg = &t.config;
+    repl_source::replicator_producer_name(&cfg.replicator_prefix, "east", &cfg.cluster_name)
+}
+
+/// A SEND of east's replicator deduplicated by source position: the message `producer`/`seq`
+/// of east, read there at `source` (no property when `None`).
+fn send_replicated(t: &Topic, producer: &str, seq: u64, source: Option<(i64, i64)>) -> Published {
+    let mut m = MessageMetadata {
+        replicated_from: Some("east".into()),
+        ..md(producer, seq)
+    };
+    let at = source.map(|(ledger_id, entry_id)| SourcePosition {
+        ledger_id,
+        entry_id,
+    });
+    if let Some(at) = at {
+        at.set_on(&mut m);
+    }
+    let name = replicator(t);
+    let ids = SendIds {
+        producer: &name,
+        sequence_id: 1,
+        highest_sequence_id: None,
+        non_last_chunk: false,
+        marker: false,
+        by: DedupBy::SourcePosition(at),
+    };
+    let stored = pulsar_rs_proto::build_stored_entry(&m, b"x");
+    let waiter: Arc<dyn AddWaiter> = Arc::new(Unheard);
+    t.publish_message_then(ids, None, m.publish_time, stored, 1, &waiter, 0)
+        .unwrap()
+}
+
+fn stored(p: &Published) -> bool {
+    matches!(p, Published::Stored { .. } | Published::Queued { .. })
+}
+
+#[test]
+fn replicated_messages_are_told_apart_by_source_position_not_sequence_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), BrokerConfig::default());
+    let t = topic(&svc);
+    // Two producers named "p" on east, one after the other, both from sequence id 0.
+    assert!(stored(&send_replicated(&t, "p", 0, Some((3, 0)))));
+    assert!(stored(&send_replicated(&t, "p", 1, Some((3, 1)))));
+    assert!(stored(&send_replicated(&t, "p", 0, Some((3, 2)))));
+    assert!(stored(&send_replicated(&t, "p", 1, Some((4, 0)))));
+    // A rewound replicator resends: at or below the persisted position, a duplicate.
+    assert!(is_dup(&send_replicated(&t, "p", 0, Some((3, 2)))));
+    assert!(is_dup(&send_replicated(&t, "q", 9, Some((3, 0)))));
+    // Without its position a replicated message cannot be judged: "unknown" (resent later).
+    assert!(matches!(
+        send_replicated(&t, "p", 7, None),
+        Published::DuplicateUnknown
+    ));
+    assert_eq!(t.ledger.last_confirmed().entry_id, 3);
+    assert_eq!(
+        t.dedup.persisted_source_positions()[&replicator(&t)],
+        SourcePosition {
+            ledger_id: 4,
+            entry_id: 0
+        }
+    );
+}
+
+#[test]
+fn a_source_position_in_flight_is_unknown_until_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        broker_deduplication_enabled: true,
+        ..BrokerConfig::default()
+    };
+    let svc = BrokerService::open(cfg, dir.path()).unwrap();
+    let t = topic(&svc);
+    let Published::Queued {
+        ticket: Some(ticket),
+        ..
+    } = send_replicated(&t, "p", 0, Some((3, 5)))
+    else {
+        panic!("a durable write returns a ticket");
+    };
+    assert!(matches!(
+        send_replicated(&t, "p", 0, Some((3, 5))),
+        Published::DuplicateUnknown
+    ));
+    ticket.persisted(true);
+    assert!(is_dup(&send_replicated(&t, "p", 0, Some((3, 5)))));
+    // A failed write lets the resend through.
+    let Published::Queued {
+        ticket: Some(ticket),
+        ..
+    } = send_replicated(&t, "p", 1, Some((3, 6)))
+    else {
+        panic!("a durable write returns a ticket");
+    };
+    ticket.persisted(false);
+    assert!(!is_dup(&send_replicated(&t, "p", 1, Some((3, 6)))));
+}
+
+#[test]
+fn source_positions_survive_a_restart_from_snapshot_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig {
+        broker_deduplication_entries_interval: 3,
+        ..BrokerConfig::default()
+    };
+    let name;
+    {
+        let svc = service(dir.path(), cfg.clone());
+        let t = topic(&svc);
+        name = replicator(&t);
+        for i in 0..4 {
+            send_replicated(&t, "p", 0, Some((3, i)));
+        }
+        // The snapshot after 3 entries holds 3:2 as two properties; 3:3 is only in the ledger.
+        let cursor = t
+            .ledger
+            .cursors()
+            .into_iter()
+            .find(|c| c.name() == DEDUP_CURSOR)
+            .unwrap();
+        let props = cursor.properties();
+        assert_eq!(props.get(&format!("{name}_LID")), Some(&3));
+        assert_eq!(props.get(&format!("{name}_EID")), Some(&2));
+        svc.close().unwrap();
+    }
+    let svc = service(dir.path(), cfg);
+    let t = topic(&svc);
+    assert_eq!(
+        t.dedup.persisted_source_positions()[&name],
+        SourcePosition {
+            ledger_id: 3,
+            entry_id: 3
+        },
+        "the snapshot, then the replayed entry"
+    );
+    assert!(is_dup(&send_replicated(&t, "x", 5, Some((3, 3)))));
+    assert!(!is_dup(&send_replicated(&t, "p", 0, Some((3, 4)))));
+}
+
+#[test]
+fn source_positions_are_not_forgotten_for_inactivity() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(
+        dir.path(),
+        BrokerConfig {
+            broker_deduplication_producer_inactivity_timeout_minutes: 1,
+            ..BrokerConfig::default()
+        },
+    );
+    let t = topic(&svc);
+    send_replicated(&t, "p", 0, Some((3, 0)));
+    t.dedup.producer_removed(&replicator(&t));
+    let now = t.ledger.clock().now_ms();
+    t.dedup.tick(now + 61_000, t.ledger.last_confirmed());
+    assert!(is_dup(&send_replicated(&t, "p", 0, Some((3, 0)))));
+}
+
+#[test]
+fn markers_from_a_replicator_are_not_deduplicated() {
+    let dir = tempfile::tempdir().unwrap();
+    let svc = service(dir.path(), BrokerConfig::default());
+    let t = topic(&svc);
+    let name = replicator(&t);
+    let m = MessageMetadata {
+        marker_type: Some(10),
+        replicated_from: Some("east".into()),
+        ..md("pulsar.marker", 0)
+    };
+    for _ in 0..2 {
+        let ids = SendIds {
+            producer: &name,
+            sequence_id: 1,
+            highest_sequence_id: None,
+            non_last_chunk: false,
+            marker: true,
+            by: DedupBy::SequenceId,
+        };
+        let stored_entry = pulsar_rs_proto::build_stored_entry(&m, b"x");
+        let waiter: Arc<dyn AddWaiter> = Arc::new(Unheard);
+        let p = t
+            .publish_message_then(ids, None, 1, stored_entry, 1, &waiter, 0)
+            .unwrap();
+        assert!(stored(&p));
+    }
+    assert!(t.dedup.persisted_source_positions().is_empty());
 }

@@ -5,6 +5,7 @@
 pub mod dedup;
 pub mod producers;
 pub mod publish;
+pub mod repl_source;
 pub mod replicated_subscriptions;
 pub mod replication;
 pub mod terminate;

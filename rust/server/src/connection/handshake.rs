@@ -47,6 +47,11 @@ impl Connection {
         self.auth.identity = identity.ok().flatten();
         tracing::debug!(peer = %self.peer, client = %c.client_version, version, "connected");
         self.client_version.clone_from(&c.client_version);
+        self.repl_dedup_by_source_position = c
+            .feature_flags
+            .as_ref()
+            .and_then(|f| f.supports_repl_dedup_by_lid_and_eid)
+            .unwrap_or(false);
         let max = i32::try_from(self.service.config.max_message_size).unwrap_or(i32::MAX);
         // Topic-list watchers are offered as Pulsar offers them: with broker-side pattern
         // evaluation on (its default), whatever the protocol version.
@@ -54,8 +59,11 @@ impl Connection {
             .service
             .config
             .enable_broker_side_subscription_pattern_evaluation;
+        // Replicators that negotiate it are deduplicated by source position (Pulsar 4.0.4+'s
+        // `Commands.newConnected` always offers it).
         let flags = pb::FeatureFlags {
             supports_topic_watchers: Some(watchers),
+            supports_repl_dedup_by_lid_and_eid: Some(true),
             ..pb::FeatureFlags::default()
         };
         self.send(&commands::connected_with_flags(

@@ -20,6 +20,7 @@ mod offload;
 mod producer;
 mod receipts;
 mod refresh;
+mod replicated_send;
 mod schema;
 mod topic_list;
 mod transaction;
@@ -99,6 +100,9 @@ struct Connection {
     auth: refresh::AuthState,
     /// Protocol version agreed at CONNECT.
     protocol_version: i32,
+    /// CONNECT advertised `supports_repl_dedup_by_lid_and_eid`: a replicator producer on this
+    /// connection is deduplicated by source position ([`replicated_send`]).
+    repl_dedup_by_source_position: bool,
     /// Topic-list watchers by id, each a task of its own (see [`topic_list`]); aborted on
     /// WATCH_TOPIC_LIST_CLOSE and when the connection ends.
     watchers: HashMap<u64, tokio::task::AbortHandle>,
@@ -188,6 +192,7 @@ async fn serve_io<R, W>(
         role: Ok(None),
         auth: refresh::AuthState::new(peer_cn),
         protocol_version: 0,
+        repl_dedup_by_source_position: false,
         watchers: HashMap::new(),
     };
     let max_frame =

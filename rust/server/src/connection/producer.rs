@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use pulsar_rs_broker::topic::dedup::SendIds;
 use pulsar_rs_broker::{
     AccessMode, Admission, BrokerError, BrokerService, ProducerInfo, ProducerMeters, Published,
     QuotaVerdict, Topic, TopicName,
@@ -16,6 +15,7 @@ use pulsar_rs_proto::{commands, pb, PayloadFrame, ServerError as Wire};
 
 use super::frame;
 use super::receipts::{self, Outcome, Receipts};
+use super::replicated_send::Classified;
 use super::schema::{schema_info, version_bytes};
 use super::Connection;
 use crate::auth::authz::Action;
@@ -33,8 +33,11 @@ pub(super) struct Producer {
     /// Its publish counters, shared with the topic's `ProducerInfo` (admin stats).
     meters: Arc<ProducerMeters>,
     /// Another cluster's replicator (`<replicatorPrefix>.<from>--><to>`): its SENDs are
-    /// deduplicated on each message's own producer and sequence id.
+    /// deduplicated on each message's own producer and sequence id, or on its source position.
     replicator: bool,
+    /// A replicator on a connection whose CONNECT advertised
+    /// `supports_repl_dedup_by_lid_and_eid`: deduplicated by source position, receipts carry it.
+    by_source_position: bool,
 }
 
 impl Connection {
@@ -180,6 +183,10 @@ impl Connection {
                 for fenced in topic.take_fenced() {
                     self.ctx.fence_producer(fenced);
                 }
+                let replicator = crate::replication::is_replicator_producer(
+                    &self.service.config.replicator_prefix,
+                    &name,
+                );
                 let receipts = Receipts::new(
                     c.producer_id,
                     self.tx.clone(),
@@ -197,10 +204,8 @@ impl Connection {
                         waiter: Arc::clone(&receipts) as _,
                         receipts,
                         meters,
-                        replicator: crate::replication::is_replicator_producer(
-                            &self.service.config.replicator_prefix,
-                            &name,
-                        ),
+                        replicator,
+                        by_source_position: replicator && self.repl_dedup_by_source_position,
                     },
                 );
                 let exclusive = AccessMode::from_wire(c.producer_access_mode) != AccessMode::Shared;
@@ -272,6 +277,12 @@ impl Connection {
         };
         let payload =
             payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
+        // Another cluster's replicator: deduplicated and answered as its CONNECT negotiated.
+        let classified = if p.replicator {
+            Classified::replicator(s, payload.full_metadata().ok(), p.by_source_position)
+        } else {
+            Classified::local()
+        };
         let stored_len = payload.stored.len();
         let mut stored_at = None;
         let outcome: Outcome = if !payload.checksum_valid {
@@ -292,37 +303,7 @@ impl Connection {
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
             let bytes = payload.stored.len() as u64;
-            // A replicated message is deduplicated on its own producer and sequence id (Pulsar's,
-            // for replicated messages): the replicator numbers its SENDs its own way.
-            let original = if p.replicator {
-                payload
-                    .full_metadata()
-                    .ok()
-                    .filter(|m| m.replicated_from.is_some())
-            } else {
-                None
-            };
-            // A server marker another cluster's replicator forwards (Pulsar's `isMarkerMessage`,
-            // from the SEND's `marker` or the metadata): never deduplicated.
-            let marker = p.replicator
-                && (s.marker == Some(true)
-                    || original.as_ref().is_some_and(|m| m.marker_type.is_some()));
-            let ids = match &original {
-                Some(md) => SendIds {
-                    producer: &md.producer_name,
-                    sequence_id: md.sequence_id,
-                    highest_sequence_id: md.highest_sequence_id,
-                    non_last_chunk: payload.metadata.is_non_last_chunk(),
-                    marker,
-                },
-                None => SendIds {
-                    producer: &p.name,
-                    sequence_id: s.sequence_id,
-                    highest_sequence_id: s.highest_sequence_id,
-                    non_last_chunk: payload.metadata.is_non_last_chunk(),
-                    marker,
-                },
-            };
+            let ids = classified.ids(&p.name, s, payload.metadata.is_non_last_chunk());
             let token = p.receipts.next_token();
             let chunk = payload.metadata.num_chunks_from_msg.is_some_and(|n| n > 1);
             // Admin stats: what this producer published.
@@ -392,6 +373,7 @@ impl Connection {
         let mut send = receipts::Send {
             sequence_id: s.sequence_id,
             highest_sequence_id: s.highest_sequence_id,
+            receipt_ids: classified.receipt_ids,
             bytes: stored_len,
             ticket: None,
         };

@@ -27,6 +27,9 @@ pub(super) type Outcome = Result<Position, (Wire, String)>;
 pub(super) struct Send {
     pub(super) sequence_id: u64,
     pub(super) highest_sequence_id: Option<u64>,
+    /// What a receipt (not an error) names instead of the two above: the source position of a
+    /// message from a replicator deduplicated by it ([`super::replicated_send`]).
+    pub(super) receipt_ids: Option<(u64, Option<u64>)>,
     /// Bytes held in the broker-wide publish buffer until the receipt goes out.
     pub(super) bytes: usize,
     /// Deduplication's record of the write, told the outcome before the receipt goes out.
@@ -143,12 +146,11 @@ impl Receipts {
         if let Some(t) = send.ticket {
             t.persisted(outcome.is_ok());
         }
-        receipt(
-            self.producer_id,
-            send.sequence_id,
-            send.highest_sequence_id,
-            outcome,
-        )
+        let (sequence_id, highest_sequence_id) = match (&outcome, send.receipt_ids) {
+            (Ok(_), Some(ids)) => ids,
+            _ => (send.sequence_id, send.highest_sequence_id),
+        };
+        receipt(self.producer_id, sequence_id, highest_sequence_id, outcome)
     }
 
     /// Sends every receipt now at the front, then releases the lock. Receipts go to the writer
@@ -282,6 +284,7 @@ mod tests {
         Send {
             sequence_id,
             highest_sequence_id: None,
+            receipt_ids: None,
             bytes: 1,
             ticket: None,
         }

@@ -7,10 +7,14 @@
 //! `replicated_from` set to this cluster, their payload (still compressed, batches intact) and
 //! every other metadata field (producer name, sequence id, publish and event time, keys,
 //! properties, schema version) as stored. This cluster's own replicated-subscription markers
-//! go too (a SNAPSHOT's `replicate_to` keeps it home).
+//! go too (a SNAPSHOT's `replicate_to` keeps it home). Each message (not a marker) carries its
+//! position here in the property `__MSG_PROP_REPL_SOURCE_POSITION` (`"<ledgerId>:<entryId>"`,
+//! as Pulsar 4.0.4+'s replicator adds it), which a remote that negotiated it deduplicates on.
 
 use bytes::Bytes;
 use pulsar_rs_broker::replicated_subscriptions::markers;
+use pulsar_rs_broker::topic::repl_source::SourcePosition;
+use pulsar_rs_ledger::Position;
 use pulsar_rs_proto::pb::{MarkerType, MessageMetadata};
 use pulsar_rs_proto::{parse_stored_entry, MAGIC_BROKER_ENTRY_METADATA};
 
@@ -48,11 +52,13 @@ fn without_broker_entry_metadata(entry: &Bytes) -> Option<Bytes> {
     Some(entry.clone())
 }
 
-/// What to do with `entry` (as stored) on the way from cluster `local` to cluster `remote`;
-/// `aborted(most, least)` says whether a transaction was aborted (its messages stay home).
+/// What to do with `entry` (as stored at `at`) on the way from cluster `local` to cluster
+/// `remote`; `aborted(most, least)` says whether a transaction was aborted (its messages stay
+/// home).
 #[must_use]
 pub fn verdict(
     entry: &Bytes,
+    at: Position,
     local: &str,
     remote: &str,
     aborted: &dyn Fn(u64, u64) -> bool,
@@ -95,6 +101,13 @@ pub fn verdict(
     // The remote's transactions are not this one's (Pulsar clears them too).
     metadata.txnid_least_bits = None;
     metadata.txnid_most_bits = None;
+    if metadata.marker_type.is_none() {
+        SourcePosition {
+            ledger_id: at.ledger_id,
+            entry_id: at.entry_id,
+        }
+        .set_on(&mut metadata);
+    }
     let num_messages = metadata.num_messages_in_batch.unwrap_or(1).max(1);
     Verdict::Send {
         metadata: Box::new(metadata),
@@ -109,6 +122,7 @@ mod tests {
     use pulsar_rs_proto::build_stored_entry;
 
     const NONE: fn(u64, u64) -> bool = |_, _| false;
+    const AT: Position = Position::new(5, 6);
 
     #[test]
     fn an_aborted_transactions_messages_stay_home() {
@@ -117,10 +131,10 @@ mod tests {
             m.txnid_least_bits = Some(2);
         });
         assert!(matches!(
-            verdict(&e, "west", "east", &|m, l| (m, l) == (1, 2)),
+            verdict(&e, AT, "west", "east", &|m, l| (m, l) == (1, 2)),
             Verdict::Skip(_)
         ));
-        match verdict(&e, "west", "east", &NONE) {
+        match verdict(&e, AT, "west", "east", &NONE) {
             Verdict::Send { metadata, .. } => assert_eq!(metadata.txnid_most_bits, None),
             v => panic!("{v:?}"),
         }
@@ -140,7 +154,7 @@ mod tests {
 
     #[test]
     fn sends_with_replicated_from_and_everything_else_kept() {
-        match verdict(&stored(|_| {}), "west", "east", &NONE) {
+        match verdict(&stored(|_| {}), AT, "west", "east", &NONE) {
             Verdict::Send {
                 metadata,
                 payload,
@@ -153,6 +167,14 @@ mod tests {
                 assert_eq!(metadata.partition_key.as_deref(), Some("k"));
                 assert_eq!(&payload[..], b"payload");
                 assert_eq!(num_messages, 1);
+                assert_eq!(
+                    SourcePosition::of(&metadata),
+                    Some(SourcePosition {
+                        ledger_id: 5,
+                        entry_id: 6
+                    }),
+                    "the source position travels"
+                );
             }
             v => panic!("{v:?}"),
         }
@@ -162,7 +184,7 @@ mod tests {
     fn never_sends_back_what_came_from_elsewhere() {
         let e = stored(|m| m.replicated_from = Some("east".into()));
         assert!(matches!(
-            verdict(&e, "west", "east", &NONE),
+            verdict(&e, AT, "west", "east", &NONE),
             Verdict::Skip(_)
         ));
     }
@@ -171,11 +193,11 @@ mod tests {
     fn honours_replicate_to() {
         let only_north = stored(|m| m.replicate_to = vec!["north".into()]);
         assert!(matches!(
-            verdict(&only_north, "west", "east", &NONE),
+            verdict(&only_north, AT, "west", "east", &NONE),
             Verdict::Skip(_)
         ));
         assert!(matches!(
-            verdict(&only_north, "west", "north", &NONE),
+            verdict(&only_north, AT, "west", "north", &NONE),
             Verdict::Send { .. }
         ));
     }
@@ -184,12 +206,12 @@ mod tests {
     fn markers_go_out_come_in_or_stay() {
         let txn = stored(|m| m.marker_type = Some(21));
         assert!(matches!(
-            verdict(&txn, "west", "east", &NONE),
+            verdict(&txn, AT, "west", "east", &NONE),
             Verdict::Skip(_)
         ));
         let own = stored(|m| m.marker_type = Some(10));
         assert!(matches!(
-            verdict(&own, "west", "east", &NONE),
+            verdict(&own, AT, "west", "east", &NONE),
             Verdict::Send { .. }
         ));
         let snapshot = stored(|m| {
@@ -197,7 +219,10 @@ mod tests {
             m.replicate_to = vec!["west".into()];
         });
         assert!(
-            matches!(verdict(&snapshot, "west", "east", &NONE), Verdict::Skip(_)),
+            matches!(
+                verdict(&snapshot, AT, "west", "east", &NONE),
+                Verdict::Skip(_)
+            ),
             "a snapshot stays home"
         );
         let from_east = stored(|m| {
@@ -205,7 +230,7 @@ mod tests {
             m.replicated_from = Some("east".into());
         });
         assert!(matches!(
-            verdict(&from_east, "west", "east", &NONE),
+            verdict(&from_east, AT, "west", "east", &NONE),
             Verdict::Received {
                 marker_type: 13,
                 ..
@@ -213,7 +238,7 @@ mod tests {
         ));
         assert!(
             matches!(
-                verdict(&from_east, "west", "north", &NONE),
+                verdict(&from_east, AT, "west", "north", &NONE),
                 Verdict::Skip(_)
             ),
             "never a second hop"
@@ -224,7 +249,7 @@ mod tests {
     fn skips_garbage() {
         let garbage = Bytes::from_static(b"\x0e\x01\0\0\0\0junk");
         assert!(matches!(
-            verdict(&garbage, "west", "east", &NONE),
+            verdict(&garbage, AT, "west", "east", &NONE),
             Verdict::Skip(_)
         ));
     }
@@ -235,7 +260,7 @@ mod tests {
         let mut e = vec![0x0e, 0x02, 0, 0, 0, 2, 0x08, 0x01];
         e.extend_from_slice(&inner);
         assert!(matches!(
-            verdict(&Bytes::from(e), "west", "east", &NONE),
+            verdict(&Bytes::from(e), AT, "west", "east", &NONE),
             Verdict::Send { .. }
         ));
     }

@@ -12,6 +12,7 @@
 //! cluster taken out of the list has its replicator stopped and its cursor deleted.
 
 mod entry;
+mod in_flight;
 mod partitions;
 pub mod registry;
 mod remote;

@@ -130,6 +130,13 @@ impl RemoteProducer {
         })
     }
 
+    /// Whether the remote deduplicates this producer's messages by source position (V2): its
+    /// receipts then name source positions ([`super::in_flight`]).
+    #[must_use]
+    pub fn by_source_position(&self) -> bool {
+        self.conn.repl_dedup_by_source_position()
+    }
+
     /// Sends one entry as SEND `sequence_id`.
     ///
     /// # Errors

@@ -8,7 +8,6 @@
 //! with a backoff from 100 ms to 1 min, as Pulsar's: nothing is dropped, the backlog waits on
 //! the cursor (a restart reads it again, so an entry may be sent twice, as with Pulsar's).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +18,7 @@ use pulsar_rs_ledger::{Cursor, Entry, Position};
 use pulsar_rs_proto::pb::base_command::Type;
 
 use super::entry::{self, Verdict};
+use super::in_flight::{InFlight, Sent};
 use super::registry::Status;
 use super::remote::RemoteProducer;
 use crate::context::ServerContext;
@@ -183,8 +183,8 @@ async fn pump(
     remote: &str,
 ) -> String {
     let window = ctx.service.config.replication_producer_queue_size as usize;
-    // Sent and not yet answered, in order: (sequence id, position, messages, bytes).
-    let mut pending: VecDeque<(u64, Position, u64, u64)> = VecDeque::new();
+    // Sent and not yet answered; receipts read as the remote negotiated.
+    let mut pending = InFlight::new(producer.by_source_position());
     let mut sequence_id = 0u64;
     // An open transaction's messages are not read before it ends (its max read position).
     let bound = || match &topic.txn_buffer {
@@ -215,13 +215,15 @@ async fn pump(
             Woken::Event(Some(cmd)) => {
                 match Type::try_from(cmd.r#type) {
                     Ok(Type::SendReceipt) => {
-                        let upto = cmd.send_receipt.map_or(0, |r| r.sequence_id);
-                        let mut acked = Vec::new();
-                        while pending.front().is_some_and(|(s, ..)| *s <= upto) {
-                            if let Some((_, p, messages, bytes)) = pending.pop_front() {
-                                status.msg_out.record(messages, bytes);
-                                acked.push(p);
-                            }
+                        let receipt = cmd.send_receipt.unwrap_or_default();
+                        let settled = match pending.receipt(&receipt) {
+                            Ok(settled) => settled,
+                            Err(why) => return why,
+                        };
+                        let mut acked = Vec::with_capacity(settled.len());
+                        for s in settled {
+                            status.msg_out.record(s.messages, s.bytes);
+                            acked.push(s.position);
                         }
                         cursor.delete(&acked);
                     }
@@ -248,7 +250,7 @@ async fn pump(
         let mut received = Vec::new();
         let (mut sent_messages, mut sent_bytes) = (0u64, 0u64);
         for e in entries {
-            match entry::verdict(&e.data, local, remote, &aborted) {
+            match entry::verdict(&e.data, e.position, local, remote, &aborted) {
                 Verdict::Skip(why) => {
                     tracing::trace!(position = %e.position, remote, "not replicated: {why}");
                     skipped.push(e.position);
@@ -273,7 +275,13 @@ async fn pump(
                     let messages = u64::try_from(num_messages).unwrap_or(1);
                     sent_messages += messages;
                     sent_bytes += e.data.len() as u64;
-                    pending.push_back((sequence_id, e.position, messages, e.data.len() as u64));
+                    pending.push(Sent {
+                        sequence_id,
+                        position: e.position,
+                        messages,
+                        bytes: e.data.len() as u64,
+                        marker: metadata.marker_type.is_some(),
+                    });
                 }
             }
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
-use pulsar_rs_proto::pb::base_command::Type;
+use pulsar_rs_proto::pb::{self, base_command::Type};
 use pulsar_rs_proto::{commands, decode_frame, encode_simple, BaseCommand, DEFAULT_MAX_FRAME_SIZE};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
@@ -45,6 +45,9 @@ pub struct PeerConnection {
     closed: Arc<AtomicBool>,
     /// Woken by [`PeerConnection::close`]: the reader task stops and the socket closes.
     closing: Arc<tokio::sync::Notify>,
+    /// The peer's CONNECTED advertised `supports_repl_dedup_by_lid_and_eid` (set once, at the
+    /// handshake; read by a replicator's producer).
+    repl_dedup_by_source_position: bool,
 }
 
 fn encode(cmd: &BaseCommand) -> Bytes {
@@ -136,13 +139,21 @@ impl PeerConnection {
         let handshake = async {
             let stream = client.connect(service_url).await?;
             let (mut rd, mut wr) = tokio::io::split(stream);
-            let connect = match &credentials {
+            let mut connect = match &credentials {
                 Some(c) => {
                     let (method, data) = c.current().await?;
                     commands::connect_with_auth(CLIENT_VERSION, PROTOCOL_VERSION, method, data)
                 }
                 None => commands::connect(CLIENT_VERSION, PROTOCOL_VERSION),
             };
+            // As Pulsar 4.0.4+'s client: a replicator producer on this connection may be
+            // deduplicated by source position (it only matters for those).
+            if let Some(c) = connect.connect.as_mut() {
+                c.feature_flags = Some(pb::FeatureFlags {
+                    supports_repl_dedup_by_lid_and_eid: Some(true),
+                    ..pb::FeatureFlags::default()
+                });
+            }
             wr.write_all(&encode(&connect))
                 .await
                 .map_err(|e| format!("writing CONNECT to {addr}: {e}"))?;
@@ -150,7 +161,14 @@ impl PeerConnection {
             loop {
                 let cmd = next_command(&mut rd, &mut buf).await?;
                 match Type::try_from(cmd.r#type) {
-                    Ok(Type::Connected) => return Ok((rd, wr, buf)),
+                    Ok(Type::Connected) => {
+                        let by_source = cmd
+                            .connected
+                            .and_then(|c| c.feature_flags)
+                            .and_then(|f| f.supports_repl_dedup_by_lid_and_eid)
+                            .unwrap_or(false);
+                        return Ok((rd, wr, buf, by_source));
+                    }
                     Ok(Type::Error) => {
                         let msg = cmd.error.map(|e| e.message).unwrap_or_default();
                         return Err(format!("{addr} refused CONNECT: {msg}"));
@@ -159,9 +177,10 @@ impl PeerConnection {
                 }
             }
         };
-        let (mut rd, mut wr, mut buf) = tokio::time::timeout(timeout, handshake)
-            .await
-            .map_err(|_| format!("no CONNECTED from {addr} within {timeout:?}"))??;
+        let (mut rd, mut wr, mut buf, repl_dedup_by_source_position) =
+            tokio::time::timeout(timeout, handshake)
+                .await
+                .map_err(|_| format!("no CONNECTED from {addr} within {timeout:?}"))??;
         let (out, mut frames) = mpsc::unbounded_channel::<Bytes>();
         let conn = Arc::new(PeerConnection {
             out: out.clone(),
@@ -169,6 +188,7 @@ impl PeerConnection {
             next_request: AtomicU64::new(1),
             closed: Arc::default(),
             closing: Arc::default(),
+            repl_dedup_by_source_position,
         });
         tokio::spawn(async move {
             while let Some(f) = frames.recv().await {
@@ -231,6 +251,13 @@ impl PeerConnection {
             pending.lock().clear();
         });
         Ok(conn)
+    }
+
+    /// Whether the peer deduplicates a replicator's messages by source position (its CONNECTED
+    /// advertised `supports_repl_dedup_by_lid_and_eid`): receipts then carry source positions.
+    #[must_use]
+    pub fn repl_dedup_by_source_position(&self) -> bool {
+        self.repl_dedup_by_source_position
     }
 
     /// Whether the socket closed (a new connection is needed).
