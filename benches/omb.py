@@ -273,7 +273,7 @@ def workload_yaml(omb: Path, name: str, duration: int, warmup: int, rate_cap: in
 
 def start_broker(kind: str) -> Any:
     sys.path.insert(0, str(HERE))
-    from vs_pulsar import JavaBroker, RsBroker  # noqa: PLC0415 (needs the venv's pulsar_rs)
+    from vs_pulsar import JavaBroker, RsBroker  # imported here: needs the venv's pulsar_rs
 
     if kind == "pulsar-rs":
         return RsBroker(None)
@@ -312,7 +312,12 @@ def run_omb(
         (omb / "workers.yaml").unlink()  # its presence would switch OMB to remote workers
     with logfile.open("w") as out:
         proc = subprocess.Popen(
-            cmd, cwd=omb, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "HEAP_OPTS": heap}, start_new_session=True
+            cmd,
+            cwd=omb,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "HEAP_OPTS": heap},
+            start_new_session=True,
         )
         try:
             rc = proc.wait(timeout=timeout_s)
