@@ -451,26 +451,31 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     t0 = datetime.now(UTC)
+
+    def save() -> str:
+        med = medians(rows)
+        md = table(med, a.workloads, brokers)
+        report = {
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "omb": (omb / ".prepared").read_text().strip(),
+            "omb_build": " ".join(build_command(a.client_version)),
+            "omb_build_s": build_s,
+            "started": t0.isoformat(timespec="seconds"),
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "args": dict(vars(a)),
+            "runs": rows,
+            "medians": {f"{w}|{b}": v for (w, b), v in sorted(med.items())},
+            "table": md,
+        }
+        out.write_text(json.dumps(report, indent=1) + "\n")  # after every broker: a partial run is kept
+        return md
+
     for rnd in range(a.runs):
         order = brokers[rnd % len(brokers) :] + brokers[: rnd % len(brokers)]
         for kind in order:
             rows += one_broker(a, omb, kind, rnd, work)
-    med = medians(rows)
-    md = table(med, a.workloads, brokers)
-    report = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "omb": (omb / ".prepared").read_text().strip(),
-        "omb_build": " ".join(build_command(a.client_version)),
-        "omb_build_s": build_s,
-        "started": t0.isoformat(timespec="seconds"),
-        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        "args": {k: v for k, v in vars(a).items()},
-        "runs": rows,
-        "medians": {f"{w}|{b}": v for (w, b), v in sorted(med.items())},
-        "table": md,
-    }
-    out.write_text(json.dumps(report, indent=1) + "\n")
-    print(md)
+            save()
+    print(save())
     log(f"omb: {out}; OMB's own JSON in {work}")
 
 
