@@ -446,7 +446,7 @@ def main() -> None:
     if a.build_only:
         print(omb)
         return
-    out = Path(a.out)
+    out = Path(a.out).resolve()  # OMB runs in its copy: every path given to it is absolute
     work = out.with_suffix("")
     work.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
