@@ -41,13 +41,18 @@ pub(super) struct Producer {
 }
 
 impl Connection {
-    /// CLOSE_PRODUCER: detaches the producer; SENDs still in flight for it are dropped.
+    /// CLOSE_PRODUCER: detaches the producer; answered once the SENDs still in flight for it
+    /// are (Pulsar's close waits for the pending publishes: answered before them, the Java
+    /// client fails them as closed while they are stored).
     pub(super) fn close_producer(&mut self, c: &pb::CommandCloseProducer) {
         if let Some(p) = self.producers.remove(&c.producer_id) {
             p.topic.remove_producer(&p.name, p.handle);
             self.ctx.unregister_producer(p.handle);
             self.closed_producers
                 .insert(c.producer_id, pulsar_rs_clock::monotonic());
+            p.receipts
+                .after_pending(super::frame(&commands::success(c.request_id)));
+            return;
         } else if let Some(cancelled) = self.creating_producers.get_mut(&c.producer_id) {
             // Still being created: undone when that completes.
             *cancelled = true;

@@ -59,6 +59,9 @@ struct Queue {
     /// task was still between the append and [`Receipts::answer_when_durable`]): through which
     /// number, and the outcome.
     early: Option<(u64, Result<(), String>)>,
+    /// Frames to send once every SEND numbered below theirs is answered (CLOSE_PRODUCER's
+    /// SUCCESS), in order.
+    after: Vec<(u64, Outbound)>,
 }
 
 /// The ordered receipt queue of one producer; shared by the connection task and the
@@ -125,6 +128,20 @@ impl Receipts {
         }
     }
 
+    /// Sends `item` once every SEND queued so far is answered, at once if none waits: Pulsar
+    /// answers CLOSE_PRODUCER only after the producer's pending publishes, so a client does
+    /// not fail as closed a SEND the broker then stores.
+    pub(super) fn after_pending(&self, item: Outbound) {
+        let mut q = self.queue.lock();
+        if q.slots.is_empty() {
+            drop(q);
+            let _ = self.tx.send(item);
+            return;
+        }
+        let token = q.next_token();
+        q.after.push((token, item));
+    }
+
     /// Counts a queued SEND against the connection and the broker-wide publish buffer.
     fn hold(&self, send: &Send) {
         // Release: pairs with the reader's Acquire load in the backpressure check.
@@ -169,6 +186,11 @@ impl Receipts {
             }
             self.ctx.publish_buffer.release(bytes);
             answered += 1;
+            while q.after.first().is_some_and(|(t, _)| *t <= q.front) {
+                let (_, item) = q.after.remove(0);
+                self.hand_on(&mut stored);
+                let _ = self.tx.send(item);
+            }
         }
         self.hand_on(&mut stored);
         drop(q);
