@@ -12,6 +12,7 @@ from typing import Any
 from .groups import Group
 from .limits import NamespaceLimits
 from .offload import NamespaceOffload
+from .tables import NamespaceTables
 from .paths import ns_path, segment
 from .policies import PolicySetters
 from .types import BundlesData, Policies
@@ -19,7 +20,7 @@ from .types import BundlesData, Policies
 __all__ = ["Namespaces"]
 
 
-class Namespaces(Group, PolicySetters, NamespaceLimits, NamespaceOffload):
+class Namespaces(Group, PolicySetters, NamespaceLimits, NamespaceOffload, NamespaceTables):
     """``admin.namespaces``: namespaces ``tenant/name`` and their policies."""
 
     def list(self, tenant: str) -> list[str]:

@@ -17,6 +17,7 @@ from .groups import Group
 from .limits import TopicLimits
 from .messages import messages_of
 from .offload import TopicOffload
+from .tables import TopicTables
 from .paths import ns_path, segment, topic_path
 from .policies import TopicPolicySetters
 from .types import (
@@ -41,7 +42,7 @@ def message_id_body(message_id: str | tuple[int, int], excluded: bool = False) -
     return {"ledgerId": ledger, "entryId": entry, "partitionIndex": -1, "isExcluded": excluded}
 
 
-class Topics(Group, TopicPolicySetters, TopicLimits, TopicOffload):
+class Topics(Group, TopicPolicySetters, TopicLimits, TopicOffload, TopicTables):
     """``admin.topics``: topics, their stats, subscriptions, messages and policies."""
 
     def list(self, namespace: str) -> list[str]:

@@ -104,6 +104,9 @@ pub struct ServerContext {
     pub broker_client: Arc<cluster::peers::client::BrokerClient>,
     /// The memory topic lists may take at once (PIP-442; its own counters and lock inside).
     pub topic_list_limiter: crate::topic_list_limit::TopicListLimiter,
+    /// The topic tables' committer (`icebergCatalogUri` set; its own thread, queue and locks
+    /// inside); immutable.
+    pub tables: Option<Arc<pulsar_rs_table::TableCommitter>>,
     /// The geo-replicators running here (their own lock inside).
     pub replicators: crate::replication::registry::Replicators,
     /// This broker as a member of a cluster (`metadataStoreUrl` on ZooKeeper); set once at

@@ -15,7 +15,7 @@
 //! and as a client of its peers); [`replication`] (geo-replication to other clusters);
 //! [`housekeeping`] (the periodic tasks); [`context`] (the state
 //! they all share); and below it the plain parts: [`auth`], [`tls`], [`resources`],
-//! [`lookup`], [`offloaders`], [`topic_list_limit`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
+//! [`lookup`], [`offloaders`], [`iceberg_tables`], [`topic_list_limit`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
 //! the modules and hands on the names other crates use.
 #![recursion_limit = "256"] // serde_json::json! of the admin stats documents
 
@@ -29,6 +29,7 @@ pub mod context;
 pub mod error;
 pub mod housekeeping;
 pub mod http;
+pub mod iceberg_tables;
 pub mod listen;
 pub mod lookup;
 pub mod metrics;

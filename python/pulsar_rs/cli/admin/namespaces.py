@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...admin import Admin
-from . import limits, offload
+from . import limits, offload, tables
 from .output import NOT_SET
 from .units import csv, seconds, size
 
@@ -312,6 +312,7 @@ def add(groups: Any) -> None:
     limits.add(g, "namespace")
     offload.add_namespace_commands(g)
     offload.add_policies(g, "namespace")
+    tables.add(g, "namespace")
 
 
 def _call(method: str, *fields: str) -> _Call:

@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from ...admin import Admin
-from . import offload, topic_messages, topic_policies, topic_service
+from . import offload, tables, topic_messages, topic_policies, topic_service
 from .units import csv, message_id, seconds
 
 
@@ -84,6 +84,7 @@ def _add_families(g: Any) -> None:
     topic_policies.add_to(g)
     topic_service.add_to(g)
     offload.add_topic_commands(g)
+    tables.add(g, "topic")
 
 
 def add(groups: Any) -> None:

@@ -189,6 +189,14 @@ pub struct BrokerConfig {
     pub max_topic_list_in_flight_direct_mem_size_permits_acquire_timeout_millis: u64,
     /// PIP-442: encoded answers that may wait for memory at once.
     pub max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: u32,
+    /// Topic tables (`icebergTable` policy): the SQL catalog, in pyiceberg's `SqlCatalog` form
+    /// (`sqlite:////abs/path/catalog.db`); empty: no topic tables on this broker.
+    pub iceberg_catalog_uri: String,
+    /// Topic tables: the warehouse their metadata and Parquet files go to (an absolute
+    /// directory or `file:///abs/path`); empty: `<dataDir>/iceberg/warehouse`.
+    pub iceberg_warehouse: String,
+    /// Topic tables: the catalog's name (pyiceberg and Spark name the catalog so too).
+    pub iceberg_catalog_name: String,
     /// Geo-replication: the prefix of replication cursors (`<prefix>.<remote cluster>`) and
     /// replicator producers (`<prefix>.<local>--><remote>`).
     pub replicator_prefix: String,
@@ -512,6 +520,9 @@ impl Default for BrokerConfig {
             max_topic_list_in_flight_direct_mem_size_mb: 100,
             max_topic_list_in_flight_direct_mem_size_permits_acquire_timeout_millis: 25_000,
             max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: 1000,
+            iceberg_catalog_uri: String::new(),
+            iceberg_warehouse: String::new(),
+            iceberg_catalog_name: "pulsar".into(),
             replicator_prefix: "pulsar.repl".into(),
             replication_producer_queue_size: 1000,
             replication_metrics_enabled: true,

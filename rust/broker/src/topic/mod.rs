@@ -8,6 +8,7 @@ pub mod publish;
 pub mod repl_source;
 pub mod replicated_subscriptions;
 pub mod replication;
+pub mod table_cursor;
 pub mod terminate;
 pub mod transaction;
 
@@ -235,6 +236,7 @@ impl Topic {
             c.is_durable()
                 && c.name() != DEDUP_CURSOR
                 && c.name() != COMPACTION_CURSOR
+                && c.name() != table_cursor::TABLE_CURSOR
                 && !topic.is_replication_cursor(c.name())
         }) {
             let name = cursor.name().to_owned();

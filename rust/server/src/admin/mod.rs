@@ -95,6 +95,7 @@ fn router(ctx: Arc<ServerContext>, history: Arc<History>) -> Router {
         .merge(topics::internal_stats::routes())
         .merge(topics::compaction::routes())
         .merge(topics::offload::routes())
+        .merge(topics::iceberg_table::routes())
         .merge(topics::non_persistent::routes())
         .route("/metrics", Access::Metrics, get(crate::metrics::render))
         .merge(namespaces::policies::routes())

@@ -1,12 +1,13 @@
 //! The broker's housekeeping: periodic tasks over every loaded topic, each on its own setting,
 //! spawned at start and stopped with the server. One module per task:
 //! [`deduplication`], [`message_expiry`], [`inactive_topics`], [`compaction`],
-//! [`fenced_topics`] (on BookKeeper) and [`backlog_quota`].
+//! [`fenced_topics`] (on BookKeeper), [`backlog_quota`] and [`iceberg_tables`].
 
 mod backlog_quota;
 mod compaction;
 mod deduplication;
 mod fenced_topics;
+pub(crate) mod iceberg_tables;
 mod inactive_topics;
 mod message_expiry;
 
@@ -33,6 +34,7 @@ pub(crate) fn spawn(
         tasks.spawn(fenced_topics::run(Arc::clone(ctx), shutdown.clone()));
     }
     tasks.spawn(backlog_quota::run(Arc::clone(ctx), shutdown.clone()));
+    tasks.spawn(iceberg_tables::run(Arc::clone(ctx), shutdown.clone()));
 }
 
 /// Runs `f` on the blocking pool every `period`, the first time one period after start (as

@@ -201,6 +201,7 @@ async fn open_service(
     clock: Arc<dyn pulsar_rs_clock::Clock>,
 ) -> Result<Arc<BrokerService>, ServerError> {
     crate::offloaders::check(&config)?;
+    crate::iceberg_tables::check(&config)?;
     let service = tokio::task::spawn_blocking(move || match fs {
         Some(fs) => BrokerService::open_on(config, &dir, fs, clock),
         None => match bookkeeper::backing(&config)? {
@@ -263,7 +264,9 @@ fn context(
     );
     let publish_buffer = PublishBuffer::new(service.config.max_message_publish_buffer_size_in_mb);
     let lookups = lookups(&service.config, &urls)?;
+    let tables = crate::iceberg_tables::start(&service)?;
     Ok(Arc::new(ServerContext {
+        tables,
         broker_client,
         replicators: crate::replication::registry::Replicators::default(),
         topic_list_limiter: crate::topic_list_limit::TopicListLimiter::new(&service.config),

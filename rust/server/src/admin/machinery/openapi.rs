@@ -99,6 +99,16 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["PUT", "GET"],
     ),
     (
+        "iceberg_table",
+        "/admin/v2/namespaces/{tenant}/{ns}/icebergTable",
+        &["GET", "POST", "PUT", "DELETE"],
+    ),
+    (
+        "iceberg_table",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/icebergTable",
+        &["GET", "POST", "PUT", "DELETE"],
+    ),
+    (
         "offload",
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/offload",
         &["PUT", "GET"],

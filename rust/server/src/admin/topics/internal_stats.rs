@@ -144,6 +144,7 @@ fn internal_stats_json(t: &Topic) -> Value {
         .into_iter()
         .filter(|c| {
             c.name() == pulsar_rs_broker::compaction::COMPACTION_CURSOR
+                || c.name() == pulsar_rs_broker::topic::table_cursor::TABLE_CURSOR
                 || t.is_replication_cursor(c.name())
         })
         .map(|c| (c, None));

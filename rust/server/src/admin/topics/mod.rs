@@ -2,6 +2,7 @@
 //! `NonPersistentTopics`, `Schemas`, the REST lookup).
 
 pub(in crate::admin) mod compaction;
+pub(in crate::admin) mod iceberg_table;
 pub(in crate::admin) mod instant;
 pub(in crate::admin) mod internal_stats;
 pub(in crate::admin) mod lifecycle;
