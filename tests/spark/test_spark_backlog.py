@@ -33,7 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "spark"))
 from pulsar_rs_spark import cli, synthetic  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.timeout(300),
+    # PySpark 4.1 (the Spark Iceberg's runtime targets, pyproject.toml) leaves the socket of a
+    # finished result-serving connection to the garbage collector.
+    pytest.mark.filterwarnings("ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"),
+]
 
 NS = "persistent://public/default/"
 

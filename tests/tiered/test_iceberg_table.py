@@ -33,11 +33,13 @@ class Order(Record):
 
 
 class OrderV2(Record):
+    """``Order`` with a field that has a default: a compatible (BACKWARD) new version."""
+
     _avro_namespace = None
     id = Integer()
     customer = String()
     amount = Double()
-    region = String()
+    region = String(required_default=True)
 
 
 def catalog_of(root: Path):
@@ -145,12 +147,12 @@ def test_a_topic_becomes_a_table_that_pyiceberg_reads(pulsar_broker_factory, cli
     assert dict(r["__properties"]) == {"i": "1234"}
     assert r["__producer_name"] == producer.producer_name()
     mid = ids[1234]
-    assert (r["__ledger_id"], r["__entry_id"], r["__batch_index"]) == (
+    assert (r["__ledger_id"], r["__entry_id"], r["__index_in_batch"]) == (
         mid.ledger_id(),
         mid.entry_id(),
         mid.batch_index(),
     )
-    assert r["__batch_index"] >= 0 and r["__partition"] == -1
+    assert r["__index_in_batch"] >= 0 and r["__partition"] == -1
     assert r["__publish_time"] is not None and r["__schema_version"] == 0
     big = by_id[N]
     assert len(big["customer"]) == CHUNKED and big["__key"] == "big"
@@ -165,7 +167,7 @@ def test_a_topic_becomes_a_table_that_pyiceberg_reads(pulsar_broker_factory, cli
     assert s["committedHere"][full]["rowsCommitted"] == expected, s
     # The CLI prints the same status.
     out = subprocess.run(
-        [sys.executable, "-m", "pulsar_rs.cli", "admin", "--admin-url", broker.admin_url, "topics", "table-status", full],
+        [sys.executable, "-m", "pulsar_rs.cli", "admin", "--admin-url", broker.admin_url, "--json", "topics", "table-status", full],
         capture_output=True,
         text=True,
         timeout=60,

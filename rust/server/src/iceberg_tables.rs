@@ -1,6 +1,6 @@
 //! The topic tables' settings (`icebergCatalogUri`, `icebergWarehouse`, `icebergCatalogName`),
 //! checked at start-up so a bad catalog stops the broker with the key named, and the committer
-//! they start. The warehouse defaults to `warehouse/` beside the catalog's file.
+//! they start.
 
 use std::sync::Arc;
 
@@ -10,26 +10,12 @@ use pulsar_rs_table::{TableCommitter, TableConfig};
 use crate::ServerError;
 
 fn table_config(config: &BrokerConfig) -> Result<Option<TableConfig>, ServerError> {
-    let bad = |e: pulsar_rs_table::TableError| ServerError::BadRequest(format!("invalid topic table settings: {e}"));
-    let Some(first) = TableConfig::from_keys(
+    TableConfig::from_keys(
         &config.iceberg_catalog_uri,
-        "/",
+        &config.iceberg_warehouse,
         &config.iceberg_catalog_name,
     )
-    .map_err(bad)?
-    else {
-        return Ok(None);
-    };
-    let warehouse = if config.iceberg_warehouse.trim().is_empty() {
-        let dir = std::path::Path::new(&first.catalog_path)
-            .parent()
-            .map_or_else(|| "/".to_owned(), |d| d.display().to_string());
-        format!("{}/warehouse", dir.trim_end_matches('/'))
-    } else {
-        config.iceberg_warehouse.clone()
-    };
-    TableConfig::from_keys(&config.iceberg_catalog_uri, &warehouse, &config.iceberg_catalog_name)
-        .map_err(bad)
+    .map_err(|e| ServerError::BadRequest(format!("invalid topic table settings: {e}")))
 }
 
 /// Checks the settings.

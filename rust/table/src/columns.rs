@@ -13,12 +13,13 @@ use serde_json::Value;
 
 use crate::error::TableError;
 
-/// `__ledger_id`, `__entry_id`, `__batch_index`: the message id.
+/// `__ledger_id`, `__entry_id`, `__index_in_batch`: the message id (not `__batch_index`, a name
+/// pyarrow's dataset scanner, and so pyiceberg's, adds to every batch it reads).
 pub const LEDGER_ID: &str = "__ledger_id";
 /// The entry of the message id.
 pub const ENTRY_ID: &str = "__entry_id";
 /// The batch index of the message id (-1 for a message not in a batch).
-pub const BATCH_INDEX: &str = "__batch_index";
+pub const BATCH_INDEX: &str = "__index_in_batch";
 /// The partition (-1 for a topic that is not partitioned).
 pub const PARTITION: &str = "__partition";
 /// The publish time (the table's partition source).

@@ -1,6 +1,7 @@
 //! The broker keys of the topic tables: `icebergCatalogUri` (a SQL catalog as pyiceberg's
 //! `SqlCatalog` names it: `sqlite:////abs/path/catalog.db`, or sqlx's `sqlite:/abs/path`),
-//! `icebergWarehouse` (a directory or a `file://` URL) and `icebergCatalogName` (the name the
+//! `icebergWarehouse` (a directory or a `file://` URL; `warehouse/` beside the catalog's file
+//! when empty) and `icebergCatalogName` (the name the
 //! catalog's rows carry, which pyiceberg and Spark must use too; `pulsar`).
 
 use crate::error::TableError;
@@ -53,7 +54,18 @@ impl TableConfig {
                 "the catalog's path must be absolute (sqlite:////abs/path/catalog.db)",
             ));
         }
-        let warehouse = warehouse.trim().trim_end_matches('/');
+        // No warehouse: `warehouse/` beside the catalog's file.
+        let beside = format!(
+            "{}/warehouse",
+            std::path::Path::new(&path)
+                .parent()
+                .map_or_else(String::new, |d| d.display().to_string())
+                .trim_end_matches('/')
+        );
+        let warehouse = match warehouse.trim() {
+            "" => beside.as_str(),
+            w => w.trim_end_matches('/'),
+        };
         let dir = warehouse.strip_prefix("file://").unwrap_or(warehouse);
         if dir.contains("://") {
             return Err(bad(
@@ -105,6 +117,10 @@ mod tests {
             .unwrap();
         assert_eq!(c.catalog_path, "/data/cat.db");
         assert_eq!(TableConfig::from_keys("", "", "pulsar").unwrap(), None);
+        let c = TableConfig::from_keys("sqlite:////data/ice/cat.db", "", "p")
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.warehouse, "file:///data/ice/warehouse");
     }
 
     #[test]

@@ -204,3 +204,101 @@ fn push_message(out: &mut Decoded, position: Position, md: &MessageMetadata, pay
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::{BufMut, BytesMut};
+    use prost::Message;
+    use pulsar_rs_proto::pb::SingleMessageMetadata;
+
+    use super::*;
+
+    fn md(seq: u64) -> MessageMetadata {
+        MessageMetadata {
+            producer_name: "p".into(),
+            sequence_id: seq,
+            publish_time: 1_700_000_000_000 + seq,
+            ..MessageMetadata::default()
+        }
+    }
+
+    fn entry(e: i64, md: &MessageMetadata, payload: &[u8]) -> Entry {
+        Entry {
+            position: Position::new(3, e),
+            data: pulsar_rs_proto::build_stored_entry(md, payload),
+        }
+    }
+
+    fn chunk(e: i64, uuid: &str, id: i32, of: i32, body: &[u8]) -> Entry {
+        let mut m = md(9);
+        m.uuid = Some(uuid.into());
+        m.chunk_id = Some(id);
+        m.num_chunks_from_msg = Some(of);
+        m.partition_key = Some("big".into());
+        entry(e, &m, body)
+    }
+
+    #[test]
+    fn a_batch_is_a_row_per_member_and_chunks_join() {
+        let mut batch = BytesMut::new();
+        for (i, key) in ["a", "b"].iter().enumerate() {
+            let smm = SingleMessageMetadata {
+                partition_key: Some((*key).into()),
+                payload_size: 2,
+                sequence_id: Some(10 + i as u64),
+                ..SingleMessageMetadata::default()
+            };
+            let bytes = smm.encode_to_vec();
+            batch.put_u32(u32::try_from(bytes.len()).unwrap());
+            batch.put_slice(&bytes);
+            batch.put_slice(format!("v{i}").as_bytes());
+        }
+        let mut bm = md(10);
+        bm.num_messages_in_batch = Some(2);
+        let entries = vec![
+            entry(0, &bm, &batch),
+            chunk(1, "u", 0, 2, b"hello "),
+            entry(2, &md(11), b"plain"),
+            chunk(3, "u", 1, 2, b"world"),
+        ];
+        let d = decode(&entries, &|_| false);
+        let got: Vec<_> = d
+            .rows
+            .iter()
+            .map(|r| (r.position.entry_id, r.batch_index, r.key.clone(), r.value.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 0, Some("a".into()), Some(Bytes::from_static(b"v0"))),
+                (0, 1, Some("b".into()), Some(Bytes::from_static(b"v1"))),
+                (2, -1, None, Some(Bytes::from_static(b"plain"))),
+                (3, -1, Some("big".into()), Some(Bytes::from_static(b"hello world"))),
+            ]
+        );
+        assert_eq!(d.rows[1].sequence_id, 11);
+        assert_eq!(d.through, Some(Position::new(3, 3)));
+    }
+
+    #[test]
+    fn an_incomplete_chunked_message_holds_the_range_back() {
+        let entries = vec![
+            entry(0, &md(1), b"one"),
+            chunk(1, "u", 0, 2, b"half"),
+            entry(2, &md(2), b"two"),
+        ];
+        let d = decode(&entries, &|_| false);
+        // The next commit starts at the first chunk: "two" is not committed twice.
+        assert_eq!(d.rows.len(), 1);
+        assert_eq!(d.through, Some(Position::new(3, 0)));
+    }
+
+    #[test]
+    fn hidden_entries_are_skipped_but_passed() {
+        let entries = vec![entry(0, &md(1), b"aborted"), entry(1, &md(2), b"kept")];
+        let d = decode(&entries, &|info: &EntryInfo| info.messages == 1 && info.key.is_none());
+        assert!(d.rows.is_empty());
+        // The range is accounted for: the next commit starts after it.
+        assert_eq!(d.through, Some(Position::new(3, 1)));
+    }
+}
