@@ -15,6 +15,7 @@ pub mod properties;
 pub mod pulsar_keys;
 pub mod schema_strategy;
 mod storage;
+pub mod topic_listing;
 mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -173,6 +174,13 @@ pub struct BrokerConfig {
     pub enable_broker_side_subscription_pattern_evaluation: bool,
     /// The longest pattern a watcher or a filtered topic list takes.
     pub subscription_pattern_max_length: u32,
+    /// PIP-452 (Pulsar 4.2): topic-list watchers offered (with
+    /// `enableBrokerSideSubscriptionPatternEvaluation`); a watcher ignores the client's
+    /// properties, so a listing by properties needs it off.
+    pub enable_broker_topic_list_watcher: bool,
+    /// PIP-452: how the topic lists of the admin API and of GET_TOPICS_OF_NAMESPACE use the
+    /// client's properties ([`topic_listing::TopicListing`]).
+    pub pulsar_resources_extended_class_name: String,
     /// PIP-442: memory (MB) the topic lists being assembled may take at once (GET_TOPICS_OF_NAMESPACE
     /// and topic-list watchers; 0 = no limit).
     #[serde(rename = "maxTopicListInFlightHeapMemSizeMB")]
@@ -513,6 +521,8 @@ impl Default for BrokerConfig {
             max_topic_list_in_flight_direct_mem_size_permits_acquire_timeout_millis: 25_000,
             max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: 1000,
             replicator_prefix: "pulsar.repl".into(),
+            enable_broker_topic_list_watcher: true,
+            pulsar_resources_extended_class_name: topic_listing::DEFAULT_RESOURCES_EXTENDED.into(),
             replication_producer_queue_size: 1000,
             replication_metrics_enabled: true,
             dispatch_throttling_rate_per_replicator_in_msg: 0,

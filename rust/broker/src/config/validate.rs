@@ -28,6 +28,7 @@ impl BrokerConfig {
             self.broker_client_auth()?;
             self.broker_client_tls()?;
         }
+        super::topic_listing::TopicListing::from_config(self)?;
         if self.num_io_threads == Some(0) {
             // As Pulsar's `@FieldContext(minValue = 1)`.
             return Err(bad("numIOThreads", "must be > 0"));

@@ -9,6 +9,7 @@ pub mod offload;
 mod ownership;
 mod schema_admission;
 pub mod topic_quota;
+mod topic_listing;
 pub mod transactions;
 
 use std::collections::{HashMap, HashSet};
