@@ -295,6 +295,9 @@ pub struct BrokerConfig {
     pub dispatch_throttling_rate_per_subscription_in_msg: i64,
     pub dispatch_throttling_rate_per_subscription_in_byte: i64,
     pub backlog_quota_check_enabled: bool,
+    /// PIP-492 (Pulsar 5.0): each durable subscription's backlog age kept by the backlog quota
+    /// check and exposed as `pulsar_subscription_storage_backlog_age_seconds`.
+    pub expose_subscription_backlog_age_in_prometheus: bool,
     pub backlog_quota_check_interval_in_seconds: u64,
     pub backlog_quota_default_limit_bytes: i64,
     /// Deprecated in Pulsar but still applied there: above 0 it wins over
@@ -586,6 +589,7 @@ impl Default for BrokerConfig {
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_gb: -1.0,
             backlog_quota_default_limit_second: -1,
+            expose_subscription_backlog_age_in_prometheus: false,
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
             broker_deduplication_enabled: false,
             broker_deduplication_max_number_of_producers: 10_000,
