@@ -322,6 +322,10 @@ pub struct BrokerConfig {
     pub message_expiry_check_interval_in_minutes: u32,
     /// Delete topics inactive for longer than their inactive-topic policy allows.
     pub broker_delete_inactive_topics_enabled: bool,
+    /// PIP-470 (Pulsar 5.0): close (unload) inactive topics instead, keeping their data; with
+    /// `delete_when_no_subscriptions` only, and never with the deletion
+    /// (`crate::service::inactive_close`).
+    pub broker_close_inactive_topics_enabled: bool,
     /// Period of the inactive-topic check, seconds.
     pub broker_delete_inactive_topics_frequency_seconds: u32,
     /// `delete_when_no_subscriptions` or `delete_when_subscriptions_caught_up`.
@@ -517,6 +521,8 @@ impl Default for BrokerConfig {
             max_message_size: 5 * 1024 * 1024,
             enable_broker_side_subscription_pattern_evaluation: true,
             subscription_pattern_max_length: 50,
+            enable_broker_topic_list_watcher: true,
+            pulsar_resources_extended_class_name: topic_listing::DEFAULT_RESOURCES_EXTENDED.into(),
             max_topic_list_in_flight_heap_mem_size_mb: 100,
             max_topic_list_in_flight_heap_mem_size_permits_acquire_timeout_millis: 25_000,
             max_topic_list_in_flight_heap_mem_size_permits_acquire_queue_size: 1000,
@@ -524,8 +530,6 @@ impl Default for BrokerConfig {
             max_topic_list_in_flight_direct_mem_size_permits_acquire_timeout_millis: 25_000,
             max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: 1000,
             replicator_prefix: "pulsar.repl".into(),
-            enable_broker_topic_list_watcher: true,
-            pulsar_resources_extended_class_name: topic_listing::DEFAULT_RESOURCES_EXTENDED.into(),
             replication_producer_queue_size: 1000,
             replication_metrics_enabled: true,
             dispatch_throttling_rate_per_replicator_in_msg: 0,
@@ -585,11 +589,11 @@ impl Default for BrokerConfig {
             dispatch_throttling_rate_per_subscription_in_msg: 0,
             dispatch_throttling_rate_per_subscription_in_byte: 0,
             backlog_quota_check_enabled: true,
+            expose_subscription_backlog_age_in_prometheus: false,
             backlog_quota_check_interval_in_seconds: 60,
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_gb: -1.0,
             backlog_quota_default_limit_second: -1,
-            expose_subscription_backlog_age_in_prometheus: false,
             backlog_quota_default_retention_policy: "producer_request_hold".into(),
             broker_deduplication_enabled: false,
             broker_deduplication_max_number_of_producers: 10_000,
@@ -600,6 +604,7 @@ impl Default for BrokerConfig {
             ttl_duration_default_in_seconds: 0,
             message_expiry_check_interval_in_minutes: 5,
             broker_delete_inactive_topics_enabled: true,
+            broker_close_inactive_topics_enabled: false,
             broker_delete_inactive_topics_frequency_seconds: 60,
             broker_delete_inactive_topics_mode: "delete_when_no_subscriptions".into(),
             broker_delete_inactive_topics_max_inactive_duration_seconds: None,
