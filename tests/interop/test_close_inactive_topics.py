@@ -48,7 +48,6 @@ def _listed(broker, topic: str) -> bool:
     return topic in names
 
 
-@pytest.mark.slow  # about 4 s: the broker's schedule, once a second, has to run
 def test_an_idle_topic_is_closed_and_keeps_its_data(pulsar_broker_factory, topic):
     clock = ManualClock()
     broker = pulsar_broker_factory(clock=clock, **CLOSE_AFTER_A_MINUTE)

@@ -41,7 +41,6 @@ def _until(broker, condition, timeout: float = 10.0) -> dict[str, float]:
         time.sleep(0.2)  # waits for the broker's own once-a-second check, on the real clock
 
 
-@pytest.mark.slow  # about 3 s: two rounds of the once-a-second check
 def test_each_durable_subscription_with_backlog_has_its_age(pulsar_broker_factory, topic):
     clock = ManualClock()
     broker = pulsar_broker_factory(clock=clock, **CHECKED_EVERY_SECOND)
