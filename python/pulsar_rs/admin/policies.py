@@ -130,6 +130,11 @@ class TopicPolicySetters(PolicySetters):
 
     DEDUPLICATION = "deduplicationEnabled"
 
+    def delete_topic_policies(self, topic: str) -> None:
+        """PIP-422 (``pulsar-admin topicPolicies delete``): every policy set on the topic, local and
+        global, forgotten; also for a topic that no longer exists. Its properties stay."""
+        self.remove_policy(topic, "policies")
+
     def set_message_ttl(self, target: str, seconds: int) -> None:
         """Pulsar sends a topic's TTL as ``?messageTTL=N`` (no body)."""
         self.set_policy(target, "messageTTL", None, f"?messageTTL={int(seconds)}")

@@ -45,8 +45,15 @@ def message_id_body(message_id: str | tuple[int, int], excluded: bool = False) -
 class Topics(Group, TopicPolicySetters, TopicLimits, TopicOffload, TopicTables):
     """``admin.topics``: topics, their stats, subscriptions, messages and policies."""
 
-    def list(self, namespace: str) -> list[str]:
-        return self._a.request("GET", f"/admin/v2/persistent/{ns_path(namespace)}")
+    def list(self, namespace: str, properties: dict[str, str] | None = None) -> list[str]:
+        """The namespace's persistent topics; with ``properties`` (PIP-452, ``?properties=k=v,...``)
+        those the broker's ``pulsarResourcesExtendedClassName`` lists for them (Pulsar's default
+        ignores them; ``pulsar_rs.TopicPropertiesListing``: the topics whose properties hold every
+        pair)."""
+        path = f"/admin/v2/persistent/{ns_path(namespace)}"
+        if properties:
+            path += "?" + urllib.parse.urlencode({"properties": ",".join(f"{k}={v}" for k, v in properties.items())})
+        return self._a.request("GET", path)
 
     def list_partitioned(self, namespace: str) -> builtins.list[str]:
         return self._a.request("GET", f"/admin/v2/persistent/{ns_path(namespace)}/partitioned")

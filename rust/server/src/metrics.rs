@@ -117,11 +117,13 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         }
     }
     let drop_samples = non_persistent(&svc, &cluster, &mut topic_samples, &mut sub_samples);
+    let age_samples = backlog_ages(&svc, &cluster);
     let mut f = Families { out: String::new() };
     for (name, kind, samples) in topic_samples
         .iter()
         .chain(sub_samples.iter())
         .chain(drop_samples.iter())
+        .chain(age_samples.iter())
     {
         f.family(name, kind, samples);
     }
@@ -464,4 +466,29 @@ fn transactions(svc: &pulsar_rs_broker::BrokerService, cluster: &str, f: &mut Fa
     for (name, kind, samples) in tc.iter().chain(tb.iter()) {
         f.family(name, kind, samples);
     }
+}
+
+/// PIP-492's `pulsar_subscription_storage_backlog_age_seconds` (with
+/// `exposeSubscriptionBacklogAgeInPrometheus`): each durable subscription's backlog age as the
+/// backlog quota check last kept it; no sample where it is unknown (no backlog, not yet checked).
+fn backlog_ages(svc: &pulsar_rs_broker::BrokerService, cluster: &str) -> Vec<Family> {
+    if !svc.config.expose_subscription_backlog_age_in_prometheus {
+        return Vec::new();
+    }
+    let now = svc.clock().now_ms();
+    let mut samples = Vec::new();
+    for t in svc.loaded_topics() {
+        let labels = topic_labels(cluster, &t.name);
+        for s in t.subscriptions().iter().filter(|s| s.durable) {
+            if let Some(age) = s.backlog_age_seconds(now) {
+                #[allow(clippy::cast_precision_loss)]
+                samples.push((format!("{labels},subscription=\"{}\"", s.name), age as f64));
+            }
+        }
+    }
+    vec![(
+        "pulsar_subscription_storage_backlog_age_seconds",
+        "gauge",
+        samples,
+    )]
 }

@@ -6,7 +6,8 @@ inactive-topic-policies, the limits of :mod:`.limits` (``set-max-producers``, ``
 ``set-offload-policies`` (and ``get-`` / ``remove-``; :mod:`.offload`),
 plus the older ``enable-deduplication`` / ``disable-deduplication`` /
 ``get-deduplication-enabled``, and ``set-replication-clusters -c A,B`` (and ``get-`` / ``remove-``:
-geo-replication of one topic). The same commands form pulsar-admin's ``topicPolicies`` group.
+geo-replication of one topic). The same commands form pulsar-admin's ``topicPolicies`` group,
+which also has ``delete T`` (PIP-422: every policy of the topic forgotten, its properties kept).
 A topic-level policy overrides the namespace's for that topic; a getter shows the topic's own
 setting (``(not set)`` when it follows the namespace)."""
 
@@ -52,3 +53,8 @@ def add(groups: Any) -> None:
     """pulsar-admin's ``topicPolicies`` group."""
     g = groups.add_parser("topicPolicies", help="topic-level policies").add_subparsers(dest="action", required=True)
     add_to(g)
+    # PIP-422: only here (``topics delete`` deletes the topic).
+    p = g.add_parser("delete", help="delete every policy of the topic, local and global (PIP-422)")
+    _topic_arg(p)
+    p.add_argument("--global", "-g", dest="is_global", action="store_true", help="accepted: both go either way")
+    p.set_defaults(call=lambda admin, a: admin.topics.delete_topic_policies(a.topic))

@@ -1,6 +1,6 @@
 """``pulsar-rs admin topics``: pulsar-admin's topic commands with its names and flags.
 
-Topics: ``list NS``, ``list-partitioned-topics NS``, ``create T``, ``delete T [-f]``,
+Topics: ``list NS [-p k=v,...]``, ``list-partitioned-topics NS``, ``create T``, ``delete T [-f]``,
 ``create-partitioned-topic T -p N``, ``get-partitioned-topic-metadata T``,
 ``update-partitioned-topic T -p N``, ``delete-partitioned-topic T [-f]``, ``stats T``,
 ``partitioned-stats T [--per-partition]``, ``stats-internal T`` (or ``internal-stats``),
@@ -39,9 +39,14 @@ def _reset_cursor(admin: Admin, a: argparse.Namespace) -> None:
         admin.topics.reset_cursor(a.topic, a.subscription, timestamp_ms=max(0, timestamp_ms))
 
 
+def _properties(text: str | None) -> dict[str, str] | None:
+    """``k1=v1,k2=v2`` (pulsar-admin's ``-p``) as a dict; None for no text."""
+    return dict(kv.split("=", 1) for kv in text.split(",") if kv) if text else None
+
+
 def _search_messages(admin: Admin, a: argparse.Namespace) -> Any:
     now_ms = int(time.time() * 1000)
-    properties = dict(kv.split("=", 1) for kv in a.properties.split(",") if kv) if a.properties else None
+    properties = _properties(a.properties)
     return admin.topics.search_messages(
         a.topic,
         key=a.key,
@@ -89,10 +94,13 @@ def _add_families(g: Any) -> None:
 
 def add(groups: Any) -> None:
     g = groups.add_parser("topics", help="topics").add_subparsers(dest="action", required=True)
-    for verb, fn in (("list", "list"), ("list-partitioned-topics", "list_partitioned")):
-        p = g.add_parser(verb)
-        p.add_argument("namespace", help="tenant/name")
-        p.set_defaults(call=lambda admin, a, fn=fn: getattr(admin.topics, fn)(a.namespace))
+    p = g.add_parser("list")
+    p.add_argument("namespace", help="tenant/name")
+    p.add_argument("--properties", "-p", help="PIP-452: k1=v1,k2=v2 the topics are listed by")
+    p.set_defaults(call=lambda admin, a: admin.topics.list(a.namespace, _properties(a.properties)))
+    p = g.add_parser("list-partitioned-topics")
+    p.add_argument("namespace", help="tenant/name")
+    p.set_defaults(call=lambda admin, a: admin.topics.list_partitioned(a.namespace))
 
     p = _topic_parser(g, "create", lambda admin, a: admin.topics.create(a.topic, a.partitions))
     p.add_argument("--partitions", "-p", type=int, default=0, help="create it partitioned (> 0)")

@@ -15,6 +15,7 @@ pub mod properties;
 pub mod pulsar_keys;
 pub mod schema_strategy;
 mod storage;
+pub mod topic_listing;
 mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -173,6 +174,13 @@ pub struct BrokerConfig {
     pub enable_broker_side_subscription_pattern_evaluation: bool,
     /// The longest pattern a watcher or a filtered topic list takes.
     pub subscription_pattern_max_length: u32,
+    /// PIP-452 (Pulsar 4.2): topic-list watchers offered (with
+    /// `enableBrokerSideSubscriptionPatternEvaluation`); a watcher ignores the client's
+    /// properties, so a listing by properties needs it off.
+    pub enable_broker_topic_list_watcher: bool,
+    /// PIP-452: how the topic lists of the admin API and of GET_TOPICS_OF_NAMESPACE use the
+    /// client's properties ([`topic_listing::TopicListing`]).
+    pub pulsar_resources_extended_class_name: String,
     /// PIP-442: memory (MB) the topic lists being assembled may take at once (GET_TOPICS_OF_NAMESPACE
     /// and topic-list watchers; 0 = no limit).
     #[serde(rename = "maxTopicListInFlightHeapMemSizeMB")]
@@ -295,6 +303,9 @@ pub struct BrokerConfig {
     pub dispatch_throttling_rate_per_subscription_in_msg: i64,
     pub dispatch_throttling_rate_per_subscription_in_byte: i64,
     pub backlog_quota_check_enabled: bool,
+    /// PIP-492 (Pulsar 5.0): each durable subscription's backlog age kept by the backlog quota
+    /// check and exposed as `pulsar_subscription_storage_backlog_age_seconds`.
+    pub expose_subscription_backlog_age_in_prometheus: bool,
     pub backlog_quota_check_interval_in_seconds: u64,
     pub backlog_quota_default_limit_bytes: i64,
     /// Deprecated in Pulsar but still applied there: above 0 it wins over
@@ -319,6 +330,10 @@ pub struct BrokerConfig {
     pub message_expiry_check_interval_in_minutes: u32,
     /// Delete topics inactive for longer than their inactive-topic policy allows.
     pub broker_delete_inactive_topics_enabled: bool,
+    /// PIP-470 (Pulsar 5.0): close (unload) inactive topics instead, keeping their data; with
+    /// `delete_when_no_subscriptions` only, and never with the deletion
+    /// (`crate::service::inactive_close`).
+    pub broker_close_inactive_topics_enabled: bool,
     /// Period of the inactive-topic check, seconds.
     pub broker_delete_inactive_topics_frequency_seconds: u32,
     /// `delete_when_no_subscriptions` or `delete_when_subscriptions_caught_up`.
@@ -514,6 +529,8 @@ impl Default for BrokerConfig {
             max_message_size: 5 * 1024 * 1024,
             enable_broker_side_subscription_pattern_evaluation: true,
             subscription_pattern_max_length: 50,
+            enable_broker_topic_list_watcher: true,
+            pulsar_resources_extended_class_name: topic_listing::DEFAULT_RESOURCES_EXTENDED.into(),
             max_topic_list_in_flight_heap_mem_size_mb: 100,
             max_topic_list_in_flight_heap_mem_size_permits_acquire_timeout_millis: 25_000,
             max_topic_list_in_flight_heap_mem_size_permits_acquire_queue_size: 1000,
@@ -583,6 +600,7 @@ impl Default for BrokerConfig {
             dispatch_throttling_rate_per_subscription_in_msg: 0,
             dispatch_throttling_rate_per_subscription_in_byte: 0,
             backlog_quota_check_enabled: true,
+            expose_subscription_backlog_age_in_prometheus: false,
             backlog_quota_check_interval_in_seconds: 60,
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_gb: -1.0,
@@ -597,6 +615,7 @@ impl Default for BrokerConfig {
             ttl_duration_default_in_seconds: 0,
             message_expiry_check_interval_in_minutes: 5,
             broker_delete_inactive_topics_enabled: true,
+            broker_close_inactive_topics_enabled: false,
             broker_delete_inactive_topics_frequency_seconds: 60,
             broker_delete_inactive_topics_mode: "delete_when_no_subscriptions".into(),
             broker_delete_inactive_topics_max_inactive_duration_seconds: None,

@@ -28,6 +28,7 @@ impl BrokerConfig {
             self.broker_client_auth()?;
             self.broker_client_tls()?;
         }
+        super::topic_listing::TopicListing::from_config(self)?;
         if self.num_io_threads == Some(0) {
             // As Pulsar's `@FieldContext(minValue = 1)`.
             return Err(bad("numIOThreads", "must be > 0"));
@@ -148,11 +149,28 @@ impl BrokerConfig {
                 "must be > 0",
             ));
         }
-        if InactiveTopicDeleteMode::parse(&self.broker_delete_inactive_topics_mode).is_none() {
+        let mode = InactiveTopicDeleteMode::parse(&self.broker_delete_inactive_topics_mode);
+        if mode.is_none() {
             return Err(bad(
                 "brokerDeleteInactiveTopicsMode",
                 "must be delete_when_no_subscriptions or delete_when_subscriptions_caught_up",
             ));
+        }
+        // PIP-470: closing replaces the deletion, and only where a topic without subscriptions
+        // is the inactive one (caught-up consumers would have it closed and reloaded forever).
+        if self.broker_close_inactive_topics_enabled {
+            if self.broker_delete_inactive_topics_enabled {
+                return Err(bad(
+                    "brokerCloseInactiveTopicsEnabled",
+                    "brokerCloseInactiveTopicsEnabled and brokerDeleteInactiveTopicsEnabled are mutually exclusive",
+                ));
+            }
+            if mode != Some(InactiveTopicDeleteMode::DeleteWhenNoSubscriptions) {
+                return Err(bad(
+                    "brokerCloseInactiveTopicsEnabled",
+                    "brokerCloseInactiveTopicsEnabled only supports brokerDeleteInactiveTopicsMode=delete_when_no_subscriptions",
+                ));
+            }
         }
         self.validate_security()?;
         self.storage_config()

@@ -458,6 +458,10 @@ impl DispatchRate {
     }
 }
 
+/// The key a topic's properties (PIP-452 lists topics by them) are kept under in its
+/// policies document.
+pub const TOPIC_PROPERTIES: &str = "properties";
+
 /// The key of a refused retention policy ([`BrokerError::InvalidConfig`]): Pulsar answers its
 /// refusals 400 where other policies' are 412.
 pub const RETENTION: &str = "retention";

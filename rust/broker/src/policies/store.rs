@@ -244,6 +244,42 @@ impl PolicyStore {
         Ok(())
     }
 
+    /// PIP-422 (Pulsar 4.1's `topicPolicies delete`): forgets every policy set on a topic (the
+    /// local and the global ones; here one document), also for a topic that no longer exists.
+    /// Its properties stay: they are the topic's, not policies (Pulsar keeps them with its
+    /// managed ledger). Whether there was anything to forget.
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub fn delete_topic_policies(&self, t: &TopicName) -> Result<bool, BrokerError> {
+        let name = t.base().to_string();
+        let _update = self.updates.lock();
+        let Some(before) = self.topics.read().get(&name).cloned() else {
+            return Ok(false);
+        };
+        let mut kept = Policies::default();
+        if let Some(p) = before.other.get(super::TOPIC_PROPERTIES) {
+            kept.other
+                .insert(super::TOPIC_PROPERTIES.to_owned(), p.clone());
+        }
+        if kept == before {
+            return Ok(false);
+        }
+        if kept == Policies::default() {
+            self.meta.delete(&metadata_keys::topic_policies(&name))?;
+            // Short write lock: the record is gone once the store no longer has it.
+            self.topics.write().remove(&name);
+        } else {
+            self.meta.put(
+                &metadata_keys::topic_policies(&name),
+                &serde_json::to_vec(&kept).unwrap_or_default(),
+            )?;
+            // Short write lock: the new value is published once it is durable.
+            self.topics.write().insert(name, kept);
+        }
+        Ok(true)
+    }
+
     /// The `persistence` policy of a topic: its own, else its namespace's; `None`: the broker's
     /// `managedLedgerDefault*` settings.
     #[must_use]

@@ -32,7 +32,7 @@ use crate::topic::Topic;
 use crate::policies::limits::SYSTEM_NAMESPACE;
 
 /// Pulsar's `PersistentTopic.isActive(mode)` for a topic of a v2 (global) namespace.
-fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {
+pub(super) fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {
     let subs = topic.subscriptions();
     let kept_by_subscriptions = match mode {
         InactiveTopicDeleteMode::DeleteWhenNoSubscriptions => !subs.is_empty(),
@@ -49,7 +49,7 @@ fn is_active(topic: &Topic, mode: InactiveTopicDeleteMode) -> bool {
     kept_by_subscriptions || kept_for_replication || !topic.producers().is_empty()
 }
 
-fn seconds_ms(s: i64) -> u64 {
+pub(super) fn seconds_ms(s: i64) -> u64 {
     u64::try_from(s).unwrap_or(0).saturating_mul(1000)
 }
 

@@ -5,9 +5,11 @@
 
 pub mod backlog_quota;
 pub mod inactive;
+mod inactive_close;
 pub mod offload;
 mod ownership;
 mod schema_admission;
+mod topic_listing;
 pub mod topic_quota;
 pub mod transactions;
 
@@ -757,6 +759,22 @@ impl BrokerService {
             t.close();
         }
         handles
+    }
+
+    /// Unloads the loaded topic `name` if `which` still holds for it (checked under the topics
+    /// lock); the handles of its producers, or none when it was not loaded or `which` failed.
+    pub fn unload_if(&self, name: &TopicName, which: impl Fn(&Topic) -> bool) -> Option<Vec<u64>> {
+        let topic = {
+            // Short lock: the check and the removal together, the close after it.
+            let mut topics = self.topics.lock();
+            if !topics.get(name).is_some_and(|t| which(t)) {
+                return None;
+            }
+            topics.remove(name)?
+        };
+        let handles = topic.take_producers();
+        topic.close();
+        Some(handles)
     }
 
     /// Deletes a topic (closing it) and its stored data, as Pulsar's `deleteTopic`: without

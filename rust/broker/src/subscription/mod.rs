@@ -8,6 +8,7 @@
 //! (`pass.rs`) and the task that runs it (`task.rs`) live here too. A subscription never waits on
 //! another.
 
+pub mod backlog_age;
 pub mod compacted_read;
 pub mod diagnosis;
 pub mod expiry;
@@ -114,6 +115,9 @@ pub struct Subscription {
     clock: Arc<dyn Clock>,
     /// Timestamps and throttling counts for the admin `stats` (Pulsar's `SubscriptionStats`).
     pub stats: SubscriptionStats,
+    /// PIP-492's oldest unacknowledged publish time ([`backlog_age`]); its own short lock,
+    /// written by the backlog quota check, read by `/metrics`.
+    pub backlog_age: backlog_age::BacklogAge,
     /// Replicated subscriptions ([`replicated`]): whether this one is, its snapshots, the one
     /// due. Written by the connection (subscribe, acks), the dispatcher (markers read) and the
     /// topic (updates); a short lock taken alone, never across `.await`.
@@ -207,6 +211,7 @@ impl Subscription {
                 opened_ms: AtomicU64::new(opened_ms),
                 ..SubscriptionStats::default()
             },
+            backlog_age: backlog_age::BacklogAge::default(),
             replicated: Mutex::new(replicated::Replicated::from_cursor(
                 &cursor_properties,
                 replicated_enabled,

@@ -386,16 +386,7 @@ impl Topic {
         else {
             return Ok(None);
         };
-        let last = self.ledger.last_confirmed();
-        let p = self.ledger.next_valid_position(slowest);
-        if p > last {
-            return Ok(None);
-        }
-        let entries = self.ledger.read_entries(p, 1, u64::MAX, p)?;
-        Ok(entries
-            .first()
-            .and_then(|e| pulsar_rs_proto::parse_stored_entry(&e.data).ok())
-            .map(|(md, _)| md.publish_time))
+        crate::subscription::backlog_age::first_publish_time_after(&self.ledger, slowest)
     }
 
     /// The subscription `name`, if it exists.

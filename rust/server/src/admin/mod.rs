@@ -98,6 +98,7 @@ fn router(ctx: Arc<ServerContext>, history: Arc<History>) -> Router {
         .merge(topics::iceberg_table::routes())
         .merge(topics::non_persistent::routes())
         .route("/metrics", Access::Metrics, get(crate::metrics::render))
+        .merge(topics::policies_delete::routes())
         .merge(namespaces::policies::routes())
         .merge(namespaces::ns_policies::routes())
         .merge(namespaces::replication::routes())

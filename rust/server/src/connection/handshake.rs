@@ -54,11 +54,11 @@ impl Connection {
             .unwrap_or(false);
         let max = i32::try_from(self.service.config.max_message_size).unwrap_or(i32::MAX);
         // Topic-list watchers are offered as Pulsar offers them: with broker-side pattern
-        // evaluation on (its default), whatever the protocol version.
-        let watchers = self
-            .service
-            .config
-            .enable_broker_side_subscription_pattern_evaluation;
+        // evaluation and `enableBrokerTopicListWatcher` (PIP-452) on (their defaults), whatever
+        // the protocol version.
+        let config = &self.service.config;
+        let watchers = config.enable_broker_side_subscription_pattern_evaluation
+            && config.enable_broker_topic_list_watcher;
         // Replicators that negotiate it are deduplicated by source position (Pulsar 4.0.4+'s
         // `Commands.newConnected` always offers it).
         let flags = pb::FeatureFlags {

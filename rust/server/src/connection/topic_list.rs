@@ -2,7 +2,8 @@
 //! once for the persistent topics of a namespace its pattern names, and the broker tells it of
 //! every such topic created or deleted afterwards (WATCH_TOPIC_UPDATE), instead of the client
 //! polling the namespace every `patternAutoDiscoveryPeriod`. Offered in CONNECTED's
-//! `supports_topic_watchers` with `enableBrokerSideSubscriptionPatternEvaluation`; a pattern
+//! `supports_topic_watchers` with `enableBrokerSideSubscriptionPatternEvaluation` and
+//! `enableBrokerTopicListWatcher` (PIP-452); a pattern
 //! longer than `subscriptionPatternMaxLength` is refused, as Pulsar refuses it.
 //!
 //! Each watcher is a task of its own that compares the namespace's list (the broker's, kept in
@@ -207,6 +208,15 @@ impl Connection {
             ));
             return;
         }
+        // PIP-452: watchers can be turned off on their own (a listing by properties needs it).
+        if !config.enable_broker_topic_list_watcher {
+            self.send(&refuse(
+                Wire::NotAllowedError,
+                "Topic list watcher is disabled on the broker (enableBrokerTopicListWatcher=false)"
+                    .into(),
+            ));
+            return;
+        }
         let max = config.subscription_pattern_max_length as usize;
         if w.topics_pattern.len() > max {
             self.send(&refuse(
@@ -288,9 +298,17 @@ pub(super) async fn namespace_topics(
             ));
         }
     }
-    let topics = ctx
-        .service
-        .discoverable_topics(&request.namespace, persistent, non_persistent);
+    // PIP-452: the client's properties (a Java pattern consumer's), as the listing chooses.
+    let properties = request
+        .properties
+        .iter()
+        .map(|kv| (kv.key.clone(), kv.value.clone()))
+        .collect();
+    let topics = ctx.service.list_by_properties(
+        ctx.service
+            .discoverable_topics(&request.namespace, persistent, non_persistent),
+        &properties,
+    );
     let size = estimate(&topics);
     limiter.remember(&key, size);
     if let Err(r) = limiter.heap.resize(&mut heap, size).await {

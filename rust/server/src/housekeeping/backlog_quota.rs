@@ -1,6 +1,7 @@
 //! Periodic backlog quota check (`backlogQuotaCheckIntervalInSeconds`, when
 //! `backlogQuotaCheckEnabled`): producer-blocking policies disconnect the topic's producers;
-//! eviction moves the slowest cursors.
+//! eviction moves the slowest cursors. With `exposeSubscriptionBacklogAgeInPrometheus` it also
+//! keeps each durable subscription's backlog age (PIP-492).
 
 use std::sync::Arc;
 
@@ -24,9 +25,18 @@ pub(super) async fn run(ctx: Arc<ServerContext>, mut shutdown: watch::Receiver<b
         }
         let service = Arc::clone(&ctx.service);
         let now = service.clock().now_ms();
+        let ages = cfg.expose_subscription_backlog_age_in_prometheus;
         let outcome = tokio::task::spawn_blocking(move || {
             let mut blocked = Vec::new();
             for t in service.loaded_topics() {
+                // PIP-492: on the blocking pool, as the read of an entry may block.
+                if ages {
+                    for s in t.subscriptions() {
+                        if let Err(e) = s.update_backlog_age() {
+                            tracing::warn!(topic = %t.name, subscription = %s.name, error = %e, "subscription backlog age");
+                        }
+                    }
+                }
                 match service.check_backlog_quota(&t, now) {
                     Ok(pulsar_rs_broker::QuotaVerdict::Blocked(_)) => {
                         blocked.extend(t.take_producers())

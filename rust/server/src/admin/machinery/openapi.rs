@@ -518,6 +518,29 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/admin/v2/persistent/{tenant}/{ns}/{topic}/unload",
         &["PUT"],
     ),
+    (
+        "policies_delete",
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/policies",
+        &["DELETE"],
+    ),
+];
+
+/// `(path, method, name, description)` of the query parameters an operation takes, beside its
+/// path's `{names}`: Pulsar's, where a route's meaning depends on one.
+pub(in crate::admin) const QUERY_PARAMETERS: &[(&str, &str, &str, &str)] = &[
+    (
+        "/admin/v2/persistent/{tenant}/{ns}",
+        "GET",
+        "properties",
+        "PIP-452: key=value pairs separated by ',' (URL-encoded) the topics are listed by, as \
+         pulsarResourcesExtendedClassName chooses (Pulsar's default ignores them)",
+    ),
+    (
+        "/admin/v2/persistent/{tenant}/{ns}/{topic}/policies",
+        "DELETE",
+        "isGlobal",
+        "PIP-422: sent by topicPolicies -g; the local and the global policies go either way",
+    ),
 ];
 
 /// The OpenAPI 3.0 document of [`OPERATIONS`].
@@ -537,6 +560,21 @@ pub(in crate::admin) fn document() -> Value {
             .collect();
         let item = paths.entry((*path).to_owned()).or_insert_with(|| json!({}));
         for method in *methods {
+            let mut parameters = parameters.clone();
+            parameters.extend(
+                QUERY_PARAMETERS
+                    .iter()
+                    .filter(|(p, m, _, _)| p == path && m == method)
+                    .map(|(_, _, name, description)| {
+                        json!({
+                            "name": name,
+                            "in": "query",
+                            "required": false,
+                            "description": description,
+                            "schema": {"type": "string"},
+                        })
+                    }),
+            );
             let mut op = json!({
                 "tags": [module],
                 "summary": format!("{method} {path}"),
@@ -668,7 +706,8 @@ mod tests {
                     "{m} {path}"
                 );
                 let params = op["parameters"].as_array().unwrap();
-                assert_eq!(params.len(), path.matches('{').count(), "{path}");
+                let in_path = params.iter().filter(|p| p["in"] == "path").count();
+                assert_eq!(in_path, path.matches('{').count(), "{path}");
                 count += 1;
             }
         }
@@ -678,5 +717,16 @@ mod tests {
             "tenant"
         );
         assert!(doc["paths"]["/admin/v2/tenants"].get("put").is_none());
+        // Every query parameter is on a listed operation.
+        for (path, method, name, _) in QUERY_PARAMETERS {
+            let op = &doc["paths"][*path][method.to_lowercase()];
+            let params = op["parameters"].as_array().expect(path);
+            assert!(
+                params
+                    .iter()
+                    .any(|p| p["in"] == "query" && p["name"] == *name),
+                "{method} {path} ?{name}"
+            );
+        }
     }
 }

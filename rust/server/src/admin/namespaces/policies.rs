@@ -226,7 +226,7 @@ fn view(p: &Policies, k: Kind) -> Value {
 }
 
 /// The key of a topic's properties in its document.
-const PROPERTIES: &str = "properties";
+use pulsar_rs_broker::policies::TOPIC_PROPERTIES as PROPERTIES;
 
 /// A change merging `new` into a topic's properties (Pulsar's `updateProperties`).
 pub(in crate::admin) fn merge_properties(

@@ -48,10 +48,24 @@ pub(in crate::admin) fn routes() -> Routes {
         )
 }
 
-async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
+/// `GET /admin/v2/persistent/{tenant}/{ns}`, with PIP-452's `?properties=k1=v1,k2=v2` (what
+/// they do is `pulsarResourcesExtendedClassName`'s choice).
+async fn list_topics(
+    State(ctx): Ctx,
+    Path((tenant, ns)): Path<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     if let Some(r) = crate::admin::namespaces::lifecycle::missing(&ctx, &format!("{tenant}/{ns}")) {
         return r;
     }
+    let properties = match q
+        .get("properties")
+        .map(|p| super::listing::parse_properties(p))
+    {
+        Some(Err(r)) => return r,
+        Some(Ok(p)) => p,
+        None => std::collections::BTreeMap::new(),
+    };
     if let Err(e) = crate::cluster::member::refresh_known_topics(&ctx).await {
         return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
     }
@@ -61,7 +75,7 @@ async fn list_topics(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>
         .iter()
         .map(ToString::to_string)
         .collect();
-    Json(names).into_response()
+    Json(ctx.service.list_by_properties(names, &properties)).into_response()
 }
 
 async fn list_partitioned(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
