@@ -12,7 +12,6 @@ import re
 import time
 
 import pulsar
-import pytest
 
 from conftest import admin, new_client
 from pulsar_rs import ManualClock

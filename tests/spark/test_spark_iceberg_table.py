@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import admin
 from pulsar.schema import Double, Integer, JsonSchema, Record, String
+
+from conftest import admin
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
 pyspark = pytest.importorskip("pyspark")
@@ -73,7 +74,7 @@ def test_spark_reads_the_topic_table(pulsar_broker_factory, client_factory, tmp_
     while time.monotonic() < deadline and rows < N:
         try:
             rows = reader.load_table(("public", "default", "spark-orders")).scan().to_arrow().num_rows
-        except Exception as e:  # noqa: BLE001 - no table before the first commit
+        except Exception as e:
             if "NoSuchTable" not in type(e).__name__:
                 raise
         time.sleep(0.5)  # reason: the broker commits once per second here
@@ -83,10 +84,26 @@ def test_spark_reads_the_topic_table(pulsar_broker_factory, client_factory, tmp_
         "SELECT __key AS key, count(*) AS n, count(DISTINCT id) AS ids, sum(amount) AS total "
         "FROM pulsar.public.`default`.`spark-orders` GROUP BY __key ORDER BY __key"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "spark"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[2] / "spark"), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     out = subprocess.run(
-        [sys.executable, "-m", "pulsar_rs_spark.iceberg_tables", "--catalog", str(catalog), "--warehouse",
-         str(tmp_path / "warehouse"), "--jars", jars, "--sql", sql],
+        [
+            sys.executable,
+            "-m",
+            "pulsar_rs_spark.iceberg_tables",
+            "--catalog",
+            str(catalog),
+            "--warehouse",
+            str(tmp_path / "warehouse"),
+            "--jars",
+            jars,
+            "--sql",
+            sql,
+        ],
         capture_output=True,
         text=True,
         timeout=500,

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pulsar
 import pytest
-from conftest import admin
 from pulsar.schema import Double, Integer, JsonSchema, Record, String
+
+from conftest import admin
 from txn_wire import TxnWire
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -69,7 +70,7 @@ def wait_rows(root: Path, topic: str, rows: int, timeout: float = 90.0):
             seen = table.num_rows
             if seen >= rows:
                 return table
-        except Exception as e:  # noqa: BLE001 - the table does not exist before its first commit
+        except Exception as e:
             if "NoSuchTable" not in type(e).__name__:
                 raise
         time.sleep(0.5)  # reason: the broker commits once per commitIntervalSeconds (1 s here)
@@ -79,9 +80,7 @@ def wait_rows(root: Path, topic: str, rows: int, timeout: float = 90.0):
 def test_a_topic_becomes_a_table_that_pyiceberg_reads(pulsar_broker_factory, client_factory, tmp_path) -> None:
     topic = "iceberg-orders"
     full = f"persistent://public/default/{topic}"
-    broker = table_broker(
-        pulsar_broker_factory, tmp_path, transactionCoordinatorEnabled=True, maxMessageSize=64 * 1024
-    )
+    broker = table_broker(pulsar_broker_factory, tmp_path, transactionCoordinatorEnabled=True, maxMessageSize=64 * 1024)
     code, body = admin(
         broker.admin_url,
         "POST",
@@ -167,7 +166,18 @@ def test_a_topic_becomes_a_table_that_pyiceberg_reads(pulsar_broker_factory, cli
     assert s["committedHere"][full]["rowsCommitted"] == expected, s
     # The CLI prints the same status.
     out = subprocess.run(
-        [sys.executable, "-m", "pulsar_rs.cli", "admin", "--admin-url", broker.admin_url, "--json", "topics", "table-status", full],
+        [
+            sys.executable,
+            "-m",
+            "pulsar_rs.cli",
+            "admin",
+            "--admin-url",
+            broker.admin_url,
+            "--json",
+            "topics",
+            "table-status",
+            full,
+        ],
         capture_output=True,
         text=True,
         timeout=60,

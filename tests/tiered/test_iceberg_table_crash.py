@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
+
 from conftest import admin
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -37,8 +38,20 @@ def free_port() -> int:
 
 def start(data: Path, conf: Path, port: int) -> tuple[subprocess.Popen, str, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_rs.cli", "standalone", "--config", str(conf), "--data-dir", str(data),
-         "--port", str(port), "--admin-port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "pulsar_rs.cli",
+            "standalone",
+            "--config",
+            str(conf),
+            "--data-dir",
+            str(data),
+            "--port",
+            str(port),
+            "--admin-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -12,9 +12,9 @@ from typing import Any
 from .groups import Group
 from .limits import NamespaceLimits
 from .offload import NamespaceOffload
-from .tables import NamespaceTables
 from .paths import ns_path, segment
 from .policies import PolicySetters
+from .tables import NamespaceTables
 from .types import BundlesData, Policies
 
 __all__ = ["Namespaces"]

@@ -17,9 +17,9 @@ from .groups import Group
 from .limits import TopicLimits
 from .messages import messages_of
 from .offload import TopicOffload
-from .tables import TopicTables
 from .paths import ns_path, segment, topic_path
 from .policies import TopicPolicySetters
+from .tables import TopicTables
 from .types import (
     CompactionStatus,
     LookupData,

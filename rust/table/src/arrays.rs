@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, Float32Builder, Float64Builder, Int32Builder, Int64Builder,
-    LargeBinaryBuilder, StringBuilder, TimestampMicrosecondBuilder,
+    BooleanBuilder, Float32Builder, Float64Builder, Int32Builder, Int64Builder, LargeBinaryBuilder,
+    StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::{ArrayRef, MapArray, RecordBatch, StringArray, StructArray};
 use arrow_buffer::OffsetBuffer;
@@ -178,9 +178,11 @@ fn column(
         c::VALUE_BYTES => binaries(&|r| r.value.as_deref()),
         name => {
             let kind = kinds.get(name).copied().unwrap_or(FieldKind::Json);
-            let cells = values
-                .iter()
-                .map(|v| v.as_ref().and_then(|v| v.get(name)).filter(|v| !v.is_null()));
+            let cells = values.iter().map(|v| {
+                v.as_ref()
+                    .and_then(|v| v.get(name))
+                    .filter(|v| !v.is_null())
+            });
             value_column(f, kind, cells)?
         }
     })
@@ -201,7 +203,10 @@ fn value_column<'a>(
         DataType::Int32 => {
             let mut b = Int32Builder::new();
             vals.for_each(|v| {
-                b.append_option(v.and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok()));
+                b.append_option(
+                    v.and_then(Value::as_i64)
+                        .and_then(|n| i32::try_from(n).ok()),
+                );
             });
             Arc::new(b.finish())
         }
@@ -223,7 +228,11 @@ fn value_column<'a>(
         }
         DataType::Timestamp(_, tz) => {
             let mut b = TimestampMicrosecondBuilder::new();
-            let scale = if kind == FieldKind::TimestampMicros { 1 } else { 1000 };
+            let scale = if kind == FieldKind::TimestampMicros {
+                1
+            } else {
+                1000
+            };
             vals.for_each(|v| {
                 b.append_option(v.and_then(Value::as_i64).map(|n| n.saturating_mul(scale)));
             });
@@ -259,7 +268,9 @@ fn properties(f: &Field, rows: &[MessageRow]) -> Result<ArrayRef, TableError> {
         return Err(TableError::Config("__properties is not a map".into()));
     };
     let DataType::Struct(kv) = entries.data_type() else {
-        return Err(TableError::Config("__properties' entries are not a struct".into()));
+        return Err(TableError::Config(
+            "__properties' entries are not a struct".into(),
+        ));
     };
     let keys: StringArray = rows
         .iter()

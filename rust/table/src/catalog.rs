@@ -35,11 +35,17 @@ pub async fn open(config: &TableConfig) -> Result<Arc<SqlCatalog>, TableError> {
     sqlx::any::install_default_drivers();
     if let Some(dir) = std::path::Path::new(&config.catalog_path).parent() {
         std::fs::create_dir_all(dir).map_err(|e| {
-            TableError::Config(format!("icebergCatalogUri: creating {}: {e}", dir.display()))
+            TableError::Config(format!(
+                "icebergCatalogUri: creating {}: {e}",
+                dir.display()
+            ))
         })?;
     }
     std::fs::create_dir_all(config.warehouse_dir()).map_err(|e| {
-        TableError::Config(format!("icebergWarehouse: creating {}: {e}", config.warehouse_dir()))
+        TableError::Config(format!(
+            "icebergWarehouse: creating {}: {e}",
+            config.warehouse_dir()
+        ))
     })?;
     let catalog = SqlCatalogBuilder::default()
         .uri(config.sqlx_uri())

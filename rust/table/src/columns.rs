@@ -111,9 +111,12 @@ impl FieldKind {
             ) {
                 (Some("long"), Some("timestamp-millis")) => Self::TimestampMillis,
                 (Some("long"), Some("timestamp-micros")) => Self::TimestampMicros,
-                (Some(p @ ("boolean" | "int" | "long" | "float" | "double" | "string" | "bytes")), _) => {
-                    Self::of_avro(&Value::String(p.to_owned()))
-                }
+                (
+                    Some(
+                        p @ ("boolean" | "int" | "long" | "float" | "double" | "string" | "bytes"),
+                    ),
+                    _,
+                ) => Self::of_avro(&Value::String(p.to_owned())),
                 _ => Self::Json,
             },
             _ => Self::Json,
@@ -199,9 +202,7 @@ impl ValueLayout {
                 let fields = def
                     .get("fields")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| {
-                        TableError::Config("the topic's schema is not a record".into())
-                    })?
+                    .ok_or_else(|| TableError::Config("the topic's schema is not a record".into()))?
                     .iter()
                     .filter_map(|f| {
                         let name = f.get("name")?.as_str()?;
@@ -339,7 +340,10 @@ mod tests {
                 {"name":"id","type":["null","long"]},{"name":"region","type":["null","string"]}]}"#,
         );
         let more = ValueLayout::of(Some(&evolved)).unwrap().columns();
-        assert_eq!(missing(&schema, &more), vec![("region".to_owned(), FieldKind::String)]);
+        assert_eq!(
+            missing(&schema, &more),
+            vec![("region".to_owned(), FieldKind::String)]
+        );
     }
 
     #[test]

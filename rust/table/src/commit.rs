@@ -60,7 +60,10 @@ pub struct Committed {
 #[must_use]
 pub fn parse_position(s: &str) -> Option<Position> {
     let (l, e) = s.split_once(':')?;
-    Some(Position::new(l.trim().parse().ok()?, e.trim().parse().ok()?))
+    Some(Position::new(
+        l.trim().parse().ok()?,
+        e.trim().parse().ok()?,
+    ))
 }
 
 /// How far the table holds `partition`, as its property says.
@@ -74,7 +77,11 @@ pub fn held_through(table: &Table, partition: i32) -> Option<Position> {
 }
 
 /// The entries after `through` up to `upto` (the commit's bounds). Blocking.
-fn read(topic: &Topic, through: Option<Position>, upto: Position) -> Result<(Vec<Entry>, bool), TableError> {
+fn read(
+    topic: &Topic,
+    through: Option<Position>,
+    upto: Position,
+) -> Result<(Vec<Entry>, bool), TableError> {
     let ml = &topic.ledger;
     let first = ml.first_position();
     let after = through.map_or(first, |t| t.max(first));
@@ -126,7 +133,9 @@ pub async fn commit_next(
     let upto = topic.max_read_position();
     let (entries, more) = read(topic, through, upto)?;
     let tb = topic.txn_buffer.clone();
-    let decoded = rows::decode(&entries, &|info| tb.as_ref().is_some_and(|tb| tb.hides(info)));
+    let decoded = rows::decode(&entries, &|info| {
+        tb.as_ref().is_some_and(|tb| tb.hides(info))
+    });
     let Some(new_through) = decoded.through else {
         return Ok(Committed::default());
     };
@@ -181,7 +190,11 @@ pub async fn commit_next(
             ("pulsar.partition".to_owned(), partition.to_string()),
             (
                 "pulsar.from".to_owned(),
-                decoded.rows.first().map(|r| r.position.to_string()).unwrap_or_default(),
+                decoded
+                    .rows
+                    .first()
+                    .map(|r| r.position.to_string())
+                    .unwrap_or_default(),
             ),
             ("pulsar.through".to_owned(), new_through.to_string()),
         ]);
@@ -193,12 +206,19 @@ pub async fn commit_next(
     }
     tx = tx
         .update_table_properties()
-        .set(through_key(partition), format!("{}:{}", new_through.ledger_id, new_through.entry_id))
+        .set(
+            through_key(partition),
+            format!("{}:{}", new_through.ledger_id, new_through.entry_id),
+        )
         .apply(tx)?;
     let guard = Guarded {
         inner: Arc::clone(catalog),
         key: through_key(partition),
-        expected: table.metadata().properties().get(&through_key(partition)).cloned(),
+        expected: table
+            .metadata()
+            .properties()
+            .get(&through_key(partition))
+            .cloned(),
     };
     match tx.commit(&guard).await {
         Ok(_) => Ok(committed),
@@ -243,16 +263,18 @@ async fn write_files(
 ) -> Result<Vec<iceberg::spec::DataFile>, TableError> {
     let schema = table.metadata().current_schema().clone();
     let spec = table.metadata().default_partition_spec().clone();
-    let parts: Vec<(Option<iceberg::spec::PartitionKey>, arrow_array::RecordBatch)> =
-        if spec.is_unpartitioned() {
-            vec![(None, batch)]
-        } else {
-            RecordBatchPartitionSplitter::try_new_with_computed_values(schema.clone(), spec)?
-                .split(&batch)?
-                .into_iter()
-                .map(|(k, b)| (Some(k), b))
-                .collect()
-        };
+    let parts: Vec<(
+        Option<iceberg::spec::PartitionKey>,
+        arrow_array::RecordBatch,
+    )> = if spec.is_unpartitioned() {
+        vec![(None, batch)]
+    } else {
+        RecordBatchPartitionSplitter::try_new_with_computed_values(schema.clone(), spec)?
+            .split(&batch)?
+            .into_iter()
+            .map(|(k, b)| (Some(k), b))
+            .collect()
+    };
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();

@@ -82,7 +82,12 @@ impl TableStatus {
 
 enum Job {
     Commit(Arc<Topic>, IcebergTablePolicy),
-    Status(String, String, String, oneshot::Sender<Result<TableStatus, TableError>>),
+    Status(
+        String,
+        String,
+        String,
+        oneshot::Sender<Result<TableStatus, TableError>>,
+    ),
 }
 
 /// The committer: a queue into its thread.
@@ -148,7 +153,12 @@ impl TableCommitter {
     ) -> Result<TableStatus, TableError> {
         let (tx, rx) = oneshot::channel();
         self.jobs
-            .send(Job::Status(tenant.into(), namespace.into(), topic.into(), tx))
+            .send(Job::Status(
+                tenant.into(),
+                namespace.into(),
+                topic.into(),
+                tx,
+            ))
             .map_err(|_| TableError::Stopped)?;
         rx.await.map_err(|_| TableError::Stopped)?
     }
@@ -171,7 +181,10 @@ struct Worker {
 
 impl Worker {
     fn run(mut self, mut rx: mpsc::UnboundedReceiver<Job>) {
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
             Ok(rt) => rt,
             Err(e) => {
                 tracing::error!(error = %e, "the table committer's runtime did not start");
@@ -241,7 +254,12 @@ impl Worker {
         }
     }
 
-    async fn status(&mut self, tenant: &str, ns: &str, topic: &str) -> Result<TableStatus, TableError> {
+    async fn status(
+        &mut self,
+        tenant: &str,
+        ns: &str,
+        topic: &str,
+    ) -> Result<TableStatus, TableError> {
         let catalog = self.catalog().await?;
         let id = catalog::ident(tenant, ns, topic)?;
         let mut status = TableStatus {
@@ -256,11 +274,16 @@ impl Worker {
         status.exists = true;
         status.metadata_location = table.metadata_location().map(str::to_owned);
         for (k, v) in md.properties() {
-            let Some(p) = k.strip_prefix("pulsar.through.").and_then(|p| p.parse().ok()) else {
+            let Some(p) = k
+                .strip_prefix("pulsar.through.")
+                .and_then(|p| p.parse().ok())
+            else {
                 continue;
             };
             if let Some(pos) = parse_position(v) {
-                status.through.insert(p, format!("{}:{}", pos.ledger_id, pos.entry_id));
+                status
+                    .through
+                    .insert(p, format!("{}:{}", pos.ledger_id, pos.entry_id));
             }
         }
         if let Some(s) = md.current_snapshot() {

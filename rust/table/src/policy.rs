@@ -78,15 +78,15 @@ impl IcebergTablePolicy {
         };
         let commit_interval_seconds = match o.get("commitIntervalSeconds") {
             None | Some(Value::Null) => DEFAULT_COMMIT_INTERVAL_SECONDS,
-            Some(n) => n
-                .as_u64()
-                .filter(|&n| n >= 1)
-                .ok_or("icebergTable.commitIntervalSeconds must be a whole number of seconds, at least 1")?,
+            Some(n) => n.as_u64().filter(|&n| n >= 1).ok_or(
+                "icebergTable.commitIntervalSeconds must be a whole number of seconds, at least 1",
+            )?,
         };
         let partition_by = match o.get("partitionBy") {
             None | Some(Value::Null) => PartitionBy::Day,
-            Some(Value::String(s)) => PartitionBy::parse(s)
-                .ok_or("icebergTable.partitionBy must be day, hour or none")?,
+            Some(Value::String(s)) => {
+                PartitionBy::parse(s).ok_or("icebergTable.partitionBy must be day, hour or none")?
+            }
             Some(_) => return Err("icebergTable.partitionBy must be day, hour or none".into()),
         };
         Ok(Self {
@@ -131,7 +131,10 @@ mod tests {
             &json!({"enabled": true, "commitIntervalSeconds": 5, "partitionBy": "HOUR"}),
         )
         .unwrap();
-        assert_eq!((p.commit_interval_seconds, p.partition_by), (5, PartitionBy::Hour));
+        assert_eq!(
+            (p.commit_interval_seconds, p.partition_by),
+            (5, PartitionBy::Hour)
+        );
         for bad in [
             json!([]),
             json!({"enabled": "yes"}),

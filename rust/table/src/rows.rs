@@ -52,7 +52,9 @@ pub struct Decoded {
 }
 
 fn properties(kv: &[KeyValue]) -> Vec<(String, String)> {
-    kv.iter().map(|p| (p.key.clone(), p.value.clone())).collect()
+    kv.iter()
+        .map(|p| (p.key.clone(), p.value.clone()))
+        .collect()
 }
 
 fn schema_version(md: &MessageMetadata) -> Option<i64> {
@@ -118,7 +120,10 @@ pub fn decode(entries: &[Entry], hides: &dyn Fn(&EntryInfo) -> bool) -> Decoded 
             if chunk < last {
                 continue;
             }
-            let whole = pending.remove(&key).map(|p| p.bytes.freeze()).unwrap_or_default();
+            let whole = pending
+                .remove(&key)
+                .map(|p| p.bytes.freeze())
+                .unwrap_or_default();
             push_message(&mut out, e.position, &md, whole);
             continue;
         }
@@ -265,7 +270,14 @@ mod tests {
         let got: Vec<_> = d
             .rows
             .iter()
-            .map(|r| (r.position.entry_id, r.batch_index, r.key.clone(), r.value.clone()))
+            .map(|r| {
+                (
+                    r.position.entry_id,
+                    r.batch_index,
+                    r.key.clone(),
+                    r.value.clone(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
@@ -273,7 +285,12 @@ mod tests {
                 (0, 0, Some("a".into()), Some(Bytes::from_static(b"v0"))),
                 (0, 1, Some("b".into()), Some(Bytes::from_static(b"v1"))),
                 (2, -1, None, Some(Bytes::from_static(b"plain"))),
-                (3, -1, Some("big".into()), Some(Bytes::from_static(b"hello world"))),
+                (
+                    3,
+                    -1,
+                    Some("big".into()),
+                    Some(Bytes::from_static(b"hello world"))
+                ),
             ]
         );
         assert_eq!(d.rows[1].sequence_id, 11);
@@ -296,7 +313,9 @@ mod tests {
     #[test]
     fn hidden_entries_are_skipped_but_passed() {
         let entries = vec![entry(0, &md(1), b"aborted"), entry(1, &md(2), b"kept")];
-        let d = decode(&entries, &|info: &EntryInfo| info.messages == 1 && info.key.is_none());
+        let d = decode(&entries, &|info: &EntryInfo| {
+            info.messages == 1 && info.key.is_none()
+        });
         assert!(d.rows.is_empty());
         // The range is accounted for: the next commit starts after it.
         assert_eq!(d.through, Some(Position::new(3, 1)));

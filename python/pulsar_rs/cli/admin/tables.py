@@ -24,9 +24,7 @@ def _target(admin: Admin, a: argparse.Namespace) -> tuple[Any, str]:
 
 def _set(admin: Admin, a: argparse.Namespace) -> None:
     group, target = _target(admin, a)
-    group.set_iceberg_table(
-        target, iceberg_table_policy(not a.disable, a.commit_interval, a.partition_by)
-    )
+    group.set_iceberg_table(target, iceberg_table_policy(not a.disable, a.commit_interval, a.partition_by))
 
 
 def _get(admin: Admin, a: argparse.Namespace) -> Any:

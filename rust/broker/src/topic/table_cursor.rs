@@ -26,7 +26,10 @@ impl Topic {
     /// Whether the topic has a table cursor.
     #[must_use]
     pub fn has_table_cursor(&self) -> bool {
-        self.ledger.cursors().iter().any(|c| c.name() == TABLE_CURSOR)
+        self.ledger
+            .cursors()
+            .iter()
+            .any(|c| c.name() == TABLE_CURSOR)
     }
 
     /// Moves the table cursor to `through` (never back). Blocking.

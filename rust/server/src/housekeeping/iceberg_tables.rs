@@ -25,7 +25,10 @@ pub(crate) fn policy_of(
 ) -> Option<IcebergTablePolicy> {
     let topic = service.policies.topic(name);
     let namespace = service.policies.namespace(&name.namespace_name());
-    IcebergTablePolicy::resolve(topic.other.get(policy::KEY), namespace.other.get(policy::KEY))
+    IcebergTablePolicy::resolve(
+        topic.other.get(policy::KEY),
+        namespace.other.get(policy::KEY),
+    )
 }
 
 /// Runs until shutdown (only on a broker with a catalog).

@@ -72,10 +72,7 @@ fn namespace(ctx: &ServerContext, tenant: &str, ns: &str) -> Result<String, Resp
     }
 }
 
-async fn get_namespace(
-    State(ctx): Ctx,
-    Path((tenant, ns)): Path<(String, String)>,
-) -> Response {
+async fn get_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
     match namespace(&ctx, &tenant, &ns) {
         Ok(ns) => Json(
             ctx.service
@@ -106,10 +103,7 @@ async fn set_namespace(
     .await
 }
 
-async fn delete_namespace(
-    State(ctx): Ctx,
-    Path((tenant, ns)): Path<(String, String)>,
-) -> Response {
+async fn delete_namespace(State(ctx): Ctx, Path((tenant, ns)): Path<(String, String)>) -> Response {
     match namespace(&ctx, &tenant, &ns) {
         Ok(ns) => {
             crate::cluster::sync::update_namespace(&ctx, ns, |p| {
@@ -167,7 +161,10 @@ async fn get_topic(State(ctx): Ctx, ExistingTopic(name): ExistingTopic) -> Respo
     let Some(tables) = ctx.tables.as_ref().map(Arc::clone) else {
         return Json(doc).into_response();
     };
-    match tables.status(&base.tenant, &base.namespace, &base.local).await {
+    match tables
+        .status(&base.tenant, &base.namespace, &base.local)
+        .await
+    {
         Ok(status) => {
             if let (Value::Object(d), Value::Object(s)) = (&mut doc, status.to_json()) {
                 d.extend(s);
