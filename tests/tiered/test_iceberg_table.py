@@ -1,7 +1,7 @@
 """A topic as an Apache Iceberg table (the ``icebergTable`` policy): messages produced with the
 official client (a JSON schema, keys, properties, batches, a chunked message) and by a
 transactional producer on the wire (one committed, one aborted transaction) are committed by
-the broker to a table in a SQLite catalog, and pyiceberg's ``SqlCatalog`` reads exactly the
+the broker to a table in a SQLite catalog (and AVRO and STRING topics too), and pyiceberg's ``SqlCatalog`` reads exactly the
 committed messages, once each, with typed columns; a compatible schema version adds a column;
 the status call and the CLI say what is committed up to which message id; a policy without a
 catalog, or a malformed one, is refused."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pulsar
 import pytest
-from pulsar.schema import Double, Integer, JsonSchema, Record, String
+from pulsar.schema import AvroSchema, Double, Integer, JsonSchema, Record, String, StringSchema
 
 from conftest import admin
 from txn_wire import TxnWire
@@ -238,3 +238,27 @@ def test_policies_without_a_catalog_or_malformed_are_refused(pulsar_broker_facto
     code, _ = admin(broker.admin_url, "DELETE", path)
     assert code == 204
     assert admin(broker.admin_url, "GET", path)[1] is None
+
+
+def test_avro_and_string_schemas_give_typed_columns(pulsar_broker_factory, client_factory, tmp_path) -> None:
+    broker = table_broker(pulsar_broker_factory, tmp_path)
+    code, body = admin(
+        broker.admin_url,
+        "POST",
+        "/admin/v2/namespaces/public/default/icebergTable",
+        {"enabled": True, "commitIntervalSeconds": 1, "partitionBy": "none"},
+    )
+    assert code == 204, (code, body)
+    client = client_factory(broker.service_url)
+    avro = client.create_producer("persistent://public/default/avro-orders", schema=AvroSchema(Order))
+    for i in range(20):
+        avro.send(Order(id=i, customer=f"a{i}", amount=i + 0.25))
+    texts = client.create_producer("persistent://public/default/text-values", schema=StringSchema())
+    for i in range(20):
+        texts.send(f"line {i}")
+    table = wait_rows(tmp_path, "avro-orders", 20)
+    rows = sorted(table.to_pylist(), key=lambda r: r["id"])
+    assert [(r["id"], r["customer"], r["amount"]) for r in rows] == [(i, f"a{i}", i + 0.25) for i in range(20)]
+    table = wait_rows(tmp_path, "text-values", 20)
+    assert str(table.schema.field("value").type) == "string"
+    assert sorted(table.column("value").to_pylist()) == sorted(f"line {i}" for i in range(20))
