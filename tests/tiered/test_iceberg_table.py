@@ -3,8 +3,8 @@ official client (a JSON schema, keys, properties, batches, a chunked message) an
 transactional producer on the wire (one committed, one aborted transaction) are committed by
 the broker to a table in a SQLite catalog, and pyiceberg's ``SqlCatalog`` reads exactly the
 committed messages, once each, with typed columns (from AVRO and STRING topics too); a
-compatible schema version adds a column; the status call and the CLI say what is committed up to which message id; a policy without a
-catalog, or a malformed one, is refused."""
+compatible schema version adds a column; the status call and the CLI say what is committed up
+to which message id; a policy without a catalog, or a malformed one, is refused."""
 
 from __future__ import annotations
 
