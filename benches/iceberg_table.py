@@ -41,6 +41,18 @@ class Order(Record):
     amount = Double()
 
 
+def wait_for_rows(catalog: SqlCatalog, table: str, rows: int) -> None:
+    """Returns once ``public.default.<table>`` holds ``rows`` rows."""
+    while True:
+        try:
+            held = catalog.load_table(("public", "default", table)).scan(selected_fields=("id",)).to_arrow().num_rows
+        except Exception:  # the table does not exist before its first commit
+            held = 0
+        if held >= rows:
+            return
+        time.sleep(0.05)  # reason: poll the catalog for the last commit
+
+
 def one_run(mode: str, messages: int, root: Path) -> dict[str, Any]:
     settings: dict[str, Any] = {"data_dir": str(root / "data")}
     if mode == "on":
@@ -90,18 +102,7 @@ def one_run(mode: str, messages: int, root: Path) -> dict[str, Any]:
                 uri=f"sqlite:///{root / 'iceberg' / 'catalog.db'}",
                 warehouse=f"file://{root / 'iceberg' / 'warehouse'}",
             )
-            rows = 0
-            while rows < messages:
-                try:
-                    rows = (
-                        catalog.load_table(("public", "default", "bench-orders"))
-                        .scan(selected_fields=("id",))
-                        .to_arrow()
-                        .num_rows
-                    )
-                except Exception:
-                    rows = 0
-                time.sleep(0.05)  # reason: poll the catalog for the last commit
+            wait_for_rows(catalog, "bench-orders", messages)
             done = time.perf_counter()
             out["table_lag_after_last_receipt_s"] = done - published
             files = list((root / "iceberg" / "warehouse").rglob("*.parquet"))
@@ -125,18 +126,7 @@ def one_run(mode: str, messages: int, root: Path) -> dict[str, Any]:
             p2.flush()
             t0 = time.perf_counter()
             admin.topics.set_iceberg_table(backlog, enabled=True, commit_interval_seconds=1)
-            rows = 0
-            while rows < messages:
-                try:
-                    rows = (
-                        catalog.load_table(("public", "default", "bench-catchup"))
-                        .scan(selected_fields=("id",))
-                        .to_arrow()
-                        .num_rows
-                    )
-                except Exception:
-                    rows = 0
-                time.sleep(0.05)  # reason: poll the catalog for the last commit
+            wait_for_rows(catalog, "bench-catchup", messages)
             out["catchup_rows_per_s"] = messages / (time.perf_counter() - t0)
             reader = client.create_reader(topic, pulsar.MessageId.earliest, schema=JsonSchema(Order))
             t0 = time.perf_counter()

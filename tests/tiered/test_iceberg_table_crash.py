@@ -66,6 +66,12 @@ def start(data: Path, conf: Path, port: int) -> tuple[subprocess.Popen, str, str
     return proc, m.group(1), m.group(2)
 
 
+def committed(catalog) -> list[int]:
+    """The message numbers the table holds (each message's payload is its number)."""
+    t = catalog.load_table(("public", "default", "crash-orders")).scan(selected_fields=("__value",)).to_arrow()
+    return [int(v) for v in t.column("__value").to_pylist()]
+
+
 def test_sigkill_during_commits_loses_and_duplicates_nothing(tmp_path) -> None:
     root = tmp_path / "iceberg"
     conf = tmp_path / "broker.conf"
@@ -122,14 +128,12 @@ def test_sigkill_during_commits_loses_and_duplicates_nothing(tmp_path) -> None:
         deadline = time.monotonic() + 90
         rows: list[int] = []
         while time.monotonic() < deadline:
-            t = catalog.load_table(("public", "default", "crash-orders")).scan(selected_fields=("__value",)).to_arrow()
-            rows = [int(v) for v in t.column("__value").to_pylist()]
+            rows = committed(catalog)
             if len(rows) >= len(receipted):
                 break
             time.sleep(0.5)  # reason: wait for the next commit (commitIntervalSeconds=1)
         time.sleep(2.5)  # reason: two more commits must add nothing
-        t = catalog.load_table(("public", "default", "crash-orders")).scan(selected_fields=("__value",)).to_arrow()
-        rows = [int(v) for v in t.column("__value").to_pylist()]
+        rows = committed(catalog)
         assert len(rows) == len(set(rows)), f"{len(rows) - len(set(rows))} rows committed twice"
         assert receipted <= set(rows), f"{len(receipted - set(rows))} receipted messages missing"
         client.close()

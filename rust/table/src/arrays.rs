@@ -177,7 +177,9 @@ fn column(
         c::SCHEMA_VERSION => longs(&|r| r.schema_version),
         c::VALUE_BYTES => binaries(&|r| r.value.as_deref()),
         name => {
-            let kind = kinds.get(name).copied().unwrap_or(FieldKind::Json);
+            // A column no schema version of this range names (added by a later version) holds
+            // nothing here; read as its own type, never re-quoted as JSON.
+            let kind = kinds.get(name).copied().unwrap_or(FieldKind::String);
             let cells = values.iter().map(|v| {
                 v.as_ref()
                     .and_then(|v| v.get(name))

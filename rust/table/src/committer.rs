@@ -46,7 +46,7 @@ pub struct TableStatus {
     pub exists: bool,
     /// Partition (−1: not partitioned) → the last message id committed (`ledger:entry`).
     pub through: BTreeMap<i32, String>,
-    /// The current snapshot, its time (ms) and the table's row count.
+    /// The current snapshot.
     pub snapshot_id: Option<i64>,
     /// When the current snapshot was committed (ms).
     pub snapshot_timestamp_ms: Option<i64>,
