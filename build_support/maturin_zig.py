@@ -1,6 +1,7 @@
 """PEP 517 backend: maturin's, plus PyPI's ``ziglang`` as a build requirement when the build links with
-zig (``MATURIN_PEP517_ARGS`` contains ``--zig``, as tox.ini's ``.pkg`` env sets for the manylinux2014
-wheel). A plain ``pip install .`` builds natively and needs no zig.
+zig (``MATURIN_PEP517_ARGS`` contains ``--zig``, or names ``build_support/zig-cc`` as the extension's
+linker, as tox.ini's ``.pkg`` env does for the manylinux2014 wheel). A plain ``pip install .`` builds
+natively and needs no zig.
 
 maturin 1.16 finds zig through ``python3 -m ziglang`` only for ziglang < 0.16.
 """
@@ -38,6 +39,8 @@ ZIG_REQUIREMENT = "ziglang<0.16"
 
 def get_requires_for_build_wheel(config_settings: Mapping[str, Any] | None = None) -> list[str]:
     requires = list(_maturin_requires(config_settings))
-    if "--zig" in os.environ.get("MATURIN_PEP517_ARGS", "").split():
+    args = os.environ.get("MATURIN_PEP517_ARGS", "")
+    # maturin's own `--zig`, or zig as the extension's linker (build_support/zig-cc, tox.ini).
+    if "--zig" in args.split() or "zig-cc" in args:
         requires.append(ZIG_REQUIREMENT)
     return requires
