@@ -121,6 +121,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     return report
 
 
+#: Per pytest-xdist worker: [tests, seconds busy (setup + call + teardown), seconds since the
+#: session started when its last test ended]. Filled on the controller, printed at the end: how
+#: evenly the two workers share a room (CI's wall time is the later of the two).
+_WORKERS: dict[str, list[float]] = {}
+_SESSION_T0 = time.monotonic()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    node = getattr(report, "node", None)  # set by pytest-xdist on the controller: the worker
+    if node is None:
+        return
+    w = _WORKERS.setdefault(str(node.gateway.id), [0, 0.0, 0.0])
+    w[1] += report.duration
+    if report.when == "teardown":
+        w[0] += 1
+        w[2] = time.monotonic() - _SESSION_T0
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _WORKERS:
+        terminalreporter.write_sep("-", "workers")
+        for wid, (tests, busy, done) in sorted(_WORKERS.items()):
+            terminalreporter.write_line(f"{wid}: {int(tests)} tests, {busy:.0f} s busy, last one done at {done:.0f} s")
+
+
 pulsar = pytest.importorskip("pulsar")
 
 _counter = itertools.count()
