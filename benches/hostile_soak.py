@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benches")]
 
+import peer_runs  # noqa: E402
 import pulsar  # noqa: E402
 import vs_pulsar  # noqa: E402
 from tools import pulsar_reference  # noqa: E402
@@ -57,7 +58,7 @@ def log(*a: object) -> None:
 
 def group_rss_mb(pgid: int) -> float:
     kb = 0
-    for pid in vs_pulsar.group_pids(pgid):
+    for pid in peer_runs.group_pids(pgid):
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -251,6 +252,8 @@ def run_broker(name: str, url: str, admin: str, pgid: int, args: argparse.Namesp
     probe.take()
     rows = []
     for phase, fn in PHASES.items():
+        if phase not in args.phases:
+            continue
         stop = threading.Event()
         result: dict = {}
         n = {"idle": args.idle, "sub-storm": args.subs, "topic-storm": args.topics}.get(phase, 0)
@@ -301,6 +304,12 @@ def main() -> None:
     ap.add_argument("--subs", type=int, default=2_000)
     ap.add_argument("--topics", type=int, default=2_000)
     ap.add_argument("--quick", action="store_true", help="short phases, 1 000 idle connections")
+    ap.add_argument(
+        "--phases",
+        type=lambda v: v.split(","),
+        default=list(PHASES),
+        help=f"the phases to run, comma-separated (default all: {','.join(PHASES)})",
+    )
     ap.add_argument("--out", default=str(ROOT / "benches" / "out" / "hostile_soak.json"))
     args = ap.parse_args()
     if args.quick:

@@ -18,6 +18,7 @@ mod lookup;
 mod non_persistent;
 mod offload;
 mod producer;
+mod read_buffer;
 mod receipts;
 mod refresh;
 mod replicated_send;
@@ -207,7 +208,7 @@ async fn serve_io<R, W>(
     let auth_on = conn.ctx.auth.enabled;
     let mut refresh = tokio::time::interval(conn.ctx.auth.refresh_check);
     refresh.tick().await;
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut rb = read_buffer::ReadBuffer::new();
     'outer: loop {
         // Backpressure on the broker-wide publish buffer (`maxMessagePublishBufferSizeInMB`).
         if conn.ctx.publish_buffer.bytes.load(Ordering::Acquire) > conn.ctx.publish_buffer.limit
@@ -252,10 +253,12 @@ async fn serve_io<R, W>(
                 .throttled_connections
                 .fetch_sub(1, Ordering::Relaxed);
         }
+        rb.reserve();
         tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
+            r = rd.read_buf(&mut rb.buf) => match r {
                 Ok(0) | Err(_) => break,
-                Ok(_) => {
+                Ok(n) => {
+                    rb.read(n);
                     conn.last_seen = pulsar_rs_clock::monotonic();
                     conn.ping_outstanding = false;
                 }
@@ -265,6 +268,7 @@ async fn serve_io<R, W>(
                 continue;
             }
             _ = ticker.tick() => {
+                rb.idle();
                 conn.closed_producers.retain(|_, at| at.elapsed() < keepalive);
                 if conn.ping_outstanding && conn.last_seen.elapsed() > keepalive * 2 {
                     tracing::info!(peer = %conn.peer, "closing connection: keepalive timed out");
@@ -310,7 +314,7 @@ async fn serve_io<R, W>(
             } else {
                 PRE_CONNECT_MAX_FRAME
             };
-            match pulsar_rs_proto::decode_frame(&mut buf, limit) {
+            match pulsar_rs_proto::decode_frame(&mut rb.buf, limit) {
                 Ok(None) => break,
                 Ok(Some(f)) => {
                     if let Err(e) = conn.handle(f) {
