@@ -117,8 +117,20 @@ pub struct BrokerConfig {
     pub load_balancer_shedding_interval_minutes: u64,
     /// A bundle shed is not shed again within this many minutes.
     pub load_balancer_shedding_grace_period_minutes: u64,
-    /// `ThresholdShedder` (default) or `UniformLoadShedder` (Pulsar's class names).
+    /// `AvgShedder` (default, as Pulsar 5.0), `ThresholdShedder` (Pulsar 2.10 to 4.x) or
+    /// `UniformLoadShedder` (Pulsar's class names).
     pub load_balancer_load_shedding_strategy: String,
+    /// Where a bundle goes: `AvgShedder` (default, as Pulsar 5.0: a bundle it shed goes to the
+    /// broker it was paired with) or `LeastLongTermMessageRate` (the least-loaded broker).
+    pub load_balancer_load_placement_strategy: String,
+    /// `AvgShedder`: a pair of brokers this many score points apart counts a low hit.
+    pub load_balancer_avg_shedder_low_threshold: f64,
+    /// `AvgShedder`: a pair of brokers this many score points apart counts a high hit too.
+    pub load_balancer_avg_shedder_high_threshold: f64,
+    /// `AvgShedder`: consecutive low hits before a pair sheds.
+    pub load_balancer_avg_shedder_hit_count_low_threshold: u32,
+    /// `AvgShedder`: consecutive high hits before a pair sheds.
+    pub load_balancer_avg_shedder_hit_count_high_threshold: u32,
     /// `ThresholdShedder`: shed from a broker this many percentage points over the average usage.
     pub load_balancer_broker_threshold_shedder_percentage: f64,
     /// `ThresholdShedder`: the share of the past in a broker's averaged usage.
@@ -501,7 +513,13 @@ impl Default for BrokerConfig {
             load_balancer_shedding_interval_minutes: 1,
             load_balancer_shedding_grace_period_minutes: 30,
             load_balancer_load_shedding_strategy:
-                "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder".into(),
+                "org.apache.pulsar.broker.loadbalance.impl.AvgShedder".into(),
+            load_balancer_load_placement_strategy:
+                "org.apache.pulsar.broker.loadbalance.impl.AvgShedder".into(),
+            load_balancer_avg_shedder_low_threshold: 15.0,
+            load_balancer_avg_shedder_high_threshold: 40.0,
+            load_balancer_avg_shedder_hit_count_low_threshold: 8,
+            load_balancer_avg_shedder_hit_count_high_threshold: 2,
             load_balancer_broker_threshold_shedder_percentage: 10.0,
             load_balancer_history_resource_percentage: 0.9,
             load_balancer_bundle_unload_min_throughput_threshold: 10.0,
