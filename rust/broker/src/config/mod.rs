@@ -171,6 +171,9 @@ pub struct BrokerConfig {
     /// Load reports are written at least this often (minutes).
     pub load_balancer_report_update_max_interval_minutes: u64,
     pub managed_ledger_max_size_per_ledger_mbytes: u64,
+    /// PIP-444 (Pulsar 4.2): ledger deletions under way at once across the broker, on BookKeeper
+    /// (0 or less: no limit).
+    pub managed_ledger_delete_max_concurrent_requests: i64,
     pub managed_ledger_min_ledger_rollover_time_minutes: f64,
     pub managed_ledger_max_ledger_rollover_time_minutes: f64,
     pub managed_ledger_default_mark_delete_rate_limit: f64,
@@ -539,6 +542,7 @@ impl Default for BrokerConfig {
             load_balancer_report_update_min_interval_millis: 5000,
             load_balancer_report_update_max_interval_minutes: 15,
             managed_ledger_max_size_per_ledger_mbytes: 2048,
+            managed_ledger_delete_max_concurrent_requests: 1000,
             managed_ledger_min_ledger_rollover_time_minutes: 10.0,
             managed_ledger_max_ledger_rollover_time_minutes: 240.0,
             managed_ledger_default_mark_delete_rate_limit: 1.0,
