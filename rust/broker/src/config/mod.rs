@@ -321,6 +321,14 @@ pub struct BrokerConfig {
     /// PIP-492 (Pulsar 5.0): each durable subscription's backlog age kept by the backlog quota
     /// check and exposed as `pulsar_subscription_storage_backlog_age_seconds`.
     pub expose_subscription_backlog_age_in_prometheus: bool,
+    /// PIP-447 (Pulsar 4.2): a topic's properties whose keys are allowed become labels of its
+    /// metrics.
+    pub expose_custom_topic_metric_labels_enabled: bool,
+    /// PIP-447: the topic property keys allowed as metric labels where the namespace's
+    /// `allowed_topic_properties_for_metrics` policy sets none. A list, or one comma-separated
+    /// string as in `broker.conf`.
+    #[serde(deserialize_with = "string_list")]
+    pub allowed_topic_property_keys_for_metrics: Vec<String>,
     pub backlog_quota_check_interval_in_seconds: u64,
     pub backlog_quota_default_limit_bytes: i64,
     /// Deprecated in Pulsar but still applied there: above 0 it wins over
@@ -623,6 +631,8 @@ impl Default for BrokerConfig {
             dispatch_throttling_rate_per_subscription_in_byte: 0,
             backlog_quota_check_enabled: true,
             expose_subscription_backlog_age_in_prometheus: false,
+            expose_custom_topic_metric_labels_enabled: false,
+            allowed_topic_property_keys_for_metrics: Vec::new(),
             backlog_quota_check_interval_in_seconds: 60,
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_gb: -1.0,

@@ -9,6 +9,7 @@ mod inactive_close;
 pub mod offload;
 mod ownership;
 mod schema_admission;
+mod metric_labels;
 mod topic_listing;
 pub mod topic_quota;
 pub mod transactions;
