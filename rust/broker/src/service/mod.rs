@@ -6,10 +6,10 @@
 pub mod backlog_quota;
 pub mod inactive;
 mod inactive_close;
+mod metric_labels;
 pub mod offload;
 mod ownership;
 mod schema_admission;
-mod metric_labels;
 mod topic_listing;
 pub mod topic_quota;
 pub mod transactions;
