@@ -129,6 +129,10 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     }
     let c = format!("cluster=\"{cluster}\"");
     let cache = svc.storage.cache_stats();
+    let deletions = svc
+        .storage
+        .backing()
+        .map_or((0, 0), |b| b.ledger_deletions());
     #[allow(clippy::cast_precision_loss)]
     let broker: [(&str, &str, f64); 13] = [
         (
@@ -161,6 +165,18 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             "pulsar_ml_read_ahead_entries_total",
             "counter",
             svc.storage.read_ahead_entries() as f64,
+        ),
+        // Not Pulsar's: PIP-444's ledger deletions on BookKeeper, waiting for one of the
+        // `managedLedgerDeleteMaxConcurrentRequests` permits and at the bookies now.
+        (
+            "pulsar_ml_ledger_deletions_waiting",
+            "gauge",
+            deletions.0 as f64,
+        ),
+        (
+            "pulsar_ml_ledger_deletions_in_flight",
+            "gauge",
+            deletions.1 as f64,
         ),
         // Relaxed: metric reads.
         (
