@@ -134,7 +134,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         .backing()
         .map_or((0, 0), |b| b.ledger_deletions());
     #[allow(clippy::cast_precision_loss)]
-    let broker: [(&str, &str, f64); 13] = [
+    let broker: [(&str, &str, f64); 15] = [
         (
             "pulsar_ml_cache_used_size",
             "gauge",
