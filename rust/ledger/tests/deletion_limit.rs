@@ -105,6 +105,7 @@ fn deleting_many_ledgers_keeps_at_most_the_limit_at_the_storage() {
     .unwrap();
     let config = LedgerConfig {
         max_entries_per_ledger: 1,
+        min_rollover_time: Duration::ZERO,
         ..LedgerConfig::default()
     };
     let ml = storage.open_ledger(NAME, config).unwrap();
