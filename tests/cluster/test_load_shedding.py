@@ -1,5 +1,5 @@
-"""Load shedding (Pulsar's ``loadBalancerSheddingEnabled`` with its default strategy,
-``ThresholdShedder``): two brokers, every bundle of a namespace on one of them and traffic on
+"""Load shedding (Pulsar's ``loadBalancerSheddingEnabled`` with ``ThresholdShedder``, its default
+strategy before 5.0): two brokers, every bundle of a namespace on one of them and traffic on
 all of them; the leader's next round (``loadBalancerSheddingIntervalMinutes``, one minute: the
 shortest Pulsar allows) finds that broker's usage over the average by
 ``loadBalancerBrokerThresholdShedderPercentage`` and unloads its busiest bundle on it; the next
@@ -47,6 +47,8 @@ def test_the_leader_sheds_a_bundle_from_the_broker_over_the_average(pulsar_clust
         bookies=2,
         defaultNumberOfNamespaceBundles=4,
         loadBalancerAutoBundleSplitEnabled=False,
+        # Pulsar 5.0's default is AvgShedder; this test is about ThresholdShedder.
+        loadBalancerLoadSheddingStrategy="org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder",
         # Two brokers and a test client share two cores: the line is 1 point over the
         # average (Pulsar's default 10), with no minimum throughput (default 10 MB/s).
         loadBalancerBrokerThresholdShedderPercentage=1,

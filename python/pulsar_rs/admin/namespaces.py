@@ -111,6 +111,20 @@ class Namespaces(Group, PolicySetters, NamespaceLimits, NamespaceOffload, Namesp
         412 otherwise): pulsar-admin's ``namespaces set-clusters``."""
         self._a.request("POST", f"/admin/v2/namespaces/{ns_path(namespace)}/replication", clusters)
 
+    def get_allowed_topic_property_keys_for_metrics(self, namespace: str) -> builtins.list[str]:
+        """PIP-447: the topic property keys this namespace's topics carry as metric labels (with
+        ``exposeCustomTopicMetricLabelsEnabled``); ``[]``: the broker's
+        ``allowedTopicPropertyKeysForMetrics``."""
+        return self._a.request("GET", self._policy_path(namespace, "allowedTopicPropertyKeysForMetrics"))
+
+    def set_allowed_topic_property_keys_for_metrics(self, namespace: str, keys: builtins.list[str]) -> None:
+        """PIP-447: the topic property keys allowed as metric labels in this namespace."""
+        self._a.request("POST", self._policy_path(namespace, "allowedTopicPropertyKeysForMetrics"), keys)
+
+    def remove_allowed_topic_property_keys_for_metrics(self, namespace: str) -> None:
+        """PIP-447: back to the broker's ``allowedTopicPropertyKeysForMetrics``."""
+        self._a.request("DELETE", self._policy_path(namespace, "allowedTopicPropertyKeysForMetrics"))
+
     def topics(self, namespace: str) -> builtins.list[str]:
         """Every topic of the namespace, persistent and non-persistent, partitions by name
         (pulsar-admin's ``namespaces topics``)."""

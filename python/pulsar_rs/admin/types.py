@@ -293,6 +293,7 @@ class Policies(TypedDict, total=False):
     subscription_auth_mode: str
     subscription_expiration_time_minutes: int
     subscription_types_enabled: list[str]
+    allowed_topic_properties_for_metrics: list[str]
     offload_threshold: int
     offload_threshold_in_seconds: int
     offload_deletion_lag_ms: int | None

@@ -69,7 +69,7 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     ];
     #[allow(clippy::cast_precision_loss)]
     for t in svc.loaded_topics() {
-        let labels = topic_labels(&cluster, &t.name);
+        let labels = topic_labels(&svc, &cluster, &t.name);
         let (rate_in, tput_in) = t.msg_in.rates();
         let st = t.ledger.stats();
         let subs = t.subscriptions();
@@ -129,8 +129,12 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
     }
     let c = format!("cluster=\"{cluster}\"");
     let cache = svc.storage.cache_stats();
+    let deletions = svc
+        .storage
+        .backing()
+        .map_or((0, 0), |b| b.ledger_deletions());
     #[allow(clippy::cast_precision_loss)]
-    let broker: [(&str, &str, f64); 13] = [
+    let broker: [(&str, &str, f64); 15] = [
         (
             "pulsar_ml_cache_used_size",
             "gauge",
@@ -161,6 +165,18 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             "pulsar_ml_read_ahead_entries_total",
             "counter",
             svc.storage.read_ahead_entries() as f64,
+        ),
+        // Not Pulsar's: PIP-444's ledger deletions on BookKeeper, waiting for one of the
+        // `managedLedgerDeleteMaxConcurrentRequests` permits and at the bookies now.
+        (
+            "pulsar_ml_ledger_deletions_waiting",
+            "gauge",
+            deletions.0 as f64,
+        ),
+        (
+            "pulsar_ml_ledger_deletions_in_flight",
+            "gauge",
+            deletions.1 as f64,
         ),
         // Relaxed: metric reads.
         (
@@ -254,7 +270,7 @@ fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
         if peers.is_empty() {
             continue;
         }
-        let labels = topic_labels(cluster, &t.name);
+        let labels = topic_labels(&ctx.service, cluster, &t.name);
         for peer in peers {
             let status = peer.outbound.as_deref();
             let (rate_out, tput_out) = status.map_or((0.0, 0.0), |s| s.msg_out.rates());
@@ -362,7 +378,7 @@ fn non_persistent(
         ("pulsar_subscription_msg_drop_total", "counter", vec![]),
     ];
     for t in svc.non_persistent_topics() {
-        let labels = topic_labels(cluster, &t.name);
+        let labels = topic_labels(svc, cluster, &t.name);
         let (rate_in, tput_in) = t.msg_in.rates();
         let subs = t.subscriptions();
         let (mut rate_out, mut tput_out, mut consumers) = (0.0, 0.0, 0usize);
@@ -404,12 +420,28 @@ fn non_persistent(
     drops
 }
 
-/// The Prometheus labels of one topic (`cluster`, `namespace`, `topic`), as Pulsar's.
-fn topic_labels(cluster: &str, name: &pulsar_rs_broker::TopicName) -> String {
-    format!(
+/// The Prometheus labels of one topic (`cluster`, `namespace`, `topic`), as Pulsar's, then
+/// its custom labels (PIP-447, [`pulsar_rs_broker::BrokerService::custom_metric_labels`]).
+fn topic_labels(
+    svc: &pulsar_rs_broker::BrokerService,
+    cluster: &str,
+    name: &pulsar_rs_broker::TopicName,
+) -> String {
+    let mut labels = format!(
         "cluster=\"{cluster}\",namespace=\"{}\",topic=\"{name}\"",
         name.namespace_name()
-    )
+    );
+    for (k, v) in svc.custom_metric_labels(name) {
+        let _ = write!(labels, ",{k}=\"{}\"", escape_label_value(&v));
+    }
+    labels
+}
+
+/// A label value as the text format writes it: `\\`, `\"` and `\n` escaped.
+fn escape_label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// Pulsar's transaction metrics: per coordinator (`coordinator_id`) and per topic's transaction
@@ -452,7 +484,7 @@ fn transactions(svc: &pulsar_rs_broker::BrokerService, cluster: &str, f: &mut Fa
         let Some(buffer) = &t.txn_buffer else {
             continue;
         };
-        let labels = topic_labels(cluster, &t.name);
+        let labels = topic_labels(svc, cluster, &t.name);
         // Relaxed: metric reads.
         let values = [
             buffer.ongoing_count() as f64,
@@ -478,7 +510,7 @@ fn backlog_ages(svc: &pulsar_rs_broker::BrokerService, cluster: &str) -> Vec<Fam
     let now = svc.clock().now_ms();
     let mut samples = Vec::new();
     for t in svc.loaded_topics() {
-        let labels = topic_labels(cluster, &t.name);
+        let labels = topic_labels(svc, cluster, &t.name);
         for s in t.subscriptions().iter().filter(|s| s.durable) {
             if let Some(age) = s.backlog_age_seconds(now) {
                 #[allow(clippy::cast_precision_loss)]

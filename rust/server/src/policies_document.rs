@@ -50,6 +50,7 @@ pub fn document(p: &Policies, cluster: &str) -> Value {
         "is_allow_auto_update_schema": p.is_allow_auto_update_schema.unwrap_or(true),
         "schema_validation_enforced": p.schema_validation_enforced.unwrap_or(false),
         "subscription_types_enabled": [],
+        "allowed_topic_properties_for_metrics": [],
         "properties": {},
     });
     if let Value::Object(m) = &mut doc {

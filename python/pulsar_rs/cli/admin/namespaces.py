@@ -238,6 +238,20 @@ def add(groups: Any) -> None:
     p = g.add_parser("get-clusters")
     p.add_argument("namespace", help="tenant/name")
     p.set_defaults(call=lambda admin, a: admin.namespaces.get_clusters(a.namespace))
+    # PIP-447: the topic property keys allowed as metric labels (Pulsar's admin method
+    # setAllowedTopicPropertiesForMetrics).
+    p = g.add_parser("set-allowed-topic-properties-for-metrics")
+    p.add_argument("namespace", help="tenant/name")
+    p.add_argument("--keys", "-k", required=True, help="comma-separated topic property keys")
+    p.set_defaults(
+        call=lambda admin, a: admin.namespaces.set_allowed_topic_property_keys_for_metrics(a.namespace, csv(a.keys))
+    )
+    p = g.add_parser("get-allowed-topic-properties-for-metrics")
+    p.add_argument("namespace", help="tenant/name")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.get_allowed_topic_property_keys_for_metrics(a.namespace))
+    p = g.add_parser("remove-allowed-topic-properties-for-metrics")
+    p.add_argument("namespace", help="tenant/name")
+    p.set_defaults(call=lambda admin, a: admin.namespaces.remove_allowed_topic_property_keys_for_metrics(a.namespace))
     p = g.add_parser("grant-permission")
     p.add_argument("namespace")
     p.add_argument("--role", required=True)

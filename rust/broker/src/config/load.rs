@@ -22,6 +22,11 @@ const ALIASES: &[(&str, &str)] = &[
         "isDelayedDeliveryDeliverAtTimeStrict",
         "delayedDeliveryDeliverAtTimeStrict",
     ),
+    // PIP-447: the name of the setter in Pulsar's code (`setAllowedTopicPropertiesForMetrics`).
+    (
+        "allowedTopicPropertiesForMetrics",
+        "allowedTopicPropertyKeysForMetrics",
+    ),
     (
         "zooKeeperSessionTimeoutMillis",
         "metadataStoreSessionTimeoutMillis",

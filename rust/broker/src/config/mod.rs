@@ -117,8 +117,20 @@ pub struct BrokerConfig {
     pub load_balancer_shedding_interval_minutes: u64,
     /// A bundle shed is not shed again within this many minutes.
     pub load_balancer_shedding_grace_period_minutes: u64,
-    /// `ThresholdShedder` (default) or `UniformLoadShedder` (Pulsar's class names).
+    /// `AvgShedder` (default, as Pulsar 5.0), `ThresholdShedder` (Pulsar 2.10 to 4.x) or
+    /// `UniformLoadShedder` (Pulsar's class names).
     pub load_balancer_load_shedding_strategy: String,
+    /// Where a bundle goes: `AvgShedder` (default, as Pulsar 5.0: a bundle it shed goes to the
+    /// broker it was paired with) or `LeastLongTermMessageRate` (the least-loaded broker).
+    pub load_balancer_load_placement_strategy: String,
+    /// `AvgShedder`: a pair of brokers this many score points apart counts a low hit.
+    pub load_balancer_avg_shedder_low_threshold: f64,
+    /// `AvgShedder`: a pair of brokers this many score points apart counts a high hit too.
+    pub load_balancer_avg_shedder_high_threshold: f64,
+    /// `AvgShedder`: consecutive low hits before a pair sheds.
+    pub load_balancer_avg_shedder_hit_count_low_threshold: u32,
+    /// `AvgShedder`: consecutive high hits before a pair sheds.
+    pub load_balancer_avg_shedder_hit_count_high_threshold: u32,
     /// `ThresholdShedder`: shed from a broker this many percentage points over the average usage.
     pub load_balancer_broker_threshold_shedder_percentage: f64,
     /// `ThresholdShedder`: the share of the past in a broker's averaged usage.
@@ -159,6 +171,9 @@ pub struct BrokerConfig {
     /// Load reports are written at least this often (minutes).
     pub load_balancer_report_update_max_interval_minutes: u64,
     pub managed_ledger_max_size_per_ledger_mbytes: u64,
+    /// PIP-444 (Pulsar 4.2): ledger deletions under way at once across the broker, on BookKeeper
+    /// (0 or less: no limit).
+    pub managed_ledger_delete_max_concurrent_requests: i64,
     pub managed_ledger_min_ledger_rollover_time_minutes: f64,
     pub managed_ledger_max_ledger_rollover_time_minutes: f64,
     pub managed_ledger_default_mark_delete_rate_limit: f64,
@@ -306,6 +321,14 @@ pub struct BrokerConfig {
     /// PIP-492 (Pulsar 5.0): each durable subscription's backlog age kept by the backlog quota
     /// check and exposed as `pulsar_subscription_storage_backlog_age_seconds`.
     pub expose_subscription_backlog_age_in_prometheus: bool,
+    /// PIP-447 (Pulsar 4.2): a topic's properties whose keys are allowed become labels of its
+    /// metrics.
+    pub expose_custom_topic_metric_labels_enabled: bool,
+    /// PIP-447: the topic property keys allowed as metric labels where the namespace's
+    /// `allowed_topic_properties_for_metrics` policy sets none. A list, or one comma-separated
+    /// string as in `broker.conf`.
+    #[serde(deserialize_with = "string_list")]
+    pub allowed_topic_property_keys_for_metrics: Vec<String>,
     pub backlog_quota_check_interval_in_seconds: u64,
     pub backlog_quota_default_limit_bytes: i64,
     /// Deprecated in Pulsar but still applied there: above 0 it wins over
@@ -501,7 +524,13 @@ impl Default for BrokerConfig {
             load_balancer_shedding_interval_minutes: 1,
             load_balancer_shedding_grace_period_minutes: 30,
             load_balancer_load_shedding_strategy:
-                "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder".into(),
+                "org.apache.pulsar.broker.loadbalance.impl.AvgShedder".into(),
+            load_balancer_load_placement_strategy:
+                "org.apache.pulsar.broker.loadbalance.impl.AvgShedder".into(),
+            load_balancer_avg_shedder_low_threshold: 15.0,
+            load_balancer_avg_shedder_high_threshold: 40.0,
+            load_balancer_avg_shedder_hit_count_low_threshold: 8,
+            load_balancer_avg_shedder_hit_count_high_threshold: 2,
             load_balancer_broker_threshold_shedder_percentage: 10.0,
             load_balancer_history_resource_percentage: 0.9,
             load_balancer_bundle_unload_min_throughput_threshold: 10.0,
@@ -521,6 +550,7 @@ impl Default for BrokerConfig {
             load_balancer_report_update_min_interval_millis: 5000,
             load_balancer_report_update_max_interval_minutes: 15,
             managed_ledger_max_size_per_ledger_mbytes: 2048,
+            managed_ledger_delete_max_concurrent_requests: 1000,
             managed_ledger_min_ledger_rollover_time_minutes: 10.0,
             managed_ledger_max_ledger_rollover_time_minutes: 240.0,
             managed_ledger_default_mark_delete_rate_limit: 1.0,
@@ -601,6 +631,8 @@ impl Default for BrokerConfig {
             dispatch_throttling_rate_per_subscription_in_byte: 0,
             backlog_quota_check_enabled: true,
             expose_subscription_backlog_age_in_prometheus: false,
+            expose_custom_topic_metric_labels_enabled: false,
+            allowed_topic_property_keys_for_metrics: Vec::new(),
             backlog_quota_check_interval_in_seconds: 60,
             backlog_quota_default_limit_bytes: -1,
             backlog_quota_default_limit_gb: -1.0,

@@ -462,6 +462,10 @@ impl DispatchRate {
 /// policies document.
 pub const TOPIC_PROPERTIES: &str = "properties";
 
+/// PIP-447: the namespace policy naming the topic property keys its topics' metrics may carry
+/// as labels (Pulsar's `Policies.allowed_topic_properties_for_metrics`).
+pub const ALLOWED_TOPIC_PROPERTIES_FOR_METRICS: &str = "allowed_topic_properties_for_metrics";
+
 /// The key of a refused retention policy ([`BrokerError::InvalidConfig`]): Pulsar answers its
 /// refusals 400 where other policies' are 412.
 pub const RETENTION: &str = "retention";

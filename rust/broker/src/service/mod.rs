@@ -6,6 +6,7 @@
 pub mod backlog_quota;
 pub mod inactive;
 mod inactive_close;
+mod metric_labels;
 pub mod offload;
 mod ownership;
 mod schema_admission;
@@ -154,6 +155,8 @@ impl BrokerService {
             clock,
             false,
         )?;
+        // PIP-444: ledger deletions, from every topic of this broker, under one limit.
+        backing.set_max_concurrent_deletions(config.managed_ledger_delete_max_concurrent_requests);
         let service = Self::over(config, storage)?;
         // New ledgers take the `persistence` policy of their topic (or its namespace) in force
         // when each is created, as Pulsar's managed-ledger config does after a policy update.

@@ -243,18 +243,14 @@ impl ManagedLedger {
         Ok(entries)
     }
 
-    /// Deletes trimmed ledgers from the bookies (after the list without them was written).
+    /// Deletes trimmed ledgers from the bookies (after the list without them was written), at
+    /// most `managedLedgerDeleteMaxConcurrentRequests` at once across the broker.
     pub(super) fn seam_delete_ledgers(&self, b: &SeamBacking, ids: &[i64]) {
         let mut readers = self.readers.lock();
         for id in ids {
             readers.remove(id);
-            let ledgers = Arc::clone(&b.ledgers);
-            let id = *id;
-            b.spawn(async move {
-                if let Err(e) = ledgers.delete_ledger(id).await {
-                    tracing::warn!(ledger_id = id, error = %e, "deleting a trimmed ledger failed");
-                }
-            });
+            // Under the backing's deletion limit (PIP-444).
+            b.delete_ledger_later(*id);
         }
     }
 }

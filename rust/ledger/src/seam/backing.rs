@@ -10,7 +10,10 @@
 //! Appends do not block: their completion is reported from the backing's runtime.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+
+use tokio::sync::Semaphore;
 
 use super::{LedgerStorage, QuorumSource, Quorums, VersionedStore};
 use crate::{LedgerError, Result};
@@ -30,6 +33,14 @@ pub struct SeamBacking {
     /// Where new ledgers' quorums come from (the broker's persistence policies); set once by
     /// whoever owns the policies, read when a ledger is created.
     quorums: OnceLock<QuorumSource>,
+    /// PIP-444's `managedLedgerDeleteMaxConcurrentRequests`: the permits a ledger deletion takes
+    /// before it goes to the storage, shared by every managed ledger on the backing (the broker
+    /// level). Set once by the broker; unset, deletions are not limited.
+    deletion_permits: OnceLock<Arc<Semaphore>>,
+    /// Deletions waiting for a permit: raised and lowered by each deletion's task, read by stats.
+    deletions_waiting: Arc<AtomicUsize>,
+    /// Deletions at the storage now: raised and lowered by each deletion's task, read by stats.
+    deletions_in_flight: Arc<AtomicUsize>,
 }
 
 impl SeamBacking {
@@ -48,7 +59,56 @@ impl SeamBacking {
             runtime: Some(runtime),
             describe,
             quorums: OnceLock::new(),
+            deletion_permits: OnceLock::new(),
+            deletions_waiting: Arc::new(AtomicUsize::new(0)),
+            deletions_in_flight: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Limits the ledger deletions under way at once to `max` (PIP-444,
+    /// `managedLedgerDeleteMaxConcurrentRequests`; 0 or less: no limit); a second call is ignored.
+    pub fn set_max_concurrent_deletions(&self, max: i64) {
+        if let Ok(max) = usize::try_from(max) {
+            if max > 0 {
+                let _ = self
+                    .deletion_permits
+                    .set(Arc::new(Semaphore::new(max.min(Semaphore::MAX_PERMITS))));
+            }
+        }
+    }
+
+    /// Ledger deletions (waiting for a permit, at the storage) now.
+    #[must_use]
+    pub fn ledger_deletions(&self) -> (usize, usize) {
+        // Relaxed: figures for stats and tests, nothing is ordered by them.
+        (
+            self.deletions_waiting.load(Ordering::Relaxed),
+            self.deletions_in_flight.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Deletes `ledger_id` from the storage in the background, once a deletion permit is free;
+    /// a failure is logged.
+    pub fn delete_ledger_later(&self, ledger_id: i64) {
+        let ledgers = Arc::clone(&self.ledgers);
+        let permits = self.deletion_permits.get().cloned();
+        let waiting = Arc::clone(&self.deletions_waiting);
+        let in_flight = Arc::clone(&self.deletions_in_flight);
+        self.handle.spawn(async move {
+            // Relaxed (all four): counters for stats and tests only.
+            waiting.fetch_add(1, Ordering::Relaxed);
+            let permit = match permits {
+                Some(p) => p.acquire_owned().await.ok(),
+                None => None,
+            };
+            waiting.fetch_sub(1, Ordering::Relaxed);
+            in_flight.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = ledgers.delete_ledger(ledger_id).await {
+                tracing::warn!(ledger_id, error = %e, "deleting a ledger failed");
+            }
+            in_flight.fetch_sub(1, Ordering::Relaxed);
+            drop(permit);
+        });
     }
 
     /// Sets where new ledgers' quorums come from; a second call is ignored (the first owner of the

@@ -101,6 +101,7 @@ fn router(ctx: Arc<ServerContext>, history: Arc<History>) -> Router {
         .merge(topics::policies_delete::routes())
         .merge(namespaces::policies::routes())
         .merge(namespaces::ns_policies::routes())
+        .merge(namespaces::metric_labels::routes())
         .merge(namespaces::replication::routes())
         .merge(topics::schemas::routes())
         .merge(topics::subscriptions::routes())

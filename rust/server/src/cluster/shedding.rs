@@ -43,7 +43,25 @@ pub fn shedding_config(c: &BrokerConfig) -> SheddingConfig {
         min_unload_message: c.min_unload_message as f64,
         min_unload_message_throughput: c.min_unload_message_throughput as f64,
         max_unload_bundle_num_per_shedding: c.max_unload_bundle_num_per_shedding,
+        avg_low_threshold: c.load_balancer_avg_shedder_low_threshold,
+        avg_high_threshold: c.load_balancer_avg_shedder_high_threshold,
+        avg_hit_count_low_threshold: c.load_balancer_avg_shedder_hit_count_low_threshold,
+        avg_hit_count_high_threshold: c.load_balancer_avg_shedder_hit_count_high_threshold,
     }
+}
+
+/// Whether a bundle `AvgShedder` sheds goes to the broker it paired its owner with: both
+/// `loadBalancerLoadSheddingStrategy` and `loadBalancerLoadPlacementStrategy` name
+/// `AvgShedder` (Pulsar 5.0's defaults). With another shedding strategy, or
+/// `LeastLongTermMessageRate` placement, the least-loaded broker takes it.
+#[must_use]
+pub fn plans_placement(strategy: Strategy, c: &BrokerConfig) -> bool {
+    strategy == Strategy::Avg
+        && c.load_balancer_load_placement_strategy
+            .trim()
+            .rsplit('.')
+            .next()
+            .is_some_and(|s| s == "AvgShedder")
 }
 
 /// The configured strategy; an unknown one is named in a warning and `ThresholdShedder` used,
@@ -63,6 +81,8 @@ pub struct SheddingRounds {
     strategy: Strategy,
     /// Its settings, read once.
     config: SheddingConfig,
+    /// Whether `AvgShedder` also places what it sheds ([`plans_placement`]), read once.
+    plans_placement: bool,
     /// The strategy's history.
     shedder: Shedder,
     /// Bundle → when it was shed (the grace period).
@@ -73,8 +93,10 @@ impl SheddingRounds {
     /// No rounds yet, with the strategy and settings of `c`.
     #[must_use]
     pub fn new(c: &BrokerConfig) -> Self {
+        let strategy = strategy(c);
         SheddingRounds {
-            strategy: strategy(c),
+            strategy,
+            plans_placement: plans_placement(strategy, c),
             config: shedding_config(c),
             shedder: Shedder::default(),
             recently_unloaded: HashMap::new(),
@@ -116,7 +138,15 @@ impl SheddingRounds {
             else {
                 continue;
             };
-            tracing::info!(%bundle, %broker, "load shedding: unloading a bundle");
+            let destination = self
+                .shedder
+                .planned_destination(&bundle)
+                .filter(|_| self.plans_placement);
+            if let (Some(to), Ok(parsed)) = (destination, Bundle::parse(&bundle)) {
+                // AvgShedder's placement: the next lookup puts it on the quieter broker.
+                member.set_affinity(&parsed, to);
+            }
+            tracing::info!(%bundle, %broker, ?destination, "load shedding: unloading a bundle");
             match unload(ctx, member, &broker, &web, &bundle).await {
                 Ok(()) => {
                     self.recently_unloaded

@@ -296,6 +296,11 @@ pub(in crate::admin) const OPERATIONS: &[(&str, &str, &[&str])] = &[
         &["GET", "POST", "DELETE"],
     ),
     (
+        "metric_labels",
+        "/admin/v2/namespaces/{tenant}/{ns}/allowedTopicPropertyKeysForMetrics",
+        &["GET", "POST", "DELETE"],
+    ),
+    (
         "replication",
         "/admin/v2/namespaces/{tenant}/{ns}/replication",
         &["GET", "POST"],
@@ -639,7 +644,7 @@ fn body_schema(path: &str) -> Value {
         "replicatedSubscriptionStatus" => json!({"type": "boolean"}),
         "resetcursor" | "expireMessages" => message_id,
         "{sub}" if path.contains("/subscription/") && !path.contains("/permissions/") => message_id,
-        "{role}" | "{sub}" | "replication" => names,
+        "{role}" | "{sub}" | "replication" | "allowedTopicPropertyKeysForMetrics" => names,
         "subscriptionAuthMode" => json!({"type": "string", "enum": ["None", "Prefix"]}),
         "schema" | "version" | "compatibility" => json!({
             "type": "object",

@@ -1,8 +1,9 @@
 //! The admin calls on tenants and namespaces: their records ([`tenants`], [`lifecycle`]), their
-//! policies ([`policies`], [`ns_policies`], [`quota_retention`]) and the permissions granted on
+//! policies ([`policies`], [`ns_policies`], [`metric_labels`], [`quota_retention`]) and the permissions granted on
 //! them ([`permissions`]).
 
 pub(in crate::admin) mod lifecycle;
+pub(in crate::admin) mod metric_labels;
 pub(in crate::admin) mod ns_policies;
 pub(in crate::admin) mod permissions;
 pub(in crate::admin) mod policies;

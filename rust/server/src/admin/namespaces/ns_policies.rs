@@ -100,7 +100,7 @@ pub(in crate::admin) fn routes() -> Routes {
         )
 }
 
-type NsPath = Path<(String, String)>;
+pub(super) type NsPath = Path<(String, String)>;
 
 /// The namespace of a path, which must exist: Pulsar's 404s ("Tenant does not exist",
 /// "Namespace does not exist").
@@ -120,7 +120,7 @@ pub(super) fn existing(
 }
 
 /// A stored field (`None` when unset or null).
-fn field(p: &Policies, key: &str) -> Option<Value> {
+pub(super) fn field(p: &Policies, key: &str) -> Option<Value> {
     p.other.get(key).filter(|v| !v.is_null()).cloned()
 }
 
@@ -149,7 +149,7 @@ async fn read_or(ctx: &Ctx, (tenant, ns): (String, String), key: &str, default: 
 }
 
 /// Sets (`Some`) or removes (`None`) a field of an existing namespace's policies.
-async fn write(
+pub(super) async fn write(
     ctx: &Ctx,
     (tenant, ns): (String, String),
     key: &'static str,
@@ -179,7 +179,7 @@ fn number(body: &str) -> Result<i64, Response> {
 }
 
 /// A JSON body of a given type (400 otherwise).
-fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Response> {
+pub(super) fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, Response> {
     serde_json::from_str(body).map_err(|e| fail(StatusCode::BAD_REQUEST, e.to_string()))
 }
 

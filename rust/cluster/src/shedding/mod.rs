@@ -1,8 +1,10 @@
 //! Load shedding: which bundles the leader unloads so that their load goes to other brokers
 //! (Pulsar's modular load manager's `LoadSheddingStrategy`), decided from every broker's load
-//! report. Two of Pulsar's strategies, chosen by `loadBalancerLoadSheddingStrategy`:
+//! report. Three of Pulsar's strategies, chosen by `loadBalancerLoadSheddingStrategy`:
 //!
-//! * [`Strategy::Threshold`] (`ThresholdShedder`, Pulsar's default): a broker whose weighted
+//! * [`Strategy::Avg`] (`AvgShedder`, Pulsar 5.0's default): pairs of the busiest and the
+//!   quietest brokers, shedding after repeated hits ([`avg`]).
+//! * [`Strategy::Threshold`] (`ThresholdShedder`, the default of Pulsar 2.10 to 4.x): a broker whose weighted
 //!   resource usage (averaged over the rounds, `loadBalancerHistoryResourcePercentage` of the
 //!   past) passes the cluster's average by `loadBalancerBrokerThresholdShedderPercentage` sheds
 //!   its busiest bundles until the throughput shed brings it 5 % under that line.
@@ -13,6 +15,8 @@
 //!
 //! A bundle unloaded within `loadBalancerSheddingGracePeriodMinutes` is not chosen again, and a
 //! broker with a single bundle keeps it, as in Pulsar.
+
+pub mod avg;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -25,6 +29,8 @@ const ADDITIONAL_THRESHOLD_PERCENT_MARGIN: f64 = 0.05;
 /// Which strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
+    /// `org.apache.pulsar.broker.loadbalance.impl.AvgShedder`.
+    Avg,
     /// `org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder`.
     Threshold,
     /// `org.apache.pulsar.broker.loadbalance.impl.UniformLoadShedder`.
@@ -38,11 +44,12 @@ impl Strategy {
     /// A strategy this broker does not implement, naming the ones it does.
     pub fn parse(class: &str) -> Result<Strategy, String> {
         match class.trim().rsplit('.').next().unwrap_or_default() {
+            "AvgShedder" => Ok(Strategy::Avg),
             "ThresholdShedder" => Ok(Strategy::Threshold),
             "UniformLoadShedder" => Ok(Strategy::Uniform),
             other => Err(format!(
-                "load shedding strategy {other:?} is not implemented (ThresholdShedder, \
-                 UniformLoadShedder are)"
+                "load shedding strategy {other:?} is not implemented (AvgShedder, \
+                 ThresholdShedder, UniformLoadShedder are)"
             )),
         }
     }
@@ -71,6 +78,14 @@ pub struct SheddingConfig {
     pub min_unload_message_throughput: f64,
     /// `maxUnloadBundleNumPerShedding` (-1: no limit).
     pub max_unload_bundle_num_per_shedding: i64,
+    /// `loadBalancerAvgShedderLowThreshold`, score points.
+    pub avg_low_threshold: f64,
+    /// `loadBalancerAvgShedderHighThreshold`, score points.
+    pub avg_high_threshold: f64,
+    /// `loadBalancerAvgShedderHitCountLowThreshold`.
+    pub avg_hit_count_low_threshold: u32,
+    /// `loadBalancerAvgShedderHitCountHighThreshold`.
+    pub avg_hit_count_high_threshold: u32,
 }
 
 impl Default for SheddingConfig {
@@ -86,16 +101,23 @@ impl Default for SheddingConfig {
             min_unload_message: 1000.0,
             min_unload_message_throughput: MB,
             max_unload_bundle_num_per_shedding: -1,
+            avg_low_threshold: 15.0,
+            avg_high_threshold: 40.0,
+            avg_hit_count_low_threshold: 8,
+            avg_hit_count_high_threshold: 2,
         }
     }
 }
 
 /// The leader's shedding state across rounds: each broker's averaged usage (the
-/// `ThresholdShedder`'s history). Owned by the leader's shedding task.
+/// `ThresholdShedder`'s history) and `AvgShedder`'s hit counts. Owned by the leader's shedding
+/// task.
 #[derive(Debug, Default)]
 pub struct Shedder {
     /// Broker id → its usage averaged over the rounds, a fraction.
     history: HashMap<String, f64>,
+    /// `AvgShedder`'s hit counts and planned destinations.
+    avg: avg::AvgShedder,
 }
 
 impl Shedder {
@@ -111,9 +133,18 @@ impl Shedder {
     ) -> Vec<(String, String)> {
         self.history.retain(|b, _| brokers.contains_key(b));
         match strategy {
+            Strategy::Avg => self
+                .avg
+                .find_bundles_to_unload(brokers, recently_unloaded, c),
             Strategy::Threshold => self.threshold(brokers, recently_unloaded, c),
             Strategy::Uniform => uniform(brokers, recently_unloaded, c),
         }
+    }
+
+    /// The broker `AvgShedder` planned `bundle` for in this round, if it shed it.
+    #[must_use]
+    pub fn planned_destination(&self, bundle: &str) -> Option<&str> {
+        self.avg.planned_destination(bundle)
     }
 
     /// This round's averaged usage of every broker, and their mean.
@@ -306,6 +337,10 @@ mod tests {
             Ok(Strategy::Threshold)
         );
         assert_eq!(Strategy::parse("UniformLoadShedder"), Ok(Strategy::Uniform));
+        assert_eq!(
+            Strategy::parse("org.apache.pulsar.broker.loadbalance.impl.AvgShedder"),
+            Ok(Strategy::Avg)
+        );
         let err = Strategy::parse("org.apache.pulsar.broker.loadbalance.impl.OverloadShedder")
             .unwrap_err();
         assert!(err.contains("OverloadShedder"), "{err}");
