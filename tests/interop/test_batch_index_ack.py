@@ -23,9 +23,7 @@ BATCH = 10
 def _ack_half_of_a_batch_then_resubscribe(broker, client, topic: str) -> list[bytes]:
     """Sends one batch of ``BATCH`` messages, acks its even messages from one consumer, closes
     it, and returns what a new consumer of the same subscription receives."""
-    c = client.subscribe(
-        topic, "sub", consumer_type=SHARED, initial_position=EARLIEST, batch_index_ack_enabled=True
-    )
+    c = client.subscribe(topic, "sub", consumer_type=SHARED, initial_position=EARLIEST, batch_index_ack_enabled=True)
     p = client.create_producer(
         topic, batching_enabled=True, batching_max_messages=BATCH, batching_max_publish_delay_ms=1000
     )

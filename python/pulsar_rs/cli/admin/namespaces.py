@@ -366,9 +366,8 @@ def add_policies(g: Any, target: str) -> None:
     _add_policy(g, "compaction-threshold", "compactionThreshold", threshold, _compaction_flags, target)
     _add_policy(g, "inactive-topic-policies", "inactiveTopicPolicies", _set_inactive, _inactive_flags, target)
     # PIP-437 (Pulsar 4.2): the longest and the fixed delivery delay, in seconds.
-    _add_policy(
-        g, "max-delivery-delay", "maxDelayedDeliveryTime", _call("set_max_delivery_delay", "delay"), _delay_flags, target
-    )
+    longest = _call("set_max_delivery_delay", "delay")
+    _add_policy(g, "max-delivery-delay", "maxDelayedDeliveryTime", longest, _delay_flags, target)
     fixed = _call("set_fixed_delivery_delay", "delay")
     _add_policy(g, "fixed-delivery-delay", "fixedDelayedDeliveryTime", fixed, _delay_flags, target)
 
