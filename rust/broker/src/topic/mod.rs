@@ -330,6 +330,7 @@ impl Topic {
     /// off on the topic (its messages' `deliver_at_time` means nothing then). Read on every SEND.
     #[must_use]
     pub fn delivery_delay(&self) -> Option<crate::policies::delivery_delay::DeliveryDelay> {
+        // Read lock for two copies; only `apply_policy` writes, and nothing is awaited here.
         let limits = self.limits.read();
         limits
             .effective
