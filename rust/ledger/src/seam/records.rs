@@ -272,17 +272,15 @@ pub fn decode_position_info(path: &str, raw: &[u8]) -> Result<CursorSnapshot> {
 /// Pulsar's long-array acknowledgements (`managedLedgerPersistIndividualAckAsLongArray`, its
 /// `OpenLongPairRangeSet.build`): bit `i` of a ledger's set is entry `i` acknowledged; each run
 /// of set bits goes in as one range.
+#[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)]
 fn add_long_arrays(acked: &mut AckSet, maps: &[LongListMap]) {
     for m in maps {
         let mut run: Option<(i64, i64)> = None;
         let bits = m.values.iter().enumerate().flat_map(|(w, word)| {
-            #[allow(clippy::cast_sign_loss)]
             let word = *word as u64;
-            (0..64).filter(move |b| word >> b & 1 == 1).map(move |b| {
-                #[allow(clippy::cast_possible_wrap)]
-                let entry = (w * 64 + b) as i64;
-                entry
-            })
+            (0..64usize)
+                .filter(move |b| (word >> b) & 1 == 1)
+                .map(move |b| (w * 64 + b) as i64)
         });
         for entry in bits {
             run = match run {
