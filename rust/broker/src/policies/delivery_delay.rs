@@ -101,8 +101,10 @@ mod tests {
 
     #[test]
     fn the_topic_wins_over_the_namespace_and_the_namespace_over_the_broker() {
-        let mut c = BrokerConfig::default();
-        c.delayed_delivery_max_delay_in_millis = 7_000;
+        let c = BrokerConfig {
+            delayed_delivery_max_delay_in_millis: 7_000,
+            ..BrokerConfig::default()
+        };
         let none = Policies::default();
         assert_eq!(DeliveryDelay::resolve(&none, &none, &c).max_ms, 7_000);
         let ns = doc(&[(MAX_KEY, Value::from(60)), (FIXED_KEY, Value::from(5))]);

@@ -10,8 +10,16 @@ use pulsar_rs_broker::Topic;
 use pulsar_rs_proto::{build_stored_entry, PayloadFrame, ServerError as Wire};
 
 /// Applies the topic's delivery-delay policies to `payload` (its stored entry rewritten for a
-/// fixed delay); the SEND_ERROR to answer when it is refused.
-pub(super) fn hold(topic: &Topic, payload: &mut PayloadFrame) -> Result<(), (Wire, String)> {
+/// fixed delay), unless it comes from another cluster's `replicator`; the SEND_ERROR to answer
+/// when it is refused.
+pub(super) fn hold(
+    topic: &Topic,
+    replicator: bool,
+    payload: &mut PayloadFrame,
+) -> Result<(), (Wire, String)> {
+    if replicator {
+        return Ok(());
+    }
     let Some(delay) = topic.delivery_delay() else {
         return Ok(());
     };

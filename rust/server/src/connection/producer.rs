@@ -305,9 +305,8 @@ impl Connection {
             ))
         } else if let Err(e) = admit_size(&p.topic, &payload) {
             Err((Wire::NotAllowedError, e.to_string()))
-        } else if let Err(refused) = (!p.replicator)
-            .then(|| super::delivery_delay::hold(&p.topic, &mut payload))
-            .unwrap_or(Ok(()))
+        } else if let Err(refused) =
+            super::delivery_delay::hold(&p.topic, p.replicator, &mut payload)
         {
             Err(refused)
         } else {
