@@ -91,15 +91,19 @@ def send_frame(
     *,
     partition_key: str | None = None,
     uncompressed_size: int | None = None,
+    deliver_at_time: int | None = None,
 ) -> bytes:
     """A SEND of one unbatched message. ``uncompressed_size=0`` with an empty payload is how the
-    Java and Go clients send a null value (a compaction tombstone); the C++ client leaves it out."""
+    Java and Go clients send a null value (a compaction tombstone); the C++ client leaves it out.
+    ``deliver_at_time``: a delayed message's time (ms since the epoch)."""
     cmd = base(SEND, fv(1, producer_id) + fv(2, seq) + fv(3, 1))
     md = fb(1, "raw-producer") + fv(2, seq) + fv(3, 1_700_000_000_000)
     if partition_key is not None:
         md += fb(6, partition_key)
     if uncompressed_size is not None:
         md += fv(9, uncompressed_size)
+    if deliver_at_time is not None:
+        md += fv(19, deliver_at_time)
     body = struct.pack(">I", len(md)) + md + payload
     if checksum is not None:
         body = struct.pack(">HI", 0x0E01, checksum) + body

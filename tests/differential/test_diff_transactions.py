@@ -43,8 +43,9 @@ def txn_brokers() -> Iterator[tuple[Any, Any]]:
         "brokerDeleteInactiveTopicsEnabled": False,
         "maxActiveTransactionsPerCoordinator": MAX_ACTIVE,
     }
-    # pulsar-rs always acknowledges at the batch-index level (README, "Batch-index acks in a
-    # transaction"): the reference does too, so the batch scenarios compare like with like.
+    # pulsar-rs acknowledges at the batch-index level by default, as Pulsar 4.1 (PIP-391;
+    # docs/what-works.md, "Batch-index acks in a transaction"): the 4.0 reference is set to do
+    # so too, so the batch scenarios compare like with like.
     ref = pulsar_reference.PulsarStandalone({**conf, "acknowledgmentAtBatchIndexLevelEnabled": True})
     ref.start()
     from pulsar_rs import Broker

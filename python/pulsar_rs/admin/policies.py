@@ -6,7 +6,8 @@ the deduplication path (``deduplicationEnabled``) and in sending the TTL as ``?m
 Policies go by their REST path names (``retention``, ``messageTTL``, ``backlogQuota`` /
 ``backlogQuotaMap``, ``deduplication`` / ``deduplicationEnabled``, ``publishRate``,
 ``dispatchRate``, ``subscriptionDispatchRate``, ``compactionThreshold``,
-``inactiveTopicPolicies``, ``persistence``); a getter answers ``None`` when the policy is not set.
+``inactiveTopicPolicies``, ``persistence``, PIP-437's ``maxDelayedDeliveryTime`` and
+``fixedDelayedDeliveryTime``); a getter answers ``None`` when the policy is not set.
 """
 
 from __future__ import annotations
@@ -123,6 +124,32 @@ class PolicySetters:
             "inactiveTopicDeleteMode": delete_mode,
         }
         self.set_policy(target, "inactiveTopicPolicies", body)
+
+    def set_max_delivery_delay(self, target: str, seconds: int) -> None:
+        """PIP-437 (Pulsar 4.2, ``set-max-delivery-delay``): a SEND asking for a delivery more
+        than ``seconds`` ahead is refused (``NotAllowedError``); the topic's value wins over the
+        namespace's, which wins over the broker's ``delayedDeliveryMaxDelayInMillis``."""
+        self.set_policy(target, "maxDelayedDeliveryTime", int(seconds))
+
+    def get_max_delivery_delay(self, target: str) -> int | None:
+        """The ``maxDelayedDeliveryTime`` set here, in seconds (``None``: not set)."""
+        return self.get_policy(target, "maxDelayedDeliveryTime")
+
+    def remove_max_delivery_delay(self, target: str) -> None:
+        self.remove_policy(target, "maxDelayedDeliveryTime")
+
+    def set_fixed_delivery_delay(self, target: str, seconds: int) -> None:
+        """PIP-437 (``set-fixed-delivery-delay``): every message is delivered ``seconds`` after
+        the broker takes it, whatever delay its producer asked for (the maximum then does not
+        apply); 0 turns it off. Shared and Key_Shared subscriptions only, as delayed delivery."""
+        self.set_policy(target, "fixedDelayedDeliveryTime", int(seconds))
+
+    def get_fixed_delivery_delay(self, target: str) -> int | None:
+        """The ``fixedDelayedDeliveryTime`` set here, in seconds (``None``: not set)."""
+        return self.get_policy(target, "fixedDelayedDeliveryTime")
+
+    def remove_fixed_delivery_delay(self, target: str) -> None:
+        self.remove_policy(target, "fixedDelayedDeliveryTime")
 
 
 class TopicPolicySetters(PolicySetters):

@@ -3,7 +3,7 @@
 //!
 //! Decoding the whole `MessageMetadata` of every SEND allocated the producer name (always
 //! present) and built a struct of ~60 fields that the broker then moved with the frame; the
-//! broker reads three numbers of it. [`FrameMetadata`] declares only those, with
+//! broker reads four numbers of it. [`FrameMetadata`] declares only those, with
 //! `MessageMetadata`'s tags: protobuf decoding still walks (and so checks) every field and skips
 //! the rest. [`crate::PayloadFrame::full_metadata`] decodes the whole message when a reader
 //! needs more. A test ties each field to the generated `pb::MessageMetadata`.
@@ -25,6 +25,10 @@ pub struct FrameMetadata {
     /// `chunk_id` (tag 29) of a chunked message.
     #[prost(int32, optional, tag = "29")]
     pub chunk_id: Option<i32>,
+    /// `deliver_at_time` (tag 19) of a delayed message: the topic's delivery-delay policies
+    /// (PIP-437) are checked against it on every SEND.
+    #[prost(int64, optional, tag = "19")]
+    pub deliver_at_time: Option<i64>,
 }
 
 impl FrameMetadata {
@@ -57,6 +61,8 @@ mod tests {
         assert_eq!(lean.num_messages_in_batch, md.num_messages_in_batch);
         assert_eq!(lean.num_chunks_from_msg, md.num_chunks_from_msg);
         assert_eq!(lean.chunk_id, md.chunk_id);
+        assert_eq!(lean.deliver_at_time, md.deliver_at_time);
+        assert!(lean.deliver_at_time.is_some());
         // Each is really set, so a wrong tag cannot pass as "both absent".
         assert_eq!(lean.num_messages_in_batch, Some(42));
         assert_eq!(lean.num_chunks_from_msg, Some(3));

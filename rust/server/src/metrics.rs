@@ -56,6 +56,12 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
         ("pulsar_consumers_count", "gauge", vec![]),
         // Last: non-persistent topics (which fill the families above in order) have none.
         ("pulsar_storage_offloaded_size", "gauge", vec![]),
+        // PIP-437's `pulsar.broker.topic.messages.delayed.rejected`.
+        (
+            "pulsar_broker_topic_messages_delayed_rejected_total",
+            "counter",
+            vec![],
+        ),
     ];
     let mut sub_samples: Vec<Family> = vec![
         ("pulsar_subscription_back_log", "gauge", vec![]),
@@ -111,6 +117,8 @@ pub async fn render(State(ctx): State<Arc<ServerContext>>) -> Response {
             subs.len() as f64,
             consumers as f64,
             t.ledger.offload_summary().size as f64,
+            // Relaxed: a statistic.
+            t.delayed_rejected.load(Ordering::Relaxed) as f64,
         ];
         for ((_, _, samples), v) in topic_samples.iter_mut().zip(values) {
             samples.push((labels.clone(), v));

@@ -22,6 +22,8 @@ persistence                 ``--bookkeeper-ensemble/-e``, ``--bookkeeper-write-q
 inactive-topic-policies     ``--enable-delete-while-inactive/-e`` or
                             ``--disable-delete-while-inactive/-d``,
                             ``--max-inactive-duration/-t``, ``--delete-mode/-m``
+max-delivery-delay          ``--delay/-d`` (seconds, e.g. 1h; PIP-437)
+fixed-delivery-delay        ``--delay/-d`` (seconds, e.g. 30s; 0: none; PIP-437)
 ==========================  ==============================================================
 
 The limit commands (``set-max-producers-per-topic`` and the others) are in :mod:`.limits`, the
@@ -139,6 +141,10 @@ def _persistence_flags(p: Any) -> None:
 
 def _ttl_flags(p: Any) -> None:
     p.add_argument("--messageTTL", "-ttl", dest="ttl", type=seconds, required=True, help="e.g. 120, 2h")
+
+
+def _delay_flags(p: Any) -> None:
+    p.add_argument("--delay", "-d", type=seconds, required=True, help="e.g. 30s, 10m, 1d (0: none)")
 
 
 def _on_off_flags(p: Any) -> None:
@@ -373,6 +379,11 @@ def add_policies(g: Any, target: str) -> None:
     threshold = _call("set_compaction_threshold", "threshold")
     _add_policy(g, "compaction-threshold", "compactionThreshold", threshold, _compaction_flags, target)
     _add_policy(g, "inactive-topic-policies", "inactiveTopicPolicies", _set_inactive, _inactive_flags, target)
+    # PIP-437 (Pulsar 4.2): the longest and the fixed delivery delay, in seconds.
+    longest = _call("set_max_delivery_delay", "delay")
+    _add_policy(g, "max-delivery-delay", "maxDelayedDeliveryTime", longest, _delay_flags, target)
+    fixed = _call("set_fixed_delivery_delay", "delay")
+    _add_policy(g, "fixed-delivery-delay", "fixedDelayedDeliveryTime", fixed, _delay_flags, target)
 
     # Backlog quotas: pulsar-admin's plural getter, and a type on set/remove.
     p = g.add_parser("set-backlog-quota")

@@ -304,6 +304,14 @@ pub struct BrokerConfig {
     pub transaction_buffer_snapshot_min_time_in_millis: u64,
     pub delayed_delivery_tick_time_millis: u64,
     pub delayed_delivery_deliver_at_time_strict: bool,
+    /// Pulsar's `delayedDeliveryMaxDelayInMillis` (PIP-315): the broker tier of the longest
+    /// delivery delay a SEND may ask for (0 = no limit); a topic's or namespace's
+    /// `maxDelayedDeliveryTimeInSeconds` (PIP-437) wins over it.
+    pub delayed_delivery_max_delay_in_millis: i64,
+    /// Pulsar's `acknowledgmentAtBatchIndexLevelEnabled` (PIP-391: true since Pulsar 4.1, false
+    /// before): acks of single messages of a batch are kept; false ignores an individual ack
+    /// that carries an ack set and takes a cumulative one inside a batch to the entry before.
+    pub acknowledgment_at_batch_index_level_enabled: bool,
 
     pub max_publish_rate_per_topic_in_messages: i64,
     pub max_publish_rate_per_topic_in_bytes: i64,
@@ -618,6 +626,8 @@ impl Default for BrokerConfig {
             transaction_buffer_snapshot_min_time_in_millis: 5000,
             delayed_delivery_tick_time_millis: 1000,
             delayed_delivery_deliver_at_time_strict: false,
+            delayed_delivery_max_delay_in_millis: 0,
+            acknowledgment_at_batch_index_level_enabled: true,
             max_publish_rate_per_topic_in_messages: 0,
             max_publish_rate_per_topic_in_bytes: 0,
             broker_publisher_throttling_max_message_rate: 0,

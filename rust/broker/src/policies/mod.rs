@@ -4,6 +4,7 @@
 //! else the broker default from `broker.conf`; [`store`] keeps and resolves them.
 
 pub mod backlog_quota;
+pub mod delivery_delay;
 pub mod limits;
 pub mod offload;
 pub mod replication;
@@ -430,6 +431,8 @@ pub struct Effective {
     /// Delayed delivery on: topic `delayedDeliveryEnabled`, else namespace
     /// `delayed_delivery_policies.active`, else `delayedDeliveryEnabled`.
     pub delayed_delivery: bool,
+    /// PIP-437's maximum and fixed delivery delays ([`delivery_delay`]).
+    pub delivery_delay: delivery_delay::DeliveryDelay,
     /// Subscriptions are created on first subscribe: topic `autoSubscriptionCreationOverride`,
     /// else the namespace's, else `allowAutoSubscriptionCreation`.
     pub allow_auto_subscription_creation: bool,

@@ -450,7 +450,9 @@ impl PolicyStore {
             .or_else(|| auto_subscription(&np))
             .unwrap_or(c.allow_auto_subscription_creation);
         let offload = super::offload::resolve(&tp, &np, c);
+        let delivery_delay = super::delivery_delay::DeliveryDelay::resolve(&tp, &np, c);
         Effective {
+            delivery_delay,
             allow_auto_subscription_creation,
             offload,
             max_unacked_per_consumer,

@@ -549,13 +549,17 @@ impl Subscription {
         }
     }
 
-    /// Individual acks. `ack_set` (batch index ack) carries Pulsar's bitset with 1 = unacked.
+    /// Individual acks. `ack_set` (batch index ack) carries Pulsar's bitset with 1 = unacked;
+    /// with `acknowledgmentAtBatchIndexLevelEnabled=false` such an ack is ignored, as Pulsar's
+    /// cursor without `batchDeletedIndexes` does (`ManagedCursorImpl.asyncDelete`).
     pub fn ack_individual(&self, consumer: &Consumer, ids: &[(Position, Option<Vec<i64>>)]) {
         let limit = self.unacked_limit();
         let was_blocked = consumer.is_blocked();
+        let batch_index_acks = self.config.acknowledgment_at_batch_index_level_enabled;
         let mut whole = Vec::with_capacity(ids.len());
         for (p, ack_set) in ids {
             match ack_set {
+                Some(bits) if !bits.is_empty() && !batch_index_acks => {}
                 Some(bits) if !bits.is_empty() => {
                     let words: Vec<u64> = bits.iter().map(|b| *b as u64).collect();
                     if self.cursor.ack_batch_index(*p, &words) {
@@ -661,7 +665,11 @@ impl Subscription {
         if before > self.cursor.mark_delete_position() {
             self.ack_cumulative(consumer, before)?;
         }
-        self.ack_individual(consumer, &[(position, Some(ack_set))]);
+        // Without batch-index acks the entry itself stays (Pulsar's `asyncMarkDelete` takes
+        // a position with an ack set to the one before it).
+        if self.config.acknowledgment_at_batch_index_level_enabled {
+            self.ack_individual(consumer, &[(position, Some(ack_set))]);
+        }
         Ok(())
     }
 

@@ -152,6 +152,10 @@ pub struct Topic {
     /// Set by the connection when a chunk of a chunked message is published (Pulsar's
     /// `msgChunkPublished`); Relaxed: a statistic.
     pub chunk_published: std::sync::atomic::AtomicBool,
+    /// SENDs refused for asking a longer delivery delay than the topic allows (PIP-437's
+    /// `pulsar.broker.topic.messages.delayed.rejected`); bumped by the connections' SEND path,
+    /// read by `/metrics`. Relaxed: a counter for statistics.
+    pub delayed_rejected: std::sync::atomic::AtomicU64,
     /// The transaction buffer, when transactions are enabled; immutable handle (its own lock
     /// inside), rebuilt from the ledger before any subscription dispatches.
     pub txn_buffer: Option<Arc<crate::transaction::buffer::TransactionBuffer>>,
@@ -206,6 +210,7 @@ impl Topic {
             loaded_ms: now,
             publish_rate_limited: std::sync::atomic::AtomicU64::new(0),
             chunk_published: std::sync::atomic::AtomicBool::new(false),
+            delayed_rejected: std::sync::atomic::AtomicU64::new(0),
             txn_buffer: dedup_config
                 .transaction_coordinator_enabled
                 .then(|| Arc::new(crate::transaction::buffer::TransactionBuffer::new())),
@@ -319,6 +324,18 @@ impl Topic {
     #[must_use]
     pub fn limits(&self) -> crate::policies::limits::Limits {
         self.limits.read().effective.limits
+    }
+
+    /// The delivery-delay limits (PIP-437) a SEND is held to: `None` while delayed delivery is
+    /// off on the topic (its messages' `deliver_at_time` means nothing then). Read on every SEND.
+    #[must_use]
+    pub fn delivery_delay(&self) -> Option<crate::policies::delivery_delay::DeliveryDelay> {
+        // Read lock for two copies; only `apply_policy` writes, and nothing is awaited here.
+        let limits = self.limits.read();
+        limits
+            .effective
+            .delayed_delivery
+            .then_some(limits.effective.delivery_delay)
     }
 
     /// The effective policy currently applied.

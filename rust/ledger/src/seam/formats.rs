@@ -144,6 +144,20 @@ pub struct PositionInfo {
     pub entry_id: i64,
     #[prost(message, repeated, tag = "3")]
     pub individual_deleted_messages: Vec<MessageRange>,
+    /// The same acknowledgements in the long-array format Pulsar writes with
+    /// `managedLedgerPersistIndividualAckAsLongArray=true` (its default since 4.1): per ledger,
+    /// a bit set of the acknowledged entry ids. Pulsar fills this or field 3, never both.
+    #[prost(message, repeated, tag = "6")]
+    pub individual_deleted_message_ranges: Vec<LongListMap>,
+}
+
+/// `LongListMap`: a key (here a ledger id) and its `long`s (a Java `BitSet.toLongArray`).
+#[derive(Clone, PartialEq, Eq, prost::Message)]
+pub struct LongListMap {
+    #[prost(int64, required, tag = "1")]
+    pub key: i64,
+    #[prost(int64, repeated, packed = "false", tag = "2")]
+    pub values: Vec<i64>,
 }
 
 #[cfg(test)]

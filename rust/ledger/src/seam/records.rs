@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use prost::Message;
 
 use super::formats::{
-    KeyValue, LedgerInfo as PbLedgerInfo, LongProperty, ManagedCursorInfo, ManagedLedgerInfo,
-    MessageRange, NestedPositionInfo, OffloadContext as PbOffloadContext, OffloadDriverMetadata,
-    PositionInfo,
+    KeyValue, LedgerInfo as PbLedgerInfo, LongListMap, LongProperty, ManagedCursorInfo,
+    ManagedLedgerInfo, MessageRange, NestedPositionInfo, OffloadContext as PbOffloadContext,
+    OffloadDriverMetadata, PositionInfo,
 };
 use crate::{AckSet, CursorSnapshot, LedgerError, LedgerInfo, OffloadContext, Position, Result};
 
@@ -265,7 +265,37 @@ pub fn decode_position_info(path: &str, raw: &[u8]) -> Result<CursorSnapshot> {
         ..Default::default()
     };
     add_ranges(&mut s.acked, &info.individual_deleted_messages);
+    add_long_arrays(&mut s.acked, &info.individual_deleted_message_ranges);
     Ok(s)
+}
+
+/// Pulsar's long-array acknowledgements (`managedLedgerPersistIndividualAckAsLongArray`, its
+/// `OpenLongPairRangeSet.build`): bit `i` of a ledger's set is entry `i` acknowledged; each run
+/// of set bits goes in as one range.
+#[allow(clippy::cast_sign_loss, clippy::cast_possible_wrap)]
+fn add_long_arrays(acked: &mut AckSet, maps: &[LongListMap]) {
+    for m in maps {
+        let mut run: Option<(i64, i64)> = None;
+        let bits = m.values.iter().enumerate().flat_map(|(w, word)| {
+            let word = *word as u64;
+            (0..64usize)
+                .filter(move |b| (word >> b) & 1 == 1)
+                .map(move |b| (w * 64 + b) as i64)
+        });
+        for entry in bits {
+            run = match run {
+                Some((from, to)) if to + 1 == entry => Some((from, entry)),
+                Some((from, to)) => {
+                    acked.insert_range(m.key, from, to);
+                    Some((entry, entry))
+                }
+                None => Some((entry, entry)),
+            };
+        }
+        if let Some((from, to)) = run {
+            acked.insert_range(m.key, from, to);
+        }
+    }
 }
 
 /// Pulsar's open-closed ranges `(lower, upper]`, each within one ledger.
@@ -325,6 +355,29 @@ mod tests {
         );
         let back = decode_ledger_list("/x", &raw, 5).unwrap();
         assert_eq!(back.terminated, Some(Position::new(9, -1)));
+    }
+
+    #[test]
+    fn a_cursor_ledger_entry_in_pulsar_4_1s_long_array_format_keeps_its_acks() {
+        // `managedLedgerPersistIndividualAckAsLongArray=true`: ledger 7 with entries 4, 5, 7
+        // and 64 acknowledged (bit i = entry i), nothing in the ranges field.
+        let info = PositionInfo {
+            ledger_id: 7,
+            entry_id: 2,
+            individual_deleted_messages: vec![],
+            individual_deleted_message_ranges: vec![LongListMap {
+                key: 7,
+                values: vec![0b1011_0000, 1],
+            }],
+        };
+        let s = decode_position_info("c", &info.encode_to_vec()).unwrap();
+        assert_eq!(s.mark_delete, Position::new(7, 2));
+        for e in [4, 5, 7, 64] {
+            assert!(s.acked.contains(Position::new(7, e)), "entry {e}");
+        }
+        for e in [3, 6, 8, 63, 65] {
+            assert!(!s.acked.contains(Position::new(7, e)), "entry {e}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 mod cluster;
 mod consumer;
+mod delivery_delay;
 mod handshake;
 mod lookup;
 mod non_persistent;

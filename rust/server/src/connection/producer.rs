@@ -280,7 +280,7 @@ impl Connection {
                 s.producer_id
             )));
         };
-        let payload =
+        let mut payload =
             payload.ok_or_else(|| ServerError::BadRequest("SEND without payload".into()))?;
         // Another cluster's replicator: deduplicated and answered as its CONNECT negotiated.
         let classified = if p.replicator {
@@ -305,6 +305,10 @@ impl Connection {
             ))
         } else if let Err(e) = admit_size(&p.topic, &payload) {
             Err((Wire::NotAllowedError, e.to_string()))
+        } else if let Err(refused) =
+            super::delivery_delay::hold(&p.topic, p.replicator, &mut payload)
+        {
+            Err(refused)
         } else {
             let messages = u32::try_from(s.num_messages().max(1)).unwrap_or(1);
             let bytes = payload.stored.len() as u64;

@@ -6,7 +6,8 @@
 //! namespace and topic level; the limits (namespace `maxProducersPerTopic`, `maxConsumersPerTopic`,
 //! `maxConsumersPerSubscription`, `maxSubscriptionsPerTopic`, `maxTopicsPerNamespace`; topic
 //! `maxProducers`, `maxConsumers`, `maxConsumersPerSubscription`, `maxSubscriptionsPerTopic`,
-//! `maxMessageSize`); `persistence` (E/Qw/Qa of new ledgers on BookKeeper).
+//! `maxMessageSize`); `persistence` (E/Qw/Qa of new ledgers on BookKeeper); PIP-437's
+//! `maxDelayedDeliveryTime` and `fixedDelayedDeliveryTime` (seconds, both levels).
 
 // Helpers return the ready 4xx response as their error; the admin path is cold, so the size of
 // `Response` in a `Result` does not matter here.
@@ -22,6 +23,7 @@ use axum::routing::get;
 use axum::Json;
 use pulsar_rs_broker::config::schema_strategy::Strategy;
 use pulsar_rs_broker::policies::backlog_quota::BacklogQuota;
+use pulsar_rs_broker::policies::delivery_delay;
 use pulsar_rs_broker::policies::{
     DispatchRate, InactiveTopicPolicies, PersistencePolicies, Policies, PublishRate, Retention,
 };
@@ -92,6 +94,10 @@ enum Kind {
     MaxUnackedOnConsumer,
     MaxUnackedOnSubscription,
     DelayedDelivery,
+    /// PIP-437's longest delivery delay (seconds), both levels.
+    MaxDelayedDeliveryTime,
+    /// PIP-437's fixed delivery delay (seconds), both levels.
+    FixedDelayedDeliveryTime,
     /// A topic's properties (Pulsar keeps them with the managed ledger or the partitioned
     /// topic's metadata; here in the topic's document, deleted with the topic).
     Properties,
@@ -129,6 +135,8 @@ fn kind(name: &str, level: Level) -> Result<Kind, Response> {
         ("maxUnackedMessagesOnSubscription", Level::Topic) => Some(Kind::MaxUnackedOnSubscription),
         ("delayedDelivery", Level::Topic) => Some(Kind::DelayedDelivery),
         ("properties", Level::Topic) => Some(Kind::Properties),
+        ("maxDelayedDeliveryTime", _) => Some(Kind::MaxDelayedDeliveryTime),
+        ("fixedDelayedDeliveryTime", _) => Some(Kind::FixedDelayedDeliveryTime),
         _ => None,
     };
     if let Some(k) = limit {
@@ -260,6 +268,8 @@ fn topic_keys(k: Kind) -> &'static [&'static str] {
             "delayedDeliveryTickTimeMillis",
             "delayedDeliveryMaxDelayInMillis",
         ],
+        Kind::MaxDelayedDeliveryTime => &[delivery_delay::MAX_KEY],
+        Kind::FixedDelayedDeliveryTime => &[delivery_delay::FIXED_KEY],
         _ => &[],
     }
 }
@@ -530,6 +540,16 @@ fn change(
             replication_clusters(&v, &r.clusters)?;
             store(vec![("replicationClusters", json(&v))])
         }
+        Kind::MaxDelayedDeliveryTime | Kind::FixedDelayedDeliveryTime => {
+            let v: i64 = parse(body)?;
+            if v < 0 {
+                return Err(fail(
+                    StatusCode::PRECONDITION_FAILED,
+                    format!("{} must be 0 or more", r.name),
+                ));
+            }
+            store(vec![(topic_keys(k)[0], Value::from(v))])
+        }
         Kind::MaxUnackedOnConsumer | Kind::MaxUnackedOnSubscription => {
             let v: i32 = parse(body)?;
             if v < 0 {
@@ -633,7 +653,9 @@ fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
         | Kind::ReplicationClusters
         | Kind::MaxUnackedOnConsumer
         | Kind::MaxUnackedOnSubscription
-        | Kind::DelayedDelivery => Box::new(move |p| {
+        | Kind::DelayedDelivery
+        | Kind::MaxDelayedDeliveryTime
+        | Kind::FixedDelayedDeliveryTime => Box::new(move |p| {
             for key in topic_keys(k) {
                 p.other.remove(*key);
             }
@@ -802,6 +824,9 @@ fn applied_view(ctx: &ServerContext, name: &TopicName, k: Kind) -> Option<Value>
         Kind::SchemaCompatibilityStrategy => Some(json(&eff.schema_compatibility_strategy)),
         Kind::MaxUnackedOnConsumer => Some(json(&eff.max_unacked_per_consumer)),
         Kind::MaxUnackedOnSubscription => Some(json(&eff.max_unacked_per_subscription)),
+        // In force, in the path's unit (seconds, rounded down); 0 = none.
+        Kind::MaxDelayedDeliveryTime => Some(json(&(eff.delivery_delay.max_ms / 1000))),
+        Kind::FixedDelayedDeliveryTime => Some(json(&(eff.delivery_delay.fixed_ms / 1000))),
         _ => None,
     }
 }
