@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Iterable
 
 # BaseCommand.Type values (== field numbers of the command inside BaseCommand).
 CONNECT, CONNECTED, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 5, 6, 7, 8
@@ -181,6 +182,27 @@ def send_null_values(service_url: str, topic: str, keys: list[str]) -> None:
             raw.send(send_frame(1, seq, b"", partition_key=key, uncompressed_size=0))
             ty, receipt = raw.recv()
             assert ty == SEND_RECEIPT, (ty, receipt)
+    finally:
+        raw.close()
+
+
+def send_answers(service_url: str, topic: str, frames: Iterable[bytes]) -> list[tuple]:
+    """Sends each SEND frame (producer id 1) on a raw connection, one at a time, and returns the
+    broker's answer to each: ("receipt",) or ("error", code, message). Raw, because the C++ client
+    resends a refused message. ``frames`` is read lazily (a frame may carry the time it is sent)."""
+    raw = Raw(service_url)
+    try:
+        raw.connect()
+        raw.create_producer(topic)
+        answers: list[tuple] = []
+        for frame in frames:
+            raw.send(frame)
+            ty, body = raw.recv()
+            if ty == SEND_ERROR:  # CommandSendError: error = 3, message = 4
+                answers.append(("error", body[3][0], body[4][0].decode()))
+            else:
+                answers.append(("receipt",) if ty == SEND_RECEIPT else (ty,))
+        return answers
     finally:
         raw.close()
 

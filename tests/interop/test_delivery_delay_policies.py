@@ -25,24 +25,12 @@ STRICT = {"delayedDeliveryTickTimeMillis": 100, "delayedDeliveryDeliverAtTimeStr
 
 
 def _send_delayed(service_url: str, topic: str, delays_ms: list[int]) -> list[tuple]:
-    """One SEND per delay (from now), on a raw connection; the broker's answer to each:
-    ("receipt",) or ("error", code, message)."""
-    raw = rp.Raw(service_url)
-    try:
-        raw.connect()
-        raw.create_producer(topic)
-        answers: list[tuple] = []
-        for seq, delay in enumerate(delays_ms):
-            at = int(time.time() * 1000) + delay
-            raw.send(rp.send_frame(1, seq, b"x", deliver_at_time=at))
-            ty, body = raw.recv()
-            if ty == rp.SEND_ERROR:  # CommandSendError: error = 3, message = 4
-                answers.append(("error", body[3][0], body[4][0].decode()))
-            else:
-                answers.append(("receipt",) if ty == rp.SEND_RECEIPT else (ty,))
-        return answers
-    finally:
-        raw.close()
+    """One SEND per delay (from the moment it is sent), and the broker's answer to each."""
+    frames = (
+        rp.send_frame(1, seq, b"x", deliver_at_time=int(time.time() * 1000) + delay)
+        for seq, delay in enumerate(delays_ms)
+    )
+    return rp.send_answers(service_url, topic, frames)
 
 
 def _rejected_metric(admin_url: str, topic: str) -> float | None:

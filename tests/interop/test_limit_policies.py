@@ -127,23 +127,9 @@ def test_max_subscriptions_per_topic(pulsar_broker, topic: str) -> None:
 
 
 def _send_answers(service_url: str, topic: str, sizes: list[int]) -> list[tuple]:
-    """One SEND of each payload size on a raw connection (the C++ client resends a refused
-    message), and the broker's answer to each: ("receipt",) or ("error", code, message)."""
-    raw = rp.Raw(service_url)
-    try:
-        raw.connect()
-        raw.create_producer(topic)
-        answers: list[tuple] = []
-        for seq, size in enumerate(sizes):
-            raw.send(rp.send_frame(1, seq, b"x" * size))
-            ty, body = raw.recv()
-            if ty == rp.SEND_ERROR:  # CommandSendError: error = 3, message = 4
-                answers.append(("error", body[3][0], body[4][0].decode()))
-            else:
-                answers.append(("receipt",) if ty == rp.SEND_RECEIPT else (ty,))
-        return answers
-    finally:
-        raw.close()
+    """One SEND of each payload size, and the broker's answer to each."""
+    frames = (rp.send_frame(1, seq, b"x" * size) for seq, size in enumerate(sizes))
+    return rp.send_answers(service_url, topic, frames)
 
 
 def test_topic_max_message_size(pulsar_broker, topic: str) -> None:

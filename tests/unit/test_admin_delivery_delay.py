@@ -3,10 +3,7 @@ command and each :class:`Admin` method makes (path, method, body in seconds)."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from pulsar_rs.admin import Admin
+from admin_recording import RecordingAdmin
 from pulsar_rs.cli.command import build_parser
 
 TOPIC = "persistent://public/default/t"
@@ -14,22 +11,8 @@ TOPIC_PATH = "/admin/v2/persistent/public/default/t"
 NS_PATH = "/admin/v2/namespaces/public/default"
 
 
-class _Recording(Admin):
-    """Records each call (method, path, JSON body)."""
-
-    def __init__(self) -> None:
-        super().__init__("http://127.0.0.1:9")
-        self.calls: list[tuple[str, str, Any]] = []
-
-    def request_raw(
-        self, method: str, path: str, body: Any = None, raw: bytes | None = None
-    ) -> tuple[dict[str, str], bytes]:
-        self.calls.append((method, path, json.loads(raw) if raw is not None else body))
-        return {}, b""
-
-
 def test_commands_at_both_levels_send_seconds():
-    admin = _Recording()
+    admin = RecordingAdmin()
     for argv in (
         ("namespaces", "set-max-delivery-delay", "public/default", "-d", "1h"),
         ("namespaces", "get-max-delivery-delay", "public/default"),
@@ -51,7 +34,7 @@ def test_commands_at_both_levels_send_seconds():
 
 
 def test_admin_methods():
-    admin = _Recording()
+    admin = RecordingAdmin()
     admin.topics.set_max_delivery_delay(TOPIC, 10)
     admin.namespaces.set_fixed_delivery_delay("public/default", 0)
     assert admin.calls == [

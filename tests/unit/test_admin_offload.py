@@ -5,12 +5,11 @@ document ``set-offload-policies`` sends, and the REST calls each :class:`Admin` 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from pulsar_rs.admin import Admin
+from admin_recording import RecordingAdmin
 from pulsar_rs.admin.offload import offload_position, offload_threshold_position
 from pulsar_rs.cli.admin import run
 from pulsar_rs.cli.admin.offload import offload_policies_body
@@ -29,23 +28,6 @@ def stats(*sizes: int, current: int | None = None) -> dict[str, Any]:
     if current is not None:
         doc["currentLedgerSize"] = current
     return doc
-
-
-class _Recording(Admin):
-    """Records each call (method, path, JSON body) and answers from ``answers`` by path."""
-
-    def __init__(self, answers: dict[str, Any] | None = None) -> None:
-        super().__init__("http://127.0.0.1:9")
-        self.calls: list[tuple[str, str, Any]] = []
-        self.answers = answers or {}
-
-    def request_raw(
-        self, method: str, path: str, body: Any = None, raw: bytes | None = None
-    ) -> tuple[dict[str, str], bytes]:
-        sent = json.loads(raw) if raw is not None else body
-        self.calls.append((method, path, sent))
-        answer = self.answers.get(path) if method == "GET" else None
-        return {}, b"" if answer is None else json.dumps(answer).encode()
 
 
 def parse(*argv: str) -> Any:
@@ -92,14 +74,14 @@ def test_offload_threshold_needs_a_ledger():
 
 
 def test_offload_command_puts_the_id_it_found():
-    admin = _Recording({f"{TOPIC_PATH}/internalStats": stats(MB, 2 * MB, 0, current=0)})
+    admin = RecordingAdmin({f"{TOPIC_PATH}/internalStats": stats(MB, 2 * MB, 0, current=0)})
     args = parse("topics", "offload", "-s", "1M", TOPIC)
     assert args.call(admin, args) == f"Offload triggered for {TOPIC} for messages before 12:0:-1"
     assert admin.calls[-1] == ("PUT", f"{TOPIC_PATH}/offload", {"ledgerId": 12, "entryId": 0, "partitionIndex": -1})
 
 
 def test_offload_command_says_when_there_is_nothing_to_offload():
-    admin = _Recording({f"{TOPIC_PATH}/internalStats": stats(MB, 0, current=0)})
+    admin = RecordingAdmin({f"{TOPIC_PATH}/internalStats": stats(MB, 0, current=0)})
     args = parse("topics", "offload", "--size-threshold", "1G", TOPIC)
     assert args.call(admin, args) == "Nothing to offload"
     assert [c[0] for c in admin.calls] == ["GET"]
@@ -117,7 +99,7 @@ def test_offload_needs_a_size_threshold():
 
 def test_offload_status_waits_while_running(monkeypatch):
     answers = iter(["RUNNING", "RUNNING", "SUCCESS"])
-    admin = _Recording()
+    admin = RecordingAdmin()
     monkeypatch.setattr(admin.topics, "offload_status", lambda _t: {"status": next(answers)})
     monkeypatch.setattr("pulsar_rs.cli.admin.offload.time.sleep", lambda _s: None)
     args = parse("topics", "offload-status", "-w", TOPIC)
@@ -129,7 +111,7 @@ def test_offload_status_waits_while_running(monkeypatch):
 
 
 def test_set_offload_threshold_sends_bare_numbers():
-    admin = _Recording()
+    admin = RecordingAdmin()
     args = parse("namespaces", "set-offload-threshold", "-s", "10M", "-t", "2h", "public/default")
     args.call(admin, args)
     assert admin.calls == [
@@ -143,7 +125,7 @@ def test_set_offload_threshold_sends_bare_numbers():
 
 
 def test_offload_deletion_lag_commands():
-    admin = _Recording({f"{NS_PATH}/offloadDeletionLagMs": 14400000})
+    admin = RecordingAdmin({f"{NS_PATH}/offloadDeletionLagMs": 14400000})
     args = parse("namespaces", "set-offload-deletion-lag", "--lag", "4h", "public/default")
     args.call(admin, args)
     assert admin.calls[-1] == ("PUT", f"{NS_PATH}/offloadDeletionLagMs", 14400000)
@@ -155,7 +137,7 @@ def test_offload_deletion_lag_commands():
 
 
 def test_get_offload_threshold_shows_both():
-    admin = _Recording({f"{NS_PATH}/offloadThreshold": 1024, f"{NS_PATH}/offloadThresholdInSeconds": -1})
+    admin = RecordingAdmin({f"{NS_PATH}/offloadThreshold": 1024, f"{NS_PATH}/offloadThresholdInSeconds": -1})
     args = parse("namespaces", "get-offload-threshold", "public/default")
     assert args.call(admin, args) == {"offloadThresholdInBytes": 1024, "offloadThresholdInSeconds": -1}
 
@@ -242,7 +224,7 @@ def test_refused_policies_exit_1_with_one_line(capsys):
 
 
 def test_offload_policies_commands_at_both_levels():
-    admin = _Recording()
+    admin = RecordingAdmin()
     for argv, call in (
         (("namespaces", "set-offload-policies", "public/default", "-d", "S3", "-b", "b", "-e", "e"), "POST"),
         (("namespaces", "get-offload-policies", "public/default"), "GET"),
@@ -272,7 +254,7 @@ def test_offload_policies_commands_at_both_levels():
     [{"ledgerId": 7, "entryId": 0}, {"ledgerId": 7, "entryId": 0, "partitionIndex": -1}, (7, 0), "7:0", "7:0:-1"],
 )
 def test_offload_takes_every_message_id_form(message_id):
-    admin = _Recording()
+    admin = RecordingAdmin()
     admin.topics.offload(TOPIC, message_id)
     assert admin.calls == [("PUT", f"{TOPIC_PATH}/offload", {"ledgerId": 7, "entryId": 0, "partitionIndex": -1})]
 
@@ -285,7 +267,7 @@ def test_offload_position_refuses_what_is_not_an_id(bad):
 
 def test_admin_offload_calls():
     status = {"status": "NOT_RUN", "lastError": "", "firstUnoffloadedMessage": {"ledgerId": -1, "entryId": -1}}
-    admin = _Recording({f"{TOPIC_PATH}/offload": status, f"{NS_PATH}/offloadThreshold": -1})
+    admin = RecordingAdmin({f"{TOPIC_PATH}/offload": status, f"{NS_PATH}/offloadThreshold": -1})
     assert admin.topics.offload_status(TOPIC) == status
     assert admin.namespaces.get_offload_threshold("public/default") == -1
     assert admin.namespaces.get_offload_policies("public/default") is None  # 204: not set

@@ -168,36 +168,7 @@ impl AvgShedder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::documents::ResourceUsage;
-
-    /// A broker at `cpu` % with bundles of `rate` msg/s in (and `rate` KB/s in).
-    fn broker(cpu: f64, bundles: &[(&str, f64)]) -> LocalBrokerData {
-        let mut d = LocalBrokerData {
-            cpu: ResourceUsage {
-                usage: cpu,
-                limit: 100.0,
-            },
-            ..LocalBrokerData::default()
-        };
-        for (b, rate) in bundles {
-            d.bundles.insert((*b).to_owned());
-            d.last_stats.insert(
-                (*b).to_owned(),
-                NamespaceBundleStats {
-                    msg_rate_in: *rate,
-                    msg_throughput_in: rate * 1024.0,
-                    ..NamespaceBundleStats::default()
-                },
-            );
-            d.msg_rate_in += rate;
-            d.msg_throughput_in += rate * 1024.0;
-        }
-        d
-    }
-
-    fn cluster(v: Vec<(&str, LocalBrokerData)>) -> BTreeMap<String, LocalBrokerData> {
-        v.into_iter().map(|(k, d)| (k.to_owned(), d)).collect()
-    }
+    use crate::shedding::tests::{broker, cluster};
 
     fn pair_50_apart() -> BTreeMap<String, LocalBrokerData> {
         cluster(vec![

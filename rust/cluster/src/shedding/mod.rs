@@ -298,11 +298,13 @@ fn uniform(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::documents::{NamespaceBundleStats, ResourceUsage};
 
-    fn broker(cpu: f64, bundles: &[(&str, f64)]) -> LocalBrokerData {
+    /// A broker at `cpu` % with bundles of `rate` msg/s in (and `rate` KB/s in); also used by
+    /// the strategies' own tests.
+    pub(in crate::shedding) fn broker(cpu: f64, bundles: &[(&str, f64)]) -> LocalBrokerData {
         let mut d = LocalBrokerData {
             cpu: ResourceUsage {
                 usage: cpu,
@@ -326,7 +328,9 @@ mod tests {
         d
     }
 
-    fn cluster(v: Vec<(&str, LocalBrokerData)>) -> BTreeMap<String, LocalBrokerData> {
+    pub(in crate::shedding) fn cluster(
+        v: Vec<(&str, LocalBrokerData)>,
+    ) -> BTreeMap<String, LocalBrokerData> {
         v.into_iter().map(|(k, d)| (k.to_owned(), d)).collect()
     }
 
