@@ -197,17 +197,20 @@ def test_a_partitioned_topic_is_replicated_partition_by_partition(pair):
         cb.close()
 
 
-def test_a_topics_replicator_dispatch_rate_paces_what_it_sends(pair):
-    """The topic's `replicatorDispatchRate` (100 msg/s): 300 messages published at once reach the
-    other cluster over about two seconds or more (unpaced: a hundredth of one), all of them, in order."""
+@pytest.mark.parametrize("level", ["topic", "namespace"])
+def test_a_replicator_dispatch_rate_paces_what_it_sends(pair, level):
+    """The topic's `replicatorDispatchRate`, or its namespace's (this cluster's entry of the
+    namespace's per-cluster map), at 100 msg/s: 300 messages published at once reach the other
+    cluster over about two seconds or more (unpaced: a hundredth of one), all of them, in order."""
     a, b = pair
+    path = {"topic": "persistent/geo/ns/paced", "namespace": "namespaces/geo/ns"}[level]
     topic = "persistent://geo/ns/paced"
     ca, cb = pulsar.Client(a.url), pulsar.Client(b.url)
     try:
         consumer = cb.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
         p = ca.create_producer(topic, batching_enabled=False)
         rate = {"dispatchThrottlingRateInMsg": 100, "dispatchThrottlingRateInByte": -1, "ratePeriodInSecond": 1}
-        ok("POST", f"{a.http}/admin/v2/persistent/geo/ns/paced/replicatorDispatchRate", rate)
+        ok("POST", f"{a.http}/admin/v2/{path}/replicatorDispatchRate", rate)
         time.sleep(1.5)  # the policy reaches the replicator with its next read
         start = time.monotonic()
         for i in range(300):

@@ -82,3 +82,28 @@ def test_clusters_a_tenant_or_topic_names_must_exist(pair: tuple[Target, Target]
         return out
 
     compare(pair, scenario)
+
+
+def test_replicator_dispatch_rate_at_both_levels(pair: tuple[Target, Target]) -> None:
+    """The namespace's rate (this cluster's entry of the `Policies` document's map) and the
+    topic's: unset, set, read, in the document, removed; a body that is not a rate refused."""
+
+    def scenario(t: Target) -> list[Any]:
+        rate = {"dispatchThrottlingRateInMsg": 100, "dispatchThrottlingRateInByte": 2048, "ratePeriodInSecond": 1}
+        out: list[Any] = []
+        t.client().create_producer(t.topic("paced")).close()
+        for base in (f"/admin/v2/namespaces/{t.namespace}", f"/admin/v2/persistent/{t.namespace}/paced"):
+            url = f"{base}/replicatorDispatchRate"
+            out.append(t.rest("GET", url))
+            out.append(t.rest("POST", url, rate)[0])
+            out.append(t.rest("GET", url))
+            out.append(t.rest("POST", url, "fast")[0])
+            if base.startswith("/admin/v2/namespaces"):
+                out.append(t.rest("GET", base)[1]["replicatorDispatchRate"])
+            out.append(t.rest("DELETE", url)[0])
+            out.append(t.rest("GET", url))
+            if base.startswith("/admin/v2/namespaces"):
+                out.append(t.rest("GET", base)[1]["replicatorDispatchRate"])
+        return out
+
+    compare(pair, scenario)

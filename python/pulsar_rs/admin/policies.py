@@ -5,7 +5,7 @@ the deduplication path (``deduplicationEnabled``) and in sending the TTL as ``?m
 
 Policies go by their REST path names (``retention``, ``messageTTL``, ``backlogQuota`` /
 ``backlogQuotaMap``, ``deduplication`` / ``deduplicationEnabled``, ``publishRate``,
-``dispatchRate``, ``subscriptionDispatchRate``, ``compactionThreshold``,
+``dispatchRate``, ``subscriptionDispatchRate``, ``replicatorDispatchRate``, ``compactionThreshold``,
 ``inactiveTopicPolicies``, ``persistence``, PIP-437's ``maxDelayedDeliveryTime`` and
 ``fixedDelayedDeliveryTime``); a getter answers ``None`` when the policy is not set.
 """
@@ -106,6 +106,27 @@ class PolicySetters:
             "relativeToPublishRate": relative_to_publish_rate,
         }
         self.set_policy(target, "subscriptionDispatchRate" if subscription else "dispatchRate", body)
+
+    def set_replicator_dispatch_rate(
+        self, target: str, msg_rate: int = -1, byte_rate: int = -1, period_seconds: int = 1
+    ) -> None:
+        """The rate geo-replication sends this namespace's (or topic's) messages to each remote
+        cluster at (Pulsar's ``replicatorDispatchRate``): a topic's wins over its namespace's,
+        which is this cluster's entry of the namespace's per-cluster map, and wins over the
+        broker's ``dispatchThrottlingRatePerReplicatorIn{Msg,Byte}``; -1 is unlimited."""
+        body = {
+            "dispatchThrottlingRateInMsg": msg_rate,
+            "dispatchThrottlingRateInByte": byte_rate,
+            "ratePeriodInSecond": period_seconds,
+        }
+        self.set_policy(target, "replicatorDispatchRate", body)
+
+    def get_replicator_dispatch_rate(self, target: str) -> dict[str, Any] | None:
+        """The ``replicatorDispatchRate`` set here (``None``: not set)."""
+        return self.get_policy(target, "replicatorDispatchRate")
+
+    def remove_replicator_dispatch_rate(self, target: str) -> None:
+        self.remove_policy(target, "replicatorDispatchRate")
 
     def set_compaction_threshold(self, target: str, threshold_bytes: int) -> None:
         self.set_policy(target, "compactionThreshold", threshold_bytes)

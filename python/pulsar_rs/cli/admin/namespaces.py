@@ -16,6 +16,9 @@ deduplication               ``--enable/-e`` or ``--disable/-d``
 publish-rate                ``--msg-publish-rate/-m``, ``--byte-publish-rate/-b``
 dispatch-rate               ``--msg-dispatch-rate/-md``, ``--byte-dispatch-rate/-bd``,
 subscription-dispatch-rate  ``--dispatch-rate-period/-dt``, ``--relative-to-publish-rate/-rp``
+replicator-dispatch-rate    ``--msg-dispatch-rate/-md``, ``--byte-dispatch-rate/-bd``,
+                            ``--dispatch-rate-period/-dt`` (geo-replication; the namespace's
+                            is this cluster's)
 compaction-threshold        ``--threshold/-t`` (e.g. 100M)
 persistence                 ``--bookkeeper-ensemble/-e``, ``--bookkeeper-write-quorum/-w``,
                             ``--bookkeeper-ack-quorum/-a``, ``--ml-mark-delete-max-rate/-r``
@@ -163,6 +166,12 @@ def _dispatch_rate_flags(p: Any) -> None:
     p.add_argument("--byte-dispatch-rate", "-bd", type=int, default=-1, help="bytes a period (-1: no limit)")
     p.add_argument("--dispatch-rate-period", "-dt", type=int, default=1, help="the period in seconds")
     p.add_argument("--relative-to-publish-rate", "-rp", action="store_true")
+
+
+def _replicator_rate_flags(p: Any) -> None:
+    p.add_argument("--msg-dispatch-rate", "-md", type=int, default=-1, help="messages a period (-1: no limit)")
+    p.add_argument("--byte-dispatch-rate", "-bd", type=int, default=-1, help="bytes a period (-1: no limit)")
+    p.add_argument("--dispatch-rate-period", "-dt", type=int, default=1, help="the period in seconds")
 
 
 def _compaction_flags(p: Any) -> None:
@@ -376,6 +385,10 @@ def add_policies(g: Any, target: str) -> None:
         _dispatch_rate_flags,
         target,
     )
+    replicator = _call(
+        "set_replicator_dispatch_rate", "msg_dispatch_rate", "byte_dispatch_rate", "dispatch_rate_period"
+    )
+    _add_policy(g, "replicator-dispatch-rate", "replicatorDispatchRate", replicator, _replicator_rate_flags, target)
     threshold = _call("set_compaction_threshold", "threshold")
     _add_policy(g, "compaction-threshold", "compactionThreshold", threshold, _compaction_flags, target)
     _add_policy(g, "inactive-topic-policies", "inactiveTopicPolicies", _set_inactive, _inactive_flags, target)

@@ -1,6 +1,6 @@
 """Topic-level policies, with pulsar-admin's names: ``topics set-retention T -t TIME -s SIZE``
 (and ``get-`` / ``remove-``) for retention, message-ttl (``--ttl/-t``), backlog-quota(s),
-deduplication, publish-rate, dispatch-rate, subscription-dispatch-rate, compaction-threshold,
+deduplication, publish-rate, dispatch-rate, subscription-dispatch-rate, replicator-dispatch-rate, compaction-threshold,
 inactive-topic-policies, max-delivery-delay and fixed-delivery-delay (PIP-437, ``--delay/-d``),
 the limits of :mod:`.limits` (``set-max-producers``, ``set-max-consumers``,
 ``set-max-consumers-per-subscription``, ``set-max-subscriptions-per-topic``, ``set-max-message-size``),

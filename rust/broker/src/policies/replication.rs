@@ -14,7 +14,8 @@ use crate::naming::TopicName;
 pub const TOPIC_FIELD: &str = "replicationClusters";
 /// The namespace `Policies` field of a namespace's replication clusters.
 pub const NAMESPACE_FIELD: &str = "replication_clusters";
-/// The topic policy field of a topic's replicators' rate (Pulsar's `DispatchRate`).
+/// The field of the replicators' rate: a topic policy (Pulsar's `DispatchRate`), and in a
+/// namespace's `Policies` a map from cluster name to `DispatchRate`.
 pub const RATE_FIELD: &str = "replicatorDispatchRate";
 
 fn names(v: Option<&Value>) -> Option<Vec<String>> {
@@ -65,15 +66,24 @@ impl PolicyStore {
     }
 
     /// The rate of `t`'s replicators, (messages/s, bytes/s), 0 = unlimited: its
-    /// `replicatorDispatchRate` policy, else the broker's
+    /// `replicatorDispatchRate` topic policy, else its namespace's for this cluster (the
+    /// `Policies` document's map, keyed by `clusterName`, as Pulsar's), else the broker's
     /// `dispatchThrottlingRatePerReplicatorIn{Msg,Byte}`.
     #[must_use]
     pub fn replicator_rate(&self, t: &TopicName) -> (f64, f64) {
+        let rate = |v: &Value| serde_json::from_value::<DispatchRate>(v.clone()).ok();
         let own = self
             .topic(t)
             .other
             .get(RATE_FIELD)
-            .and_then(|v| serde_json::from_value::<DispatchRate>(v.clone()).ok());
+            .and_then(rate)
+            .or_else(|| {
+                self.namespace(&t.namespace_name())
+                    .other
+                    .get(RATE_FIELD)
+                    .and_then(|m| m.get(&self.config.cluster_name))
+                    .and_then(rate)
+            });
         match own {
             Some(r) => r.per_second(),
             None => {
@@ -86,5 +96,66 @@ impl PolicyStore {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::BrokerConfig;
+    use pulsar_rs_ledger::MetaStore;
+
+    #[test]
+    fn replicator_rate_topic_then_this_clusters_namespace_entry_then_broker() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta: Arc<dyn MetaStore> =
+            Arc::new(pulsar_rs_ledger::FileMetaStore::open(dir.path()).unwrap());
+        let cfg = Arc::new(BrokerConfig {
+            cluster_name: "east".into(),
+            dispatch_throttling_rate_per_replicator_in_msg: 9,
+            ..BrokerConfig::default()
+        });
+        let store = PolicyStore::open(meta, cfg).unwrap();
+        let t = TopicName::parse("persistent://a/b/t").unwrap();
+        assert_eq!(store.replicator_rate(&t), (9.0, 0.0), "the broker's");
+        let rate = |msg: i64| json!({"dispatchThrottlingRateInMsg": msg, "dispatchThrottlingRateInByte": -1, "ratePeriodInSecond": 1});
+        // Another cluster's entry is not this broker's.
+        store
+            .update_namespace("a/b", |p| {
+                p.other.insert(RATE_FIELD.into(), json!({"west": rate(5)}));
+            })
+            .unwrap();
+        assert_eq!(
+            store.replicator_rate(&t),
+            (9.0, 0.0),
+            "west's entry is ignored"
+        );
+        store
+            .update_namespace("a/b", |p| {
+                p.other.insert(
+                    RATE_FIELD.into(),
+                    json!({"west": rate(5), "east": rate(50)}),
+                );
+            })
+            .unwrap();
+        assert_eq!(
+            store.replicator_rate(&t),
+            (50.0, 0.0),
+            "the namespace's, for east"
+        );
+        store
+            .update_topic(&t, |p| {
+                p.other.insert(RATE_FIELD.into(), rate(7));
+            })
+            .unwrap();
+        assert_eq!(
+            store.replicator_rate(&t.partition(1)),
+            (7.0, 0.0),
+            "the topic's"
+        );
     }
 }

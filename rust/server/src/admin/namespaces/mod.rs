@@ -5,6 +5,7 @@
 pub(in crate::admin) mod lifecycle;
 pub(in crate::admin) mod metric_labels;
 pub(in crate::admin) mod ns_policies;
+pub(in crate::admin) mod per_cluster;
 pub(in crate::admin) mod permissions;
 pub(in crate::admin) mod policies;
 pub(in crate::admin) mod quota_retention;

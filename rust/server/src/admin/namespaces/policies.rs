@@ -30,6 +30,9 @@ use pulsar_rs_broker::policies::{
 use pulsar_rs_broker::{BrokerError, BrokerService, TopicName};
 use serde_json::Value;
 
+use pulsar_rs_broker::policies::replication::RATE_FIELD;
+
+use super::per_cluster;
 use super::quota_retention::{check_quota, check_retention, At};
 use crate::admin::machinery::access::{Access, Routes};
 use crate::admin::machinery::state::Ctx;
@@ -127,7 +130,9 @@ fn kind(name: &str, level: Level) -> Result<Kind, Response> {
         ("deduplicationSnapshotInterval", Level::Topic) => {
             Some(Kind::DeduplicationSnapshotInterval)
         }
-        ("replicatorDispatchRate", Level::Topic) => Some(Kind::ReplicatorDispatchRate),
+        // The topic's `TopicPolicies` field; the namespace's, this cluster's entry of the
+        // `Policies` document's per-cluster map.
+        ("replicatorDispatchRate", _) => Some(Kind::ReplicatorDispatchRate),
         ("offloadPolicies", Level::Topic) => Some(Kind::OffloadPolicies),
         ("autoSubscriptionCreation", Level::Topic) => Some(Kind::AutoSubscriptionCreation),
         ("replication", Level::Topic) => Some(Kind::ReplicationClusters),
@@ -257,7 +262,7 @@ fn topic_keys(k: Kind) -> &'static [&'static str] {
     match k {
         Kind::SubscribeRate => &["subscribeRate"],
         Kind::DeduplicationSnapshotInterval => &["deduplicationSnapshotIntervalSeconds"],
-        Kind::ReplicatorDispatchRate => &["replicatorDispatchRate"],
+        Kind::ReplicatorDispatchRate => &[RATE_FIELD],
         Kind::OffloadPolicies => &["offloadPolicies"],
         Kind::AutoSubscriptionCreation => &["autoSubscriptionCreationOverride"],
         Kind::ReplicationClusters => &["replicationClusters"],
@@ -379,6 +384,8 @@ struct Request<'a> {
     max_quorums: (usize, usize, usize),
     /// The known clusters (the bound of a topic's replication clusters).
     clusters: Vec<String>,
+    /// This broker's cluster (`clusterName`): the entry a per-cluster namespace policy sets.
+    cluster: String,
 }
 
 /// The bounds of a `persistence` policy.
@@ -517,7 +524,13 @@ fn change(
         }
         Kind::ReplicatorDispatchRate => {
             let v: DispatchRate = parse(body)?;
-            store(vec![("replicatorDispatchRate", json(&v))])
+            match r.level {
+                Level::Topic => store(vec![(RATE_FIELD, json(&v))]),
+                Level::Namespace => {
+                    let cluster = r.cluster.clone();
+                    Box::new(move |p| per_cluster::set(p, RATE_FIELD, &cluster, json(&v)))
+                }
+            }
         }
         Kind::OffloadPolicies => {
             let v: Value = parse(body)?;
@@ -607,7 +620,19 @@ fn replication_clusters(v: &[String], known: &[String]) -> Result<(), Response> 
     Ok(())
 }
 
-fn removal(k: Kind, q: &HashMap<String, String>) -> Result<Change, Response> {
+/// The change removing `k`; `cluster` (this broker's) for the namespace's per-cluster policies.
+fn removal(
+    k: Kind,
+    q: &HashMap<String, String>,
+    level: Level,
+    cluster: &str,
+) -> Result<Change, Response> {
+    if (k, level) == (Kind::ReplicatorDispatchRate, Level::Namespace) {
+        let cluster = cluster.to_owned();
+        return Ok(Box::new(move |p| {
+            per_cluster::remove(p, RATE_FIELD, &cluster);
+        }));
+    }
     Ok(match k {
         Kind::PublishRate => Box::new(|p| p.publish_rate = None),
         Kind::DispatchRate => Box::new(|p| p.dispatch_rate = None),
@@ -699,7 +724,13 @@ async fn get_namespace_policy(
         (Ok(k), Ok(ns)) => (k, ns),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    let mut v = view(&ctx.service.policies.namespace(&ns), k);
+    let policies = ctx.service.policies.namespace(&ns);
+    let mut v = match k {
+        Kind::ReplicatorDispatchRate => {
+            per_cluster::get(&policies, RATE_FIELD, &ctx.service.config.cluster_name)
+        }
+        _ => view(&policies, k),
+    };
     // Pulsar's `internalGetIsAllowAutoUpdateSchema`: unset, the broker's own setting (a null
     // would make pulsar-admin fail unboxing it).
     if v.is_null() && k == Kind::IsAllowAutoUpdateSchema {
@@ -729,6 +760,7 @@ async fn set_namespace_policy(
         broker_max_message_size: ctx.service.config.max_message_size,
         max_quorums: max_quorums(&ctx.service.config),
         clusters: ctx.resources.clusters(),
+        cluster: ctx.service.config.cluster_name.clone(),
     };
     let (f, ns) = match (
         kind(&policy, Level::Namespace).and_then(|k| change(k, &body, &q, &request)),
@@ -779,7 +811,8 @@ async fn delete_namespace_policy(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, ns) = match (
-        kind(&policy, Level::Namespace).and_then(|k| removal(k, &q)),
+        kind(&policy, Level::Namespace)
+            .and_then(|k| removal(k, &q, Level::Namespace, &ctx.service.config.cluster_name)),
         valid_namespace(&ctx, &tenant, &ns),
     ) {
         (Ok(f), Ok(ns)) => (f, ns),
@@ -844,6 +877,7 @@ async fn set_topic_policy(
         broker_max_message_size: ctx.service.config.max_message_size,
         max_quorums: max_quorums(&ctx.service.config),
         clusters: ctx.resources.clusters(),
+        cluster: ctx.service.config.cluster_name.clone(),
     };
     let (f, name) = match (
         kind(&policy, Level::Topic).and_then(|k| change(k, &body, &q, &request)),
@@ -876,7 +910,8 @@ async fn delete_topic_policy(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (f, name) = match (
-        kind(&policy, Level::Topic).and_then(|k| removal(k, &q)),
+        kind(&policy, Level::Topic)
+            .and_then(|k| removal(k, &q, Level::Topic, &ctx.service.config.cluster_name)),
         existing(&ctx, path),
     ) {
         (Ok(f), Ok(n)) => (f, n),
