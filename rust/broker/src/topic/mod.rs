@@ -378,27 +378,46 @@ impl Topic {
         *self.quota_blocked.lock() = v;
     }
 
-    /// Estimated backlog size of the slowest durable subscription (DESIGN 2.4), in bytes.
+    /// The cursors whose backlog the topic keeps, by name: each durable subscription's and
+    /// each replicator's (`pulsar.repl.{remote}`: what that cluster has not received yet). As
+    /// Pulsar's `ManagedLedger.getSlowestConsumer` over its durable cursors, they are what
+    /// backlog quotas measure and evict, and what the topic's backlog size and age report.
+    #[must_use]
+    pub fn backlog_cursors(&self) -> Vec<(String, Arc<pulsar_rs_ledger::Cursor>)> {
+        let subscriptions = self.subscriptions().into_iter().filter(|s| s.durable);
+        let mut cursors: Vec<_> = subscriptions
+            .map(|s| (s.name.clone(), Arc::clone(&s.cursor)))
+            .collect();
+        let prefix = &self.config.replicator_prefix;
+        cursors.extend(
+            self.replication_cursors()
+                .into_iter()
+                .map(|(remote, c)| (replication::cursor_name(prefix, &remote), c)),
+        );
+        cursors
+    }
+
+    /// Estimated backlog size of the slowest of [`Topic::backlog_cursors`] (DESIGN 2.4), in
+    /// bytes.
     #[must_use]
     pub fn backlog_size(&self) -> u64 {
-        self.subscriptions()
+        self.backlog_cursors()
             .iter()
-            .filter(|s| s.durable)
-            .map(|s| s.cursor.estimated_backlog_size())
+            .map(|(_, c)| c.estimated_backlog_size())
             .max()
             .unwrap_or(0)
     }
 
-    /// Publish time of the slowest durable subscription's first unacknowledged entry (ms).
+    /// Publish time of the first unacknowledged entry of the slowest of
+    /// [`Topic::backlog_cursors`] (ms).
     ///
     /// # Errors
     /// Storage failures reading it.
     pub fn oldest_unacked_publish_time(&self) -> Result<Option<u64>, BrokerError> {
         let Some(slowest) = self
-            .subscriptions()
-            .into_iter()
-            .filter(|s| s.durable)
-            .map(|s| s.cursor.mark_delete_position())
+            .backlog_cursors()
+            .iter()
+            .map(|(_, c)| c.mark_delete_position())
             .min()
         else {
             return Ok(None);
