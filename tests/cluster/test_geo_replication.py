@@ -25,6 +25,7 @@ import pytest
 
 from cluster_util import wait_for
 from pulsar_rs.testing.process import PulsarRsBroker
+from token_util import SECRET_URL, TOKEN_PROVIDER, client_for, hs_token, http
 
 TOPIC = "persistent://geo/ns/orders"
 
@@ -485,3 +486,62 @@ def test_replicated_subscription_status_is_set_and_read_as_pulsars(pair):
         assert status == 404
     finally:
         c.close()
+
+
+def test_the_cluster_records_credentials_reach_a_remote_that_requires_them(tmp_path):
+    """West requires a token; east has no broker-client credentials of its own. Registered on
+    east without credentials, west refuses east's replicator and the message waits on east's
+    replication cursor; once west's record on east carries `authenticationPlugin` and
+    `authenticationParameters` (Pulsar's `ClusterData` fields, read as Pulsar's
+    `getReplicationClient` reads them: before this broker's `brokerClientAuthentication*`), the
+    replicator's next attempt authenticates with them and everything arrives, in order."""
+    admin_token = hs_token("admin")
+    a = start(tmp_path, "east")
+    west_conf = {
+        "clusterName": "west",
+        "brokerDeduplicationEnabled": False,
+        "authenticationEnabled": True,
+        "authenticationProviders": TOKEN_PROVIDER,
+        "tokenSecretKey": SECRET_URL,
+        "authorizationEnabled": True,
+        "superUserRoles": "admin",
+    }
+    b = PulsarRsBroker(tmp_path, "west", west_conf)
+    cb = client_for(b.url, admin_token)
+    ca = pulsar.Client(a.url)
+    try:
+
+        def on_b(method: str, path: str, body: object | None = None) -> None:
+            status, answer = http(method, f"{b.http}{path}", admin_token, body)
+            assert status in (200, 204), (method, path, status, answer)
+
+        tenant = {"adminRoles": [], "allowedClusters": ["east", "west"]}
+        on_b("PUT", "/admin/v2/clusters/east", {"serviceUrl": a.http, "brokerServiceUrl": a.url})
+        on_b("PUT", "/admin/v2/tenants/geo", tenant)
+        on_b("PUT", "/admin/v2/namespaces/geo/ns")
+        on_b("POST", "/admin/v2/namespaces/geo/ns/replication", ["east", "west"])
+        register(a, "west", b)
+        ok("PUT", f"{a.http}/admin/v2/tenants/geo", tenant)
+        ok("PUT", f"{a.http}/admin/v2/namespaces/geo/ns")
+        ok("POST", f"{a.http}/admin/v2/namespaces/geo/ns/replication", ["east", "west"])
+        consumer = cb.subscribe(TOPIC, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = ca.create_producer(TOPIC, batching_enabled=False)
+        producer.send(b"before")
+        time.sleep(3)  # several attempts, each refused by west
+        west = stats(a)["replication"]["west"]
+        assert not west["connected"] and west["replicationBacklog"] == 1, west
+        record = {
+            "serviceUrl": b.http,
+            "brokerServiceUrl": b.url,
+            "authenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+            "authenticationParameters": f"token:{admin_token}",
+        }
+        ok("POST", f"{a.http}/admin/v2/clusters/west", record)
+        producer.send(b"after")
+        got = [consumer.receive(timeout_millis=60000).data() for _ in range(2)]
+        assert got == [b"before", b"after"]
+    finally:
+        ca.close()
+        cb.close()
+        a.kill()
+        b.kill()

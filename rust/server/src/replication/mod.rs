@@ -16,6 +16,7 @@ mod in_flight;
 mod partitions;
 pub mod registry;
 mod remote;
+mod remote_cluster;
 mod replicator;
 mod snapshots;
 pub mod view;

@@ -1,7 +1,7 @@
 //! A partitioned topic on the remote cluster: before a partition's replicator opens its
 //! producer, the remote cluster gets the topic's partitioned metadata (`PUT
-//! .../partitions` on its `serviceUrl`, or `serviceUrlTls` with `brokerClientTlsEnabled`, in this
-//! broker's name), as Pulsar's admin creates it on the replication clusters of a replicated
+//! .../partitions` on its `serviceUrl`, or `serviceUrlTls` over TLS, with the credentials of
+//! [`super::remote_cluster`]), as Pulsar's admin creates it on the replication clusters of a replicated
 //! namespace; 409 (it exists) is success. Without it the remote would take the partition for a
 //! topic of its own.
 
@@ -9,6 +9,7 @@ use axum::body::Bytes;
 use axum::http::{Method, StatusCode};
 use pulsar_rs_broker::topic::Topic;
 
+use super::remote_cluster::RemoteCluster;
 use crate::cluster::peers::admin;
 use crate::context::ServerContext;
 
@@ -33,28 +34,15 @@ pub(super) async fn ensure_on_remote(
     if partitions == 0 {
         return Ok(());
     }
-    let data = ctx
-        .resources
-        .cluster(remote)
-        .ok_or_else(|| format!("cluster {remote} is not registered here"))?;
-    let key = if ctx.broker_client.tls_enabled() {
-        "serviceUrlTls"
-    } else {
-        "serviceUrl"
-    };
-    let web = data
-        .get(key)
-        .and_then(|v| v.as_str())
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| format!("cluster {remote} has no {key}"))?
-        .trim_end_matches('/');
+    let cluster = RemoteCluster::of(ctx, remote).await?;
+    let web = cluster.web_url()?;
     let url = format!(
         "{web}/admin/v2/{}/{}/{}/{}/partitions",
         base.domain, base.tenant, base.namespace, base.local
     );
-    let authorization = ctx.broker_client.authorization().await?;
+    let authorization = cluster.client.authorization().await?;
     let (status, body) = admin::call(
-        &ctx.broker_client,
+        &cluster.client,
         &Method::PUT,
         &url,
         &Bytes::from(partitions.to_string()),

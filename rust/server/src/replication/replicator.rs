@@ -21,6 +21,7 @@ use super::entry::{self, Verdict};
 use super::in_flight::{InFlight, Sent};
 use super::registry::Status;
 use super::remote::RemoteProducer;
+use super::remote_cluster::RemoteCluster;
 use crate::context::ServerContext;
 
 /// How long opening the remote producer may take (lookup, CONNECT, PRODUCER).
@@ -32,27 +33,6 @@ const READ_ENTRIES: usize = 100;
 /// Pulsar's replicator backoff: 100 ms doubling to 1 min.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(60);
-
-/// Where a replicator sends: the remote cluster's binary-protocol URL from its cluster record
-/// (`brokerServiceUrlTls` with `brokerClientTlsEnabled`, else `brokerServiceUrl`).
-fn remote_url(ctx: &ServerContext, remote: &str) -> Result<String, String> {
-    let data = ctx.resources.cluster(remote).ok_or_else(|| {
-        format!("cluster {remote} is not registered here (PUT /admin/v2/clusters/{remote})")
-    })?;
-    let field = |k: &str| {
-        data.get(k)
-            .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    if ctx.broker_client.tls_enabled() {
-        field("brokerServiceUrlTls").ok_or_else(|| {
-            format!("brokerClientTlsEnabled: cluster {remote} has no brokerServiceUrlTls")
-        })
-    } else {
-        field("brokerServiceUrl").ok_or_else(|| format!("cluster {remote} has no brokerServiceUrl"))
-    }
-}
 
 /// What a wait on the cursor or the producer gave.
 enum Woken {
@@ -106,10 +86,14 @@ pub(super) async fn run(
                 Err(e) => tracing::debug!(topic = %topic_name, remote = %remote, "replicator: {e}"),
             }
         }
-        let opened = match remote_url(&ctx, &remote) {
-            Ok(url) => {
-                RemoteProducer::open(&ctx.broker_client, &url, &topic_name, &name, OPEN_TIMEOUT)
-                    .await
+        // The cluster's record is read again at each attempt: a changed URL or credentials
+        // take effect at the next reconnection.
+        let opened = match RemoteCluster::of(&ctx, &remote)
+            .await
+            .and_then(|r| Ok((r.broker_url()?, r)))
+        {
+            Ok((url, r)) => {
+                RemoteProducer::open(&r.client, &url, &topic_name, &name, OPEN_TIMEOUT).await
             }
             Err(e) => Err(e),
         };
