@@ -33,7 +33,7 @@ use crate::documents::BrokerUrls;
 use crate::store::MetadataStore;
 
 pub use lookup::LookupAnswer;
-pub use ownership::Owner;
+pub use ownership::{Acquiring, Owner};
 pub use report::{BrokerLoad, LoadSource, ReportPolicy};
 
 /// How this broker joins its cluster.
@@ -77,6 +77,12 @@ pub struct ClusterMember {
     /// Bundles owned, by name. Written on acquire, release and session loss; read by the
     /// ownership check of every PRODUCER and SUBSCRIBE. Held for map operations only.
     owned: RwLock<HashMap<String, Bundle>>,
+    /// Bundles whose ownership lock this broker is writing now, by name, each with the
+    /// receiving end of a channel whose sender goes when the attempt ends (see
+    /// [`ownership::Acquiring`]). Entered before the lock is written and left after `owned`
+    /// has the outcome, so a client sent here by a lookup that read the lock finds the bundle
+    /// owned or being acquired, never neither. Held for map operations only.
+    acquiring: Mutex<HashMap<String, (Bundle, watch::Receiver<()>)>>,
     /// Namespace → bundle boundaries, as read from the store. Held for map operations only.
     boundaries: RwLock<HashMap<String, Vec<u32>>>,
     /// On the leader: bundles it placed on a broker whose load report does not show them yet,

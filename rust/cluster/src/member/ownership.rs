@@ -2,6 +2,13 @@
 //! broker's `NamespaceEphemeralData` (Pulsar's `OwnershipCache`), the in-memory check every
 //! PRODUCER and SUBSCRIBE makes (`checkTopicNsOwnership`), and the release of a bundle: marked
 //! disabled, its topics closed, its lock deleted (`OwnedBundle.handleUnloadRequest`).
+//!
+//! Another broker may read the lock, and send a client here, before this broker's write of it
+//! has returned: an acquisition in flight is therefore known ([`Acquiring`]), and the check of a
+//! PRODUCER or SUBSCRIBE for its bundle waits for it to end, as Pulsar's
+//! `OwnershipCache.checkOwnershipAsync` waits on the bundle's pending ownership future.
+
+use tokio::sync::watch;
 
 use crate::bundles::{topic_hash, topic_parts, Bundle};
 use crate::documents::{BrokerUrls, NamespaceEphemeralData};
@@ -20,6 +27,34 @@ pub enum Owner {
     Other(BrokerUrls),
 }
 
+/// An acquisition of a bundle in flight on this broker (its ownership lock being written):
+/// [`Acquiring::ended`] resolves once `owned` has its outcome.
+pub struct Acquiring(watch::Receiver<()>);
+
+impl Acquiring {
+    /// Resolves when the acquisition has ended, taken or not (its sender is dropped then;
+    /// nothing is ever sent).
+    pub async fn ended(mut self) {
+        while self.0.changed().await.is_ok() {}
+    }
+}
+
+/// This broker's acquisition of one bundle, entered in `acquiring` while it lasts: leaving
+/// (on drop, whatever the outcome, a cancelled acquisition too) removes the entry and ends
+/// every [`Acquiring`] of it.
+struct InFlight<'a> {
+    member: &'a ClusterMember,
+    name: String,
+    /// Dropped after the entry is removed: ends the waiters.
+    _ended: watch::Sender<()>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.member.acquiring.lock().remove(&self.name);
+    }
+}
+
 impl ClusterMember {
     /// Whether this broker owns the bundle of `full_name` (a full topic name): memory only.
     #[must_use]
@@ -33,6 +68,46 @@ impl ClusterMember {
             .read()
             .values()
             .any(|b| b.namespace == ns && b.holds(h))
+    }
+
+    /// This broker's acquisition in flight of the bundle of `full_name` (a full topic name),
+    /// if there is one: memory only.
+    #[must_use]
+    pub fn acquiring(&self, full_name: &str) -> Option<Acquiring> {
+        let parts = topic_parts(full_name).ok()?;
+        let ns = parts.namespace_name();
+        let h = topic_hash(full_name);
+        self.acquiring
+            .lock()
+            .values()
+            .find(|(b, _)| b.namespace == ns && b.holds(h))
+            .map(|(_, ended)| Acquiring(ended.clone()))
+    }
+
+    /// Whether this broker serves `full_name` (a full topic name): it owns the topic's bundle,
+    /// once an acquisition of that bundle in flight here has ended.
+    pub async fn serves(&self, full_name: &str) -> bool {
+        if let Some(pending) = self.acquiring(full_name) {
+            pending.ended().await;
+        }
+        self.owns(full_name)
+    }
+
+    /// Enters this broker's acquisition of `bundle`, or, when one is in flight already, the
+    /// means to wait for it.
+    fn enter_acquiring(&self, bundle: &Bundle) -> std::result::Result<InFlight<'_>, Acquiring> {
+        let name = bundle.name();
+        let mut acquiring = self.acquiring.lock();
+        if let Some((_, ended)) = acquiring.get(&name) {
+            return Err(Acquiring(ended.clone()));
+        }
+        let (ended, rx) = watch::channel(());
+        acquiring.insert(name.clone(), (bundle.clone(), rx));
+        Ok(InFlight {
+            member: self,
+            name,
+            _ended: ended,
+        })
     }
 
     /// Names of the bundles this broker owns.
@@ -79,9 +154,16 @@ impl ClusterMember {
     /// # Errors
     /// Store failures.
     pub async fn acquire(&self, bundle: &Bundle) -> Result<Owner> {
-        if self.owned.read().contains_key(&bundle.name()) {
-            return Ok(Owner::Me);
-        }
+        // Left (on drop) only after `owned` has the outcome: see `ClusterMember::acquiring`.
+        let _in_flight = loop {
+            if self.owned.read().contains_key(&bundle.name()) {
+                return Ok(Owner::Me);
+            }
+            match self.enter_acquiring(bundle) {
+                Ok(in_flight) => break in_flight,
+                Err(pending) => pending.ended().await,
+            }
+        };
         let me = NamespaceEphemeralData::from(&self.config.urls);
         let path = paths::ownership(&bundle.name());
         match self.store().create_json(&path, &me, true).await {

@@ -35,6 +35,7 @@ impl ClusterMember {
             config,
             store: RwLock::new(store),
             owned: RwLock::new(HashMap::new()),
+            acquiring: Mutex::new(HashMap::new()),
             boundaries: RwLock::new(HashMap::new()),
             preallocated: Mutex::new(HashMap::new()),
             affinity: Mutex::new(HashMap::new()),

@@ -8,14 +8,27 @@ use pulsar_rs_broker::{BrokerError, TopicName};
 use pulsar_rs_cluster::{ClusterMember, LookupAnswer};
 use pulsar_rs_proto::{commands, pb, BaseCommand, ServerError as Wire};
 
+use super::offload::Completion;
 use super::{frame, Connection};
 use crate::cluster::member::wire;
 use crate::error::wire_code;
 
 impl Connection {
     /// In a cluster, refuses (and answers) a PRODUCER or SUBSCRIBE on a topic whose bundle
-    /// this broker does not own, as Pulsar's `checkTopicNsOwnership`.
-    pub(super) fn refuse_unowned(&self, request_id: u64, topic: &str) -> bool {
+    /// this broker does not own, as Pulsar's `checkTopicNsOwnership`; `true` when the command
+    /// is refused or held back. While this broker's acquisition of the bundle is in flight (a
+    /// lookup through another broker may have read the new lock already and sent the client
+    /// here), the command is held back and handled again, by `again`'s closure, once the
+    /// acquisition has ended: Pulsar's check waits on the pending ownership future too.
+    pub(super) fn refuse_unowned<F>(
+        &self,
+        request_id: u64,
+        topic: &str,
+        again: impl FnOnce() -> F,
+    ) -> bool
+    where
+        F: FnOnce(&mut Connection) + Send + 'static,
+    {
         let Some(member) = self.ctx.cluster.get() else {
             return false;
         };
@@ -26,6 +39,17 @@ impl Connection {
         if member.owns(&full) {
             return false;
         }
+        if let Some(pending) = member.acquiring(&full) {
+            tracing::debug!(topic = %full, request_id, "held back until this broker's acquisition of its bundle ends");
+            let (retry, completions) = (Again(again()), self.completions.clone());
+            tokio::spawn(async move {
+                pending.ended().await;
+                // The connection closed meanwhile: nothing was attached, nothing to undo.
+                let _ = completions.send(Box::new(retry));
+            });
+            return true;
+        }
+        tracing::debug!(topic = %full, request_id, "refused: bundle not owned here");
         self.error(
             request_id,
             &BrokerError::not_served(&full, &name.namespace_name()),
@@ -39,6 +63,7 @@ impl Connection {
         let (member, tx, request_id) = (Arc::clone(member), self.tx.clone(), c.request_id);
         let (topic, authoritative) = (TopicName::parse(&c.topic), c.authoritative());
         let ctx = Arc::clone(&self.ctx);
+        let asked = c.topic.clone();
         tokio::spawn(async move {
             let reply = match topic {
                 Err(e) => commands::lookup_failed(request_id, wire_code(&e), e.to_string()),
@@ -76,6 +101,7 @@ impl Connection {
                     }
                 },
             };
+            tracing::debug!(topic = %asked, request_id, authoritative, answer = ?reply.lookup_topic_response, "lookup answered");
             let _ = tx.send(frame(&reply));
         });
     }
@@ -159,4 +185,15 @@ async fn partitions(
         .record_partitions(&full, n)
         .await
         .map_err(|e| wire(&e))
+}
+
+/// A PRODUCER or SUBSCRIBE held back by [`Connection::refuse_unowned`]: handled again on the
+/// connection task.
+struct Again<F>(F);
+
+impl<F: FnOnce(&mut Connection) + Send> Completion for Again<F> {
+    fn apply(self: Box<Self>, conn: &mut Connection) {
+        (self.0)(conn);
+    }
+    fn abandon(self: Box<Self>) {}
 }

@@ -92,7 +92,13 @@ impl Connection {
                     return Some(Ok(()));
                 }
                 // In a cluster only the bundle's owner serves it, as a persistent topic.
-                if self.refuse_unowned(c.request_id, &c.topic) {
+                if self.refuse_unowned(c.request_id, &c.topic, || {
+                    let cmd = cmd.clone();
+                    move |conn: &mut Connection| {
+                        // Parsed once already: no malformed command to close the connection for.
+                        let _ = conn.non_persistent(ty, &cmd, None);
+                    }
+                }) {
                     return Some(Ok(()));
                 }
                 let r = (|| {
@@ -190,7 +196,13 @@ impl Connection {
                     ));
                     return Some(Ok(()));
                 }
-                if self.refuse_unowned(c.request_id, &c.topic) {
+                if self.refuse_unowned(c.request_id, &c.topic, || {
+                    let cmd = cmd.clone();
+                    move |conn: &mut Connection| {
+                        // Parsed once already: no malformed command to close the connection for.
+                        let _ = conn.non_persistent(ty, &cmd, None);
+                    }
+                }) {
                     return Some(Ok(()));
                 }
                 // A consumer the broker closed (its topic unloaded or deleted) is replaced by

@@ -107,7 +107,10 @@ impl Connection {
             return;
         }
         if self.refuse_missing_namespace(c.request_id, &c.topic)
-            || self.refuse_unowned(c.request_id, &c.topic)
+            || self.refuse_unowned(c.request_id, &c.topic, || {
+                let c = c.clone();
+                move |conn: &mut Connection| conn.producer(c)
+            })
         {
             return;
         }
