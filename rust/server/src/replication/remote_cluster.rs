@@ -57,8 +57,14 @@ impl RemoteCluster {
         })
     }
 
-    fn field(&self, key: &str) -> Option<&str> {
-        text(&self.data, key)
+    /// The record's `plain` URL field, or its `tls` one when the client uses TLS.
+    fn url(&self, plain: &str, tls: &str) -> Result<&str, String> {
+        let key = if self.client.tls_enabled() {
+            tls
+        } else {
+            plain
+        };
+        text(&self.data, key).ok_or_else(|| format!("cluster {} has no {key}", self.name))
     }
 
     /// The binary-protocol URL replicators connect to.
@@ -66,14 +72,8 @@ impl RemoteCluster {
     /// # Errors
     /// The record has none for the client's transport.
     pub fn broker_url(&self) -> Result<String, String> {
-        let key = if self.client.tls_enabled() {
-            "brokerServiceUrlTls"
-        } else {
-            "brokerServiceUrl"
-        };
-        self.field(key)
+        self.url("brokerServiceUrl", "brokerServiceUrlTls")
             .map(str::to_owned)
-            .ok_or_else(|| format!("cluster {} has no {key}", self.name))
     }
 
     /// The admin API's base URL (no trailing `/`).
@@ -81,14 +81,8 @@ impl RemoteCluster {
     /// # Errors
     /// The record has none for the client's transport.
     pub fn web_url(&self) -> Result<String, String> {
-        let key = if self.client.tls_enabled() {
-            "serviceUrlTls"
-        } else {
-            "serviceUrl"
-        };
-        self.field(key)
+        self.url("serviceUrl", "serviceUrlTls")
             .map(|u| u.trim_end_matches('/').to_owned())
-            .ok_or_else(|| format!("cluster {} has no {key}", self.name))
     }
 }
 
