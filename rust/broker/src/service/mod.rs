@@ -1,14 +1,17 @@
 //! `BrokerService`: the topics of one broker, their creation and lookup, partitioned-topic
 //! metadata and schemas, over one [`Storage`]. Its inactive-topic GC is in [`inactive`], its
 //! backlog quota checks in [`backlog_quota`], and its schema checks for attaching producers and
-//! consumers in `schema_admission`.
+//! consumers in `schema_admission`, partitioned-topic metadata in `partitioned`, deletion in
+//! `deletion`.
 
 pub mod backlog_quota;
+mod deletion;
 pub mod inactive;
 mod inactive_close;
 mod metric_labels;
 pub mod offload;
 mod ownership;
+mod partitioned;
 mod schema_admission;
 mod topic_listing;
 pub mod topic_quota;
@@ -32,10 +35,7 @@ use crate::nonpersistent::NonPersistentTopic;
 use crate::policies::store::PolicyStore;
 use crate::schema::SchemaRegistry;
 use crate::topic::Topic;
-
-fn partitions_key(base: &TopicName) -> String {
-    metadata_keys::partitioned_topic(&base.to_string())
-}
+use deletion::in_use;
 
 /// The broker's topics over one data directory.
 pub struct BrokerService {
@@ -316,144 +316,6 @@ impl BrokerService {
                     .then_some(self.config.default_num_partitions),
             },
         }
-    }
-
-    /// Partition count of a topic (0 = not partitioned). With auto-creation of partitioned
-    /// topics, an unknown topic is created partitioned.
-    ///
-    /// # Errors
-    /// Storage failures when auto-creating.
-    pub fn partitions(&self, name: &TopicName, auto_create: bool) -> Result<u32, BrokerError> {
-        let base = name.base();
-        if let Some(n) = self.partitioned.lock().get(&base) {
-            return Ok(if name.partition_index().is_some() {
-                0
-            } else {
-                *n
-            });
-        }
-        let exists = self.known.lock().contains(name);
-        if exists || !auto_create || name.partition_index().is_some() {
-            return Ok(0);
-        }
-        let auto = self.auto_creation(&name.namespace_name());
-        if let AutoCreation {
-            allow: true,
-            partitions: Some(n),
-        } = auto
-        {
-            self.admit_new_topics(&name.namespace_name(), n)?;
-            self.create_partitioned(name, n)?;
-            return Ok(n);
-        }
-        Ok(0)
-    }
-
-    /// Creates partitioned-topic metadata with `n` partitions.
-    ///
-    /// # Errors
-    /// [`BrokerError::AlreadyExists`], invalid counts, storage failures.
-    pub fn create_partitioned(&self, name: &TopicName, n: u32) -> Result<(), BrokerError> {
-        if n == 0 {
-            return Err(BrokerError::NotAllowed(
-                "number of partitions must be more than 0".into(),
-            ));
-        }
-        if name.partition_index().is_some() {
-            return Err(BrokerError::NotAllowed(
-                "a partition cannot itself be partitioned".into(),
-            ));
-        }
-        let mut p = self.partitioned.lock();
-        // Pulsar's texts: a partitioned topic, or a plain topic of the name.
-        if p.contains_key(name) {
-            return Err(BrokerError::AlreadyExists("Partitioned topic".into()));
-        }
-        if self.known.lock().contains(name) {
-            return Err(BrokerError::AlreadyExists("This topic".into()));
-        }
-        self.meta
-            .put(&partitions_key(name), n.to_string().as_bytes())?;
-        p.insert(name.clone(), n);
-        Ok(())
-    }
-
-    /// Takes a partitioned topic's count from the cluster's metadata store (another broker
-    /// created or raised it): recorded here too, so this broker serves its partitions as its
-    /// own. A count already known is replaced.
-    ///
-    /// # Errors
-    /// A partition name; storage failures.
-    pub fn adopt_partitioned(&self, name: &TopicName, n: u32) -> Result<(), BrokerError> {
-        if name.partition_index().is_some() || n == 0 {
-            return Err(BrokerError::NotAllowed(
-                "a partitioned topic's base name and a count above 0".into(),
-            ));
-        }
-        // Held across the metadata write, as `update_partitioned`.
-        let mut p = self.partitioned.lock();
-        if p.get(name) == Some(&n) {
-            return Ok(());
-        }
-        self.meta
-            .put(&partitions_key(name), n.to_string().as_bytes())?;
-        p.insert(name.clone(), n);
-        Ok(())
-    }
-
-    /// Forgets the record of a partitioned topic the cluster's store no longer has (deleted
-    /// through another broker), leaving its partitions' data alone (their owners delete it).
-    /// Whether there was a record.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub fn forget_partitioned(&self, name: &TopicName) -> Result<bool, BrokerError> {
-        // Held across the metadata write, as `adopt_partitioned`.
-        let mut p = self.partitioned.lock();
-        if p.remove(name).is_none() {
-            return Ok(false);
-        }
-        self.meta.delete(&partitions_key(name))?;
-        Ok(true)
-    }
-
-    /// Raises the partition count of a partitioned topic to `n` (Pulsar's
-    /// `updatePartitionedTopic`: the count only grows; the new partitions are created on first
-    /// use, as at creation).
-    ///
-    /// # Errors
-    /// [`BrokerError::TopicNotFound`] when `name` is not partitioned, [`BrokerError::NotAllowed`]
-    /// when `n` is not above the current count, storage failures.
-    pub fn update_partitioned(&self, name: &TopicName, n: u32) -> Result<(), BrokerError> {
-        // Held across the metadata write so two updates cannot interleave.
-        let mut p = self.partitioned.lock();
-        let current = *p
-            .get(name)
-            .ok_or_else(|| BrokerError::TopicNotFound(format!("partitioned topic {name}")))?;
-        if n <= current {
-            return Err(BrokerError::NotAllowed(
-                "Number of new partitions must be greater than existing number of partitions"
-                    .into(),
-            ));
-        }
-        self.meta
-            .put(&partitions_key(name), n.to_string().as_bytes())?;
-        p.insert(name.clone(), n);
-        Ok(())
-    }
-
-    /// Partitioned topics of a namespace (`tenant/ns`), with their counts.
-    #[must_use]
-    pub fn partitioned_topics(&self, namespace: &str) -> Vec<(TopicName, u32)> {
-        let mut v: Vec<(TopicName, u32)> = self
-            .partitioned
-            .lock()
-            .iter()
-            .filter(|(t, _)| t.namespace_name() == namespace)
-            .map(|(t, n)| (t.clone(), *n))
-            .collect();
-        v.sort();
-        v
     }
 
     /// Namespaces (`tenant/ns`) holding a stored topic or a partitioned topic.
@@ -780,234 +642,6 @@ impl BrokerService {
         Some(handles)
     }
 
-    /// Deletes a topic (closing it) and its stored data, as Pulsar's `deleteTopic`: without
-    /// `force`, a topic with producers or consumers connected is refused and left untouched;
-    /// with it, its consumers are disconnected and its producers' handles returned, for the
-    /// server to close them.
-    ///
-    /// # Errors
-    /// [`BrokerError::TopicNotFound`]; [`BrokerError::TopicBusy`]; [`BrokerError::NotServed`]
-    /// in a cluster when another broker owns it; storage failures.
-    pub fn delete_topic(&self, name: &TopicName, force: bool) -> Result<Vec<u64>, BrokerError> {
-        // In a cluster only the owner deletes a topic (its ledger is shared storage).
-        self.check_served(name)?;
-        let topic = {
-            // Lock: held across the check and the removal, so no client is admitted between.
-            let mut topics = self.topics.lock();
-            if !force {
-                busy(topics.get(name))?;
-            }
-            topics.remove(name)
-        };
-        let known = self.known.lock().remove(name);
-        if topic.is_none() && !known {
-            return Err(BrokerError::TopicNotFound(name.to_string()));
-        }
-        let mut producers = Vec::new();
-        // The compacted ledger is read before the topic closes (closing closes its cursors).
-        let (ledger, compacted) = match topic {
-            Some(t) => {
-                producers = t.take_producers();
-                let compacted = compaction::compacted_ledger_id(&t.ledger);
-                t.close();
-                (Arc::clone(&t.ledger), compacted)
-            }
-            None => {
-                let l = self
-                    .storage
-                    .open_ledger(&name.ledger_name(), self.config.ledger_config())?;
-                let compacted = compaction::compacted_ledger_id(&l);
-                (l, compacted)
-            }
-        };
-        let subscriptions = ledger.persisted_cursor_names()?;
-        ledger.delete()?;
-        // Its subscriptions' pending-ack logs, as Pulsar deletes them with the topic.
-        for sub in subscriptions {
-            let log = crate::transaction::pending_ack_store::ledger_name(name, &sub)?;
-            if self.storage.ledger_exists(&log)? {
-                self.storage
-                    .open_ledger(&log, self.config.ledger_config())?
-                    .delete()?;
-            }
-        }
-        if let (Some(b), Some(id)) = (self.storage.backing(), compacted) {
-            compaction::on_bookies::delete(b, id); // as Pulsar deletes a topic's compacted ledger
-        }
-        let dir = compaction::topic_dir(self.storage.dir(), &name.ledger_name());
-        if let Err(e) = std::fs::remove_dir_all(&dir) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                tracing::warn!(path = %dir.display(), error = %e, "removing compacted ledgers");
-            }
-        }
-        Ok(producers)
-    }
-
-    /// Deletes partitioned-topic metadata and every partition (in a cluster, every partition
-    /// this broker owns: the others are their owners' to delete). Without `force`, a partition
-    /// with producers or consumers connected refuses the whole delete before anything is
-    /// deleted (Pulsar answers "Topic has active producers/subscriptions"); with it, the
-    /// producers' handles of every partition are returned, for the server to close them.
-    ///
-    /// # Errors
-    /// [`BrokerError::TopicNotFound`]; [`BrokerError::TopicBusy`]; storage failures.
-    pub fn delete_partitioned(
-        &self,
-        name: &TopicName,
-        force: bool,
-    ) -> Result<Vec<u64>, BrokerError> {
-        if !force {
-            self.partitioned_idle(name)?;
-        }
-        let n = self
-            .partitioned
-            .lock()
-            .remove(name)
-            .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
-        let mut producers = Vec::new();
-        for partition in self.partition_targets(name, n) {
-            match self.delete_topic(&partition, force) {
-                Ok(handles) => producers.extend(handles),
-                // In a cluster, another broker's partition is deleted by its owner.
-                Err(BrokerError::TopicNotFound(_) | BrokerError::NotServed(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.meta.delete(&partitions_key(name))?;
-        Ok(producers)
-    }
-
-    /// Deletes every persistent topic of `namespace` with `force` (Pulsar's forced namespace
-    /// delete, before the namespace itself goes): each partitioned topic with its partitions,
-    /// then every other topic; their producers' handles are returned, for the server to close
-    /// them. The work is one topic at a time, over what exists.
-    ///
-    /// # Errors
-    /// Storage failures (the topics deleted so far stay deleted).
-    pub fn delete_namespace_topics(&self, namespace: &str) -> Result<Vec<u64>, BrokerError> {
-        let mut producers = Vec::new();
-        for (name, _) in self.partitioned_topics(namespace) {
-            match self.delete_partitioned(&name, true) {
-                Ok(handles) => producers.extend(handles),
-                Err(BrokerError::TopicNotFound(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        for name in self.topics_of_namespace(namespace) {
-            match self.delete_topic(&name, true) {
-                Ok(handles) => producers.extend(handles),
-                Err(BrokerError::TopicNotFound(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(producers)
-    }
-
-    /// Whether a partitioned topic may be deleted without `force`: none of the partitions this
-    /// broker serves has producers or consumers connected (a cluster checks this before it
-    /// deletes the store's record).
-    ///
-    /// # Errors
-    /// [`BrokerError::TopicBusy`] in Pulsar's words for a partitioned topic;
-    /// [`BrokerError::TopicNotFound`].
-    pub fn partitioned_idle(&self, name: &TopicName) -> Result<(), BrokerError> {
-        let n = self
-            .partitioned
-            .lock()
-            .get(name)
-            .copied()
-            .ok_or_else(|| BrokerError::TopicNotFound(name.to_string()))?;
-        let partitions = self.partition_targets(name, n);
-        // Lock: the topics table, for the look only.
-        let topics = self.topics.lock();
-        for p in &partitions {
-            busy(topics.get(p)).map_err(|_| {
-                BrokerError::TopicBusy("Topic has active producers/subscriptions".into())
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Deletes a loaded topic if `idle` still holds under the topics lock (inactive-topic GC,
-    /// [`inactive`]): its consumers are disconnected, its subscriptions, data and cursors
-    /// deleted and, for a non-partitioned topic, its schema and topic policies (as Pulsar's
-    /// `PersistentTopic.delete`). Returns whether it was deleted.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub(crate) fn delete_if_idle(
-        &self,
-        name: &TopicName,
-        idle: impl FnOnce(&Topic) -> bool,
-    ) -> Result<bool, BrokerError> {
-        let topic = {
-            // Lock order as in `topic`: topics, then known. Held across the check so no
-            // lookup finds the topic between the check and its removal.
-            let mut topics = self.topics.lock();
-            match topics.get(name) {
-                Some(t) if idle(t) => {}
-                _ => return Ok(false),
-            }
-            self.known.lock().remove(name);
-            topics.remove(name)
-        };
-        let Some(topic) = topic else { return Ok(false) };
-        topic.close();
-        topic.ledger.delete()?;
-        if name.partition_index().is_none() {
-            self.schemas.remove(&name.to_string())?;
-            self.policies.delete_topic(name)?;
-        }
-        Ok(true)
-    }
-
-    /// Removes a non-persistent topic if `idle` still holds under the map's lock.
-    pub(crate) fn remove_non_persistent_if_idle(
-        &self,
-        name: &TopicName,
-        idle: impl FnOnce(&NonPersistentTopic) -> bool,
-    ) -> bool {
-        let mut map = self.non_persistent.lock();
-        if map.get(name).is_some_and(|t| idle(t)) {
-            map.remove(name);
-            return true;
-        }
-        false
-    }
-
-    /// Deletes a partitioned topic's metadata (and its schema and policies) when none of its
-    /// partitions is stored any more; non-persistent partitions are never stored, so theirs is
-    /// deleted outright (Pulsar's `tryToDeletePartitionedMetadata`). Returns whether it was.
-    ///
-    /// # Errors
-    /// Metadata I/O.
-    pub(crate) fn delete_partitioned_if_unused(
-        &self,
-        base: &TopicName,
-    ) -> Result<bool, BrokerError> {
-        {
-            // Lock order as in `create_partitioned`: partitioned, then known.
-            let mut p = self.partitioned.lock();
-            let Some(n) = p.get(base).copied() else {
-                return Ok(false);
-            };
-            if base.is_persistent() {
-                let known = self.known.lock();
-                if known
-                    .iter()
-                    .any(|t| t.partition_index().is_some_and(|i| i < n) && t.base() == *base)
-                {
-                    return Ok(false);
-                }
-            }
-            self.meta.delete(&partitions_key(base))?;
-            p.remove(base);
-        }
-        self.schemas.remove(&base.to_string())?;
-        self.policies.delete_topic(base)?;
-        Ok(true)
-    }
-
     /// Pulsar's `BrokerService.checkMessageExpiry`: message TTL on every loaded topic.
     pub fn check_message_expiry(&self, now_ms: u64) {
         for t in self.loaded_topics() {
@@ -1082,20 +716,5 @@ impl BrokerService {
         }
         self.storage.close()?;
         Ok(())
-    }
-}
-
-/// Pulsar's `TopicBusyException` for a loaded topic with producers or consumers connected.
-fn busy(topic: Option<&Arc<Topic>>) -> Result<(), BrokerError> {
-    in_use(topic.map_or(0, |t| t.usage_count()))
-}
-
-/// Pulsar's refusal of a delete while `n` producers and consumers are connected.
-fn in_use(n: usize) -> Result<(), BrokerError> {
-    match n {
-        0 => Ok(()),
-        n => Err(BrokerError::TopicBusy(format!(
-            "Topic has {n} connected producers/consumers"
-        ))),
     }
 }

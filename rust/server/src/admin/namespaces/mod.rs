@@ -8,6 +8,7 @@ pub(in crate::admin) mod ns_policies;
 pub(in crate::admin) mod per_cluster;
 pub(in crate::admin) mod permissions;
 pub(in crate::admin) mod policies;
+mod policy_kinds;
 pub(in crate::admin) mod quota_retention;
 pub(in crate::admin) mod replication;
 pub(in crate::admin) mod tenants;
