@@ -47,7 +47,7 @@ SLOW_ROOMS = frozenset(
     {"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper", "cluster", "tiered"}
 )
 #: Rooms whose files share a session-scoped fixture (Apache Pulsar started once; one Spark session):
-#: under pytest-xdist (`-n 2 --dist loadgroup`, tox.ini) the whole room runs on one worker, so the
+#: under pytest-xdist (`--dist loadgroup`, tox.ini) the whole room runs on one worker, so the
 #: fixture starts once. Every other file is a group of its own (its module fixtures start once).
 ONE_WORKER_ROOMS = frozenset({"differential", "spark"})
 _TESTS = Path(__file__).resolve().parent
@@ -129,7 +129,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 
 #: Per pytest-xdist worker: [tests, seconds busy (setup + call + teardown), seconds since the
 #: session started when its last test ended]. Filled on the controller, printed at the end: how
-#: evenly the two workers share a room (CI's wall time is the later of the two).
+#: evenly the workers share a room (CI's wall time is the later of the two).
 _WORKERS: dict[str, list[float]] = {}
 _SESSION_T0 = time.monotonic()
 
