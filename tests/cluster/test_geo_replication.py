@@ -198,6 +198,45 @@ def test_a_partitioned_topic_is_replicated_partition_by_partition(pair):
         cb.close()
 
 
+def np_stats(broker: PulsarRsBroker, local: str) -> dict:
+    return ok("GET", f"{broker.http}/admin/v2/non-persistent/geo/ns/{local}/stats")  # type: ignore[return-value]
+
+
+def test_a_non_persistent_topics_messages_reach_the_other_cluster_once(pair):
+    """Pulsar's ``NonPersistentReplicator``: each message published while the replicator is
+    connected reaches the consumers attached in the other cluster, once, with its key and
+    properties; nothing comes back (the other cluster's replicator leaves replicated messages
+    alone); the replicator is in ``replication`` of the stats, not a publisher there."""
+    a, b = pair
+    topic = "non-persistent://geo/ns/ticks"
+    ca, cb = pulsar.Client(a.url), pulsar.Client(b.url)
+    try:
+        # Nothing is stored: only consumers attached when a message arrives get it, on both sides.
+        sub_a = ca.subscribe(topic, "s")
+        sub_b = cb.subscribe(topic, "s")
+        p = ca.create_producer(topic, producer_name="p-east", batching_enabled=False)
+        for here, there in ((a, "west"), (b, "east")):
+            wait_for(
+                f"the replicator towards {there} connected",
+                lambda here=here, there=there: np_stats(here, "ticks")["replication"].get(there, {}).get("connected"),
+            )
+        n = 200
+        for i in range(n):
+            p.send(f"np-{i:03d}".encode(), properties={"i": str(i)}, partition_key=f"k{i % 7}")
+        got_b = receive_all(sub_b, n)
+        assert [m.data() for m in got_b] == [f"np-{i:03d}".encode() for i in range(n)]
+        assert [m.properties()["i"] for m in got_b] == [str(i) for i in range(n)]
+        assert [m.partition_key() for m in got_b] == [f"k{i % 7}" for i in range(n)]
+        assert len(receive_all(sub_a, n)) == n, "a message came back from west"
+        east = np_stats(a, "ticks")["replication"]["west"]
+        assert east["msgOutCount"] == n and east["replicationBacklog"] == 0, east
+        assert [x["producerName"] for x in np_stats(b, "ticks")["publishers"]] == []
+        assert [x["producerName"] for x in np_stats(a, "ticks")["publishers"]] == ["p-east"]
+    finally:
+        ca.close()
+        cb.close()
+
+
 @pytest.mark.parametrize("level", ["topic", "namespace"])
 def test_a_replicator_dispatch_rate_paces_what_it_sends(pair, level):
     """The topic's `replicatorDispatchRate`, or its namespace's (this cluster's entry of the

@@ -2,6 +2,8 @@
 //! handed straight to the consumers attached at publish time and never stored. A subscription
 //! whose chosen consumer has no permits drops the message and counts it (`msgDropRate`).
 //! Acknowledgements, redelivery, seek and skip are accepted and do nothing; the backlog is 0.
+//! A geo-replicated one hands each message to its replicators' taps too
+//! ([`NonPersistentTopic::set_replication_tap`]), which send it on or drop it.
 
 mod subscription;
 
@@ -19,6 +21,10 @@ use crate::dispatch::key_shared::KeySharedMeta;
 use crate::error::BrokerError;
 use crate::naming::TopicName;
 use crate::rate::Meter;
+
+/// A replicator's tap (the server's `NonPersistentReplicator`): handed each stored entry published
+/// on the topic and its message count; it sends it on or drops and counts it, never blocking.
+pub type ReplicationTap = Arc<dyn Fn(&Bytes, u32) + Send + Sync>;
 
 /// One (partition of a) non-persistent topic.
 pub struct NonPersistentTopic {
@@ -40,6 +46,9 @@ pub struct NonPersistentTopic {
     pub(crate) last_active_ms: std::sync::atomic::AtomicU64,
     /// The broker's clock; immutable.
     clock: Arc<dyn pulsar_rs_clock::Clock>,
+    /// The replicators' taps by remote cluster. Written by the server's replication check,
+    /// read on each publish. Short lock: the taps are called after it is released.
+    replication_taps: Mutex<Vec<(String, ReplicationTap)>>,
 }
 
 impl NonPersistentTopic {
@@ -58,6 +67,7 @@ impl NonPersistentTopic {
             msg_drop: Meter::default(),
             last_active_ms: std::sync::atomic::AtomicU64::new(clock.now_ms()),
             clock,
+            replication_taps: Mutex::new(Vec::new()),
         })
     }
 
@@ -162,6 +172,46 @@ impl NonPersistentTopic {
                     .record(u64::from(messages), stored.len() as u64);
             }
         }
+        // Lock: a copy of the list (cheap `Arc` clones) so no tap runs under it.
+        let taps: Vec<ReplicationTap> = self
+            .replication_taps
+            .lock()
+            .iter()
+            .map(|(_, tap)| Arc::clone(tap))
+            .collect();
+        for tap in taps {
+            tap(stored, messages);
+        }
+    }
+
+    /// Installs the tap of the replicator towards `remote` (replacing an earlier one).
+    pub fn set_replication_tap(&self, remote: &str, tap: ReplicationTap) {
+        // Lock: see the field.
+        let mut taps = self.replication_taps.lock();
+        taps.retain(|(r, _)| r != remote);
+        taps.push((remote.to_owned(), tap));
+    }
+
+    /// Removes the tap towards `remote` if it is still `tap` (a newer replicator's stays).
+    pub fn remove_replication_tap(&self, remote: &str, tap: &ReplicationTap) {
+        // Lock: see the field.
+        self.replication_taps
+            .lock()
+            .retain(|(r, t)| r != remote || !Arc::ptr_eq(t, tap));
+    }
+
+    /// The remote clusters whose replicators tap this topic, sorted.
+    #[must_use]
+    pub fn replication_remotes(&self) -> Vec<String> {
+        // Lock: see the field.
+        let mut v: Vec<String> = self
+            .replication_taps
+            .lock()
+            .iter()
+            .map(|(r, _)| r.clone())
+            .collect();
+        v.sort();
+        v
     }
 
     /// Attaches a consumer, creating the subscription.

@@ -269,3 +269,35 @@ fn routing_is_the_persistent_dispatchers() {
     // Sorted f-a, f-b, f-c; partition 3 % 3 = 0 → f-a (id 22).
     assert_eq!(*sink.0.lock(), vec![22]);
 }
+
+#[test]
+fn replication_taps_see_every_message_and_only_their_own_tap_is_removed() {
+    let t = NonPersistentTopic::new(
+        TopicName::parse("non-persistent://a/b/t").unwrap(),
+        Arc::new(pulsar_rs_clock::SystemClock),
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let tap_of = |remote: &'static str| -> ReplicationTap {
+        let seen = Arc::clone(&seen);
+        Arc::new(move |stored: &Bytes, n: u32| seen.lock().push((remote, stored.len(), n)))
+    };
+    let (west, east) = (tap_of("west"), tap_of("east"));
+    t.set_replication_tap("west", Arc::clone(&west));
+    t.set_replication_tap("east", Arc::clone(&east));
+    assert_eq!(t.replication_remotes(), ["east", "west"]);
+    // No subscription: the message is dropped for consumers, but the taps still get it.
+    t.publish(&entry(), 3);
+    let len = entry().len();
+    assert_eq!(*seen.lock(), [("west", len, 3), ("east", len, 3)]);
+    // A newer tap towards west replaced the first: removing the first leaves it.
+    let newer = tap_of("west");
+    t.set_replication_tap("west", Arc::clone(&newer));
+    t.remove_replication_tap("west", &west);
+    assert_eq!(t.replication_remotes(), ["east", "west"]);
+    t.remove_replication_tap("west", &newer);
+    t.remove_replication_tap("east", &east);
+    assert!(t.replication_remotes().is_empty());
+    seen.lock().clear();
+    t.publish(&entry(), 1);
+    assert!(seen.lock().is_empty());
+}

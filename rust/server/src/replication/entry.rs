@@ -9,7 +9,9 @@
 //! properties, schema version) as stored. This cluster's own replicated-subscription markers
 //! go too (a SNAPSHOT's `replicate_to` keeps it home). Each message (not a marker) carries its
 //! position here in the property `__MSG_PROP_REPL_SOURCE_POSITION` (`"<ledgerId>:<entryId>"`,
-//! as Pulsar 4.0.4+'s replicator adds it), which a remote that negotiated it deduplicates on.
+//! as Pulsar 4.0.4+'s replicator adds it), which a remote that negotiated it deduplicates on;
+//! a non-persistent topic's messages have no position and carry none (Pulsar's
+//! `NonPersistentReplicator`).
 
 use bytes::Bytes;
 use pulsar_rs_broker::replicated_subscriptions::markers;
@@ -52,13 +54,13 @@ fn without_broker_entry_metadata(entry: &Bytes) -> Option<Bytes> {
     Some(entry.clone())
 }
 
-/// What to do with `entry` (as stored at `at`) on the way from cluster `local` to cluster
-/// `remote`; `aborted(most, least)` says whether a transaction was aborted (its messages stay
-/// home).
+/// What to do with `entry` (as stored at `at`; `None` for a non-persistent topic's) on the way
+/// from cluster `local` to cluster `remote`; `aborted(most, least)` says whether a transaction
+/// was aborted (its messages stay home).
 #[must_use]
 pub fn verdict(
     entry: &Bytes,
-    at: Position,
+    at: Option<Position>,
     local: &str,
     remote: &str,
     aborted: &dyn Fn(u64, u64) -> bool,
@@ -101,7 +103,7 @@ pub fn verdict(
     // The remote's transactions are not this one's (Pulsar clears them too).
     metadata.txnid_least_bits = None;
     metadata.txnid_most_bits = None;
-    if metadata.marker_type.is_none() {
+    if let (None, Some(at)) = (metadata.marker_type, at) {
         SourcePosition {
             ledger_id: at.ledger_id,
             entry_id: at.entry_id,
@@ -131,13 +133,30 @@ mod tests {
             m.txnid_least_bits = Some(2);
         });
         assert!(matches!(
-            verdict(&e, AT, "west", "east", &|m, l| (m, l) == (1, 2)),
+            verdict(&e, Some(AT), "west", "east", &|m, l| (m, l) == (1, 2)),
             Verdict::Skip(_)
         ));
-        match verdict(&e, AT, "west", "east", &NONE) {
+        match verdict(&e, Some(AT), "west", "east", &NONE) {
             Verdict::Send { metadata, .. } => assert_eq!(metadata.txnid_most_bits, None),
             v => panic!("{v:?}"),
         }
+    }
+
+    #[test]
+    fn a_non_persistent_message_goes_without_a_source_position() {
+        match verdict(&stored(|_| {}), None, "west", "east", &NONE) {
+            Verdict::Send { metadata, .. } => {
+                assert_eq!(metadata.replicated_from.as_deref(), Some("west"));
+                assert_eq!(SourcePosition::of(&metadata), None);
+            }
+            v => panic!("{v:?}"),
+        }
+        // And one that came from another cluster stays (no loop in an active-active pair).
+        let from_east = stored(|m| m.replicated_from = Some("east".into()));
+        assert!(matches!(
+            verdict(&from_east, None, "west", "east", &NONE),
+            Verdict::Skip(_)
+        ));
     }
 
     fn stored(f: impl FnOnce(&mut MessageMetadata)) -> Bytes {
@@ -154,7 +173,7 @@ mod tests {
 
     #[test]
     fn sends_with_replicated_from_and_everything_else_kept() {
-        match verdict(&stored(|_| {}), AT, "west", "east", &NONE) {
+        match verdict(&stored(|_| {}), Some(AT), "west", "east", &NONE) {
             Verdict::Send {
                 metadata,
                 payload,
@@ -184,7 +203,7 @@ mod tests {
     fn never_sends_back_what_came_from_elsewhere() {
         let e = stored(|m| m.replicated_from = Some("east".into()));
         assert!(matches!(
-            verdict(&e, AT, "west", "east", &NONE),
+            verdict(&e, Some(AT), "west", "east", &NONE),
             Verdict::Skip(_)
         ));
     }
@@ -193,11 +212,11 @@ mod tests {
     fn honours_replicate_to() {
         let only_north = stored(|m| m.replicate_to = vec!["north".into()]);
         assert!(matches!(
-            verdict(&only_north, AT, "west", "east", &NONE),
+            verdict(&only_north, Some(AT), "west", "east", &NONE),
             Verdict::Skip(_)
         ));
         assert!(matches!(
-            verdict(&only_north, AT, "west", "north", &NONE),
+            verdict(&only_north, Some(AT), "west", "north", &NONE),
             Verdict::Send { .. }
         ));
     }
@@ -206,12 +225,12 @@ mod tests {
     fn markers_go_out_come_in_or_stay() {
         let txn = stored(|m| m.marker_type = Some(21));
         assert!(matches!(
-            verdict(&txn, AT, "west", "east", &NONE),
+            verdict(&txn, Some(AT), "west", "east", &NONE),
             Verdict::Skip(_)
         ));
         let own = stored(|m| m.marker_type = Some(10));
         assert!(matches!(
-            verdict(&own, AT, "west", "east", &NONE),
+            verdict(&own, Some(AT), "west", "east", &NONE),
             Verdict::Send { .. }
         ));
         let snapshot = stored(|m| {
@@ -220,7 +239,7 @@ mod tests {
         });
         assert!(
             matches!(
-                verdict(&snapshot, AT, "west", "east", &NONE),
+                verdict(&snapshot, Some(AT), "west", "east", &NONE),
                 Verdict::Skip(_)
             ),
             "a snapshot stays home"
@@ -230,7 +249,7 @@ mod tests {
             m.replicated_from = Some("east".into());
         });
         assert!(matches!(
-            verdict(&from_east, AT, "west", "east", &NONE),
+            verdict(&from_east, Some(AT), "west", "east", &NONE),
             Verdict::Received {
                 marker_type: 13,
                 ..
@@ -238,7 +257,7 @@ mod tests {
         ));
         assert!(
             matches!(
-                verdict(&from_east, AT, "west", "north", &NONE),
+                verdict(&from_east, Some(AT), "west", "north", &NONE),
                 Verdict::Skip(_)
             ),
             "never a second hop"
@@ -249,7 +268,7 @@ mod tests {
     fn skips_garbage() {
         let garbage = Bytes::from_static(b"\x0e\x01\0\0\0\0junk");
         assert!(matches!(
-            verdict(&garbage, AT, "west", "east", &NONE),
+            verdict(&garbage, Some(AT), "west", "east", &NONE),
             Verdict::Skip(_)
         ));
     }
@@ -260,7 +279,7 @@ mod tests {
         let mut e = vec![0x0e, 0x02, 0, 0, 0, 2, 0x08, 0x01];
         e.extend_from_slice(&inner);
         assert!(matches!(
-            verdict(&Bytes::from(e), AT, "west", "east", &NONE),
+            verdict(&Bytes::from(e), Some(AT), "west", "east", &NONE),
             Verdict::Send { .. }
         ));
     }

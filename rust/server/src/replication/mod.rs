@@ -9,10 +9,13 @@
 //! The [`registry::Replicators`] keep what runs; [`spawn`] starts the task that, every second, compares
 //! the loaded topics' replication clusters with it (Pulsar runs `checkReplication` on loads
 //! and policy changes): replicators start for new clusters, stop when a topic unloads, and a
-//! cluster taken out of the list has its replicator stopped and its cursor deleted.
+//! cluster taken out of the list has its replicator stopped and its cursor deleted. A
+//! non-persistent topic's replicators ([`non_persistent`]) tap the topic instead of reading a
+//! cursor.
 
 mod entry;
 mod in_flight;
+mod non_persistent;
 mod partitions;
 pub mod registry;
 mod remote;
@@ -25,12 +28,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pulsar_rs_broker::nonpersistent::NonPersistentTopic;
 use pulsar_rs_broker::topic::Topic;
 use pulsar_rs_ledger::Cursor;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use self::registry::{Running, Status};
+use self::registry::{Replicated, Running, Status};
 use crate::context::ServerContext;
 
 /// Whether `name` is a replicator producer's (`<prefix>.<from>--><to>`), as Pulsar's
@@ -72,13 +76,32 @@ pub(crate) fn spawn(
     });
 }
 
-/// What the loaded topics want: by (topic, remote), the topic and its cursor to replicate;
-/// and (topic, remote) whose cursor must go (the cluster left the list). Blocking: opens and
-/// reads cursors.
-type Wanted = (
-    HashMap<(String, String), (Arc<Topic>, Arc<Cursor>)>,
-    Vec<(Arc<Topic>, String)>,
-);
+/// What a loaded topic wants towards one remote cluster.
+enum Want {
+    /// A persistent topic's replicator, reading this replication cursor.
+    Persistent(Arc<Topic>, Arc<Cursor>),
+    /// A non-persistent topic's replicator.
+    NonPersistent(Arc<NonPersistentTopic>),
+}
+
+impl Want {
+    /// Whether `running` replicates this very topic object (not a reload of it), still open.
+    fn is_run_by(&self, running: &Replicated) -> bool {
+        match (self, running) {
+            (Want::Persistent(w, _), Replicated::Persistent(r)) => r
+                .upgrade()
+                .is_some_and(|t| !t.ledger.is_closed() && Arc::ptr_eq(w, &t)),
+            (Want::NonPersistent(w), Replicated::NonPersistent(r)) => {
+                r.upgrade().is_some_and(|t| Arc::ptr_eq(w, &t))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// What the loaded topics want: by (topic, remote), what to replicate; and (topic, remote)
+/// whose cursor must go (the cluster left the list). Blocking: opens and reads cursors.
+type Wanted = (HashMap<(String, String), Want>, Vec<(Arc<Topic>, String)>);
 
 fn wanted(ctx: &ServerContext) -> Wanted {
     let service = &ctx.service;
@@ -106,13 +129,24 @@ fn wanted(ctx: &ServerContext) -> Wanted {
                 Ok(cursor) => {
                     run.insert(
                         (topic.name.to_string(), remote),
-                        (Arc::clone(&topic), cursor),
+                        Want::Persistent(Arc::clone(&topic), cursor),
                     );
                 }
                 Err(e) => {
                     tracing::warn!(topic = %topic.name, remote = %remote, error = %e, "opening a replication cursor");
                 }
             }
+        }
+    }
+    for topic in service.non_persistent_topics() {
+        for remote in service
+            .policies
+            .remote_clusters_in(&topic.name, local, &mut namespaces)
+        {
+            run.insert(
+                (topic.name.to_string(), remote),
+                Want::NonPersistent(Arc::clone(&topic)),
+            );
         }
     }
     (run, stale)
@@ -128,35 +162,45 @@ async fn check(ctx: &Arc<ServerContext>) {
         // Lock: map bookkeeping only, no await inside.
         let mut running = ctx.replicators.running.lock();
         running.retain(|key, r| {
-            // The same topic object (not a reload of it), still open, still wanting it.
-            let keep = r.topic.upgrade().is_some_and(|t| {
-                !t.ledger.is_closed() && run.get(key).is_some_and(|(w, _)| Arc::ptr_eq(w, &t))
-            });
+            let keep = run.get(key).is_some_and(|want| want.is_run_by(&r.topic));
             if !keep {
                 r.task.abort();
             }
             keep
         });
-        for (key, (topic, cursor)) in run {
+        for (key, want) in run {
             if running.contains_key(&key) {
                 continue;
             }
             let remote = key.1.clone();
             let status = Arc::new(Status::default());
-            let task = tokio::spawn(replicator::run(
-                Arc::clone(ctx),
-                Arc::clone(&topic),
-                remote,
-                cursor,
-                Arc::clone(&status),
-            ))
-            .abort_handle();
+            let (topic, task) = match want {
+                Want::Persistent(topic, cursor) => (
+                    Replicated::Persistent(Arc::downgrade(&topic)),
+                    tokio::spawn(replicator::run(
+                        Arc::clone(ctx),
+                        topic,
+                        remote,
+                        cursor,
+                        Arc::clone(&status),
+                    )),
+                ),
+                Want::NonPersistent(topic) => (
+                    Replicated::NonPersistent(Arc::downgrade(&topic)),
+                    tokio::spawn(non_persistent::run(
+                        Arc::clone(ctx),
+                        topic,
+                        remote,
+                        Arc::clone(&status),
+                    )),
+                ),
+            };
             running.insert(
                 key,
                 Running {
-                    topic: Arc::downgrade(&topic),
+                    topic,
                     status,
-                    task,
+                    task: task.abort_handle(),
                 },
             );
         }

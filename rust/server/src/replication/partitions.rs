@@ -7,26 +7,26 @@
 
 use axum::body::Bytes;
 use axum::http::{Method, StatusCode};
-use pulsar_rs_broker::topic::Topic;
+use pulsar_rs_broker::TopicName;
 
 use super::remote_cluster::RemoteCluster;
 use crate::cluster::peers::admin;
 use crate::context::ServerContext;
 
-/// Makes sure the remote cluster `remote` knows `topic`'s partitioned topic (nothing to do for
-/// a topic that is not a partition).
+/// Makes sure the remote cluster `remote` knows the partitioned topic of `topic` (nothing to do
+/// for a topic that is not a partition).
 ///
 /// # Errors
 /// The remote's refusal or silence, as text.
 pub(super) async fn ensure_on_remote(
     ctx: &ServerContext,
     remote: &str,
-    topic: &Topic,
+    topic: &TopicName,
 ) -> Result<(), String> {
-    if topic.name.partition_index().is_none() {
+    if topic.partition_index().is_none() {
         return Ok(());
     }
-    let base = topic.name.base();
+    let base = topic.base();
     let partitions = ctx
         .service
         .partitions(&base, false)

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
+use pulsar_rs_broker::nonpersistent::NonPersistentTopic;
 use pulsar_rs_broker::topic::Topic;
 use pulsar_rs_broker::Meter;
 use tokio::task::AbortHandle;
@@ -21,6 +22,9 @@ pub struct Status {
     address: Mutex<Option<String>>,
     /// Messages and bytes the remote cluster receipted.
     pub msg_out: Meter,
+    /// A non-persistent topic's messages dropped: not connected, or its queue full (Pulsar's
+    /// `NonPersistentReplicator` `msgDropRate`); always 0 for a persistent topic's.
+    pub msg_drop: Meter,
 }
 
 impl Status {
@@ -56,10 +60,19 @@ impl Status {
     }
 }
 
+/// The topic object a replicator replicates (a reload makes a new one, and a new replicator).
+#[derive(Clone)]
+pub(super) enum Replicated {
+    /// A persistent topic's, read from its replication cursor.
+    Persistent(Weak<Topic>),
+    /// A non-persistent topic's, tapped on publish.
+    NonPersistent(Weak<NonPersistentTopic>),
+}
+
 /// One running replicator.
 pub(super) struct Running {
-    /// The topic object it replicates (a reload makes a new one, and a new replicator).
-    pub(super) topic: Weak<Topic>,
+    /// The topic object it replicates.
+    pub(super) topic: Replicated,
     /// What it shows in stats.
     pub(super) status: Arc<Status>,
     /// Its task, aborted when it must stop.
@@ -91,13 +104,17 @@ impl Replicators {
         v
     }
 
-    /// Each topic with replicators: its remote clusters and whether each is connected.
+    /// Each persistent topic with replicators: its remote clusters and whether each is
+    /// connected.
     pub(super) fn by_topic(&self) -> Vec<TopicReplicators> {
         let mut by: HashMap<&str, TopicReplicators> = HashMap::new();
         let running = self.running.lock();
         for ((topic, remote), run) in running.iter() {
+            let Replicated::Persistent(weak) = &run.topic else {
+                continue;
+            };
             by.entry(topic.as_str())
-                .or_insert_with(|| (run.topic.clone(), Vec::new()))
+                .or_insert_with(|| (weak.clone(), Vec::new()))
                 .1
                 .push((remote.clone(), run.status.is_connected()));
         }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pulsar_rs_broker::rate::RateLimiter;
+use pulsar_rs_broker::topic::repl_source::replicator_producer_name;
 use pulsar_rs_broker::topic::Topic;
 use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_ledger::{Cursor, Entry, Position};
@@ -69,10 +70,7 @@ pub(super) async fn run(
     status: Arc<Status>,
 ) {
     let local = ctx.service.config.cluster_name.clone();
-    let name = format!(
-        "{}.{local}-->{remote}",
-        ctx.service.config.replicator_prefix
-    );
+    let name = replicator_producer_name(&ctx.service.config.replicator_prefix, &local, &remote);
     let topic_name = topic.name.to_string();
     let mut backoff = BACKOFF_MIN;
     let mut failures = 0u32;
@@ -80,7 +78,7 @@ pub(super) async fn run(
     let mut partitioned_on_remote = false;
     while !topic.ledger.is_closed() {
         if !partitioned_on_remote {
-            match super::partitions::ensure_on_remote(&ctx, &remote, &topic).await {
+            match super::partitions::ensure_on_remote(&ctx, &remote, &topic.name).await {
                 Ok(()) => partitioned_on_remote = true,
                 // The producer is tried anyway; the failure shows with the producer's, if any.
                 Err(e) => tracing::debug!(topic = %topic_name, remote = %remote, "replicator: {e}"),
@@ -234,7 +232,7 @@ async fn pump(
         let mut received = Vec::new();
         let (mut sent_messages, mut sent_bytes) = (0u64, 0u64);
         for e in entries {
-            match entry::verdict(&e.data, e.position, local, remote, &aborted) {
+            match entry::verdict(&e.data, Some(e.position), local, remote, &aborted) {
                 Verdict::Skip(why) => {
                     tracing::trace!(position = %e.position, remote, "not replicated: {why}");
                     skipped.push(e.position);

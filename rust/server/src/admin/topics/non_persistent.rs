@@ -1,6 +1,6 @@
 //! Admin REST for `non-persistent://` topics: the namespace's topic lists, `stats` (with
-//! `msgDropRate` on the topic, its publishers' side and each subscription), partitioned-topic
-//! metadata, and a topic's delete and unload.
+//! `msgDropRate` on the topic, its publishers' side, each subscription and each replicator),
+//! partitioned-topic metadata, and a topic's delete and unload.
 
 use std::collections::HashMap;
 
@@ -134,9 +134,13 @@ async fn stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
             }),
         );
     }
+    // Another cluster's replicator producer is not a publisher (Pulsar lists it under
+    // `replication`).
+    let prefix = &ctx.service.config.replicator_prefix;
     let publishers: Vec<serde_json::Value> = topic
         .producers()
         .into_iter()
+        .filter(|p| !crate::replication::is_replicator_producer(prefix, p))
         .map(|p| json!({ "producerName": p, "msgDropRate": 0.0 }))
         .collect();
     Json(json!({
@@ -151,6 +155,7 @@ async fn stats(State(ctx): Ctx, TopicPath(name): TopicPath) -> Response {
         "backlogSize": 0,
         "publishers": publishers,
         "subscriptions": subs,
+        "replication": super::replication_stats::non_persistent_replication_json(&ctx, &topic),
     }))
     .into_response()
 }

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
+use pulsar_rs_broker::nonpersistent::NonPersistentTopic;
 use pulsar_rs_broker::topic::Topic;
 
 use super::instant::instant_string;
@@ -65,6 +66,40 @@ pub(in crate::admin) fn replication_json(ctx: &ServerContext, topic: &Topic) -> 
             }
         }
         out.insert(peer.remote, doc);
+    }
+    Value::Object(out)
+}
+
+/// The `replication` map of a non-persistent topic's stats (Pulsar's
+/// `NonPersistentReplicatorStatsImpl`): per remote cluster, what this broker's replicator sent
+/// (`msgRateOut`...) and dropped (`msgDropRate`), and whether it is connected; no backlog.
+pub(in crate::admin) fn non_persistent_replication_json(
+    ctx: &ServerContext,
+    topic: &NonPersistentTopic,
+) -> Value {
+    let mut out = Map::new();
+    for (remote, status) in ctx.replicators.of_topic(&topic.name.to_string()) {
+        let (rate_out, tput_out) = status.msg_out.rates();
+        let since = status.connected_since_ms();
+        let mut doc = json!({
+            "msgRateOut": rate_out,
+            "msgOutCount": status.msg_out.total(),
+            "msgThroughputOut": tput_out,
+            "bytesOutCount": status.msg_out.total_bytes(),
+            "msgDropRate": status.msg_drop.rates().0,
+            "replicationBacklog": 0,
+            "connected": since.is_some(),
+        });
+        if let (Value::Object(m), Some(ms)) = (&mut doc, since) {
+            if let Some(address) = status.address() {
+                m.insert("outboundConnection".to_owned(), Value::String(address));
+            }
+            m.insert(
+                "outboundConnectedSince".to_owned(),
+                Value::String(instant_string(pulsar_rs_clock::system_time_of_ms(ms))),
+            );
+        }
+        out.insert(remote, doc);
     }
     Value::Object(out)
 }
