@@ -81,6 +81,9 @@ public abstract class PulsarTestBase {
         // best effort
       }
     }
+    if (client != null && !closeables.contains(client)) {
+      closing.add(client.closeAsync()); // a client a test put there (TransactionTest's)
+    }
     if (admin != null) {
       admin.close();
     }
