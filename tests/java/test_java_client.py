@@ -8,7 +8,7 @@ in the Java sources and counted as skipped. The same sources run with each clien
 (4.0.13, 4.2.4, and 5.0.1's classic API), one test item each, each on a worker of its own under
 pytest-xdist (its ``xdist_group``).
 
-In CI the suite's ``TransactionTest`` (12 tests, 80 s) is left to the cluster room, which runs it on
+In CI the suite's ``TransactionTest`` (12 tests) is left to the cluster room, which runs it on
 three brokers (tests/cluster/test_cluster_transactions.py); ``PULSAR_RS_FULL_SUITES=1``
 (benches/long_suites.sh) runs it here too, on one broker.
 
