@@ -56,10 +56,10 @@ _TESTS = Path(__file__).resolve().parent
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook reads the ``xdist_group`` marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test with its room (and ``slow`` for the slow rooms) and its ``xdist_group``
-    (``ONE_WORKER_ROOMS``, else its file); a test outside the rooms is an error, so that a new file
-    cannot escape the selections. The ``ONE_WORKER_ROOMS`` go first: pytest-xdist hands groups out
-    in this order as workers free up, and the two largest groups starting last would leave one
-    worker running alone at the end of a room."""
+    (``ONE_WORKER_ROOMS``, else its file, unless the test names its own); a test outside the rooms
+    is an error, so that a new file cannot escape the selections. The ``ONE_WORKER_ROOMS`` go
+    first: pytest-xdist hands groups out in this order as workers free up, and the two largest
+    groups starting last would leave one worker running alone at the end of a room."""
     homeless = set()
     one_worker: set[int] = set()
     for item in items:
@@ -74,7 +74,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if room in SLOW_ROOMS:
             item.add_marker("slow")
         group = room if room in ONE_WORKER_ROOMS else str(item.path.relative_to(_TESTS))
-        item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("xdist_group") is None:  # a test may name its own (tests/java's clients)
+            item.add_marker(pytest.mark.xdist_group(group))
         if room in ONE_WORKER_ROOMS:
             one_worker.add(id(item))
     items.sort(key=lambda item: id(item) not in one_worker)  # stable: each file keeps its order

@@ -4,9 +4,11 @@ Runs the JUnit 5 suite of ``tests/java`` (a Maven project) with Maven against a 
 default settings and, for ``TransactionTest``, a second one with transactions enabled, then reads
 Surefire's XML reports: no failure, no error, and at least ``MIN_TESTS`` tests run (so that an empty
 or partial run cannot pass). Tests the broker does not pass yet are ``@Disabled("pulsar-rs: ...")``
-in the Java sources and counted as skipped.
+in the Java sources and counted as skipped. The same sources run with each client of ``CLIENTS``
+(4.0.13, 4.2.4, and 5.0.1's classic API), one test item each, each on a worker of its own under
+pytest-xdist (its ``xdist_group``).
 
-In CI the suite's ``TransactionTest`` (12 tests, 80 s) is left to the cluster room, which runs it on
+In CI the suite's ``TransactionTest`` (12 tests) is left to the cluster room, which runs it on
 three brokers (tests/cluster/test_cluster_transactions.py); ``PULSAR_RS_FULL_SUITES=1``
 (benches/long_suites.sh) runs it here too, on one broker.
 
@@ -83,11 +85,10 @@ def run_maven(
     txn_service_url: str,
     txn_admin_url: str,
     only: str | None = None,
-    client_version: str | None = None,
+    profile: str | None = None,
 ) -> subprocess.CompletedProcess:
     """``mvn test`` of ``project`` against these brokers; ``only``: Surefire's ``-Dtest`` (one class,
-    or ``!Class`` for all but one);
-    ``client_version``: the Java client and admin client of another Pulsar release (``pulsar.version``)."""
+    or ``!Class`` for all but one); ``profile``: the pom's profile of another client (``CLIENTS``)."""
     cmd = [
         "mvn",
         "-B",
@@ -100,7 +101,7 @@ def run_maven(
         f"-Dpulsar.txnServiceUrl={txn_service_url}",
         f"-Dpulsar.txnAdminUrl={txn_admin_url}",
         *([f"-Dtest={only}"] if only else []),
-        *([f"-Dpulsar.version={client_version}"] if client_version else []),
+        *([f"-P{profile}"] if profile else []),
     ]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, cwd=project
@@ -114,11 +115,20 @@ def run_maven(
     return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
 
 
-def test_java_client_suite(pulsar_broker_factory, tmp_path):
+#: The Java clients (and admin clients) the suite runs with, each with its Maven profile (pom.xml):
+#: the default, the newest 4.x, and 5.0's classic API (its unshaded ``pulsar-client-original``, the
+#: shaded client not being served here). Resolved from Maven Central on 2026-12-07.
+CLIENTS = {"4.0.13": None, "4.2.4": "pulsar-4.2", "5.0.1": "pulsar-5.0"}
+
+
+@pytest.mark.parametrize(
+    "client", [pytest.param(v, marks=pytest.mark.xdist_group(f"java-client-{v}")) for v in CLIENTS]
+)
+def test_java_client_suite(client, pulsar_broker_factory, tmp_path):
     # Pulsar's default (no transactions) for every test but TransactionTest, which gets a broker
-    # with the transaction coordinator.
+    # with the transaction coordinator (only when it runs: FULL).
     pulsar_broker = pulsar_broker_factory()
-    txn_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True)
+    txn_broker = pulsar_broker_factory(transactionCoordinatorEnabled=True) if FULL else pulsar_broker
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")
@@ -135,39 +145,16 @@ def test_java_client_suite(pulsar_broker_factory, tmp_path):
         txn_broker.service_url,
         txn_broker.admin_url,
         only=None if FULL else f"!{CLUSTER_ROOM_CLASS}",
+        profile=CLIENTS[client],
     )
 
     assert reports.is_dir(), f"no Surefire reports (mvn exit {result.returncode}):\n{result.stdout[-5000:]}"
     s = read_reports(reports)
-    print(f"java client tests: {s.passed} passed, {s.failures + s.errors} failed of {s.tests} ({s.skipped} disabled)")
+    failed = s.failures + s.errors
+    print(f"java client {client} tests: {s.passed} passed, {failed} failed of {s.tests} ({s.skipped} disabled)")
     assert not s.failed, "failing Java tests:\n" + "\n".join(s.failed)
     assert s.failures == 0
     assert s.errors == 0
     expected = MIN_TESTS + (CLUSTER_ROOM_TESTS if FULL else 0)
     assert s.tests >= expected, f"only {s.tests} Java tests ran, expected at least {expected}"
     assert result.returncode == 0, f"mvn exit {result.returncode}:\n{result.stdout[-5000:]}"
-
-
-#: The newest Java client served here with its admin client (Maven Central, resolved on 2026-12-06).
-NEWER_CLIENT = "4.2.4"
-
-
-def test_pattern_watcher_with_the_newer_java_client(pulsar_broker, tmp_path):
-    """``PatternWatcherTest`` with the Java client 4.2.4: its pattern consumer (discovery period one
-    minute) consumes a topic created after it within 5 s, told by the broker's topic-list watcher."""
-    for tool in ("mvn", "java"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"`{tool}` is not installed: the Java client suite needs a JDK (17+) and Maven")
-    project = tmp_path / "java"
-    shutil.copytree(JAVA_DIR, project, ignore=shutil.ignore_patterns("target", "__pycache__", "*.py"))
-    # Only this test and its base compile against the newer client (other tests use 4.0 API).
-    for source in (project / "src" / "test" / "java").rglob("*.java"):
-        if source.name not in ("PulsarTestBase.java", "PatternWatcherTest.java"):
-            source.unlink()
-    url, http = pulsar_broker.service_url, pulsar_broker.admin_url
-    result = run_maven(project, url, http, url, http, only="PatternWatcherTest", client_version=NEWER_CLIENT)
-    s = read_reports(project / "target" / "surefire-reports")
-    print(f"java {NEWER_CLIENT} PatternWatcherTest: {s.passed} passed, {s.failures + s.errors} failed of {s.tests}")
-    assert not s.failed, "failing Java tests:\n" + "\n".join(s.failed)
-    assert s.tests == 1 and s.passed == 1, (s, result.stdout[-5000:])
-    assert result.returncode == 0, result.stdout[-5000:]

@@ -7,6 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +24,6 @@ import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.common.naming.TopicDomain;
-import org.apache.pulsar.common.naming.TopicVersion;
 import org.apache.pulsar.common.policies.data.AuthAction;
 import org.apache.pulsar.common.policies.data.BacklogQuota;
 import org.apache.pulsar.common.policies.data.ClusterData;
@@ -50,9 +53,21 @@ class AdminTest extends PulsarTestBase {
     return ids;
   }
 
+  /**
+   * The client's own health check (the 4.0 client asks with {@code topicVersion=V1}; 4.2 and 5.0, whose
+   * admin API no longer has {@code TopicVersion}, without it), and the {@code topicVersion=V2} one,
+   * asked over HTTP as the 4.0 client's {@code healthcheck(TopicVersion.V2)} does.
+   */
   @Test
   void brokersHealthcheck() throws Exception {
-    admin.brokers().healthcheck(TopicVersion.V2);
+    admin.brokers().healthcheck();
+    HttpResponse<String> v2 =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create(adminUrl() + "/admin/v2/brokers/health?topicVersion=V2")).build(),
+                HttpResponse.BodyHandlers.ofString());
+    assertEquals(200, v2.statusCode(), v2.body());
+    assertEquals("ok", v2.body());
   }
 
   @Test

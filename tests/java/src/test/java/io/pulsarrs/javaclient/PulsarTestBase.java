@@ -6,7 +6,11 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.pulsar.client.admin.PulsarAdmin;
@@ -16,8 +20,10 @@ import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.ProducerBuilder;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -29,6 +35,8 @@ public abstract class PulsarTestBase {
   protected PulsarClient client;
   protected PulsarAdmin admin;
   private final List<AutoCloseable> closeables = new ArrayList<>();
+  /** Each test class's clients being closed (classes may run in parallel: pom.xml). */
+  private static final Map<Class<?>, List<CompletableFuture<Void>>> CLOSING = new ConcurrentHashMap<>();
 
   static String serviceUrl() {
     return required("pulsar.serviceUrl");
@@ -52,20 +60,41 @@ public abstract class PulsarTestBase {
     admin = PulsarAdmin.builder().serviceHttpUrl(adminUrl()).build();
   }
 
+  /**
+   * Closes the test's clients without waiting for the end of their shutdown: a Java client's close
+   * closes its producers and consumers, then shuts its Netty event loops down gracefully, which
+   * waits out Netty's two-second quiet period (every client version here), two seconds a test that
+   * the test does not need, as every test has its own topics. {@link #awaitClientsClosed} waits for
+   * them, and fails when one did not close.
+   */
   @AfterEach
   void closeClients() throws Exception {
+    List<CompletableFuture<Void>> closing = CLOSING.computeIfAbsent(getClass(), k -> new CopyOnWriteArrayList<>());
     for (AutoCloseable c : closeables) {
+      if (c instanceof PulsarClient pc) {
+        closing.add(pc.closeAsync());
+        continue;
+      }
       try {
         c.close();
       } catch (Exception ignored) {
         // best effort
       }
     }
-    if (client != null) {
-      client.close();
+    if (client != null && !closeables.contains(client)) {
+      closing.add(client.closeAsync()); // a client a test put there (TransactionTest's)
     }
     if (admin != null) {
       admin.close();
+    }
+  }
+
+  /** The clients' closes started by {@link #closeClients} in this class: all must complete. */
+  @AfterAll
+  static void awaitClientsClosed(TestInfo info) throws Exception {
+    List<CompletableFuture<Void>> closing = CLOSING.remove(info.getTestClass().orElseThrow());
+    if (closing != null) {
+      CompletableFuture.allOf(closing.toArray(new CompletableFuture<?>[0])).get(60, TimeUnit.SECONDS);
     }
   }
 

@@ -41,8 +41,7 @@ class TransactionTest extends PulsarTestBase {
             .operationTimeout(10, TimeUnit.SECONDS)
             .enableTransaction(true)
             .build();
-    client.close();
-    client = txnClient;
+    client = txnClient; // closed after the test, as the base's own client (PulsarTestBase#closeClients)
     admin.close();
     admin = PulsarAdmin.builder().serviceHttpUrl(required("pulsar.txnAdminUrl")).build();
   }
