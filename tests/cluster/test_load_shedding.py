@@ -1,10 +1,12 @@
-"""Load shedding (Pulsar's ``loadBalancerSheddingEnabled`` with ``ThresholdShedder``, its default
-strategy before 5.0): two brokers, every bundle of a namespace on one of them and traffic on
-all of them; the leader's next round (``loadBalancerSheddingIntervalMinutes``, one minute: the
-shortest Pulsar allows) finds that broker's usage over the average by
-``loadBalancerBrokerThresholdShedderPercentage`` and unloads its busiest bundle on it; the next
-lookup places that bundle on the other broker. The producers and consumers follow it, and
-every message acknowledged to a producer is received."""
+"""Load shedding (Pulsar's ``loadBalancerSheddingEnabled``) with ``ThresholdShedder``, its default
+strategy before 5.0, and ``AvgShedder`` (PIP-364), 5.0's default for shedding and placement: two
+brokers, every bundle of a namespace on one of them and traffic on all of them; the leader's
+next round (``loadBalancerSheddingIntervalMinutes``, one minute: the shortest Pulsar allows)
+finds that broker over the line (``ThresholdShedder``: its usage over the average by
+``loadBalancerBrokerThresholdShedderPercentage``; ``AvgShedder``: the pair's scores apart by its
+thresholds) and unloads bundles from it; the next lookup places them on the other broker
+(``AvgShedder``: the one it paired the busy broker with). The producers and consumers follow,
+and every message acknowledged to a producer is received."""
 
 from __future__ import annotations
 
@@ -41,18 +43,39 @@ def load_report(broker: PulsarRsBroker) -> dict:
         return json.load(r)
 
 
-def test_the_leader_sheds_a_bundle_from_the_broker_over_the_average(pulsar_cluster_factory):
+#: Each strategy's settings. Two brokers and a test client share two cores, so each line is
+#: drawn low: ThresholdShedder's 1 point over the average (Pulsar's default 10) with no minimum
+#: throughput (default 10 MB/s); AvgShedder's pair 1 (low) and 2 (high) score points apart
+#: (defaults 15 and 40), shedding at the first high hit (default 2), half the pair's difference
+#: (default 20 %: one bundle's traffic of four would not fit), no minimum rate.
+STRATEGIES = {
+    "ThresholdShedder": {
+        "loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder",
+        "loadBalancerBrokerThresholdShedderPercentage": 1,
+        "loadBalancerBundleUnloadMinThroughputThreshold": 0,
+    },
+    "AvgShedder": {
+        # Pulsar 5.0's default for both, named as an operator names them.
+        "loadBalancerLoadSheddingStrategy": "org.apache.pulsar.broker.loadbalance.impl.AvgShedder",
+        "loadBalancerLoadPlacementStrategy": "org.apache.pulsar.broker.loadbalance.impl.AvgShedder",
+        "loadBalancerAvgShedderLowThreshold": 1,
+        "loadBalancerAvgShedderHighThreshold": 2,
+        "loadBalancerAvgShedderHitCountHighThreshold": 1,
+        "maxUnloadPercentage": 0.5,
+        "minUnloadMessage": 0,
+        "minUnloadMessageThroughput": 0,
+    },
+}
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_the_leader_sheds_a_bundle_from_the_busy_broker(pulsar_cluster_factory, strategy):
     cluster = pulsar_cluster_factory(
         brokers=2,
         bookies=2,
         defaultNumberOfNamespaceBundles=4,
         loadBalancerAutoBundleSplitEnabled=False,
-        # Pulsar 5.0's default is AvgShedder; this test is about ThresholdShedder.
-        loadBalancerLoadSheddingStrategy="org.apache.pulsar.broker.loadbalance.impl.ThresholdShedder",
-        # Two brokers and a test client share two cores: the line is 1 point over the
-        # average (Pulsar's default 10), with no minimum throughput (default 10 MB/s).
-        loadBalancerBrokerThresholdShedderPercentage=1,
-        loadBalancerBundleUnloadMinThroughputThreshold=0,
+        **STRATEGIES[strategy],
     )
     hot, cold = cluster.brokers
     admin = Admin(hot.http)
@@ -161,3 +184,10 @@ def test_the_leader_sheds_a_bundle_from_the_broker_over_the_average(pulsar_clust
     cpu = re.search(r"^pulsar_lb_cpu_usage\{[^}]*metric=\"loadBalancing\"\} (\S+)$", hot_metrics, re.M)
     assert cpu is not None and float(cpu.group(1)) > 0, hot_metrics[-2000:]
     assert len(acked) > 1000, len(acked)
+    # The strategy that shed is the one configured (an unknown name would fall back to
+    # ThresholdShedder, as Pulsar's does).
+    said = {
+        "AvgShedder": "AvgShedder: shedding load from the busier broker of a pair",
+        "ThresholdShedder": "shedding load from a broker over the average",
+    }[strategy]
+    assert any(said in b.log() for b in cluster.brokers), f"no {said!r} in the brokers' logs"
