@@ -198,6 +198,32 @@ def test_a_partitioned_topic_is_replicated_partition_by_partition(pair):
         cb.close()
 
 
+def test_a_replication_backlog_expires_as_pulsars(pair):
+    """The admin ``expireMessages`` on a replicator's cursor (``pulsar.repl.<cluster>``), as
+    Pulsar's ``PersistentReplicator.expireMessages``: with the remote down, a small backlog whose
+    oldest message has not expired is left (409, not issued); once it has, what waited for that
+    cluster is dropped and counted under ``replication`` in the stats."""
+    a, b = pair
+    path = f"{a.http}/admin/v2/persistent/geo/ns/expiring"
+    ca = pulsar.Client(a.url)
+    try:
+        p = ca.create_producer("persistent://geo/ns/expiring", batching_enabled=False)
+        b.kill()
+        for i in range(20):
+            p.send(b"m-%02d" % i)
+        west = lambda: ok("GET", f"{path}/stats")["replication"]["west"]  # noqa: E731
+        wait_for("the backlog towards west", lambda: west()["replicationBacklog"] == 20)
+        status, answer = call("POST", f"{path}/subscription/pulsar.repl.west/expireMessages/3600")
+        assert status == 409 and "not issued" in str(answer), (status, answer)
+        assert call("POST", f"{path}/subscription/pulsar.repl.north/expireMessages/1")[0] == 404
+        time.sleep(1.5)  # a TTL of 1 s, on the broker's real clock: the messages must age
+        ok("POST", f"{path}/subscription/pulsar.repl.west/expireMessages/1")
+        stats = west()
+        assert stats["replicationBacklog"] == 0 and stats["msgExpiredCount"] == 20, stats
+    finally:
+        ca.close()
+
+
 def np_stats(broker: PulsarRsBroker, local: str) -> dict:
     return ok("GET", f"{broker.http}/admin/v2/non-persistent/geo/ns/{local}/stats")  # type: ignore[return-value]
 

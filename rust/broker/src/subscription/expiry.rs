@@ -14,9 +14,9 @@
 
 use std::sync::atomic::Ordering;
 
-use pulsar_rs_ledger::{ManagedLedger, Position};
+use pulsar_rs_ledger::{Cursor, ManagedLedger, Position};
 
-use super::expiry_monitor::Running;
+use super::expiry_monitor::{ExpiryMonitor, Running};
 use super::Subscription;
 use crate::error::BrokerError;
 
@@ -68,6 +68,17 @@ fn expired_by_publish_time(
     Ok(ml.previous_position(first_kept))
 }
 
+/// What an expiry check works on, for its decisions and its log line.
+pub struct Target<'a> {
+    /// The topic's name.
+    pub topic: &'a str,
+    /// The subscription's or replication cursor's name.
+    pub name: &'a str,
+    /// Whether a backlog under `MINIMUM_BACKLOG_FOR_EXPIRY_CHECK` is checked only when its
+    /// oldest entry has expired (a subscription with consumers connected; a replicator always).
+    pub small_backlog_rule: bool,
+}
+
 /// Expires the messages of `sub` older than `ttl_seconds` (Pulsar's
 /// `PersistentSubscription.expireMessages(int)`). Returns whether the check was issued: not
 /// when the subscription has no backlog, when it is almost caught up with consumers connected
@@ -80,19 +91,46 @@ pub fn expire_messages(
     ttl_seconds: u64,
     now_ms: u64,
 ) -> Result<bool, BrokerError> {
-    let ml = sub.cursor.ledger();
+    let target = Target {
+        topic: &sub.topic,
+        name: &sub.name,
+        small_backlog_rule: !sub.consumers().is_empty(),
+    };
+    let expired = expire_cursor(&sub.cursor, &sub.expiry, &target, ttl_seconds, now_ms)?;
+    if expired.is_some_and(|n| n > 0) {
+        // Pulsar wakes Key_Shared dispatchers here (`markDeletePositionMoveForward`); every
+        // dispatcher may trim what it holds.
+        sub.poke();
+    }
+    Ok(expired.is_some())
+}
+
+/// Pulsar's `PersistentMessageExpiryMonitor.expireMessages(int)` on `cursor` with its
+/// `monitor`: `None` when the check was not issued (no backlog; a small backlog whose oldest
+/// entry has not expired, under `target`'s rule; another check running), else the entries
+/// expired.
+///
+/// # Errors
+/// Storage failures reading timestamps or persisting the cursor.
+pub fn expire_cursor(
+    cursor: &Cursor,
+    monitor: &ExpiryMonitor,
+    target: &Target<'_>,
+    ttl_seconds: u64,
+    now_ms: u64,
+) -> Result<Option<u64>, BrokerError> {
+    let ml = cursor.ledger();
     let ttl_ms = ttl_seconds.saturating_mul(1000);
-    let backlog = sub.cursor.backlog();
+    let backlog = cursor.backlog();
     if backlog == 0 {
-        return Ok(false);
+        return Ok(None);
     }
-    if !sub.consumers().is_empty()
+    if target.small_backlog_rule
         && backlog < MINIMUM_BACKLOG_FOR_EXPIRY_CHECK
-        && !oldest_expired(ml, sub, ttl_ms, now_ms)?
+        && !oldest_expired(ml, cursor, ttl_ms, now_ms)?
     {
-        return Ok(false);
+        return Ok(None);
     }
-    let monitor = &sub.expiry;
     // Relaxed: statistics.
     monitor.last_expire_ms.store(now_ms, Ordering::Relaxed);
     // Acquire: pairs with the Release of the previous check's end.
@@ -101,28 +139,26 @@ pub fn expire_messages(
         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
-        return Ok(false);
+        return Ok(None);
     }
     let _running = Running(&monitor.in_progress);
     if ttl_seconds == 0 {
         // Pulsar's `isEntryExpired`: a TTL of 0 expires nothing (the check is still issued).
-        return Ok(true);
+        return Ok(Some(0));
     }
-    let mark_delete = sub.cursor.mark_delete_position();
+    let mark_delete = cursor.mark_delete_position();
     let by_close = expired_by_ledger_close(ml, mark_delete, ttl_ms, now_ms);
     let by_time = expired_by_publish_time(ml, ttl_ms, now_ms)?;
     let upto = by_close.max(by_time);
-    if upto.entry_id >= 0 && upto > mark_delete {
-        let before = sub.cursor.backlog();
-        sub.cursor.mark_delete(upto)?;
-        let expired = before.saturating_sub(sub.cursor.backlog());
-        monitor.expired.record(expired, 0);
-        tracing::info!(topic = %sub.topic, subscription = %sub.name, position = %format!("{}:{}", upto.ledger_id, upto.entry_id), expired, "expired messages by TTL");
-        // Pulsar wakes Key_Shared dispatchers here (`markDeletePositionMoveForward`); every
-        // dispatcher may trim what it holds.
-        sub.poke();
+    if upto.entry_id < 0 || upto <= mark_delete {
+        return Ok(Some(0));
     }
-    Ok(true)
+    let before = cursor.backlog();
+    cursor.mark_delete(upto)?;
+    let expired = before.saturating_sub(cursor.backlog());
+    monitor.expired.record(expired, 0);
+    tracing::info!(topic = %target.topic, subscription = %target.name, position = %format!("{}:{}", upto.ledger_id, upto.entry_id), expired, "expired messages by TTL");
+    Ok(Some(expired))
 }
 
 /// Pulsar's admin `expireMessages` with a message id (`internalExpireMessagesByPosition`): the
@@ -226,11 +262,11 @@ pub fn expire_to_position(
 /// `isOldestMessageExpired`).
 fn oldest_expired(
     ml: &ManagedLedger,
-    sub: &Subscription,
+    cursor: &Cursor,
     ttl_ms: u64,
     now_ms: u64,
 ) -> Result<bool, BrokerError> {
-    let p = ml.next_valid_position(sub.cursor.mark_delete_position());
+    let p = ml.next_valid_position(cursor.mark_delete_position());
     if p > ml.last_confirmed() {
         return Ok(false);
     }

@@ -167,6 +167,10 @@ pub struct Topic {
     /// Replicated subscriptions' snapshots in progress ([`replicated_subscriptions`]); a short
     /// lock, never across `.await` (the markers it returns are written after).
     snapshots: Mutex<crate::replicated_subscriptions::controller::Controller>,
+    /// Message-TTL state and counters of each replication cursor, by remote cluster (Pulsar's
+    /// replicator `expiryMonitor`): created by the first check. Short lock (a lookup).
+    replication_expiry:
+        Mutex<HashMap<String, Arc<crate::subscription::expiry_monitor::ExpiryMonitor>>>,
 }
 
 /// What the effective policy turns into at runtime.
@@ -223,6 +227,7 @@ impl Topic {
                         .saturating_mul(1000),
                 ),
             ),
+            replication_expiry: Mutex::new(HashMap::new()),
         });
         if topic.ledger.cursors().iter().any(|c| {
             topic.is_replication_cursor(c.name())
@@ -358,6 +363,13 @@ impl Topic {
             }
             if let Err(e) = expiry::expire_messages(&sub, ttl, now_ms) {
                 tracing::warn!(topic = %self.name, subscription = %sub.name, error = %e, "message expiry check failed");
+            }
+        }
+        // And what waits for another cluster, as Pulsar's `checkMessageExpiry` does for its
+        // replicators.
+        for (remote, _) in self.replication_cursors() {
+            if let Err(e) = self.expire_replication(&remote, ttl, now_ms) {
+                tracing::warn!(topic = %self.name, remote = %remote, error = %e, "replication expiry check failed");
             }
         }
     }

@@ -2,7 +2,8 @@
 //! `pulsar.repl.east`): one durable cursor per remote cluster the topic replicates to, holding
 //! what is still to be sent there. They are not subscriptions (no consumer attaches to them,
 //! stats list them under `replication`), but like subscriptions they hold the ledgers they have
-//! not consumed. The server's replicators read and acknowledge them.
+//! not consumed. The server's replicators read and acknowledge them. Message TTL and the admin
+//! `expireMessages` reach them as Pulsar's `PersistentReplicator.expireMessages`.
 
 use std::sync::Arc;
 
@@ -10,6 +11,8 @@ use pulsar_rs_ledger::Cursor;
 
 use super::Topic;
 use crate::error::BrokerError;
+use crate::subscription::expiry;
+use crate::subscription::expiry_monitor::ExpiryMonitor;
 
 /// The name of the replication cursor towards `remote` (`<prefix>.<remote>`).
 #[must_use]
@@ -56,6 +59,48 @@ impl Topic {
         Ok(self.ledger.open_cursor_at(&name, false)?)
     }
 
+    /// The message-TTL state and counters of the replication cursor towards `remote`.
+    #[must_use]
+    pub fn replication_expiry(&self, remote: &str) -> Arc<ExpiryMonitor> {
+        // Lock: see the field.
+        Arc::clone(
+            self.replication_expiry
+                .lock()
+                .entry(remote.to_owned())
+                .or_default(),
+        )
+    }
+
+    /// Expires what the replication cursor towards `remote` holds older than `ttl_seconds`
+    /// (Pulsar's `PersistentReplicator.expireMessages(int)`): not issued (`Ok(false)`) without
+    /// that cursor, without a backlog, with a backlog under 1 000 entries whose oldest has not
+    /// expired, or while another check runs. Blocking: reads entries, persists the cursor.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn expire_replication(
+        &self,
+        remote: &str,
+        ttl_seconds: u64,
+        now_ms: u64,
+    ) -> Result<bool, BrokerError> {
+        let Some((_, cursor)) = self
+            .replication_cursors()
+            .into_iter()
+            .find(|(r, _)| r == remote)
+        else {
+            return Ok(false);
+        };
+        let monitor = self.replication_expiry(remote);
+        let target = expiry::Target {
+            topic: &self.name.to_string(),
+            name: cursor.name(),
+            // A replicator has no consumers: Pulsar always applies the small-backlog rule.
+            small_backlog_rule: true,
+        };
+        Ok(expiry::expire_cursor(&cursor, &monitor, &target, ttl_seconds, now_ms)?.is_some())
+    }
+
     /// Deletes the replication cursor towards `remote` (Pulsar's `removeReplicator`: what it
     /// held for that cluster is no longer kept). Blocking.
     ///
@@ -63,6 +108,8 @@ impl Topic {
     /// Storage failures.
     pub fn remove_replication_cursor(&self, remote: &str) -> Result<(), BrokerError> {
         let name = cursor_name(&self.config.replicator_prefix, remote);
+        // Lock: see the field.
+        self.replication_expiry.lock().remove(remote);
         Ok(self.ledger.delete_cursor(&name)?)
     }
 }

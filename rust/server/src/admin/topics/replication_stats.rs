@@ -27,6 +27,7 @@ pub(in crate::admin) fn replication_json(ctx: &ServerContext, topic: &Topic) -> 
         let (count_in, bytes_in) = from_remote.map_or((0, 0), |p| {
             (p.meters.msg_in.total(), p.meters.msg_in.total_bytes())
         });
+        let expiry = topic.replication_expiry(&peer.remote);
         let mut doc = json!({
             "msgRateIn": rate_in,
             "msgInCount": count_in,
@@ -36,8 +37,8 @@ pub(in crate::admin) fn replication_json(ctx: &ServerContext, topic: &Topic) -> 
             "msgOutCount": count_out,
             "msgThroughputOut": tput_out,
             "bytesOutCount": bytes_out,
-            "msgRateExpired": 0.0,
-            "msgExpiredCount": 0,
+            "msgRateExpired": expiry.rate(),
+            "msgExpiredCount": expiry.total(),
             "replicationBacklog": peer.cursor.backlog(),
             "connected": since.is_some(),
             "replicationDelayInSeconds": 0,

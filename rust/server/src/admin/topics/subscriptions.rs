@@ -490,6 +490,15 @@ async fn expire(
     let r = tokio::task::spawn_blocking(move || -> Result<Option<String>, BrokerError> {
         let mut refused = None;
         let mut found = false;
+        let not_issued = |topic: &dyn std::fmt::Display, sub: &str| {
+            format!(
+                "Expire message by timestamp not issued on topic {topic} for subscription \
+                 {sub} due to ongoing message expiration not finished or subscription \
+                 almost catch up. If it's performed on a partitioned topic operation \
+                 might succeeded on other partitions, please check stats of \
+                 individual partition."
+            )
+        };
         for t in targets(&c, &name)? {
             for s in t.subscriptions() {
                 if sub.as_ref().is_some_and(|n| *n != s.name) {
@@ -497,16 +506,18 @@ async fn expire(
                 }
                 found = true;
                 if !pulsar_rs_broker::subscription::expiry::expire_messages(&s, secs, now)? {
-                    refused.get_or_insert_with(|| {
-                        format!(
-                            "Expire message by timestamp not issued on topic {} for subscription \
-                             {} due to ongoing message expiration not finished or subscription \
-                             almost catch up. If it's performed on a partitioned topic operation \
-                             might succeeded on other partitions, please check stats of \
-                             individual partition.",
-                            t.name, s.name
-                        )
-                    });
+                    refused.get_or_insert_with(|| not_issued(&t.name, &s.name));
+                }
+            }
+            // The replication cursors too (`pulsar.repl.<cluster>`): Pulsar routes the call to
+            // the topic's replicator, and `all_subscription` includes its replicators.
+            for (remote, cursor) in t.replication_cursors() {
+                if sub.as_ref().is_some_and(|n| n != cursor.name()) {
+                    continue;
+                }
+                found = true;
+                if !t.expire_replication(&remote, secs, now)? {
+                    refused.get_or_insert_with(|| not_issued(&t.name, cursor.name()));
                 }
             }
         }
