@@ -166,8 +166,18 @@ impl Resources {
         if map.get(name) == Some(&data) {
             return Ok(false);
         }
+        // The record this broker's first start wrote, as the store has it now (the cluster's
+        // first broker wrote it there): still the default a user's create may replace.
+        let default = map.get(name).is_some_and(|cur| {
+            self.defaults
+                .untouched(Kind::Cluster, name, &Value::Object(cur.clone()))
+        });
         let raw = serde_json::to_vec(&data).unwrap_or_default();
         self.meta.put(&metadata_keys::cluster(name), &raw)?;
+        if default {
+            self.defaults
+                .remember(Kind::Cluster, name, Value::Object(data.clone()))?;
+        }
         map.insert(name.to_owned(), data);
         Ok(true)
     }
