@@ -266,6 +266,7 @@ class BookKeeperCluster:
         metadata_store_url: str | None = None,
         settings: Mapping[str, object] | None = None,
         env: Mapping[str, str] | None = None,
+        configuration_store_url: str | None = None,
     ) -> PulsarBroker:
         """An Apache Pulsar broker on this ZooKeeper and these bookies (cluster metadata initialised
         on first use by Pulsar's ``pulsar initialize-cluster-metadata``, unless ``initialise`` is
@@ -274,8 +275,18 @@ class BookKeeperCluster:
         cluster's metadata elsewhere (``etcd:http://...``), BookKeeper's staying on this ZooKeeper.
         ``settings``: more ``broker.conf`` keys, appended after ours (later keys win: they can
         override ours); ``env``: more environment for the broker's process (for example the
-        ``ACCESS_KEY_ID``/``ACCESS_KEY_SECRET`` that the ``S3`` offload driver requires)."""
-        broker = PulsarBroker(self, cluster, ensemble, metadata_store_url, settings=settings, env=env)
+        ``ACCESS_KEY_ID``/``ACCESS_KEY_SECRET`` that the ``S3`` offload driver requires);
+        ``configuration_store_url``: the configuration (global) store its cluster shares with
+        others (``configurationMetadataStoreUrl``; by default the cluster's own store)."""
+        broker = PulsarBroker(
+            self,
+            cluster,
+            ensemble,
+            metadata_store_url,
+            settings=settings,
+            env=env,
+            configuration_store_url=configuration_store_url,
+        )
         if not initialise:
             self._initialised.add(broker.initialised_key)
         self._pulsar.append(broker)
@@ -318,13 +329,16 @@ class PulsarBroker:
         metadata_store_url: str | None = None,
         settings: Mapping[str, object] | None = None,
         env: Mapping[str, str] | None = None,
+        configuration_store_url: str | None = None,
     ) -> None:
         """``settings``: ``broker.conf`` keys written after the defaults and ours (later keys win
         when Java loads the properties); ``env``: added to the broker's environment."""
         self.bk = bk
         self.cluster = cluster
-        #: ``metadataStoreUrl`` (and ``configurationMetadataStoreUrl``): the ZooKeeper by default.
+        #: ``metadataStoreUrl``: the ZooKeeper by default.
         self.metadata_store_url = metadata_store_url or bk.metadata_store_url
+        #: ``configurationMetadataStoreUrl``: ``metadata_store_url`` by default.
+        self.configuration_store_url = configuration_store_url or self.metadata_store_url
         self.ensemble = ensemble
         self.settings = dict(settings or {})
         self.extra_env = dict(env or {})
@@ -369,7 +383,7 @@ class PulsarBroker:
                     "-md",
                     zk,
                     "-cms",
-                    zk,
+                    self.configuration_store_url,
                     "-uw",
                     self.admin_url,
                     "-ub",
@@ -389,7 +403,8 @@ class PulsarBroker:
         conf = self.dir / "broker.conf"
         # Later keys win when Java loads the properties.
         conf.write_text(
-            f"{shipped}\nmetadataStoreUrl={zk}\nconfigurationMetadataStoreUrl={zk}\nclusterName={self.cluster}\n"
+            f"{shipped}\nmetadataStoreUrl={zk}\nconfigurationMetadataStoreUrl={self.configuration_store_url}\n"
+            f"clusterName={self.cluster}\n"
             f"brokerServicePort={self.port}\nwebServicePort={self.web_port}\nbindAddress=127.0.0.1\n"
             f"advertisedAddress=127.0.0.1\nbookkeeperMetadataServiceUri={self.bk.bookkeeper_uri}\n"
             f"managedLedgerDefaultEnsembleSize={self.ensemble[0]}\nmanagedLedgerDefaultWriteQuorum={self.ensemble[1]}\n"

@@ -12,11 +12,15 @@
 //! when its session is lost. Topics' data is on BookKeeper (`pulsar-rs-ledger-bk`), whose
 //! fencing keeps a broker that lost a bundle from writing to it.
 //!
+//! With `configurationMetadataStoreUrl` naming another store, the records Pulsar keeps in its
+//! configuration (global) store (clusters, tenants, namespace policies, partitioned topics) are
+//! there instead, shared with the other clusters that use it ([`stores`]).
+//!
 //! The metadata-store client is its own crate, `pulsar-rs-metadata-store`, re-exported as
 //! [`store`] (the managed ledgers on BookKeeper use it without the cluster).
 //!
 //! Modules, each importing only those before it: `error`; `paths`; `documents`; `bundles`;
-//! `split`; `setup`; `member`.
+//! `split`; `setup`; `stores`; `member`.
 
 pub mod bundles;
 pub mod documents;
@@ -26,6 +30,7 @@ pub mod paths;
 pub mod setup;
 pub mod shedding;
 pub mod split;
+pub mod stores;
 pub use pulsar_rs_metadata_store as store;
 
 pub use bundles::Bundle;
@@ -36,3 +41,4 @@ pub use member::{
 };
 pub use setup::ClusterSetup;
 pub use store::{MetadataStore, StoreError, StoreEvent, StoreWatch};
+pub use stores::Stores;

@@ -18,10 +18,21 @@ pub fn broker(broker_id: &str) -> String {
     format!("{BROKERS}/{broker_id}")
 }
 
+/// Root of the clusters' `ClusterData` records.
+pub const CLUSTERS_ROOT: &str = "/admin/clusters";
+
 /// A cluster's `ClusterData`.
 #[must_use]
 pub fn cluster(name: &str) -> String {
-    format!("/admin/clusters/{name}")
+    format!("{CLUSTERS_ROOT}/{name}")
+}
+
+/// The cluster whose `ClusterData` lives at `path`, if it is such a record (not one of its
+/// children: failure domains, isolation policies).
+#[must_use]
+pub fn cluster_of(path: &str) -> Option<&str> {
+    let name = path.strip_prefix(CLUSTERS_ROOT)?.strip_prefix('/')?;
+    (!name.is_empty() && !name.contains('/')).then_some(name)
 }
 
 /// Root of the tenants' `TenantInfo` (`/admin/policies/{tenant}`) and the namespaces'
@@ -95,6 +106,9 @@ mod tests {
         assert_eq!(tenant_of(&tenant("t")), Some("t"));
         assert_eq!(tenant_of(&namespace_policies("t/n")), None);
         assert_eq!(tenant_of("/admin/policies/"), None);
+        assert_eq!(cluster_of(&cluster("east")), Some("east"));
+        assert_eq!(cluster_of("/admin/clusters/east/failureDomain/d"), None);
+        assert_eq!(cluster_of("/admin/clusters/"), None);
     }
 
     #[test]

@@ -32,6 +32,7 @@ type Released = Arc<Mutex<Vec<String>>>;
 async fn member(zk: &str, i: usize, released: &Released) -> Arc<ClusterMember> {
     let config = MemberConfig {
         metadata_store_url: zk.to_owned(),
+        configuration_store_url: None,
         session_timeout: Duration::from_secs(6),
         cluster: "test".into(),
         broker_id: format!("127.0.0.1:{}", 8080 + i),

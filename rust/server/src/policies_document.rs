@@ -100,7 +100,7 @@ fn limit_fields(p: &Policies) -> [(&'static str, Option<i32>); 5] {
 }
 
 /// Fields the document renders itself (a body's values for them are not kept in `other`).
-const RENDERED: [&str; 22] = [
+const RENDERED: [&str; 21] = [
     "deduplicationEnabled",
     "persistence",
     "compaction_threshold",
@@ -117,7 +117,6 @@ const RENDERED: [&str; 22] = [
     "publishMaxMessageRate",
     "retention_policies",
     "bundles",
-    "replication_clusters",
     "max_producers_per_topic",
     "max_consumers_per_topic",
     "max_consumers_per_subscription",

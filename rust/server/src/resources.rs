@@ -154,6 +154,34 @@ impl Resources {
         Ok(true)
     }
 
+    /// Installs a cluster's record as the configuration store holds it (created or changed
+    /// through any broker, of this cluster or, with a shared configuration store, another);
+    /// whether anything changed.
+    ///
+    /// # Errors
+    /// Metadata I/O.
+    pub fn install_cluster(&self, name: &str, data: ClusterData) -> Result<bool, BrokerError> {
+        // Write lock: the comparison, the store write and the map change happen together.
+        let mut map = self.clusters.write();
+        if map.get(name) == Some(&data) {
+            return Ok(false);
+        }
+        // The record this broker's first start wrote, as the store has it now (the cluster's
+        // first broker wrote it there): still the default a user's create may replace.
+        let default = map.get(name).is_some_and(|cur| {
+            self.defaults
+                .untouched(Kind::Cluster, name, &Value::Object(cur.clone()))
+        });
+        let raw = serde_json::to_vec(&data).unwrap_or_default();
+        self.meta.put(&metadata_keys::cluster(name), &raw)?;
+        if default {
+            self.defaults
+                .remember(Kind::Cluster, name, Value::Object(data.clone()))?;
+        }
+        map.insert(name.to_owned(), data);
+        Ok(true)
+    }
+
     /// Tenant names, sorted.
     #[must_use]
     pub fn tenants(&self) -> Vec<String> {

@@ -50,6 +50,11 @@ const DEPRECATED_SESSION_TIMEOUT: &str = "zooKeeperSessionTimeoutMillis";
 const DEPRECATED_ZOOKEEPER_SERVERS: &str = "zookeeperServers";
 /// Our key for the metadata store.
 const METADATA_STORE_URL: &str = "metadataStoreUrl";
+/// Pulsar's deprecated `configurationStoreServers`: the configuration store when
+/// `configurationMetadataStoreUrl` is not set (`ServiceConfiguration.getConfigurationMetadataStoreUrl`).
+const DEPRECATED_CONFIGURATION_STORE_SERVERS: &str = "configurationStoreServers";
+/// Our key for the configuration store.
+const CONFIGURATION_METADATA_STORE_URL: &str = "configurationMetadataStoreUrl";
 
 /// Whether a deprecated setting's value is Pulsar's "not set".
 fn deprecated_unset(key: &str, value: &Value) -> bool {
@@ -62,17 +67,28 @@ fn deprecated_unset(key: &str, value: &Value) -> bool {
 }
 
 /// Applies Pulsar's deprecated spellings: an unset one is dropped, `zookeeperServers` becomes
-/// the metadata store when none is named.
+/// the metadata store when none is named, `configurationStoreServers` the configuration store.
 fn apply_deprecated(map: &mut Map<String, Value>) {
     map.retain(|k, v| !deprecated_unset(k, v));
-    if !map.contains_key(METADATA_STORE_URL) {
-        if let Some(Value::String(servers)) = map.get(DEPRECATED_ZOOKEEPER_SERVERS) {
+    for (deprecated, ours) in [
+        (DEPRECATED_ZOOKEEPER_SERVERS, METADATA_STORE_URL),
+        (
+            DEPRECATED_CONFIGURATION_STORE_SERVERS,
+            CONFIGURATION_METADATA_STORE_URL,
+        ),
+    ] {
+        let set = |k: &str| matches!(map.get(k), Some(Value::String(s)) if !s.trim().is_empty());
+        if set(ours) || !set(deprecated) {
+            continue;
+        }
+        if let Some(Value::String(servers)) = map.remove(deprecated) {
             let servers = servers.trim();
-            if !servers.is_empty() {
-                let url = format!("zk:{}", servers.strip_prefix("zk:").unwrap_or(servers));
-                map.remove(DEPRECATED_ZOOKEEPER_SERVERS);
-                map.insert(METADATA_STORE_URL.into(), Value::String(url));
-            }
+            let url = if servers.starts_with("etcd:") {
+                servers.to_owned()
+            } else {
+                format!("zk:{}", servers.strip_prefix("zk:").unwrap_or(servers))
+            };
+            map.insert(ours.into(), Value::String(url));
         }
     }
 }
@@ -422,6 +438,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.metadata_store_url, "zk:10.0.0.2:2181");
+    }
+
+    #[test]
+    fn the_configuration_store_is_the_local_one_unless_named() {
+        let bk = "managedLedgerDefaultEnsembleSize=1\nmanagedLedgerDefaultWriteQuorum=1\n\
+                  managedLedgerDefaultAckQuorum=1\nmetadataStoreUrl=zk:10.0.0.1:2181\n";
+        let c =
+            BrokerConfig::from_properties(&format!("{bk}configurationStoreServers=\n")).unwrap();
+        assert_eq!(c.configuration_metadata_store(), None);
+        let same = format!("{bk}configurationMetadataStoreUrl=zk:10.0.0.1:2181\n");
+        let c = BrokerConfig::from_properties(&same).unwrap();
+        assert_eq!(c.configuration_metadata_store(), None);
+        let c = BrokerConfig::from_properties(&format!(
+            "{bk}configurationStoreServers=10.0.0.9:2181\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.configuration_metadata_store().as_deref(),
+            Some("zk:10.0.0.9:2181")
+        );
+        // configurationMetadataStoreUrl wins over the deprecated key.
+        let c = BrokerConfig::from_properties(&format!(
+            "{bk}configurationStoreServers=10.0.0.9:2181\n\
+             configurationMetadataStoreUrl=etcd:http://10.0.0.8:2379\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.configuration_metadata_store().as_deref(),
+            Some("etcd:http://10.0.0.8:2379")
+        );
     }
 
     #[test]

@@ -70,6 +70,10 @@ pub struct BrokerConfig {
     /// them in the local journal; `zk:host:port[,host:port]` puts every managed ledger on
     /// BookKeeper, its ledger list and cursors in that ZooKeeper, in Pulsar's formats.
     pub metadata_store_url: String,
+    /// The configuration (global) metadata store, shared by clusters that know each other:
+    /// cluster records, tenants, namespace policies and partitioned-topic metadata are kept
+    /// there, everything else in `metadataStoreUrl`'s. Empty (or the same URL): that store.
+    pub configuration_metadata_store_url: String,
     /// BookKeeper's metadata service; empty: `metadata-store:{metadataStoreUrl}/ledgers`.
     pub bookkeeper_metadata_service_uri: String,
     /// Bookies each ledger is striped over (E).
@@ -508,6 +512,7 @@ impl Default for BrokerConfig {
             managed_ledger_cache_eviction_interval_ms: 10,
             managed_ledger_max_entries_per_ledger: 50_000,
             metadata_store_url: String::new(),
+            configuration_metadata_store_url: String::new(),
             bookkeeper_metadata_service_uri: String::new(),
             managed_ledger_default_ensemble_size: 2,
             managed_ledger_default_write_quorum: 2,

@@ -24,6 +24,29 @@ impl BrokerConfig {
         self.bookkeeper_zookeeper().map(|zk| format!("zk:{zk}"))
     }
 
+    /// The configuration (global) metadata store, when it is not the cluster's own store
+    /// ([`BrokerConfig::cluster_metadata_store`]): `configurationMetadataStoreUrl` (or the
+    /// deprecated `configurationStoreServers`) naming ZooKeeper (as `zk:...`) or etcd, and
+    /// different from `metadataStoreUrl` (Pulsar's `isConfigurationStoreSeparated`). `None`:
+    /// the configuration paths are in the cluster's store.
+    #[must_use]
+    pub fn configuration_metadata_store(&self) -> Option<String> {
+        let local = self.cluster_metadata_store()?;
+        let url = self.configuration_metadata_store_url.trim();
+        if url.is_empty() {
+            return None;
+        }
+        let url = if url.starts_with(ETCD_SCHEME) {
+            url.to_owned()
+        } else {
+            format!(
+                "zk:{}",
+                url.strip_prefix("zk:").unwrap_or(url).trim_end_matches('/')
+            )
+        };
+        (url != local).then_some(url)
+    }
+
     /// The ZooKeeper servers (`host:port[,host:port]`) `metadataStoreUrl` names, or `None`:
     /// empty, one of Pulsar's embedded stores (`rocksdb:`, `memory:`), or etcd.
     #[must_use]

@@ -6,10 +6,12 @@
 //! Its methods are split by job: [`session`] (connecting, registration, load reports, the
 //! leader election, session loss), [`ownership`] (owning and releasing bundles, the ownership
 //! check of every producer and consumer), [`lookup`] (where a topic is served, and the leader's
-//! placement of unowned bundles), [`records`] (namespace bundles and partitioned-topic metadata
+//! placement of unowned bundles), [`clusters`] (the cluster records), [`records`] (namespace bundles and partitioned-topic metadata
 //! in the store), [`policies`] (tenant and namespace documents, changed and followed), [`split`]
-//! (splitting an owned bundle), [`report`] (what goes in the load report, and when).
+//! (splitting an owned bundle), [`report`] (what goes in the load report, and when). Each
+//! record is read and written in the store [`crate::stores`] names for its path.
 
+mod clusters;
 mod lookup;
 mod ownership;
 pub mod policies;
@@ -31,6 +33,7 @@ use tokio::sync::{watch, Notify};
 use crate::bundles::Bundle;
 use crate::documents::BrokerUrls;
 use crate::store::MetadataStore;
+use crate::stores::Stores;
 
 pub use lookup::LookupAnswer;
 pub use ownership::{Acquiring, Owner};
@@ -42,6 +45,10 @@ pub struct MemberConfig {
     /// `metadataStoreUrl`: ZooKeeper (`zk:host:port[,host:port][/chroot]`, `zk:` optional) or
     /// etcd (`etcd:http://host:port[,http://host:port]`).
     pub metadata_store_url: String,
+    /// `configurationMetadataStoreUrl`, when it names another store than `metadata_store_url`:
+    /// the cluster records, tenants, namespace policies and partitioned-topic metadata are read,
+    /// written and watched there ([`crate::stores`]). `None`: in `metadata_store_url`'s.
+    pub configuration_store_url: Option<String>,
     /// `metadataStoreSessionTimeoutMillis`: how long after this broker stops answering its
     /// bundles go to others.
     pub session_timeout: Duration,
@@ -71,9 +78,10 @@ pub type OnRelease = Arc<dyn Fn(Vec<Bundle>) -> BoxFuture + Send + Sync>;
 pub struct ClusterMember {
     /// Immutable.
     config: MemberConfig,
-    /// The current session; replaced by the session task after a loss. The lock is held only
-    /// to clone the handle out, never across an `.await`.
-    store: RwLock<MetadataStore>,
+    /// The current sessions with the cluster's store and the configuration store; each is
+    /// replaced by the session task after its loss. The lock is held only to clone a handle
+    /// out or put a new one in, never across an `.await`.
+    stores: RwLock<Stores>,
     /// Bundles owned, by name. Written on acquire, release and session loss; read by the
     /// ownership check of every PRODUCER and SUBSCRIBE. Held for map operations only.
     owned: RwLock<HashMap<String, Bundle>>,
@@ -125,9 +133,20 @@ impl ClusterMember {
         &self.config.cluster
     }
 
-    /// The current session's handle.
+    /// The current session's handle with the cluster's own store.
     fn store(&self) -> MetadataStore {
-        self.store.read().clone()
+        self.stores.read().local.clone()
+    }
+
+    /// The current session's handle with the store holding `path` ([`crate::stores`]).
+    fn store_for(&self, path: &str) -> MetadataStore {
+        self.stores.read().for_path(path).clone()
+    }
+
+    /// The current session's handle with the configuration store (the cluster's own store when
+    /// none is configured).
+    fn configuration_store(&self) -> MetadataStore {
+        self.stores.read().configuration().clone()
     }
 
     /// Whether this broker is the leader now.

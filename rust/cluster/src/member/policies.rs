@@ -29,7 +29,11 @@ impl ClusterMember {
 
     /// The JSON record at `path`, without its version.
     async fn document<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
-        Ok(self.store().get_json::<T>(path).await?.map(|(d, _)| d))
+        Ok(self
+            .configuration_store()
+            .get_json::<T>(path)
+            .await?
+            .map(|(d, _)| d))
     }
 
     /// Sets the fields `set` and removes the fields `removed` of a namespace's document, by
@@ -45,7 +49,7 @@ impl ClusterMember {
         removed: &[String],
     ) -> Result<()> {
         let path = paths::namespace_policies(ns);
-        let store = self.store();
+        let store = self.configuration_store();
         for _ in 0..CAS_ATTEMPTS {
             let Some((mut doc, stat)) = store.get_json::<Document>(&path).await? else {
                 return Err(ClusterError::NamespaceNotFound(ns.to_owned()));
@@ -80,7 +84,7 @@ impl ClusterMember {
     /// Store failures.
     pub async fn put_tenant_document(&self, tenant: &str, info: &Value) -> Result<()> {
         let path = paths::tenant(tenant);
-        let store = self.store();
+        let store = self.configuration_store();
         match store.set_json(&path, info, None).await {
             Ok(_) => Ok(()),
             Err(StoreError::Metadata { .. }) if store.get(&path).await?.is_none() => {
@@ -97,7 +101,10 @@ impl ClusterMember {
     /// # Errors
     /// As above; store failures.
     pub async fn delete_tenant(&self, tenant: &str) -> Result<()> {
-        Ok(self.store().delete(&paths::tenant(tenant), None).await?)
+        Ok(self
+            .configuration_store()
+            .delete(&paths::tenant(tenant), None)
+            .await?)
     }
 
     /// Every tenant with a `TenantInfo` document.
@@ -105,7 +112,10 @@ impl ClusterMember {
     /// # Errors
     /// Store failures.
     pub async fn tenants(&self) -> Result<Vec<String>> {
-        let mut out = self.store().children(paths::POLICIES_ROOT).await?;
+        let mut out = self
+            .configuration_store()
+            .children(paths::POLICIES_ROOT)
+            .await?;
         out.sort();
         Ok(out)
     }
@@ -115,7 +125,7 @@ impl ClusterMember {
     /// # Errors
     /// Store failures.
     pub async fn namespaces(&self) -> Result<Vec<String>> {
-        let store = self.store();
+        let store = self.configuration_store();
         let mut out = Vec::new();
         for tenant in self.tenants().await? {
             for ns in store.children(&paths::tenant(&tenant)).await? {
@@ -132,6 +142,9 @@ impl ClusterMember {
     /// # Errors
     /// Store failures.
     pub async fn watch_policies(&self) -> Result<StoreWatch> {
-        Ok(self.store().watch(paths::POLICIES_ROOT).await?)
+        Ok(self
+            .configuration_store()
+            .watch(paths::POLICIES_ROOT)
+            .await?)
     }
 }

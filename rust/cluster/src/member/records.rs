@@ -22,7 +22,7 @@ impl ClusterMember {
     /// transaction coordinators' topic). Records that exist (another broker's, Apache Pulsar's
     /// set-up) are left as they are.
     pub(super) async fn initialize_cluster_metadata(&self) -> Result<()> {
-        let store = self.store();
+        let stores = self.stores.read().clone();
         let u = &self.config.urls;
         let new_cluster = ClusterSetup {
             cluster: self.config.cluster.clone(),
@@ -34,12 +34,13 @@ impl ClusterMember {
             // With transactions on, a broker records the coordinators' count it serves.
             transaction_coordinators: 0,
         };
-        setup::initialize(&store, &store, &new_cluster, false).await
+        setup::initialize(&stores.local, stores.configuration(), &new_cluster, false).await
     }
 
     /// Creates a namespace's policies record with the bundle `boundaries` it was created with
     /// (`None`: `defaultNumberOfNamespaceBundles` equal bundles) and the policy fields `fields`
-    /// unless it exists.
+    /// (replicated to this cluster only unless they name the replication clusters) unless it
+    /// exists.
     ///
     /// # Errors
     /// Store failures.
@@ -59,8 +60,10 @@ impl ClusterMember {
             }
         };
         policies.insert("bundles".into(), json!(bundles_data(boundaries)));
-        policies.insert("replication_clusters".into(), json!([self.config.cluster]));
-        self.store()
+        policies
+            .entry("replication_clusters")
+            .or_insert_with(|| json!([self.config.cluster]));
+        self.configuration_store()
             .create_json_if_absent(&paths::namespace_policies(ns), &policies)
             .await?;
         Ok(())
@@ -71,7 +74,7 @@ impl ClusterMember {
     /// # Errors
     /// Store failures.
     pub async fn ensure_tenant(&self, tenant: &str, info: &serde_json::Value) -> Result<()> {
-        self.store()
+        self.configuration_store()
             .create_json_if_absent(&paths::tenant(tenant), info)
             .await?;
         Ok(())
@@ -84,7 +87,7 @@ impl ClusterMember {
     pub async fn delete_namespace(&self, ns: &str) -> Result<()> {
         self.boundaries.write().remove(ns);
         Ok(self
-            .store()
+            .configuration_store()
             .delete(&paths::namespace_policies(ns), None)
             .await?)
     }
@@ -97,9 +100,9 @@ impl ClusterMember {
         if let Some(b) = self.boundaries.read().get(ns) {
             return Ok(b.clone());
         }
-        let store = self.store();
         let mut found = None;
         for path in [paths::local_policies(ns), paths::namespace_policies(ns)] {
+            let store = self.store_for(&path);
             if let Some((p, _)) = store.get_json::<BundlesOf>(&path).await? {
                 if let Some(b) = p.bundles.filter(|b| !b.boundaries.is_empty()) {
                     found = Some(parse_boundaries(&b)?);
@@ -125,7 +128,7 @@ impl ClusterMember {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
         Ok(self
-            .store()
+            .store_for(&path)
             .get_json::<PartitionedTopicMetadata>(&path)
             .await?
             .map(|(m, _)| m.partitions))
@@ -139,7 +142,7 @@ impl ClusterMember {
     pub async fn record_partitions(&self, full_name: &str, n: u32) -> Result<u32> {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
-        let store = self.store();
+        let store = self.store_for(&path);
         let meta = PartitionedTopicMetadata::new(n);
         if store.create_json_if_absent(&path, &meta).await? {
             return Ok(n);
@@ -158,7 +161,7 @@ impl ClusterMember {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
         let meta = PartitionedTopicMetadata::new(n);
-        let store = self.store();
+        let store = self.store_for(&path);
         match store.get(&path).await? {
             Some((_, stat)) => {
                 store.set_json(&path, &meta, Some(stat.version)).await?;
@@ -175,6 +178,6 @@ impl ClusterMember {
     pub async fn delete_partitions(&self, full_name: &str) -> Result<()> {
         let p = topic_parts(full_name)?;
         let path = paths::partitioned_topic(p.tenant, p.namespace, p.domain, p.local);
-        Ok(self.store().delete(&path, None).await?)
+        Ok(self.store_for(&path).delete(&path, None).await?)
     }
 }

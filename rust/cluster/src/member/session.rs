@@ -15,6 +15,7 @@ use crate::documents::{now_ms, LeaderBroker, LocalBrokerData};
 use crate::error::Result;
 use crate::paths;
 use crate::store::{MetadataStore, StoreError};
+use crate::stores::Stores;
 
 /// How often the leader record is checked (and taken when free), and load reports written
 /// when ownership changed.
@@ -28,12 +29,19 @@ impl ClusterMember {
     /// # Errors
     /// The store cannot be reached or refuses the registration.
     pub async fn start(config: MemberConfig, on_release: OnRelease) -> Result<Arc<ClusterMember>> {
-        let store =
+        let local =
             MetadataStore::connect(&config.metadata_store_url, config.session_timeout).await?;
+        let configuration = match &config.configuration_store_url {
+            Some(url) => Some(MetadataStore::connect(url, config.session_timeout).await?),
+            None => None,
+        };
         let (shutdown, _) = watch::channel(false);
         let member = Arc::new(ClusterMember {
             config,
-            store: RwLock::new(store),
+            stores: RwLock::new(Stores {
+                local,
+                configuration,
+            }),
             owned: RwLock::new(HashMap::new()),
             acquiring: Mutex::new(HashMap::new()),
             boundaries: RwLock::new(HashMap::new()),
@@ -132,11 +140,23 @@ impl ClusterMember {
         let mut written_at = pulsar_rs_clock::monotonic();
         loop {
             let store = self.store();
+            let configuration = self.stores.read().configuration.clone();
+            let configuration_lost = async {
+                match &configuration {
+                    Some(c) => c.lost().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = stop.changed() => return,
                 () = store.lost() => {
                     drop(store);
                     self.session_lost(&mut stop).await;
+                    continue;
+                }
+                () = configuration_lost => {
+                    drop(configuration);
+                    self.configuration_session_lost(&mut stop).await;
                     continue;
                 }
                 _ = tick.tick() => {}
@@ -180,7 +200,7 @@ impl ClusterMember {
                 _ = stop.changed() => return,
                 r = opened => match r {
                     Ok(store) => {
-                        *self.store.write() = store;
+                        self.stores.write().local = store;
                         match self.register().await {
                             Ok(()) => {
                                 tracing::info!(broker = %self.config.broker_id, "metadata store session re-established");
@@ -190,6 +210,33 @@ impl ClusterMember {
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "reconnecting to the metadata store failed"),
+                },
+            }
+            tokio::select! {
+                _ = stop.changed() => return,
+                () = tokio::time::sleep(TICK) => {}
+            }
+        }
+    }
+
+    /// The configuration store's session is gone: nothing this broker owns depends on it (no
+    /// ephemeral record is there), so only a new session is opened. Watches of its paths end
+    /// with the old session and are set again by their followers.
+    async fn configuration_session_lost(&self, stop: &mut watch::Receiver<bool>) {
+        let Some(url) = self.config.configuration_store_url.clone() else {
+            return;
+        };
+        tracing::warn!(broker = %self.config.broker_id, "configuration store session lost: reconnecting");
+        loop {
+            tokio::select! {
+                _ = stop.changed() => return,
+                r = MetadataStore::connect(&url, self.config.session_timeout) => match r {
+                    Ok(store) => {
+                        self.stores.write().configuration = Some(store);
+                        tracing::info!(broker = %self.config.broker_id, "configuration store session re-established");
+                        return;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reconnecting to the configuration store failed"),
                 },
             }
             tokio::select! {

@@ -107,7 +107,7 @@ impl ClusterMember {
     /// Writes `boundaries` as the namespace's split: its `LocalPolicies` (created when missing,
     /// its other fields kept) and its `Policies.bundles`, each by compare-and-set.
     async fn write_boundaries(&self, ns: &str, boundaries: &[u32]) -> Result<()> {
-        let store = self.store();
+        let (store, configuration) = (self.store(), self.configuration_store());
         let data =
             serde_json::to_value(bundles_data(boundaries)).map_err(|e| StoreError::Corrupt {
                 path: paths::local_policies(ns),
@@ -141,9 +141,11 @@ impl ClusterMember {
             }
         }
         let policies = paths::namespace_policies(ns);
-        if let Some((mut doc, stat)) = store.get_json::<Value>(&policies).await? {
+        if let Some((mut doc, stat)) = configuration.get_json::<Value>(&policies).await? {
             doc["bundles"] = data;
-            store.set_json(&policies, &doc, Some(stat.version)).await?;
+            configuration
+                .set_json(&policies, &doc, Some(stat.version))
+                .await?;
         }
         Ok(())
     }

@@ -32,6 +32,7 @@ pub async fn join(
     };
     let member_config = MemberConfig {
         metadata_store_url: store,
+        configuration_store_url: config.configuration_metadata_store(),
         session_timeout: Duration::from_millis(
             config.metadata_store_session_timeout_millis.max(1000),
         ),

@@ -3,7 +3,8 @@
 //!
 //! * [`member`]: joining the cluster `metadataStoreUrl` names, giving up released bundles, the
 //!   load report's source;
-//! * [`sync`]: tenants and namespace policies as the cluster's metadata store holds them;
+//! * [`sync`]: tenants and namespace policies as the configuration store holds them;
+//! * [`registry`]: the cluster records as the configuration store holds them;
 //! * [`bundles`]: a namespace's bundles as the admin API sees them;
 //! * [`load`]: what this broker carries (bundle figures, CPU, bandwidth);
 //! * [`balancer`]: what the load balancer keeps between rounds (CPU sampler, counts);
@@ -17,6 +18,7 @@ pub mod bundles;
 pub mod load;
 pub mod member;
 pub mod peers;
+pub mod registry;
 pub mod setup;
 pub mod shedding;
 pub mod split;

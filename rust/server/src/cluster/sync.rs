@@ -34,8 +34,9 @@ use crate::http::{broker_fail, fail};
 use crate::policies_document::{document, parse_document};
 
 /// Document fields the store keeps for the cluster, never written from a policy change here:
-/// the bundle split and the replication clusters.
-const CLUSTER_FIELDS: [&str; 2] = ["bundles", "replication_clusters"];
+/// the bundle split (the replication clusters are a policy like the others, shared with every
+/// cluster using the same configuration store).
+const CLUSTER_FIELDS: [&str; 1] = ["bundles"];
 
 /// Wait before watching again after the store failed.
 const RETRY: Duration = Duration::from_secs(1);

@@ -390,6 +390,7 @@ fn spawn_tasks(
     ));
     if ctx.cluster.get().is_some() {
         tasks.spawn(cluster::sync::follow(Arc::clone(ctx), rx.clone()));
+        tasks.spawn(cluster::registry::follow(Arc::clone(ctx), rx.clone()));
         tasks.spawn(cluster::split::split_loop(Arc::clone(ctx), rx.clone()));
         tasks.spawn(cluster::shedding::shedding_loop(
             Arc::clone(ctx),

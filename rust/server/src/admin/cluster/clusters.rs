@@ -1,6 +1,7 @@
 //! Clusters (`/admin/v2/clusters`): list, get, create (PUT), update (POST), delete, with
 //! Pulsar's status codes (`ClustersBase`: create and update answer 200, delete 204) and
-//! Pulsar's `ClusterData` defaults shown where the record leaves them out.
+//! Pulsar's `ClusterData` defaults shown where the record leaves them out. In a cluster each
+//! change is also written to the configuration store ([`crate::cluster::registry`]).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -52,7 +53,8 @@ async fn create(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
         Ok(d) => d,
         Err(r) => return r,
     };
-    blocking(
+    let shared = name.clone();
+    let created = blocking(
         &ctx,
         move |c| c.resources.put_cluster(&name, data, true),
         |created| {
@@ -63,7 +65,19 @@ async fn create(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
             }
         },
     )
-    .await
+    .await;
+    share(&ctx, &shared, created).await
+}
+
+/// In a cluster, a record created or changed here (`answer` 200) is written to the
+/// configuration store, for every broker that uses it.
+async fn share(ctx: &crate::context::ServerContext, name: &str, answer: Response) -> Response {
+    if answer.status() == StatusCode::OK {
+        if let Err(e) = crate::cluster::registry::share_cluster(ctx, name).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    answer
 }
 
 async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Bytes) -> Response {
@@ -71,7 +85,8 @@ async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
         Ok(d) => d,
         Err(r) => return r,
     };
-    blocking(
+    let shared = name.clone();
+    let updated = blocking(
         &ctx,
         move |c| c.resources.put_cluster(&name, data, false),
         |updated| {
@@ -82,13 +97,15 @@ async fn update(State(ctx): Ctx, Path(name): Path<String>, raw: axum::body::Byte
             }
         },
     )
-    .await
+    .await;
+    share(&ctx, &shared, updated).await
 }
 
 /// Pulsar deletes a cluster that tenants still list (its `isClusterUsed` counts only the
 /// v1 namespaces `tenant/cluster/ns`, which pulsar-rs does not keep).
 async fn delete(State(ctx): Ctx, Path(name): Path<String>) -> Response {
-    blocking(
+    let shared = name.clone();
+    let deleted = blocking(
         &ctx,
         move |c| -> Result<bool, BrokerError> { c.resources.delete_cluster(&name) },
         |deleted| {
@@ -99,5 +116,11 @@ async fn delete(State(ctx): Ctx, Path(name): Path<String>) -> Response {
             }
         },
     )
-    .await
+    .await;
+    if deleted.status() == StatusCode::NO_CONTENT {
+        if let Err(e) = crate::cluster::registry::unshare_cluster(&ctx, &shared).await {
+            return fail(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+    }
+    deleted
 }
