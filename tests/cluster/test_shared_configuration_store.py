@@ -106,7 +106,7 @@ def test_each_cluster_registers_itself_in_the_shared_store_and_knows_the_other(s
     assert data["serviceUrl"] == west.http and data["brokerServiceUrl"] == west.url
 
 
-def test_what_one_cluster_creates_the_other_applies_and_messages_go_both_ways(shared):
+def test_what_one_cluster_creates_the_other_applies_messages_go_both_ways_and_the_layout_is_pulsars(shared):
     east, west = shared.brokers["east"], shared.brokers["west"]
     for b in (east, west):
         wait_for(f"{b.http} to know both clusters", lambda b=b: {"east", "west"} <= set(known_clusters(b)))
@@ -160,10 +160,8 @@ def test_what_one_cluster_creates_the_other_applies_and_messages_go_both_ways(sh
         lambda: call("GET", f"{east.http}/admin/v2/namespaces/{NS}/messageTTL") == (200, 600),
     )
 
-
-def test_the_layout_is_pulsars(shared):
-    """The shared records only in the configuration store; each cluster's brokers and bundle
-    ownership only in its own."""
+    # The layout is Pulsar's: the shared records only in the configuration store; each
+    # cluster's brokers and bundle ownership only in its own.
     cfg, local = shared.configuration, shared.local
     for name in ("east", "west"):
         assert zk_get(cfg, f"/admin/clusters/{name}") is not None
