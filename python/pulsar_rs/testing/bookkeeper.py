@@ -119,14 +119,7 @@ class BookKeeperCluster:
 
     def start(self) -> Self:
         try:
-            self._zk = self._java(
-                "-Dzookeeper.admin.enableServer=false",
-                "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(self.zk_port),
-                str(self.dir / "zk"),
-                log="zk.log",
-            )
-            self._wait(lambda: _port_open(self.zk_port), "ZooKeeper to listen", "zk.log")
+            self._start_zookeeper()
             init = subprocess.run(
                 [
                     "java",
@@ -223,6 +216,28 @@ class BookKeeperCluster:
         for i in range(1, len(parts) + 1):
             znode = "/" + "/".join(parts[:i])
             self._tool("org.apache.zookeeper.ZooKeeperMain", "-server", self.zk_servers, "create", znode)
+
+    def _start_zookeeper(self) -> None:
+        """ZooKeeper on ``zk_port``, started again on a fresh port (at most twice) when it exits
+        before listening: the port can be taken between ``free_port`` and the JVM's bind by any
+        outgoing connection on a loaded machine ("Address already in use", seen in CI)."""
+        for attempt in range(3):
+            self._zk = self._java(
+                "-Dzookeeper.admin.enableServer=false",
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(self.zk_port),
+                str(self.dir / "zk"),
+                log="zk.log",
+            )
+            zk = self._zk
+            self._wait(lambda zk=zk: _port_open(self.zk_port) or zk.poll() is not None, "ZooKeeper to listen", "zk.log")
+            if zk.poll() is None:
+                return
+            why = (self.dir / "zk.log").read_text(errors="replace")
+            if attempt == 2 or "Address already in use" not in why:
+                raise PulsarReferenceError(f"ZooKeeper exited ({zk.returncode}) before listening:\n{why[-2000:]}")
+            print(f"ZooKeeper's port {self.zk_port} was taken before it bound: started again on another")
+            self.zk_port = free_port()
 
     def wait_writable(self, n: int, restart_dead: bool = False) -> None:
         """Waits until ``n`` bookies are registered writable. With ``restart_dead`` (before any
