@@ -15,6 +15,7 @@
 
 mod entry;
 mod in_flight;
+mod link;
 mod non_persistent;
 mod partitions;
 pub mod registry;

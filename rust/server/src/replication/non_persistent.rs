@@ -6,30 +6,22 @@
 //! `msgDropRate`), as Pulsar's replicator drops what its producer cannot take. Each queued
 //! message goes through [`entry::verdict`] as a persistent topic's entry does (messages from
 //! another cluster stay, `replicate_to` is honoured, `replicated_from` is set), without a source
-//! position. While the remote is unreachable the producer is reopened with the persistent
-//! replicator's backoff; messages published meanwhile are dropped.
+//! position. While the remote is unreachable the producer is reopened as the persistent
+//! replicator's is ([`super::link`]); messages published meanwhile are dropped.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use pulsar_rs_broker::nonpersistent::{NonPersistentTopic, ReplicationTap};
-use pulsar_rs_broker::topic::repl_source::replicator_producer_name;
 use pulsar_rs_proto::pb::base_command::Type;
 use tokio::sync::mpsc;
 
 use super::entry::{self, Verdict};
+use super::link::Link;
 use super::registry::Status;
 use super::remote::RemoteProducer;
-use super::remote_cluster::RemoteCluster;
 use crate::context::ServerContext;
-
-/// How long opening the remote producer may take (lookup, CONNECT, PRODUCER).
-const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
-/// Pulsar's replicator backoff: 100 ms doubling to 1 min.
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 /// A published message on its way: the stored entry and its message count.
 type Queued = (Bytes, u32);
@@ -78,30 +70,10 @@ pub(super) async fn run(
         tap,
     };
     let local = ctx.service.config.cluster_name.clone();
-    let name = replicator_producer_name(&ctx.service.config.replicator_prefix, &local, &remote);
-    let topic_name = topic.name.to_string();
-    let (mut backoff, mut failures, mut partitioned_on_remote) = (BACKOFF_MIN, 0u32, false);
+    let mut link = Link::new(&ctx, &remote, &topic.name);
     loop {
-        if !partitioned_on_remote {
-            match super::partitions::ensure_on_remote(&ctx, &remote, &topic.name).await {
-                Ok(()) => partitioned_on_remote = true,
-                Err(e) => tracing::debug!(topic = %topic_name, remote = %remote, "replicator: {e}"),
-            }
-        }
-        let opened = match RemoteCluster::of(&ctx, &remote)
-            .await
-            .and_then(|r| Ok((r.broker_url()?, r)))
-        {
-            Ok((url, r)) => {
-                RemoteProducer::open(&r.client, &url, &topic_name, &name, OPEN_TIMEOUT).await
-            }
-            Err(e) => Err(e),
-        };
-        let why = match opened {
+        let why = match link.open().await {
             Ok(mut producer) => {
-                backoff = BACKOFF_MIN;
-                failures = 0;
-                tracing::info!(topic = %topic_name, remote = %remote, at = %producer.address, "non-persistent replicator connected");
                 status.connected(&producer.address, ctx.service.clock().now_ms());
                 let why = pump(&mut producer, &mut queued, &status, window, &local, &remote).await;
                 status.disconnected();
@@ -115,12 +87,7 @@ pub(super) async fn run(
             }
             Err(e) => e,
         };
-        failures += 1;
-        if failures == 1 || failures.is_multiple_of(10) {
-            tracing::warn!(topic = %topic_name, remote = %remote, failures, "non-persistent replicator: {why}; retrying in {backoff:?}");
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(BACKOFF_MAX);
+        link.back_off(&why).await;
     }
 }
 

@@ -9,10 +9,8 @@
 //! the cursor (a restart reads it again, so an entry may be sent twice, as with Pulsar's).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pulsar_rs_broker::rate::RateLimiter;
-use pulsar_rs_broker::topic::repl_source::replicator_producer_name;
 use pulsar_rs_broker::topic::Topic;
 use pulsar_rs_broker::transaction::TxnId;
 use pulsar_rs_ledger::{Cursor, Entry, Position};
@@ -20,20 +18,15 @@ use pulsar_rs_proto::pb::base_command::Type;
 
 use super::entry::{self, Verdict};
 use super::in_flight::{InFlight, Sent};
+use super::link::Link;
 use super::registry::Status;
 use super::remote::RemoteProducer;
-use super::remote_cluster::RemoteCluster;
 use crate::context::ServerContext;
 
-/// How long opening the remote producer may take (lookup, CONNECT, PRODUCER).
-const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes read from the cursor at a time.
 const READ_BYTES: u64 = 5 * 1024 * 1024;
 /// Entries read from the cursor at most at a time.
 const READ_ENTRIES: usize = 100;
-/// Pulsar's replicator backoff: 100 ms doubling to 1 min.
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 /// What a wait on the cursor or the producer gave.
 enum Woken {
@@ -70,36 +63,10 @@ pub(super) async fn run(
     status: Arc<Status>,
 ) {
     let local = ctx.service.config.cluster_name.clone();
-    let name = replicator_producer_name(&ctx.service.config.replicator_prefix, &local, &remote);
-    let topic_name = topic.name.to_string();
-    let mut backoff = BACKOFF_MIN;
-    let mut failures = 0u32;
-    // A partition's partitioned topic is known on the remote cluster.
-    let mut partitioned_on_remote = false;
+    let mut link = Link::new(&ctx, &remote, &topic.name);
     while !topic.ledger.is_closed() {
-        if !partitioned_on_remote {
-            match super::partitions::ensure_on_remote(&ctx, &remote, &topic.name).await {
-                Ok(()) => partitioned_on_remote = true,
-                // The producer is tried anyway; the failure shows with the producer's, if any.
-                Err(e) => tracing::debug!(topic = %topic_name, remote = %remote, "replicator: {e}"),
-            }
-        }
-        // The cluster's record is read again at each attempt: a changed URL or credentials
-        // take effect at the next reconnection.
-        let opened = match RemoteCluster::of(&ctx, &remote)
-            .await
-            .and_then(|r| Ok((r.broker_url()?, r)))
-        {
-            Ok((url, r)) => {
-                RemoteProducer::open(&r.client, &url, &topic_name, &name, OPEN_TIMEOUT).await
-            }
-            Err(e) => Err(e),
-        };
-        let why = match opened {
+        let why = match link.open().await {
             Ok(mut producer) => {
-                backoff = BACKOFF_MIN;
-                failures = 0;
-                tracing::info!(topic = %topic_name, remote = %remote, at = %producer.address, "replicator connected");
                 status.connected(&producer.address, ctx.service.clock().now_ms());
                 let why = pump(
                     &ctx,
@@ -121,13 +88,7 @@ pub(super) async fn run(
         if topic.ledger.is_closed() {
             break;
         }
-        failures += 1;
-        // The first failure and then every tenth: a remote down for long logs little.
-        if failures == 1 || failures.is_multiple_of(10) {
-            tracing::warn!(topic = %topic_name, remote = %remote, failures, "replicator: {why}; retrying in {backoff:?}");
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(BACKOFF_MAX);
+        link.back_off(&why).await;
     }
 }
 
