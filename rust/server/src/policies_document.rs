@@ -222,9 +222,38 @@ pub fn parse_document(doc: &Map<String, Value>, cluster: &str) -> Result<Policie
         }
     }
     for (k, v) in doc {
-        if !RENDERED.contains(&k.as_str()) {
+        // An empty list of replication clusters is the local cluster, as Pulsar's
+        // `validatePolicies` makes it (pulsar-admin's `namespaces create` sends `[]`).
+        let no_clusters = k == "replication_clusters" && v.as_array().is_some_and(Vec::is_empty);
+        if !RENDERED.contains(&k.as_str()) && !no_clusters {
             p.other.insert(k.clone(), v.clone());
         }
     }
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clusters_after(body: Value) -> Value {
+        let Value::Object(doc) = body else {
+            unreachable!()
+        };
+        let p = parse_document(&doc, "standalone").unwrap_or_else(|_| panic!("refused"));
+        document(&p, "standalone")["replication_clusters"].clone()
+    }
+
+    #[test]
+    fn an_empty_list_of_replication_clusters_is_the_local_cluster() {
+        assert_eq!(
+            clusters_after(json!({"replication_clusters": []})),
+            json!(["standalone"])
+        );
+        assert_eq!(clusters_after(json!({})), json!(["standalone"]));
+        assert_eq!(
+            clusters_after(json!({"replication_clusters": ["east", "west"]})),
+            json!(["east", "west"])
+        );
+    }
 }
