@@ -31,6 +31,11 @@ pub struct PolicyStore {
     /// which the maps' write locks are not: readers (every authorization and policy resolve)
     /// never wait for the disk.
     updates: parking_lot::Mutex<()>,
+    /// In a cluster, namespace → the version of the cluster's `Policies` document its policies
+    /// here were last installed from, so a document read before a newer one was installed is
+    /// never installed over it. Locked only while `updates` is held (lock order: `updates`,
+    /// then this), for a map lookup.
+    cluster_versions: parking_lot::Mutex<HashMap<String, i32>>,
 }
 
 fn load(meta: &dyn MetaStore, prefix: &str) -> Result<HashMap<String, Policies>, BrokerError> {
@@ -62,6 +67,7 @@ impl PolicyStore {
             namespaces: RwLock::new(namespaces),
             topics: RwLock::new(topics),
             updates: parking_lot::Mutex::new(()),
+            cluster_versions: parking_lot::Mutex::new(HashMap::new()),
         })
     }
 
@@ -135,6 +141,7 @@ impl PolicyStore {
         let _update = self.updates.lock();
         self.meta.delete(&metadata_keys::namespace_policies(ns))?;
         self.namespaces.write().remove(ns);
+        self.cluster_versions.lock().remove(ns);
         Ok(())
     }
 
@@ -188,12 +195,26 @@ impl PolicyStore {
     /// Installs a namespace's policies as the cluster's metadata store holds them (set through
     /// any broker of the cluster), creating the namespace here if needed. They are not
     /// validated again: the broker that wrote them did, and a value this broker would have
-    /// refused is still the cluster's. Whether anything changed.
+    /// refused is still the cluster's. `version` is the document's version in the cluster's
+    /// store: one older than the version last installed is not installed (a document read
+    /// before this broker wrote a newer one). Whether anything changed.
     ///
     /// # Errors
     /// Metadata I/O.
-    pub fn install_namespace(&self, ns: &str, p: Policies) -> Result<bool, BrokerError> {
+    pub fn install_namespace(
+        &self,
+        ns: &str,
+        p: Policies,
+        version: i32,
+    ) -> Result<bool, BrokerError> {
         let _update = self.updates.lock();
+        {
+            let mut versions = self.cluster_versions.lock();
+            if versions.get(ns).is_some_and(|&seen| version < seen) {
+                return Ok(false);
+            }
+            versions.insert(ns.to_owned(), version);
+        }
         if self.namespaces.read().get(ns) == Some(&p) {
             return Ok(false);
         }
@@ -204,6 +225,13 @@ impl PolicyStore {
         // Short write lock: the new value is published once it is durable.
         self.namespaces.write().insert(ns.to_owned(), p);
         Ok(true)
+    }
+
+    /// Forgets the cluster document's version of a namespace the cluster's store no longer
+    /// has (one created again there starts from version 0).
+    pub fn forget_cluster_version(&self, ns: &str) {
+        let _update = self.updates.lock();
+        self.cluster_versions.lock().remove(ns);
     }
 
     /// Changes a topic's policies with `f` and persists them.
@@ -525,5 +553,28 @@ mod tests {
         // Persisted: a new store sees the same.
         let again = PolicyStore::open(meta, cfg).unwrap();
         assert_eq!(again.effective(&t).publish, (5.0, 100.0));
+    }
+
+    #[test]
+    fn a_cluster_document_older_than_the_one_installed_is_not_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta: Arc<dyn MetaStore> =
+            Arc::new(pulsar_rs_ledger::FileMetaStore::open(dir.path()).unwrap());
+        let store = PolicyStore::open(meta, Arc::new(BrokerConfig::default())).unwrap();
+        let with_ttl = |ttl: i64| Policies {
+            message_ttl_in_seconds: Some(ttl),
+            ..Policies::default()
+        };
+        let ttl = |store: &PolicyStore| store.namespace("a/b").message_ttl_in_seconds;
+        assert!(store.install_namespace("a/b", with_ttl(10), 3).unwrap());
+        // Read before version 3 was written: stale.
+        assert!(!store.install_namespace("a/b", with_ttl(5), 2).unwrap());
+        assert_eq!(ttl(&store), Some(10));
+        assert!(store.install_namespace("a/b", with_ttl(20), 4).unwrap());
+        assert_eq!(ttl(&store), Some(20));
+        // Gone from the cluster's store and created there again: versions start over.
+        store.forget_cluster_version("a/b");
+        assert!(store.install_namespace("a/b", with_ttl(30), 0).unwrap());
+        assert_eq!(ttl(&store), Some(30));
     }
 }

@@ -19,12 +19,18 @@ const CAS_ATTEMPTS: usize = 16;
 pub type Document = Map<String, Value>;
 
 impl ClusterMember {
-    /// A namespace's `Policies` document (`None`: no such namespace in the cluster).
+    /// A namespace's `Policies` document and its version in the store (`None`: no such
+    /// namespace in the cluster). The version orders what a broker installs: a document read
+    /// before a change it made itself is older than the one it wrote.
     ///
     /// # Errors
     /// Store failures; a record that is not a JSON object.
-    pub async fn namespace_document(&self, ns: &str) -> Result<Option<Document>> {
-        self.document(&paths::namespace_policies(ns)).await
+    pub async fn namespace_document(&self, ns: &str) -> Result<Option<(Document, i32)>> {
+        Ok(self
+            .configuration_store()
+            .get_json::<Document>(&paths::namespace_policies(ns))
+            .await?
+            .map(|(d, stat)| (d, stat.version)))
     }
 
     /// The JSON record at `path`, without its version.
@@ -37,7 +43,8 @@ impl ClusterMember {
     }
 
     /// Sets the fields `set` and removes the fields `removed` of a namespace's document, by
-    /// compare-and-set: fields changed meanwhile through another broker are kept.
+    /// compare-and-set: fields changed meanwhile through another broker are kept. The document
+    /// written, with its new version.
     ///
     /// # Errors
     /// [`ClusterError::NamespaceNotFound`]; [`StoreError::BadVersion`] after
@@ -47,7 +54,7 @@ impl ClusterMember {
         ns: &str,
         set: &Document,
         removed: &[String],
-    ) -> Result<()> {
+    ) -> Result<(Document, i32)> {
         let path = paths::namespace_policies(ns);
         let store = self.configuration_store();
         for _ in 0..CAS_ATTEMPTS {
@@ -61,7 +68,7 @@ impl ClusterMember {
                 doc.remove(k);
             }
             match store.set_json(&path, &doc, Some(stat.version)).await {
-                Ok(_) => return Ok(()),
+                Ok(version) => return Ok((doc, version)),
                 Err(StoreError::BadVersion { .. }) => {}
                 Err(e) => return Err(e.into()),
             }

@@ -97,12 +97,20 @@ pub async fn update_namespace(
         // A namespace this broker had before it joined the cluster: the store gets it now.
         Err(ClusterError::NamespaceNotFound(_)) => {
             let tenant = ns.split('/').next().unwrap_or_default();
-            share_new_namespace(ctx, tenant, &ns).await
+            share_new_namespace(ctx, tenant, &ns).await.map(|()| None)
         }
-        r => r,
+        r => r.map(Some),
     };
     match shared {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Some((doc, version))) => {
+            // What the store holds now is installed before the answer, so a watch event read
+            // before this write cannot hide the change from whoever reads it back.
+            if let Err(e) = install_document(ctx, m, ns.clone(), &doc, version).await {
+                tracing::warn!(namespace = %ns, error = %e, "installing the cluster's policies after a change failed");
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Ok(None) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => {
             tracing::warn!(namespace = %ns, error = %e, "sharing a policy change failed: reading the cluster's back");
             if let Err(again) = sync_namespace(ctx, m, &ns, false).await {
@@ -149,12 +157,13 @@ async fn sync_namespace(
 ) -> Result<(), ServerError> {
     let doc = m.namespace_document(ns).await.map_err(store_error)?;
     let (c, ns) = (Arc::clone(ctx), ns.to_owned());
-    let Some(doc) = doc else {
+    let Some((doc, version)) = doc else {
         if !deleted_elsewhere {
             return Ok(());
         }
         return tokio::task::spawn_blocking(move || {
             let svc = &c.service;
+            svc.policies.forget_cluster_version(&ns);
             let idle =
                 svc.topics_of_namespace(&ns).is_empty() && svc.partitioned_topics(&ns).is_empty();
             if svc.policies.namespace_exists(&ns) && idle {
@@ -167,7 +176,22 @@ async fn sync_namespace(
         .map_err(|e| ServerError::BadRequest(format!("deleting a namespace: {e}")))?
         .map_err(ServerError::from);
     };
-    let p = match parse_document(&doc, m.cluster()) {
+    install_document(ctx, m, ns, &doc, version).await
+}
+
+/// Installs a namespace's `Policies` document of the store, at `version`, here.
+///
+/// # Errors
+/// Local metadata I/O.
+async fn install_document(
+    ctx: &Arc<ServerContext>,
+    m: &ClusterMember,
+    ns: String,
+    doc: &Document,
+    version: i32,
+) -> Result<(), ServerError> {
+    let c = Arc::clone(ctx);
+    let p = match parse_document(doc, m.cluster()) {
         Ok(p) => p,
         // A namespace met for the first time is still served, with default policies.
         Err(_) if !ctx.service.policies.namespace_exists(&ns) => {
@@ -187,7 +211,7 @@ async fn sync_namespace(
                 .insert(c.service.config.cluster_name.clone());
             c.resources.put_tenant(&tenant, info, true)?;
         }
-        if c.service.policies.install_namespace(&ns, p)? {
+        if c.service.policies.install_namespace(&ns, p, version)? {
             c.service.refresh_policies();
             tracing::info!(namespace = %ns, "namespace policies of the cluster installed");
         }
