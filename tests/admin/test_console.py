@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import threading
 import time
 import urllib.error
@@ -235,3 +236,57 @@ def test_console_token_login(pulsar_broker_factory):
             assert b.script("return sessionStorage.getItem('pulsar_rs.token')") == token
     finally:
         client.close()
+
+
+@NEED_BROWSER
+def test_console_shows_replication_peers_and_backlog_to_each(pulsar_broker):
+    """A namespace replicated to a cluster whose brokers do not answer (its port bound, never
+    listening): the replication view lists the peer from its cluster record and the topic's
+    backlog kept for it, the replicator not connected; the page follows the backlog live."""
+    admin = pulsar_broker.admin_url
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        port = dead.getsockname()[1]
+        west = {"serviceUrl": f"http://127.0.0.1:{port}", "brokerServiceUrl": f"pulsar://127.0.0.1:{port}"}
+        http(f"{admin}/admin/v2/clusters/west", "PUT", json.dumps(west).encode())
+        tenant = {"adminRoles": [], "allowedClusters": ["standalone", "west"]}
+        http(f"{admin}/admin/v2/tenants/geo", "PUT", json.dumps(tenant).encode())
+        http(f"{admin}/admin/v2/namespaces/geo/console", "PUT")
+        http(f"{admin}/admin/v2/namespaces/geo/console/replication", "POST", b'["standalone", "west"]')
+        topic = "persistent://geo/console/orders"
+        client = client_for(pulsar_broker.service_url)
+        try:
+            producer = client.create_producer(topic, batching_enabled=False)
+            for i in range(7):
+                producer.send(f"o{i}".encode())
+            deadline = time.monotonic() + 15
+            while True:
+                view = http(f"{admin}/console/api/replication")
+                rows = [r for r in view["topics"] if r["topic"] == topic]
+                if rows and rows[0]["replicationBacklog"] == 7:
+                    break
+                assert time.monotonic() < deadline, f"no backlog towards west: {view}"
+                time.sleep(0.3)  # poll: replicators start on the broker's one-second check
+            assert view["cluster"] == "standalone"
+            assert [(r["remote"], r["connected"], r["msgOutCount"]) for r in rows] == [("west", False, 0)]
+            peers = {p["name"]: p for p in view["peers"]}
+            assert set(peers) == {"west"}, peers
+            assert peers["west"]["serviceUrl"] == west["serviceUrl"]
+            assert peers["west"]["brokerServiceUrl"] == west["brokerServiceUrl"]
+            assert (peers["west"]["known"], peers["west"]["topics"], peers["west"]["connected"]) == (True, 1, 0)
+            assert peers["west"]["replicationBacklog"] == 7
+            # The same figure as the topic's stats.
+            stats = http(f"{admin}/admin/v2/persistent/geo/console/orders/stats")
+            assert stats["replication"]["west"]["replicationBacklog"] == 7
+            with browser() as b:
+                b.get(admin + "/")
+                b.click(b.find_all("#replication-link")[0])
+                b.wait_text("#replication-peers tr.peer[data-cluster='west'] td.peer-backlog", lambda t: t == "7")
+                assert b.wait_text("#replication-peers tr.peer td.peer-connected", lambda t: t == "0 of 1")
+                row = f"#replication-topics tr[data-topic='{topic}'][data-cluster='west']"
+                assert b.wait_text(f"{row} td.repl-connected", lambda t: t == "not connected")
+                for i in range(3):
+                    producer.send(f"late{i}".encode())
+                b.wait_text(f"{row} td.repl-backlog", lambda t: t == "10")
+        finally:
+            client.close()

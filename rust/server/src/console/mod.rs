@@ -6,7 +6,9 @@
 //! * `GET /console/api/history[?topic=persistent://...]`: the last minutes of rates and backlog
 //!   sampled by the broker ([`history`]);
 //! * `GET /console/api/cluster`: the cluster's brokers, its leader and each broker's bundles
-//!   ([`cluster`]).
+//!   ([`cluster`]);
+//! * `GET /console/api/replication`: the clusters this one replicates to and each topic's
+//!   backlog towards each ([`replication`]).
 //!
 //! The page and its assets are public (they hold no data; the login form must load); the JSON
 //! endpoints go through the admin guard like every admin call (the admin router mounts both),
@@ -17,6 +19,7 @@
 
 pub mod cluster;
 pub mod history;
+pub mod replication;
 pub mod stats;
 
 use std::collections::HashMap;
@@ -61,6 +64,10 @@ pub fn api_routes(history: Arc<History>) -> Router<Arc<ServerContext>> {
             get(history_handler).with_state(history),
         )
         .route("/console/api/cluster", get(cluster::cluster_handler))
+        .route(
+            "/console/api/replication",
+            get(replication::replication_handler),
+        )
 }
 
 async fn asset(content_type: &'static str, body: &'static str) -> Response {

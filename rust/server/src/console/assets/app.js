@@ -523,6 +523,45 @@ function clusterPage(view) {
   });
 }
 
+// Geo-replication: the clusters this one replicates to, and each topic's backlog towards each.
+function replicationPage(view) {
+  loop(async () => {
+    const r = await api("/console/api/replication");
+    document.getElementById("cluster").textContent = "cluster " + r.cluster;
+    const peers = r.peers.map((p) =>
+      h("tr", { className: "peer", "data-cluster": p.name },
+        h("td", { className: "peer-name text" }, p.name,
+          p.known ? null : h("span", { className: "muted" }, " (no cluster record)")),
+        h("td", { className: "text" }, p.serviceUrl || ""),
+        h("td", { className: "text" }, p.brokerServiceUrl || ""),
+        h("td", { className: "peer-topics" }, num(p.topics)),
+        h("td", { className: "peer-connected" }, num(p.connected) + " of " + num(p.topics)),
+        h("td", { className: "peer-backlog" }, num(p.replicationBacklog))));
+    if (!peers.length) peers.push(h("tr", {}, h("td", { colspan: 6, className: "muted" }, "no other cluster")));
+    const topics = r.topics.map((t) =>
+      h("tr", { className: "replicated-topic", "data-topic": t.topic, "data-cluster": t.remote },
+        h("td", {}, topicLink(t.topic)),
+        h("td", { className: "text" }, t.remote),
+        h("td", { className: "repl-backlog" }, num(t.replicationBacklog)),
+        h("td", { className: "repl-connected text" }, t.connected ? "connected" : "not connected"),
+        h("td", { className: "rate-out" }, rate(t.msgRateOut)),
+        h("td", { className: "out-count" }, num(t.msgOutCount)),
+        h("td", { className: "rate-in" }, rate(t.msgRateIn))));
+    if (!topics.length) topics.push(h("tr", {}, h("td", { colspan: 7, className: "muted" }, "no topic loaded here replicates")));
+    view.replaceChildren(
+      h("h2", {}, "Replication from ", r.cluster),
+      h("p", {}, h("a", { href: "#/" }, "← all topics")),
+      h("h3", {}, "Peers"),
+      h("table", { id: "replication-peers" },
+        h("thead", {}, h("tr", {}, ["Cluster", "Service URL", "Broker service URL", "Topics", "Connected", "Backlog"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, peers)),
+      h("h3", {}, "Topics"),
+      h("table", { id: "replication-topics" },
+        h("thead", {}, h("tr", {}, ["Topic", "To cluster", "Backlog", "Replicator", "Out msg/s", "Sent", "In msg/s"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, topics)));
+  });
+}
+
 function route() {
   generation++;
   const view = document.getElementById("view");
@@ -530,7 +569,8 @@ function route() {
   view.hidden = false;
   const hash = location.hash || "#/";
   const m = /^#\/topic\/(.+)$/.exec(hash);
-  const page = m ? topicPage(view, decodeURIComponent(m[1])) : hash === "#/cluster" ? clusterPage(view) : overviewPage(view);
+  const pages = { "#/cluster": clusterPage, "#/replication": replicationPage };
+  const page = m ? topicPage(view, decodeURIComponent(m[1])) : (pages[hash] || overviewPage)(view);
   Promise.resolve(page).catch((e) => {
     if (!(e instanceof AuthError)) setStatus("error: " + e.message, "error");
   });
