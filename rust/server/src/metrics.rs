@@ -308,12 +308,14 @@ fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
     }
     // Replicated subscriptions' snapshots, summed over the broker's topics (Pulsar's families
     // carry no topic label).
-    let (pending, timed_out) = ctx
+    let (pending, timed_out, done) = ctx
         .service
         .loaded_topics()
         .iter()
         .map(|t| t.replicated_subscription_snapshots())
-        .fold((0usize, 0u64), |(p, o), (tp, to)| (p + tp, o + to));
+        .fold((0usize, 0u64, (0u64, 0u64)), |(p, o, d), (tp, to, td)| {
+            (p + tp, o + to, (d.0 + td.count, d.1 + td.sum_ms))
+        });
     let c = format!("cluster=\"{cluster}\"");
     f.family(
         "pulsar_replicated_subscriptions_pending_snapshots",
@@ -323,7 +325,13 @@ fn replication(ctx: &ServerContext, cluster: &str, f: &mut Families) {
     f.family(
         "pulsar_replicated_subscriptions_timedout_snapshots",
         "counter",
-        &[(c, timed_out as f64)],
+        &[(c.clone(), timed_out as f64)],
+    );
+    f.summary(
+        "pulsar_replicated_subscriptions_snapshot_ms",
+        &c,
+        done.0,
+        done.1 as f64,
     );
 }
 

@@ -43,6 +43,15 @@ struct Pending {
     first_round_done: bool,
 }
 
+/// Completed snapshots: how many, and their durations summed (ms).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotTimes {
+    /// Snapshots completed.
+    pub count: u64,
+    /// Milliseconds from each one's first request to its completion, summed.
+    pub sum_ms: u64,
+}
+
 /// One topic's snapshots in progress.
 #[derive(Debug)]
 pub struct Controller {
@@ -56,6 +65,9 @@ pub struct Controller {
     last_completed_start_ms: u64,
     /// Snapshots dropped unanswered (Pulsar's `timedout_snapshots`).
     timed_out: u64,
+    /// Snapshots completed, and the milliseconds each took from its first request, summed
+    /// (Pulsar's `pulsar_replicated_subscriptions_snapshot_ms` summary).
+    completed: SnapshotTimes,
     /// Makes the snapshot ids (random per process).
     ids: RandomState,
     /// Counts the ids made.
@@ -72,6 +84,7 @@ impl Controller {
             pending: HashMap::new(),
             last_completed_start_ms: 0,
             timed_out: 0,
+            completed: SnapshotTimes::default(),
             ids: RandomState::new(),
             made: 0,
         }
@@ -182,6 +195,8 @@ impl Controller {
         }
         let done = self.pending.remove(id)?;
         self.last_completed_start_ms = done.started_ms;
+        self.completed.count += 1;
+        self.completed.sum_ms += now_ms.saturating_sub(done.started_ms);
         let others: Vec<(String, Position)> = done.responses.into_iter().collect();
         Some(markers::snapshot(id, &self.local, at, &others, now_ms))
     }
@@ -196,6 +211,12 @@ impl Controller {
     #[must_use]
     pub fn timed_out(&self) -> u64 {
         self.timed_out
+    }
+
+    /// Snapshots completed since the topic loaded, and how long they took.
+    #[must_use]
+    pub fn completed(&self) -> SnapshotTimes {
+        self.completed
     }
 }
 
@@ -265,6 +286,14 @@ mod tests {
             markers::clusters(&[("west".into(), Position::new(50, 4))])
         );
         assert_eq!(c.pending(), 0);
+        assert_eq!(
+            c.completed(),
+            SnapshotTimes {
+                count: 1,
+                sum_ms: 1100
+            },
+            "asked at 1000, complete at 2100"
+        );
         assert!(
             c.tick(3000, 900, &remotes(&["west"]), true).is_none(),
             "no data since it started"

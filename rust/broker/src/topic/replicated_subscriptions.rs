@@ -11,6 +11,7 @@ use pulsar_rs_ledger::Position;
 
 use super::Topic;
 use crate::error::BrokerError;
+use crate::replicated_subscriptions::controller::SnapshotTimes;
 use crate::replicated_subscriptions::markers::{self, Marker};
 use crate::subscription::Subscription;
 
@@ -117,11 +118,12 @@ impl Topic {
         }
     }
 
-    /// Snapshots in progress and snapshots dropped unanswered (Pulsar's
-    /// `pulsar_replicated_subscriptions_pending_snapshots` / `timedout_snapshots`).
+    /// Snapshots in progress, snapshots dropped unanswered and snapshots completed with their
+    /// durations (Pulsar's `pulsar_replicated_subscriptions_pending_snapshots`,
+    /// `timedout_snapshots` and `snapshot_ms`).
     #[must_use]
-    pub fn replicated_subscription_snapshots(&self) -> (usize, u64) {
+    pub fn replicated_subscription_snapshots(&self) -> (usize, u64, SnapshotTimes) {
         let c = self.snapshots.lock();
-        (c.pending(), c.timed_out())
+        (c.pending(), c.timed_out(), c.completed())
     }
 }
