@@ -315,6 +315,9 @@ def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(p
             lambda: (st := stats(a)["replication"]["west"])["replicationBacklog"] == n and st,
         )
         assert s["connected"] is False, s
+        # The console's replication view shows the same backlog, its peer not connected.
+        peers = {p["name"]: p for p in ok("GET", f"{a.http}/console/api/replication")["peers"]}  # type: ignore[index]
+        assert (peers["west"]["replicationBacklog"], peers["west"]["connected"]) == (n, 0), peers
         # West comes back (its data directory kept, new ports): the operator updates its record.
         b2 = PulsarRsBroker(tmp_path, "west", {"clusterName": "west", "brokerDeduplicationEnabled": False})
         try:
@@ -325,6 +328,10 @@ def test_the_backlog_waits_while_the_remote_is_down_and_drains_when_it_returns(p
                 lambda: stats(a)["replication"]["west"]["replicationBacklog"] == 0,
                 timeout=120,
             )
+            view = ok("GET", f"{a.http}/console/api/replication")
+            assert [(r["remote"], r["replicationBacklog"], r["connected"]) for r in view["topics"]] == [  # type: ignore[index]
+                ("west", 0, True)
+            ], view
             cb = pulsar.Client(b2.url)
             got = [m.data() for m in receive_all(cb.subscribe(TOPIC, "s"), n + 1)]
             assert got == [b"before", *[b"while-down-%04d" % i for i in range(n)]]
@@ -431,6 +438,17 @@ def test_replication_clusters_are_refused_as_pulsar_refuses_them(tmp_path):
         status, answer = call("POST", url, ["east", "north"])
         assert status == 403 and "not in the list of allowed clusters" in answer["reason"], answer  # type: ignore[index]
         assert ok("GET", url) == ["east"], "nothing refused was stored"
+        # A namespace created with replication clusters: the same checks (Pulsar's validatePolicies).
+        created = f"{a.http}/admin/v2/namespaces/geo/born-replicated"
+        assert call("PUT", created, {"replication_clusters": ["east", "south"]}) == (
+            403,
+            {"reason": "Invalid cluster id: south"},
+        )
+        status, answer = call("PUT", created, {"replication_clusters": ["east", "north"]})
+        assert status == 403 and "not in the list of allowed clusters" in answer["reason"], answer  # type: ignore[index]
+        assert call("GET", created + "/replication")[0] == 404, "nothing refused was created"
+        ok("PUT", created, {"replication_clusters": ["east", "west"]})
+        assert ok("GET", created + "/replication") == ["east", "west"]
         # A topic of the namespace opens a cursor towards west once west is listed, and drops it after.
         c = pulsar.Client(a.url)
         try:
@@ -530,6 +548,10 @@ def test_a_replicated_subscription_resumes_in_the_other_cluster_near_where_it_wa
             assert re.search(rf'^pulsar_replicated_subscriptions_{family}{{cluster="east"}} \d+$', metrics, re.M), (
                 family
             )
+        # The snapshots that moved west's cursor completed on east, each timed.
+        done = re.search(r'^pulsar_replicated_subscriptions_snapshot_ms_count\{cluster="east"\} (\d+)$', metrics, re.M)
+        took = re.search(r'^pulsar_replicated_subscriptions_snapshot_ms_sum\{cluster="east"\} (\d+)', metrics, re.M)
+        assert done and int(done.group(1)) >= 1 and took, metrics
     finally:
         ca.close()
         cb.close()

@@ -104,6 +104,15 @@ async fn create(
             }
         }
     };
+    // The replication clusters the body names (Pulsar's `validatePolicies`; an empty list is
+    // the local cluster).
+    let named: Vec<String> = doc
+        .get(pulsar_rs_broker::policies::replication::NAMESPACE_FIELD)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    if let Err(r) = super::replication::allowed_for_tenant(&ctx, &tenant, &named) {
+        return r;
+    }
     let mut policies = match parse_document(&doc, &ctx.service.config.cluster_name) {
         Ok(p) => p,
         Err(r) => return r,

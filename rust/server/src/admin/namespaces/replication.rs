@@ -71,22 +71,8 @@ async fn set_clusters(
             "Cannot specify global in the list of replication clusters",
         );
     }
-    let known = ctx.resources.clusters();
-    let allowed = ctx
-        .resources
-        .tenant(&tenant)
-        .map(|t| t.allowed_clusters)
-        .unwrap_or_default();
-    for c in &clusters {
-        if !known.contains(c) {
-            return fail(StatusCode::FORBIDDEN, format!("Invalid cluster id: {c}"));
-        }
-        if !allowed.is_empty() && !allowed.contains(c) {
-            return fail(
-                StatusCode::FORBIDDEN,
-                format!("Cluster [{c}] is not in the list of allowed clusters list for tenant [{tenant}]"),
-            );
-        }
+    if let Err(r) = allowed_for_tenant(&ctx, &tenant, &clusters) {
+        return r;
     }
     let list = Value::from(clusters.into_iter().collect::<Vec<_>>());
     let r = crate::cluster::sync::update_namespace(&ctx, name, move |p| {
@@ -98,4 +84,39 @@ async fn set_clusters(
         return StatusCode::OK.into_response();
     }
     r
+}
+
+/// Pulsar's `validateClusterForTenant` for each of `clusters`: 403 for a cluster that is not
+/// registered, or that the tenant's `allowedClusters` leave out (an empty list allows every
+/// cluster). Also what a namespace's creation checks of the replication clusters its body
+/// names (Pulsar's `validatePolicies`).
+///
+/// # Errors
+/// The refusal, as a response.
+pub(super) fn allowed_for_tenant<'a>(
+    ctx: &crate::context::ServerContext,
+    tenant: &str,
+    clusters: impl IntoIterator<Item = &'a String>,
+) -> Result<(), Response> {
+    let known = ctx.resources.clusters();
+    let allowed = ctx
+        .resources
+        .tenant(tenant)
+        .map(|t| t.allowed_clusters)
+        .unwrap_or_default();
+    for c in clusters {
+        if !known.contains(c) {
+            return Err(fail(
+                StatusCode::FORBIDDEN,
+                format!("Invalid cluster id: {c}"),
+            ));
+        }
+        if !allowed.is_empty() && !allowed.contains(c) {
+            return Err(fail(
+                StatusCode::FORBIDDEN,
+                format!("Cluster [{c}] is not in the list of allowed clusters list for tenant [{tenant}]"),
+            ));
+        }
+    }
+    Ok(())
 }
