@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's
 from tools.pulsar_reference import PulsarReferenceError, available
 
 from pulsar_rs import Admin
-from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.bookkeeper import PULSAR_CLUSTER, BookKeeperCluster
 from pulsar_rs.testing.process import PulsarRsBroker, wait_for_cluster
 
 if (why := available()) is not None:
@@ -66,6 +66,7 @@ def start_broker(tmp: Path, bk: BookKeeperCluster, name: str) -> tuple[PulsarRsB
     """``pulsar-rs standalone`` on the bookies, with a data directory of its own; (broker, URL)."""
     conf = {
         "metadataStoreUrl": bk.metadata_store_url,
+        "clusterName": PULSAR_CLUSTER,  # the cluster Apache Pulsar's brokers here join
         "managedLedgerDefaultEnsembleSize": 3,
         "managedLedgerDefaultWriteQuorum": 2,
         "managedLedgerDefaultAckQuorum": 2,

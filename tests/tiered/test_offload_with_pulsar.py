@@ -29,7 +29,7 @@ from fixtures.s3proxy import S3Proxy
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's tools/
 from tools.pulsar_reference import PulsarReferenceError, available
 
-from pulsar_rs.testing.bookkeeper import BookKeeperCluster
+from pulsar_rs.testing.bookkeeper import PULSAR_CLUSTER, BookKeeperCluster
 from pulsar_rs.testing.process import PulsarRsBroker
 
 if (why := available()) is not None:
@@ -62,6 +62,7 @@ def rs_conf(bk: BookKeeperCluster, s3: S3Proxy) -> dict[str, object]:
     """pulsar-rs on the bookies, offloading to the shared bucket; nothing trimmed."""
     return {
         "metadataStoreUrl": bk.metadata_store_url,
+        "clusterName": PULSAR_CLUSTER,  # the cluster Apache Pulsar's brokers here join
         "managedLedgerDefaultEnsembleSize": 3,
         "managedLedgerDefaultWriteQuorum": 2,
         "managedLedgerDefaultAckQuorum": 2,

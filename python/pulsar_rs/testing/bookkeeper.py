@@ -36,6 +36,12 @@ from .distribution import (
 
 #: How long ZooKeeper plus the bookies may take to come up (JVM starts on a busy 2-core box).
 START_TIMEOUT_S = 180.0
+#: The cluster Apache Pulsar's brokers of these stores join by default. A pulsar-rs broker that
+#: shares the stores with them sets ``clusterName`` to it: Pulsar's
+#: ``initialize-cluster-metadata -c <cluster>`` adds its cluster to the replication clusters of an
+#: existing ``public/default`` ("Added the replication cluster"), so a broker of another cluster
+#: would then replicate ``public/default`` towards it, as Pulsar's own brokers would.
+PULSAR_CLUSTER = "test"
 
 
 def parse_ensembles(text: str) -> list[list[str]]:
@@ -275,7 +281,7 @@ class BookKeeperCluster:
 
     def start_pulsar_broker(
         self,
-        cluster: str = "test",
+        cluster: str = PULSAR_CLUSTER,
         ensemble: tuple[int, int, int] = (2, 2, 2),
         initialise: bool = True,
         metadata_store_url: str | None = None,
