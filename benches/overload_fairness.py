@@ -53,6 +53,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from peer_runs import record_header  # noqa: E402
 from vs_pulsar import UNTHROTTLED, ensure_distribution, log, start_broker  # noqa: E402
 
 TOPIC = "persistent://public/default/overload"
@@ -256,10 +257,7 @@ def main() -> None:
                 log(kind, {k: v for k, v in r.items() if k != "timeline"})
     results = {k: medians([r for r in runs if "error" not in r]) for k, runs in rounds.items()}
     out = {
-        "started_utc": started,
-        "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "args": vars(a),
-        "nproc": os.cpu_count(),
+        **record_header(started, a),
         "medians": results,
         "rounds": rounds,
     }

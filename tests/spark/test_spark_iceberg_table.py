@@ -54,6 +54,13 @@ def jar(coordinates: str) -> Path:
     return path
 
 
+def spark_module(env: dict[str, str], module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m module args...`` (a Spark job in its own JVM), its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=500, env=env, check=False
+    )
+
+
 def test_spark_reads_the_topic_table(pulsar_broker_factory, client_factory, tmp_path) -> None:
     if not (shutil.which("java") and shutil.which("mvn")):
         pytest.skip("Spark's Iceberg runtime needs Java and Maven")
@@ -100,25 +107,10 @@ def test_spark_reads_the_topic_table(pulsar_broker_factory, client_factory, tmp_
             [str(Path(__file__).resolve().parents[2] / "spark"), os.environ.get("PYTHONPATH", "")]
         ),
     }
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_rs_spark.iceberg_tables",
-            "--catalog",
-            str(catalog),
-            "--warehouse",
-            str(tmp_path / "warehouse"),
-            "--jars",
-            jars,
-            "--sql",
-            sql,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=500,
-        env=env,
-        check=False,
+    out = spark_module(
+        env,
+        "pulsar_rs_spark.iceberg_tables",
+        *("--catalog", str(catalog), "--warehouse", str(tmp_path / "warehouse"), "--jars", jars, "--sql", sql),
     )
     assert out.returncode == 0, out.stderr[-3000:]
     got = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -139,17 +131,12 @@ def test_spark_reads_the_topic_table(pulsar_broker_factory, client_factory, tmp_
     # The table is the only source of entries: without table mode every backlog would be 0.
     shutil.rmtree(snaps / "entries")
     results = tmp_path / "results"
-    run = subprocess.run(
-        [
-            *(sys.executable, "-m", "pulsar_rs_spark", "--input", str(snaps), "--output", str(results)),
-            *("--master", "local[1]", "--jobs", "backlog,hot-keys", "--no-html", "--shuffle-partitions", "4"),
-            *("--table-catalog", str(catalog), "--table-warehouse", str(tmp_path / "warehouse"), "--table-jars", jars),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=500,
-        env=env,
-        check=False,
+    run = spark_module(
+        env,
+        "pulsar_rs_spark",
+        *("--input", str(snaps), "--output", str(results), "--master", "local[1]", "--jobs", "backlog,hot-keys"),
+        *("--no-html", "--shuffle-partitions", "4", "--table-jars", jars),
+        *("--table-catalog", str(catalog), "--table-warehouse", str(tmp_path / "warehouse")),
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "entries from table: pulsar.`public`.`default`.`spark-orders`" in run.stdout, run.stdout
