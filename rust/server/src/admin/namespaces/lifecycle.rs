@@ -110,7 +110,7 @@ async fn create(
         .get(pulsar_rs_broker::policies::replication::NAMESPACE_FIELD)
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
-    if let Err(r) = super::replication::allowed_for_tenant(&ctx, &tenant, &named) {
+    if let Err(r) = super::allowed_clusters::allowed_for_tenant(&ctx, &tenant, &named) {
         return r;
     }
     let mut policies = match parse_document(&doc, &ctx.service.config.cluster_name) {

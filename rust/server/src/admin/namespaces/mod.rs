@@ -2,6 +2,7 @@
 //! policies ([`policies`], [`ns_policies`], [`metric_labels`], [`quota_retention`]) and the permissions granted on
 //! them ([`permissions`]).
 
+mod allowed_clusters;
 pub(in crate::admin) mod lifecycle;
 pub(in crate::admin) mod metric_labels;
 pub(in crate::admin) mod ns_policies;

@@ -14,6 +14,7 @@ use axum::Json;
 use pulsar_rs_broker::policies::replication::NAMESPACE_FIELD;
 use serde_json::Value;
 
+use super::allowed_clusters::allowed_for_tenant;
 use super::ns_policies::existing;
 use crate::admin::machinery::access::{Access, Routes};
 use crate::admin::machinery::state::Ctx;
@@ -84,39 +85,4 @@ async fn set_clusters(
         return StatusCode::OK.into_response();
     }
     r
-}
-
-/// Pulsar's `validateClusterForTenant` for each of `clusters`: 403 for a cluster that is not
-/// registered, or that the tenant's `allowedClusters` leave out (an empty list allows every
-/// cluster). Also what a namespace's creation checks of the replication clusters its body
-/// names (Pulsar's `validatePolicies`).
-///
-/// # Errors
-/// The refusal, as a response.
-pub(super) fn allowed_for_tenant<'a>(
-    ctx: &crate::context::ServerContext,
-    tenant: &str,
-    clusters: impl IntoIterator<Item = &'a String>,
-) -> Result<(), Response> {
-    let known = ctx.resources.clusters();
-    let allowed = ctx
-        .resources
-        .tenant(tenant)
-        .map(|t| t.allowed_clusters)
-        .unwrap_or_default();
-    for c in clusters {
-        if !known.contains(c) {
-            return Err(fail(
-                StatusCode::FORBIDDEN,
-                format!("Invalid cluster id: {c}"),
-            ));
-        }
-        if !allowed.is_empty() && !allowed.contains(c) {
-            return Err(fail(
-                StatusCode::FORBIDDEN,
-                format!("Cluster [{c}] is not in the list of allowed clusters list for tenant [{tenant}]"),
-            ));
-        }
-    }
-    Ok(())
 }
