@@ -30,6 +30,18 @@ def log(*a: object) -> None:
     print(*a, file=sys.stderr, flush=True)
 
 
+def record_header(started_utc: str, args: object) -> dict[str, Any]:
+    """What every bench's JSON opens with: when it ran, its arguments, the machine's cores."""
+    from datetime import UTC, datetime
+
+    return {
+        "started_utc": started_utc,
+        "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "args": vars(args),
+        "nproc": os.cpu_count(),
+    }
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

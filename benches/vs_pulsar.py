@@ -73,6 +73,7 @@ from peer_runs import (  # noqa: E402
     idle_one,
     loadgen_one,
     log,
+    record_header,
     stop_group,
 )
 
@@ -424,10 +425,7 @@ def main() -> None:
         for wl, w in WORKLOADS.items()
     }
     out = {
-        "started_utc": started,
-        "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "args": vars(a),
-        "nproc": os.cpu_count(),
+        **record_header(started, a),
         "broker_commands": cmds,
         "pulsar_perf_produce": sample,
         "pulsar_perf_consume": perf_cmd(

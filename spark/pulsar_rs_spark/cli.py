@@ -1,7 +1,11 @@
 """The command: read snapshots, run the jobs, write Parquet results and ``report.html``.
 
 ``python -m pulsar_rs_spark --input IN --output OUT [--master local[*]] [--snapshot latest|all|MS]
-[--quota-bytes N] [--top-keys 10] [--jobs backlog,hot-keys,lag,trends]``
+[--quota-bytes N] [--top-keys 10] [--jobs backlog,hot-keys,lag,trends]
+[--table-catalog CATALOG.db --table-warehouse DIR [--table-jars A.jar,B.jar]]``
+
+With ``--table-catalog``, the entries of every topic that has an Iceberg table (the broker's
+``icebergTable`` policy) are read from its table instead of the export (``table_entries``).
 
 Output (any Hadoop-compatible URI): ``OUT/backlog``, ``OUT/topic_quota``, ``OUT/hot_keys``,
 ``OUT/lag_percentiles``, ``OUT/lag_histogram``, ``OUT/consumer_lag``, ``OUT/trend_topics``,
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
-from . import io, jobs, report, trend_report, trends
+from . import iceberg_tables, io, jobs, report, table_entries, trend_report, trends
 
 JOB_OUTPUTS = {
     "backlog": ("backlog", "topic_quota"),
@@ -52,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--trend-topics", type=int, default=8, help="topics drawn in the trend charts (default: %(default)s)"
     )
+    p.add_argument(
+        "--table-catalog",
+        default=None,
+        help="the broker's Iceberg catalog file (icebergCatalogUri's path): entries read from the topics' tables",
+    )
+    p.add_argument("--table-warehouse", default=None, help="the tables' warehouse (icebergWarehouse)")
+    p.add_argument(
+        "--table-jars", default="", help="Iceberg's Spark runtime and sqlite-jdbc as local jars (else from Maven)"
+    )
+    p.add_argument("--table-catalog-name", default="pulsar", help="icebergCatalogName (default: %(default)s)")
     return p
 
 
@@ -60,8 +74,10 @@ def spark_session(
     app_name: str = "pulsar_rs backlog analytics",
     shuffle_partitions: int | None = None,
     driver_memory: str | None = None,
+    tables: tuple[str, str, list[str], str] | None = None,
 ) -> SparkSession:
-    """A session; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside it."""
+    """A session; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside it.
+    ``tables``: (catalog file, warehouse, jars, catalog name) of the broker's Iceberg tables."""
     b = SparkSession.builder.appName(app_name)
     if master:
         b = b.master(master)
@@ -71,6 +87,8 @@ def spark_session(
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     if driver_memory:
         b = b.config("spark.driver.memory", driver_memory)
+    if tables:
+        b = iceberg_tables.with_catalog(b, *tables)
     return b.config("spark.sql.session.timeZone", "UTC").getOrCreate()
 
 
@@ -93,6 +111,7 @@ class RunResult:
 
     frames: dict[str, DataFrame]
     selected: list[tuple[str, int]]
+    tables: list[str] = field(default_factory=list)  # the Iceberg tables entries were read from
     outputs: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     report_path: str | None = None
@@ -116,13 +135,19 @@ def run(
     jobs_wanted: Sequence[str] = tuple(JOB_OUTPUTS),
     html: bool = True,
     trend_topics: int = 8,
+    table_catalog: str | None = None,
 ) -> RunResult:
-    """Runs the jobs; writes results under ``output_path`` unless it is None."""
+    """Runs the jobs; writes results under ``output_path`` unless it is None. With
+    ``table_catalog`` (a catalog of the session), entries come from the topics' Iceberg tables
+    where they have one."""
     unknown = set(jobs_wanted) - set(JOB_OUTPUTS)
     if unknown:
         raise ValueError(f"unknown jobs {sorted(unknown)}; choose from {sorted(JOB_OUTPUTS)}")
     t0 = time.perf_counter()
     snap = io.load(spark, input_path, snapshot)
+    tables: list[str] = []
+    if table_catalog:
+        snap, tables = table_entries.with_table_entries(spark, snap, table_catalog)
     frames = jobs.run_all(snap, quota_bytes, top_n)
     frames.update(trends.run(snap.all_topics, snap.all_subscriptions, quota_bytes))
     # The results are small (per subscription, per topic, top keys) and reused by other results and
@@ -130,7 +155,7 @@ def run(
     for name in frames:
         if name != "_unacked":
             frames[name] = frames[name].persist()
-    result = RunResult(frames=frames, selected=snap.selected)
+    result = RunResult(frames=frames, selected=snap.selected, tables=tables)
     wanted = [name for job in jobs_wanted for name in JOB_OUTPUTS[job]]
     if output_path is not None:  # without an output the frames stay lazy for the caller to use
         for name in wanted:
@@ -166,7 +191,15 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     owned = SparkSession.getActiveSession() is None  # leave a caller's session running
-    spark = spark_session(args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory)
+    if args.table_catalog and not args.table_warehouse:
+        raise SystemExit("--table-catalog needs --table-warehouse")
+    tables = None
+    if args.table_catalog:
+        jars = [j for j in args.table_jars.split(",") if j]
+        tables = (args.table_catalog, args.table_warehouse, jars, args.table_catalog_name)
+    spark = spark_session(
+        args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory, tables=tables
+    )
     res = run(
         spark,
         args.input,
@@ -177,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs_wanted=[j.strip() for j in args.jobs.split(",") if j.strip()],
         html=not args.no_html,
         trend_topics=args.trend_topics,
+        table_catalog=args.table_catalog_name if args.table_catalog else None,
     )
     for name, path in res.outputs.items():
         took = f" ({res.timings[name]:.1f} s)" if name in res.timings else ""
@@ -185,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}: {path}")
     if res.report_path:
         print(f"report: {res.report_path}")
+    for name in res.tables:
+        print(f"entries from table: {name}")
     print(f"total: {res.timings['total']:.1f} s over snapshots {res.selected}")
     res.unpersist()
     if owned:

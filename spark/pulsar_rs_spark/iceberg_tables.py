@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-__all__ = ["RUNTIME", "SQLITE_JDBC", "main", "session"]
+__all__ = ["RUNTIME", "SQLITE_JDBC", "main", "session", "with_catalog"]
 
 #: Iceberg's Spark runtime for Spark 4.1 (Scala 2.13).
 RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
@@ -25,24 +25,34 @@ RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
 
 
-def session(
-    catalog: str, warehouse: str, jars: Sequence[str] = (), name: str = "pulsar", master: str = "local[1]"
-) -> SparkSession:
-    """A Spark session with the broker's catalog as ``name``. ``jars``: local jar files; without
-    them Spark fetches :data:`RUNTIME` and :data:`SQLITE_JDBC` from Maven Central."""
+def with_catalog(
+    b: SparkSession.Builder, catalog: str, warehouse: str, jars: Sequence[str] = (), name: str = "pulsar"
+) -> SparkSession.Builder:
+    """``b`` with the broker's catalog as ``name``. ``jars``: local jar files; without them Spark
+    fetches :data:`RUNTIME` and :data:`SQLITE_JDBC` from Maven Central."""
     b = (
-        SparkSession.builder.master(master)
-        .appName("pulsar_rs iceberg table")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        b.config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
         .config(f"spark.sql.catalog.{name}.type", "jdbc")
         .config(f"spark.sql.catalog.{name}.uri", f"jdbc:sqlite:{catalog}")
         .config(f"spark.sql.catalog.{name}.warehouse", warehouse if "://" in warehouse else f"file://{warehouse}")
     )
-    b = b.config("spark.jars", ",".join(jars)) if jars else b.config("spark.jars.packages", f"{RUNTIME},{SQLITE_JDBC}")
-    return b.getOrCreate()
+    if jars:
+        return b.config("spark.jars", ",".join(jars))
+    return b.config("spark.jars.packages", f"{RUNTIME},{SQLITE_JDBC}")
+
+
+def session(
+    catalog: str, warehouse: str, jars: Sequence[str] = (), name: str = "pulsar", master: str = "local[1]"
+) -> SparkSession:
+    """A Spark session with the broker's catalog as ``name`` (:func:`with_catalog`)."""
+    b = (
+        SparkSession.builder.master(master)
+        .appName("pulsar_rs iceberg table")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    return with_catalog(b, catalog, warehouse, jars, name).getOrCreate()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -57,7 +57,7 @@ pub fn control_bytes(item: &Outbound) -> usize {
         Outbound::Frame(b) => b.len(),
         Outbound::Receipt(_) => RECEIPT_BYTES,
         Outbound::Receipts(rs) => RECEIPT_BYTES * rs.len(),
-        Outbound::Message(..) | Outbound::Close => 0,
+        Outbound::Message(..) | Outbound::Close | Outbound::Trim => 0,
     }
 }
 
@@ -211,6 +211,9 @@ pub enum Outbound {
     Receipts(Vec<Receipt>),
     /// Flush what is queued, then close the socket.
     Close,
+    /// The connection is idle (its keepalive tick): the writer gives back the memory of its
+    /// write buffers when nothing else is queued, so an idle connection holds none.
+    Trim,
 }
 
 /// A SEND_RECEIPT not yet encoded: no allocation per receipt, and all the receipts (and other
@@ -274,13 +277,21 @@ pub async fn run<W: AsyncWrite + Unpin>(
     writability: Arc<Writability>,
     backlog: Arc<ControlBacklog>,
 ) {
-    let mut bufs: Vec<Bytes> = Vec::with_capacity(MAX_IOV);
-    // Small frames of the current write; its memory is reused once the previous write's
-    // frozen part is dropped.
-    let mut small = BytesMut::with_capacity(4096);
+    // Both grow with the writes (at most MAX_IOV buffers, COALESCED_WRITE bytes and a frame)
+    // and are kept while traffic flows; `Outbound::Trim` gives them back once it stops. Small
+    // frames of the current write go to `small`, whose memory is reused once the previous
+    // write's frozen part is dropped.
+    let mut bufs: Vec<Bytes> = Vec::new();
+    let mut small = BytesMut::new();
     let mut closing = false;
     while !closing {
         let Some(first) = rx.recv().await else { break };
+        if matches!(first, Outbound::Trim) {
+            if rx.is_empty() {
+                (bufs, small) = (Vec::new(), BytesMut::new());
+            }
+            continue;
+        }
         let mut messages = 0;
         let mut control = control_bytes(&first);
         closing = push(&mut bufs, &mut small, first, &mut messages);
@@ -344,6 +355,8 @@ fn push(bufs: &mut Vec<Bytes>, small: &mut BytesMut, item: Outbound, messages: &
             bufs.push(d);
         }
         Outbound::Close => return true,
+        // Between writes only (`run`): here others were queued with it.
+        Outbound::Trim => {}
     }
     false
 }

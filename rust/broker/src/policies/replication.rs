@@ -55,11 +55,14 @@ impl PolicyStore {
                 .or_insert_with_key(|ns| names(self.namespace(ns).other.get(NAMESPACE_FIELD)))
                 .clone()
         });
-        let mut remotes: Vec<String> = clusters
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| c != local)
-            .collect();
+        let clusters = clusters.unwrap_or_default();
+        // A list without this cluster (another cluster's namespace seen through a shared store,
+        // e.g. Pulsar's `initialize-cluster-metadata` of another cluster): nothing is replicated
+        // from here. Pulsar would not serve the topic at all; this broker serves it, locally.
+        if !clusters.iter().any(|c| c == local) {
+            return Vec::new();
+        }
+        let mut remotes: Vec<String> = clusters.into_iter().filter(|c| c != local).collect();
         remotes.sort();
         remotes.dedup();
         remotes
@@ -156,6 +159,29 @@ mod tests {
             store.replicator_rate(&t.partition(1)),
             (7.0, 0.0),
             "the topic's"
+        );
+    }
+
+    #[test]
+    fn a_list_without_this_cluster_replicates_nothing_from_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta: Arc<dyn MetaStore> =
+            Arc::new(pulsar_rs_ledger::FileMetaStore::open(dir.path()).unwrap());
+        let store = PolicyStore::open(meta, Arc::new(BrokerConfig::default())).unwrap();
+        let t = TopicName::parse("persistent://a/b/t").unwrap();
+        let set = |clusters: &[&str]| {
+            store
+                .update_namespace("a/b", |p| {
+                    p.other.insert(NAMESPACE_FIELD.into(), json!(clusters));
+                })
+                .unwrap();
+        };
+        set(&["east", "west"]);
+        assert_eq!(store.remote_clusters(&t, "east"), vec!["west".to_owned()]);
+        set(&["west"]);
+        assert!(
+            store.remote_clusters(&t, "east").is_empty(),
+            "east is not in the list"
         );
     }
 }

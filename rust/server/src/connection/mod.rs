@@ -279,6 +279,8 @@ async fn serve_io<R, W>(
                     conn.ping_outstanding = true;
                     conn.send(&commands::ping());
                 }
+                // After the ping: the writer releases its buffers once it has written it.
+                let _ = conn.tx.send(Outbound::Trim);
                 continue;
             }
             _ = refresh.tick(), if auth_on => {
