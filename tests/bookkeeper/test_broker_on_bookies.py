@@ -90,7 +90,7 @@ def serving(tmp: Path, bk: BookKeeperCluster, name: str, topic: str) -> Iterator
     client and a client, all closed afterwards."""
     broker, url = start_broker(tmp, bk, name)
     with broker:
-        wait_for_cluster([broker])
+        wait_for_cluster([broker], PULSAR_CLUSTER)
         owner_url(broker, topic)
         c = client(url)
         try:
@@ -176,7 +176,7 @@ def test_topic_outlives_a_bookie_its_broker_and_its_disk(tmp_path, bookies):
     # A new broker with an empty data directory: everything comes from ZooKeeper and the bookies.
     b, url_b = start_broker(tmp_path, bookies, "b")
     try:
-        wait_for_cluster([b])  # a's registration lapses with its session
+        wait_for_cluster([b], PULSAR_CLUSTER)  # a's registration lapses with its session
         cb = client(url_b)
         got = drain(cb, topic, "sub", len(acked))
         cb.close()
@@ -199,7 +199,7 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
         url_b = b.url
         # The first test's brokers were killed: wait until their sessions have expired (they
         # stay registered, and may stay leader, until then) so lookups end at a live broker.
-        wait_for_cluster([a, b])
+        wait_for_cluster([a, b], PULSAR_CLUSTER)
         # A topic whose bundle a owns (the leader places a new bundle on the less loaded broker).
         names = (f"persistent://public/default/fenced-owner-{i}" for i in range(64))
         topic = next(t for t in names if owner_url(a, t) == url_a)
@@ -207,7 +207,7 @@ def test_a_broker_that_lost_its_session_cannot_write_after_the_new_owner_fenced_
     # Whoever owned the topic when: a broker with an empty data directory serves every receipt.
     c_proc, url_c = start_broker(tmp_path, bookies, "c2")
     try:
-        wait_for_cluster([c_proc])
+        wait_for_cluster([c_proc], PULSAR_CLUSTER)
         cc = client(url_c)
         got = drain(cc, topic, "check", len(receipted))
         cc.close()
@@ -368,7 +368,7 @@ def test_persistence_policies_choose_the_quorums_of_each_new_ledger(tmp_path, bo
     topic = "persistent://public/default/quorums"
     broker, url = start_broker(tmp_path, bookies, "quorums")
     with broker:
-        wait_for_cluster([broker])
+        wait_for_cluster([broker], PULSAR_CLUSTER)
         admin = Admin(broker.http)
         admin.namespaces.set_persistence("public/default", 3, 3, 2)
         assert admin.namespaces.get_policy("public/default", "persistence")["bookkeeperWriteQuorum"] == 3
@@ -479,7 +479,7 @@ def test_a_seek_by_time_finds_the_first_message_published_at_or_after_it_on_the_
     topic = "persistent://public/default/seek-by-time"
     broker, url = start_broker(tmp_path, bookies, "seeker")
     with broker:
-        wait_for_cluster([broker])
+        wait_for_cluster([broker], PULSAR_CLUSTER)
         owner_url(broker, topic)
         c = client(url)
         try:
@@ -549,14 +549,14 @@ def test_a_compacted_view_on_the_bookies_is_served_by_any_broker_apache_pulsar_i
     latest = [f"k{i % 5}={i}" for i in range(25, 30)]
     r, url = start_broker(tmp_path, bookies, "compactor")
     with r:
-        wait_for_cluster([r])
+        wait_for_cluster([r], PULSAR_CLUSTER)
         produce_keyed(url, topic, range(30))
         compact(r.http, topic)
         assert read_compacted(url, topic) == latest
         r.stop()
     r2, url2 = start_broker(tmp_path, bookies, "compacted-reader")
     with r2:
-        wait_for_cluster([r2])
+        wait_for_cluster([r2], PULSAR_CLUSTER)
         assert read_compacted(url2, topic) == latest, "the compacted view is on the bookies"
         r2.stop()
 
@@ -571,7 +571,7 @@ def test_a_compacted_view_on_the_bookies_is_served_by_any_broker_apache_pulsar_i
         pulsar_broker.stop(graceful=True)
     r3, url3 = start_broker(tmp_path, bookies, "reads-pulsars-view")
     with r3:
-        wait_for_cluster([r3])
+        wait_for_cluster([r3], PULSAR_CLUSTER)
         assert read_compacted(url3, topic) == theirs, "we serve the view Apache Pulsar compacted"
         # Deleting the topic deletes its compacted ledger from BookKeeper, as Pulsar does.
         admin = Admin(r3.http)
