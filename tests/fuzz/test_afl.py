@@ -1,7 +1,7 @@
 """A short AFL++ run over the binary protocol's decoders (``fuzz/``, ``tools/fuzz_afl``).
 
 Each target (a socket's frames, stored entries with their codecs and batches, the codecs alone)
-is fuzzed for ``PULSAR_RS_FUZZ_SECONDS`` (20 by default: CI's short form) from the seed corpus of real frames plus
+is fuzzed for ``PULSAR_RS_FUZZ_SECONDS`` (10 by default: CI's short form) from the seed corpus of real frames plus
 whatever earlier runs on this machine found. Any crash or hang fails the test; the inputs are
 kept in ``fuzz/findings/``. ``benches/fuzz.sh`` runs the same targets longer.
 """
@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tools import fuzz_afl
 
-SECONDS = int(os.environ.get("PULSAR_RS_FUZZ_SECONDS", "20"))
+SECONDS = int(os.environ.get("PULSAR_RS_FUZZ_SECONDS", "10"))
 
 
 @pytest.mark.slow  # 6 s here with the crate built, a few minutes on a clean checkout
@@ -31,7 +31,7 @@ def test_the_seeds_reach_the_decoders():
     subprocess.run(["cargo", "test", "--release", "--locked"], cwd=fuzz_afl.FUZZ, check=True)
 
 
-@pytest.mark.slow  # about 60 s here (3 targets x 20 s), plus installing cargo-afl on a first run
+@pytest.mark.slow  # about 30 s here (3 targets x 10 s), plus installing cargo-afl on a first run
 @pytest.mark.timeout(1800 + 3 * SECONDS)
 def test_afl_finds_no_crash_or_hang_in_the_protocol_decoders():
     if shutil.which("cargo") is None:
