@@ -790,7 +790,7 @@ fn mutated_frames_never_panic() {
 
 #[test]
 fn base_command_stays_small() {
-    // Rarely used commands are boxed (see build.rs) so frames are cheap to move.
+    // Rarely used commands are boxed (see rust/proto_codegen) so frames are cheap to move.
     assert!(std::mem::size_of::<pb::BaseCommand>() <= 1024);
 }
 
