@@ -1,4 +1,5 @@
-//! The topic tables' settings (`icebergCatalogUri`, `icebergWarehouse`, `icebergCatalogName`),
+//! The topic tables' settings (`icebergCatalogUri`, `icebergWarehouse`, `icebergCatalogName`,
+//! `icebergS3Endpoint`, `icebergS3Region`),
 //! checked at start-up so a bad catalog stops the broker with the key named, and the committer
 //! they start.
 
@@ -15,6 +16,10 @@ fn table_config(config: &BrokerConfig) -> Result<Option<TableConfig>, ServerErro
         &config.iceberg_warehouse,
         &config.iceberg_catalog_name,
     )
+    .and_then(|c| {
+        c.map(|c| c.with_s3_service(&config.iceberg_s3_endpoint, &config.iceberg_s3_region))
+            .transpose()
+    })
     .map_err(|e| ServerError::BadRequest(format!("invalid topic table settings: {e}")))
 }
 

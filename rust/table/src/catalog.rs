@@ -1,4 +1,5 @@
-//! The catalog topic tables are committed to: a SQL catalog on SQLite over a local warehouse,
+//! The catalog topic tables are committed to: a SQL catalog on SQLite over a local warehouse
+//! or one on S3,
 //! the namespace `[tenant, namespace]` and the table named as the topic (a partitioned topic's
 //! partitions share one table); and the guard every commit goes through, so that a commit whose
 //! range another writer committed first fails instead of landing twice.
@@ -7,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use iceberg::io::LocalFsStorageFactory;
+use iceberg::io::{LocalFsStorageFactory, StorageFactory};
 use iceberg::spec::{Transform, UnboundPartitionSpec};
 use iceberg::table::Table;
 use iceberg::{
@@ -20,6 +21,7 @@ use crate::columns::{self, FieldKind};
 use crate::config::TableConfig;
 use crate::error::TableError;
 use crate::policy::PartitionBy;
+use crate::s3_storage::S3StorageFactory;
 
 /// The table property holding how far into partition `p` the table holds (`ledger:entry`).
 #[must_use]
@@ -41,17 +43,19 @@ pub async fn open(config: &TableConfig) -> Result<Arc<SqlCatalog>, TableError> {
             ))
         })?;
     }
-    std::fs::create_dir_all(config.warehouse_dir()).map_err(|e| {
-        TableError::Config(format!(
-            "icebergWarehouse: creating {}: {e}",
-            config.warehouse_dir()
-        ))
-    })?;
+    if let Some(dir) = config.warehouse_dir() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| TableError::Config(format!("icebergWarehouse: creating {dir}: {e}")))?;
+    }
+    let storage: Arc<dyn StorageFactory> = match &config.s3 {
+        Some(service) => Arc::new(S3StorageFactory::new(service.clone())),
+        None => Arc::new(LocalFsStorageFactory),
+    };
     let catalog = SqlCatalogBuilder::default()
         .uri(config.sqlx_uri())
         .warehouse_location(config.warehouse.clone())
         .sql_bind_style(SqlBindStyle::QMark)
-        .with_storage_factory(Arc::new(LocalFsStorageFactory))
+        .with_storage_factory(storage)
         .load(config.catalog_name.clone(), HashMap::new())
         .await?;
     Ok(Arc::new(catalog))

@@ -12,6 +12,7 @@
 //!   aborted transactions left out).
 //! * [`arrays`]: messages as an Arrow batch of the table's schema.
 //! * [`catalog`]: the catalog, its namespace and tables, and the guard each commit goes through.
+//! * [`s3_storage`]: a warehouse on S3, through the offloader's S3 client.
 //! * [`commit`]: one commit of a topic's next range.
 //! * [`committer`]: the thread commits run on, off the broker's runtime.
 
@@ -24,6 +25,7 @@ pub mod config;
 pub mod error;
 pub mod policy;
 pub mod rows;
+pub mod s3_storage;
 
 pub use committer::{TableCommitter, TableStatus};
 pub use config::TableConfig;

@@ -220,8 +220,17 @@ pub struct BrokerConfig {
     /// (`sqlite:////abs/path/catalog.db`); empty: no topic tables on this broker.
     pub iceberg_catalog_uri: String,
     /// Topic tables: the warehouse their metadata and Parquet files go to (an absolute
-    /// directory or `file:///abs/path`); empty: `<dataDir>/iceberg/warehouse`.
+    /// directory, `file:///abs/path` or `s3://bucket/prefix`); empty: `warehouse/` beside the
+    /// catalog's file.
     pub iceberg_warehouse: String,
+    /// Topic tables on an `s3://` warehouse: an S3-compatible service's URL (path-style
+    /// requests); empty: Amazon S3. Credentials: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`.
+    #[serde(rename = "icebergS3Endpoint")]
+    pub iceberg_s3_endpoint: String,
+    /// Topic tables on an `s3://` warehouse: the region requests are signed for; empty:
+    /// `us-east-1`.
+    #[serde(rename = "icebergS3Region")]
+    pub iceberg_s3_region: String,
     /// Topic tables: the catalog's name (pyiceberg and Spark name the catalog so too).
     pub iceberg_catalog_name: String,
     /// Geo-replication: the prefix of replication cursors (`<prefix>.<remote cluster>`) and
@@ -582,6 +591,8 @@ impl Default for BrokerConfig {
             max_topic_list_in_flight_direct_mem_size_permits_acquire_queue_size: 1000,
             iceberg_catalog_uri: String::new(),
             iceberg_warehouse: String::new(),
+            iceberg_s3_endpoint: String::new(),
+            iceberg_s3_region: String::new(),
             iceberg_catalog_name: "pulsar".into(),
             replicator_prefix: "pulsar.repl".into(),
             replication_producer_queue_size: 1000,
