@@ -262,6 +262,8 @@ struct S3FileWrite {
     buffer: BytesMut,
     /// The multipart upload once started: its id and the parts sent (number, ETag).
     upload: Option<(String, Vec<(i32, String)>)>,
+    /// Closed, or failed: a write that failed lost a part, so nothing more may be written
+    /// (closing then would store the object without it).
     closed: bool,
 }
 
@@ -269,12 +271,17 @@ impl S3FileWrite {
     async fn send_part(&mut self, body: Bytes) -> Result<()> {
         let what = format!("{}/{}", self.bucket, self.key);
         if self.upload.is_none() {
-            let id = self
+            let started = self
                 .client
                 .create_multipart_upload(&self.bucket, &self.key, &Default::default())
-                .await
-                .map_err(|e| iceberg_error(&what, &e))?;
-            self.upload = Some((id, Vec::new()));
+                .await;
+            match started {
+                Ok(id) => self.upload = Some((id, Vec::new())),
+                Err(e) => {
+                    self.closed = true;
+                    return Err(iceberg_error(&what, &e));
+                }
+            }
         }
         let Some((id, parts)) = self.upload.as_mut() else {
             return Ok(());
@@ -290,6 +297,7 @@ impl S3FileWrite {
                 Ok(())
             }
             Err(e) => {
+                self.closed = true;
                 self.abort().await;
                 Err(iceberg_error(&what, &e))
             }
@@ -314,7 +322,7 @@ impl FileWrite for S3FileWrite {
         if self.closed {
             return Err(Error::new(
                 ErrorKind::Unexpected,
-                "write to a closed S3 file",
+                "write to a closed or failed S3 file",
             ));
         }
         self.buffer.extend_from_slice(&bs);
@@ -327,7 +335,10 @@ impl FileWrite for S3FileWrite {
 
     async fn close(&mut self) -> Result<()> {
         if self.closed {
-            return Err(Error::new(ErrorKind::Unexpected, "S3 file closed twice"));
+            return Err(Error::new(
+                ErrorKind::Unexpected,
+                "S3 file closed twice, or after a failed write",
+            ));
         }
         self.closed = true;
         let what = format!("{}/{}", self.bucket, self.key);
@@ -372,5 +383,27 @@ mod tests {
         assert!(split("file:///tmp/x").is_err());
         assert!(split("s3://b").is_err());
         assert!(split("s3:///k").is_err());
+    }
+
+    /// A part that could not be sent ends the file: closing it afterwards must not store the
+    /// object without that part (here the service refuses every connection).
+    #[test]
+    fn a_file_whose_part_failed_is_not_stored_by_its_close() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let storage = S3StorageFactory::new(S3Service {
+                endpoint: Some("http://127.0.0.1:1".into()),
+                region: "us-east-1".into(),
+            })
+            .build(&StorageConfig::new())
+            .unwrap();
+            let mut file = storage.writer("s3://b/k.parquet").await.unwrap();
+            assert!(file.write(Bytes::from(vec![0u8; PART_SIZE + 1])).await.is_err());
+            let closed = file.close().await.unwrap_err();
+            assert!(closed.to_string().contains("after a failed write"), "{closed}");
+        });
     }
 }
