@@ -21,6 +21,7 @@ import pytest
 from pulsar.schema import Double, Integer, JsonSchema, Record, String
 
 from conftest import admin
+from fixtures.maven_jars import jar
 from pulsar_rs.export import write_snapshot
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -39,19 +40,6 @@ class Order(Record):
     id = Integer()
     customer = String()
     amount = Double()
-
-
-def jar(coordinates: str) -> Path:
-    """The jar of ``group:artifact:version`` in the local Maven repository, fetched when missing."""
-    group, artifact, version = coordinates.split(":")
-    path = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.jar"
-    if not path.exists():
-        subprocess.run(
-            ["mvn", "-q", "dependency:get", f"-Dartifact={coordinates}", "-Dtransitive=false"],
-            check=True,
-            timeout=600,
-        )
-    return path
 
 
 def spark_module(env: dict[str, str], module: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,12 +1,16 @@
 """A topic's Iceberg table in a warehouse on S3 (S3Proxy): ``icebergWarehouse=s3://bucket/prefix``
 with ``icebergS3Endpoint``; the broker writes the table's metadata and Parquet files through its
 S3 client (a file over one 8 MiB part as a multipart upload), nothing of the table lands on the
-broker's disk, and pyiceberg's ``SqlCatalog`` with its own S3 file IO reads every message once.
-A warehouse setting the broker cannot use is refused at start, the key named."""
+broker's disk, and pyiceberg's ``SqlCatalog`` (pyarrow's S3 file IO) and Spark (Iceberg's
+``S3FileIO``, ``pulsar_rs_spark.iceberg_tables`` in its own JVM) read every message once. A
+warehouse setting the broker cannot use is refused at start, the key named."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import admin
+from fixtures.maven_jars import jar
 from fixtures.s3proxy import S3Proxy
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -104,6 +109,36 @@ def test_a_topic_table_in_an_s3_warehouse(pulsar_broker_factory, client_factory,
     assert any(p.suffix == ".parquet" for p in on_s3), on_s3
     assert any(p.name.endswith(".metadata.json") for p in on_s3), on_s3
     assert not (tmp_path / "warehouse").exists(), "nothing of the table on the broker's disk"
+
+    # Spark reads the same table through Iceberg's S3FileIO (the AWS SDK's checksum settings from
+    # the environment set above; its credentials too).
+    spark_dir = Path(__file__).resolve().parents[2] / "spark"
+    sys.path.insert(0, str(spark_dir))
+    from pulsar_rs_spark import iceberg_tables
+
+    jars = ",".join(
+        str(jar(c)) for c in (iceberg_tables.RUNTIME, iceberg_tables.SQLITE_JDBC, iceberg_tables.AWS_BUNDLE)
+    )
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "pulsar-rs",
+        "AWS_SECRET_ACCESS_KEY": "pulsar-rs",
+        "PYTHONPATH": os.pathsep.join([str(spark_dir), os.environ.get("PYTHONPATH", "")]),
+    }
+    sql = f"SELECT count(*) AS n, count(DISTINCT __value) AS d FROM pulsar.public.`default`.`{topic}`"
+    args = ["--catalog", str(tmp_path / "catalog.db"), "--warehouse", f"s3://{BUCKET}/warehouse"]
+    args += ["--s3-endpoint", s3.endpoint, "--jars", jars, "--sql", sql]
+    out = subprocess.run(
+        [sys.executable, "-m", "pulsar_rs_spark.iceberg_tables", *args],
+        capture_output=True,
+        text=True,
+        timeout=500,
+        env=env,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert got == [{"n": N, "d": len(set(sent))}], got
 
 
 @pytest.mark.parametrize(
