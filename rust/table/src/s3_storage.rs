@@ -401,9 +401,15 @@ mod tests {
             .build(&StorageConfig::new())
             .unwrap();
             let mut file = storage.writer("s3://b/k.parquet").await.unwrap();
-            assert!(file.write(Bytes::from(vec![0u8; PART_SIZE + 1])).await.is_err());
+            assert!(file
+                .write(Bytes::from(vec![0u8; PART_SIZE + 1]))
+                .await
+                .is_err());
             let closed = file.close().await.unwrap_err();
-            assert!(closed.to_string().contains("after a failed write"), "{closed}");
+            assert!(
+                closed.to_string().contains("after a failed write"),
+                "{closed}"
+            );
         });
     }
 }
