@@ -2,7 +2,8 @@
 
 ``python -m pulsar_rs_spark --input IN --output OUT [--master local[*]] [--snapshot latest|all|MS]
 [--quota-bytes N] [--top-keys 10] [--jobs backlog,hot-keys,lag,trends]
-[--table-catalog CATALOG.db --table-warehouse DIR [--table-jars A.jar,B.jar]]``
+[--table-catalog CATALOG.db --table-warehouse DIR|s3://B/P [--table-jars A.jar,B.jar]
+[--table-s3-endpoint URL] [--table-s3-region R]]``
 
 With ``--table-catalog``, the entries of every topic that has an Iceberg table (the broker's
 ``icebergTable`` policy) are read from its table instead of the export (``table_entries``).
@@ -66,18 +67,55 @@ def build_parser() -> argparse.ArgumentParser:
         "--table-jars", default="", help="Iceberg's Spark runtime and sqlite-jdbc as local jars (else from Maven)"
     )
     p.add_argument("--table-catalog-name", default="pulsar", help="icebergCatalogName (default: %(default)s)")
+    p.add_argument(
+        "--table-s3-endpoint", default=None, help="an s3:// warehouse's S3-compatible service URL (icebergS3Endpoint)"
+    )
+    p.add_argument(
+        "--table-s3-region",
+        default=iceberg_tables.DEFAULT_S3_REGION,
+        help="an s3:// warehouse's region (icebergS3Region; default: %(default)s)",
+    )
     return p
 
 
-def spark_session(
+@dataclass(frozen=True)
+class TableSource:
+    """The broker's Iceberg tables: its catalog file (``icebergCatalogUri``'s path), warehouse
+    (a directory or ``s3://bucket/prefix``), local jars (else fetched from Maven Central), catalog
+    name (``icebergCatalogName``) and, for an S3 warehouse, ``icebergS3Endpoint``/``icebergS3Region``."""
+
+    catalog: str
+    warehouse: str
+    jars: list[str] = field(default_factory=list)
+    name: str = "pulsar"
+    s3_endpoint: str | None = None
+    s3_region: str = iceberg_tables.DEFAULT_S3_REGION
+
+
+def table_source(args: argparse.Namespace) -> TableSource | None:
+    """The ``--table-*`` arguments as a :class:`TableSource` (None without ``--table-catalog``)."""
+    if not args.table_catalog:
+        return None
+    if not args.table_warehouse:
+        raise SystemExit("--table-catalog needs --table-warehouse")
+    return TableSource(
+        args.table_catalog,
+        args.table_warehouse,
+        [j for j in args.table_jars.split(",") if j],
+        args.table_catalog_name,
+        args.table_s3_endpoint,
+        args.table_s3_region,
+    )
+
+
+def session_builder(
     master: str | None = None,
     app_name: str = "pulsar_rs backlog analytics",
     shuffle_partitions: int | None = None,
     driver_memory: str | None = None,
-    tables: tuple[str, str, list[str], str] | None = None,
-) -> SparkSession:
-    """A session; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside it.
-    ``tables``: (catalog file, warehouse, jars, catalog name) of the broker's Iceberg tables."""
+    tables: TableSource | None = None,
+) -> SparkSession.Builder:
+    """The settings of :func:`spark_session`, before a session is made of them."""
     b = SparkSession.builder.appName(app_name)
     if master:
         b = b.master(master)
@@ -88,8 +126,22 @@ def spark_session(
     if driver_memory:
         b = b.config("spark.driver.memory", driver_memory)
     if tables:
-        b = iceberg_tables.with_catalog(b, *tables)
-    return b.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        b = iceberg_tables.with_catalog(
+            b, tables.catalog, tables.warehouse, tables.jars, tables.name, tables.s3_endpoint, tables.s3_region
+        )
+    return b.config("spark.sql.session.timeZone", "UTC")
+
+
+def spark_session(
+    master: str | None = None,
+    app_name: str = "pulsar_rs backlog analytics",
+    shuffle_partitions: int | None = None,
+    driver_memory: str | None = None,
+    tables: TableSource | None = None,
+) -> SparkSession:
+    """A session; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside it.
+    ``tables``: where the broker's Iceberg tables are (:class:`TableSource`)."""
+    return session_builder(master, app_name, shuffle_partitions, driver_memory, tables).getOrCreate()
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
@@ -191,12 +243,7 @@ def run(
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     owned = SparkSession.getActiveSession() is None  # leave a caller's session running
-    if args.table_catalog and not args.table_warehouse:
-        raise SystemExit("--table-catalog needs --table-warehouse")
-    tables = None
-    if args.table_catalog:
-        jars = [j for j in args.table_jars.split(",") if j]
-        tables = (args.table_catalog, args.table_warehouse, jars, args.table_catalog_name)
+    tables = table_source(args)
     spark = spark_session(
         args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory, tables=tables
     )
@@ -210,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs_wanted=[j.strip() for j in args.jobs.split(",") if j.strip()],
         html=not args.no_html,
         trend_topics=args.trend_topics,
-        table_catalog=args.table_catalog_name if args.table_catalog else None,
+        table_catalog=tables.name if tables else None,
     )
     for name, path in res.outputs.items():
         took = f" ({res.timings[name]:.1f} s)" if name in res.timings else ""
