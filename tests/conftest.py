@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from worker_groups import ONE_WORKER_ROOMS
+from worker_groups import pytest_xdist_make_scheduler as pytest_xdist_make_scheduler  # the rooms' workers
+
 #: The rooms of tests/, each a folder and a marker of the same name (registered in pyproject.toml).
 ROOMS = (
     "unit",
@@ -46,20 +49,15 @@ ROOMS = (
 SLOW_ROOMS = frozenset(
     {"spark", "system", "power_loss", "java", "go", "differential", "bookkeeper", "cluster", "tiered"}
 )
-#: Rooms whose files share a session-scoped fixture (Apache Pulsar started once; one Spark session):
-#: under pytest-xdist (`--dist loadgroup`, tox.ini) the whole room runs on one worker, so the
-#: fixture starts once. Every other file is a group of its own (its module fixtures start once).
-ONE_WORKER_ROOMS = frozenset({"differential", "spark"})
 _TESTS = Path(__file__).resolve().parent
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook reads the ``xdist_group`` marks
+@pytest.hookimpl(tryfirst=True)  # the room marks before any other plugin selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test with its room (and ``slow`` for the slow rooms) and its ``xdist_group``
-    (``ONE_WORKER_ROOMS``, else its file, unless the test names its own); a test outside the rooms
+    """Marks each test with its room (and ``slow`` for the slow rooms); a test outside the rooms
     is an error, so that a new file cannot escape the selections. The ``ONE_WORKER_ROOMS`` go
-    first: pytest-xdist hands groups out in this order as workers free up, and the two largest
-    groups starting last would leave one worker running alone at the end of a room."""
+    first: pytest-xdist hands groups (worker_groups.py) out in this order as workers free up, and
+    the two largest groups starting last would leave one worker running alone at the end of a room."""
     homeless = set()
     one_worker: set[int] = set()
     for item in items:
@@ -73,9 +71,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(room)
         if room in SLOW_ROOMS:
             item.add_marker("slow")
-        group = room if room in ONE_WORKER_ROOMS else str(item.path.relative_to(_TESTS))
-        if item.get_closest_marker("xdist_group") is None:  # a test may name its own (tests/java's clients)
-            item.add_marker(pytest.mark.xdist_group(group))
         if room in ONE_WORKER_ROOMS:
             one_worker.add(id(item))
     items.sort(key=lambda item: id(item) not in one_worker)  # stable: each file keeps its order

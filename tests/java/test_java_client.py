@@ -6,7 +6,7 @@ Surefire's XML reports: no failure, no error, and at least ``MIN_TESTS`` tests r
 or partial run cannot pass). Tests the broker does not pass yet are ``@Disabled("pulsar-rs: ...")``
 in the Java sources and counted as skipped. The same sources run with each client of ``CLIENTS``
 (4.0.13, 4.2.4, and 5.0.1's classic API), one test item each, each on a worker of its own under
-pytest-xdist (its ``xdist_group``).
+pytest-xdist (``ONE_GROUP_PER_TEST`` in tests/worker_groups.py).
 
 In CI the suite's ``TransactionTest`` (12 tests) is left to the cluster room, which runs it on
 three brokers (tests/cluster/test_cluster_transactions.py); ``PULSAR_RS_FULL_SUITES=1``
@@ -121,9 +121,7 @@ def run_maven(
 CLIENTS = {"4.0.13": None, "4.2.4": "pulsar-4.2", "5.0.1": "pulsar-5.0"}
 
 
-@pytest.mark.parametrize(
-    "client", [pytest.param(v, marks=pytest.mark.xdist_group(f"java-client-{v}")) for v in CLIENTS]
-)
+@pytest.mark.parametrize("client", list(CLIENTS))
 def test_java_client_suite(client, pulsar_broker_factory, tmp_path):
     # Pulsar's default (no transactions) for every test but TransactionTest, which gets a broker
     # with the transaction coordinator (only when it runs: FULL).

@@ -1,0 +1,67 @@
+"""Which tests share a pytest-xdist worker (tox.ini runs each room with ``-n 2 --dist loadgroup``).
+
+A group runs whole on one worker, so the fixtures its tests share start once: each test file is a
+group (its module fixtures: brokers, bookies, JVMs), each room of ``ONE_WORKER_ROOMS`` is one group
+(its files share a session fixture), and each test of a file in ``ONE_GROUP_PER_TEST`` is a group
+of its own. The groups are the scopes of :class:`RoomScheduling`, the scheduler tests/conftest.py
+gives pytest-xdist for ``--dist loadgroup``: it reads them from the test ids, where pytest-xdist's
+own ``loadgroup`` reads ``xdist_group`` marks through a suffix it writes into them, which pytest
+9.2's structured node ids no longer take (pytest-dev/pytest-xdist#1386: every group was then split
+over both workers, each starting the group's fixtures again; measured 2026-12-07).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+
+#: Rooms whose files share a session-scoped fixture (Apache Pulsar started once; one Spark session):
+#: the whole room is one group.
+ONE_WORKER_ROOMS = frozenset({"differential", "spark"})
+#: Files (under tests/) whose every test is a group of its own: tests/java's suite, once per Java
+#: client, each run on a worker of its own.
+ONE_GROUP_PER_TEST = frozenset({"java/test_java_client.py"})
+
+
+def room_and_file(nodeid: str) -> tuple[str | None, str]:
+    """The room and the file (relative to tests/) of a test id such as
+    ``tests/spark/test_x.py::test_y[p]``; no room when the file is not under a ``tests`` folder."""
+    path = nodeid.split("::", 1)[0]
+    parts = PurePosixPath(path).parts
+    if "tests" not in parts:
+        return None, path
+    inner = parts[len(parts) - 1 - parts[::-1].index("tests") + 1 :]
+    return (inner[0] if len(inner) > 1 else None), "/".join(inner)
+
+
+def group_of(nodeid: str) -> str:
+    """The group (the scheduling scope) of a test id."""
+    room, file = room_and_file(nodeid)
+    if room in ONE_WORKER_ROOMS:
+        return f"room:{room}"
+    if file in ONE_GROUP_PER_TEST:
+        return nodeid
+    return nodeid.split("::", 1)[0]
+
+
+def _scheduling_class() -> type:
+    from xdist.scheduler import LoadScopeScheduling  # a test extra; imported when xdist runs
+
+    class RoomScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """pytest-xdist's scope scheduling over :func:`group_of`'s groups: a worker that frees up
+        takes the next whole group, in collection order (tests/conftest.py puts the
+        ``ONE_WORKER_ROOMS`` first, the largest groups)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return RoomScheduling
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before pytest-xdist's own choice; absent without xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """:class:`RoomScheduling` for ``--dist loadgroup``; pytest-xdist's own for any other mode."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return _scheduling_class()(config, log)
