@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from worker_groups import ONE_WORKER_ROOMS
+from worker_groups import in_schedule_order
 from worker_groups import pytest_xdist_make_scheduler as pytest_xdist_make_scheduler  # the rooms' workers
 
 #: The rooms of tests/, each a folder and a marker of the same name (registered in pyproject.toml).
@@ -55,11 +55,9 @@ _TESTS = Path(__file__).resolve().parent
 @pytest.hookimpl(tryfirst=True)  # the room marks before any other plugin selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test with its room (and ``slow`` for the slow rooms); a test outside the rooms
-    is an error, so that a new file cannot escape the selections. The ``ONE_WORKER_ROOMS`` go
-    first: pytest-xdist hands groups (worker_groups.py) out in this order as workers free up, and
-    the two largest groups starting last would leave one worker running alone at the end of a room."""
+    is an error, so that a new file cannot escape the selections. Then the tests in the order
+    pytest-xdist hands their groups out (worker_groups.py): the longest groups first."""
     homeless = set()
-    one_worker: set[int] = set()
     for item in items:
         try:
             room = item.path.resolve().relative_to(_TESTS).parts[0]
@@ -71,9 +69,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(room)
         if room in SLOW_ROOMS:
             item.add_marker("slow")
-        if room in ONE_WORKER_ROOMS:
-            one_worker.add(id(item))
-    items.sort(key=lambda item: id(item) not in one_worker)  # stable: each file keeps its order
+    items[:] = in_schedule_order(items)
     if homeless:
         raise pytest.UsageError(
             f"test files outside the rooms of tests/ ({', '.join(ROOMS)}): {', '.join(sorted(homeless))}; "

@@ -12,20 +12,29 @@ import sys
 import textwrap
 from pathlib import Path
 
-from worker_groups import ONE_GROUP_PER_TEST, ONE_WORKER_ROOMS, group_of, room_and_file
+from worker_groups import LONGEST_FIRST, ONE_GROUP_PER_TEST, ONE_WORKER_ROOMS, group_of, room_and_file
 
 TESTS = Path(__file__).resolve().parents[1]
 
 
 def test_group_of_a_test_id() -> None:
     assert room_and_file("tests/interop/test_x.py::test_y[a]") == ("interop", "interop/test_x.py")
-    assert group_of("tests/interop/test_x.py::test_y[a]") == "tests/interop/test_x.py"
-    assert group_of("tests/interop/test_x.py::Test::test_y") == "tests/interop/test_x.py"
+    assert group_of("tests/interop/test_x.py::test_y[a]") == "interop/test_x.py"
+    assert group_of("tests/interop/test_x.py::Test::test_y") == "interop/test_x.py"
     for room in ONE_WORKER_ROOMS:
         assert group_of(f"tests/{room}/test_a.py::t") == group_of(f"tests/{room}/test_b.py::u") == f"room:{room}"
     for file in ONE_GROUP_PER_TEST:
         assert group_of(f"tests/{file}::t[1]") != group_of(f"tests/{file}::t[2]")
     assert room_and_file("elsewhere/test_z.py::t") == (None, "elsewhere/test_z.py")
+
+
+def test_the_named_groups_exist() -> None:
+    """A renamed or removed file must not leave a stale name behind."""
+    for name in LONGEST_FIRST:
+        room = name.removeprefix("room:")
+        assert room in ONE_WORKER_ROOMS if name.startswith("room:") else (TESTS / name).is_file(), name
+    for file in ONE_GROUP_PER_TEST:
+        assert (TESTS / file).is_file(), file
 
 
 def test_each_file_and_each_one_worker_room_run_whole_on_one_worker(tmp_path: Path) -> None:
