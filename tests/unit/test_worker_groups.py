@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from worker_groups import LONGEST_FIRST, ONE_GROUP_PER_TEST, ONE_WORKER_ROOMS, group_of, room_and_file
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -40,8 +41,8 @@ def test_the_named_groups_exist() -> None:
 
 @pytest.mark.slow  # 4.5 s alone, 7 s beside the quick room: two pytest-xdist workers start
 def test_each_file_and_each_one_worker_room_run_whole_on_one_worker(tmp_path: Path) -> None:
-    """Two files of a ``ONE_WORKER_ROOMS`` room and three files of another room, three tests each: every file's tests, and the whole
-    one-worker room, on one worker; both workers used."""
+    """Two files of a ``ONE_WORKER_ROOMS`` room and three files of another room, three tests
+    each: every file's tests, and the whole one-worker room, on one worker; both workers used."""
     shared = sorted(ONE_WORKER_ROOMS)[0]
     log = tmp_path / "ran.jsonl"
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
