@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -115,7 +116,8 @@ def session_builder(
     driver_memory: str | None = None,
     tables: TableSource | None = None,
 ) -> SparkSession.Builder:
-    """The settings of :func:`spark_session`, before a session is made of them."""
+    """A session's settings; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside
+    it. ``tables``: where the broker's Iceberg tables are (:class:`TableSource`)."""
     b = SparkSession.builder.appName(app_name)
     if master:
         b = b.master(master)
@@ -132,16 +134,9 @@ def session_builder(
     return b.config("spark.sql.session.timeZone", "UTC")
 
 
-def spark_session(
-    master: str | None = None,
-    app_name: str = "pulsar_rs backlog analytics",
-    shuffle_partitions: int | None = None,
-    driver_memory: str | None = None,
-    tables: TableSource | None = None,
-) -> SparkSession:
-    """A session; ``master=None`` keeps spark-submit's master, or ``local[*]`` outside it.
-    ``tables``: where the broker's Iceberg tables are (:class:`TableSource`)."""
-    return session_builder(master, app_name, shuffle_partitions, driver_memory, tables).getOrCreate()
+def spark_session(*args: Any, **kwargs: Any) -> SparkSession:
+    """The session of :func:`session_builder`'s settings (the same arguments)."""
+    return session_builder(*args, **kwargs).getOrCreate()
 
 
 def write_text(spark: SparkSession, path: str, text: str) -> None:
