@@ -138,8 +138,20 @@ fn broker_storage_on_bookies_hands_over_without_loss() {
         }
         seen.extend(got.into_iter().map(|e| (e.position, e.data)));
     }
+    // A ledger sub-1 had consumed whole (ledger 0: its mark-delete position is past it) may be
+    // trimmed already, by A's background trim after the mark-delete, as Pulsar's would be (the
+    // non-durable reader holds nothing); seen under load, 2026-12-07. Nothing else may be missing.
+    let kept: Vec<i64> = ml_b.ledgers().iter().map(|l| l.ledger_id).collect();
+    let (served, trimmed): (Vec<_>, Vec<_>) = read
+        .iter()
+        .cloned()
+        .partition(|(p, _)| kept.contains(&p.ledger_id));
+    assert!(
+        trimmed.iter().all(|(p, _)| *p <= positions[11]),
+        "only entries sub-1 acknowledged may be gone: {trimmed:?}"
+    );
     assert_eq!(
-        seen, read,
+        seen, served,
         "B serves every entry A acknowledged, nothing else"
     );
     let cursor_b = ml_b.open_cursor("sub-1").unwrap();
