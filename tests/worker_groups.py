@@ -31,7 +31,8 @@ def room_and_file(nodeid: str) -> tuple[str | None, str]:
     parts = PurePosixPath(path).parts
     if "tests" not in parts:
         return None, path
-    inner = parts[len(parts) - 1 - parts[::-1].index("tests") + 1 :]
+    last = max(i for i, part in enumerate(parts) if part == "tests")
+    inner = parts[last + 1 :]
     return (inner[0] if len(inner) > 1 else None), "/".join(inner)
 
 
