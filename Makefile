@@ -29,7 +29,7 @@ test-quick: ## the quick inner loop: every test but the slow ones
 	$(PYTHON) -m pytest -m "not slow" -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 test-slow: ## the slow rooms and the slow tests of the quick ones
-	$(PYTHON) -m pytest -m "slow and not timing" -n 2 --dist loadgroup --durations=40 $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m "slow and not timing" -n 3 --dist loadgroup --durations=40 $(PYTEST_ARGS)
 	$(PYTHON) -m pytest -m timing --durations=10 $(PYTEST_ARGS)
 
 test: ## everything, as CI runs it: tox -e py311 (style, Rust tests, the wheel, pytest quick then slow)

@@ -1,4 +1,5 @@
-"""Which tests share a pytest-xdist worker (tox.ini runs each room with ``-n 2 --dist loadgroup``).
+"""Which tests share a pytest-xdist worker (tox.ini runs the quick room with ``-n 2
+--dist loadgroup``, the slow room with ``-n 3``).
 
 A group runs whole on one worker, so the fixtures its tests share start once: each test file is a
 group (its module fixtures: brokers, bookies, JVMs), each room of ``ONE_WORKER_ROOMS`` is one group

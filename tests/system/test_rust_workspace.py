@@ -1,8 +1,8 @@
 """The Rust workspace's own tests, ``cargo test --release --locked --workspace`` (every crate,
 the PyO3 crate's included), as one group of the slow pytest room.
 
-tox.ini builds them beside the quick room (``--no-run``); they run here, on one of the room's two
-pytest-xdist workers while the other takes the room's other groups. Half of their time is spent
+tox.ini builds them beside the quick room (``--no-run``); they run here, on one of the room's
+pytest-xdist workers while the others take the room's other groups. Half of their time is spent
 waiting on ZooKeeper, bookies, etcd and S3Proxy to start (their CPU use over the run: about one
 core of two), so beside the room they cost less than after it. ``worker_groups.LONGEST_FIRST``
 starts them first. Their output's end, and every failed test's lines, are in a failure's report.
