@@ -8,12 +8,16 @@
 //! * [`batch`]: building and parsing batch payloads (`SingleMessageMetadata` + message bytes) and
 //!   the timestamp the load generator puts at the front of every message.
 //! * [`wake`]: what a sleep and a wake-up cost in CPU time (`pulsar-rs-probe wake`).
+//! * [`round_trip`]: the floor under a durable publish with one message in flight: loopback,
+//!   `fdatasync`, and both in one request / answer (`pulsar-rs-probe round-trip`).
 //!
 //! The binaries are `pulsar-rs-perf` (load generator) and `pulsar-rs-probe` (machine limits:
-//! loopback TCP throughput, `write`/`fdatasync` bandwidth and latency, the cost of a wake-up).
+//! loopback TCP throughput, `write`/`fdatasync` bandwidth and latency, the cost of a wake-up, the
+//! durable round trip's floor).
 
 pub mod batch;
 pub mod client;
 pub mod perf;
+pub mod round_trip;
 pub mod stats;
 pub mod wake;

@@ -7,6 +7,8 @@
 //!   back sequentially once it is not in the page cache (the read limit of a backlog that is
 //!   not cached).
 //! * `wake`: the CPU time a sleep and a wake-up cost (see `pulsar_rs_perf::wake`).
+//! * `round-trip`: loopback and durable request / answer latency, the floor under a durable
+//!   publish with one message in flight (see `pulsar_rs_perf::round_trip`).
 //!
 //! Output: one JSON object on stdout.
 
@@ -55,6 +57,15 @@ enum Cmd {
         /// Sleeps and hand-overs per measurement.
         #[arg(long, default_value_t = 20_000)]
         count: u32,
+    },
+    /// Loopback and durable request / answer latency (one request in flight).
+    RoundTrip {
+        /// Directory for the durable server's scratch file (removed afterwards).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Seconds per measurement.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
     },
 }
 
@@ -253,6 +264,7 @@ fn main() {
         Cmd::Tcp { seconds, chunk } => tcp(seconds, chunk),
         Cmd::Disk { dir, seconds } => disk(&dir, seconds),
         Cmd::Wake { count } => Ok(pulsar_rs_perf::wake::probe(count)),
+        Cmd::RoundTrip { dir, seconds } => pulsar_rs_perf::round_trip::probe(&dir, seconds),
     };
     match out {
         Ok(v) => println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default()),
