@@ -11,6 +11,7 @@
 //! permits and stops reading so holds at most about the high mark (plus one dispatcher read per
 //! subscription) in the broker, instead of the whole backlog.
 
+use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -20,8 +21,9 @@ use parking_lot::Mutex;
 use pulsar_rs_broker::Subscription;
 use pulsar_rs_proto::commands;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::Notify;
+
+use crate::outbound::queue::Queue;
 
 /// Queued message bytes over which a connection stops being writable (Netty's default is
 /// 64 KiB; Pulsar's dispatch reads are larger). The environment variable
@@ -270,25 +272,35 @@ const COALESCE_MAX: usize = 512;
 /// Bytes of coalesced frames after which a write goes out.
 const COALESCED_WRITE: usize = 64 << 10;
 
-/// Writes until the queue closes, an `Outbound::Close` arrives, or the socket fails.
+/// Writes until an `Outbound::Close` arrives or the socket fails, then closes `queue`.
 pub async fn run<W: AsyncWrite + Unpin>(
-    mut rx: UnboundedReceiver<Outbound>,
+    queue: Arc<Queue<Outbound>>,
     mut socket: W,
     writability: Arc<Writability>,
     backlog: Arc<ControlBacklog>,
 ) {
-    // Both grow with the writes (at most MAX_IOV buffers, COALESCED_WRITE bytes and a frame)
-    // and are kept while traffic flows; `Outbound::Trim` gives them back once it stops. Small
-    // frames of the current write go to `small`, whose memory is reused once the previous
-    // write's frozen part is dropped.
+    // All three grow with the writes (at most MAX_IOV buffers, COALESCED_WRITE bytes and a
+    // frame; what one take found queued) and are kept while traffic flows; `Outbound::Trim`
+    // gives them back, and the queue's own memory, once it stops. Small frames of the current
+    // write go to `small`, whose memory is reused once the previous write's frozen part is
+    // dropped.
     let mut bufs: Vec<Bytes> = Vec::new();
     let mut small = BytesMut::new();
+    let mut taken: VecDeque<Outbound> = VecDeque::new();
+    // The queue is closed however this task ends (a panic included), so senders stop.
+    let closer = CloseOnDrop(&queue);
     let mut closing = false;
     while !closing {
-        let Some(first) = rx.recv().await else { break };
+        if taken.is_empty() && !queue.take_all(&mut taken).await {
+            break;
+        }
+        let Some(first) = taken.pop_front() else {
+            continue;
+        };
         if matches!(first, Outbound::Trim) {
-            if rx.is_empty() {
-                (bufs, small) = (Vec::new(), BytesMut::new());
+            if taken.is_empty() && queue.is_empty() {
+                (bufs, small, taken) = (Vec::new(), BytesMut::new(), VecDeque::new());
+                queue.shrink();
             }
             continue;
         }
@@ -296,13 +308,14 @@ pub async fn run<W: AsyncWrite + Unpin>(
         let mut control = control_bytes(&first);
         closing = push(&mut bufs, &mut small, first, &mut messages);
         while !closing && bufs.len() < MAX_IOV - 2 && small.len() < COALESCED_WRITE {
-            match rx.try_recv() {
-                Ok(item) => {
-                    control += control_bytes(&item);
-                    closing = push(&mut bufs, &mut small, item, &mut messages);
+            let Some(item) = taken.pop_front() else {
+                if queue.try_take_all(&mut taken) {
+                    continue;
                 }
-                Err(_) => break,
-            }
+                break;
+            };
+            control += control_bytes(&item);
+            closing = push(&mut bufs, &mut small, item, &mut messages);
         }
         flush_small(&mut bufs, &mut small);
         let r = write_all(&mut socket, &mut bufs).await;
@@ -316,16 +329,27 @@ pub async fn run<W: AsyncWrite + Unpin>(
     let _ = socket.shutdown().await;
     // What is still queued will never be written: release it (and wake the dispatchers, which
     // then find the consumers gone).
-    let mut rest = 0;
-    rx.close();
-    let mut control = 0;
-    while let Ok(item) = rx.try_recv() {
+    let left = queue.close();
+    drop(closer);
+    let (mut rest, mut control) = (0, 0);
+    for item in taken.into_iter().chain(left) {
         control += control_bytes(&item);
         let (mut scratch, mut small) = (Vec::new(), BytesMut::new());
         push(&mut scratch, &mut small, item, &mut rest);
     }
     writability.written(rest);
     backlog.written(control);
+}
+
+/// Closes the queue when the writer ends, so that senders see the connection gone.
+struct CloseOnDrop<'a>(&'a Queue<Outbound>);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        // At `run`'s end the queue is closed and drained already (this finds nothing); on a
+        // panic what is queued is dropped here, its counters with the connection.
+        drop(self.0.close());
+    }
 }
 
 /// Adds an item to the write: small frames, receipts and MESSAGE headers into `small`, stored

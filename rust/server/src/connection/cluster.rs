@@ -45,7 +45,7 @@ impl Connection {
             tokio::spawn(async move {
                 pending.ended().await;
                 // The connection closed meanwhile: nothing was attached, nothing to undo.
-                let _ = completions.send(Box::new(retry));
+                let _ = completions.push(Box::new(retry));
             });
             return true;
         }

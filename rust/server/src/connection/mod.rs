@@ -39,7 +39,7 @@ use pulsar_rs_proto::pb::base_command::Type;
 use pulsar_rs_proto::{commands, BaseCommand, Frame};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 use tokio_rustls::TlsAcceptor;
 
 use self::consumer::{detach_consumer, ConsumerSlot, Sink};
@@ -152,21 +152,25 @@ async fn serve_io<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let queue = Arc::new(crate::outbound::queue::Queue::new());
     let backlog = Arc::new(crate::writer::ControlBacklog::default());
-    let tx = crate::outbound::OutboundTx::new(tx, Arc::clone(&backlog));
+    let tx = crate::outbound::OutboundTx::new(Arc::clone(&queue), Arc::clone(&backlog));
+    // However this task ends (a panic included), the writer is told to finish.
+    let _finish_writer = FinishWriter(Arc::clone(&queue));
     let writability = Arc::new(writer::Writability::default());
     // Receipts reach the writer from the journal flusher's completion pass: one wake-up per
     // pass (see `wake_batch`).
     let writer = tokio::spawn(pulsar_rs_ledger::wake_batch::Batched::new(writer::run(
-        rx,
+        queue,
         wr,
         Arc::clone(&writability),
         Arc::clone(&backlog),
     )));
-    let (completions, mut completed) = mpsc::unbounded_channel::<Box<dyn offload::Completion>>();
+    let completions: offload::Completions = Arc::default();
+    // Finished work taken from `completions`, applied one by one.
+    let mut finished = std::collections::VecDeque::new();
     let mut conn = Connection {
-        completions,
+        completions: Arc::clone(&completions),
         service: Arc::clone(&ctx.service),
         ctx,
         peer,
@@ -264,8 +268,10 @@ async fn serve_io<R, W>(
                     conn.ping_outstanding = false;
                 }
             },
-            Some(done) = completed.recv() => {
-                done.apply(&mut conn);
+            true = completions.take_all(&mut finished) => {
+                while let Some(done) = finished.pop_front() {
+                    done.apply(&mut conn);
+                }
                 continue;
             }
             _ = ticker.tick() => {
@@ -334,14 +340,23 @@ async fn serve_io<R, W>(
     }
     // Work finished meanwhile is applied (and then cleaned up with the rest); work still
     // running finds the queue closed and undoes itself.
-    completed.close();
-    while let Ok(done) = completed.try_recv() {
+    for done in completions.close() {
         done.apply(&mut conn);
     }
     conn.cleanup();
     let _ = conn.tx.send(Outbound::Close);
     drop(conn);
     let _ = writer.await;
+}
+
+/// Queues `Outbound::Close` when dropped: the writer ends after what was queued before it.
+struct FinishWriter(Arc<crate::outbound::queue::Queue<Outbound>>);
+
+impl Drop for FinishWriter {
+    fn drop(&mut self) {
+        // Refused once the writer is gone: nothing left to tell.
+        let _ = self.0.push(Outbound::Close);
+    }
 }
 
 impl Connection {

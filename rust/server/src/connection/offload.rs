@@ -8,8 +8,9 @@
 //! by then, the result is abandoned instead, so whatever the work attached (a producer, a
 //! consumer) is detached again.
 
+use std::sync::Arc;
+
 use pulsar_rs_proto::BaseCommand;
-use tokio::sync::mpsc;
 
 use super::{frame, Connection};
 
@@ -21,8 +22,8 @@ pub(super) trait Completion: Send {
     fn abandon(self: Box<Self>);
 }
 
-/// The completion queue of one connection.
-pub(super) type Completions = mpsc::UnboundedSender<Box<dyn Completion>>;
+/// The completion queue of one connection (allocating only while work comes back).
+pub(super) type Completions = Arc<crate::outbound::queue::Queue<Box<dyn Completion>>>;
 
 struct Done<T, A, U> {
     value: T,
@@ -54,14 +55,14 @@ impl Connection {
         A: FnOnce(&mut Connection, T) + Send + 'static,
         U: FnOnce(T) + Send + 'static,
     {
-        let completions = self.completions.clone();
+        let completions = Arc::clone(&self.completions);
         tokio::task::spawn_blocking(move || {
             let done: Box<dyn Completion> = Box::new(Done {
                 value: work(),
                 apply,
                 undo,
             });
-            if let Err(mpsc::error::SendError(done)) = completions.send(done) {
+            if let Err(done) = completions.push(done) {
                 done.abandon();
             }
         });

@@ -10,8 +10,10 @@
 
 use bytes::BytesMut;
 
-/// The smallest room a read is given (and the first): a CONNECT, a PING, a flow permit.
-pub const MIN_READ: usize = 2 * 1024;
+/// The smallest room a read is given (and the first, and the first after an idle tick): a
+/// CONNECT, a PING, a flow permit. What an idle connection holds while it waits for a read
+/// (was 2 KiB: 10 000 idle connections cost 9.3 KB each against Apache Pulsar's 7.3 KB).
+pub const MIN_READ: usize = 256;
 /// The largest room a read is given: what every read had before.
 pub const MAX_READ: usize = 64 * 1024;
 

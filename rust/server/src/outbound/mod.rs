@@ -5,11 +5,12 @@
 //! the connection's read loop stops reading until the writer brings it under the low mark,
 //! as Pulsar stops reading a channel that is not writable. MESSAGE frames are bounded by the
 //! consumer-side water marks ([`crate::writer::Writability`]) instead.
+//!
+//! The queue itself, [`queue::Queue`], allocates only while the connection has traffic.
+
+pub mod queue;
 
 use std::sync::Arc;
-
-use tokio::sync::mpsc::error::SendError;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::writer::{control_bytes, ControlBacklog, Outbound};
 
@@ -17,27 +18,27 @@ use crate::writer::{control_bytes, ControlBacklog, Outbound};
 #[derive(Clone)]
 pub struct OutboundTx {
     /// The queue the writer drains.
-    tx: UnboundedSender<Outbound>,
+    queue: Arc<queue::Queue<Outbound>>,
     /// The control bytes it holds; shared with the writer.
     backlog: Arc<ControlBacklog>,
 }
 
 impl OutboundTx {
-    /// A handle over `tx`, counting into `backlog`.
+    /// A handle over `queue`, counting into `backlog`.
     #[must_use]
-    pub fn new(tx: UnboundedSender<Outbound>, backlog: Arc<ControlBacklog>) -> Self {
-        OutboundTx { tx, backlog }
+    pub fn new(queue: Arc<queue::Queue<Outbound>>, backlog: Arc<ControlBacklog>) -> Self {
+        OutboundTx { queue, backlog }
     }
 
     /// Queues `item` for the writer.
     ///
     /// # Errors
     /// The item back when the writer is gone.
-    pub fn send(&self, item: Outbound) -> Result<(), SendError<Outbound>> {
+    pub fn send(&self, item: Outbound) -> Result<(), Outbound> {
         let n = control_bytes(&item);
         // Counted before the writer can see the item.
         self.backlog.add(n);
-        self.tx.send(item).inspect_err(|_| {
+        self.queue.push(item).inspect_err(|_| {
             self.backlog.written(n);
         })
     }
@@ -45,6 +46,6 @@ impl OutboundTx {
     /// Whether the writer is gone.
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        self.queue.is_closed()
     }
 }
