@@ -54,7 +54,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from peer_runs import record_header  # noqa: E402
-from vs_pulsar import UNTHROTTLED, ensure_distribution, log, start_broker  # noqa: E402
+from vs_pulsar import PERF_LATENCY_FIELD, UNTHROTTLED, ensure_distribution, log, start_broker  # noqa: E402
 
 TOPIC = "persistent://public/default/overload"
 SUBSCRIPTION = "fair"
@@ -190,8 +190,9 @@ def run_broker(a: argparse.Namespace, home: Path, kind: str, work: Path) -> dict
             "drain_s": round(s2[0] - s1[0], 1),
             "timeline": [(round(t - t0, 1), i, o, b) for t, i, o, b in samples],
         }
-        for k, v in re.findall(r"(med|99pct|99\.9pct|Max):\s*([\d.,]+)", lat.group(1) if lat else ""):
-            r[f"e2e_{LAT[k]}_ms"] = float(v.replace(",", ""))
+        for k, v in PERF_LATENCY_FIELD.findall(lat.group(1) if lat else ""):
+            if k in LAT:
+                r[f"e2e_{LAT[k]}_ms"] = float(v.replace(",", ""))
         return r
     finally:
         broker.close()

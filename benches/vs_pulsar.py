@@ -88,6 +88,11 @@ WORKLOADS = {
     "LAT": dict(size=100, topics=1, batching=False, rate=10_000),
 }
 LAT_KEYS = {"mean": "mean", "med": "p50", "95pct": "p95", "99pct": "p99", "99.9pct": "p999", "Max": "max"}
+#: One field of pulsar-perf's latency line (``mean: 4.2 ms - med: 3.7 - 95pct: ... - 99pct: ... -
+#: 99.9pct: ... - 99.99pct: ... - 99.999pct: ... - Max: ...``). A name only where one starts:
+#: "99pct" is also the tail of "99.99pct" and "99.999pct", and matched anywhere (before
+#: 2026-12-08) it made every p99 read here the 99.999th percentile.
+PERF_LATENCY_FIELD = re.compile(r"(?<![\w.])(mean|med|95pct|99pct|99\.9pct|Max):\s*([\d.,]+)")
 
 
 class RsBroker:
@@ -158,7 +163,7 @@ def start_broker(kind: str, rs_server_bin: str | None):
 
 def parse_latency(text: str) -> dict:
     out = {}
-    for k, v in re.findall(r"(mean|med|95pct|99pct|99\.9pct|Max):\s*([\d.,]+)", text):
+    for k, v in PERF_LATENCY_FIELD.findall(text):
         if k in LAT_KEYS:
             out[f"pub_{LAT_KEYS[k]}_ms"] = float(v.replace(",", ""))
     return out
