@@ -44,11 +44,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from peer_runs import log, record_header  # noqa: E402
+from peer_runs import loadgen_one, log, record_header  # noqa: E402
 from vs_pulsar import JavaBroker, RsBroker, ensure_distribution, parse_latency  # noqa: E402
 
 BROKERS = ("pulsar-rs", "pulsar-sync")
 DRIVERS = ("loadgen", "perf")
+#: The load generator's workload: 100 B unbatched, one SEND in flight, no consumer.
+ONE_IN_FLIGHT = dict(size=100, topics=1, batching=False, rate=0, max_pending=1, consume=False)
 #: The probe's measurements, each a latency summary in ms.
 PROBE_PARTS = ("durable_ms", "loopback_ms", "sync_alone_ms")
 
@@ -58,25 +60,6 @@ def probe(binary: str, where: Path, seconds: float) -> dict:
     cmd = [binary, "round-trip", "--dir", str(where), "--seconds", str(seconds)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=10 * seconds + 120, check=True)
     return json.loads(p.stdout)
-
-
-def loadgen_run(binary: str, url: str, topic: str, duration: int) -> dict:
-    """The load generator, one 100 B unbatched message in flight, no consumer."""
-    cmd = [binary, "--url", url, "--topic-prefix", topic, "--topics", "1", "--size", "100", "--batch", "1"]
-    cmd += ["--duration", str(duration), "--max-pending", "1", "--rate", "0", "--drain", "10"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 120)
-    try:
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        return {"error": "loadgen: " + p.stderr[-1500:]}
-    lat = r.get("pub_lat_ms") or {}
-    return {
-        "sent": r.get("published"),
-        "pub_msg_s": r.get("pub_msg_s"),
-        "pub_p50_ms": lat.get("p50"),
-        "pub_p99_ms": lat.get("p99"),
-        "pub_p999_ms": lat.get("p999"),
-    }
 
 
 def perf_run(home: Path, broker: object, topic: str, duration: int, work: Path) -> dict:
@@ -151,7 +134,7 @@ def main() -> None:
                     topic = f"rt-{i}-{d}"
                     with tempfile.TemporaryDirectory(dir=where) as work:
                         r = (
-                            loadgen_run(a.loadgen, broker.service_url, topic, a.duration)  # type: ignore[attr-defined]
+                            loadgen_one(a.loadgen, broker, ONE_IN_FLIGHT, topic, a.duration)
                             if d == "loadgen"
                             else perf_run(home, broker, f"persistent://public/default/{topic}", a.duration, Path(work))
                         )

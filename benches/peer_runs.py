@@ -132,13 +132,16 @@ class LiteBroker:
 
 def loadgen_one(binary: str, broker: Any, w: dict, topic_prefix: str, duration: int) -> dict:
     """One run of the independent load generator (../shared/loadgen: the streamnative Rust client),
-    consumer subscribed first. Rates and latencies are its own (``pub_msg_s`` = receipted / time
-    to the last receipt; ``cons_msg_s`` = unique messages received / time to the last); broker CPU
-    is the group's over the load generator's whole life, per message published + received."""
+    consumer subscribed first (``w``: ``size``, ``topics``, ``batching``, ``rate``, and optionally
+    ``max_pending``, default 1000, and ``consume``, default true). Rates and latencies are its
+    own (``pub_msg_s`` = receipted / time to the last receipt; ``cons_msg_s`` = unique messages
+    received / time to the last); broker CPU is the group's over the load generator's whole life,
+    per message published + received."""
     cmd = [binary, "--url", broker.service_url, "--topic-prefix", topic_prefix, "--topics", str(w["topics"])]
     cmd += ["--size", str(max(w["size"], 32)), "--batch", str(100 if w["batching"] else 1)]
     rate = 0 if w["rate"] >= 1_000_000 else w["rate"]
-    cmd += ["--duration", str(duration), "--max-pending", "1000", "--drain", "30", "--rate", str(rate), "--consume"]
+    cmd += ["--duration", str(duration), "--max-pending", str(w.get("max_pending", 1000)), "--drain", "30"]
+    cmd += ["--rate", str(rate)] + ["--consume"] * w.get("consume", True)
     cpu0 = group_cpu_s(broker.pgid)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 150)
     cpu = group_cpu_s(broker.pgid) - cpu0
