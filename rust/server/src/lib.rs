@@ -15,7 +15,7 @@
 //! and as a client of its peers); [`replication`] (geo-replication to other clusters);
 //! [`housekeeping`] (the periodic tasks); [`context`] (the state
 //! they all share); and below it the plain parts: [`auth`], [`tls`], [`resources`],
-//! [`lookup`], [`offloaders`], [`iceberg_tables`], [`topic_list_limit`], [`writer`], [`outbound`], [`http`], [`error`] and the like. This file only names
+//! [`lookup`], [`offloaders`], [`iceberg_tables`], [`topic_list_limit`], [`writer`], [`outbound`], [`queue`], [`http`], [`error`] and the like. This file only names
 //! the modules and hands on the names other crates use.
 #![recursion_limit = "256"] // serde_json::json! of the admin stats documents
 
@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod offloaders;
 pub mod outbound;
 pub mod policies_document;
+pub mod queue;
 pub mod replication;
 pub mod resources;
 pub mod server;

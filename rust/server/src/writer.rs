@@ -23,7 +23,7 @@ use pulsar_rs_proto::commands;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
-use crate::outbound::queue::Queue;
+use crate::queue::Queue;
 
 /// Queued message bytes over which a connection stops being writable (Netty's default is
 /// 64 KiB; Pulsar's dispatch reads are larger). The environment variable

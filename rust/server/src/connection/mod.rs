@@ -152,7 +152,7 @@ async fn serve_io<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let queue = Arc::new(crate::outbound::queue::Queue::new());
+    let queue = Arc::new(crate::queue::Queue::new());
     let backlog = Arc::new(crate::writer::ControlBacklog::default());
     let tx = crate::outbound::OutboundTx::new(Arc::clone(&queue), Arc::clone(&backlog));
     // However this task ends (a panic included), the writer is told to finish.
@@ -350,7 +350,7 @@ async fn serve_io<R, W>(
 }
 
 /// Queues `Outbound::Close` when dropped: the writer ends after what was queued before it.
-struct FinishWriter(Arc<crate::outbound::queue::Queue<Outbound>>);
+struct FinishWriter(Arc<crate::queue::Queue<Outbound>>);
 
 impl Drop for FinishWriter {
     fn drop(&mut self) {

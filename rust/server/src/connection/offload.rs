@@ -23,7 +23,7 @@ pub(super) trait Completion: Send {
 }
 
 /// The completion queue of one connection (allocating only while work comes back).
-pub(super) type Completions = Arc<crate::outbound::queue::Queue<Box<dyn Completion>>>;
+pub(super) type Completions = Arc<crate::queue::Queue<Box<dyn Completion>>>;
 
 struct Done<T, A, U> {
     value: T,

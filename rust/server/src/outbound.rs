@@ -6,19 +6,18 @@
 //! as Pulsar stops reading a channel that is not writable. MESSAGE frames are bounded by the
 //! consumer-side water marks ([`crate::writer::Writability`]) instead.
 //!
-//! The queue itself, [`queue::Queue`], allocates only while the connection has traffic.
-
-pub mod queue;
+//! The queue itself, [`Queue`], allocates only while the connection has traffic.
 
 use std::sync::Arc;
 
+use crate::queue::Queue;
 use crate::writer::{control_bytes, ControlBacklog, Outbound};
 
 /// The sending side of a connection's outbound queue.
 #[derive(Clone)]
 pub struct OutboundTx {
     /// The queue the writer drains.
-    queue: Arc<queue::Queue<Outbound>>,
+    queue: Arc<Queue<Outbound>>,
     /// The control bytes it holds; shared with the writer.
     backlog: Arc<ControlBacklog>,
 }
@@ -26,7 +25,7 @@ pub struct OutboundTx {
 impl OutboundTx {
     /// A handle over `queue`, counting into `backlog`.
     #[must_use]
-    pub fn new(queue: Arc<queue::Queue<Outbound>>, backlog: Arc<ControlBacklog>) -> Self {
+    pub fn new(queue: Arc<Queue<Outbound>>, backlog: Arc<ControlBacklog>) -> Self {
         OutboundTx { queue, backlog }
     }
 
