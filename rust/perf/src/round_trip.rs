@@ -12,9 +12,11 @@
 //!   preallocated, synced file (`O_DIRECT` where the file system takes it, as the journal's
 //!   durable rounds) and `fdatasync`ing it before it answers: the floor a broker is measured
 //!   against;
-//! * **sync alone**: the server's write and `fdatasync`, timed on the server: the disk's share.
+//! * **sync alone**: the server's write and `fdatasync` within the durable run, timed on the
+//!   server: the disk's share.
 //!
-//! Each for the same number of seconds, in that order; latency percentiles in milliseconds.
+//! Loopback, then durable, each for the same number of seconds; latency percentiles in
+//! milliseconds.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
